@@ -1,0 +1,422 @@
+"""A from-scratch BERT whose module names, and numbers, match Hugging Face's `modeling_bert.py`.
+
+Shapes in comments: B batch, T tokens, H hidden size, nh heads, hd head size, V vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from bertviz_lite.config import BertConfig
+
+IGNORE_INDEX = -100
+
+
+def sinusoidal_position_table(num_positions: int, dim: int) -> Tensor:
+    """The fixed table of Vaswani et al.: sin on even dimensions, cos on odd ones. (num_positions, dim)"""
+    position = torch.arange(num_positions, dtype=torch.float64).unsqueeze(1)
+    div = torch.exp(torch.arange(0, dim, 2, dtype=torch.float64) * (-math.log(10000.0) / dim))
+    table = torch.zeros(num_positions, dim, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(position * div)
+    table[:, 1::2] = torch.cos(position * div[: dim // 2])
+    return table.float()
+
+
+def extended_attention_mask(attention_mask: Tensor, dtype: torch.dtype) -> Tensor:
+    """(B, T) of 1/0 -> additive (B, 1, 1, T): 0 where attended, the dtype's minimum where masked."""
+    mask = attention_mask[:, None, None, :].to(dtype)
+    return (1.0 - mask) * torch.finfo(dtype).min
+
+
+@dataclass
+class EmbeddingParts:
+    """The three embeddings of each token, their sum, and the sum after LayerNorm; each (B, T, H)."""
+
+    token: Tensor
+    position: Tensor
+    segment: Tensor
+    sum: Tensor
+    layer_norm: Tensor
+
+
+@dataclass
+class BertTrace:
+    """Everything one forward pass computes that the app shows, for one batch."""
+
+    embeddings: EmbeddingParts
+    attentions: tuple[Tensor, ...]  # per layer (B, nh, T, T) probabilities
+    queries: tuple[Tensor, ...]  # per layer (B, nh, T, hd)
+    keys: tuple[Tensor, ...]
+    values: tuple[Tensor, ...]
+    hidden_states: tuple[Tensor, ...]  # embedding output, then each layer: (B, T, H)
+    pooled: Tensor  # (B, H)
+    mlm_logits: Tensor  # (B, T, V)
+    nsp_logits: Tensor  # (B, 2); index 0 = IsNext, as in Hugging Face
+    attention_mask: Tensor  # (B, T)
+
+
+@dataclass
+class PretrainingOutput:
+    """Losses of one pre-training step; MLM logits only at the masked positions."""
+
+    loss: Tensor
+    mlm_loss: Tensor
+    nsp_loss: Tensor
+    mlm_logits: Tensor  # (M, V) for the M masked positions
+    mlm_labels: Tensor  # (M,)
+    nsp_logits: Tensor  # (B, 2)
+
+
+class BertEmbeddings(nn.Module):
+    """Token + position + segment embeddings, then LayerNorm and dropout."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        if config.position_embedding_type == "sinusoidal":
+            table = sinusoidal_position_table(config.max_position_embeddings, config.hidden_size)
+            self.position_embeddings.weight = nn.Parameter(table, requires_grad=False)
+
+    def parts(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor) -> EmbeddingParts:
+        token = self.word_embeddings(input_ids)
+        position = self.position_embeddings(position_ids).expand_as(token)
+        segment = self.token_type_embeddings(token_type_ids)
+        summed = token + position + segment
+        return EmbeddingParts(token, position, segment, summed, self.LayerNorm(summed))
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor) -> Tensor:
+        summed = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
+        summed = summed + self.position_embeddings(position_ids)
+        return self.dropout(self.LayerNorm(summed))
+
+
+class BertSelfAttention(nn.Module):
+    """Multi-head scaled dot-product attention with an additive padding mask."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.num_attention_heads = config.num_attention_heads
+        self.attention_head_size = config.head_dim
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        """(B, T, H) -> (B, nh, T, hd)"""
+        batch, seq, _ = x.shape
+        return x.view(batch, seq, self.num_attention_heads, self.attention_head_size).transpose(1, 2)
+
+    def merge_heads(self, x: Tensor) -> Tensor:
+        """(B, nh, T, hd) -> (B, T, H)"""
+        batch, _, seq, _ = x.shape
+        return x.transpose(1, 2).reshape(batch, seq, self.num_attention_heads * self.attention_head_size)
+
+    def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
+        """Fast path (no probabilities): PyTorch's fused scaled_dot_product_attention."""
+        q, k, v = (self.split_heads(f(hidden_states)) for f in (self.query, self.key, self.value))
+        p = self.dropout.p if self.training else 0.0
+        context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        return self.merge_heads(context)
+
+    def explicit(self, hidden_states: Tensor, mask: Tensor | None) -> tuple[Tensor, dict[str, Tensor]]:
+        """Slow path that keeps q, k, v and the attention probabilities for inspection."""
+        q, k, v = (self.split_heads(f(hidden_states)) for f in (self.query, self.key, self.value))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.attention_head_size)  # (B, nh, T, T)
+        if mask is not None:
+            scores = scores + mask
+        probs = scores.softmax(dim=-1)
+        context = self.merge_heads(self.dropout(probs) @ v)
+        return context, {"probs": probs, "query": q, "key": k, "value": v}
+
+
+class BertSelfOutput(nn.Module):
+    """Attention output projection, dropout, residual, LayerNorm (post-LN)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden_states: Tensor, input_tensor: Tensor) -> Tensor:
+        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
+
+
+class BertAttention(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.self = BertSelfAttention(config)
+        self.output = BertSelfOutput(config)
+
+
+class BertIntermediate(nn.Module):
+    """First feed-forward layer with exact (erf) GELU."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+
+    def forward(self, hidden_states: Tensor) -> Tensor:
+        return F.gelu(self.dense(hidden_states))
+
+
+class BertOutput(nn.Module):
+    """Second feed-forward layer, dropout, residual, LayerNorm."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden_states: Tensor, input_tensor: Tensor) -> Tensor:
+        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
+
+
+class BertLayer(nn.Module):
+    """One post-LN encoder layer: self-attention block, then feed-forward block."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.attention = BertAttention(config)
+        self.intermediate = BertIntermediate(config)
+        self.output = BertOutput(config)
+
+    def feed_forward(self, attention_output: Tensor, hidden_states: Tensor) -> Tensor:
+        attention_output = self.attention.output(attention_output, hidden_states)
+        return self.output(self.intermediate(attention_output), attention_output)
+
+    def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
+        return self.feed_forward(self.attention.self(hidden_states, mask), hidden_states)
+
+    def explicit(self, hidden_states: Tensor, mask: Tensor | None) -> tuple[Tensor, dict[str, Tensor]]:
+        context, inside = self.attention.self.explicit(hidden_states, mask)
+        return self.feed_forward(context, hidden_states), inside
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+
+    def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
+        for layer in self.layer:
+            hidden_states = layer(hidden_states, mask)
+        return hidden_states
+
+
+class BertPooler(nn.Module):
+    """Dense + tanh on the [CLS] position."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden_states: Tensor) -> Tensor:
+        return torch.tanh(self.dense(hidden_states[:, 0]))
+
+
+class BertModel(nn.Module):
+    """Embeddings, encoder and pooler (Hugging Face's `BertModel`)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config)
+
+
+class BertPredictionHeadTransform(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, hidden_states: Tensor) -> Tensor:
+        return self.LayerNorm(F.gelu(self.dense(hidden_states)))
+
+
+class BertLMPredictionHead(nn.Module):
+    """MLM head: transform, then a decoder tied to the word embeddings, with its own bias."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.transform = BertPredictionHeadTransform(config)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, hidden_states: Tensor) -> Tensor:
+        return F.linear(self.transform(hidden_states), self.decoder.weight, self.bias)
+
+
+class BertPreTrainingHeads(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.predictions = BertLMPredictionHead(config)
+        self.seq_relationship = nn.Linear(config.hidden_size, 2)
+
+
+class Bert(nn.Module):
+    """BERT with its MLM and NSP heads (Hugging Face's `BertForPreTraining`).
+
+    `model(input_ids, token_type_ids)` returns MLM logits (B, T, V); `model.trace(...)` returns a
+    BertTrace with every intermediate; `model.pretraining_loss(...)` trains.
+    """
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config)
+        self.cls = BertPreTrainingHeads(config)
+        # Which heads hold trained weights; loaders set these (MiniLM, say, ships no heads).
+        self.has_mlm_head = True
+        self.has_nsp_head = True
+        self.apply(self._init_weights)
+        self.tie_weights()
+
+    def tie_weights(self) -> None:
+        """Share one matrix between the word embeddings and the MLM decoder."""
+        self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
+
+    def _init_weights(self, module: nn.Module) -> None:
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding) and module.weight.requires_grad:
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            if module.padding_idx is not None:
+                with torch.no_grad():
+                    module.weight[module.padding_idx].zero_()
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+
+    def _inputs(
+        self, input_ids: Tensor, token_type_ids: Tensor | None, attention_mask: Tensor | None,
+        position_ids: Tensor | None,
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Fill in the defaults: segment 0, positions 0..T-1, attend to every non-padding token."""
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must have shape (batch, seq), got {tuple(input_ids.shape)}")
+        seq_len = input_ids.shape[1]
+        if seq_len > self.config.max_position_embeddings:
+            raise ValueError(
+                f"{seq_len} tokens is more than max_position_embeddings "
+                f"({self.config.max_position_embeddings}); truncate the input"
+            )
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        if attention_mask is None:
+            attention_mask = (input_ids != self.config.pad_token_id).long()
+        if position_ids is None:
+            position_ids = torch.arange(seq_len, device=input_ids.device).unsqueeze(0)
+        return input_ids, token_type_ids, attention_mask, position_ids
+
+    def _additive_mask(self, attention_mask: Tensor, dtype: torch.dtype) -> Tensor | None:
+        """None when every position is attended: the fused kernel is fastest without a mask."""
+        if bool(attention_mask.all()):
+            return None
+        return extended_attention_mask(attention_mask, dtype)
+
+    def encode(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        """Fast encoder pass: (last hidden state (B, T, H), pooled (B, H))."""
+        input_ids, token_type_ids, attention_mask, position_ids = self._inputs(
+            input_ids, token_type_ids, attention_mask, position_ids
+        )
+        hidden = self.bert.embeddings(input_ids, token_type_ids, position_ids)
+        hidden = self.bert.encoder(hidden, self._additive_mask(attention_mask, hidden.dtype))
+        return hidden, self.bert.pooler(hidden)
+
+    def forward(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, *, attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
+    ) -> Tensor:
+        """MLM logits (B, T, V)."""
+        hidden, _ = self.encode(input_ids, token_type_ids, attention_mask, position_ids)
+        return self.cls.predictions(hidden)
+
+    def next_sentence_logits(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+    ) -> Tensor:
+        """NSP logits (B, 2); index 0 = B follows A."""
+        _, pooled = self.encode(input_ids, token_type_ids, attention_mask)
+        return self.cls.seq_relationship(pooled)
+
+    def pretraining_loss(
+        self, input_ids: Tensor, token_type_ids: Tensor, attention_mask: Tensor, labels: Tensor,
+        next_sentence_label: Tensor,
+    ) -> PretrainingOutput:
+        """MLM + NSP loss; only the masked positions are projected onto the vocabulary."""
+        hidden, pooled = self.encode(input_ids, token_type_ids, attention_mask)
+        chosen = labels != IGNORE_INDEX  # (B, T)
+        mlm_labels = labels[chosen]  # (M,)
+        mlm_logits = self.cls.predictions(hidden[chosen])  # (M, V)
+        if mlm_labels.numel():
+            mlm_loss = F.cross_entropy(mlm_logits.float(), mlm_labels)
+        else:  # a batch with nothing masked still gives a loss that backpropagates
+            mlm_loss = mlm_logits.float().sum() * 0.0
+        nsp_logits = self.cls.seq_relationship(pooled)
+        nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label)
+        return PretrainingOutput(mlm_loss + nsp_loss, mlm_loss, nsp_loss, mlm_logits, mlm_labels, nsp_logits)
+
+    @torch.no_grad()
+    def trace(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
+    ) -> BertTrace:
+        """One forward pass that keeps every intermediate (explicit attention, not the fused kernel)."""
+        input_ids, token_type_ids, attention_mask, position_ids = self._inputs(
+            input_ids, token_type_ids, attention_mask, position_ids
+        )
+        parts = self.bert.embeddings.parts(input_ids, token_type_ids, position_ids)
+        hidden = self.bert.embeddings.dropout(parts.layer_norm)
+        mask = extended_attention_mask(attention_mask, hidden.dtype)
+        hidden_states, inside = [hidden], []
+        for layer in self.bert.encoder.layer:
+            hidden, layer_inside = layer.explicit(hidden, mask)
+            hidden_states.append(hidden)
+            inside.append(layer_inside)
+        pooled = self.bert.pooler(hidden)
+        return BertTrace(
+            embeddings=parts,
+            attentions=tuple(x["probs"] for x in inside),
+            queries=tuple(x["query"] for x in inside),
+            keys=tuple(x["key"] for x in inside),
+            values=tuple(x["value"] for x in inside),
+            hidden_states=tuple(hidden_states),
+            pooled=pooled,
+            mlm_logits=self.cls.predictions(hidden),
+            nsp_logits=self.cls.seq_relationship(pooled),
+            attention_mask=attention_mask,
+        )
+
+    def num_parameters(self) -> int:
+        """Trainable and frozen parameters, the tied matrix counted once."""
+        return sum(p.numel() for p in self.parameters())
+
+    def load_hf_state_dict(self, state_dict: dict[str, Tensor]) -> None:
+        """Load weights saved by transformers (BertModel, BertForMaskedLM or BertForPreTraining)."""
+        from bertviz_lite.hf_io import load_hf_state_dict
+
+        load_hf_state_dict(self, state_dict)
+
+    def hf_state_dict(self) -> dict[str, Tensor]:
+        """Weights under transformers' BertForPreTraining names."""
+        from bertviz_lite.hf_io import hf_state_dict
+
+        return hf_state_dict(self)
