@@ -1,0 +1,57 @@
+"""Small helpers shared by the figure builders."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.colors as pcolors
+
+HEAD_COLOURS = pcolors.qualitative.Plotly + pcolors.qualitative.Dark24
+SEGMENT_COLOURS = {0: "#1f77b4", 1: "#ff7f0e"}
+SEQUENTIAL = "Blues"
+DIVERGING = "RdBu_r"
+
+
+def head_colour(head: int) -> str:
+    """Hex colour of a head, the same in every figure."""
+    return HEAD_COLOURS[head % len(HEAD_COLOURS)]
+
+
+def rgba(hex_colour: str, alpha: float) -> str:
+    """'#636EFA', 0.5 -> 'rgba(99,110,250,0.5)'."""
+    red, green, blue = pcolors.hex_to_rgb(hex_colour)
+    return f"rgba({red},{green},{blue},{alpha:.3g})"
+
+
+def as_matrix(values, name: str) -> np.ndarray:
+    """values as a 2-D float array (float32 kept as is: half the bytes sent), or a ValueError."""
+    matrix = np.asarray(values)
+    if matrix.dtype not in (np.float32, np.float64):
+        matrix = matrix.astype(np.float64)
+    if matrix.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got shape {list(matrix.shape)}")
+    return matrix
+
+
+def check_length(labels, length: int, what: str) -> None:
+    """Raise a ValueError when a label list does not match the data it labels."""
+    if len(labels) != length:
+        raise ValueError(f"got {len(labels)} {what} for {length} rows/columns of data")
+
+
+def symmetric_range(*arrays: np.ndarray) -> float:
+    """Largest absolute value over arrays (at least a tiny positive number), for zmid=0 scales."""
+    largest = max((float(np.nanmax(np.abs(a))) for a in arrays if np.size(a)), default=0.0)
+    return largest if largest > 0 else 1e-12
+
+
+def token_axis_height(num_tokens: int, per_token: int = 16, low: int = 320, high: int = 2400) -> int:
+    """Figure height in pixels for an axis listing num_tokens labels, kept within [low, high]."""
+    return int(np.clip(per_token * num_tokens + 160, low, high))
+
+
+def category_axis(reverse: bool = False) -> dict:
+    """Axis settings for token labels: always categorical (so "1" is not read as a number)."""
+    axis: dict = {"type": "category"}
+    if reverse:
+        axis["autorange"] = "reversed"
+    return axis

@@ -1,0 +1,203 @@
+"""Figures for the embedding layer: token + position + segment, their sum and LayerNorm."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from bertviz_lite.analysis import EMBEDDING_PARTS, unique_labels
+from bertviz_lite.figures._common import (
+    DIVERGING,
+    SEGMENT_COLOURS,
+    as_matrix,
+    category_axis,
+    check_length,
+    symmetric_range,
+    token_axis_height,
+)
+
+PART_TITLES = ("token embedding", "position embedding", "segment embedding", "sum", "after LayerNorm")
+
+
+def _embedding_trace(matrix: np.ndarray, labels: list[str], **kwargs) -> go.Heatmap:
+    return go.Heatmap(
+        z=matrix,
+        x=np.arange(matrix.shape[1]),
+        y=labels,
+        hovertemplate="%{y}, dimension %{x}: %{z:.3f}<extra></extra>",
+        **kwargs,
+    )
+
+
+def embedding_heatmap(matrix, tokens: Sequence[str], title: str = "Embeddings") -> go.Figure:
+    """Heatmap of a [T, H] embedding matrix: one row per token, one column per dimension."""
+    matrix = as_matrix(matrix, "embedding matrix")
+    check_length(tokens, matrix.shape[0], "tokens")
+    limit = symmetric_range(matrix)
+    trace = _embedding_trace(
+        matrix,
+        unique_labels(tokens),
+        colorscale=DIVERGING,
+        zmid=0,
+        zmin=-limit,
+        zmax=limit,
+        colorbar={"title": {"text": "value"}},
+    )
+    fig = go.Figure(trace)
+    fig.update_layout(
+        title=title,
+        xaxis_title="hidden dimension",
+        yaxis_title="token",
+        yaxis=category_axis(reverse=True),
+        height=token_axis_height(matrix.shape[0]),
+    )
+    return fig
+
+
+def embedding_parts_figure(
+    token, position, segment, summed, layer_norm, tokens: Sequence[str], layout: str = "row"
+) -> go.Figure:
+    """The five embedding stages of one example side by side (layout "row") or stacked ("column").
+
+    The four raw parts share one symmetric colour scale so their sizes compare directly;
+    the LayerNorm output, on a different scale, gets its own.
+    """
+    raw_parts = (token, position, segment, summed, layer_norm)
+    parts = [as_matrix(p, name) for p, name in zip(raw_parts, PART_TITLES, strict=True)]
+    if len({p.shape for p in parts}) != 1:
+        raise ValueError(f"embedding parts must share one shape, got {[list(p.shape) for p in parts]}")
+    if layout not in ("row", "column"):
+        raise ValueError(f"layout must be 'row' or 'column', got {layout!r}")
+    check_length(tokens, parts[0].shape[0], "tokens")
+    rows, cols = (1, 5) if layout == "row" else (5, 1)
+    fig = make_subplots(
+        rows=rows,
+        cols=cols,
+        subplot_titles=PART_TITLES,
+        shared_yaxes=layout == "row",
+        shared_xaxes=layout == "column",
+        horizontal_spacing=0.02,
+        vertical_spacing=0.04,
+    )
+    labels = unique_labels(tokens)
+    for i, part in enumerate(parts):
+        axis = "coloraxis2" if i == 4 else "coloraxis"
+        row, col = (1, i + 1) if layout == "row" else (i + 1, 1)
+        fig.add_trace(_embedding_trace(part, labels, coloraxis=axis, name=PART_TITLES[i]), row=row, col=col)
+    raw_limit, norm_limit = symmetric_range(*parts[:4]), symmetric_range(parts[4])
+    height = token_axis_height(parts[0].shape[0]) * (1 if layout == "row" else 3)
+    fig.update_layout(
+        title="Embedding parts: token + position + segment = sum → LayerNorm",
+        height=height,
+        coloraxis={
+            "colorscale": DIVERGING,
+            "cmid": 0,
+            "cmin": -raw_limit,
+            "cmax": raw_limit,
+            "colorbar": {"title": {"text": "raw"}, "x": 1.02},
+        },
+        coloraxis2={
+            "colorscale": DIVERGING,
+            "cmid": 0,
+            "cmin": -norm_limit,
+            "cmax": norm_limit,
+            "colorbar": {"title": {"text": "LayerNorm"}, "x": 1.1},
+        },
+    )
+    fig.update_yaxes(**category_axis(reverse=True))
+    fig.update_xaxes(title_text="hidden dimension", row=rows)  # every column, or the bottom plot
+    return fig
+
+
+def component_norms_bar(df: pd.DataFrame) -> go.Figure:
+    """Grouped bars of the L2 norm of each embedding part per token (from embedding_component_norms)."""
+    labels = unique_labels(df["token"].astype(str).tolist())
+    fig = go.Figure()
+    for column, name in EMBEDDING_PARTS.items():
+        if column in df:
+            fig.add_trace(
+                go.Bar(
+                    x=labels,
+                    y=df[column].to_numpy(dtype=float),
+                    name=name,
+                    hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>",
+                )
+            )
+    fig.update_layout(
+        title="Size (L2 norm) of each embedding part",
+        barmode="group",
+        xaxis={**category_axis(), "title": {"text": "token"}},
+        yaxis_title="L2 norm",
+    )
+    return fig
+
+
+def position_similarity_heatmap(
+    sim, title: str = "Cosine similarity between position embeddings", labels: Sequence[str] | None = None
+) -> go.Figure:
+    """Heatmap of a [N, N] similarity matrix between positions (or any labelled items)."""
+    sim = as_matrix(sim, "similarity matrix")
+    axis_labels = list(labels) if labels is not None else [str(i) for i in range(sim.shape[0])]
+    check_length(axis_labels, sim.shape[0], "labels")
+    fig = go.Figure(
+        go.Heatmap(
+            z=sim,
+            x=axis_labels,
+            y=axis_labels,
+            colorscale=DIVERGING,
+            zmid=0,
+            zmin=-1,
+            zmax=1,
+            hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>",
+            colorbar={"title": {"text": "cosine"}},
+        )
+    )
+    fig.update_layout(
+        title=title,
+        xaxis={**category_axis(), "title": {"text": "position"}},
+        yaxis={**category_axis(reverse=True), "title": {"text": "position"}},
+        height=min(900, max(400, 6 * sim.shape[0] + 200)),
+    )
+    return fig
+
+
+def pca_scatter(
+    points,
+    tokens: Sequence[str],
+    token_type_ids: Sequence[int] | None = None,
+    title: str = "Token vectors projected on their first two principal components",
+) -> go.Figure:
+    """Scatter of [N, 2] projected points, one trace per sentence (A, B), labelled by token."""
+    points = as_matrix(points, "points")
+    if points.shape[1] != 2:
+        raise ValueError(f"points must be [N, 2], got {list(points.shape)}")
+    check_length(tokens, points.shape[0], "tokens")
+    segments = (
+        np.zeros(len(tokens), int) if token_type_ids is None else np.asarray(token_type_ids).astype(int)
+    )
+    check_length(segments, points.shape[0], "segment ids")
+    fig = go.Figure()
+    for segment, name in ((0, "sentence A"), (1, "sentence B")):
+        chosen = np.flatnonzero(segments == segment)
+        if chosen.size:
+            fig.add_trace(
+                go.Scatter(
+                    x=points[chosen, 0],
+                    y=points[chosen, 1],
+                    name=name,
+                    mode="markers+text" if len(tokens) <= 64 else "markers",
+                    text=[tokens[i] for i in chosen],
+                    customdata=chosen,
+                    textposition="top center",
+                    marker={"color": SEGMENT_COLOURS[segment], "size": 9},
+                    hovertemplate="%{text} (%{customdata})<br>PC1 %{x:.3f}, PC2 %{y:.3f}<extra></extra>",
+                )
+            )
+    fig.update_layout(
+        title=title, xaxis_title="first principal component", yaxis_title="second principal component"
+    )
+    return fig

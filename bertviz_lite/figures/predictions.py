@@ -1,0 +1,63 @@
+"""Figures for the model's predictions: masked-token top-k and next-sentence probability."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from bertviz_lite.figures._common import category_axis
+
+
+def topk_bar(tokens: Sequence[str], probs: Sequence[float], title: str = "Top predictions") -> go.Figure:
+    """Horizontal bars of candidate tokens and their probabilities, highest on top."""
+    probs = np.asarray(probs, dtype=np.float64).reshape(-1)
+    if len(tokens) != probs.size:
+        raise ValueError(f"got {len(tokens)} tokens but {probs.size} probabilities")
+    order = np.argsort(-probs, kind="stable")
+    labels = [str(tokens[i]) for i in order]
+    fig = go.Figure(
+        go.Bar(
+            x=probs[order],
+            y=labels,
+            orientation="h",
+            marker_color="#1f77b4",
+            text=[f"{p:.1%}" for p in probs[order]],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:.4f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=title,
+        xaxis={"title": {"text": "probability"}, "range": [0, max(1e-9, float(probs.max(initial=0)) * 1.1)]},
+        yaxis={**category_axis(reverse=True), "title": {"text": "token"}},
+        height=max(250, 28 * probs.size + 120),
+    )
+    return fig
+
+
+def nsp_bar(p_is_next: float, title: str = "Next-sentence prediction") -> go.Figure:
+    """Two horizontal bars: probability that sentence B follows A (IsNext) and that it does not."""
+    p_is_next = float(p_is_next)
+    if not 0.0 <= p_is_next <= 1.0:
+        raise ValueError(f"p_is_next must be a probability in [0, 1], got {p_is_next}")
+    labels, probs = ["IsNext", "NotNext"], [p_is_next, 1.0 - p_is_next]
+    fig = go.Figure(
+        go.Bar(
+            x=probs,
+            y=labels,
+            orientation="h",
+            marker_color=["#2ca02c", "#d62728"],
+            text=[f"{p:.1%}" for p in probs],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:.4f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=title,
+        xaxis={"title": {"text": "probability"}, "range": [0, 1]},
+        yaxis={**category_axis(reverse=True), "title": {"text": "does sentence B follow A?"}},
+        height=220,
+    )
+    return fig

@@ -1,0 +1,78 @@
+"""Training curves from metric records (the dicts of a run's metrics JSON-lines file)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def metric_points(records: Sequence[Mapping], metric: str, x: str = "step") -> tuple[list, list]:
+    """(xs, ys) of the records that hold a finite number for both x and metric."""
+    pairs = [(r[x], r[metric]) for r in records if _is_number(r.get(x)) and _is_number(r.get(metric))]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def _line_chart(traces: list[go.Scatter], title: str, x: str, y_title: str, log_y: bool) -> go.Figure:
+    fig = go.Figure(traces)
+    fig.update_layout(
+        title=title,
+        xaxis_title=x.replace("_", " "),
+        yaxis_title=y_title,
+        hovermode="x unified",
+        yaxis_type="log" if log_y else "linear",
+    )
+    return fig
+
+
+def metric_curves(
+    records: Sequence[Mapping],
+    metrics: Sequence[str],
+    title: str = "Training metrics",
+    x: str = "step",
+    log_y: bool = False,
+) -> go.Figure:
+    """One line per metric against x; records missing a metric (or holding NaN/None) are skipped."""
+    traces = []
+    for metric in metrics:
+        xs, ys = metric_points(records, metric, x)
+        traces.append(
+            go.Scatter(
+                x=xs, y=ys, mode="lines+markers" if len(xs) < 50 else "lines", name=metric.replace("_", " ")
+            )
+        )
+    y_title = metrics[0].replace("_", " ") if len(metrics) == 1 else "value"
+    return _line_chart(traces, title, x, y_title, log_y)
+
+
+def compare_runs(
+    runs: Mapping[str, Sequence[Mapping]],
+    metric: str,
+    x: str = "step",
+    title: str | None = None,
+    log_y: bool = False,
+) -> go.Figure:
+    """One line per run (keyed by run name) for the same metric."""
+    traces = []
+    for name, records in runs.items():
+        xs, ys = metric_points(records, metric, x)
+        traces.append(go.Scatter(x=xs, y=ys, mode="lines", name=str(name)))
+    label = metric.replace("_", " ")
+    return _line_chart(traces, title or f"{label} by run", x, label, log_y)
+
+
+def lr_curve(records: Sequence[Mapping], metric: str = "lr", x: str = "step") -> go.Figure:
+    """Learning-rate schedule as logged (warm-up, then decay)."""
+    return metric_curves(records, [metric], "Learning rate", x)
+
+
+def throughput_curve(
+    records: Sequence[Mapping], metric: str = "tokens_per_sec", x: str = "step"
+) -> go.Figure:
+    """Training speed as logged, e.g. tokens per second."""
+    return metric_curves(records, [metric], "Throughput", x)

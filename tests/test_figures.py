@@ -1,0 +1,268 @@
+"""Tests for the plotly figure builders: the data read back from each figure is the data put in."""
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from bertviz_lite import analysis, figures
+from bertviz_lite.figures.tokens import chip_classes
+
+TOKENS = ["[CLS]", "the", "dog", "##gy", "[SEP]", "it", "ran", "[SEP]"]
+SEGMENTS = [0, 0, 0, 0, 0, 1, 1, 1]
+SPECIAL = [1, 0, 0, 0, 1, 0, 0, 1]
+
+
+def random_attention(*shape: int, seed: int = 0) -> np.ndarray:
+    logits = np.random.default_rng(seed).normal(size=shape) * 2
+    weights = np.exp(logits)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def line_traces(fig: go.Figure) -> list:
+    return [t for t in fig.data if t.mode == "lines"]
+
+
+def segment_count(trace) -> int:
+    return len(trace.x) // 3
+
+
+# ---------------------------------------------------------------- tokens
+
+
+def test_token_chip_html_classes_escaping_and_meta():
+    tokens = ["[CLS]", "<script>", "##gy", "[UNK]", "[SEP]", "it", "[MASK]", "[SEP]", "[PAD]"]
+    html = figures.token_chip_html(
+        tokens,
+        [0, 0, 0, 0, 0, 1, 1, 1, 0],
+        [1, 0, 0, 0, 1, 0, 0, 1, 1],
+        decisions=[0, 0, 1, 2, 0, 3, 0, 0, 0],
+    )
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    chips = html.split('<div class="bvl-chips">')[1].split('<div class="bvl-legend">')[0]
+    for css in (
+        "bvl-cls",
+        "bvl-sep",
+        "bvl-pad",
+        "bvl-unk",
+        "bvl-piece",
+        "bvl-seg-a",
+        "bvl-seg-b",
+        "bvl-masktoken",
+        "bvl-dec-mask",
+        "bvl-dec-random",
+        "bvl-dec-kept",
+    ):
+        assert css in chips, css
+    assert 'class="bvl-chip bvl-seg-a bvl-piece bvl-dec-mask"' in chips  # "##gy", masked
+    assert '<span class="bvl-meta">5 · 1</span>' in html  # position and segment under "it"
+    assert html.count('<span class="bvl-meta">') == len(tokens)
+    assert "bvl-legend" not in figures.token_chip_html(["a"], [0], [0], legend=False).split("</style>")[1]
+
+
+def test_chip_classes_per_kind():
+    assert chip_classes("[CLS]", 0, True) == ["bvl-chip", "bvl-cls"]
+    assert chip_classes("##gy", 1, False, 1) == ["bvl-chip", "bvl-seg-b", "bvl-piece", "bvl-dec-mask"]
+    with pytest.raises(ValueError, match="masking decision"):
+        chip_classes("a", 0, False, 7)
+    with pytest.raises(ValueError, match="token_type_ids"):
+        figures.token_chip_html(["a", "b"], [0], [0, 0])
+
+
+# ---------------------------------------------------------------- attention maps
+
+
+def test_attention_heatmap_returns_input_and_unique_labels():
+    attn = random_attention(8, 8)
+    fig = figures.attention_heatmap(attn, TOKENS, TOKENS, "Layer 0 head 1")
+    trace = fig.data[0]
+    np.testing.assert_array_equal(np.asarray(trace.z), attn)
+    np.testing.assert_allclose(np.asarray(trace.z).sum(1), 1.0)
+    assert "→" in trace.hovertemplate and trace.hovertemplate.startswith("%{y} → %{x}")
+    assert list(trace.y) == [
+        "[CLS] (0)",
+        "the (1)",
+        "dog (2)",
+        "##gy (3)",
+        "[SEP] (4)",
+        "it (5)",
+        "ran (6)",
+        "[SEP] (7)",
+    ]
+    assert len(set(trace.x)) == 8  # the two [SEP] stay apart
+    assert fig.layout.title.text == "Layer 0 head 1" and fig.layout.yaxis.type == "category"
+
+
+def test_rollout_heatmap():
+    rollout = analysis.attention_rollout(random_attention(2, 2, 8, 8))[-1]
+    fig = figures.rollout_heatmap(rollout, TOKENS)
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z), rollout)
+    assert fig.layout.title.text == "Attention rollout"
+
+
+def test_head_view_one_legend_group_per_head_and_focus():
+    attn = random_attention(3, 8, 8)
+    fig = figures.head_view(attn, TOKENS, top_k=8, min_weight=0.0)
+    lines = line_traces(fig)
+    assert {t.legendgroup for t in lines} == {"head 0", "head 1", "head 2"}
+    assert [t.name for t in lines if t.showlegend] == ["head 0", "head 1", "head 2"]
+    assert sum(segment_count(t) for t in lines) == 3 * 8 * 8  # every (head, query, key) once
+    assert all(t.line.color.startswith("rgba(") for t in lines)
+    token_columns = [t for t in fig.data if t.mode != "lines"]
+    assert [list(t.text) for t in token_columns] == [TOKENS, TOKENS]
+    assert "%{text}" in token_columns[0].hovertemplate
+    focused = line_traces(figures.head_view(attn, TOKENS, heads=[1], focus_token=2, top_k=8, min_weight=0.0))
+    assert {t.legendgroup for t in focused} == {"head 1"}
+    assert sum(segment_count(t) for t in focused) == 8
+    left_ends = np.concatenate([np.asarray(t.y)[0::3] for t in focused])
+    assert set(left_ends.tolist()) == {2.0}
+
+
+def test_head_view_weights_levels_threshold_and_mask():
+    attn = np.zeros((1, 3, 3))
+    attn[0] = [[0.9, 0.095, 0.005], [0.5, 0.5, 0.0], [0.31, 0.31, 0.38]]
+    fig = figures.head_view(attn, ["[CLS]", "a", "[SEP]"])
+    lines = line_traces(fig)
+    assert sum(segment_count(t) for t in lines) == 7  # the 0.005 and 0.0 lines are dropped
+    by_level = {t.meta["level"]: segment_count(t) for t in lines}
+    assert by_level == {1: 1, 2: 3, 3: 2, 5: 1}  # weight w goes to level ceil(5 w)
+    assert [t.line.color.endswith(",1)") for t in lines if t.meta["level"] == 5] == [True]
+    mask = np.zeros((3, 3), bool)
+    mask[0, 0] = True
+    only = line_traces(figures.head_view(attn, ["[CLS]", "a", "[SEP]"], mask=mask))
+    assert [(list(t.x[:2]), list(t.y[:2])) for t in only if len(t.x)] == [([0.0, 1.0], [0.0, 0.0])]
+
+
+def test_head_view_rejects_bad_heads():
+    with pytest.raises(ValueError, match="heads"):
+        figures.head_view(random_attention(2, 4, 4), list("abcd"), heads=[2])
+
+
+def test_model_view_one_tile_per_layer_and_head():
+    attn = random_attention(2, 3, 8, 8)
+    fig = figures.model_view(attn, TOKENS)
+    assert len(fig.data) == 6 and all(isinstance(t, go.Heatmap) for t in fig.data)
+    assert [t.meta for t in fig.data] == [{"layer": i, "head": h} for i in range(2) for h in range(3)]
+    assert fig.data[4].name == "layer 1 head 1"
+    np.testing.assert_allclose(np.asarray(fig.data[4].z), attn[1, 1])
+    assert {t.coloraxis for t in fig.data} == {"coloraxis"}
+    titles = [a.text for a in fig.layout.annotations]
+    assert {"H0", "H1", "H2", "L0", "L1"} <= set(titles)
+
+
+def test_large_inputs_build_with_capped_sizes():
+    tokens = [f"w{i}" for i in range(512)]
+    attn = random_attention(2, 2, 512, 512)
+    mosaic = figures.model_view(attn, tokens, max_tokens=64)
+    assert len(mosaic.data) == 4 and all(np.asarray(t.z).shape == (64, 64) for t in mosaic.data)
+    np.testing.assert_allclose(np.asarray(mosaic.data[0].z).sum(1), 1.0)
+    heads = figures.head_view(attn[0], tokens, top_k=20)
+    lines = line_traces(heads)
+    assert sum(segment_count(t) for t in lines) <= 2 * 512 * 20
+    assert heads.layout.height <= 4000
+    assert figures.attention_heatmap(attn[0, 0], tokens, tokens).data[0].z.shape == (512, 512)
+
+
+def test_neuron_view_figure_shows_every_step():
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.normal(size=(8, 4)) for _ in range(3))
+    neuron = analysis.neuron_view(q, k, v, 1, key_mask=[1] * 7 + [0])
+    fig = figures.neuron_view_figure(neuron, TOKENS, 1)
+    by_name = {t.name: t for t in fig.data}
+    np.testing.assert_array_equal(np.asarray(by_name["query"].z), q[1:2])
+    np.testing.assert_array_equal(np.asarray(by_name["keys"].z), k)
+    np.testing.assert_array_equal(np.asarray(by_name["q × k"].z), q[1] * k)
+    np.testing.assert_allclose(np.asarray(by_name["softmax weight"].x), neuron["weights"])
+    np.testing.assert_allclose(np.asarray(by_name["q · k"].x), k @ q[1])
+    np.testing.assert_allclose(np.asarray(by_name["output"].z)[0], neuron["weights"] @ v)
+    assert by_name["q · k / √d (grey = masked)"].marker.color[-1] == "#bbbbbb"
+    assert fig.layout.title.text == "Neuron view for query the (1)"
+
+
+def test_head_statistics_figure():
+    stats = analysis.head_statistics(random_attention(2, 3, 8, 8), TOKENS)
+    fig = figures.head_statistics_figure(stats, "to_cls")
+    z = np.asarray(fig.data[0].z)
+    assert z.shape == (2, 3) and z[1, 2] == pytest.approx(
+        stats.query("layer == 1 and head == 2")["to_cls"].item()
+    )
+    assert list(fig.data[0].x) == ["H0", "H1", "H2"] and list(fig.data[0].y) == ["L0", "L1"]
+    with pytest.raises(ValueError, match="not in the head statistics"):
+        figures.head_statistics_figure(stats, "nope")
+
+
+# ---------------------------------------------------------------- embeddings
+
+
+def test_embedding_heatmap_and_parts():
+    rng = np.random.default_rng(0)
+    parts = [rng.normal(size=(8, 6)) for _ in range(5)]
+    single = figures.embedding_heatmap(parts[0], TOKENS, "Token embeddings")
+    np.testing.assert_array_equal(np.asarray(single.data[0].z), parts[0])
+    assert single.data[0].zmid == 0 and single.layout.title.text == "Token embeddings"
+    fig = figures.embedding_parts_figure(*parts, tokens=TOKENS)
+    assert len(fig.data) == 5
+    for trace, part in zip(fig.data, parts, strict=True):
+        np.testing.assert_array_equal(np.asarray(trace.z), part)
+    assert [t.coloraxis for t in fig.data] == ["coloraxis"] * 4 + ["coloraxis2"]
+    assert fig.layout.coloraxis.cmax == pytest.approx(np.abs(np.stack(parts[:4])).max())
+    assert (
+        figures.embedding_parts_figure(*parts, tokens=TOKENS, layout="column").layout.yaxis5.type
+        == "category"
+    )
+
+
+def test_component_norms_bar_and_similarity_and_pca():
+    rng = np.random.default_rng(0)
+    parts = [rng.normal(size=(8, 6)) for _ in range(5)]
+    norms = analysis.embedding_component_norms(*parts, tokens=TOKENS)
+    bars = figures.component_norms_bar(norms)
+    assert [t.name for t in bars.data] == list(analysis.EMBEDDING_PARTS.values())
+    np.testing.assert_allclose(np.asarray(bars.data[3].y), np.linalg.norm(parts[3], axis=1))
+    sim = analysis.cosine_similarity_matrix(analysis.sinusoidal_position_table(16, 8))
+    heat = figures.position_similarity_heatmap(sim, "Sinusoidal positions")
+    np.testing.assert_array_equal(np.asarray(heat.data[0].z), sim)
+    points = analysis.pca_2d(parts[4])
+    scatter = figures.pca_scatter(points, TOKENS, SEGMENTS)
+    assert [t.name for t in scatter.data] == ["sentence A", "sentence B"]
+    assert list(scatter.data[1].text) == ["it", "ran", "[SEP]"]
+    np.testing.assert_allclose(np.asarray(scatter.data[1].x), points[5:, 0])
+
+
+# ---------------------------------------------------------------- predictions and training
+
+
+def test_topk_bar_highest_on_top_and_nsp_bar():
+    fig = figures.topk_bar(["cat", "1", "dog"], [0.2, 0.1, 0.7], "Predictions for [MASK] (3)")
+    assert list(fig.data[0].y) == ["dog", "cat", "1"] and list(fig.data[0].x) == [0.7, 0.2, 0.1]
+    assert fig.layout.yaxis.autorange == "reversed" and fig.layout.yaxis.type == "category"
+    nsp = figures.nsp_bar(0.8)
+    assert list(nsp.data[0].y) == ["IsNext", "NotNext"]
+    np.testing.assert_allclose(nsp.data[0].x, [0.8, 0.2])
+    with pytest.raises(ValueError, match="probability"):
+        figures.nsp_bar(1.5)
+
+
+def test_training_curves_skip_missing_values():
+    records = [
+        {"step": 0, "loss": 5.0, "lr": 0.0},
+        {"step": 10, "loss": 4.0, "lr": 1e-4, "val_loss": 4.5},
+        {"step": 20, "loss": float("nan"), "lr": 2e-4},
+        {"step": 30, "loss": None, "lr": 1e-4, "tokens_per_sec": 900.0},
+    ]
+    fig = figures.metric_curves(records, ["loss", "val_loss"], "Loss")
+    assert [t.name for t in fig.data] == ["loss", "val loss"]
+    assert list(fig.data[0].x) == [0, 10] and list(fig.data[0].y) == [5.0, 4.0]
+    assert list(fig.data[1].x) == [10] and list(fig.data[1].y) == [4.5]
+    assert list(figures.lr_curve(records).data[0].y) == [0.0, 1e-4, 2e-4, 1e-4]
+    assert list(figures.throughput_curve(records).data[0].x) == [30]
+    runs = figures.compare_runs({"a": records, "b": records[:2]}, "loss")
+    assert [t.name for t in runs.data] == ["a", "b"] and list(runs.data[1].y) == [5.0, 4.0]
+    assert not any(math.isnan(y) for t in runs.data for y in t.y)
+
+
+def test_figures_are_deterministic():
+    attn = random_attention(2, 8, 8)
+    first, second = figures.head_view(attn, TOKENS), figures.head_view(attn, TOKENS)
+    assert first.to_json() == second.to_json()
