@@ -296,17 +296,14 @@ def pca_2d(x) -> np.ndarray:
 def sinusoidal_position_table(num_positions: int, dim: int) -> np.ndarray:
     """Fixed position encodings of Vaswani et al. (2017): [num_positions, dim] float32.
 
-    table[pos, 2i] = sin(pos / 10000^(2i/dim)) and table[pos, 2i+1] = cos(pos / 10000^(2i/dim)).
+    table[pos, 2i] = sin(pos / 10000^(2i/dim)) and table[pos, 2i+1] = cos(pos / 10000^(2i/dim));
+    the same table the model uses when position_embedding_type is "sinusoidal".
     """
     if num_positions < 0 or dim < 1:
         raise ValueError(f"need num_positions >= 0 and dim >= 1, got {num_positions} and {dim}")
-    positions = np.arange(num_positions, dtype=np.float64)[:, None]
-    even_dims = np.arange(0, dim, 2, dtype=np.float64)
-    angles = positions / np.power(10000.0, even_dims / dim)[None, :]  # (P, ceil(dim/2))
-    table = np.zeros((num_positions, dim), dtype=np.float64)
-    table[:, 0::2] = np.sin(angles)
-    table[:, 1::2] = np.cos(angles[:, : dim // 2])
-    return table.astype(np.float32)
+    from bertviz_lite.model import sinusoidal_position_table as table
+
+    return table(num_positions, dim).numpy()
 
 
 EMBEDDING_PARTS = {
