@@ -1,0 +1,180 @@
+"""The live files of a training run folder, written atomically and read tolerantly.
+
+A run folder (e.g. `checkpoints/my-run/`) holds, besides the checkpoint itself:
+
+`train_args.json`, written once before training starts:
+    {"args": {...TrainingArguments...}, "config": {...BertConfig...}, "command": "python -m ...",
+     "world_size": 1, "started_at": 1700000000.0}
+
+`metrics.jsonl`, one JSON object per line, appended and flushed as written:
+    train lines: {"split": "train", "step", "loss", "mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc",
+                  "lr", "grad_norm", "tokens_per_s", "elapsed_s"}
+        losses and accuracies are averaged over the steps since the previous train line (and over
+        all processes); `tokens_per_s` counts non-padding tokens of all processes; `grad_norm` is the
+        norm before clipping at `step`; `elapsed_s` is wall time since training began.
+    eval lines:  {"split": "eval", "step", "eval_loss", "eval_mlm_loss", "eval_nsp_loss",
+                  "eval_mlm_acc", "eval_nsp_acc", "eval_examples", "elapsed_s"}
+        on the held-out pairs, masked once with a fixed seed so that evals compare.
+
+`status.json`, replaced atomically on every logging step and at every change of state:
+    {"state": "running" | "finished" | "stopped" | "diverged" | "failed", "message": str,
+     "pid": int, "step": int, "total_steps": int, "checkpoint_step": int | null,
+     "started_at": float, "updated_at": float, "eta_s": float | null}
+    times are Unix seconds; `checkpoint_step` is the step of the weights in model.safetensors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+METRICS_FILE = "metrics.jsonl"
+STATUS_FILE = "status.json"
+TRAIN_ARGS_FILE = "train_args.json"
+STATES = ("running", "finished", "stopped", "diverged", "failed")
+
+
+def _default_file_mode() -> int:
+    umask = os.umask(0o022)  # read the umask (this sets it, so put it back)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+_FILE_MODE = _default_file_mode()
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write `data` to a hidden temporary file beside `path`, fsync it, then rename it over `path`."""
+    path = Path(path)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as tmp:
+            os.chmod(tmp.fileno(), _FILE_MODE)  # mkstemp makes 0600; give the mode open() would
+            tmp.write(data)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    _fsync_folder(path.parent)
+    return path
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename itself durable (no-op where folders cannot be opened, e.g. Windows)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_json(path: str | os.PathLike, data: Any) -> Path:
+    """Write `data` as indented JSON, atomically."""
+    return atomic_write_bytes(path, (json.dumps(_finite(data), indent=2) + "\n").encode("utf-8"))
+
+
+def _finite(value: Any) -> Any:
+    """NaN and inf are not JSON: write them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def remove_temporary_files(folder: str | os.PathLike) -> list[Path]:
+    """Delete leftovers of atomic writes that were killed half-way (`.NAME.*.tmp`); returns them."""
+    leftovers = sorted(Path(folder).glob(".*.tmp"))
+    for path in leftovers:
+        path.unlink(missing_ok=True)
+    return leftovers
+
+
+class MetricsWriter:
+    """Appends one JSON object per line to `<run>/metrics.jsonl`, flushing each line."""
+
+    def __init__(self, run_dir: str | os.PathLike):
+        self.path = Path(run_dir) / METRICS_FILE
+        self._file = open(self.path, "a", encoding="utf-8")
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._file.write(json.dumps(_finite(record)) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_metrics(run_dir: str | os.PathLike, split: str | None = None) -> list[dict[str, Any]]:
+    """The records of `<run>/metrics.jsonl`, optionally only one split ("train" or "eval").
+
+    Lines that do not parse (the last one, while it is being written) are skipped.
+    """
+    path = Path(run_dir) / METRICS_FILE
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    records = []
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and (split is None or record.get("split") == split):
+            records.append(record)
+    return records
+
+
+def write_status(run_dir: str | os.PathLike, **fields: Any) -> dict[str, Any]:
+    """Replace `<run>/status.json`; `state` must be one of STATES. Adds pid and updated_at."""
+    if fields.get("state") not in STATES:
+        raise ValueError(f"state ({fields.get('state')!r}) must be one of {', '.join(STATES)}")
+    status = {"pid": os.getpid(), **fields, "updated_at": time.time()}
+    atomic_write_json(Path(run_dir) / STATUS_FILE, status)
+    return status
+
+
+def read_status(run_dir: str | os.PathLike) -> dict[str, Any] | None:
+    """`<run>/status.json` as a dict, or None when it is absent or unreadable."""
+    return _read_json_object(Path(run_dir) / STATUS_FILE)
+
+
+def process_alive(pid: int | None) -> bool:
+    """Whether a process with this id exists (a "running" status whose process is gone was killed)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_train_args(run_dir: str | os.PathLike) -> dict[str, Any] | None:
+    """`<run>/train_args.json` as a dict, or None when it is absent or unreadable."""
+    return _read_json_object(Path(run_dir) / TRAIN_ARGS_FILE)
+
+
+def _read_json_object(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
