@@ -1,0 +1,347 @@
+"""Pre-training data: a built-in story corpus, reading user text, NSP pairs and the MLM+NSP collator."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from bertviz_lite.masking import mask_tokens
+from bertviz_lite.tokenization import BertTokenizer
+
+IS_NEXT, NOT_NEXT = 0, 1  # next_sentence_label values, as in Hugging Face BertForPreTraining
+
+# ---- built-in corpus ---------------------------------------------------------------------------
+# Each document is a short story in one setting. Every sentence carries words of its setting and/or
+# the hero's name, pronouns agree with their referent (he/she for the hero, it for the animal,
+# they for hero + friend), so next-sentence prediction and masked words are learnable by a tiny model.
+
+SETTINGS: dict[str, dict] = {
+    "farm": {
+        "names": {"he": ("Tom", "Ben", "Jack"), "she": ("Anna", "Lucy", "Rosa")},
+        "adjectives": ("muddy", "fat", "spotted"),
+        "intros": ("{name} lived on a small farm with {poss} family.", "{name} was a young {kid} who worked on a big farm."),
+        "places": ("barn", "field", "pond", "orchard"),
+        "animals": ("cow", "pig", "goat", "horse", "hen", "sheep"),
+        "things": {"bucket": "carry fresh milk", "rake": "clean the hay", "basket": "collect the eggs", "tractor": "plow the field"},
+        "foods": ("hay", "corn", "apples", "carrots"),
+        "activities": ("fed the animals in the barn", "picked apples in the orchard", "fixed the old fence"),
+        "home": "farmhouse",
+    },
+    "city": {
+        "names": {"he": ("Max", "Leo", "Sam"), "she": ("Mia", "Zoe", "Emma")},
+        "adjectives": ("grey", "noisy", "skinny"),
+        "intros": ("{name} lived in a tall building in the busy city.", "{name} was a young {kid} who sold newspapers in the city."),
+        "places": ("subway", "market", "square", "street"),
+        "animals": ("pigeon", "cat", "puppy", "rat"),
+        "things": {"umbrella": "stay dry in the rain", "bicycle": "ride through the traffic", "map": "find the way", "ticket": "take the train"},
+        "foods": ("bread", "pizza", "popcorn"),
+        "activities": ("rode the bus across town", "walked past the tall buildings", "looked at the shop windows"),
+        "home": "apartment",
+    },
+    "sea": {
+        "names": {"he": ("Finn", "Jonas", "Kai"), "she": ("Marina", "Coral", "Pearl")},
+        "adjectives": ("wet", "slippery", "salty"),
+        "intros": ("{name} lived in a little house by the sea.", "{name} was a young {kid} who sailed from the harbor every day."),
+        "places": ("beach", "harbor", "dock", "island"),
+        "animals": ("seal", "crab", "gull", "dolphin", "turtle"),
+        "things": {"net": "catch some fish", "shovel": "dig in the sand", "rope": "tie the boat", "telescope": "watch the ships"},
+        "foods": ("fish", "shrimp", "seaweed"),
+        "activities": ("swam in the cold waves", "sailed around the island", "collected shells on the beach"),
+        "home": "cottage",
+    },
+    "school": {
+        "names": {"he": ("Paul", "Noah", "Eli"), "she": ("Lily", "Ella", "Ruth")},
+        "adjectives": ("tiny", "fluffy", "clever"),
+        "intros": ("{name} was a student at the old school on the hill.", "{name} was a clever {kid} in the third grade."),
+        "places": ("classroom", "library", "playground", "gym"),
+        "animals": ("hamster", "rabbit", "goldfish", "parrot"),
+        "things": {"pencil": "write a long story", "book": "read about history", "chalk": "draw on the board", "ruler": "measure the desk"},
+        "foods": ("seeds", "lettuce", "crackers"),
+        "activities": ("did their homework", "played games at recess", "painted pictures for the teacher"),
+        "home": "dormitory",
+    },
+    "forest": {
+        "names": {"he": ("Robin", "Ash", "Hugo"), "she": ("Ivy", "Fern", "Hazel")},
+        "adjectives": ("wild", "shy", "furry"),
+        "intros": ("{name} lived in a wooden cabin deep in the forest.", "{name} was a young {kid} who loved to explore the forest."),
+        "places": ("river", "cave", "meadow", "woods"),
+        "animals": ("fox", "owl", "deer", "bear", "squirrel"),
+        "things": {"lantern": "see in the dark", "axe": "cut dry wood", "compass": "find the path", "tent": "sleep under the trees"},
+        "foods": ("berries", "nuts", "mushrooms"),
+        "activities": ("climbed the tall trees", "made a small fire", "followed the tracks in the mud"),
+        "home": "cabin",
+    },
+    "kitchen": {
+        "names": {"he": ("Marco", "Luigi", "Pierre"), "she": ("Julia", "Sofia", "Nina")},
+        "adjectives": ("sneaky", "greedy", "little"),
+        "intros": ("{name} was a cook in a busy restaurant.", "{name} was a young {kid} who loved to bake in the warm kitchen."),
+        "places": ("kitchen", "pantry", "counter", "stove"),
+        "animals": ("mouse", "kitten", "beetle"),
+        "things": {"spoon": "stir the soup", "knife": "cut the onions", "pan": "fry some eggs", "bowl": "mix the flour"},
+        "foods": ("cheese", "cake", "cookies", "soup"),
+        "activities": ("baked a chocolate cake", "washed the dirty dishes", "cooked dinner for the guests"),
+        "home": "restaurant",
+    },
+    "mountain": {
+        "names": {"he": ("Ivan", "Boris", "Sven"), "she": ("Heidi", "Greta", "Olga")},
+        "adjectives": ("fierce", "white", "lonely"),
+        "intros": ("{name} lived in a small hut high in the snowy mountains.", "{name} was a young {kid} who climbed the high mountains."),
+        "places": ("peak", "slope", "valley", "lodge"),
+        "animals": ("eagle", "wolf", "yak", "marmot"),
+        "things": {"skis": "slide down the slope", "sled": "pull the firewood", "boots": "walk in the deep snow", "scarf": "stay warm"},
+        "foods": ("tea", "oats", "honey"),
+        "activities": ("skied down the white slope", "built a big snowman", "climbed to the peak"),
+        "home": "hut",
+    },
+    "space": {
+        "names": {"he": ("Orion", "Neil", "Buzz"), "she": ("Nova", "Stella", "Luna")},
+        "adjectives": ("shiny", "metal", "strange"),
+        "intros": ("{name} was an astronaut on a big space station.", "{name} was a young {kid} who flew a rocket far from the earth."),
+        "places": ("moon", "crater", "cockpit", "airlock"),
+        "animals": ("alien", "robot", "drone"),
+        "things": {"helmet": "breathe in space", "radio": "talk to the earth", "laser": "cut the metal", "screen": "check the stars"},
+        "foods": ("jelly", "rations", "dried fruit"),
+        "activities": ("floated around the cockpit", "watched the stars", "fixed the solar panels"),
+        "home": "rocket",
+    },
+    "castle": {
+        "names": {"he": ("Arthur", "Lance", "Edmund"), "she": ("Elsa", "Anne", "Mary")},
+        "adjectives": ("royal", "golden", "ancient"),
+        "intros": ("{name} was a young {royal} in a great stone castle.", "{name} was a brave knight who lived in an old castle."),
+        "places": ("tower", "hall", "dungeon", "gate"),
+        "animals": ("dragon", "unicorn", "raven", "falcon"),
+        "things": {"sword": "fight the enemy", "shield": "stay safe", "key": "open the heavy door", "crown": "look like a ruler"},
+        "foods": ("grapes", "pie", "roast meat"),
+        "activities": ("danced in the great hall", "rode out of the gate", "guarded the tower"),
+        "home": "castle",
+    },
+    "desert": {
+        "names": {"he": ("Omar", "Tariq", "Amir"), "she": ("Layla", "Amira", "Zara")},
+        "adjectives": ("dusty", "thirsty", "sandy"),
+        "intros": ("{name} lived in a tent in the hot desert.", "{name} was a young {kid} who traveled across the desert."),
+        "places": ("dune", "oasis", "well", "canyon"),
+        "animals": ("camel", "lizard", "snake", "scorpion"),
+        "things": {"hat": "hide from the sun", "bottle": "carry cool water", "lamp": "see at night", "blanket": "sit on the sand"},
+        "foods": ("dates", "figs", "water"),
+        "activities": ("rode camels over the dunes", "rested in the shade of a palm", "looked for water in the canyon"),
+        "home": "tent",
+    },
+}  # fmt: skip
+
+PRONOUNS = {
+    "he": {"subj": "he", "Subj": "He", "obj": "him", "poss": "his", "kid": "boy", "royal": "prince"},
+    "she": {"subj": "she", "Subj": "She", "obj": "her", "poss": "her", "kid": "girl", "royal": "princess"},
+}
+TIMES = ("morning", "afternoon", "evening")
+
+# A story tells the first 4 to 8 of these beats, always in this order, so that a sentence's
+# template says which sentence may follow it; each beat has alternative templates.
+BEATS = {
+    "intro": None,  # from the setting
+    "go": ("One {time}, {name} went to the {place} with {poss} {thing}.", "{name} took {poss} {thing} and walked to the {place}."),
+    "meet": ("There {subj} saw {a_adj} {animal} near the {place2}.", "At the {place}, {subj} found {a_adj} {animal}, and it came closer."),
+    "feed": ("The {animal} looked hungry, so {name} gave it some {food}.", "{name} gave some {food} to the {adj} {animal}, and it ate everything."),
+    "use": ("{Subj} used the {thing} to {use}.", "With the {thing}, {name} could {use}."),
+    "friend": ("Later, {poss} friend {friend} came to the {place2}.", "Soon {friend}, {poss} best friend, came to the {place} to help."),
+    "they": ("Together they {activity}.", "They {activity} until the sun went down."),
+    "ending": ("At the end of the day, {name} went back to the {home}.", "In the evening {name} was tired, so {subj} went back to the {home}."),
+}  # fmt: skip
+
+
+def builtin_corpus(seed: int = 0, num_documents: int = 3000) -> list[list[str]]:
+    """Short English stories (4-8 sentences each) generated deterministically from the templates above."""
+    if num_documents < 1:
+        raise ValueError(f"num_documents ({num_documents}) must be at least 1.")
+    rng = random.Random(seed)
+    return [_story(rng) for _ in range(num_documents)]
+
+
+def _story(rng: random.Random) -> list[str]:
+    """One document: the first 4 to 8 beats, with the same hero, animal, thing and places throughout."""
+    setting = SETTINGS[rng.choice(sorted(SETTINGS))]
+    slots = _story_slots(rng, setting)
+    beats = list(BEATS)[: rng.randint(4, len(BEATS))]
+    return [_sentence(rng, setting, beat, slots) for beat in beats]
+
+
+def _story_slots(rng: random.Random, setting: dict) -> dict[str, str]:
+    """The hero, friend, animal, thing and places one story keeps referring back to."""
+    gender = rng.choice(("he", "she"))
+    name = rng.choice(setting["names"][gender])
+    friends = [other for names in setting["names"].values() for other in names if other != name]
+    place, place2 = rng.sample(setting["places"], 2)
+    thing = rng.choice(sorted(setting["things"]))
+    adj = rng.choice(setting["adjectives"])
+    return {
+        **PRONOUNS[gender], "name": name, "friend": rng.choice(friends), "place": place, "place2": place2,
+        "thing": thing, "use": setting["things"][thing], "animal": rng.choice(setting["animals"]),
+        "adj": adj, "a_adj": ("an " if adj[0] in "aeiou" else "a ") + adj, "food": rng.choice(setting["foods"]),
+        "time": rng.choice(TIMES), "activity": rng.choice(setting["activities"]), "home": setting["home"],
+    }  # fmt: skip
+
+
+def _sentence(rng: random.Random, setting: dict, beat: str, slots: dict[str, str]) -> str:
+    templates = setting["intros"] if beat == "intro" else BEATS[beat]
+    return rng.choice(templates).format(**slots)
+
+
+# ---- reading user text -------------------------------------------------------------------------
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split after . ! or ? followed by whitespace; keeps the punctuation and tidies spaces."""
+    pieces = re.split(r"(?<=[.!?])\s+", text.strip())
+    return [" ".join(piece.split()) for piece in pieces if piece.strip()]
+
+
+def documents_from_text(text: str) -> list[list[str]]:
+    """Documents are separated by blank lines; each document becomes a list of sentences."""
+    if not text.strip():
+        raise ValueError("The text is empty: write or paste a few sentences.")
+    blocks = re.split(r"\n[ \t]*\n", text.replace("\r\n", "\n").replace("\r", "\n").strip())
+    documents = [sentences for block in blocks if (sentences := split_sentences(block))]
+    if sum(len(document) for document in documents) < 2:
+        raise ValueError("The text has fewer than 2 sentences: BERT pre-training needs at least 2.")
+    return documents
+
+
+def read_corpus(path: str | os.PathLike) -> list[list[str]]:
+    """Read a plain UTF-8 text file: documents separated by blank lines, split into sentences."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"Corpus file not found: {path}")
+    data = path.read_bytes()
+    if b"\x00" in data:
+        raise ValueError(f"{path.name} looks like a binary file (it contains NUL bytes), not plain text.")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path.name} is not UTF-8 text: save it as UTF-8 and try again.") from None
+    try:
+        return documents_from_text(text)
+    except ValueError as error:
+        raise ValueError(f"{path.name}: {error}") from None
+
+
+# ---- next-sentence pairs -----------------------------------------------------------------------
+
+
+def make_nsp_pairs(
+    documents: Sequence[Sequence[str]], *, seed: int = 0, num_pairs: int | None = None
+) -> list[tuple[str, str, int]]:
+    """(A, B, label) pairs: half IsNext (B follows A in its document, label 0), half NotNext (label 1).
+
+    NotNext B is a random sentence of another document. By default there is one pair per sentence.
+    """
+    documents = [list(document) for document in documents if document]
+    next_positions = [(d, i) for d, document in enumerate(documents) for i in range(len(document) - 1)]
+    all_positions = [(d, i) for d, document in enumerate(documents) for i in range(len(document))]
+    _check_nsp_input(documents, next_positions, num_pairs)
+    num_pairs = len(all_positions) if num_pairs is None else num_pairs
+    rng = random.Random(seed)
+    labels = [IS_NEXT] * (num_pairs - num_pairs // 2) + [NOT_NEXT] * (num_pairs // 2)
+    rng.shuffle(labels)
+    next_a, any_a = _cycle_shuffled(next_positions, rng), _cycle_shuffled(all_positions, rng)
+    pairs = []
+    for label in labels:
+        d, i = next(next_a) if label == IS_NEXT else next(any_a)
+        sentence_b = documents[d][i + 1] if label == IS_NEXT else _random_other_sentence(documents, d, i, rng)
+        pairs.append((documents[d][i], sentence_b, label))
+    return pairs
+
+
+def _check_nsp_input(documents: list[list[str]], next_positions: list, num_pairs: int | None) -> None:
+    if len(documents) < 2:
+        raise ValueError(
+            f"Next-sentence pairs need at least 2 documents (separate them with a blank line); got {len(documents)}."
+        )
+    if not next_positions:
+        raise ValueError("Next-sentence pairs need at least one document with 2 or more sentences.")
+    if num_pairs is not None and num_pairs < 1:
+        raise ValueError(f"num_pairs ({num_pairs}) must be at least 1.")
+
+
+def _cycle_shuffled(items: list, rng: random.Random):
+    """Yield items forever, reshuffled on every pass, so each is used about equally often."""
+    while True:
+        order = list(items)
+        rng.shuffle(order)
+        yield from order
+
+
+def _random_other_sentence(documents: list[list[str]], d: int, i: int, rng: random.Random) -> str:
+    """A sentence from a document other than d that is not, by chance, A's real next sentence."""
+    true_next = documents[d][i + 1] if i + 1 < len(documents[d]) else None
+    for _ in range(10):
+        other = rng.randrange(len(documents) - 1)
+        other += other >= d
+        sentence = rng.choice(documents[other])
+        if sentence != true_next:
+            break
+    return sentence
+
+
+def split_train_eval(
+    pairs: Sequence[tuple[str, str, int]], eval_fraction: float = 0.05, seed: int = 0
+) -> tuple[list[tuple[str, str, int]], list[tuple[str, str, int]]]:
+    """Shuffle and split pairs into (train, eval); eval gets at least one pair."""
+    if not 0.0 < eval_fraction < 1.0:
+        raise ValueError(f"eval_fraction ({eval_fraction}) must be between 0 and 1 (exclusive), e.g. 0.05.")
+    if len(pairs) < 2:
+        raise ValueError(f"Need at least 2 pairs to split into train and eval; got {len(pairs)}.")
+    shuffled = list(pairs)
+    random.Random(seed).shuffle(shuffled)
+    num_eval = min(len(shuffled) - 1, max(1, round(len(shuffled) * eval_fraction)))
+    return shuffled[num_eval:], shuffled[:num_eval]
+
+
+# ---- collation ---------------------------------------------------------------------------------
+
+
+@dataclass
+class PretrainingCollator:
+    """Turns (A, B, label) pairs into a padded, masked MLM + NSP batch with Hugging Face key names."""
+
+    tokenizer: BertTokenizer
+    max_length: int = 128
+    mask_prob: float = 0.15
+    _random_token_ids: torch.Tensor = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        special = set(self.tokenizer.all_special_ids)
+        ids = [i for i in range(self.tokenizer.vocab_size) if i not in special]
+        self._random_token_ids = torch.tensor(ids, dtype=torch.long)
+
+    def __call__(
+        self, pairs: Sequence[tuple[str, str, int]], generator: torch.Generator | None = None
+    ) -> dict[str, torch.Tensor]:
+        """Returns input_ids, token_type_ids, attention_mask, labels, next_sentence_label, special_tokens_mask."""
+        encodings = self.tokenizer.encode_batch_pairs([(a, b) for a, b, _ in pairs], max_length=self.max_length)
+        batch = pad_encodings(encodings, self.tokenizer.pad_token_id)
+        masked = mask_tokens(
+            batch["input_ids"], batch["special_tokens_mask"].bool(),
+            mask_token_id=self.tokenizer.mask_token_id, vocab_size=self.tokenizer.vocab_size,
+            mask_prob=self.mask_prob, generator=generator, random_token_ids=self._random_token_ids,
+        )  # fmt: skip
+        batch["input_ids"], batch["labels"] = masked.input_ids, masked.labels
+        batch["next_sentence_label"] = torch.tensor([label for _, _, label in pairs], dtype=torch.long)
+        return batch
+
+
+def pad_encodings(encodings: Sequence, pad_token_id: int) -> dict[str, torch.Tensor]:
+    """Stack encodings into [B, T] LongTensors, padding to the longest; padding counts as special."""
+    length = max(len(encoding.input_ids) for encoding in encodings)
+    pad_values = {"input_ids": pad_token_id, "token_type_ids": 0, "attention_mask": 0, "special_tokens_mask": 1}
+    return {
+        name: torch.tensor(
+            [getattr(encoding, name) + [value] * (length - len(encoding.input_ids)) for encoding in encodings],
+            dtype=torch.long,
+        )
+        for name, value in pad_values.items()
+    }
