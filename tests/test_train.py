@@ -1,0 +1,168 @@
+"""The training CLI: a real run, bad arguments, SIGTERM, and SIGKILL while saving."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from bertviz_lite import load
+from bertviz_lite.checkpoints import checkpoint_step
+from bertviz_lite.pretrained import load_folder
+from bertviz_lite.runfiles import read_metrics, read_status
+from bertviz_lite.train import build_parser, main
+from bertviz_lite.trainer import TrainingArguments
+
+REPO = Path(__file__).resolve().parents[1]
+# The tiny preset on a smaller corpus and vocabulary, so that a run starts and steps quickly.
+TINY = ["--preset", "tiny", "--num-documents", "150", "--vocab-size", "300", "--seq-len", "32", "--batch-size", "8",
+        "--eval-pairs", "32", "--threads", "1", "--quiet"]  # fmt: skip
+# Smaller still, for the runs that are stopped or killed.
+SMALLER = [*TINY, "--hidden-size", "32", "--num-attention-heads", "4", "--intermediate-size", "64",
+           "--max-position-embeddings", "32"]  # fmt: skip
+
+
+def command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "bertviz_lite.train", *args]
+
+
+def environment() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+
+
+def wait_for(condition, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the training process")
+        time.sleep(0.05)
+
+
+def test_cli_trains_the_tiny_preset_and_transformers_loads_the_checkpoint(tmp_path):
+    args = [*TINY, "--steps", "20", "--log-every", "5", "--eval-every", "10", "--snapshot-every", "10", "--out", "run"]
+    done = subprocess.run(command(*args), cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1].startswith("finished: Finished 20 steps")
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]  # nothing written outside the run folder
+    run = tmp_path / "run"
+    status = read_status(run)
+    assert (status["state"], status["step"], status["total_steps"], status["checkpoint_step"]) == ("finished", 20, 20, 20)
+    train = read_metrics(run, "train")
+    assert [r["step"] for r in train] == [5, 10, 15, 20]
+    for name in ("mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc", "lr", "grad_norm", "tokens_per_s", "elapsed_s"):
+        assert all(isinstance(r[name], float) for r in train), name
+    assert train[-1]["mlm_loss"] < train[0]["mlm_loss"]
+    assert [r["step"] for r in read_metrics(run, "eval")] == [10, 20]
+    train_args = json.loads((run / "train_args.json").read_text())
+    assert train_args["args"]["steps"] == 20 and train_args["config"]["num_hidden_layers"] == 2
+    assert train_args["command"].startswith("python -m bertviz_lite.train --preset tiny")
+    assert sorted(p.name for p in (run / "snapshots").iterdir()) == [
+        "step_000000.safetensors", "step_000010.safetensors", "step_000020.safetensors"]  # fmt: skip
+
+    model, tokenizer = load(str(run))
+    from transformers import BertForPreTraining
+
+    hf = BertForPreTraining.from_pretrained(run).eval()
+    inputs = tokenizer.encode_pair("Tom went to the barn with his bucket.", "There he saw a cow.", 32).to_tensors()
+    with torch.no_grad():
+        theirs = hf(**inputs)
+        torch.testing.assert_close(model(**inputs), theirs.prediction_logits, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(model.next_sentence_logits(**inputs), theirs.seq_relationship_logits,
+                                   rtol=1e-4, atol=1e-4)  # fmt: skip
+
+
+def _corpus(tmp_path: Path, name: str, content: bytes | None) -> str:
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--steps", "0"], "error: --steps (0) must be a whole number greater than 0"),
+     (["--hidden-size", "100", "--num-attention-heads", "3"],
+      "error: --hidden-size (100) must be divisible by --num-attention-heads (3)"),
+     (["--corpus", "missing.txt"], "error: --corpus ('{tmp}/missing.txt'): Corpus file not found"),
+     (["--corpus", "empty.txt"], "error: --corpus ('{tmp}/empty.txt'): empty.txt: The text is empty"),
+     (["--corpus", "binary.bin"], "error: --corpus ('{tmp}/binary.bin'): binary.bin looks like a binary file"),
+     (["--out", "{tmp}/../escape"], "error: --out ('{tmp}/../escape') must not contain '..'"),
+     (["--out", "{tmp}/.hidden"], "error: --out ('{tmp}/.hidden'): The run name '.hidden' must not start with '.'"),
+     (["--out", "{tmp}/a b"], "error: --out ('{tmp}/a b'): The run name 'a b' may only use"),
+     (["--out", ""], "error: --out (''): The run name is empty"),
+     (["--out", "{tmp}/missing/run"], "error: --out ('{tmp}/missing/run'): the folder '{tmp}/missing' does not exist"),
+     (["--lr", "-1"], "error: --lr (-1.0) must be a number greater than 0"),
+     (["--seq-len", "4096"], "error: --seq-len (4096) must be at most --max-position-embeddings (128)")],
+)  # fmt: skip
+def test_bad_arguments_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, args, message):
+    corpora = {"empty.txt": b"", "binary.bin": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"}
+    for name, content in corpora.items():
+        _corpus(tmp_path, name, content)
+    before = sorted(tmp_path.iterdir())
+    args = [a.format(tmp=tmp_path) if "{tmp}" in a else a for a in args]
+    args = [str(tmp_path / a) if a in (*corpora, "missing.txt") else a for a in args]
+    if "--out" not in args:
+        args += ["--out", str(tmp_path / "run")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(message.format(tmp=tmp_path)), err
+    assert sorted(tmp_path.iterdir()) == before
+
+
+def test_an_existing_run_is_not_overwritten(tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "config.json").write_text("{}")
+    assert main(["--out", str(tmp_path / "run")]) == 2
+    assert "already holds a run (config.json)" in capsys.readouterr().err
+
+
+def test_argparse_errors_exit_2_and_help_lists_every_option(capsys):
+    assert main(["--steps", "many"]) == 2
+    assert "invalid int value" in capsys.readouterr().err
+    assert main(["--help"]) == 0
+    help_text = capsys.readouterr().out
+    for name in [*TrainingArguments.__dataclass_fields__, "hidden_size", "position_embedding_type"]:
+        if name != "config":
+            assert f"--{name.replace('_', '-')}" in help_text, name
+    assert build_parser().parse_args(["--preset", "small"]).steps is None  # None: the preset decides
+
+
+def test_sigterm_finishes_the_step_saves_and_stops(tmp_path):
+    run = tmp_path / "run"
+    args = [*SMALLER, "--steps", "100000", "--log-every", "2", "--save-every", "1000", "--out", str(run)]
+    process = subprocess.Popen(command(*args), cwd=tmp_path, env=environment(), stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: len(read_metrics(run, "train")) >= 2)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+    finally:
+        process.kill()
+    status = read_status(run)
+    assert status["state"] == "stopped" and status["step"] >= 4
+    assert checkpoint_step(run) == status["checkpoint_step"] == status["step"]
+    assert "stopped: Stopped at step" in process.stderr.read()
+    load_folder(run)
+
+
+def test_sigkill_while_saving_leaves_the_previous_checkpoint_loadable(tmp_path):
+    rng = random.Random(0)
+    for attempt in range(4):
+        run = tmp_path / f"run{attempt}"
+        args = [*SMALLER, "--steps", "100000", "--save-every", "1", "--log-every", "1000", "--out", str(run)]
+        process = subprocess.Popen(command(*args), cwd=tmp_path, env=environment(), stderr=subprocess.DEVNULL)
+        try:
+            wait_for(lambda run=run: checkpoint_step(run) is not None)
+            time.sleep(rng.uniform(0.0, 0.5))
+        finally:
+            process.kill()
+            process.wait()
+        model, tokenizer = load_folder(run)
+        assert checkpoint_step(run) >= 0 and tokenizer.vocab_size == model.config.vocab_size
