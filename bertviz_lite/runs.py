@@ -1,0 +1,318 @@
+"""Training runs as separate processes: launch, list, watch and stop them through their run folder.
+
+The app never trains in its own process. `launch_run` starts `python -m bertviz_lite.train` in a new
+session (so it outlives page reruns, closed tabs and app restarts) with its output captured in
+`<run>/train.log`; everything else is read back from the files the trainer writes (see
+`bertviz_lite.runfiles`). Besides those, a run folder holds:
+
+    launch.json   {"pid", "command", "launched_at"}: written by the app right after the launch
+    train.log     the process's stdout and stderr (the tail explains a crash)
+    corpus.txt    the uploaded or pasted corpus, when one was given
+    STOP          created to ask the trainer to finish its step, save and stop
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bertviz_lite import pretrained
+from bertviz_lite.checkpoints import CONFIG_FILE, SNAPSHOTS_DIR, checkpoint_step, validate_run_name
+from bertviz_lite.runfiles import (
+    STATUS_FILE,
+    TRAIN_ARGS_FILE,
+    atomic_write_json,
+    process_alive,
+    read_status,
+    read_train_args,
+)
+from bertviz_lite.trainer import STOP_FILE, default_run_dir
+
+MAX_RUNS_ENV = "BERTVIZ_LITE_MAX_RUNS"
+DEFAULT_MAX_RUNS = 1
+LAUNCH_FILE = "launch.json"
+LOG_FILE = "train.log"
+CORPUS_FILE = "corpus.txt"
+TRAIN_MODULE = "bertviz_lite.train"
+ACTIVE_STATES = ("starting", "running")
+_SNAPSHOT_NAME = re.compile(r"step_(\d+)\.safetensors")
+# Popen objects of the runs this process launched, so that finished children are reaped (not zombies).
+_CHILDREN: dict[int, subprocess.Popen] = {}
+
+
+class RunLimitError(RuntimeError):
+    """Raised when starting one more run would exceed the number of runs allowed at once."""
+
+
+@dataclass
+class RunState:
+    """What a run folder says about its run, with a dead "running" process shown as failed."""
+
+    name: str
+    path: Path
+    state: str  # starting | running | finished | stopped | diverged | failed | ready (a checkpoint, no status)
+    message: str = ""
+    step: int = 0
+    total_steps: int | None = None
+    eta_s: float | None = None
+    pid: int | None = None
+    checkpoint_step: int | None = None
+    updated_at: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    @property
+    def progress(self) -> float:
+        """Fraction of the steps done, in [0, 1]."""
+        if not self.total_steps:
+            return 1.0 if self.state == "finished" else 0.0
+        return min(max(self.step / self.total_steps, 0.0), 1.0)
+
+
+def runs_root() -> Path:
+    """The folder that holds run folders: the checkpoints/ folder the model picker lists."""
+    return pretrained.CHECKPOINTS_DIR  # read at call time, so tests can point it at a temporary folder
+
+
+def max_concurrent_runs() -> int:
+    """How many runs may train at once: $BERTVIZ_LITE_MAX_RUNS, default 1."""
+    try:
+        return max(1, int(os.environ.get(MAX_RUNS_ENV, DEFAULT_MAX_RUNS)))
+    except ValueError:
+        return DEFAULT_MAX_RUNS
+
+
+def option_flags(options: Mapping[str, Any]) -> list[str]:
+    """`{"hidden_size": 64, "preset": "tiny"}` -> `["--hidden-size", "64", "--preset", "tiny"]`; None is skipped."""
+    flags = []
+    for key, value in options.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            raise ValueError(f"option {key!r} is a flag; pass it only when set, as a string")
+        flags += [f"--{key.replace('_', '-')}", str(value)]
+    return flags
+
+
+def training_command(run_dir: Path, options: Mapping[str, Any]) -> list[str]:
+    """The exact command line of a run: this Python, the training module, the options, `--out`."""
+    return [sys.executable, "-m", TRAIN_MODULE, *option_flags(options), "--out", str(run_dir)]
+
+
+@contextmanager
+def _launch_lock(root: Path) -> Iterator[None]:
+    """Serialise check-then-launch, so two tabs pressing Start at once cannot pass the limit together."""
+    with open(root / ".launch.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def launch_run(
+    options: Mapping[str, Any], *, root: Path | None = None, name: str | None = None,
+    corpus_text: str | None = None, max_runs: int | None = None,
+) -> Path:
+    """Start a training process on a new run folder and return the folder.
+
+    Args:
+        options: CLI options without dashes (`{"preset": "tiny", "steps": 30}`); `corpus_text`, when
+            given, is written to `<run>/corpus.txt` and passed as `--corpus`.
+        max_runs: runs allowed at once (default `max_concurrent_runs()`); RunLimitError beyond it.
+    """
+    root = root or runs_root()
+    root.mkdir(parents=True, exist_ok=True)
+    limit = max_runs or max_concurrent_runs()
+    with _launch_lock(root):
+        _check_run_limit(root, limit)
+        run_dir = root / validate_run_name(name) if name else default_run_dir(root)
+        run_dir.mkdir()  # FileExistsError on a clash: never reuse a folder
+        try:
+            options = dict(options)
+            if corpus_text is not None:
+                (run_dir / CORPUS_FILE).write_text(corpus_text, encoding="utf-8")
+                options["corpus"] = str(run_dir / CORPUS_FILE)
+            _start_process(run_dir, training_command(run_dir, options))
+        except BaseException:
+            shutil.rmtree(run_dir, ignore_errors=True)  # no half-made run folder stays behind
+            raise
+    return run_dir
+
+
+def _check_run_limit(root: Path, limit: int) -> None:
+    active = active_runs(root)
+    if len(active) >= limit:
+        names = ", ".join(run.name for run in active)
+        raise RunLimitError(
+            f"{len(active)} run{'s' if len(active) > 1 else ''} already training ({names}); at most {limit} "
+            f"at once. Stop it or wait until it finishes (the limit is the {MAX_RUNS_ENV} setting)."
+        )
+
+
+def _start_process(run_dir: Path, command: list[str]) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(pretrained.REPO_ROOT), env.get("PYTHONPATH")) if p)
+    with open(run_dir / LOG_FILE, "ab") as log:
+        process = subprocess.Popen(
+            command, cwd=pretrained.REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    _CHILDREN[process.pid] = process
+    atomic_write_json(
+        run_dir / LAUNCH_FILE, {"pid": process.pid, "command": command, "launched_at": time.time()}
+    )
+    return process
+
+
+def training_process_alive(pid: int | None) -> bool:
+    """Whether `pid` is a live training process (reaps our own finished children; a reused pid is not)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    child = _CHILDREN.get(pid)
+    if child is not None and child.poll() is not None:
+        del _CHILDREN[pid]
+        return False
+    if not process_alive(pid):
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc (macOS): trust the pid
+    if stat.rsplit(")", 1)[-1].split()[:1] in (["Z"], ["X"]):
+        return False  # exited, not yet reaped by its parent
+    # Another command line: the pid was reused. Empty: the process is being exec'd right now.
+    return not cmdline or TRAIN_MODULE.encode() in cmdline
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def run_state(run_dir: str | os.PathLike) -> RunState:
+    """The state of a run folder, from status.json; a vanished process is "failed" with its log's tail."""
+    run_dir = Path(run_dir)
+    status = read_status(run_dir)
+    if status is None:
+        return _state_without_status(run_dir)
+    if status.get("state") == "running" and not training_process_alive(status.get("pid")):
+        status = read_status(run_dir) or status  # it may have written its last status while exiting
+        if status.get("state") == "running":
+            return _from_status(run_dir, status, "failed", _died_message(run_dir, status.get("pid")))
+    state = str(status.get("state"))
+    message = str(status.get("message") or "")
+    if state == "failed" and not message:
+        message = log_tail(run_dir)
+    return _from_status(run_dir, status, state, message)
+
+
+def _from_status(run_dir: Path, status: dict[str, Any], state: str, message: str) -> RunState:
+    return RunState(
+        name=run_dir.name, path=run_dir, state=state, message=message, step=int(status.get("step") or 0),
+        total_steps=status.get("total_steps"), eta_s=status.get("eta_s") if state == "running" else None,
+        pid=status.get("pid"), checkpoint_step=status.get("checkpoint_step"), updated_at=status.get("updated_at"),
+    )  # fmt: skip
+
+
+def _state_without_status(run_dir: Path) -> RunState:
+    """Launched but not yet training (or never launched: an uploaded checkpoint)."""
+    launch = _read_json(run_dir / LAUNCH_FILE)
+    if launch is None:
+        return RunState(run_dir.name, run_dir, "ready", checkpoint_step=checkpoint_step(run_dir))
+    pid = launch.get("pid")
+    if training_process_alive(pid):
+        return RunState(run_dir.name, run_dir, "starting", "Preparing the data and the model…", pid=pid)
+    if read_status(run_dir) is not None:  # it wrote its first status in the meantime
+        return run_state(run_dir)
+    return RunState(run_dir.name, run_dir, "failed", _died_message(run_dir, pid), pid=pid)
+
+
+def _died_message(run_dir: Path, pid: Any) -> str:
+    tail = log_tail(run_dir)
+    text = f"The training process (pid {pid}) ended without saying why."
+    return f"{text} Last lines of its log:\n{tail}" if tail else text
+
+
+def log_tail(run_dir: str | os.PathLike, max_lines: int = 12, max_chars: int = 2000) -> str:
+    """The last lines of `<run>/train.log` (progress-bar redraws collapsed), or ""."""
+    path = Path(run_dir) / LOG_FILE
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, path.stat().st_size - 32_768))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    # A terminal progress bar redraws its line with "\r": keep only what was drawn last.
+    lines = [line.split("\r")[-1].rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    return "\n".join([line for line in lines if line][-max_lines:])[-max_chars:]
+
+
+def is_run_folder(path: Path) -> bool:
+    """A visible folder holding a checkpoint or the files of a launched run."""
+    markers = (CONFIG_FILE, STATUS_FILE, LAUNCH_FILE, TRAIN_ARGS_FILE)
+    return path.is_dir() and not path.name.startswith(".") and any((path / m).is_file() for m in markers)
+
+
+def list_runs(root: Path | None = None) -> list[RunState]:
+    """Every run folder under the root, newest first."""
+    root = root or runs_root()
+    if not root.is_dir():
+        return []
+    folders = [path for path in root.iterdir() if is_run_folder(path)]
+    folders.sort(key=lambda path: path.stat().st_mtime, reverse=True)
+    return [run_state(path) for path in folders]
+
+
+def active_runs(root: Path | None = None) -> list[RunState]:
+    """Runs that are starting or training now."""
+    return [run for run in list_runs(root) if run.active]
+
+
+def stop_run(run_dir: str | os.PathLike) -> RunState:
+    """Ask a run to finish its current step, save and stop: a STOP file, and SIGTERM once it trains."""
+    run_dir = Path(run_dir)
+    state = run_state(run_dir)
+    if not state.active:
+        return state
+    (run_dir / STOP_FILE).touch()
+    # Before its first status the trainer may not handle SIGTERM yet: it sees the STOP file instead.
+    if state.state == "running" and training_process_alive(state.pid):
+        try:
+            os.kill(state.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    return state
+
+
+def snapshot_steps(run_dir: str | os.PathLike) -> list[int]:
+    """Steps of the run's saved attention snapshots, ascending (files are only listed, not read)."""
+    folder = Path(run_dir) / SNAPSHOTS_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(int(m.group(1)) for path in folder.iterdir() if (m := _SNAPSHOT_NAME.fullmatch(path.name)))
+
+
+def hyperparameters(run_dir: str | os.PathLike) -> dict[str, Any]:
+    """A run's model sizes and training options from train_args.json, flat (config first), or {}."""
+    train_args = read_train_args(run_dir) or {}
+    config, args = train_args.get("config") or {}, train_args.get("args") or {}
+    return {**config, **{k: v for k, v in args.items() if k not in config}}

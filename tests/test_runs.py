@@ -1,0 +1,164 @@
+"""Training runs as processes: the command line, states read from the run folder, the limit, stop, crashes."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bertviz_lite import run_options, runs
+from bertviz_lite.runfiles import read_metrics, write_status
+from bertviz_lite.train import arguments_from_namespace, build_parser
+
+REPO = Path(__file__).resolve().parents[1]
+# Small enough to start in a few seconds on 2 cores; `steps` is set per test.
+FAST = {"preset": "tiny", "num_documents": 200, "vocab_size": 200, "seq_len": 32, "batch_size": 8,
+        "eval_pairs": 32, "log_every": 2, "eval_every": 10, "snapshot_every": 10, "threads": 1}
+
+
+@pytest.fixture
+def sleeper():
+    """A live process whose command line names the training module: a stand-in for a run's process."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", runs.TRAIN_MODULE])
+    yield process
+    process.kill()
+    process.wait()
+
+
+def wait_for(predicate, timeout=60.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise TimeoutError(f"timed out waiting for {what}")
+
+
+# ---- command line --------------------------------------------------------------------------------
+
+
+def test_the_command_line_parses_back_to_the_same_arguments(tmp_path):
+    options = {**run_options.preset_options("small"), "hidden_size": 96, "num_attention_heads": 3, "lr": 3e-4,
+               "position_embedding_type": "sinusoidal", "steps": 7, "save_every": 0}
+    args = run_options.check_options(options, out=str(tmp_path / "r"))
+    command = runs.training_command(tmp_path / "r", run_options.command_options(args))
+    assert command[:3] == [sys.executable, "-m", "bertviz_lite.train"]
+    assert command[-2:] == ["--out", str(tmp_path / "r")]
+    assert "--hidden-size" in command and "--position-embedding-type" in command
+    parsed = arguments_from_namespace(build_parser().parse_args(command[3:]))
+    assert parsed == args
+
+
+def test_option_flags_skip_none_and_refuse_booleans():
+    assert runs.option_flags({"steps": 5, "lr": None, "corpus": "builtin"}) == ["--steps", "5", "--corpus", "builtin"]
+    with pytest.raises(ValueError, match="flag"):
+        runs.option_flags({"quiet": True})
+
+
+# ---- states from the run folder ------------------------------------------------------------------
+
+
+def test_a_running_status_whose_process_is_gone_reads_as_failed_with_the_log_tail(tmp_path):
+    run = tmp_path / "r"
+    run.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    write_status(run, state="running", message="Training: step 3 of 30", pid=dead.pid, step=3, total_steps=30)
+    (run / runs.LOG_FILE).write_text("step 1/30\rstep 2/30\rstep 3/30\nKilled\n")
+    state = runs.run_state(run)
+    assert state.state == "failed" and not state.active
+    assert f"pid {dead.pid}" in state.message and state.message.endswith("step 3/30\nKilled")
+    assert state.step == 3 and state.total_steps == 30 and state.progress == pytest.approx(0.1)
+
+
+def test_a_running_status_with_a_live_training_process_reads_as_running(tmp_path, sleeper):
+    run = tmp_path / "r"
+    run.mkdir()
+    write_status(run, state="running", message="Training", pid=sleeper.pid, step=5, total_steps=20, eta_s=12.5)
+    state = runs.run_state(run)
+    assert (state.state, state.active, state.eta_s, state.progress) == ("running", True, 12.5, 0.25)
+    write_status(run, state="running", pid=os.getpid(), step=5, total_steps=20)  # pytest is no training process
+    assert runs.run_state(run).state == "failed"
+
+
+def test_process_checks_see_through_exec_zombies_and_reused_pids(sleeper):
+    assert runs.training_process_alive(sleeper.pid)  # also in the instant after exec, with no cmdline yet
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        wait_for(lambda: Path(f"/proc/{other.pid}/cmdline").read_bytes(), 10, "the other process to start")
+        assert not runs.training_process_alive(other.pid)  # a pid now used by another program
+    finally:
+        other.kill()
+        other.wait()
+    sleeper.kill()  # not reaped yet (no wait): a zombie, which os.kill(pid, 0) still finds
+    wait_for(lambda: not runs.training_process_alive(sleeper.pid), 10, "the zombie to read as dead")
+    assert sleeper.poll() is not None
+
+
+def test_launched_runs_without_status_are_starting_or_failed_and_checkpoints_are_ready(tmp_path, sleeper):
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / runs.LAUNCH_FILE).write_text(json.dumps({"pid": sleeper.pid}))
+    assert runs.run_state(run).state == "starting"
+    assert [r.name for r in runs.active_runs(tmp_path)] == ["r"]
+    sleeper.kill()
+    sleeper.wait()
+    (run / runs.LOG_FILE).write_text("error: --steps (0) must be a whole number greater than 0\n")
+    state = runs.run_state(run)
+    assert state.state == "failed" and "--steps (0) must be" in state.message
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "config.json").write_text("{}")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / "empty").mkdir()
+    assert {r.name: r.state for r in runs.list_runs(tmp_path)} == {"r": "failed", "ckpt": "ready"}
+
+
+def test_the_run_limit_refuses_a_second_run_and_creates_nothing(tmp_path, sleeper):
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    write_status(busy, state="running", pid=sleeper.pid, step=1, total_steps=9)
+    with pytest.raises(runs.RunLimitError, match=r"1 run already training \(busy\); at most 1 at once"):
+        runs.launch_run({"preset": "tiny"}, root=tmp_path, max_runs=1)
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == ["busy"]
+
+
+def test_snapshot_steps_and_hyperparameters_are_read_from_files(tmp_path):
+    (tmp_path / "snapshots").mkdir()
+    for name in ("step_000010.safetensors", "step_000000.safetensors", "notes.txt", "step_5.safetensors"):
+        (tmp_path / "snapshots" / name).write_bytes(b"")
+    assert runs.snapshot_steps(tmp_path) == [0, 5, 10]
+    (tmp_path / "train_args.json").write_text(json.dumps({"args": {"steps": 30, "lr": 0.01}, "config": {"hidden_size": 64}}))
+    assert runs.hyperparameters(tmp_path) == {"hidden_size": 64, "steps": 30, "lr": 0.01}
+    assert runs.hyperparameters(tmp_path / "missing") == {}
+
+
+# ---- real training processes ---------------------------------------------------------------------
+
+
+def test_bad_options_end_the_process_and_the_run_shows_failed_with_the_cli_message(tmp_path):
+    run_dir = runs.launch_run({**FAST, "steps": 0}, root=tmp_path, name="bad")
+    state = wait_for(lambda: (s := runs.run_state(run_dir)).state == "failed" and s, 60, "the run to fail")
+    assert "--steps (0) must be a whole number greater than 0" in state.message
+    assert json.loads((run_dir / runs.LAUNCH_FILE).read_text())["command"][-1] == str(run_dir)
+
+
+def test_a_run_outlives_its_launcher_obeys_the_limit_and_stops_gracefully(tmp_path):
+    # The launcher process exits right away, as an app that is restarted mid-run would.
+    launcher = (f"from pathlib import Path; from bertviz_lite import runs; "
+                f"runs.launch_run({dict(FAST, steps=5000)!r}, root=Path({str(tmp_path)!r}), name='long')")
+    subprocess.run([sys.executable, "-c", launcher], cwd=REPO, check=True, timeout=60)
+    run_dir = tmp_path / "long"
+    wait_for(lambda: runs.run_state(run_dir).state == "running" and len(read_metrics(run_dir, "train")) >= 2,
+             60, "two metrics lines")
+    with pytest.raises(runs.RunLimitError, match="long"):
+        runs.launch_run({**FAST, "steps": 5}, root=tmp_path, max_runs=1)
+    runs.stop_run(run_dir)
+    state = wait_for(lambda: (s := runs.run_state(run_dir)).state != "running" and s, 60, "the run to stop")
+    assert state.state == "stopped", state.message
+    assert 0 < state.checkpoint_step == state.step < 5000
+    assert (run_dir / "model.safetensors").is_file() and (run_dir / runs.STOP_FILE).is_file()
+    assert runs.active_runs(tmp_path) == []
