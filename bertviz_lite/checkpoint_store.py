@@ -1,0 +1,311 @@
+"""Manage checkpoint folders: a summary table, rename, delete, zip download, safe zip upload, HF export.
+
+An uploaded zip is untrusted input. It is read member by member, never with `extractall`: only the
+files of a checkpoint are accepted (model.safetensors, config.json, vocab.txt, optionally
+train_args.json, metrics.jsonl and snapshots/*.safetensors|json), under one optional top folder.
+Pickles (by name or by their first bytes), absolute paths, `..`, symlinks, encrypted or duplicate
+members, too many members and too many bytes are refused. The files go to a hidden temporary folder
+beside the checkpoints, which must load with `pretrained.load_folder` before it is renamed, in one
+step, to a name that is not taken: nothing is ever overwritten.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import stat
+import tempfile
+import time
+import zipfile
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from bertviz_lite.checkpoints import CONFIG_FILE, SNAPSHOTS_DIR, VOCAB_FILE, WEIGHTS_FILE, validate_run_name
+from bertviz_lite.pretrained import DEMO, load_folder
+from bertviz_lite.runfiles import METRICS_FILE, TRAIN_ARGS_FILE, read_metrics
+from bertviz_lite.runs import RunState, is_run_folder, list_runs, run_state, runs_root
+
+PROTECTED = frozenset({DEMO})
+REQUIRED_FILES = (WEIGHTS_FILE, CONFIG_FILE, VOCAB_FILE)
+OPTIONAL_FILES = (TRAIN_ARGS_FILE, METRICS_FILE)
+HF_FILES = REQUIRED_FILES
+MAX_ZIP_BYTES = 1 << 30  # 1 GiB uploaded
+MAX_UNCOMPRESSED_BYTES = 2 << 30  # 2 GiB extracted (BERT-base weights are ~0.44 GB)
+MAX_MEMBERS = 2000
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib", ".npy", ".npz")
+_SNAPSHOT_MEMBER = re.compile(rf"{SNAPSHOTS_DIR}/[A-Za-z0-9][A-Za-z0-9_.-]*\.(safetensors|json)")
+FINAL_METRICS = ("mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc", "eval_mlm_acc", "eval_nsp_acc")
+
+
+class CheckpointError(ValueError):
+    """A refused checkpoint operation; the message is meant for the user."""
+
+
+# ---- the table -----------------------------------------------------------------------------------
+
+
+def folder_size(folder: Path) -> int:
+    """Bytes of all files under `folder`."""
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
+
+
+def final_metrics(run_dir: Path) -> dict[str, float]:
+    """The last logged value of each metric in FINAL_METRICS (train and held-out)."""
+    last: dict[str, float] = {}
+    for record in read_metrics(run_dir):
+        last.update({k: record[k] for k in FINAL_METRICS if isinstance(record.get(k), int | float)})
+    return {k: last[k] for k in FINAL_METRICS if k in last}
+
+
+def summary(run: RunState) -> dict[str, Any]:
+    """One row of the checkpoints table: name, state, steps, final metrics, size and date."""
+    folder = run.path
+    return {
+        "name": run.name,
+        "state": run.state,
+        "steps": run.checkpoint_step if run.checkpoint_step is not None else run.step,
+        **final_metrics(folder),
+        "size_mb": round(folder_size(folder) / 1e6, 2),
+        "date": datetime.fromtimestamp(folder.stat().st_mtime).strftime("%Y-%m-%d %H:%M"),
+        "loadable": (folder / CONFIG_FILE).is_file() and (folder / WEIGHTS_FILE).is_file(),
+    }
+
+
+def checkpoint_table(root: Path | None = None) -> list[dict[str, Any]]:
+    """Summaries of every run folder under the root, newest first."""
+    return [summary(run) for run in list_runs(root)]
+
+
+# ---- rename and delete ---------------------------------------------------------------------------
+
+
+def _existing_folder(root: Path, name: str) -> Path:
+    folder = root / validate_run_name(name)
+    if not is_run_folder(folder):
+        raise CheckpointError(f"There is no checkpoint named {name!r}")
+    return folder
+
+
+def _check_changeable(root: Path, name: str, action: str) -> Path:
+    if name in PROTECTED:
+        raise CheckpointError(f"{name!r} ships with bertviz-lite and cannot be {action}")
+    folder = _existing_folder(root, name)
+    if run_state(folder).active:
+        raise CheckpointError(f"{name!r} is still training: stop it before it can be {action}")
+    return folder
+
+
+def rename_checkpoint(old: str, new: str, root: Path | None = None) -> Path:
+    """Rename a checkpoint folder; the new name must be safe and free."""
+    root = root or runs_root()
+    folder = _check_changeable(root, old, "renamed")
+    target = root / validate_run_name(new)
+    if new in PROTECTED or target.exists():
+        raise CheckpointError(f"A checkpoint named {new!r} already exists: choose another name")
+    os.rename(folder, target)
+    return target
+
+
+def delete_checkpoint(name: str, root: Path | None = None) -> None:
+    """Delete a checkpoint folder (it disappears from listings at once, then its files are removed)."""
+    root = root or runs_root()
+    folder = _check_changeable(root, name, "deleted")
+    doomed = root / f".deleting-{name}-{time.time_ns()}"
+    os.rename(folder, doomed)  # hidden names are never listed: no half-deleted checkpoint shows up
+    shutil.rmtree(doomed)
+
+
+# ---- zip download and Hugging Face export --------------------------------------------------------
+
+
+def _zip_files(members: list[tuple[Path, str]]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path, arcname in members:
+            # Weights barely compress: store them, deflate the text files.
+            method = zipfile.ZIP_STORED if path.suffix == ".safetensors" else zipfile.ZIP_DEFLATED
+            archive.write(path, arcname, compress_type=method)
+    return buffer.getvalue()
+
+
+def checkpoint_files(folder: Path) -> list[Path]:
+    """The files of a checkpoint that a download carries (exactly what an upload accepts)."""
+    names = [*REQUIRED_FILES, *OPTIONAL_FILES]
+    files = [folder / name for name in names if (folder / name).is_file()]
+    snapshots = folder / SNAPSHOTS_DIR
+    if snapshots.is_dir():
+        files += sorted(p for p in snapshots.iterdir() if _SNAPSHOT_MEMBER.fullmatch(f"{SNAPSHOTS_DIR}/{p.name}"))
+    return files
+
+
+def checkpoint_zip(folder: str | os.PathLike) -> bytes:
+    """A zip of the checkpoint under a top folder named after it (re-uploadable as is)."""
+    folder = Path(folder)
+    files = checkpoint_files(folder)
+    return _zip_files([(path, f"{folder.name}/{path.relative_to(folder).as_posix()}") for path in files])
+
+
+def hf_export_zip(folder: str | os.PathLike) -> bytes:
+    """A zip of the Hugging Face folder `<name>-hf/` (model.safetensors, config.json, vocab.txt).
+
+    `transformers.BertForPreTraining.from_pretrained` and `BertTokenizer.from_pretrained` load it.
+    """
+    folder = Path(folder)
+    missing = [name for name in HF_FILES if not (folder / name).is_file()]
+    if missing:
+        raise CheckpointError(f"{folder.name!r} has no saved weights yet ({', '.join(missing)} missing)")
+    return _zip_files([(folder / name, f"{folder.name}-hf/{name}") for name in HF_FILES])
+
+
+# ---- zip upload ----------------------------------------------------------------------------------
+
+
+def _open_zip(data: bytes) -> zipfile.ZipFile:
+    if len(data) > MAX_ZIP_BYTES:
+        raise CheckpointError(f"The zip is {len(data) / 1e6:.0f} MB; the limit is {MAX_ZIP_BYTES / 1e6:.0f} MB")
+    try:
+        return zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError) as err:
+        raise CheckpointError(f"This is not a readable zip file ({err})") from None
+
+
+def _check_member_path(info: zipfile.ZipInfo) -> PurePosixPath:
+    name = info.filename
+    if "\\" in name or name.startswith("/") or re.match(r"[A-Za-z]:", name):
+        raise CheckpointError(f"Refused {name!r}: absolute or Windows-style paths are not allowed in the zip")
+    path = PurePosixPath(name)
+    if ".." in path.parts:
+        raise CheckpointError(f"Refused {name!r}: paths with '..' are not allowed in the zip")
+    if stat.S_ISLNK(info.external_attr >> 16):
+        raise CheckpointError(f"Refused {name!r}: symbolic links are not allowed in the zip")
+    if info.flag_bits & 0x1:
+        raise CheckpointError(f"Refused {name!r}: encrypted files are not allowed in the zip")
+    return path
+
+
+def _strip_top_folder(paths: list[PurePosixPath]) -> tuple[list[PurePosixPath], str | None]:
+    """Members all under one folder `X/` (a zip of a folder) -> paths relative to it, and X."""
+    tops = {path.parts[0] for path in paths}
+    if len(tops) == 1 and all(len(path.parts) > 1 for path in paths):
+        return [PurePosixPath(*path.parts[1:]) for path in paths], tops.pop()
+    return paths, None
+
+
+def _check_allowed(relative: PurePosixPath) -> None:
+    name = relative.as_posix()
+    if relative.suffix.lower() in PICKLE_SUFFIXES:
+        raise CheckpointError(
+            f"Refused {name!r}: pickle-based files ({', '.join(PICKLE_SUFFIXES)}) can run code when loaded; "
+            "only safetensors weights are accepted"
+        )
+    if name not in (*REQUIRED_FILES, *OPTIONAL_FILES) and not _SNAPSHOT_MEMBER.fullmatch(name):
+        raise CheckpointError(
+            f"Refused {name!r}: a checkpoint zip may only hold {', '.join(REQUIRED_FILES + OPTIONAL_FILES)} "
+            f"and {SNAPSHOTS_DIR}/*.safetensors"
+        )
+
+
+def plan_members(archive: zipfile.ZipFile) -> tuple[list[tuple[zipfile.ZipInfo, PurePosixPath]], str | None]:
+    """Check every member's name and the totals; returns (file member, path inside the checkpoint), top folder."""
+    infos = archive.infolist()
+    if len(infos) > MAX_MEMBERS:
+        raise CheckpointError(f"The zip has {len(infos)} entries; at most {MAX_MEMBERS} are accepted")
+    total = sum(info.file_size for info in infos)
+    if total > MAX_UNCOMPRESSED_BYTES:
+        raise CheckpointError(
+            f"The zip would unpack to {total / 1e6:.0f} MB; the limit is {MAX_UNCOMPRESSED_BYTES / 1e6:.0f} MB"
+        )
+    files = [info for info in infos if not info.is_dir()]
+    paths = [_check_member_path(info) for info in infos]
+    paths = [path for info, path in zip(infos, paths, strict=True) if not info.is_dir()]
+    relative, top = _strip_top_folder(paths)
+    if len({p.as_posix() for p in relative}) != len(relative):
+        raise CheckpointError("The zip holds the same file twice")
+    for path in relative:
+        _check_allowed(path)
+    missing = [name for name in REQUIRED_FILES if PurePosixPath(name) not in relative]
+    if missing:
+        raise CheckpointError(f"The zip has no {', '.join(missing)}: a checkpoint needs {', '.join(REQUIRED_FILES)}")
+    return list(zip(files, relative, strict=True)), top
+
+
+def _check_first_bytes(name: str, head: bytes, size: int) -> None:
+    """Refuse pickles and torch zips whatever their name; weights must start like safetensors."""
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        raise CheckpointError(f"Refused {name!r}: it is a Python pickle, which can run code when loaded")
+    if head[:4] == b"PK\x03\x04":
+        raise CheckpointError(f"Refused {name!r}: it is an archive (a torch.save file?), not a checkpoint file")
+    if name.endswith(".safetensors"):
+        header_length = int.from_bytes(head[:8], "little") if len(head) >= 8 else 0
+        if not (0 < header_length <= size - 8 and head[8:9] == b"{"):
+            raise CheckpointError(f"Refused {name!r}: it is not a safetensors file")
+
+
+def _extract_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, budget: int) -> int:
+    """Copy one member, checking its first bytes and never writing more than it declared; returns bytes."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    written, limit = 0, min(info.file_size, budget)
+    with archive.open(info) as source, open(target, "xb") as sink:
+        while chunk := source.read(1 << 20):
+            if written == 0:
+                _check_first_bytes(info.filename, chunk[:16], info.file_size)
+            written += len(chunk)
+            if written > limit:
+                raise CheckpointError(f"Refused {info.filename!r}: it unpacks to more bytes than the zip declares")
+            sink.write(chunk)
+    return written
+
+
+def suggested_name(filename: str, data: bytes | None = None) -> str:
+    """A safe default name for an upload: the zip's top folder or file name, cleaned."""
+    stem = Path(filename).stem
+    if data is not None:
+        try:
+            _, top = plan_members(_open_zip(data))
+            stem = top or stem
+        except CheckpointError:
+            pass
+    cleaned = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9._-]+", "-", stem)).strip("._-")[:60]
+    return cleaned or "uploaded"
+
+
+def import_zip(data: bytes, name: str, root: Path | None = None) -> Path:
+    """Validate an uploaded checkpoint zip and add it as `<root>/<name>`; CheckpointError says why not."""
+    root = root or runs_root()
+    target = root / validate_run_name(name)
+    if name in PROTECTED or target.exists():
+        raise CheckpointError(f"A checkpoint named {name!r} already exists: choose another name")
+    archive = _open_zip(data)
+    members, _ = plan_members(archive)
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".upload-", dir=root))  # same disk: the rename is atomic
+    try:
+        _extract_all(archive, members, staging)
+        _check_loads(staging)
+        if target.exists():
+            raise CheckpointError(f"A checkpoint named {name!r} already exists: choose another name")
+        staging.chmod(0o755)  # mkdtemp makes it private
+        os.rename(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def _extract_all(archive: zipfile.ZipFile, members: list, staging: Path) -> None:
+    budget = MAX_UNCOMPRESSED_BYTES
+    try:
+        for info, relative in members:
+            budget -= _extract_member(archive, info, staging / relative, budget)
+    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as err:
+        raise CheckpointError(f"The zip is damaged ({err})") from None
+
+
+def _check_loads(folder: Path) -> None:
+    try:
+        load_folder(folder)
+    except (ValueError, FileNotFoundError, KeyError, RuntimeError, OSError) as err:
+        raise CheckpointError(f"The files are not a loadable BERT checkpoint: {err}") from None

@@ -1,0 +1,247 @@
+"""Checkpoint management: table, rename, delete, zip round trip, HF export, and hostile uploads refused."""
+
+import hashlib
+import io
+import json
+import pickle
+import stat
+import subprocess
+import sys
+import zipfile
+
+import pytest
+import torch
+
+from bertviz_lite import checkpoint_store as store
+from bertviz_lite.checkpoints import save_checkpoint, save_snapshot
+from bertviz_lite.config import BertConfig
+from bertviz_lite.data import builtin_corpus
+from bertviz_lite.model import Bert
+from bertviz_lite.pretrained import load_folder
+from bertviz_lite.runfiles import MetricsWriter, write_status
+from bertviz_lite.tokenization import BertTokenizer
+
+
+@pytest.fixture(scope="module")
+def tiny_model():
+    texts = [sentence for document in builtin_corpus(num_documents=60) for sentence in document]
+    tokenizer = BertTokenizer.train(texts, vocab_size=120)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+    torch.manual_seed(0)
+    return Bert(config).eval(), tokenizer
+
+
+@pytest.fixture
+def root(tmp_path, tiny_model):
+    """A checkpoints folder with one finished run `tiny` (weights, metrics, status, a snapshot)."""
+    model, tokenizer = tiny_model
+    folder = tmp_path / "checkpoints" / "tiny"
+    save_checkpoint(folder, model, tokenizer, train_args={"args": {"steps": 7}, "config": model.config.to_dict()}, step=7)
+    writer = MetricsWriter(folder)
+    writer.write({"split": "train", "step": 5, "mlm_loss": 4.5, "nsp_loss": 0.7, "mlm_acc": 0.1, "nsp_acc": 0.5})
+    writer.write({"split": "eval", "step": 7, "eval_mlm_acc": 0.12, "eval_nsp_acc": 0.55})
+    writer.write({"split": "train", "step": 7, "mlm_loss": 4.0, "nsp_loss": 0.6, "mlm_acc": 0.2, "nsp_acc": 0.6})
+    writer.close()
+    write_status(folder, state="finished", message="done", step=7, total_steps=7, checkpoint_step=7)
+    save_snapshot(folder, 7, torch.full((2, 4, 3, 3), 1 / 3), ["[CLS]", "a", "[SEP]"])
+    return tmp_path / "checkpoints"
+
+
+def tree(root):
+    """Every path under root (hidden ones too), relative, with a digest of each file."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+        for p in sorted(root.rglob("*"))
+        if p.name != ".launch.lock"
+    }
+
+
+def make_zip(members: dict[str, bytes], symlink: str | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+        if symlink:
+            info = zipfile.ZipInfo(symlink)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            archive.writestr(info, "/etc/passwd")
+    return buffer.getvalue()
+
+
+def valid_members(root) -> dict[str, bytes]:
+    return {f"x/{name}": (root / "tiny" / name).read_bytes() for name in store.REQUIRED_FILES}
+
+
+# ---- table, rename, delete -----------------------------------------------------------------------
+
+
+def test_table_row_holds_state_steps_final_metrics_and_size(root):
+    (row,) = store.checkpoint_table(root)
+    assert row["name"] == "tiny" and row["state"] == "finished" and row["steps"] == 7
+    assert (row["mlm_loss"], row["nsp_loss"], row["mlm_acc"], row["nsp_acc"]) == (4.0, 0.6, 0.2, 0.6)
+    assert (row["eval_mlm_acc"], row["eval_nsp_acc"]) == (0.12, 0.55)
+    assert row["size_mb"] == round(store.folder_size(root / "tiny") / 1e6, 2) and row["size_mb"] > 0
+    assert row["loadable"] is True and len(row["date"]) == 16
+
+
+def test_rename_moves_the_folder_and_refuses_clashes_and_bad_names(root):
+    store.rename_checkpoint("tiny", "renamed", root)
+    assert not (root / "tiny").exists() and load_folder(root / "renamed")
+    (root / "other").mkdir()
+    with pytest.raises(store.CheckpointError, match="already exists"):
+        store.rename_checkpoint("renamed", "other", root)
+    with pytest.raises(ValueError, match="path separator"):
+        store.rename_checkpoint("renamed", "../escape", root)
+    with pytest.raises(store.CheckpointError, match="no checkpoint named"):
+        store.rename_checkpoint("missing", "x", root)
+    assert (root / "renamed" / "model.safetensors").is_file()
+
+
+def test_demo_tiny_cannot_be_renamed_or_deleted(root):
+    (root / "demo-tiny").mkdir()
+    (root / "demo-tiny" / "config.json").write_text("{}")
+    with pytest.raises(store.CheckpointError, match="ships with bertviz-lite"):
+        store.rename_checkpoint("demo-tiny", "mine", root)
+    with pytest.raises(store.CheckpointError, match="ships with bertviz-lite"):
+        store.delete_checkpoint("demo-tiny", root)
+    with pytest.raises(store.CheckpointError, match="already exists"):
+        store.rename_checkpoint("tiny", "demo-tiny", root)
+    assert (root / "demo-tiny" / "config.json").is_file()
+
+
+def test_delete_removes_everything(root):
+    store.delete_checkpoint("tiny", root)
+    assert tree(root) == {}
+
+
+def test_a_training_run_cannot_be_renamed_or_deleted(root):
+    # A live process whose command line names the training module stands in for a real run.
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "bertviz_lite.train"])
+    try:
+        write_status(root / "tiny", state="running", pid=process.pid, step=3, total_steps=30)
+        with pytest.raises(store.CheckpointError, match="still training"):
+            store.delete_checkpoint("tiny", root)
+        with pytest.raises(store.CheckpointError, match="still training"):
+            store.rename_checkpoint("tiny", "other", root)
+    finally:
+        process.kill()
+        process.wait()
+    assert (root / "tiny" / "model.safetensors").is_file()
+
+
+# ---- download, upload, export --------------------------------------------------------------------
+
+
+def test_zip_round_trip_gives_the_same_checkpoint(root, tiny_model):
+    data = store.checkpoint_zip(root / "tiny")
+    names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
+    assert names == {"tiny/model.safetensors", "tiny/config.json", "tiny/vocab.txt", "tiny/train_args.json",
+                     "tiny/metrics.jsonl", "tiny/snapshots/step_000007.safetensors"}
+    assert store.suggested_name("whatever.zip", data) == "tiny"
+    copy = store.import_zip(data, "copy", root)
+    assert copy == root / "copy" and not [p for p in root.iterdir() if p.name.startswith(".upload")]
+    model, tokenizer = load_folder(copy)
+    original, _ = tiny_model
+    for key, value in original.hf_state_dict().items():
+        assert torch.equal(model.hf_state_dict()[key], value), key
+    assert tokenizer.vocab == tiny_model[1].vocab
+    assert (copy / "snapshots" / "step_000007.safetensors").is_file()
+    assert store.checkpoint_table(root)[0]["name"] in {"copy", "tiny"}
+    assert {row["name"]: row["state"] for row in store.checkpoint_table(root)}["copy"] == "ready"
+
+
+def test_flat_zip_without_top_folder_is_accepted(root):
+    members = {name: (root / "tiny" / name).read_bytes() for name in store.REQUIRED_FILES}
+    assert load_folder(store.import_zip(make_zip(members), "flat", root))
+
+
+def test_upload_with_a_taken_name_changes_nothing(root):
+    before = tree(root)
+    with pytest.raises(store.CheckpointError, match="already exists"):
+        store.import_zip(store.checkpoint_zip(root / "tiny"), "tiny", root)
+    assert tree(root) == before
+
+
+def test_hf_export_loads_in_transformers_with_the_same_logits(root, tiny_model, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    data = store.hf_export_zip(root / "tiny")
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        assert sorted(archive.namelist()) == ["tiny-hf/config.json", "tiny-hf/model.safetensors", "tiny-hf/vocab.txt"]
+        archive.extractall(tmp_path / "export")
+    folder = tmp_path / "export" / "tiny-hf"
+    theirs = transformers.BertForPreTraining.from_pretrained(str(folder)).eval()
+    hf_tokenizer = transformers.BertTokenizerFast.from_pretrained(str(folder))
+    model, tokenizer = tiny_model
+    enc = tokenizer.encode_pair("The cat sat on the mat.", "It was tired.")
+    assert hf_tokenizer("The cat sat on the mat.", "It was tired.")["input_ids"] == enc.input_ids
+    ids = torch.tensor([enc.input_ids])
+    types = torch.tensor([enc.token_type_ids])
+    with torch.no_grad():
+        expected = model(ids, types)
+        got = theirs(input_ids=ids, token_type_ids=types).prediction_logits
+    assert torch.allclose(expected, got, atol=1e-5)
+
+
+def test_hf_export_needs_weights(root):
+    (root / "tiny" / "model.safetensors").unlink()
+    with pytest.raises(store.CheckpointError, match="no saved weights"):
+        store.hf_export_zip(root / "tiny")
+
+
+PICKLED = pickle.dumps({"weights": [1, 2, 3]}, protocol=4)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda m: {**m, "x/pytorch_model.bin": PICKLED}, "pickle-based"),
+        (lambda m: {**m, "x/model.safetensors": PICKLED}, "is a Python pickle"),
+        (lambda m: {**m, "x/snapshots/step_000001.safetensors": b"PK\x03\x04" + bytes(40)}, "an archive"),
+        (lambda m: {**m, "x/model.safetensors": b"\x10" + bytes(30)}, "not a safetensors file"),
+        (lambda m: {**m, "x/../../evil.txt": b"boo"}, "'..'"),
+        (lambda m: {**m, "/etc/cron.d/evil": b"boo"}, "absolute"),
+        (lambda m: {**m, "x\\..\\evil": b"boo"}, "Windows-style"),
+        (lambda m: {**m, "x/notes.txt": b"hi"}, "may only hold"),
+        (lambda m: {k: v for k, v in m.items() if not k.endswith("vocab.txt")}, "has no vocab.txt"),
+        (lambda m: {**m, "x/config.json": b'{"model_type": "gpt2"}'}, "not a loadable BERT checkpoint"),
+        (lambda m: {**m, "x/vocab.txt": b"[PAD]\n[UNK]\n"}, "not a loadable BERT checkpoint"),
+    ],
+)
+def test_hostile_or_broken_uploads_are_refused_and_change_nothing(root, change, message):
+    before = tree(root)
+    with pytest.raises(store.CheckpointError, match=message):
+        store.import_zip(make_zip(change(valid_members(root))), "upload", root)
+    assert tree(root) == before
+
+
+def test_symlinks_malformed_and_oversized_zips_are_refused(root, monkeypatch):
+    before = tree(root)
+    with pytest.raises(store.CheckpointError, match="symbolic links"):
+        store.import_zip(make_zip(valid_members(root), symlink="x/snapshots/link.json"), "u", root)
+    with pytest.raises(store.CheckpointError, match="not a readable zip"):
+        store.import_zip(b"this is not a zip at all", "u", root)
+    truncated = store.checkpoint_zip(root / "tiny")[:-40]
+    with pytest.raises(store.CheckpointError, match="not a readable zip|damaged"):
+        store.import_zip(truncated, "u", root)
+    monkeypatch.setattr(store, "MAX_MEMBERS", 2)
+    with pytest.raises(store.CheckpointError, match="at most 2 are accepted"):
+        store.import_zip(make_zip(valid_members(root)), "u", root)
+    monkeypatch.setattr(store, "MAX_MEMBERS", 2000)
+    limit = sum(len(data) for data in valid_members(root).values()) + 10_000
+    monkeypatch.setattr(store, "MAX_UNCOMPRESSED_BYTES", limit)
+    bomb = make_zip({**valid_members(root), "x/metrics.jsonl": b"0" * 1_000_000})  # 1 MB of zeros: ~1 kB zipped
+    assert len(bomb) < limit
+    with pytest.raises(store.CheckpointError, match="would unpack to"):
+        store.import_zip(bomb, "u", root)
+    monkeypatch.setattr(store, "MAX_ZIP_BYTES", 100)
+    with pytest.raises(store.CheckpointError, match="the limit is"):
+        store.import_zip(make_zip(valid_members(root)), "u", root)
+    assert tree(root) == before
+
+
+def test_suggested_names_are_safe():
+    assert store.suggested_name("My Model (v2).zip") == "My-Model-v2"
+    assert store.suggested_name("...zip") == "uploaded"
+    assert store.suggested_name("../../etc.zip") == "etc"
+    assert json.dumps(store.suggested_name("a..b.zip")) == '"a.b"'
