@@ -1,0 +1,42 @@
+"""A tiny random BERT with MLM/NSP heads, saved as a Hugging Face folder: a stand-in for demo-tiny in tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+from bertviz_lite.config import BertConfig
+from bertviz_lite.model import Bert
+from bertviz_lite.tokenization import BertTokenizer
+
+TEXTS = [
+    "The cat sat on the mat because it was tired.",
+    "It fell asleep in the warm sun.",
+    "The dog ran to the park and played with a ball.",
+    "A small bird sings in the tall green tree.",
+    "Children play near the old river bank on a warm afternoon.",
+] * 4
+
+
+def build_tiny(max_positions: int = 64, seed: int = 0) -> tuple[Bert, BertTokenizer]:
+    """hidden 32, 2 layers, 4 heads; the vocabulary is learned from TEXTS."""
+    tokenizer = BertTokenizer.train(TEXTS, vocab_size=120, min_frequency=1)
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=max_positions,
+    )  # fmt: skip
+    return Bert(config).eval(), tokenizer
+
+
+def save_tiny(folder: Path, max_positions: int = 64) -> Path:
+    """Write config.json, vocab.txt and model.safetensors of build_tiny() into folder."""
+    model, tokenizer = build_tiny(max_positions)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(model.config.to_hf_dict()), encoding="utf-8")
+    tokenizer.save_vocab(folder / "vocab.txt")
+    save_file(model.hf_state_dict(), str(folder / "model.safetensors"))
+    return folder

@@ -1,0 +1,232 @@
+"""Tests for bertviz_lite.explore: the data behind each explore page, on a tiny random BERT."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from bertviz_lite import analysis, explore
+from bertviz_lite.figures import attention_heatmap, topk_bar
+from bertviz_lite.figures.clickable import PICKER_NAME
+from tests.app.tiny_checkpoint import build_tiny
+
+PAIR = ("The cat sat on the mat because it was tired.", "It fell asleep in the warm sun.")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return build_tiny(max_positions=64)
+
+
+@pytest.fixture(scope="module")
+def trace(tiny):
+    model, tokenizer = tiny
+    return explore.trace_pair(model, tokenizer, *PAIR)
+
+
+def test_trace_pair_shapes_and_eval_mode(tiny):
+    model, tokenizer = tiny
+    model.train()  # the trace must switch dropout off itself
+    first = explore.trace_pair(model, tokenizer, *PAIR)
+    second = explore.trace_pair(model, tokenizer, *PAIR)
+    assert not model.training
+    count = len(tokenizer.encode_pair(*PAIR))
+    assert first.attentions.shape == (2, 4, count, count)
+    assert first.queries.shape == (2, 4, count, 8)
+    assert first.hidden_states.shape == (3, count, 32)
+    assert first.mlm_logits.shape == (count, tokenizer.vocab_size) and first.nsp_logits.shape == (2,)
+    np.testing.assert_array_equal(first.attentions, second.attentions)
+    np.testing.assert_allclose(first.attentions.sum(-1), 1.0, atol=1e-5)
+    assert first.has_sentence_b
+
+
+def test_trace_pair_writes_mask_at_chosen_positions(tiny):
+    model, tokenizer = tiny
+    masked = explore.trace_pair(model, tokenizer, *PAIR, masked_positions=[3, 1])
+    assert masked.masked_positions == (1, 3)
+    assert [masked.tokens[i] for i in (1, 3)] == ["[MASK]", "[MASK]"]
+    assert explore.masked_positions(masked) == [1, 3]
+    assert masked.encoding.tokens[1] != "[MASK]"  # the encoding keeps the original tokens
+    with pytest.raises(ValueError, match="must lie in"):
+        explore.trace_pair(model, tokenizer, *PAIR, masked_positions=[999])
+
+
+def test_max_length_is_capped_by_the_position_table(tiny):
+    model, tokenizer = tiny
+    assert explore.effective_max_length(model, 512) == 64
+    long = explore.trace_pair(model, tokenizer, "the cat sat " * 50, None, max_length=512)
+    assert long.num_tokens == 64 and long.encoding.truncated
+
+
+def test_encode_treats_blank_b_as_absent_and_rejects_blank_a(tiny):
+    _, tokenizer = tiny
+    assert explore.encode(tokenizer, "the cat", "   ", 32).tokens[-1] == "[SEP]"
+    assert explore.encode(tokenizer, "the cat", "  ", 32).tokens.count("[SEP]") == 1
+    with pytest.raises(ValueError, match="Sentence A is empty"):
+        explore.encode(tokenizer, "  ", "the cat", 32)
+
+
+def test_encoding_frame_and_input_warnings(tiny):
+    _, tokenizer = tiny
+    encoding = tokenizer.encode_pair("the cat 🎉 sat", "it fell", max_length=6)
+    frame = explore.encoding_frame(encoding)
+    assert frame.columns.tolist() == ["token", "id", "segment", "position", "attention_mask", "word"]
+    assert frame["token"].tolist() == encoding.tokens and frame["word"].iloc[0] == ""
+    notes = explore.input_warnings(encoding, 6)
+    assert any("truncated to 6 tokens" in n for n in notes)
+    assert not explore.input_warnings(tokenizer.encode_pair("the cat"), 128)
+    assert any("[UNK]" in n for n in explore.input_warnings(tokenizer.encode_pair("the 🎉 cat"), 128))
+
+
+def test_mask_encoding_is_reproducible_and_spares_special_tokens(tiny):
+    _, tokenizer = tiny
+    encoding = tokenizer.encode_pair(*PAIR)
+    first = explore.mask_encoding(encoding, tokenizer, 0.5, seed=3)
+    again = explore.mask_encoding(encoding, tokenizer, 0.5, seed=3)
+    other = explore.mask_encoding(encoding, tokenizer, 0.5, seed=4)
+    assert torch.equal(first.decisions, again.decisions)
+    assert not torch.equal(first.decisions, other.decisions)
+    special = torch.tensor(encoding.special_tokens_mask, dtype=torch.bool)
+    assert (first.decisions[special] == 0).all()
+    random_ids = first.input_ids[first.decisions == 2]
+    assert not set(random_ids.tolist()) & set(tokenizer.all_special_ids)
+    frame = explore.masking_frame(encoding, first, tokenizer)
+    chosen = frame["decision"] != "not chosen"
+    assert (frame.loc[chosen, "MLM label"] == frame.loc[chosen, "original"]).all()
+    assert (frame.loc[~chosen, "MLM label"] == "").all()
+    assert (frame.loc[frame["decision"] == "[MASK]", "model input"] == "[MASK]").all()
+
+
+def test_embedding_helpers(tiny, trace):
+    model, _ = tiny
+    assert explore.embedding_sum_error(trace) < 1e-6
+    parts, tokens = explore.embedding_parts(trace, explore.token_window(trace.num_tokens, 5, 4))
+    assert tokens == trace.tokens[5:9] and all(p.shape == (4, 32) for p in parts)
+    assert explore.token_window(10, 50, 4) == slice(6, 10)
+    assert explore.token_window(3, 0, 64) == slice(0, 3)
+    learned, sinusoidal = explore.position_tables(model, 1000)
+    assert learned.shape == sinusoidal.shape == (64, 32)
+    np.testing.assert_allclose(learned, model.bert.embeddings.position_embeddings.weight.detach().numpy())
+    np.testing.assert_allclose(sinusoidal, analysis.sinusoidal_position_table(64, 32))
+    choices = explore.vector_choices(2)
+    assert choices[-1] == "after layer 2"
+    np.testing.assert_array_equal(explore.vectors_for(trace, choices[-1]), trace.hidden_states[2])
+    np.testing.assert_array_equal(explore.vectors_for(trace, choices[0]), trace.embeddings["token"])
+    with pytest.raises(ValueError, match="unknown vectors"):
+        explore.vectors_for(trace, "nonsense")
+
+
+def test_attention_block_follows_the_sentence_filter(trace):
+    sentence = explore.sentence_of_tokens(trace)
+    block, q_tokens, k_tokens = explore.attention_block(trace, 1, 2, "B→A")
+    rows, cols = np.flatnonzero(sentence == 1), np.flatnonzero(sentence == 0)
+    np.testing.assert_array_equal(block, trace.attentions[1, 2][np.ix_(rows, cols)])
+    assert q_tokens == [trace.tokens[i] for i in rows] and k_tokens[0] == "[CLS]"
+    frame = explore.attention_block_frame(trace, 1, 2, "B→A")
+    assert len(frame) == rows.size * cols.size
+    assert frame["query_index"].iloc[0] == rows[0] and frame["key_index"].iloc[-1] == cols[-1]
+    full, _, _ = explore.attention_block(trace, 0, 0, "All")
+    np.testing.assert_array_equal(full, trace.attentions[0, 0])
+    fig = explore.single_head_figure(trace, 0, 0)
+    np.testing.assert_array_equal(fig.data[0].z, trace.attentions[0, 0])
+
+
+def test_head_view_budget_and_mask(trace):
+    assert explore.head_view_top_k(20, 12) == explore.HEAD_VIEW_MAX_TOP_K
+    assert explore.head_view_top_k(512, 12) * 512 * 12 <= explore.HEAD_VIEW_MAX_LINES
+    assert explore.head_view_top_k(512, 12) >= 1
+    assert explore.head_view_min_weight(22) == 0.04 and explore.head_view_min_weight(512) == 0.0
+    mask = explore.head_view_mask(trace, "All", slice(2, 5))
+    assert mask[2:5].all() and not mask[:2].any() and not mask[5:].any()
+    assert explore.attention_layer_frame(trace, 1, [0, 3])["head"].unique().tolist() == [0, 3]
+
+
+def test_model_view_figure_has_one_clickable_point_per_tile(trace):
+    fig = explore.model_view_figure(trace)
+    tiles = [t for t in fig.data if t.type == "heatmap"]
+    picker = next(t for t in fig.data if t.name == PICKER_NAME)
+    assert len(tiles) == len(picker.x) == 8
+    for index, (layer, head) in enumerate(picker.customdata):
+        axis = fig.layout[f"xaxis{index + 1 if index else ''}"]
+        assert axis.domain[0] < picker.x[index] < axis.domain[1]
+        assert tiles[index].meta == {"layer": layer, "head": head}
+    assert explore.model_view_size(512) == 32 and explore.model_view_size(20) == 20
+    frame = explore.attention_all_frame(trace, 4)
+    assert len(frame) == 8 * 16
+    np.testing.assert_allclose(frame.groupby(["layer", "head", "query_index"])["weight"].sum(), 1.0, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("selection", "expected"),
+    [
+        ({"points": [{"customdata": [1, 3], "point_index": 7}]}, (1, 3)),
+        ({"points": [{"customdata": {"0": 1, "1": 2}}]}, (1, 2)),
+        ({"points": [{"point_index": 6}]}, (1, 2)),
+        ({"points": [{"customdata": [9, 9]}]}, None),
+        ({"points": []}, None),
+        (None, None),
+    ],
+)
+def test_model_view_selection(selection, expected):
+    assert explore.model_view_selection(selection, num_layers=2, num_heads=4) == expected
+
+
+def test_head_statistics_layer_by_layer_equals_all_at_once(trace):
+    expected = analysis.head_statistics(trace.attentions, trace.tokens)
+    pd.testing.assert_frame_equal(explore.head_statistics(trace), expected, check_dtype=False)
+
+
+def test_neuron_figure_and_frame(trace):
+    fig = explore.neuron_figure(trace, 1, 2, 3)
+    weights = next(t for t in fig.data if t.name == "softmax weight")
+    np.testing.assert_allclose(weights.x, trace.attentions[1, 2, 3], atol=1e-5)
+    frame = explore.neuron_frame(explore.neuron_data(trace, 1, 2, 3), trace.tokens)
+    assert len(frame) == trace.num_tokens and "key_7" in frame and "weighted_value_0" in frame
+    np.testing.assert_allclose(frame["weight"].sum(), 1.0)
+
+
+def test_rollout_rows_sum_to_one(trace):
+    np.testing.assert_allclose(explore.rollout(trace).sum(-1), 1.0, atol=1e-6)
+
+
+def test_predictions(tiny):
+    model, tokenizer = tiny
+    encoding = tokenizer.encode_pair(*PAIR)
+    position = explore.default_mask_position(encoding)
+    assert encoding.sequence_ids[position] == 0 and encoding.tokens[position].isalpha()
+    assert position in explore.maskable_positions(encoding)
+    assert 0 not in explore.maskable_positions(encoding)
+    trace = explore.trace_pair(model, tokenizer, *PAIR, masked_positions=[position])
+    top = explore.top_predictions(trace, tokenizer, position, k=5)
+    probs = torch.softmax(torch.tensor(trace.mlm_logits[position], dtype=torch.float64), -1)
+    np.testing.assert_allclose(top["probability"], torch.topk(probs, 5).values.numpy())
+    assert top["token"].tolist() == tokenizer.convert_ids_to_tokens(top["id"].tolist())
+    p = explore.is_next_probability(trace)
+    assert p == pytest.approx(torch.softmax(torch.tensor(trace.nsp_logits, dtype=torch.float64), -1)[0].item())
+    assert explore.nsp_frame(p)["probability"].sum() == pytest.approx(1.0)
+
+
+def test_predictions_without_heads_say_so(trace):
+    headless = explore.PairTrace(**{**trace.__dict__, "mlm_logits": None, "nsp_logits": None})
+    with pytest.raises(ValueError, match="no trained masked-language-model head"):
+        explore.top_predictions(headless, None, 1)
+    assert explore.is_next_probability(headless) is None
+
+
+def test_figure_frame_and_csv_bytes():
+    heat = attention_heatmap(np.array([[0.25, 0.75], [1.0, 0.0]]), ["a", "b"])
+    frame = explore.figure_frame(heat)
+    assert len(frame) == 4 and frame["value"].tolist() == [0.25, 0.75, 1.0, 0.0]
+    assert frame["y"].tolist() == ["a (0)", "a (0)", "b (1)", "b (1)"]
+    bars = explore.figure_frame(topk_bar(["x", "y"], [0.3, 0.7]))
+    assert bars["y"].tolist() == ["y", "x"] and bars["x"].tolist() == [0.7, 0.3]
+    lines = explore.figure_frame(go.Figure(go.Scatter(x=[0, 1, None], y=[2, 3, None], name="l")))
+    assert len(lines) == 2
+    assert explore.figure_frame(go.Figure()).empty
+    back = pd.read_csv(io.BytesIO(explore.csv_bytes(frame)))
+    assert back["value"].tolist() == [0.25, 0.75, 1.0, 0.0]
