@@ -1,24 +1,25 @@
-"""bertviz-lite: explore a sentence pair with a real BERT."""
+"""bertviz-lite: type two sentences and see what BERT does with them, step by step.
+
+    streamlit run app.py
+
+The sidebar (app_pages/_sidebar.py) is drawn here, on every run, so every page shares it; the pages
+themselves are thin and call the bertviz_lite package. To add pages, extend PAGES.
+"""
 
 import streamlit as st
 
-from bertviz_lite.pretrained import MINILM, load
+from app_pages._sidebar import render_sidebar
 
-st.set_page_config(page_title="bertviz-lite", layout="wide")
+PAGES = {
+    "Explore a sentence pair": [
+        st.Page("app_pages/1_Tokens.py", title="Tokens and masking", icon=":material/token:", default=True),
+        st.Page("app_pages/2_Embeddings.py", title="Embeddings", icon=":material/scatter_plot:"),
+        st.Page("app_pages/3_Attention.py", title="Attention", icon=":material/hub:"),
+        st.Page("app_pages/4_Predictions.py", title="Predictions", icon=":material/lightbulb:"),
+    ],
+}
 
-
-@st.cache_resource(show_spinner="Loading the model…")
-def cached_model(source: str):
-    return load(source)
-
-
-st.title("bertviz-lite")
-sentence_a = st.text_input("Sentence A", "The cat sat on the mat.", key="sentence_a")
-sentence_b = st.text_input("Sentence B (optional)", "It was tired.", key="sentence_b")
-try:
-    _, tokenizer = cached_model(MINILM)
-    enc = tokenizer.encode_pair(sentence_a, sentence_b or None)
-except (ValueError, FileNotFoundError) as err:
-    st.error(str(err))
-    st.stop()
-st.write(" ".join(enc.tokens))
+st.set_page_config(page_title="bertviz-lite", page_icon=":material/visibility:", layout="wide")
+page = st.navigation(PAGES)
+render_sidebar()
+page.run()

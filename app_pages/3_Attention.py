@@ -1,0 +1,118 @@
+"""Attention: one head as a heatmap, BertViz-style head and model views, the neuron view, statistics, rollout."""
+
+import streamlit as st
+
+from app_pages import _ui
+from app_pages._ui import clamp_number, clamp_state, load_context, show_figure, show_table, trace_for
+from bertviz_lite import analysis, explore, figures
+
+TABS = ["Heatmap", "Head view", "Model view", "Neuron view", "Head statistics", "Rollout"]
+HEAD_VIEW_WINDOW = 64  # query rows drawn at once in the head view of a long input
+ALL_TOKENS = -1
+
+ctx = load_context()
+trace = trace_for(ctx)
+num_layers, num_heads, count = trace.attentions.shape[0], trace.attentions.shape[1], trace.num_tokens
+labels = analysis.unique_labels(trace.tokens)
+
+st.header("Attention")
+st.caption(
+    "Each head turns every token into a query, a key and a value. A query's softmax(q · k / √d) over all keys is "
+    "its attention row: how much of each token's value it takes. Rows are queries, columns keys; each row sums to 1."
+)
+filters = list(analysis.SENTENCE_FILTERS) if trace.has_sentence_b else ["All"]
+clamp_state("attn_filter", filters, "All")
+clamp_state("attn_layer", range(num_layers), 0)
+clamp_state("attn_head", range(num_heads), 0)
+pick_filter, pick_layer, pick_head = st.columns([2, 1, 1])
+which = pick_filter.segmented_control("Sentences (query → key)", filters, default="All", key="attn_filter") or "All"
+layer = pick_layer.selectbox("Layer", range(num_layers), key="attn_layer")
+head = pick_head.selectbox("Head", range(num_heads), key="attn_head")
+
+
+def single_head(layer: int, head: int, which: str, name: str) -> None:
+    show_figure(explore.single_head_figure(trace, layer, head, which), name,
+                frame=lambda: explore.attention_block_frame(trace, layer, head, which))
+
+
+def _open_tile() -> None:
+    picked = explore.model_view_selection(st.session_state["model_view"].selection, num_layers, num_heads)
+    if picked is not None:
+        st.session_state["attn_layer"], st.session_state["attn_head"] = picked
+
+
+tabs = dict(zip(TABS, st.tabs(TABS, key="attn_view", on_change="rerun"), strict=True))
+if tabs["Heatmap"].open:
+    with tabs["Heatmap"]:
+        single_head(layer, head, which, "attention_heatmap")
+
+if tabs["Head view"].open:
+    with tabs["Head view"]:
+        clamp_state("hv_focus", [ALL_TOKENS, *range(count)], ALL_TOKENS)
+        if "hv_heads" in st.session_state:
+            st.session_state["hv_heads"] = [h for h in st.session_state["hv_heads"] if h < num_heads]
+        heads = st.multiselect("Heads (or click the legend)", range(num_heads), default=list(range(num_heads)),
+                               key="hv_heads",
+                               format_func=lambda h: f"head {h}")
+        pick_focus, pick_weight = st.columns([2, 1])
+        focus = pick_focus.selectbox("Focus on one query token", [ALL_TOKENS, *range(count)], key="hv_focus",
+                                     format_func=lambda i: "all tokens" if i == ALL_TOKENS else labels[i])
+        focus = None if focus == ALL_TOKENS else focus
+        min_weight = pick_weight.slider("Hide lines lighter than", 0.0, 0.5, explore.head_view_min_weight(count), 0.01,
+                                        key="hv_min_weight", help="The default is 1 / tokens: uniform attention.")
+        window = None
+        if count > 2 * HEAD_VIEW_WINDOW and focus is None:
+            clamp_number("hv_start", 0, count - HEAD_VIEW_WINDOW)
+            start = st.slider(f"Query tokens from ({HEAD_VIEW_WINDOW} at a time)", 0, count - HEAD_VIEW_WINDOW, 0,
+                              key="hv_start")
+            window = explore.token_window(count, start, HEAD_VIEW_WINDOW)
+        rows = HEAD_VIEW_WINDOW if window is not None else (1 if focus is not None else count)
+        top_k = explore.head_view_top_k(rows, max(len(heads), 1))
+        st.caption(f"Layer {layer}: at most {top_k} strongest lines per query token and head; opacity = weight.")
+        fig = figures.head_view(trace.attentions[layer], trace.tokens, heads=heads, focus_token=focus,
+                                mask=explore.head_view_mask(trace, which, window), top_k=top_k,
+                                min_weight=min_weight)
+        show_figure(fig, "head_view", frame=lambda: explore.attention_layer_frame(trace, layer, heads))
+
+if tabs["Model view"].open:
+    with tabs["Model view"]:
+        size = explore.model_view_size(count)
+        st.caption(
+            "Every layer (rows) and head (columns). Click a tile to open that head below."
+            + (f" Tiles are averaged into {size} × {size} blocks of tokens." if size < count else "")
+        )
+        show_figure(_ui.model_view_figure(ctx.inputs), "model_view", on_select=_open_tile, selection_mode="points",
+                    frame=lambda: explore.attention_all_frame(trace, size))
+        single_head(layer, head, "All", "model_view_head")
+
+if tabs["Neuron view"].open:
+    with tabs["Neuron view"]:
+        clamp_state("nv_query", range(count), min(1, count - 1))
+        query = st.selectbox("Query token", range(count), index=min(1, count - 1), key="nv_query",
+                             format_func=lambda i: labels[i])
+        st.caption(
+            f"Layer {layer}, head {head}: the query vector of {labels[query]}, every key, their element-wise "
+            "product, the dot product and its scaled version, the softmax, and the value-weighted sum."
+        )
+        show_figure(explore.neuron_figure(trace, layer, head, query), "neuron_view",
+                    frame=lambda: explore.neuron_frame(explore.neuron_data(trace, layer, head, query), trace.tokens))
+
+if tabs["Head statistics"].open:
+    with tabs["Head statistics"]:
+        stats = _ui.head_statistics(ctx.inputs)
+        value = st.selectbox("Statistic", list(figures.attention.STAT_TITLES), key="stat_value",
+                             format_func=figures.attention.STAT_TITLES.get)
+        show_figure(figures.head_statistics_figure(stats, value), "head_statistics", frame=stats)
+        show_table(stats.round(4), "head_statistics_table", hide_index=True)
+
+if tabs["Rollout"].open:
+    with tabs["Rollout"]:
+        st.caption(
+            "Attention rollout (Abnar & Zuidema, 2020): average the heads, add the skip connection (0.5·A + 0.5·I), "
+            "and multiply layer by layer: how much each input token flows into each token after a layer."
+        )
+        clamp_number("rollout_layer", 1, num_layers)
+        after = st.slider("After layer", 1, num_layers, num_layers, key="rollout_layer")
+        flow = _ui.rollout(ctx.inputs)[after - 1]
+        show_figure(figures.rollout_heatmap(flow, trace.tokens, title=f"Attention rollout after layer {after}"),
+                    "rollout", frame=lambda: analysis.attention_to_csv_frame(flow, trace.tokens))

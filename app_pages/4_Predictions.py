@@ -1,0 +1,60 @@
+"""Predictions: what the MLM head guesses at masked positions, and the NSP head's P(B follows A)."""
+
+import streamlit as st
+
+from app_pages._ui import load_context, show_figure, trace_for
+from bertviz_lite import analysis, explore, figures
+from bertviz_lite.pretrained import DEMO, list_checkpoints
+
+ctx = load_context()
+encoding = ctx.encoding
+
+st.header("Predictions")
+if not (ctx.model.has_mlm_head or ctx.model.has_nsp_head):
+    st.info(
+        f"{ctx.inputs.source} is an encoder without BERT's pre-training heads: it was fine-tuned to make sentence "
+        "embeddings, and its masked-word (MLM) and next-sentence (NSP) layers were dropped, so it cannot guess "
+        f"masked words. {DEMO} is a small BERT trained in this project with both heads."
+    )
+    available = DEMO in list_checkpoints()
+
+    def _switch() -> None:
+        st.session_state["model_picker"] = DEMO
+
+    st.button(f"Switch to {DEMO}", on_click=_switch, disabled=not available, type="primary")
+    if not available:
+        st.caption(f"checkpoints/{DEMO} is not there yet: train it first (see the README).")
+    st.stop()
+
+labels = analysis.unique_labels(encoding.tokens)
+maskable = explore.maskable_positions(encoding)
+typed = [i for i, token in enumerate(encoding.tokens) if token == "[MASK]"]
+if "pred_mask" in st.session_state:
+    st.session_state["pred_mask"] = [i for i in st.session_state["pred_mask"] if i in maskable]
+default = [] if typed else [p for p in [explore.default_mask_position(encoding)] if p is not None]
+left, right = st.columns([3, 1])
+chosen = left.multiselect("Tokens to mask (or type [MASK] in a sentence)", maskable, default=default,
+                          key="pred_mask", format_func=lambda i: labels[i])
+k = right.number_input("Top k", 1, 30, 10, key="pred_k")
+trace = trace_for(ctx, chosen)
+
+if ctx.model.has_mlm_head:
+    st.subheader("Masked words")
+    positions = explore.masked_positions(trace)
+    if not positions:
+        st.info("Pick a token to mask above, or write [MASK] in sentence A or B.")
+    for position in positions:
+        top = explore.top_predictions(trace, ctx.tokenizer, position, k)
+        title = f"Position {position}: the model sees [MASK]; the original was {encoding.tokens[position]!r}"
+        show_figure(figures.topk_bar(top["token"].tolist(), top["probability"], title=title),
+                    f"predictions_{position}", frame=top)
+
+if ctx.model.has_nsp_head:
+    st.subheader("Next sentence")
+    probability = explore.is_next_probability(trace)
+    if not trace.has_sentence_b:
+        st.info("Type a sentence B to ask the model whether it follows sentence A.")
+    else:
+        show_figure(figures.nsp_bar(probability), "nsp",
+                    frame=explore.nsp_frame(probability))
+        st.caption("Computed on the input as shown above, [MASK]s included.")

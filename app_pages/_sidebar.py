@@ -1,0 +1,83 @@
+"""The sidebar every page shares: model picker, sentence pair and max length (rendered by app.py).
+
+Its widgets are drawn on every run, before the page, so their keys (`model_picker`, `model_path`,
+`sentence_a`, `sentence_b`, `max_length`) keep their values when the user switches pages.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+import streamlit as st
+
+from bertviz_lite.pretrained import DEMO, MINILM, huggingface_cache_models, list_checkpoints
+
+OTHER_FOLDER = "Another folder…"
+DEFAULTS = {
+    "model_picker": MINILM,
+    "model_path": "",
+    "sentence_a": "The cat sat on the mat because it was tired.",
+    "sentence_b": "It fell asleep in the warm sun.",
+    "max_length": 128,
+}
+
+
+class Inputs(NamedTuple):
+    """What the pages compute from; hashable, so it keys the caches."""
+
+    source: str
+    text_a: str
+    text_b: str
+    max_length: int
+
+
+def model_options() -> list[str]:
+    """MiniLM, demo-tiny, every checkpoint, BERT folders in the Hugging Face cache, then a free path."""
+    checkpoints = [name for name in list_checkpoints() if name != DEMO]
+    cached = [str(path) for path in huggingface_cache_models()]
+    return [MINILM, DEMO, *checkpoints, *cached, OTHER_FOLDER]
+
+
+def model_label(option: str) -> str:
+    """How an option reads in the picker."""
+    if option == MINILM:
+        return MINILM
+    if option == DEMO:
+        return f"{DEMO} (with MLM/NSP heads)"
+    if option == OTHER_FOLDER:
+        return option
+    if "/snapshots/" in option:
+        repo = Path(option).parent.parent.name.removeprefix("models--").replace("--", "/")
+        return f"{repo} (Hugging Face cache)"
+    return f"checkpoint: {option}"
+
+
+def _keep_valid_choice(options: list[str]) -> None:
+    """A checkpoint that disappeared falls back to MiniLM instead of breaking the selectbox."""
+    if st.session_state.get("model_picker", MINILM) not in options:
+        st.session_state["model_picker"] = MINILM
+
+
+def render_sidebar() -> Inputs:
+    """Draw the shared sidebar and return the current inputs."""
+    options = model_options()
+    _keep_valid_choice(options)
+    with st.sidebar:
+        # Defaults go in as value/index: MiniLM is options[0].
+        st.selectbox("Model", options, key="model_picker", format_func=model_label)
+        if st.session_state["model_picker"] == OTHER_FOLDER:
+            st.text_input("Model folder", DEFAULTS["model_path"], key="model_path", placeholder="/path/to/a/bert/folder",
+                          help="A folder with config.json, vocab.txt and model.safetensors (or pytorch_model.bin).")
+        st.text_input("Sentence A", DEFAULTS["sentence_a"], key="sentence_a")
+        st.text_input("Sentence B (optional)", DEFAULTS["sentence_b"], key="sentence_b")
+        st.number_input("Max length (tokens)", 8, 512, DEFAULTS["max_length"], step=8, key="max_length",
+                        help="[CLS] A [SEP] B [SEP] is cut to this many tokens; the longer sentence loses tokens first.")
+    return current_inputs()
+
+
+def current_inputs() -> Inputs:
+    """The inputs as they stand in session state."""
+    state = {**DEFAULTS, **st.session_state.to_dict()}
+    source = state["model_path"].strip() if state["model_picker"] == OTHER_FOLDER else state["model_picker"]
+    return Inputs(source, state["sentence_a"], state["sentence_b"], int(state["max_length"]))

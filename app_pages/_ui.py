@@ -1,0 +1,151 @@
+"""Streamlit glue shared by the explore pages: cached model and trace, plain errors, figure + CSV."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from app_pages._sidebar import Inputs, current_inputs
+from bertviz_lite import explore
+from bertviz_lite.model import Bert
+from bertviz_lite.pretrained import load
+from bertviz_lite.tokenization import BertTokenizer, Encoding
+
+LOAD_ERRORS = (ValueError, OSError)
+
+
+class Context(NamedTuple):
+    inputs: Inputs
+    model: Bert
+    tokenizer: BertTokenizer
+    encoding: Encoding
+    max_length: int
+
+
+@st.cache_resource(max_entries=4, show_spinner="Loading the model…")
+def load_model(source: str) -> tuple[Bert, BertTokenizer]:
+    """One model per source and process; failures are not cached, so a fixed folder loads next time."""
+    return load(source)
+
+
+@st.cache_resource(max_entries=6, show_spinner="Running the model…")
+def get_trace(inputs: Inputs, masked: tuple[int, ...] = ()) -> explore.PairTrace:
+    """One traced forward pass per input, shared by every figure on every page."""
+    model, tokenizer = load_model(inputs.source)
+    return explore.trace_pair(model, tokenizer, inputs.text_a, inputs.text_b, inputs.max_length, masked)
+
+
+def _stop_with(message: str) -> None:
+    st.error(message)
+    st.stop()
+
+
+def _model_card(model: Bert, tokenizer: BertTokenizer) -> None:
+    config = model.config
+    heads = [name for name, ok in (("MLM", model.has_mlm_head), ("NSP", model.has_nsp_head)) if ok]
+    st.sidebar.caption(
+        f"{config.num_hidden_layers} layers · {config.num_attention_heads} heads · hidden {config.hidden_size} · "
+        f"vocabulary {tokenizer.vocab_size} · {config.position_embedding_type} positions · "
+        f"heads: {', '.join(heads) or 'none'}"
+    )
+
+
+def load_context() -> Context:
+    """Model, tokenizer and encoding of the current inputs; any problem ends the page with st.error."""
+    inputs = current_inputs()
+    if not inputs.source:
+        _stop_with("Type the path of a model folder in the sidebar.")
+    try:
+        model, tokenizer = load_model(inputs.source)
+    except LOAD_ERRORS as err:
+        _stop_with(f"Could not load the model: {err}")
+    _model_card(model, tokenizer)
+    max_length = explore.effective_max_length(model, inputs.max_length)
+    if max_length < inputs.max_length:
+        st.info(f"This model knows {max_length} positions, so the input is cut to {max_length} tokens.")
+    try:
+        encoding = explore.encode(tokenizer, inputs.text_a, inputs.text_b, max_length)
+    except ValueError as err:
+        _stop_with(str(err))
+    for note in explore.input_warnings(encoding, max_length):
+        st.warning(note)
+    return Context(inputs, model, tokenizer, encoding, max_length)
+
+
+def trace_for(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
+    """The cached trace of the context's inputs (with [MASK] at `masked`)."""
+    try:
+        return get_trace(ctx.inputs, tuple(sorted(masked)))
+    except ValueError as err:
+        _stop_with(str(err))
+
+
+def plotly_config(name: str) -> dict:
+    """Keep plotly's PNG download, named after the figure, at twice the screen resolution."""
+    return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}}
+
+
+def csv_button(numbers: pd.DataFrame | go.Figure | Callable[[], pd.DataFrame], name: str, key: str) -> None:
+    """A download button for a table, a figure's plotted numbers, or a table made on demand.
+
+    The CSV is only built when the user clicks, so big tables cost nothing until then.
+    """
+    def data() -> bytes:
+        if isinstance(numbers, go.Figure):
+            return explore.csv_bytes(explore.figure_frame(numbers))
+        return explore.csv_bytes(numbers if isinstance(numbers, pd.DataFrame) else numbers())
+
+    st.download_button("Numbers as CSV", data=data, file_name=f"{name}.csv", mime="text/csv",
+                       key=f"{key}_csv", on_click="ignore", icon=":material/download:")
+
+
+def show_figure(fig: go.Figure, name: str, frame=None, **chart_args):
+    """st.plotly_chart with the PNG button, then a CSV button.
+
+    frame: the numbers to download (a DataFrame, or a function making one); default: what the figure plots.
+    """
+    event = st.plotly_chart(fig, key=name, config=plotly_config(name), **chart_args)
+    csv_button(frame if frame is not None else fig, name, name)
+    return event
+
+
+def show_table(frame: pd.DataFrame, name: str, **kwargs) -> None:
+    """A dataframe with its own CSV button."""
+    st.dataframe(frame, key=f"{name}_table", **kwargs)
+    csv_button(frame, name, name)
+
+
+def clamp_state(key: str, options: Sequence, default) -> None:
+    """Reset a stored widget value that the input no longer offers (layer 5 of a 2-layer model).
+
+    Widgets still get their default through value/index/default: the browser shows that default
+    until the first value set through session state arrives, and may send it back meanwhile.
+    """
+    if key in st.session_state and st.session_state[key] not in options:
+        st.session_state[key] = default
+
+
+def clamp_number(key: str, low: int, high: int) -> None:
+    """Pull a stored slider/number value back into [low, high] (the input got shorter, say)."""
+    if key in st.session_state and not low <= st.session_state[key] <= high:
+        st.session_state[key] = min(max(st.session_state[key], low), high)
+
+
+@st.cache_resource(max_entries=4, show_spinner="Drawing every layer and head…")
+def model_view_figure(inputs: Inputs) -> go.Figure:
+    """The model-view mosaic of one input (0.3 s to build, so built once)."""
+    return explore.model_view_figure(get_trace(inputs))
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def head_statistics(inputs: Inputs) -> pd.DataFrame:
+    return explore.head_statistics(get_trace(inputs))
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def rollout(inputs: Inputs):
+    return explore.rollout(get_trace(inputs))

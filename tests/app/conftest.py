@@ -1,0 +1,102 @@
+"""AppTest helpers: run app.py on a model, read figures back from the plotly JSON the app sends."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app_pages._sidebar import OTHER_FOLDER
+from bertviz_lite.pretrained import CHECKPOINTS_DIR, DEMO, MINILM, load
+from tests.app.tiny_checkpoint import save_tiny
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+PAGES = {
+    "tokens": "app_pages/1_Tokens.py",
+    "embeddings": "app_pages/2_Embeddings.py",
+    "attention": "app_pages/3_Attention.py",
+    "predictions": "app_pages/4_Predictions.py",
+}
+PAIR = ("The cat sat on the mat because it was tired.", "It fell asleep in the warm sun.")
+HAS_DEMO = (CHECKPOINTS_DIR / DEMO / "config.json").is_file()
+_CHIP = re.compile(r'<span class="bvl-chip ([^"]*)" title="[^"]*">(.*?)<span class="bvl-meta">(\d+) · (\d+)</span>')
+
+
+@pytest.fixture(scope="session")
+def tiny_folder(tmp_path_factory) -> str:
+    """A tiny random BERT with MLM/NSP heads and 64 positions, as a Hugging Face folder."""
+    return str(save_tiny(tmp_path_factory.mktemp("tiny") / "tiny-bert"))
+
+
+@pytest.fixture(scope="session", params=["minilm", "demo"])
+def source(request, tiny_folder) -> dict:
+    """Sidebar state that picks MiniLM, or demo-tiny (the tiny folder until checkpoints/demo-tiny exists)."""
+    if request.param == "minilm":
+        return {"model_picker": MINILM}
+    if HAS_DEMO:
+        return {"model_picker": DEMO}
+    return {"model_picker": OTHER_FOLDER, "model_path": tiny_folder}
+
+
+def source_path(state: dict) -> str:
+    return state.get("model_path") or state["model_picker"]
+
+
+@pytest.fixture(scope="session")
+def loaded():
+    """(model, tokenizer) per source string, loaded once per session."""
+    models: dict[str, tuple] = {}
+
+    def get(state: dict):
+        key = source_path(state)
+        if key not in models:
+            models[key] = load(key)
+        return models[key]
+
+    return get
+
+
+def run_app(state: dict, page: str = "tokens", **extra) -> AppTest:
+    """app.py with this sidebar state (and extra session state), on one page, after its run."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in {"sentence_a": PAIR[0], "sentence_b": PAIR[1], **state, **extra}.items():
+        at.session_state[key] = value
+    at.run()
+    if page != "tokens":
+        at.switch_page(PAGES[page]).run()
+    return at
+
+
+def charts(at: AppTest) -> dict[str, dict]:
+    """Every plotly chart on the page as a figure dict, by the key the page gave it."""
+    return {el.proto.id.split("-", 2)[2]: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
+
+
+def array(value) -> np.ndarray:
+    """A plotly JSON array: a list, or a typed array {"dtype", "bdata", "shape"} as plotly.py sends numpy."""
+    if isinstance(value, dict) and "bdata" in value:
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = [int(n) for n in str(value.get("shape", flat.size)).split(",")]
+        return flat.reshape(shape)
+    return np.asarray(value)
+
+
+def chips(markup: str) -> list[tuple[str, int, int, str]]:
+    """(token, position, segment, css classes) of each chip in token_chip_html output (legend excluded)."""
+    body = markup.split('<div class="bvl-legend">')[0]
+    return [(html.unescape(t), int(p), int(s), css) for css, t, p, s in _CHIP.findall(body)]
+
+
+def texts(at: AppTest) -> str:
+    """All error, warning and info text on the page."""
+    return " | ".join(el.value for kind in ("error", "warning", "info") for el in getattr(at, kind))
+
+
+def no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]

@@ -1,0 +1,257 @@
+"""AppTest: every explore page on MiniLM and demo-tiny, checked through the numbers in its figures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from bertviz_lite import analysis, explore
+from bertviz_lite.pretrained import DEMO
+from tests.app.conftest import (
+    HAS_DEMO,
+    PAGES,
+    PAIR,
+    array,
+    charts,
+    chips,
+    no_exception,
+    run_app,
+    texts,
+)
+
+ATTENTION_TABS = ["Head view", "Model view", "Neuron view", "Head statistics", "Rollout"]
+
+
+def own_trace(loaded, state, masked=(), pair=PAIR, max_length=128) -> explore.PairTrace:
+    model, tokenizer = loaded(state)
+    return explore.trace_pair(model, tokenizer, *pair, max_length=max_length, masked_positions=masked)
+
+
+# ---------------------------------------------------------------- tokens
+
+
+def test_tokens_page_chips_and_table_match_the_tokenizer(source, loaded):
+    at = run_app(source)
+    no_exception(at)
+    _, tokenizer = loaded(source)
+    encoding = tokenizer.encode_pair(*PAIR)
+    shown = chips(at.get("html")[0].value)
+    assert [c[0] for c in shown] == encoding.tokens
+    assert [c[1] for c in shown] == encoding.position_ids
+    assert [c[2] for c in shown] == encoding.token_type_ids
+    assert "bvl-cls" in shown[0][3] and "bvl-sep" in shown[-1][3]
+    table = at.dataframe[0].value
+    assert table["token"].tolist() == encoding.tokens
+    assert table["id"].tolist() == encoding.input_ids
+    assert table["segment"].tolist() == encoding.token_type_ids
+
+
+def test_masking_panel_shows_bert_masking_and_resamples(source, loaded):
+    at = run_app(source)
+    _, tokenizer = loaded(source)
+    encoding = tokenizer.encode_pair(*PAIR)
+    for seed in (0, 1):
+        expected = explore.masking_frame(encoding, explore.mask_encoding(encoding, tokenizer, 0.15, seed), tokenizer)
+        table = at.dataframe[1].value
+        assert table["decision"].tolist() == expected["decision"].tolist()
+        assert table["MLM label"].tolist() == expected["MLM label"].tolist()
+        masked_chips = chips(at.get("html")[1].value)
+        assert [c[0] for c in masked_chips] == table["model input"].tolist()
+        assert all(("bvl-dec-mask" in c[3]) == (d == "[MASK]") for c, d in zip(masked_chips, table["decision"], strict=True))
+        chosen = table["decision"] != "not chosen"
+        assert (table.loc[chosen, "MLM label"] == table.loc[chosen, "original"]).all()
+        assert (table.loc[table["decision"] == "[MASK]", "model input"] == "[MASK]").all()
+        next(b for b in at.button if b.label == "Resample").click().run()
+    assert at.session_state["mask_seed"] == 2
+
+
+# ---------------------------------------------------------------- embeddings
+
+
+def test_embedding_sum_equals_token_plus_position_plus_segment(source, loaded):
+    at = run_app(source, "embeddings")
+    no_exception(at)
+    figures = charts(at)
+    token, position, segment, summed, layer_norm = (array(t["z"]).astype(np.float64) for t in figures["embedding_parts"]["data"])
+    np.testing.assert_allclose(summed, token + position + segment, atol=1e-5)
+    model, tokenizer = loaded(source)
+    ids = torch.tensor(tokenizer.encode_pair(*PAIR).input_ids)
+    np.testing.assert_allclose(token, model.bert.embeddings.word_embeddings.weight[ids].detach().numpy(), atol=1e-6)
+    ln = model.bert.embeddings.LayerNorm
+    expected_ln = torch.nn.functional.layer_norm(torch.tensor(summed, dtype=torch.float32), ln.normalized_shape, ln.weight, ln.bias, ln.eps)
+    np.testing.assert_allclose(layer_norm, expected_ln.detach().numpy(), atol=1e-4)
+    norms = {t["name"]: array(t["y"]) for t in figures["embedding_norms"]["data"]}
+    np.testing.assert_allclose(norms["sum"], np.linalg.norm(summed, axis=1), rtol=1e-5)
+    for name in ("position_similarity_model", "position_similarity_sinusoidal"):
+        np.testing.assert_allclose(np.diag(array(figures[name]["data"][0]["z"])), 1.0, atol=1e-5)
+    points = sum(len(array(t["x"])) for t in figures["pca"]["data"])
+    assert points == len(ids)
+
+
+# ---------------------------------------------------------------- attention
+
+
+def test_attention_heatmap_rows_sum_to_one_and_match_the_model(source, loaded):
+    at = run_app(source, "attention")
+    no_exception(at)
+    z = array(charts(at)["attention_heatmap"]["data"][0]["z"]).astype(np.float64)
+    np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(z, own_trace(loaded, source).attentions[0, 0], atol=1e-6)
+
+
+def test_sentence_filter_cuts_the_heatmap_to_a_to_b(source, loaded):
+    at = run_app(source, "attention", attn_filter="A→B", attn_layer=1, attn_head=2)
+    no_exception(at)
+    trace = own_trace(loaded, source)
+    heatmap = charts(at)["attention_heatmap"]["data"][0]
+    sentence = explore.sentence_of_tokens(trace)
+    rows, cols = np.flatnonzero(sentence == 0), np.flatnonzero(sentence == 1)
+    np.testing.assert_allclose(array(heatmap["z"]), trace.attentions[1, 2][np.ix_(rows, cols)], atol=1e-6)
+    assert len(heatmap["y"]) == rows.size and len(heatmap["x"]) == cols.size
+
+
+@pytest.mark.parametrize("tab", ATTENTION_TABS)
+def test_attention_views_show_the_trace(source, loaded, tab):
+    at = run_app(source, "attention", attn_view=tab, attn_layer=1, attn_head=1)
+    no_exception(at)
+    trace = own_trace(loaded, source)
+    num_layers, num_heads, count = trace.attentions.shape[:3]
+    figures = charts(at)
+    assert len(at.get("download_button")) >= len(figures) >= 1
+    if tab == "Head view":
+        legend = {t["name"] for t in figures["head_view"]["data"] if t.get("showlegend")}
+        assert legend == {f"head {h}" for h in range(num_heads)}
+        ys = np.concatenate([array(t["y"]) for t in figures["head_view"]["data"] if t.get("mode") == "lines"])
+        ys = ys[np.isfinite(ys)]
+        assert ys.size and ys.min() >= 0 and ys.max() < count
+    elif tab == "Model view":
+        tiles = [t for t in figures["model_view"]["data"] if t["type"] == "heatmap"]
+        assert [t["name"] for t in tiles] == [f"layer {i} head {h}" for i in range(num_layers) for h in range(num_heads)]
+        for tile in tiles:
+            np.testing.assert_allclose(array(tile["z"]).sum(axis=1), 1.0, atol=1e-5)
+        picker = next(t for t in figures["model_view"]["data"] if t["type"] == "scatter")
+        assert len(array(picker["x"])) == num_layers * num_heads
+        np.testing.assert_allclose(array(figures["model_view_head"]["data"][0]["z"]), trace.attentions[1, 1], atol=1e-6)
+    elif tab == "Neuron view":
+        bars = next(t for t in figures["neuron_view"]["data"] if t.get("name") == "softmax weight")
+        np.testing.assert_allclose(array(bars["x"]), trace.attentions[1, 1, 1], atol=1e-5)
+    elif tab == "Head statistics":
+        z = array(figures["head_statistics"]["data"][0]["z"])
+        expected = analysis.head_statistics(trace.attentions, trace.tokens)
+        np.testing.assert_allclose(z.ravel(), expected["entropy"], atol=1e-5)
+        assert len(at.dataframe[0].value) == num_layers * num_heads
+    else:
+        z = array(figures["rollout"]["data"][0]["z"])
+        np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-5)
+        np.testing.assert_allclose(z, analysis.attention_rollout(trace.attentions)[-1], atol=1e-5)
+
+
+def test_attention_page_stays_light_at_512_tokens():
+    long_a, long_b = "the quick brown fox jumps over the lazy dog " * 40, "a small bird sings in the tall tree " * 40
+    for tab in ["Heatmap", "Head view", "Model view"]:
+        at = run_app({"model_picker": "all-MiniLM-L6-v2"}, "attention", sentence_a=long_a, sentence_b=long_b,
+                     max_length=512, attn_view=tab)
+        no_exception(at)
+        assert "truncated to 512 tokens" in texts(at)
+        figures = charts(at)
+        if tab == "Heatmap":
+            assert array(figures["attention_heatmap"]["data"][0]["z"]).shape == (512, 512)
+        if tab == "Head view":
+            lines = sum(len(array(t["x"])) // 3 for t in figures["head_view"]["data"] if t.get("mode") == "lines")
+            assert 0 < lines <= explore.HEAD_VIEW_MAX_LINES
+        if tab == "Model view":
+            tile = next(t for t in figures["model_view"]["data"] if t["type"] == "heatmap")
+            assert array(tile["z"]).shape == (32, 32)
+        assert sum(len(el.proto.spec) for el in at.get("plotly_chart")) < 8_000_000
+
+
+# ---------------------------------------------------------------- predictions
+
+
+def test_minilm_predictions_page_explains_and_offers_demo_tiny():
+    at = run_app({"model_picker": "all-MiniLM-L6-v2"}, "predictions")
+    no_exception(at)
+    assert "cannot guess masked words" in texts(at)
+    button = next(b for b in at.button if b.label == f"Switch to {DEMO}")
+    if not HAS_DEMO:
+        assert button.disabled
+        return
+    button.click().run()
+    assert at.session_state["model_picker"] == DEMO
+    assert any(key.startswith("predictions_") for key in charts(at))
+
+
+def test_demo_predictions_match_the_mlm_and_nsp_heads(loaded, tiny_folder):
+    state = {"model_picker": DEMO} if HAS_DEMO else {"model_picker": "Another folder…", "model_path": tiny_folder}
+    at = run_app(state, "predictions")
+    no_exception(at)
+    chosen = at.multiselect[0].value
+    assert len(chosen) == 1
+    trace = own_trace(loaded, state, masked=chosen)
+    model, tokenizer = loaded(state)
+    bars = charts(at)[f"predictions_{chosen[0]}"]["data"][0]
+    probs = torch.softmax(torch.tensor(trace.mlm_logits[chosen[0]], dtype=torch.float64), -1)
+    top = torch.topk(probs, 10)
+    np.testing.assert_allclose(array(bars["x"]), top.values.numpy(), rtol=1e-5)
+    assert list(bars["y"]) == tokenizer.convert_ids_to_tokens(top.indices.tolist())
+    nsp = array(charts(at)["nsp"]["data"][0]["x"])
+    np.testing.assert_allclose(nsp, torch.softmax(torch.tensor(trace.nsp_logits, dtype=torch.float64), -1), rtol=1e-5)
+
+
+def test_typed_mask_is_predicted(loaded, tiny_folder):
+    state = {"model_picker": DEMO} if HAS_DEMO else {"model_picker": "Another folder…", "model_path": tiny_folder}
+    at = run_app(state, "predictions", sentence_a="The cat sat on the [MASK].")
+    no_exception(at)
+    _, tokenizer = loaded(state)
+    position = tokenizer.encode_pair("The cat sat on the [MASK].", PAIR[1]).tokens.index("[MASK]")
+    assert at.multiselect[0].value == []
+    assert f"predictions_{position}" in charts(at)
+
+
+# ---------------------------------------------------------------- inputs, errors, state
+
+
+@pytest.mark.parametrize(
+    ("extra", "kind", "message"),
+    [
+        ({"sentence_a": ""}, "error", "Sentence A is empty"),
+        ({"sentence_a": "   \t "}, "error", "Sentence A is empty"),
+        ({"sentence_a": "word " * 4000, "sentence_b": ""}, "warning", "truncated"),
+        ({"sentence_a": "🎉🦜 party"}, "warning", "[UNK]"),
+        ({"model_picker": "Another folder…", "model_path": "/no/such/folder"}, "error", "No model named"),
+        ({"model_picker": "Another folder…", "model_path": ""}, "error", "Type the path of a model folder"),
+    ],
+    ids=["empty-A", "only-spaces", "20k-characters", "emoji", "missing-folder", "no-path"],
+)
+def test_bad_input_gives_a_plain_message_on_every_page(extra, kind, message):
+    at = run_app({"model_picker": "all-MiniLM-L6-v2"}, **extra)
+    for page in PAGES:
+        if page != "tokens":
+            at.switch_page(PAGES[page]).run()
+        no_exception(at)
+        assert any(message in el.value for el in getattr(at, kind)), (page, texts(at))
+
+
+def test_a_folder_that_is_not_bert_is_refused(tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "gpt2"}', encoding="utf-8")
+    at = run_app({"model_picker": "Another folder…", "model_path": str(tmp_path)}, "attention")
+    no_exception(at)
+    assert "not a BERT model" in at.error[0].value
+
+
+def test_the_pair_persists_across_pages_and_models_switch_cleanly(tiny_folder):
+    at = run_app({"model_picker": "all-MiniLM-L6-v2"}, "attention", attn_layer=5, attn_head=11)
+    no_exception(at)
+    at.sidebar.text_input(key="sentence_a").set_value("A dog barked loudly.").run()
+    at.switch_page("app_pages/1_Tokens.py").run()
+    assert at.sidebar.text_input(key="sentence_a").value == "A dog barked loudly."
+    assert [c[0] for c in chips(at.get("html")[0].value)][:5] == ["[CLS]", "a", "dog", "barked", "loudly"]
+    at.switch_page("app_pages/3_Attention.py").run()
+    at.session_state["model_picker"] = "Another folder…"
+    at.session_state["model_path"] = tiny_folder
+    at.session_state["attn_layer"], at.session_state["attn_head"] = 5, 11  # beyond the tiny model's 2 × 4
+    at.run()
+    no_exception(at)
+    assert (at.session_state["attn_layer"], at.session_state["attn_head"]) == (0, 0)
+    assert "knows 64 positions" in texts(at)
