@@ -1,0 +1,95 @@
+"""Driving the app in chromium: type into the sidebar, wait for a run to finish, wait for a plotly figure.
+
+Shared by tests/browser/ and bench/page_latency.py.
+"""
+
+from __future__ import annotations
+
+EXCEPTION = '[data-testid="stException"]'
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+# True once the plotly figure under `.st-key-<key>` has drawn its data and, if given, shows `rows` rows.
+_FIGURE_READY = """([key, rows]) => {
+  const gd = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+  if (!gd || !gd._fullData || !gd._fullLayout) return false;
+  if (!gd.querySelector('.heatmaplayer image, .scatterlayer .trace, .barlayer .trace')) return false;
+  if (rows === null) return true;
+  const first = gd.data[0];
+  return first && first.y && first.y.length === rows;
+}"""
+
+
+def type_into(page, key: str, text: str) -> None:
+    """Replace the text of the sidebar text input with this key and submit it (Enter)."""
+    box = page.locator(f".st-key-{key} input")
+    box.fill(text)
+    box.press("Enter")
+
+
+def wait_for_idle(page, timeout_ms: float = 60_000) -> None:
+    """Wait until the script run that the last action started has finished (as Streamlit's e2e tests do)."""
+    page.wait_for_timeout(150)
+    page.locator(IDLE).wait_for(state="attached", timeout=timeout_ms)
+
+
+def wait_for_figure(page, key: str, rows: int | None = None, timeout_ms: float = 60_000) -> None:
+    """Wait until the plotly chart with this key is drawn (with `rows` heatmap rows, if given)."""
+    page.wait_for_function(_FIGURE_READY, arg=[key, rows], timeout=timeout_ms, polling=25)
+
+
+def open_page(page, base_url: str, url_path: str = "") -> None:
+    """Load a page in a new session and wait for its first run to draw something in the main area."""
+    page.goto(f"{base_url}/{url_path}")
+    page.locator('[data-testid="stMain"] [data-testid="stHeading"], [data-testid="stMain"] [data-testid="stAlert"]')\
+        .first.wait_for(timeout=60_000)
+    wait_for_idle(page)
+
+
+def open_tab(page, label: str) -> None:
+    page.get_by_role("tab", name=label).click()
+    wait_for_idle(page)
+
+
+def screenshot(page, path, max_height: int = 9000) -> None:
+    """The whole page: Streamlit scrolls inside its main block, so grow the viewport to fit it first."""
+    size = page.viewport_size
+    height = page.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('[data-testid=\"stMain\"] *')]"
+        ".slice(0, 1).map(e => e.scrollHeight), document.body.scrollHeight)"
+    )
+    page.set_viewport_size({"width": size["width"], "height": int(min(max(height, size["height"]), max_height))})
+    page.wait_for_timeout(400)  # plotly charts re-lay themselves out after the resize
+    page.screenshot(path=str(path))
+    page.set_viewport_size(size)
+
+
+# Page coordinates of the centre of subplot `index` (1-based, row by row) of the figure under `.st-key-<key>`.
+_SUBPLOT_CENTRE = """([key, index]) => {
+  const gd = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+  const name = index > 1 ? `xaxis${index}` : 'xaxis', yname = index > 1 ? `yaxis${index}` : 'yaxis';
+  const xa = gd._fullLayout[name], ya = gd._fullLayout[yname];
+  const box = gd.getBoundingClientRect();
+  return [box.left + xa._offset + xa._length / 2, box.top + ya._offset + ya._length / 2];
+}"""
+
+
+def click_model_view_tile(page, layer: int, head: int, num_heads: int, key: str = "model_view") -> None:
+    """Click the centre of one tile of the model view and wait for the rerun it triggers."""
+    page.locator(f".st-key-{key}").scroll_into_view_if_needed()
+    x, y = page.evaluate(_SUBPLOT_CENTRE, [key, layer * num_heads + head + 1])
+    page.mouse.move(x, y)
+    page.wait_for_timeout(200)
+    page.mouse.click(x, y)
+    wait_for_idle(page)
+
+
+def go_to(page, title: str) -> None:
+    """Switch page through the sidebar navigation (same session, so the inputs stay)."""
+    page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
+    wait_for_idle(page)
+
+
+
+def selected_option(page, key: str) -> str:
+    """The text a selectbox with this key shows."""
+    return page.locator(f".st-key-{key} input[role='combobox']").input_value().strip()
