@@ -34,6 +34,7 @@ from bertviz_lite.trainer import (
     TrainerCallback,
     TrainingArguments,
     TrainResult,
+    one_line_error,
     resolve_device,
 )
 
@@ -232,8 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = None
     try:
         result = trainer.train()
-    except Exception as err:
-        print(f"error: training failed: {type(err).__name__}: {err}", file=sys.stderr)
+    except (Exception, KeyboardInterrupt) as err:
+        print(f"error: training failed: {one_line_error(err)}", file=sys.stderr)
         return 1
     finally:
         signals.restore()

@@ -334,6 +334,24 @@ class PretrainingStep(nn.Module):
         return out.loss, out.mlm_loss, out.nsp_loss, out.mlm_logits, out.mlm_labels, out.nsp_logits
 
 
+def optimizer_step(
+    step_module: nn.Module, optimizer: torch.optim.Optimizer, batch: dict[str, Tensor], max_grad_norm: float
+) -> tuple[tuple[Tensor, ...], Tensor]:
+    """Forward (bf16 autocast on CUDA), backward, clip, update: (the module's outputs, gradient norm).
+
+    `step_module(batch)` returns a tuple whose first element is the loss.
+    """
+    device = batch["input_ids"].device
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        outputs = step_module(batch)
+    outputs[0].backward()
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    grad_norm = nn.utils.clip_grad_norm_(params, max_grad_norm, foreach=True)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return outputs, grad_norm
+
+
 # Sums kept per logging window (and all-reduced across processes), in this order.
 STAT_NAMES = ("loss", "mlm_loss", "nsp_loss", "mlm_correct", "mlm_count", "nsp_correct", "nsp_count", "tokens", "steps")
 
@@ -456,12 +474,7 @@ class Trainer:
             group["lr"] = self._lr
         batch = {name: tensor.to(self.device, non_blocking=True) for name, tensor in batch.items()}
         self.model.train()
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.device.type == "cuda"):
-            outputs = self._step_module(batch)
-        outputs[0].backward()
-        self._grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.args.max_grad_norm, foreach=True)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        outputs, self._grad_norm = optimizer_step(self._step_module, self.optimizer, batch, self.args.max_grad_norm)
         return step_stats(outputs, batch)
 
     # ---- evaluation and snapshots --------------------------------------------------------------
@@ -589,8 +602,9 @@ class Trainer:
             self._open_run()
         try:
             result = self._loop()
-        except BaseException as err:
-            self._write_status("failed", _one_line(err))
+        except BaseException as err:  # KeyboardInterrupt too: a second Ctrl-C does not wait for the step
+            kept = f" (the checkpoint of step {self.checkpoint_step} is kept)" if self.checkpoint_step is not None else ""
+            self._write_status("failed", one_line_error(err) + kept)
             raise
         finally:
             if self._metrics is not None:
@@ -690,6 +704,9 @@ class Trainer:
         return TrainResult("diverged", self.step, message)
 
 
-def _one_line(err: BaseException) -> str:
+def one_line_error(err: BaseException) -> str:
+    """An exception as one line for status.json and the terminal: "Type: message"."""
+    if isinstance(err, KeyboardInterrupt):
+        return "Interrupted by a second Ctrl-C before the step finished"
     text = " ".join(str(err).split())
     return f"{type(err).__name__}: {text}" if text else type(err).__name__

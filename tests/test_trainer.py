@@ -43,9 +43,9 @@ def tiny_args(tmp_path, **overrides) -> TrainingArguments:
 
 
 @pytest.fixture(autouse=True)
-def _two_threads():
+def _one_thread():
     before = torch.get_num_threads()
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
 

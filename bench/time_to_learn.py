@@ -1,0 +1,101 @@
+"""Seconds until the tiny preset learns the built-in corpus on CPU.
+
+    python bench/time_to_learn.py                 # tiny preset defaults, 2 threads
+    python bench/time_to_learn.py --lr 3e-3       # any TrainingArguments option, to tune
+
+"Learnt" means: held-out NSP accuracy >= 90% and held-out MLM accuracy >= 2x the accuracy of always
+predicting the most frequent token of the training pairs (the baseline, printed). The clock starts
+before the corpus is generated and the tokenizer trained, and includes the evaluations that watch
+for the goal (every --eval-every steps). Last line: seconds_to_learn=<s> (or "not reached").
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bertviz_lite.model import IGNORE_INDEX  # noqa: E402
+from bertviz_lite.trainer import Trainer, TrainerCallback, TrainingArguments  # noqa: E402
+
+NSP_GOAL = 0.90
+MLM_FACTOR = 2.0
+
+
+def most_frequent_token_baseline(trainer: Trainer) -> tuple[str, float]:
+    """(token, accuracy on the held-out masked positions) of always predicting the most frequent training token."""
+    encodings = trainer.tokenizer.encode_batch_pairs([(a, b) for a, b, _ in trainer.train_pairs], trainer.args.seq_len)
+    counts = collections.Counter(i for e in encodings for i, s in zip(e.input_ids, e.special_tokens_mask, strict=True)
+                                 if not s)  # fmt: skip
+    token_id = counts.most_common(1)[0][0]
+    labels = torch.cat([b["labels"][b["labels"] != IGNORE_INDEX].cpu() for b in trainer._eval_batches()])
+    return trainer.tokenizer.convert_ids_to_tokens(token_id), float((labels == token_id).float().mean())
+
+
+class Goal(TrainerCallback):
+    """Stops the run at the first evaluation that reaches both goals."""
+
+    def __init__(self, started: float):
+        self.started, self.mlm_goal, self.untimed_s = started, None, 0.0
+        self.reached: tuple[int, float] | None = None
+
+    def on_record(self, trainer: Trainer, record: dict) -> None:
+        if record["split"] != "eval":
+            return
+        seconds = time.perf_counter() - self.started - self.untimed_s
+        print(f"step {record['step']:5d}  {seconds:6.1f} s  held-out nsp_acc {record['eval_nsp_acc']:.3f}  "
+              f"mlm_acc {record['eval_mlm_acc']:.3f}", flush=True)  # fmt: skip
+        if record["eval_nsp_acc"] >= NSP_GOAL and record["eval_mlm_acc"] >= self.mlm_goal and self.reached is None:
+            self.reached = (record["step"], seconds)
+            trainer.request_stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--eval-every", type=int, default=20)
+    for name in ("lr", "warmup", "steps", "batch_size", "seq_len", "vocab_size", "seed"):
+        parser.add_argument(f"--{name.replace('_', '-')}", type=float if name == "lr" else int, default=None)
+    options = parser.parse_args(argv)
+    torch.set_num_threads(options.threads)
+    overrides = {k: v for k, v in vars(options).items() if v is not None and k not in ("threads", "eval_every")}
+    with tempfile.TemporaryDirectory() as folder:
+        started = time.perf_counter()
+        args = TrainingArguments(preset="tiny", out=f"{folder}/run", eval_every=options.eval_every,
+                                 log_every=options.eval_every, snapshot_every=10**9, save_every=0, **overrides)  # fmt: skip
+        goal = Goal(started)
+        trainer = Trainer(args, callbacks=[goal])
+        baseline_started = time.perf_counter()
+        token, baseline = most_frequent_token_baseline(trainer)
+        goal.untimed_s = time.perf_counter() - baseline_started  # the baseline is not part of learning
+        goal.mlm_goal = MLM_FACTOR * baseline
+        print(f"cpu={_cpu_name()!r} threads={torch.get_num_threads()} torch={torch.__version__}")
+        print(f"args: steps={args.steps} lr={args.lr} warmup={args.warmup} batch_size={args.batch_size} "
+              f"seq_len={args.seq_len} vocab_size={trainer.tokenizer.vocab_size} eval_every={args.eval_every} "
+              f"eval_pairs={len(trainer.eval_pairs)}")  # fmt: skip
+        print(f"baseline_mlm_acc={baseline:.4f} (always {token!r}); goal: eval_nsp_acc>={NSP_GOAL} "
+              f"eval_mlm_acc>={goal.mlm_goal:.4f}")  # fmt: skip
+        trainer.train()
+    if goal.reached is None:
+        print(f"seconds_to_learn=not reached in {args.steps} steps")
+    else:
+        print(f"steps_to_learn={goal.reached[0]}")
+        print(f"seconds_to_learn={goal.reached[1]:.1f}")
+
+
+def _cpu_name() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+if __name__ == "__main__":
+    main()
