@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 import torch
 
 from bertviz_lite import analysis
-from bertviz_lite.figures.attention import attention_heatmap, model_view, neuron_view_figure
-from bertviz_lite.figures.clickable import add_tile_picker
+from bertviz_lite.figures.attention import attention_heatmap, neuron_view_figure
+from bertviz_lite.figures.mosaic import model_view_mosaic
 from bertviz_lite.masking import DECISION_NAMES, IGNORE_INDEX, MaskingResult, mask_tokens
 from bertviz_lite.model import Bert
 from bertviz_lite.tokenization import MASK_TOKEN, UNK_TOKEN, BertTokenizer, Encoding
@@ -309,10 +309,8 @@ def model_view_size(num_tokens: int) -> int:
 
 
 def model_view_figure(trace: PairTrace) -> go.Figure:
-    """figures.model_view of every layer and head, with a click target on each tile."""
-    num_layers, num_heads = trace.attentions.shape[:2]
-    fig = model_view(trace.attentions, trace.tokens, max_tokens=model_view_size(trace.num_tokens))
-    return add_tile_picker(fig, num_layers, num_heads)
+    """Every layer and head as one clickable mosaic (figures.mosaic), tiles of model_view_size tokens."""
+    return model_view_mosaic(trace.attentions, trace.tokens, max_tokens=model_view_size(trace.num_tokens))
 
 
 def rollout(trace: PairTrace) -> np.ndarray:

@@ -12,7 +12,7 @@ import torch
 
 from bertviz_lite import analysis, explore
 from bertviz_lite.figures import attention_heatmap, topk_bar
-from bertviz_lite.figures.clickable import PICKER_NAME
+from bertviz_lite.figures.mosaic import PICKER_NAME, mosaic_tile
 from tests.app.tiny_checkpoint import build_tiny
 
 PAIR = ("The cat sat on the mat because it was tired.", "It fell asleep in the warm sun.")
@@ -148,13 +148,15 @@ def test_head_view_budget_and_mask(trace):
 
 def test_model_view_figure_has_one_clickable_point_per_tile(trace):
     fig = explore.model_view_figure(trace)
-    tiles = [t for t in fig.data if t.type == "heatmap"]
+    size = trace.num_tokens  # short input: tiles are not downsampled
     picker = next(t for t in fig.data if t.name == PICKER_NAME)
-    assert len(tiles) == len(picker.x) == 8
+    assert len(picker.x) == 8 and fig.layout.meta["tile"] == size
     for index, (layer, head) in enumerate(picker.customdata):
-        axis = fig.layout[f"xaxis{index + 1 if index else ''}"]
-        assert axis.domain[0] < picker.x[index] < axis.domain[1]
-        assert tiles[index].meta == {"layer": layer, "head": head}
+        np.testing.assert_allclose(mosaic_tile(fig, layer, head, size), trace.attentions[layer, head], atol=1e-6)
+        assert (index, layer, head) == (layer * 4 + head, index // 4, index % 4)
+        step = size + 1  # the point sits in the middle of its tile
+        assert head * step < picker.x[index] < head * step + size and layer * step < picker.y[index] < layer * step + size
+    assert np.isnan(fig.data[0].z[size]).all()  # a gap row between layers
     assert explore.model_view_size(512) == 32 and explore.model_view_size(20) == 20
     frame = explore.attention_all_frame(trace, 4)
     assert len(frame) == 8 * 16

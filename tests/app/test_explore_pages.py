@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from bertviz_lite import analysis, explore
+from bertviz_lite.figures.mosaic import mosaic_tile
 from bertviz_lite.pretrained import DEMO
 from tests.app.conftest import (
     HAS_DEMO,
@@ -126,10 +127,12 @@ def test_attention_views_show_the_trace(source, loaded, tab):
         ys = ys[np.isfinite(ys)]
         assert ys.size and ys.min() >= 0 and ys.max() < count
     elif tab == "Model view":
-        tiles = [t for t in figures["model_view"]["data"] if t["type"] == "heatmap"]
-        assert [t["name"] for t in tiles] == [f"layer {i} head {h}" for i in range(num_layers) for h in range(num_heads)]
-        for tile in tiles:
-            np.testing.assert_allclose(array(tile["z"]).sum(axis=1), 1.0, atol=1e-5)
+        mosaic = array(figures["model_view"]["data"][0]["z"])
+        size = figures["model_view"]["layout"]["meta"]["tile"]
+        for layer, head in np.ndindex(num_layers, num_heads):
+            tile = mosaic_tile(mosaic, layer, head, size)
+            np.testing.assert_allclose(tile.sum(axis=1), 1.0, atol=1e-5)
+        np.testing.assert_allclose(mosaic_tile(mosaic, 1, 1, size), trace.attentions[1, 1], atol=1e-6)
         picker = next(t for t in figures["model_view"]["data"] if t["type"] == "scatter")
         assert len(array(picker["x"])) == num_layers * num_heads
         np.testing.assert_allclose(array(figures["model_view_head"]["data"][0]["z"]), trace.attentions[1, 1], atol=1e-6)
@@ -161,8 +164,8 @@ def test_attention_page_stays_light_at_512_tokens():
             lines = sum(len(array(t["x"])) // 3 for t in figures["head_view"]["data"] if t.get("mode") == "lines")
             assert 0 < lines <= explore.HEAD_VIEW_MAX_LINES
         if tab == "Model view":
-            tile = next(t for t in figures["model_view"]["data"] if t["type"] == "heatmap")
-            assert array(tile["z"]).shape == (32, 32)
+            assert figures["model_view"]["layout"]["meta"]["tile"] == 32
+            assert array(figures["model_view"]["data"][0]["z"]).shape == (6 * 33 - 1, 12 * 33 - 1)
         assert sum(len(el.proto.spec) for el in at.get("plotly_chart")) < 8_000_000
 
 

@@ -63,20 +63,20 @@ def screenshot(page, path, max_height: int = 9000) -> None:
     page.set_viewport_size(size)
 
 
-# Page coordinates of the centre of subplot `index` (1-based, row by row) of the figure under `.st-key-<key>`.
-_SUBPLOT_CENTRE = """([key, index]) => {
+# Page coordinates of point `index` of the trace named `name` in the figure under `.st-key-<key>`.
+_POINT_XY = """([key, name, index]) => {
   const gd = document.querySelector(`.st-key-${key} .js-plotly-plot`);
-  const name = index > 1 ? `xaxis${index}` : 'xaxis', yname = index > 1 ? `yaxis${index}` : 'yaxis';
-  const xa = gd._fullLayout[name], ya = gd._fullLayout[yname];
+  const trace = gd._fullData.find(t => t.name === name);
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
   const box = gd.getBoundingClientRect();
-  return [box.left + xa._offset + xa._length / 2, box.top + ya._offset + ya._length / 2];
+  return [box.left + xa._offset + xa.d2p(trace.x[index]), box.top + ya._offset + ya.d2p(trace.y[index])];
 }"""
 
 
 def click_model_view_tile(page, layer: int, head: int, num_heads: int, key: str = "model_view") -> None:
     """Click the centre of one tile of the model view and wait for the rerun it triggers."""
     page.locator(f".st-key-{key}").scroll_into_view_if_needed()
-    x, y = page.evaluate(_SUBPLOT_CENTRE, [key, layer * num_heads + head + 1])
+    x, y = page.evaluate(_POINT_XY, [key, "tile picker", layer * num_heads + head])
     page.mouse.move(x, y)
     page.wait_for_timeout(200)
     page.mouse.click(x, y)
