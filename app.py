@@ -17,6 +17,12 @@ PAGES = {
         st.Page("app_pages/3_Attention.py", title="Attention", icon=":material/hub:"),
         st.Page("app_pages/4_Predictions.py", title="Predictions", icon=":material/lightbulb:"),
     ],
+    "Train": [
+        st.Page("app_pages/5_Train.py", title="Train", icon=":material/model_training:", url_path="train"),
+        st.Page("app_pages/6_Compare_runs.py", title="Compare runs", icon=":material/compare:", url_path="compare"),
+        st.Page("app_pages/7_Checkpoints.py", title="Checkpoints", icon=":material/inventory_2:",
+                url_path="checkpoints"),
+    ],
 }
 
 st.set_page_config(page_title="bertviz-lite", page_icon=":material/visibility:", layout="wide")

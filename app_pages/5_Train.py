@@ -1,0 +1,31 @@
+"""Train: start a pre-training run, watch it learn live, stop it, replay its attention heads forming."""
+
+import streamlit as st
+
+from app_pages._runs_ui import attention_replay, live_view, select_run
+from app_pages._train_form import new_run_form
+from bertviz_lite import runs
+
+st.header("Train a BERT")
+st.caption(
+    "Pick a preset, change any option, press Start: the model trains in its own process (masked words and "
+    "next sentence) and this page draws its curves as they are written. Reloading or closing the page does "
+    "not stop it."
+)
+choices = [run for run in runs.list_runs() if run.state != "ready"]
+training = [run for run in choices if run.active]
+with st.expander("Start a new run", expanded=not training, icon=":material/add:"):
+    if len(training) >= runs.max_concurrent_runs():
+        st.info(f"{', '.join(run.name for run in training)} is training, and at most {runs.max_concurrent_runs()} "
+                "run(s) may train at once: a new run can start when it ends or is stopped.")  # fmt: skip
+    new_run_form()
+
+if not choices:
+    st.info("No training run yet: start one above.")
+    st.stop()
+st.subheader("Watch a run")
+run = select_run(choices)
+live_view(run.path)
+st.subheader("Attention replay")
+st.caption("The attention of one fixed sentence pair, saved every few steps: watch the heads form.")
+attention_replay(run.path)

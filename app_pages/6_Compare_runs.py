@@ -1,0 +1,48 @@
+"""Compare runs: overlay the curves of several runs and set their hyperparameters side by side."""
+
+import pandas as pd
+import streamlit as st
+
+from app_pages._ui import plotly_config
+from bertviz_lite import runs
+from bertviz_lite.figures.training import compare_runs
+from bertviz_lite.run_options import LABELS
+from bertviz_lite.runfiles import read_metrics
+
+METRICS = {
+    "mlm_loss": "MLM loss (train)", "nsp_loss": "NSP loss (train)", "loss": "Total loss (train)",
+    "eval_mlm_loss": "MLM loss (held-out)", "eval_nsp_loss": "NSP loss (held-out)",
+    "mlm_acc": "MLM accuracy (train)", "nsp_acc": "NSP accuracy (train)",
+    "eval_mlm_acc": "MLM accuracy (held-out)", "eval_nsp_acc": "NSP accuracy (held-out)",
+    "lr": "Learning rate", "tokens_per_s": "Tokens per second",
+}  # fmt: skip
+
+st.header("Compare runs")
+records = {run.name: read_metrics(run.path) for run in runs.list_runs()}
+records = {name: lines for name, lines in records.items() if lines}
+if not records:
+    st.info("No run has logged metrics yet: start one on the Train page.")
+    st.stop()
+names = list(records)
+st.session_state.setdefault("compare_runs", names[:2])
+st.session_state["compare_runs"] = [name for name in st.session_state["compare_runs"] if name in names]
+chosen = st.multiselect("Runs", names, key="compare_runs")
+metric = st.selectbox("Metric", list(METRICS), key="compare_metric", format_func=METRICS.get)
+if not chosen:
+    st.info("Choose one or more runs.")
+    st.stop()
+figure = compare_runs({name: records[name] for name in chosen}, metric, title=METRICS[metric],
+                      log_y=st.toggle("Log scale", key="compare_log"))  # fmt: skip
+st.plotly_chart(figure, key="compare_chart", config=plotly_config("compare_runs"))
+
+st.subheader("Hyperparameters")
+table = pd.DataFrame({name: runs.hyperparameters(runs.runs_root() / name) for name in chosen})
+if table.empty:
+    st.info("These runs have no train_args.json (uploaded checkpoints, or runs that never started).")
+    st.stop()
+table = table.drop(index="out", errors="ignore")  # the folder: the column names say it
+st.session_state.setdefault("compare_differ", True)
+if st.toggle("Only the hyperparameters that differ", key="compare_differ") and len(chosen) > 1:
+    table = table[table.astype(str).nunique(axis=1) > 1]
+table.index = [LABELS.get(name, name) for name in table.index]
+st.dataframe(table.astype(str), key="compare_table", width="stretch")

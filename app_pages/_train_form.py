@@ -1,0 +1,181 @@
+"""The "new run" form of the Train page: preset, every CLI option, corpus, device, Start.
+
+Widget keys are `opt_<option>` (the TrainingArguments / BertConfig field), so the form holds one flat
+dict that `run_options.check_options` validates exactly as the CLI would.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from bertviz_lite import run_options, runs
+from bertviz_lite.checkpoints import validate_run_name
+from bertviz_lite.config import POSITION_EMBEDDING_TYPES
+from bertviz_lite.trainer import DEVICES, PRESETS, OptionError
+
+MODEL = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "max_position_embeddings",
+         "type_vocab_size", "hidden_dropout_prob", "attention_probs_dropout_prob", "layer_norm_eps",
+         "initializer_range")  # fmt: skip
+DATA = ("vocab_size", "seq_len", "mask_prob", "num_documents", "eval_fraction", "eval_pairs")
+OPTIMISATION = ("steps", "batch_size", "lr", "warmup", "weight_decay", "max_grad_norm", "seed")
+LOGGING = ("log_every", "eval_every", "snapshot_every", "save_every")
+FLOAT_STEPS = {"lr": 1e-4, "weight_decay": 0.01, "max_grad_norm": 0.1, "mask_prob": 0.01, "eval_fraction": 0.01,
+               "hidden_dropout_prob": 0.05, "attention_probs_dropout_prob": 0.05, "layer_norm_eps": 1e-12,
+               "initializer_range": 0.005}  # fmt: skip
+MODEL_HELP = {
+    "hidden_size": "Width of every token vector (BERT-base: 768). Must be divisible by the number of heads.",
+    "num_hidden_layers": "Transformer layers stacked on the embeddings (BERT-base: 12).",
+    "num_attention_heads": "Attention heads per layer; each head works on hidden size / heads dimensions.",
+    "intermediate_size": "Width of the feed-forward block inside each layer (usually 4 × hidden size).",
+    "max_position_embeddings": "Longest input the position embeddings cover; at least the sequence length.",
+    "type_vocab_size": "Segment ids: 2 for sentence A and sentence B.",
+}
+CORPUS_SOURCES = ("Built-in stories", "Upload a .txt file", "Paste text")
+
+
+def apply_preset() -> None:
+    """Fill every option with the chosen preset's values (on_change of the preset picker)."""
+    for name, value in run_options.preset_options(st.session_state["train_preset"]).items():
+        st.session_state[f"opt_{name}"] = value
+    st.session_state.setdefault("opt_threads", 0)
+
+
+def _number(name: str) -> None:
+    value = st.session_state[f"opt_{name}"]
+    help_text = MODEL_HELP.get(name) or run_options.option_help().get(name)
+    if isinstance(value, float):
+        st.number_input(run_options.LABELS[name], key=f"opt_{name}", step=FLOAT_STEPS.get(name, 0.01),
+                        format="%g", help=help_text)  # fmt: skip
+    else:
+        st.number_input(run_options.LABELS[name], key=f"opt_{name}", step=1, format="%d", help=help_text)
+
+
+def _section(title: str, names: tuple[str, ...]) -> None:
+    st.markdown(f"**{title}**")
+    for name in names:
+        _number(name)
+
+
+def _corpus() -> tuple[str | None, str | None]:
+    """(text of a user corpus or None for the built-in one, error message or None)."""
+    source = st.radio("Corpus", CORPUS_SOURCES, key="train_corpus_source", horizontal=True,
+                      help=run_options.option_help()["corpus"])  # fmt: skip
+    if source == CORPUS_SOURCES[0]:
+        return None, None
+    limit_mb = run_options.MAX_CORPUS_BYTES / 1e6
+    if source == CORPUS_SOURCES[1]:
+        upload = st.file_uploader(f"Plain UTF-8 text, at most {limit_mb:.0f} MB; blank lines separate documents",
+                                  type=["txt"], key="train_corpus_file")  # fmt: skip
+        if upload is None:
+            return None, "Choose a .txt file for the corpus, or pick the built-in stories."
+        data, file_name = upload.getvalue(), upload.name
+    else:
+        text = st.text_area("Your text: sentences end with . ! or ?, blank lines separate documents",
+                            key="train_corpus_text", height=150)  # fmt: skip
+        data, file_name = text.encode("utf-8"), None
+    try:
+        documents, sentences = run_options.corpus_summary(data, file_name)
+    except ValueError as err:
+        return None, f"Corpus: {err}"
+    st.caption(f"{documents} document{'s' * (documents != 1)}, {sentences} sentences.")
+    return run_options.decode_corpus(data), None
+
+
+def _device() -> str | None:
+    """The device picker; returns an error message when the choice cannot work here."""
+    reason = run_options.cuda_unavailable_reason()
+    labels = {"auto": "auto", "cpu": "CPU", "cuda": "CUDA" if reason is None else "CUDA (not available)"}
+    device = st.radio("Device", DEVICES, key="opt_device", horizontal=True, format_func=labels.get,
+                      help=run_options.option_help()["device"])  # fmt: skip
+    if reason:
+        st.caption(f"CUDA is not available: {reason}.")
+    return f"CUDA cannot be used: {reason}. Choose auto or CPU." if device == "cuda" and reason else None
+
+
+def _run_name() -> str | None:
+    """The optional run name; returns an error message when it is unusable."""
+    name = st.text_input("Run name (optional)", key="train_run_name", placeholder="run-<date>-<time>",
+                         help="The folder under checkpoints/ that will hold the run.").strip()  # fmt: skip
+    if not name:
+        return None
+    try:
+        validate_run_name(name)
+    except ValueError as err:
+        return str(err)
+    return f"A run named {name!r} already exists: choose another name" if (runs.runs_root() / name).exists() else None
+
+
+def form_options() -> dict:
+    """The form's flat options dict (threads excluded)."""
+    names = (*run_options.TRAINING_FIELDS, *run_options.MODEL_FIELDS)
+    return {name: st.session_state[f"opt_{name}"] for name in names}
+
+
+def _check(options: dict) -> tuple[run_options.TrainingArguments | None, str | None]:
+    try:
+        return run_options.check_options(options), None
+    except OptionError as err:
+        label = run_options.LABELS.get(err.option)
+        return None, f"{label}: {err}" if label else str(err)
+
+
+def _start(options: dict, corpus_text: str | None, name: str) -> None:
+    """Start button: launch the run and point the page (and its URL) at it."""
+    try:
+        run_dir = runs.launch_run(options, name=name or None, corpus_text=corpus_text)
+    except (runs.RunLimitError, ValueError, OSError) as err:
+        st.session_state["train_notice"] = ("error", str(err))
+        return
+    st.session_state["train_notice"] = ("success", f"Started **{run_dir.name}**: it trains in its own process.")
+    st.session_state["train_run"] = run_dir.name
+    st.session_state["train_run_name"] = ""  # the name is taken now
+    st.query_params["run"] = run_dir.name
+
+
+def new_run_form() -> None:
+    """Draw the form and its Start button (disabled while an option is invalid)."""
+    if "opt_steps" not in st.session_state:
+        st.session_state.setdefault("train_preset", "tiny")
+        apply_preset()
+    top = st.columns([1, 2, 1, 1])
+    with top[0]:
+        st.selectbox("Preset", list(PRESETS), key="train_preset", on_change=apply_preset,
+                     help=run_options.option_help()["preset"])  # fmt: skip
+    with top[1]:
+        errors = [_device()]
+    with top[2]:
+        errors.append(_run_name())
+    top[3].number_input("CPU threads (0: PyTorch's default)", min_value=0, max_value=256, step=1, key="opt_threads")
+    columns = st.columns(3)
+    with columns[0]:
+        _section("Model", MODEL)
+        st.selectbox(run_options.LABELS["position_embedding_type"], POSITION_EMBEDDING_TYPES,
+                     key="opt_position_embedding_type", help="learned (BERT) or fixed sinusoidal (Transformer paper)")
+    with columns[1]:
+        _section("Data", DATA)
+        _section("Logging", LOGGING)
+    with columns[2]:
+        _section("Optimisation", OPTIMISATION)
+    corpus_text, corpus_error = _corpus()
+    options = form_options()
+    args, option_error = _check(options)
+    errors = [error for error in (option_error, corpus_error, *errors) if error]
+    for error in errors:
+        st.error(error)
+    if args is not None:
+        _summary(options)
+    launch = {**run_options.command_options(args), "threads": st.session_state["opt_threads"] or None} if args else {}
+    st.button("Start training", key="train_start", type="primary", icon=":material/play_arrow:",
+              disabled=bool(errors), on_click=_start,
+              args=(launch, corpus_text, st.session_state["train_run_name"].strip()))  # fmt: skip
+    notice = st.session_state.pop("train_notice", None)
+    if notice:
+        (st.error if notice[0] == "error" else st.success)(notice[1])
+
+
+def _summary(options: dict) -> None:
+    millions = run_options.model_size(options) / 1e6
+    text = f"About {millions:.2f} M parameters; {options['steps']} steps of {options['batch_size']} sentence pairs."
+    if options["preset"] == "base" and run_options.cuda_unavailable_reason():
+        text += " The base preset takes hours on a CPU: try tiny or small first."
+    st.caption(text)

@@ -1,0 +1,196 @@
+"""The Train and Compare pages in AppTest: the form's checks, a live 30-step run, stop, the run limit, a restart."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bertviz_lite import run_options, runs
+from bertviz_lite.runfiles import read_metrics, read_status, write_status
+from tests.app.training_helpers import (
+    array,
+    chart,
+    fill_form,
+    open_app,
+    rerun_until,
+    state_shown,
+    traces,
+    use_checkpoints_folder,
+)
+
+TRAIN = "app_pages/5_Train.py"
+COMPARE = "app_pages/6_Compare_runs.py"
+CURVES = {
+    "train_loss_chart": ("mlm_loss", "nsp_loss", "eval_mlm_loss", "eval_nsp_loss"),
+    "train_accuracy_chart": ("mlm_acc", "nsp_acc", "eval_mlm_acc", "eval_nsp_acc"),
+    "train_lr_chart": ("lr",),
+    "train_speed_chart": ("tokens_per_s",),
+}
+
+
+@pytest.fixture
+def root(monkeypatch, tmp_path):
+    yield use_checkpoints_folder(monkeypatch, tmp_path / "checkpoints")
+    for run in runs.active_runs(tmp_path / "checkpoints"):  # never leave a training process behind
+        runs.stop_run(run.path)
+
+
+CORPUS = "\n\n".join(
+    f"{name} found a {thing} in the {place}. The {thing} was old and {colour}. {name} took it home."
+    for name in ("Ada", "Ben", "Cleo", "Dan") for thing in ("box", "map") for place in ("barn", "attic")
+    for colour in ("red", "blue")
+)  # 32 small documents, 96 sentences
+
+
+def errors(at) -> list[str]:
+    return [error.value for error in at.error]
+
+
+def test_the_form_has_a_widget_for_every_cli_option(root):
+    at = open_app(TRAIN)
+    keys = {widget.key for kind in ("number_input", "selectbox", "radio") for widget in getattr(at, kind)}
+    expected = {f"opt_{name}" for name in (*run_options.TRAINING_FIELDS, *run_options.MODEL_FIELDS, "threads")}
+    assert expected - {"opt_corpus", "opt_preset"} <= keys  # corpus: its own radio; preset: train_preset
+    assert {"train_preset", "train_corpus_source"} <= keys
+
+
+def test_the_form_checks_options_as_typed_and_disables_start(root):
+    at = open_app(TRAIN)
+    assert not at.exception and not errors(at) and not at.button(key="train_start").disabled
+    assert at.number_input(key="opt_hidden_size").value == 128 and at.number_input(key="opt_steps").value == 600
+    at.number_input(key="opt_num_attention_heads").set_value(3).run()
+    assert errors(at) == ["Hidden size: hidden_size (128) must be divisible by num_attention_heads (3)"]
+    assert at.button(key="train_start").disabled
+    at.number_input(key="opt_num_attention_heads").set_value(4).run()
+    at.number_input(key="opt_seq_len").set_value(500).run()
+    assert errors(at) == ["Sequence length: seq_len (500) must be at most max_position_embeddings (128)"]
+    at.number_input(key="opt_seq_len").set_value(64).run()
+    assert not errors(at) and not at.button(key="train_start").disabled
+    at.selectbox(key="train_preset").set_value("small").run()
+    assert (at.number_input(key="opt_hidden_size").value, at.number_input(key="opt_num_attention_heads").value) == (256, 4)
+    assert "About 5.48 M parameters" in " ".join(caption.value for caption in at.caption)
+    at.text_input(key="train_run_name").set_value("../up").run()
+    assert errors(at) == ["The run name '../up' must not contain a path separator"]
+    assert at.button(key="train_start").disabled
+
+
+def test_cuda_is_offered_only_with_a_reason_when_there_is_no_gpu(root):
+    from bertviz_lite.run_options import cuda_unavailable_reason
+
+    reason = cuda_unavailable_reason()
+    if reason is None:
+        pytest.skip("this machine has a CUDA GPU")
+    at = open_app(TRAIN)
+    assert any(f"CUDA is not available: {reason}" in caption.value for caption in at.caption)
+    at.radio(key="opt_device").set_value("cuda").run()
+    assert errors(at) == [f"CUDA cannot be used: {reason}. Choose auto or CPU."]
+    assert at.button(key="train_start").disabled
+
+
+def test_user_corpora_are_checked(root):
+    at = open_app(TRAIN)
+    at.radio(key="train_corpus_source").set_value("Paste text").run()
+    at.text_area(key="train_corpus_text").set_value("Only one sentence here.").run()
+    assert errors(at) == ["Corpus: The text has fewer than 2 sentences: BERT pre-training needs at least 2."]
+    at.text_area(key="train_corpus_text").set_value("One. Two! Three?\n\nFour. Five.").run()
+    assert not errors(at) and "2 documents, 5 sentences." in [c.value for c in at.caption]
+    at.radio(key="train_corpus_source").set_value("Upload a .txt file").run()
+    assert errors(at) == ["Choose a .txt file for the corpus, or pick the built-in stories."]
+    at.file_uploader(key="train_corpus_file").set_value(("latin1.txt", "Café olé. Déjà vu.".encode("latin-1"), "text/plain")).run()
+    assert errors(at) == ["Corpus: latin1.txt is not UTF-8 text: save it as UTF-8 and try again."]
+
+
+def test_a_tiny_run_trains_live_and_its_checkpoint_is_selectable(root):
+    at = fill_form(open_app(TRAIN), steps=30)
+    at.text_input(key="train_run_name").set_value("live").run()
+    at.button(key="train_start").click().run()
+    assert at.query_params["run"] == "live" and not errors(at)
+    rerun_until(at, lambda at: state_shown(at) == "finished", 90, "the run to finish")
+    assert not at.exception
+    records = read_metrics(root / "live")
+    for key, metrics in CURVES.items():
+        shown = traces(at, key)
+        for metric in metrics:
+            logged = [(r["step"], r[metric]) for r in records if metric in r]
+            xs, ys = shown[metric.replace("_", " ")]
+            assert len(xs) >= 2 and list(zip(xs, ys, strict=True)) == logged, (key, metric)
+    assert [m.label for m in at.metric] == ["MLM loss", "NSP loss", "held-out MLM accuracy", "held-out NSP accuracy"]
+    assert at.success[0].value == read_status(root / "live")["message"]
+    # the replay shows the last snapshot: every row of the head's map sums to 1
+    assert at.select_slider(key="replay_step").options == ["0", "10", "20", "30"]
+    z = array(chart(at, "replay_heatmap").data[0].z)
+    assert z.shape[0] == z.shape[1] > 4 and np.allclose(z.sum(axis=1), 1, atol=1e-2)
+    assert len(chart(at, "replay_mosaic").data) == 2 * 2  # tiny: 2 layers × 2 heads
+    # the new checkpoint is in the model picker and loads on the explore pages
+    at.selectbox(key="model_picker").set_value("live").run()
+    assert at.selectbox(key="model_picker").value == "live"  # the sidebar resets choices it does not offer
+    at.switch_page("app_pages/4_Predictions.py").run()
+    assert not at.exception and not errors(at)
+    assert any("2 layers · 2 heads · hidden 128" in caption.value for caption in at.sidebar.caption)
+
+
+def test_a_run_on_pasted_text_survives_an_app_restart_refuses_a_second_start_and_stops(root):
+    first = fill_form(open_app(TRAIN), steps=5000)
+    first.text_input(key="train_run_name").set_value("long").run()
+    first.radio(key="train_corpus_source").set_value("Paste text").run()
+    first.text_area(key="train_corpus_text").set_value(CORPUS).run()
+    first.button(key="train_start").click().run()
+    command = json.loads((root / "long" / runs.LAUNCH_FILE).read_text())["command"]
+    corpus = root / "long" / runs.CORPUS_FILE
+    assert corpus.read_text() == CORPUS and command[command.index("--corpus") + 1] == str(corpus)
+    rerun_until(first, lambda at: len(read_metrics(root / "long", "train")) >= 2, 60, "two metrics lines")
+    del first  # the app goes away; the run is its own process and keeps writing
+    at = open_app(TRAIN, query={"run": "long"})  # a restarted app, or another tab, with the run in its URL
+    assert at.selectbox(key="train_run").value == "long" and state_shown(at) == "running"
+    assert len(traces(at, "train_loss_chart")["mlm loss"][0]) >= 2
+    fill_form(at, steps=30).button(key="train_start").click().run()
+    assert any("1 run already training (long); at most 1 at once" in error for error in errors(at))
+    assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == ["long"]
+    at.button(key="train_stop").click().run()
+    rerun_until(at, lambda at: state_shown(at) == "stopped", 60, "the run to stop")
+    status = read_status(root / "long")
+    assert status["state"] == "stopped" and 0 < status["checkpoint_step"] == status["step"] < 5000
+    assert at.success[0].value.startswith(f"Stopped at step {status['step']} of 5000")
+    assert at.selectbox(key="model_picker").set_value("long").run().selectbox(key="model_picker").value == "long"
+
+
+def test_a_run_whose_process_died_shows_failed_with_its_log(root):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (root / "crashed").mkdir()
+    write_status(root / "crashed", state="running", message="Training: step 4 of 30", pid=dead.pid, step=4,
+                 total_steps=30)  # fmt: skip
+    (root / "crashed" / runs.LOG_FILE).write_text("step 4/30\nKilled\n")
+    at = open_app(TRAIN, query={"run": "crashed"})
+    assert state_shown(at) == "failed" and not at.exception
+    assert errors(at) == [f"The run failed: The training process (pid {dead.pid}) ended without saying why. "
+                          "Last lines of its log:"]  # fmt: skip
+    assert at.code[0].value == "step 4/30\nKilled"
+    assert not [button for button in at.button if button.key == "train_stop"]
+
+
+def fake_run(root, name, lr, points):
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "train_args.json").write_text(json.dumps({"args": {"lr": lr, "steps": 10, "out": str(folder)},
+                                                        "config": {"hidden_size": 128}}))
+    (folder / "metrics.jsonl").write_text("".join(
+        json.dumps({"split": "train", "step": step, "mlm_loss": loss}) + "\n" for step, loss in points
+    ) + '{"split": "train", "step": 99, "mlm_lo')  # a line still being written
+
+
+def test_compare_overlays_runs_and_tabulates_their_hyperparameters(root):
+    fake_run(root, "a", 0.001, [(2, 5.0), (4, 4.0)])
+    fake_run(root, "b", 0.01, [(2, 6.0), (4, 3.0), (6, 2.5)])
+    at = open_app(COMPARE)
+    at.multiselect(key="compare_runs").set_value(["a", "b"]).run()
+    assert not at.exception
+    assert traces(at, "compare_chart") == {"a": ([2, 4], [5.0, 4.0]), "b": ([2, 4, 6], [6.0, 3.0, 2.5])}
+    table = at.dataframe[0].value
+    assert list(table.index) == ["Learning rate"] and table.loc["Learning rate"].tolist() == ["0.001", "0.01"]
+    at.toggle(key="compare_differ").set_value(False).run()
+    assert set(at.dataframe[0].value.index) == {"Hidden size", "Learning rate", "Steps"}

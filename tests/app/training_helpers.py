@@ -1,0 +1,83 @@
+"""Shared by the AppTests of the training pages: a private checkpoints folder, fast run options, chart data."""
+
+from __future__ import annotations
+
+import base64
+import time
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io
+from streamlit.testing.v1 import AppTest
+
+from bertviz_lite import pretrained
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+# Small enough that a 30-step run starts and ends in seconds on 2 cores.
+FAST = {"num_documents": 200, "vocab_size": 200, "seq_len": 32, "batch_size": 8, "eval_pairs": 32,
+        "log_every": 2, "eval_every": 10, "snapshot_every": 10, "threads": 1}  # fmt: skip
+
+
+def use_checkpoints_folder(monkeypatch, root: Path) -> Path:
+    """Point the app (runs, model picker, loader) at `root` instead of the repository's checkpoints/."""
+    root.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setattr(pretrained, "CHECKPOINTS_DIR", root)
+    monkeypatch.setattr(pretrained.list_checkpoints, "__defaults__", (root,))
+    return root
+
+
+def open_app(page: str, query: dict | None = None, timeout: float = 30) -> AppTest:
+    """An AppTest on one page of the app (a new browser session: nothing in session state)."""
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    at.query_params.update(query or {})
+    at.run()
+    return at.switch_page(page).run()
+
+
+def fill_form(at: AppTest, **options) -> AppTest:
+    """Type options into the Train form (keys opt_<name>) and rerun."""
+    for name, value in {**FAST, **options}.items():
+        at.number_input(key=f"opt_{name}").set_value(value)
+    return at.run()
+
+
+def chart(at: AppTest, key: str) -> go.Figure:
+    """The plotly figure of the chart with this key, as the app sent it."""
+    for element in at.get("plotly_chart"):
+        if element.proto.id.endswith(f"-{key}"):
+            return plotly.io.from_json(element.proto.spec)
+    raise KeyError(f"no plotly chart with key {key!r}")
+
+
+def array(value) -> np.ndarray:
+    """A figure's data array; plotly sends numeric arrays as {"dtype", "bdata" (base64), "shape"}."""
+    if isinstance(value, dict) and "bdata" in value:
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = [int(n) for n in str(value.get("shape", len(flat))).split(",")]
+        return flat.reshape(shape)
+    return np.asarray(value)
+
+
+def traces(at: AppTest, key: str) -> dict[str, tuple[list, list]]:
+    """{trace name: (x, y)} of a line chart."""
+    return {trace.name: (array(trace.x).tolist(), array(trace.y).tolist()) for trace in chart(at, key).data}
+
+
+def state_shown(at: AppTest) -> str | None:
+    """The state badge of the watched run (":blue-badge[running]" -> "running")."""
+    for markdown in at.markdown:
+        if "-badge[" in markdown.value:
+            return markdown.value.rsplit("[", 1)[1].rstrip("]")
+    return None
+
+
+def rerun_until(at: AppTest, predicate, timeout: float = 60.0, what: str = "condition") -> AppTest:
+    """Rerun the script (as the fragment's timer would) until predicate(at) holds."""
+    deadline = time.monotonic() + timeout
+    while not predicate(at):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}; state shown: {state_shown(at)}")
+        time.sleep(0.5)
+        at.run()
+    return at
