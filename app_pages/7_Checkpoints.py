@@ -1,0 +1,133 @@
+"""Checkpoints: every run folder with its state and numbers; use, rename, delete, download, upload, export."""
+
+from functools import partial
+
+import pandas as pd
+import streamlit as st
+
+from bertviz_lite import checkpoint_store as store
+from bertviz_lite.runs import runs_root
+
+COLUMNS = {
+    "name": st.column_config.TextColumn("Name"),
+    "state": st.column_config.TextColumn("State"),
+    "steps": st.column_config.NumberColumn("Steps"),
+    "mlm_loss": st.column_config.NumberColumn("MLM loss", format="%.3f"),
+    "nsp_loss": st.column_config.NumberColumn("NSP loss", format="%.3f"),
+    "mlm_acc": st.column_config.NumberColumn("MLM acc.", format="percent"),
+    "nsp_acc": st.column_config.NumberColumn("NSP acc.", format="percent"),
+    "eval_mlm_acc": st.column_config.NumberColumn("Held-out MLM acc.", format="percent"),
+    "eval_nsp_acc": st.column_config.NumberColumn("Held-out NSP acc.", format="percent"),
+    "size_mb": st.column_config.NumberColumn("Size (MB)", format="%.2f"),
+    "date": st.column_config.TextColumn("Date"),
+    "loadable": st.column_config.CheckboxColumn("Has weights"),
+}
+
+
+def notify(kind: str, text: str) -> None:
+    st.session_state["ckpt_notice"] = (kind, text)
+
+
+def use_on_explore(name: str) -> None:
+    st.session_state["model_picker"] = name
+    notify("success", f"**{name}** is now the model of the explore pages (the sidebar's model picker).")
+
+
+def rename(old: str) -> None:
+    new = st.session_state["ckpt_new_name"].strip()
+    try:
+        store.rename_checkpoint(old, new)
+    except (ValueError, OSError) as err:
+        notify("error", str(err))
+        return
+    for key in ("model_picker", "ckpt_selected"):
+        if st.session_state.get(key) == old:
+            st.session_state[key] = new
+    notify("success", f"Renamed **{old}** to **{new}**.")
+
+
+def delete(name: str) -> None:
+    try:
+        store.delete_checkpoint(name)
+    except (ValueError, OSError) as err:
+        notify("error", str(err))
+        return
+    st.session_state["ckpt_confirm_delete"] = False
+    notify("success", f"Deleted **{name}**.")
+
+
+def add_upload(data: bytes) -> None:
+    name = st.session_state["ckpt_upload_name"].strip()
+    try:
+        store.import_zip(data, name)
+    except (ValueError, OSError) as err:
+        notify("error", f"Upload refused: {err}")
+        return
+    st.session_state["ckpt_upload_round"] = st.session_state.get("ckpt_upload_round", 0) + 1  # empties the uploader
+    st.session_state["ckpt_selected"] = name
+    notify("success", f"Added **{name}**: it is in the model picker now.")
+
+
+def manage(row: dict) -> None:
+    """Buttons for one checkpoint."""
+    name, folder = row["name"], runs_root() / row["name"]
+    protected, busy = name in store.PROTECTED, row["state"] in ("starting", "running")
+    columns = st.columns(3)
+    columns[0].button("Use on explore pages", key="ckpt_use", on_click=use_on_explore, args=(name,),
+                      disabled=not row["loadable"], icon=":material/visibility:", type="primary")  # fmt: skip
+    columns[1].download_button("Download zip", data=partial(store.checkpoint_zip, folder), file_name=f"{name}.zip",
+                               mime="application/zip", key="ckpt_download", on_click="ignore",
+                               disabled=not row["loadable"], icon=":material/download:")  # fmt: skip
+    columns[2].download_button("Export as Hugging Face folder", data=partial(store.hf_export_zip, folder),
+                               file_name=f"{name}-hf.zip", mime="application/zip", key="ckpt_export",
+                               on_click="ignore", disabled=not row["loadable"], icon=":material/ios_share:",
+                               help="model.safetensors, config.json and vocab.txt: "
+                                    "transformers' BertForPreTraining.from_pretrained loads the folder.")  # fmt: skip
+    if protected:
+        st.caption(f"{name} ships with bertviz-lite: it cannot be renamed or deleted.")
+        return
+    if busy:
+        st.caption(f"{name} is training: stop it on the Train page before renaming or deleting it.")
+    left, right = st.columns(2)
+    with left:
+        st.text_input("New name", key="ckpt_new_name", placeholder="letters, digits, . _ -")
+        st.button("Rename", key="ckpt_rename", on_click=rename, args=(name,), disabled=busy)
+    with right:
+        sure = st.checkbox(f"Yes, delete {name} and all its files", key="ckpt_confirm_delete", disabled=busy)
+        st.button("Delete", key="ckpt_delete", on_click=delete, args=(name,), disabled=busy or not sure,
+                  icon=":material/delete:")  # fmt: skip
+
+
+def upload_form() -> None:
+    upload = st.file_uploader("A zip of a checkpoint folder: model.safetensors, config.json, vocab.txt "
+                              "(and optionally train_args.json, metrics.jsonl, snapshots/)", type=["zip"],
+                              key=f"ckpt_upload_{st.session_state.get('ckpt_upload_round', 0)}")  # fmt: skip
+    if upload is None:
+        return
+    data = upload.getvalue()
+    if st.session_state.get("ckpt_upload_for") != upload.file_id:
+        st.session_state["ckpt_upload_for"] = upload.file_id
+        st.session_state["ckpt_upload_name"] = store.suggested_name(upload.name, data)
+    st.text_input("Name of the new checkpoint", key="ckpt_upload_name")
+    st.button("Add checkpoint", key="ckpt_add", on_click=add_upload, args=(data,), icon=":material/upload:")
+
+
+st.header("Checkpoints")
+rows = store.checkpoint_table()
+notice = st.session_state.pop("ckpt_notice", None)
+if notice:
+    (st.error if notice[0] == "error" else st.success)(notice[1])
+if rows:
+    table = pd.DataFrame(rows)
+    st.dataframe(table, key="ckpt_table", hide_index=True, width="stretch",
+                 column_config={k: v for k, v in COLUMNS.items() if k in table})  # fmt: skip
+    names = [row["name"] for row in rows]
+    if st.session_state.get("ckpt_selected") not in names:
+        st.session_state["ckpt_selected"] = names[0]
+    st.subheader("Manage")
+    selected = st.selectbox("Checkpoint", names, key="ckpt_selected")
+    manage(rows[names.index(selected)])
+else:
+    st.info("No checkpoint yet: train one on the Train page, or upload a zip below.")
+st.subheader("Upload a checkpoint")
+upload_form()
