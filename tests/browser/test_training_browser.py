@@ -1,0 +1,100 @@
+"""Training in a real browser: start a tiny run, watch the loss plot grow, stop it, find it on the Checkpoints page.
+
+The shared server trains into the repository's checkpoints/ folder, so the run has a unique name and is
+deleted at the end, through the page, or by the fixture if the test failed half-way.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from bertviz_lite import runs
+from bertviz_lite.pretrained import CHECKPOINTS_DIR
+from tests.browser.conftest import ARTIFACTS
+from tests.browser.driver import EXCEPTION, open_page, screenshot, wait_for_idle
+
+pytestmark = pytest.mark.browser
+
+OPTIONS = {"steps": 5000, "num_documents": 200, "vocab_size": 200, "seq_len": 32, "batch_size": 8, "threads": 1}
+POINTS = """() => {
+  const gd = document.querySelector('.st-key-train_loss_chart .js-plotly-plot');
+  return gd && gd.data && gd.data[0] && gd.data[0].x ? gd.data[0].x.length : 0;
+}"""
+
+
+@pytest.fixture
+def run_name():
+    name = f"browser-test-{os.getpid()}"
+    yield name
+    folder = CHECKPOINTS_DIR / name
+    if folder.exists():
+        runs.stop_run(folder)
+        for _ in range(100):
+            if not runs.run_state(folder).active:
+                break
+            runs.time.sleep(0.1)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def set_number(page, key: str, value) -> None:
+    box = page.locator(f".st-key-{key} input")
+    box.fill(str(value))
+    box.press("Enter")
+    wait_for_idle(page)
+
+
+def selected_option(page, key: str) -> str:
+    """The text a selectbox with this key shows."""
+    return page.locator(f".st-key-{key} input[role='combobox']").input_value().strip()
+
+
+def loss_points_grow(page, times: int = 2, timeout_ms: float = 60_000) -> list[int]:
+    """Wait until the loss curve has gained points `times` times; returns the counts seen."""
+    counts = [page.evaluate(POINTS)]
+    for _ in range(times):
+        page.wait_for_function(f"() => ({POINTS})() > {counts[-1]}", timeout=timeout_ms, polling=100)
+        counts.append(page.evaluate(POINTS))
+    return counts
+
+
+def assert_no_exception(page) -> None:
+    assert page.locator(EXCEPTION).count() == 0, page.locator(EXCEPTION).first.inner_text()
+
+
+def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
+    open_page(page, streamlit_url, "train")
+    for key, value in OPTIONS.items():
+        set_number(page, f"opt_{key}", value)
+    page.locator(".st-key-train_run_name input").fill(run_name)
+    page.locator(".st-key-train_run_name input").press("Enter")
+    wait_for_idle(page)
+    page.locator(".st-key-train_start button").click()
+    counts = loss_points_grow(page)
+    assert counts[0] < counts[1] < counts[2]
+    assert f"run={run_name}" in page.url and selected_option(page, "train_run") == run_name
+    assert_no_exception(page)
+    screenshot(page, ARTIFACTS / "train_running.png")
+
+    page.reload()  # the run keeps going and the URL brings the page back to it
+    stop = page.locator(".st-key-train_stop button").first  # a button with help text draws two
+    stop.wait_for(timeout=60_000)
+    assert selected_option(page, "train_run") == run_name
+    stop.click()
+    page.get_by_text("Stopped at step").wait_for(timeout=60_000)
+    # The full rerun that ends the timer removes the old elements (Stop) when it is done.
+    page.locator(".st-key-train_stop").wait_for(state="detached", timeout=60_000)
+    screenshot(page, ARTIFACTS / "train_stopped.png")
+
+    open_page(page, streamlit_url, "checkpoints")
+    page.locator(".st-key-ckpt_selected").wait_for()
+    assert selected_option(page, "ckpt_selected") == run_name  # the newest run comes first
+    assert_no_exception(page)
+    screenshot(page, ARTIFACTS / "checkpoints.png")
+    page.locator(".st-key-ckpt_confirm_delete label").click()
+    wait_for_idle(page)
+    page.locator(".st-key-ckpt_delete button").click()
+    page.get_by_text(f"Deleted {run_name}.").wait_for(timeout=30_000)
+    assert not (CHECKPOINTS_DIR / run_name).exists()
