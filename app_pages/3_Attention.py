@@ -111,8 +111,10 @@ if tabs["Rollout"].open:
             "Attention rollout (Abnar & Zuidema, 2020): average the heads, add the skip connection (0.5·A + 0.5·I), "
             "and multiply layer by layer: how much each input token flows into each token after a layer."
         )
-        clamp_number("rollout_layer", 1, num_layers)
-        after = st.slider("After layer", 1, num_layers, num_layers, key="rollout_layer")
+        after = num_layers
+        if num_layers > 1:  # a slider needs two values
+            clamp_number("rollout_layer", 1, num_layers)
+            after = st.slider("After layer", 1, num_layers, num_layers, key="rollout_layer")
         flow = _ui.rollout(ctx.inputs)[after - 1]
-        show_figure(figures.rollout_heatmap(flow, trace.tokens, title=f"Attention rollout after layer {after}"),
-                    "rollout", frame=lambda: analysis.attention_to_csv_frame(flow, trace.tokens))
+        show_figure(explore.rollout_figure(flow, trace.tokens, after), "rollout",
+                    frame=lambda: analysis.attention_to_csv_frame(flow, trace.tokens))

@@ -29,9 +29,10 @@ if not (ctx.model.has_mlm_head or ctx.model.has_nsp_head):
 labels = analysis.unique_labels(encoding.tokens)
 maskable = explore.maskable_positions(encoding)
 typed = [i for i, token in enumerate(encoding.tokens) if token == "[MASK]"]
-if "pred_mask" in st.session_state:
-    st.session_state["pred_mask"] = [i for i in st.session_state["pred_mask"] if i in maskable]
 default = [] if typed else [p for p in [explore.default_mask_position(encoding)] if p is not None]
+if st.session_state.get("pred_mask_input") != ctx.inputs:  # new text: positions mean other tokens now
+    st.session_state["pred_mask_input"] = ctx.inputs
+    st.session_state["pred_mask"] = default
 left, right = st.columns([3, 1])
 chosen = left.multiselect("Tokens to mask (or type [MASK] in a sentence)", maskable, default=default,
                           key="pred_mask", format_func=lambda i: labels[i])
@@ -45,7 +46,7 @@ if ctx.model.has_mlm_head:
         st.info("Pick a token to mask above, or write [MASK] in sentence A or B.")
     for position in positions:
         top = explore.top_predictions(trace, ctx.tokenizer, position, k)
-        title = f"Position {position}: the model sees [MASK]; the original was {encoding.tokens[position]!r}"
+        title = explore.prediction_title(encoding, position)
         show_figure(figures.topk_bar(top["token"].tolist(), top["probability"], title=title),
                     f"predictions_{position}", frame=top)
 
@@ -55,6 +56,5 @@ if ctx.model.has_nsp_head:
     if not trace.has_sentence_b:
         st.info("Type a sentence B to ask the model whether it follows sentence A.")
     else:
-        show_figure(figures.nsp_bar(probability), "nsp",
-                    frame=explore.nsp_frame(probability))
+        show_figure(explore.nsp_figure(probability), "nsp", frame=explore.nsp_frame(probability))
         st.caption("Computed on the input as shown above, [MASK]s included.")

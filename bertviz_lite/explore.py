@@ -15,8 +15,9 @@ import plotly.graph_objects as go
 import torch
 
 from bertviz_lite import analysis
-from bertviz_lite.figures.attention import attention_heatmap, neuron_view_figure
+from bertviz_lite.figures.attention import attention_heatmap, neuron_view_figure, rollout_heatmap
 from bertviz_lite.figures.mosaic import model_view_mosaic
+from bertviz_lite.figures.predictions import nsp_bar
 from bertviz_lite.masking import DECISION_NAMES, IGNORE_INDEX, MaskingResult, mask_tokens
 from bertviz_lite.model import Bert
 from bertviz_lite.tokenization import MASK_TOKEN, UNK_TOKEN, BertTokenizer, Encoding
@@ -244,12 +245,23 @@ def attention_block(trace: PairTrace, layer: int, head: int, which: str = "All")
     return block, [trace.tokens[i] for i in rows], [trace.tokens[i] for i in cols]
 
 
-def single_head_figure(trace: PairTrace, layer: int, head: int, which: str = "All") -> go.Figure:
-    """figures.attention_heatmap of attention_block, its title clear of the key labels along the top."""
-    block, q_tokens, k_tokens = attention_block(trace, layer, head, which)
-    fig = attention_heatmap(block, q_tokens, k_tokens, title=f"Layer {layer}, head {head} ({which})")
+def _title_above_top_labels(fig: go.Figure) -> go.Figure:
+    """Move a token heatmap's title above the key labels written along its top edge."""
     fig.update_layout(title={"y": 0.995, "yanchor": "top"}, margin={"t": 160}, height=fig.layout.height + 80)
     return fig
+
+
+def single_head_figure(trace: PairTrace, layer: int, head: int, which: str = "All") -> go.Figure:
+    """figures.attention_heatmap of attention_block."""
+    block, q_tokens, k_tokens = attention_block(trace, layer, head, which)
+    return _title_above_top_labels(
+        attention_heatmap(block, q_tokens, k_tokens, title=f"Layer {layer}, head {head} ({which})")
+    )
+
+
+def rollout_figure(flow: np.ndarray, tokens: Sequence[str], after_layer: int) -> go.Figure:
+    """figures.rollout_heatmap of one layer's rollout [T, T]."""
+    return _title_above_top_labels(rollout_heatmap(flow, tokens, title=f"Attention rollout after layer {after_layer}"))
 
 
 def attention_block_frame(trace: PairTrace, layer: int, head: int, which: str = "All") -> pd.DataFrame:
@@ -416,6 +428,21 @@ def is_next_probability(trace: PairTrace) -> float | None:
     if trace.nsp_logits is None:
         return None
     return float(_softmax(trace.nsp_logits.astype(np.float64))[0])
+
+
+def prediction_title(encoding: Encoding, position: int) -> str:
+    """Title of one top-k chart: where, and what the token was before masking."""
+    original = encoding.tokens[position]
+    if original == MASK_TOKEN:
+        return f"Position {position}: [MASK] typed in the text"
+    return f"Position {position}: the model sees [MASK]; the original was {original!r}"
+
+
+def nsp_figure(p_is_next: float) -> go.Figure:
+    """figures.nsp_bar with the question in the title (the rotated axis title does not fit its height)."""
+    fig = nsp_bar(p_is_next, title="Next-sentence prediction: does sentence B follow A?")
+    fig.update_yaxes(title_text="")
+    return fig
 
 
 def nsp_frame(p_is_next: float) -> pd.DataFrame:

@@ -20,6 +20,7 @@ from tests.app.conftest import (
     run_app,
     texts,
 )
+from tests.app.tiny_checkpoint import save_tiny
 
 ATTENTION_TABS = ["Head view", "Model view", "Neuron view", "Head statistics", "Rollout"]
 
@@ -234,6 +235,16 @@ def test_bad_input_gives_a_plain_message_on_every_page(extra, kind, message):
             at.switch_page(PAGES[page]).run()
         no_exception(at)
         assert any(message in el.value for el in getattr(at, kind)), (page, texts(at))
+
+
+def test_a_one_layer_one_head_model_shows_every_view(tmp_path):
+    state = {"model_picker": "Another folder…", "model_path": str(save_tiny(tmp_path / "m", num_layers=1, num_heads=1))}
+    for tab in ["Heatmap", *ATTENTION_TABS]:
+        at = run_app(state, "attention", attn_view=tab)
+        no_exception(at)
+        assert charts(at), tab
+    for page in ["embeddings", "predictions"]:
+        no_exception(run_app(state, page))
 
 
 def test_a_folder_that_is_not_bert_is_refused(tmp_path):

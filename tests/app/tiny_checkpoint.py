@@ -21,20 +21,22 @@ TEXTS = [
 ] * 4
 
 
-def build_tiny(max_positions: int = 64, seed: int = 0) -> tuple[Bert, BertTokenizer]:
-    """hidden 32, 2 layers, 4 heads; the vocabulary is learned from TEXTS."""
+def build_tiny(
+    max_positions: int = 64, seed: int = 0, num_layers: int = 2, num_heads: int = 4
+) -> tuple[Bert, BertTokenizer]:
+    """hidden 32, 2 layers, 4 heads (by default); the vocabulary is learned from TEXTS."""
     tokenizer = BertTokenizer.train(TEXTS, vocab_size=120, min_frequency=1)
     torch.manual_seed(seed)
     config = BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=num_layers, num_attention_heads=num_heads,
         intermediate_size=64, max_position_embeddings=max_positions,
     )  # fmt: skip
     return Bert(config).eval(), tokenizer
 
 
-def save_tiny(folder: Path, max_positions: int = 64) -> Path:
+def save_tiny(folder: Path, max_positions: int = 64, **sizes) -> Path:
     """Write config.json, vocab.txt and model.safetensors of build_tiny() into folder."""
-    model, tokenizer = build_tiny(max_positions)
+    model, tokenizer = build_tiny(max_positions, **sizes)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(model.config.to_hf_dict()), encoding="utf-8")
     tokenizer.save_vocab(folder / "vocab.txt")
