@@ -7,6 +7,7 @@ restarted app shows the same run from disk.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import streamlit as st
@@ -14,7 +15,9 @@ import streamlit as st
 from app_pages._ui import plotly_config
 from bertviz_lite import runs
 from bertviz_lite.checkpoints import load_snapshot, snapshot_path
-from bertviz_lite.figures.attention import attention_heatmap, model_view
+from bertviz_lite.explore import model_view_selection
+from bertviz_lite.figures.attention import attention_heatmap
+from bertviz_lite.figures.mosaic import model_view_mosaic
 from bertviz_lite.figures.training import lr_curve, metric_curves, throughput_curve
 from bertviz_lite.runfiles import read_metrics
 
@@ -175,4 +178,13 @@ def _replay_panel(run_dir: Path, active: bool) -> None:
     st.markdown(f"**Layer {layer}, head {head} at step {step}**")
     heatmap = attention_heatmap(attentions[layer, head], tokens, title="")  # the top axis holds the keys
     st.plotly_chart(heatmap, key="replay_heatmap", config=plotly_config("replay_heatmap"))
-    st.plotly_chart(model_view(attentions, tokens), key="replay_mosaic", config=plotly_config("replay_mosaic"))
+    st.caption("Click a tile to open that head above.")
+    st.plotly_chart(model_view_mosaic(attentions, tokens), key="replay_mosaic", on_select=partial(_open_tile, layers, heads),
+                    selection_mode="points", config=plotly_config("replay_mosaic"))  # fmt: skip
+
+
+def _open_tile(layers: int, heads: int) -> None:
+    """A click on a mosaic tile selects that layer and head."""
+    picked = model_view_selection(st.session_state["replay_mosaic"].selection, layers, heads)
+    if picked is not None:
+        st.session_state["replay_layer"], st.session_state["replay_head"] = picked

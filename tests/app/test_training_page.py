@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from bertviz_lite import run_options, runs
+from bertviz_lite.figures.mosaic import mosaic_tile
 from bertviz_lite.runfiles import read_metrics, read_status, write_status
 from tests.app.training_helpers import (
     array,
@@ -61,18 +62,25 @@ def test_the_form_has_a_widget_for_every_cli_option(root):
 def test_the_form_checks_options_as_typed_and_disables_start(root):
     at = open_app(TRAIN)
     assert not at.exception and not errors(at) and not at.button(key="train_start").disabled
-    assert at.number_input(key="opt_hidden_size").value == 128 and at.number_input(key="opt_steps").value == 600
+    tiny = run_options.preset_options("tiny")
+    for name in ("hidden_size", "steps", "lr", "hidden_dropout_prob"):
+        assert at.number_input(key=f"opt_{name}").value == tiny[name]
+    at.number_input(key="opt_hidden_size").set_value(128).run()
     at.number_input(key="opt_num_attention_heads").set_value(3).run()
     assert errors(at) == ["Hidden size: hidden_size (128) must be divisible by num_attention_heads (3)"]
     assert at.button(key="train_start").disabled
     at.number_input(key="opt_num_attention_heads").set_value(4).run()
+    at.number_input(key="opt_max_position_embeddings").set_value(128).run()
     at.number_input(key="opt_seq_len").set_value(500).run()
     assert errors(at) == ["Sequence length: seq_len (500) must be at most max_position_embeddings (128)"]
     at.number_input(key="opt_seq_len").set_value(64).run()
     assert not errors(at) and not at.button(key="train_start").disabled
     at.selectbox(key="train_preset").set_value("small").run()
-    assert (at.number_input(key="opt_hidden_size").value, at.number_input(key="opt_num_attention_heads").value) == (256, 4)
-    assert "About 5.48 M parameters" in " ".join(caption.value for caption in at.caption)
+    small = run_options.preset_options("small")
+    assert at.number_input(key="opt_hidden_size").value == small["hidden_size"]
+    assert at.number_input(key="opt_num_attention_heads").value == small["num_attention_heads"]
+    millions = run_options.model_size(small) / 1e6
+    assert f"About {millions:.2f} M parameters" in " ".join(caption.value for caption in at.caption)
     at.text_input(key="train_run_name").set_value("../up").run()
     assert errors(at) == ["The run name '../up' must not contain a path separator"]
     assert at.button(key="train_start").disabled
@@ -124,13 +132,18 @@ def test_a_tiny_run_trains_live_and_its_checkpoint_is_selectable(root):
     assert at.select_slider(key="replay_step").options == ["0", "10", "20", "30"]
     z = array(chart(at, "replay_heatmap").data[0].z)
     assert z.shape[0] == z.shape[1] > 4 and np.allclose(z.sum(axis=1), 1, atol=1e-2)
-    assert len(chart(at, "replay_mosaic").data) == 2 * 2  # tiny: 2 layers × 2 heads
+    mosaic = chart(at, "replay_mosaic")
+    tiny = run_options.preset_options("tiny")
+    assert (mosaic.layout.meta["layers"], mosaic.layout.meta["heads"]) == (tiny["num_hidden_layers"], tiny["num_attention_heads"])
+    tile = mosaic_tile(array(mosaic.data[0].z), 1, 1, mosaic.layout.meta["tile"])
+    assert np.allclose(tile.sum(axis=1), 1, atol=1e-2)
     # the new checkpoint is in the model picker and loads on the explore pages
     at.selectbox(key="model_picker").set_value("live").run()
     assert at.selectbox(key="model_picker").value == "live"  # the sidebar resets choices it does not offer
     at.switch_page("app_pages/4_Predictions.py").run()
     assert not at.exception and not errors(at)
-    assert any("2 layers · 2 heads · hidden 128" in caption.value for caption in at.sidebar.caption)
+    card = f"{tiny['num_hidden_layers']} layers · {tiny['num_attention_heads']} heads · hidden {tiny['hidden_size']}"
+    assert any(card in caption.value for caption in at.sidebar.caption)
 
 
 def test_a_run_on_pasted_text_survives_an_app_restart_refuses_a_second_start_and_stops(root):

@@ -13,8 +13,16 @@ import pytest
 
 from bertviz_lite import runs
 from bertviz_lite.pretrained import CHECKPOINTS_DIR
+from bertviz_lite.trainer import PRESETS
 from tests.browser.conftest import ARTIFACTS
-from tests.browser.driver import EXCEPTION, open_page, screenshot, wait_for_idle
+from tests.browser.driver import (
+    EXCEPTION,
+    click_model_view_tile,
+    open_page,
+    screenshot,
+    selected_option,
+    wait_for_idle,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -46,17 +54,12 @@ def set_number(page, key: str, value) -> None:
     wait_for_idle(page)
 
 
-def selected_option(page, key: str) -> str:
-    """The text a selectbox with this key shows."""
-    return page.locator(f".st-key-{key} input[role='combobox']").input_value().strip()
-
-
 def loss_points_grow(page, times: int = 2, timeout_ms: float = 60_000) -> list[int]:
     """Wait until the loss curve has gained points `times` times; returns the counts seen."""
     counts = [page.evaluate(POINTS)]
     for _ in range(times):
-        page.wait_for_function(f"() => ({POINTS})() > {counts[-1]}", timeout=timeout_ms, polling=100)
-        counts.append(page.evaluate(POINTS))
+        more = f"() => {{ const n = ({POINTS})(); return n > {counts[-1]} ? n : false; }}"
+        counts.append(page.wait_for_function(more, timeout=timeout_ms, polling=100).json_value())
     return counts
 
 
@@ -65,6 +68,9 @@ def assert_no_exception(page) -> None:
 
 
 def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
+    busy = runs.active_runs(CHECKPOINTS_DIR)
+    if len(busy) >= runs.max_concurrent_runs():
+        pytest.skip(f"{busy[0].name} is training in checkpoints/: the server allows no second run now")
     open_page(page, streamlit_url, "train")
     for key, value in OPTIONS.items():
         set_number(page, f"opt_{key}", value)
@@ -86,6 +92,9 @@ def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
     page.get_by_text("Stopped at step").wait_for(timeout=60_000)
     # The full rerun that ends the timer removes the old elements (Stop) when it is done.
     page.locator(".st-key-train_stop").wait_for(state="detached", timeout=60_000)
+    layers, heads = (PRESETS["tiny"]["config"][k] for k in ("num_hidden_layers", "num_attention_heads"))
+    click_model_view_tile(page, layer=layers - 1, head=heads - 1, num_heads=heads, key="replay_mosaic")
+    assert (selected_option(page, "replay_layer"), selected_option(page, "replay_head")) == (f"{layers - 1}", f"{heads - 1}")
     screenshot(page, ARTIFACTS / "train_stopped.png")
 
     open_page(page, streamlit_url, "checkpoints")
