@@ -14,6 +14,7 @@ import streamlit as st
 
 from app_pages._ui import plotly_config
 from bertviz_lite import runs
+from bertviz_lite.checkpoint_store import final_metrics
 from bertviz_lite.checkpoints import load_snapshot, snapshot_path
 from bertviz_lite.explore import model_view_selection
 from bertviz_lite.figures.attention import attention_heatmap
@@ -84,9 +85,8 @@ def _status(run: runs.RunState) -> None:
     if run.active:
         right.button("Stop", key="train_stop", icon=":material/stop:", on_click=runs.stop_run, args=(run.path,),
                      help="Finish the current step, save the checkpoint and stop.")  # fmt: skip
-    total = run.total_steps or 0
     eta = f" · about {_duration(run.eta_s)} left" if run.eta_s is not None and run.active else ""
-    st.progress(run.progress, text=f"Step {run.step} of {total or '?'}{eta}")
+    st.progress(run.progress, text=f"Step {run.step} of {run.total_steps or '?'}{eta}")
     first, _, rest = run.message.partition("\n")
     if run.state in ("failed", "diverged"):
         st.error(f"The run {run.state}: {first}")
@@ -105,13 +105,13 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
+FINAL_SHOWN = (("MLM loss", "mlm_loss", "{:.3f}"), ("NSP loss", "nsp_loss", "{:.3f}"),
+               ("held-out MLM accuracy", "eval_mlm_acc", "{:.1%}"), ("held-out NSP accuracy", "eval_nsp_acc", "{:.1%}"))  # fmt: skip
+
+
 def _final_metrics(records: list[dict]) -> None:
-    last: dict = {}
-    for record in records:
-        last.update({k: v for k, v in record.items() if isinstance(v, int | float)})
-    shown = [("MLM loss", "mlm_loss", "{:.3f}"), ("NSP loss", "nsp_loss", "{:.3f}"),
-             ("held-out MLM accuracy", "eval_mlm_acc", "{:.1%}"), ("held-out NSP accuracy", "eval_nsp_acc", "{:.1%}")]  # fmt: skip
-    shown = [(label, fmt.format(last[key])) for label, key, fmt in shown if key in last]
+    last = final_metrics(records)
+    shown = [(label, fmt.format(last[key])) for label, key, fmt in FINAL_SHOWN if key in last]
     for column, (label, value) in zip(st.columns(max(len(shown), 1)), shown, strict=False):
         column.metric(label, value)
 

@@ -52,10 +52,10 @@ def folder_size(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
 
 
-def final_metrics(run_dir: Path) -> dict[str, float]:
-    """The last logged value of each metric in FINAL_METRICS (train and held-out)."""
+def final_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
+    """The last logged value of each metric in FINAL_METRICS (train and held-out) in metrics records."""
     last: dict[str, float] = {}
-    for record in read_metrics(run_dir):
+    for record in records:
         last.update({k: record[k] for k in FINAL_METRICS if isinstance(record.get(k), int | float)})
     return {k: last[k] for k in FINAL_METRICS if k in last}
 
@@ -67,7 +67,7 @@ def summary(run: RunState) -> dict[str, Any]:
         "name": run.name,
         "state": run.state,
         "steps": run.checkpoint_step if run.checkpoint_step is not None else run.step,
-        **final_metrics(folder),
+        **final_metrics(read_metrics(folder)),
         "size_mb": round(folder_size(folder) / 1e6, 2),
         "date": datetime.fromtimestamp(folder.stat().st_mtime).strftime("%Y-%m-%d %H:%M"),
         "loadable": (folder / CONFIG_FILE).is_file() and (folder / WEIGHTS_FILE).is_file(),
