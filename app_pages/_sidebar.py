@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import streamlit as st
 
+from bertviz_lite.explore import source_version
 from bertviz_lite.pretrained import DEMO, MINILM, huggingface_cache_models, list_checkpoints
 
 OTHER_FOLDER = "Another folder…"
@@ -30,6 +31,7 @@ class Inputs(NamedTuple):
     text_a: str
     text_b: str
     max_length: int
+    version: str  # explore.source_version: a rewritten checkpoint is a new cache entry
 
 
 def model_options() -> list[str]:
@@ -80,4 +82,4 @@ def current_inputs() -> Inputs:
     """The inputs as they stand in session state."""
     state = {**DEFAULTS, **st.session_state.to_dict()}
     source = state["model_path"].strip() if state["model_picker"] == OTHER_FOLDER else state["model_picker"]
-    return Inputs(source, state["sentence_a"], state["sentence_b"], int(state["max_length"]))
+    return Inputs(source, state["sentence_a"], state["sentence_b"], int(state["max_length"]), source_version(source))

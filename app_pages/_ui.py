@@ -27,15 +27,15 @@ class Context(NamedTuple):
 
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
-def load_model(source: str) -> tuple[Bert, BertTokenizer]:
-    """One model per source and process; failures are not cached, so a fixed folder loads next time."""
+def load_model(source: str, version: str = "") -> tuple[Bert, BertTokenizer]:
+    """One model per source (and version of its files) and process; failures are not cached."""
     return load(source)
 
 
-@st.cache_resource(max_entries=6, show_spinner="Running the model…")
+@st.cache_resource(max_entries=4, show_spinner="Running the model…")  # a 512-token MiniLM trace is ~100 MB
 def get_trace(inputs: Inputs, masked: tuple[int, ...] = ()) -> explore.PairTrace:
     """One traced forward pass per input, shared by every figure on every page."""
-    model, tokenizer = load_model(inputs.source)
+    model, tokenizer = load_model(inputs.source, inputs.version)
     return explore.trace_pair(model, tokenizer, inputs.text_a, inputs.text_b, inputs.max_length, masked)
 
 
@@ -60,7 +60,7 @@ def load_context() -> Context:
     if not inputs.source:
         _stop_with("Type the path of a model folder in the sidebar.")
     try:
-        model, tokenizer = load_model(inputs.source)
+        model, tokenizer = load_model(inputs.source, inputs.version)
     except LOAD_ERRORS as err:
         _stop_with(f"Could not load the model: {err}")
     _model_card(model, tokenizer)

@@ -20,6 +20,7 @@ from bertviz_lite.figures.mosaic import model_view_mosaic
 from bertviz_lite.figures.predictions import nsp_bar
 from bertviz_lite.masking import DECISION_NAMES, IGNORE_INDEX, MaskingResult, mask_tokens
 from bertviz_lite.model import Bert
+from bertviz_lite.pretrained import MINILM, resolve_source
 from bertviz_lite.tokenization import MASK_TOKEN, UNK_TOKEN, BertTokenizer, Encoding
 
 EMBEDDING_NAMES = ("token", "position", "segment", "sum", "layer_norm")
@@ -60,6 +61,21 @@ class PairTrace:
     @property
     def has_sentence_b(self) -> bool:
         return any(s == 1 for s in self.encoding.sequence_ids if s is not None)
+
+
+def source_version(source: str) -> str:
+    """Sizes and modification times of a model folder's files: changes when a checkpoint is rewritten.
+
+    Caches keyed by (source, version) so a retrained checkpoint of the same name is loaded afresh.
+    """
+    if source == MINILM:
+        return "packaged"
+    try:
+        folder = resolve_source(source)
+    except FileNotFoundError:
+        return "missing"
+    files = [folder / name for name in ("config.json", "vocab.txt", "model.safetensors", "pytorch_model.bin")]
+    return "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files if p.is_file())
 
 
 def effective_max_length(model: Bert, max_length: int) -> int:

@@ -220,6 +220,18 @@ def test_predictions_without_heads_say_so(trace):
     assert explore.is_next_probability(headless) is None
 
 
+def test_source_version_changes_when_a_checkpoint_is_rewritten(tmp_path):
+    from tests.app.tiny_checkpoint import save_tiny
+
+    folder = save_tiny(tmp_path / "ck")
+    before = explore.source_version(str(folder))
+    assert before == explore.source_version(str(folder)) and "model.safetensors" in before
+    save_tiny(folder, max_positions=32)
+    assert explore.source_version(str(folder)) != before
+    assert explore.source_version("all-MiniLM-L6-v2") == "packaged"
+    assert explore.source_version(str(tmp_path / "nothing")) == "missing"
+
+
 def test_figure_frame_and_csv_bytes():
     heat = attention_heatmap(np.array([[0.25, 0.75], [1.0, 0.0]]), ["a", "b"])
     frame = explore.figure_frame(heat)
