@@ -15,6 +15,11 @@ from bertviz_lite.explore import source_version
 from bertviz_lite.pretrained import DEMO, MINILM, huggingface_cache_models, list_checkpoints
 
 OTHER_FOLDER = "Another folder…"
+MODEL_HELP = (
+    f"{MINILM}: a real pretrained encoder (6 layers, 12 heads), without the MLM/NSP heads. "
+    f"{DEMO}: a small BERT trained in this project, with both heads. Then your checkpoints, BERT models in "
+    "the local Hugging Face cache, or any BERT folder."
+)
 DEFAULTS = {
     "model_picker": MINILM,
     "model_path": "",
@@ -46,7 +51,7 @@ def model_label(option: str) -> str:
     if option == MINILM:
         return MINILM
     if option == DEMO:
-        return f"{DEMO} (with MLM/NSP heads)"
+        return DEMO
     if option == OTHER_FOLDER:
         return option
     if "/snapshots/" in option:
@@ -67,7 +72,7 @@ def render_sidebar() -> Inputs:
     _keep_valid_choice(options)
     with st.sidebar:
         # Defaults go in as value/index: MiniLM is options[0].
-        st.selectbox("Model", options, key="model_picker", format_func=model_label)
+        st.selectbox("Model", options, key="model_picker", format_func=model_label, help=MODEL_HELP)
         if st.session_state["model_picker"] == OTHER_FOLDER:
             st.text_input("Model folder", DEFAULTS["model_path"], key="model_path", placeholder="/path/to/a/bert/folder",
                           help="A folder with config.json, vocab.txt and model.safetensors (or pytorch_model.bin).")

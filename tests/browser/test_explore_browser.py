@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
+from bertviz_lite.pretrained import CHECKPOINTS_DIR, DEMO
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
@@ -63,6 +66,18 @@ def test_clicking_a_model_view_tile_opens_that_head(streamlit_url, page):
     title = page.locator(".st-key-model_view_head .gtitle").text_content()
     assert title.startswith("Layer 2, head 5")
     assert_no_exception(page)
+
+
+@pytest.mark.skipif(not (CHECKPOINTS_DIR / DEMO / "config.json").is_file(), reason="checkpoints/demo-tiny not trained yet")
+def test_minilm_predictions_switch_to_demo_tiny(streamlit_url, page):
+    open_page(page, streamlit_url, "Predictions")
+    page.get_by_role("button", name=f"Switch to {DEMO}").click()
+    wait_for_idle(page)
+    expect(page.locator(".st-key-model_picker input[role='combobox']")).to_have_value(re.compile(DEMO))
+    wait_for_figure(page, "nsp")
+    assert page.locator("[class*='st-key-predictions_']").count() >= 1
+    assert_no_exception(page)
+    screenshot(page, ARTIFACTS / "page_predictions_demo_tiny.png")
 
 
 @pytest.mark.parametrize(
