@@ -129,11 +129,18 @@ def _start(options: dict, corpus_text: str | None, name: str) -> None:
     st.session_state["train_notice"] = ("success", f"Started **{run_dir.name}**: it trains in its own process.")
     st.session_state["train_run"] = run_dir.name
     st.session_state["train_run_name"] = ""  # the name is taken now
+    st.session_state["train_started"] = True
     st.query_params["run"] = run_dir.name
 
 
+@st.fragment
 def new_run_form() -> None:
-    """Draw the form and its Start button (disabled while an option is invalid)."""
+    """Draw the form and its Start button (disabled while an option is invalid).
+
+    A fragment: typing an option reruns the form only, not the charts of the run shown below it.
+    """
+    if st.session_state.pop("train_started", False):
+        st.rerun(scope="app")  # the page below switches to the new run
     if "opt_steps" not in st.session_state:
         st.session_state.setdefault("train_preset", "tiny")
         apply_preset()

@@ -78,6 +78,8 @@ def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
     page.locator(".st-key-train_run_name input").press("Enter")
     wait_for_idle(page)
     page.locator(".st-key-train_start button").click()
+    # Until the rerun lands, the page still shows the run it watched before (demo-tiny, say).
+    page.get_by_text(f"of {OPTIONS['steps']}").first.wait_for(timeout=60_000)
     counts = loss_points_grow(page)
     assert counts[0] < counts[1] < counts[2]
     assert f"run={run_name}" in page.url and selected_option(page, "train_run") == run_name
