@@ -103,13 +103,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--vocab-size", type=int, default=8000)
+    parser.add_argument("--dropout", type=float, default=None, help="hidden and attention dropout (default: the preset's)")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--steps-per-rep", type=int, default=4)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    config = BertConfig(**PRESETS["small"]["config"], vocab_size=args.vocab_size, hidden_dropout_prob=0.1,
-                        attention_probs_dropout_prob=0.1)  # fmt: skip
+    config = BertConfig(**{**PRESETS["small"]["config"], "vocab_size": args.vocab_size})
+    if args.dropout is not None:
+        config.hidden_dropout_prob = config.attention_probs_dropout_prob = args.dropout
     tokenizer = BertTokenizer.train([s for d in builtin_corpus(num_documents=2000) for s in d], args.vocab_size)
     batches = full_length_batches(tokenizer, args.steps_per_rep, args.batch_size, args.seq_len)
     batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
@@ -127,6 +129,7 @@ def main(argv: list[str] | None = None) -> None:
     cpu = _cpu_name()
     print(f"device={args.device} cpu={cpu!r} threads={torch.get_num_threads()} torch={torch.__version__}")
     print(f"batch={args.batch_size}x{args.seq_len} vocab={args.vocab_size} masked={masked:.3f} "
+          f"dropout={config.hidden_dropout_prob} "
           f"reps={args.reps} steps_per_rep={args.steps_per_rep}")  # fmt: skip
     for name, values in rates.items():
         print(f"{name}_tokens_per_s median={medians[name]:.0f} all={[round(v) for v in values]}")

@@ -39,7 +39,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {
         "config": {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 512,
                    "max_position_embeddings": 128, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
-        "vocab_size": 1000, "seq_len": 64, "batch_size": 32, "steps": 600, "lr": 2e-3, "warmup": 30,
+        "vocab_size": 1000, "seq_len": 64, "batch_size": 32, "steps": 1000, "lr": 2e-3, "warmup": 30,
         "log_every": 5, "eval_every": 50, "snapshot_every": 25, "save_every": 100,
     },
     "small": {
@@ -316,7 +316,8 @@ def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.op
         if param.requires_grad:
             (no_decay if param.dim() < 2 or "LayerNorm" in name else decay).append(param)
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=ADAM_EPS, foreach=True)
+    # fused: one kernel for all tensors; on CPU about 7x faster than foreach=True (bench/RESULTS.md)
+    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=ADAM_EPS, fused=True)
 
 
 class PretrainingStep(nn.Module):
