@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+import torch
 
 from app_pages._sidebar import Inputs, current_inputs
 from bertviz_lite import explore
@@ -16,6 +18,10 @@ from bertviz_lite.pretrained import load
 from bertviz_lite.tokenization import BertTokenizer, Encoding
 
 LOAD_ERRORS = (ValueError, OSError)
+# One intra-op thread by default: on a small machine shared with other work, torch's thread pool
+# made a 32-token trace 5-20x slower (0.2-1 s against 0.04 s, bench/page_latency.py), and a
+# 512-token trace is 0.6 s on one thread. BERTVIZ_LITE_THREADS=N gives the app N threads.
+torch.set_num_threads(max(1, int(os.environ.get("BERTVIZ_LITE_THREADS", "1"))))
 
 
 class Context(NamedTuple):

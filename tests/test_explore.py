@@ -134,6 +134,7 @@ def test_attention_block_follows_the_sentence_filter(trace):
     np.testing.assert_array_equal(full, trace.attentions[0, 0])
     fig = explore.single_head_figure(trace, 0, 0)
     np.testing.assert_array_equal(fig.data[0].z, trace.attentions[0, 0])
+    assert fig.layout.xaxis.nticks is None  # short inputs keep every label
 
 
 def test_head_view_budget_and_mask(trace):
@@ -192,8 +193,14 @@ def test_neuron_figure_and_frame(trace):
     np.testing.assert_allclose(frame["weight"].sum(), 1.0)
 
 
-def test_rollout_rows_sum_to_one(trace):
-    np.testing.assert_allclose(explore.rollout(trace).sum(-1), 1.0, atol=1e-6)
+def test_rollout_rows_sum_to_one_and_long_inputs_get_fewer_labels(trace):
+    flow = explore.rollout(trace)
+    np.testing.assert_allclose(flow.sum(-1), 1.0, atol=1e-6)
+    fig = explore.rollout_figure(flow[-1], trace.tokens, 2)
+    np.testing.assert_array_equal(fig.data[0].z, flow[-1])
+    assert fig.layout.xaxis.nticks is None
+    long = explore.rollout_figure(np.eye(200), [f"t{i}" for i in range(200)], 1)
+    assert long.layout.xaxis.nticks == long.layout.yaxis.nticks == explore.MAX_TICK_LABELS
 
 
 def test_predictions(tiny):
