@@ -48,30 +48,27 @@ if tabs["Heatmap"].open:
 
 if tabs["Head view"].open:
     with tabs["Head view"]:
-        clamp_state("hv_focus", [ALL_TOKENS, *range(count)], ALL_TOKENS)
         if "hv_heads" in st.session_state:
             st.session_state["hv_heads"] = [h for h in st.session_state["hv_heads"] if h < num_heads]
         heads = st.multiselect("Heads (or click the legend)", range(num_heads), default=list(range(num_heads)),
-                               key="hv_heads",
-                               format_func=lambda h: f"head {h}")
-        pick_focus, pick_weight = st.columns([2, 1])
-        focus = pick_focus.selectbox("Focus on one query token", [ALL_TOKENS, *range(count)], key="hv_focus",
-                                     format_func=lambda i: "all tokens" if i == ALL_TOKENS else labels[i])
-        focus = None if focus == ALL_TOKENS else focus
-        min_weight = pick_weight.slider("Hide lines lighter than", 0.0, 0.5, explore.head_view_min_weight(count), 0.01,
-                                        key="hv_min_weight", help="The default is 1 / tokens: uniform attention.")
+                               key="hv_heads", format_func=lambda h: f"head {h}")
         window = None
-        if count > 2 * HEAD_VIEW_WINDOW and focus is None:
+        if count > 2 * HEAD_VIEW_WINDOW:
             clamp_number("hv_start", 0, count - HEAD_VIEW_WINDOW)
-            start = st.slider(f"Query tokens from ({HEAD_VIEW_WINDOW} at a time)", 0, count - HEAD_VIEW_WINDOW, 0,
-                              key="hv_start")
+            start = st.slider(f"Tokens shown: from ({HEAD_VIEW_WINDOW} at a time; lines to tokens outside are not "
+                              "drawn)", 0, count - HEAD_VIEW_WINDOW, 0, key="hv_start")
             window = explore.token_window(count, start, HEAD_VIEW_WINDOW)
-        rows = HEAD_VIEW_WINDOW if window is not None else (1 if focus is not None else count)
-        top_k = explore.head_view_top_k(rows, max(len(heads), 1))
-        st.caption(f"Layer {layer}: at most {top_k} strongest lines per query token and head; opacity = weight.")
-        fig = figures.head_view(trace.attentions[layer], trace.tokens, heads=heads, focus_token=focus,
-                                mask=explore.head_view_mask(trace, which, window), top_k=top_k,
-                                min_weight=min_weight)
+        shown = range(count) if window is None else range(window.start, window.stop)
+        clamp_state("hv_focus", [ALL_TOKENS, *shown], ALL_TOKENS)
+        pick_focus, pick_weight = st.columns([2, 1])
+        focus = pick_focus.selectbox("Focus on one query token", [ALL_TOKENS, *shown], key="hv_focus",
+                                     format_func=lambda i: "all tokens" if i == ALL_TOKENS else labels[i])
+        min_weight = pick_weight.slider("Hide lines lighter than", 0.0, 0.5, explore.head_view_min_weight(len(shown)),
+                                        0.01, key="hv_min_weight", help="The default is 1 / tokens: uniform attention.")
+        fig = explore.head_view_figure(trace, layer, heads, which, window, None if focus == ALL_TOKENS else focus,
+                                       min_weight)
+        st.caption(f"Layer {layer}: at most {fig.layout.meta['top_k']} strongest lines per query token and head; "
+                   "opacity = weight.")
         show_figure(fig, "head_view", frame=lambda: explore.attention_layer_frame(trace, layer, heads))
 
 if tabs["Model view"].open:

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import torch
 
 from bertviz_lite import analysis
-from bertviz_lite.figures.attention import attention_heatmap, neuron_view_figure, rollout_heatmap
+from bertviz_lite.figures.attention import attention_heatmap, head_view, neuron_view_figure, rollout_heatmap
 from bertviz_lite.figures.mosaic import model_view_mosaic
 from bertviz_lite.figures.predictions import nsp_bar
 from bertviz_lite.masking import DECISION_NAMES, IGNORE_INDEX, MaskingResult, mask_tokens
@@ -330,14 +330,31 @@ def head_view_min_weight(num_tokens: int) -> float:
     return float(np.floor(100 / max(num_tokens, 1)) / 100)
 
 
-def head_view_mask(trace: PairTrace, which: str, queries: slice | None = None) -> np.ndarray:
-    """bool [T, T]: the sentence filter, limited to a window of query rows when one is given."""
-    mask = analysis.sentence_filter_mask(trace.segments, trace.special, which)
-    if queries is not None:
-        in_window = np.zeros(trace.num_tokens, bool)
-        in_window[queries] = True
-        mask &= in_window[:, None]
-    return mask
+def head_view_figure(
+    trace: PairTrace,
+    layer: int,
+    heads: Sequence[int],
+    which: str = "All",
+    window: slice | None = None,
+    focus: int | None = None,
+    min_weight: float | None = None,
+) -> go.Figure:
+    """figures.head_view of one layer, for the tokens in a window (queries and keys) of a long input.
+
+    focus is a position in the whole input; lines per query are capped by head_view_top_k, and
+    layout.meta records {"top_k", "start", "stop"} for the caption.
+    """
+    window = window or slice(0, trace.num_tokens)
+    size = window.stop - window.start
+    mask = analysis.sentence_filter_mask(trace.segments, trace.special, which)[window, window]
+    top_k = head_view_top_k(1 if focus is not None else size, max(len(heads), 1))
+    fig = head_view(
+        trace.attentions[layer][:, window, window], trace.tokens[window], heads=heads, mask=mask, top_k=top_k,
+        focus_token=None if focus is None else focus - window.start,
+        min_weight=head_view_min_weight(size) if min_weight is None else min_weight,
+    )  # fmt: skip
+    fig.update_layout(meta={"top_k": top_k, "start": window.start, "stop": window.stop})
+    return fig
 
 
 def model_view_size(num_tokens: int) -> int:

@@ -142,9 +142,25 @@ def test_head_view_budget_and_mask(trace):
     assert explore.head_view_top_k(512, 12) * 512 * 12 <= explore.HEAD_VIEW_MAX_LINES
     assert explore.head_view_top_k(512, 12) >= 1
     assert explore.head_view_min_weight(22) == 0.04 and explore.head_view_min_weight(512) == 0.0
-    mask = explore.head_view_mask(trace, "All", slice(2, 5))
-    assert mask[2:5].all() and not mask[:2].any() and not mask[5:].any()
     assert explore.attention_layer_frame(trace, 1, [0, 3])["head"].unique().tolist() == [0, 3]
+
+
+def test_head_view_figure_windows_queries_and_keys(trace):
+    fig = explore.head_view_figure(trace, 1, [0, 2], "All", window=slice(4, 10), min_weight=0.0)
+    columns = [t for t in fig.data if t.mode != "lines"]
+    assert [list(c.text) for c in columns] == [trace.tokens[4:10]] * 2
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert {t.meta["head"] for t in lines} == {0, 2}
+    ys = np.concatenate([np.asarray(t.y, dtype=float) for t in lines])
+    assert np.nanmax(ys) < 6 and fig.layout.meta == {"top_k": explore.HEAD_VIEW_MAX_TOP_K, "start": 4, "stop": 10}
+    focused = explore.head_view_figure(trace, 1, [0], "All", window=slice(4, 10), focus=6, min_weight=0.0)
+    starts = np.concatenate([np.asarray(t.y, dtype=float)[0::3] for t in focused.data if t.mode == "lines"])
+    assert set(starts[np.isfinite(starts)].tolist()) == {2.0}  # only the query at position 6 = row 2 of the window
+    a_to_b = explore.head_view_figure(trace, 0, [0], "A→B", min_weight=0.0)
+    sentence = explore.sentence_of_tokens(trace)
+    segments = np.concatenate([np.asarray(t.y, dtype=float).reshape(-1, 3)[:, :2] for t in a_to_b.data
+                               if t.mode == "lines"]).astype(int)
+    assert (sentence[segments[:, 0]] == 0).all() and (sentence[segments[:, 1]] == 1).all()
 
 
 def test_model_view_figure_has_one_clickable_point_per_tile(trace):
