@@ -1,0 +1,175 @@
+"""Page latency of the Attention page in Debian's chromium: from entering a pair to the figure drawn.
+
+Starts `streamlit run app.py` on a free port (as tests/browser does), opens the Attention page with
+all-MiniLM-L6-v2 and, for pairs of exactly 32, 128 and 512 tokens, times from pressing Enter in
+sentence A to the single-head heatmap drawn with the new pair; then the same for the model view
+(all layers × heads) at 128 tokens. Each pair is new (a different first word), so nothing comes from
+the trace cache. It also reports the longest main-thread task in the browser during each
+measurement (a "freeze" is a long task that blocks scrolling and clicks), and, as a reference
+measured in the same run, a rerun that redraws the heatmap without running the model (clicking a
+sentence filter): the "× reference" column is load-independent where the seconds are not.
+
+    python bench/page_latency.py [--repeats 5]
+
+Goals (issue 4): < 1.5 s at 32 tokens, < 3 s for the model view at 128 tokens, no freeze at 512.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bertviz_lite.pretrained import load  # noqa: E402
+from tests.browser.conftest import (  # noqa: E402
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    free_port,
+    start_streamlit,
+    stop,
+    wait_until_healthy,  # noqa: E402
+)
+from tests.browser.driver import open_page, open_tab, type_into, wait_for_idle  # noqa: E402
+
+WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
+         "and children play near the old river bank on a warm summer afternoon").split()
+SALTS = "alpha bravo delta echo golf hotel india kilo lima mike oscar papa quebec romeo sierra tango".split()
+
+# Remember the figure's current data, so that "ready" means: new data, drawn.
+_MARK = """(key) => {
+  const gd = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+  window.__benchOld = gd && gd.data ? gd.data[0] : null;
+  window.__benchLongest = 0;
+  if (!window.__benchObserver) {
+    window.__benchObserver = new PerformanceObserver(list => {
+      for (const e of list.getEntries()) window.__benchLongest = Math.max(window.__benchLongest, e.duration);
+    });
+    window.__benchObserver.observe({entryTypes: ['longtask']});
+  }
+}"""
+_READY = """([key, rows, images]) => {
+  const gd = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+  if (!gd || !gd.data || !gd._fullLayout || gd.data[0] === window.__benchOld) return false;
+  if (rows !== null && !(gd.data[0].y && gd.data[0].y.length === rows)) return false;
+  return gd.querySelectorAll('.heatmaplayer image').length >= images;
+}"""
+
+
+def pair_of(tokenizer, num_tokens: int, salt: str) -> tuple[str, str]:
+    """Sentences A and B whose pair is exactly num_tokens WordPiece tokens ([CLS]/[SEP] included)."""
+    words = [salt] + [WORDS[i % len(WORDS)] for i in range(num_tokens)]
+    for size in range(max(2, num_tokens - 3), 1, -1):
+        chosen = words[:size]
+        text_a, text_b = " ".join(chosen[: size // 2]), " ".join(chosen[size // 2 :])
+        if len(tokenizer.encode_pair(text_a, text_b, max_length=512)) <= num_tokens:
+            break
+    assert len(tokenizer.encode_pair(text_a, text_b, max_length=512)) == num_tokens, num_tokens
+    return text_a, text_b
+
+
+def time_pair(page, text_a: str, text_b: str, key: str, rows: int | None, images: int) -> tuple[float, float]:
+    """Seconds from Enter in sentence A to the figure drawn, and the longest browser task (s) meanwhile."""
+    type_into(page, "sentence_b", text_b)
+    wait_for_idle(page)
+    page.evaluate(_MARK, key)
+    box = page.locator(".st-key-sentence_a input")
+    box.fill(text_a)
+    start = time.perf_counter()
+    box.press("Enter")
+    page.wait_for_function(_READY, arg=[key, rows, images], timeout=120_000, polling="raf")
+    elapsed = time.perf_counter() - start
+    wait_for_idle(page)
+    return elapsed, page.evaluate("() => window.__benchLongest") / 1000
+
+
+def time_filter_click(page, label: str, rows: int) -> float:
+    """Reference: seconds from clicking a sentence filter to the heatmap redrawn (cached trace, no model run)."""
+    page.evaluate(_MARK, "attention_heatmap")
+    button = page.locator(".st-key-attn_filter button", has_text=label)
+    start = time.perf_counter()
+    button.click()
+    page.wait_for_function(_READY, arg=["attention_heatmap", rows, 1], timeout=120_000, polling="raf")
+    elapsed = time.perf_counter() - start
+    wait_for_idle(page)
+    return elapsed
+
+
+def reference(page, tokenizer, repeats: int) -> float:
+    """Median seconds of a rerun that draws the heatmap again without running the model."""
+    text_a, text_b = pair_of(tokenizer, 32, "zulu")
+    time_pair(page, text_a, text_b, "attention_heatmap", 32, 1)
+    rows_a = len(tokenizer.encode_pair(text_a).tokens)
+    times = []
+    for _ in range(repeats):
+        times.append(time_filter_click(page, "A→A", rows_a))
+        times.append(time_filter_click(page, "All", 32))
+    return statistics.median(times)
+
+
+def measure(page, tokenizer, num_tokens: int, key: str, images: int, repeats: int, salts) -> list[tuple[float, float]]:
+    rows = num_tokens if key == "attention_heatmap" else None
+    return [time_pair(page, *pair_of(tokenizer, num_tokens, next(salts)), key, rows, images) for _ in range(repeats)]
+
+
+def report(name: str, goal: str, samples: list[tuple[float, float]], ref: float) -> str:
+    times, longest = [s[0] for s in samples], [s[1] for s in samples]
+    median = statistics.median(times)
+    return f"| {name} | {median:.2f} | {max(times):.2f} | {median / ref:.1f} | {max(longest):.2f} | {goal} |"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+
+    _, tokenizer = load("all-MiniLM-L6-v2")
+    salts = iter(SALTS * 10)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    server = start_streamlit(port, ARTIFACTS / "bench_streamlit.log")
+    url = f"http://127.0.0.1:{port}"
+    rows = []
+    try:
+        wait_until_healthy(url, server)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            open_page(page, url, "Attention")
+            type_into(page, "max_length", "512")
+            wait_for_idle(page)
+            measure(page, tokenizer, 32, "attention_heatmap", 1, 1, salts)  # warm-up: imports, first figures
+            ref = reference(page, tokenizer, args.repeats)
+            rows.append(f"| reference: filter click, heatmap redrawn, no model run | {ref:.2f} | | 1.0 | | |")
+            print(rows[-1], flush=True)
+            for count, goal in ((32, "< 1.5 s"), (128, "—"), (512, "no freeze")):
+                samples = measure(page, tokenizer, count, "attention_heatmap", 1, args.repeats, salts)
+                rows.append(report(f"heatmap, {count} tokens", goal, samples, ref))
+                print(rows[-1], flush=True)
+            open_tab(page, "Model view")
+            samples = measure(page, tokenizer, 128, "model_view", 1, args.repeats, salts)
+            rows.append(report("model view, 128 tokens", "< 3 s", samples, ref))
+            print(rows[-1], flush=True)
+            samples = measure(page, tokenizer, 512, "model_view", 1, max(1, args.repeats // 2), salts)
+            rows.append(report("model view, 512 tokens", "no freeze", samples, ref))
+            print(rows[-1], flush=True)
+            browser.close()
+    finally:
+        stop(server)
+    load_average = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"\n{platform.machine()}, {os.cpu_count()} cores, load average {load_average:.1f} · Python {platform.python_version()}")
+    print("| view | median s | max s | × reference | longest browser task s | goal |\n|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
