@@ -35,6 +35,12 @@ def single_head(layer: int, head: int, which: str, name: str) -> None:
                 frame=lambda: explore.attention_block_frame(trace, layer, head, which))
 
 
+def _focus_clicked_token() -> None:
+    picked = explore.clicked_token(st.session_state["head_view"].selection)
+    start = st.session_state.get("hv_window_start", 0)
+    st.session_state["hv_focus"] = ALL_TOKENS if picked is None else start + picked
+
+
 def _open_tile() -> None:
     picked = explore.model_view_selection(st.session_state["model_view"].selection, num_layers, num_heads)
     if picked is not None:
@@ -59,6 +65,7 @@ if tabs["Head view"].open:
                               "drawn)", 0, count - HEAD_VIEW_WINDOW, 0, key="hv_start")
             window = explore.token_window(count, start, HEAD_VIEW_WINDOW)
         shown = range(count) if window is None else range(window.start, window.stop)
+        st.session_state["hv_window_start"] = shown.start  # for the click callback
         clamp_state("hv_focus", [ALL_TOKENS, *shown], ALL_TOKENS)
         pick_focus, pick_weight = st.columns([2, 1])
         focus = pick_focus.selectbox("Focus on one query token", [ALL_TOKENS, *shown], key="hv_focus",
@@ -68,8 +75,9 @@ if tabs["Head view"].open:
         fig = explore.head_view_figure(trace, layer, heads, which, window, None if focus == ALL_TOKENS else focus,
                                        min_weight)
         st.caption(f"Layer {layer}: at most {fig.layout.meta['top_k']} strongest lines per query token and head; "
-                   "opacity = weight.")
-        show_figure(fig, "head_view", frame=lambda: explore.attention_layer_frame(trace, layer, heads))
+                   "opacity = weight. Click a token to follow only its lines; pick “all tokens” above to see them all again.")
+        show_figure(fig, "head_view", frame=lambda: explore.attention_layer_frame(trace, layer, heads),
+                    on_select=_focus_clicked_token, selection_mode="points")
 
 if tabs["Model view"].open:
     with tabs["Model view"]:

@@ -195,6 +195,19 @@ def test_model_view_selection(selection, expected):
     assert explore.model_view_selection(selection, num_layers=2, num_heads=4) == expected
 
 
+@pytest.mark.parametrize(
+    ("selection", "expected"),
+    [
+        ({"points": [{"curve_number": 3, "customdata": 7}]}, 7),
+        ({"points": [{"curve_number": 0}, {"curve_number": 5, "customdata": 2.0}]}, 2),
+        ({"points": []}, None),
+        (None, None),
+    ],
+)
+def test_clicked_token(selection, expected):
+    assert explore.clicked_token(selection) == expected
+
+
 def test_head_statistics_layer_by_layer_equals_all_at_once(trace):
     expected = analysis.head_statistics(trace.attentions, trace.tokens)
     pd.testing.assert_frame_equal(explore.head_statistics(trace), expected, check_dtype=False)

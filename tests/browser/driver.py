@@ -83,6 +83,16 @@ def click_model_view_tile(page, layer: int, head: int, num_heads: int, key: str 
     wait_for_idle(page)
 
 
+def click_point(page, key: str, trace_name: str, index: int) -> None:
+    """Click point `index` of the named trace of a plotly chart, then wait for the rerun."""
+    page.locator(f".st-key-{key}").scroll_into_view_if_needed()
+    x, y = page.evaluate(_POINT_XY, [key, trace_name, index])
+    page.mouse.move(x, y)
+    page.wait_for_timeout(200)
+    page.mouse.click(x, y)
+    wait_for_idle(page)
+
+
 def go_to(page, title: str) -> None:
     """Switch page through the sidebar navigation (same session, so the inputs stay)."""
     page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()

@@ -12,6 +12,7 @@ from tests.browser.conftest import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
     click_model_view_tile,
+    click_point,
     go_to,
     open_page,
     open_tab,
@@ -65,6 +66,23 @@ def test_clicking_a_model_view_tile_opens_that_head(streamlit_url, page):
     wait_for_figure(page, "model_view_head")
     title = page.locator(".st-key-model_view_head .gtitle").text_content()
     assert title.startswith("Layer 2, head 5")
+    assert_no_exception(page)
+
+
+def test_clicking_a_token_in_the_head_view_focuses_it(streamlit_url, page):
+    open_page(page, streamlit_url, "Attention")
+    open_tab(page, "Head view")
+    wait_for_figure(page, "head_view")
+    click_point(page, "head_view", "queries", 2)
+    combobox = page.locator(".st-key-hv_focus input[role='combobox']")
+    expect(combobox).to_have_value("cat (2)")
+    # every line now leaves the clicked query (row 2); plotly decodes its data into _fullData
+    page.wait_for_function("""() => {
+      const gd = document.querySelector('.st-key-head_view .js-plotly-plot');
+      const lines = (gd && gd._fullData || []).filter(t => t.mode === 'lines');
+      const starts = lines.flatMap(t => Array.from(t.y).filter((v, i) => i % 3 === 0));
+      return starts.length > 0 && starts.every(v => v === 2);
+    }""", timeout=30_000)
     assert_no_exception(page)
 
 
