@@ -7,7 +7,7 @@ from app_pages._ui import clamp_number, clamp_state, load_context, show_figure, 
 from bertviz_lite import analysis, explore, figures
 
 TABS = ["Heatmap", "Head view", "Model view", "Neuron view", "Head statistics", "Rollout"]
-HEAD_VIEW_WINDOW = 64  # query rows drawn at once in the head view of a long input
+HEAD_VIEW_WINDOW = 64  # tokens (queries and keys) drawn at once in the head view of a long input
 ALL_TOKENS = -1
 
 ctx = load_context()
