@@ -2,25 +2,25 @@
 
     streamlit run app.py
 
-The sidebar (app_pages/_sidebar.py) is drawn here, on every run, so every page shares it; the pages
+The sidebar (pages/common/_sidebar.py) is drawn here, on every run, so every page shares it; the pages
 themselves are thin and call the bertviz_lite package. To add pages, extend PAGES.
 """
 
 import streamlit as st
 
-from app_pages._sidebar import render_sidebar
+from pages.common._sidebar import render_sidebar
 
 PAGES = {
     "Explore a sentence pair": [
-        st.Page("app_pages/1_Tokens.py", title="Tokens and masking", icon=":material/token:", default=True),
-        st.Page("app_pages/2_Embeddings.py", title="Embeddings", icon=":material/scatter_plot:"),
-        st.Page("app_pages/3_Attention.py", title="Attention", icon=":material/hub:"),
-        st.Page("app_pages/4_Predictions.py", title="Predictions", icon=":material/lightbulb:"),
+        st.Page("pages/explore/1_Tokens.py", title="Tokens and masking", icon=":material/token:", default=True),
+        st.Page("pages/explore/2_Embeddings.py", title="Embeddings", icon=":material/scatter_plot:"),
+        st.Page("pages/explore/3_Attention.py", title="Attention", icon=":material/hub:"),
+        st.Page("pages/explore/4_Predictions.py", title="Predictions", icon=":material/lightbulb:"),
     ],
     "Train": [
-        st.Page("app_pages/5_Train.py", title="Train", icon=":material/model_training:", url_path="train"),
-        st.Page("app_pages/6_Compare_runs.py", title="Compare runs", icon=":material/compare:", url_path="compare"),
-        st.Page("app_pages/7_Checkpoints.py", title="Checkpoints", icon=":material/inventory_2:",
+        st.Page("pages/train/5_Train.py", title="Train", icon=":material/model_training:", url_path="train"),
+        st.Page("pages/train/6_Compare_runs.py", title="Compare runs", icon=":material/compare:", url_path="compare"),
+        st.Page("pages/train/7_Checkpoints.py", title="Checkpoints", icon=":material/inventory_2:",
                 url_path="checkpoints"),
     ],
 }

@@ -116,8 +116,9 @@ def load(source: str | os.PathLike = MINILM) -> tuple[Bert, BertTokenizer]:
     return model, tokenizer
 
 
-def list_checkpoints(root: Path = CHECKPOINTS_DIR) -> list[str]:
-    """Names of the checkpoint folders (those with a config.json) under checkpoints/."""
+def list_checkpoints(root: Path | None = None) -> list[str]:
+    """Names of the checkpoint folders (those with a config.json) under `root` (default checkpoints/)."""
+    root = root or CHECKPOINTS_DIR
     if not root.is_dir():
         return []
     return sorted(p.name for p in root.iterdir() if (p / "config.json").is_file() and not p.name.startswith("."))

@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_pages._sidebar import OTHER_FOLDER
 from bertviz_lite.pretrained import CHECKPOINTS_DIR, DEMO, MINILM, load
+from pages.common._sidebar import OTHER_FOLDER
 from tests.app.tiny_checkpoint import save_tiny
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGES = {
-    "tokens": "app_pages/1_Tokens.py",
-    "embeddings": "app_pages/2_Embeddings.py",
-    "attention": "app_pages/3_Attention.py",
-    "predictions": "app_pages/4_Predictions.py",
+    "tokens": "pages/explore/1_Tokens.py",
+    "embeddings": "pages/explore/2_Embeddings.py",
+    "attention": "pages/explore/3_Attention.py",
+    "predictions": "pages/explore/4_Predictions.py",
 }
 PAIR = ("The cat sat on the mat because it was tired.", "It fell asleep in the warm sun.")
 HAS_DEMO = (CHECKPOINTS_DIR / DEMO / "config.json").is_file()

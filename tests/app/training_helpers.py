@@ -23,7 +23,6 @@ def use_checkpoints_folder(monkeypatch, root: Path) -> Path:
     """Point the app (runs, model picker, loader) at `root` instead of the repository's checkpoints/."""
     root.mkdir(parents=True, exist_ok=True)
     monkeypatch.setattr(pretrained, "CHECKPOINTS_DIR", root)
-    monkeypatch.setattr(pretrained.list_checkpoints, "__defaults__", (root,))
     return root
 
 

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from app_pages._ui import clamp_number, clamp_state, load_context, show_figure, trace_for
 from bertviz_lite import analysis, explore, figures
+from pages.common._ui import clamp_number, clamp_state, load_context, show_figure, trace_for
 
 WINDOW = 64  # tokens per heatmap page: 512 × 384 × 5 cells would be a slow figure
 

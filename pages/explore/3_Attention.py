@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from app_pages import _ui
-from app_pages._ui import clamp_number, clamp_state, load_context, show_figure, show_table, trace_for
 from bertviz_lite import analysis, explore, figures
+from pages.common import _ui
+from pages.common._ui import clamp_number, clamp_state, load_context, show_figure, show_table, trace_for
 
 TABS = ["Heatmap", "Head view", "Model view", "Neuron view", "Head statistics", "Rollout"]
 HEAD_VIEW_WINDOW = 64  # tokens (queries and keys) drawn at once in the head view of a long input

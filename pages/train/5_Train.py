@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from app_pages._runs_ui import attention_replay, live_view, select_run
-from app_pages._train_form import new_run_form
 from bertviz_lite import runs
+from pages.common._runs_ui import attention_replay, live_view, select_run
+from pages.common._train_form import new_run_form
 
 st.header("Train a BERT")
 st.caption(

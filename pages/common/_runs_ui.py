@@ -12,7 +12,6 @@ from pathlib import Path
 
 import streamlit as st
 
-from app_pages._ui import plotly_config
 from bertviz_lite import runs
 from bertviz_lite.checkpoint_store import final_metrics
 from bertviz_lite.checkpoints import load_snapshot, snapshot_path
@@ -21,6 +20,7 @@ from bertviz_lite.figures.attention import attention_heatmap
 from bertviz_lite.figures.mosaic import model_view_mosaic
 from bertviz_lite.figures.training import lr_curve, metric_curves, throughput_curve
 from bertviz_lite.runfiles import read_metrics
+from pages.common._ui import plotly_config
 
 REFRESH_S = 2.0
 REPLAY_REFRESH_S = 5.0

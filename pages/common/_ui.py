@@ -11,11 +11,11 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from app_pages._sidebar import Inputs, current_inputs
 from bertviz_lite import explore
 from bertviz_lite.model import Bert
 from bertviz_lite.pretrained import load
 from bertviz_lite.tokenization import BertTokenizer, Encoding
+from pages.common._sidebar import Inputs, current_inputs
 
 LOAD_ERRORS = (ValueError, OSError)
 # One intra-op thread by default: on a small machine shared with other work, torch's thread pool

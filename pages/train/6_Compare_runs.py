@@ -3,11 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages._ui import plotly_config
 from bertviz_lite import runs
 from bertviz_lite.figures.training import compare_runs
 from bertviz_lite.run_options import LABELS
 from bertviz_lite.runfiles import read_metrics
+from pages.common._ui import plotly_config
 
 METRICS = {
     "mlm_loss": "MLM loss (train)", "nsp_loss": "NSP loss (train)", "loss": "Total loss (train)",

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from app_pages._ui import load_context, show_figure, trace_for
 from bertviz_lite import analysis, explore, figures
 from bertviz_lite.pretrained import DEMO, list_checkpoints
+from pages.common._ui import load_context, show_figure, trace_for
 
 ctx = load_context()
 encoding = ctx.encoding

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from app_pages._ui import load_context, show_table
 from bertviz_lite import explore
 from bertviz_lite.figures import token_chip_html
+from pages.common._ui import load_context, show_table
 
 ctx = load_context()
 encoding = ctx.encoding
