@@ -145,8 +145,7 @@ class ProgressBar(TrainerCallback):
                      f" {self.train['tokens_per_s']:.0f} tok/s")  # fmt: skip
         if self.eval:
             text += f" | eval mlm {self.eval['eval_mlm_acc']:.0%} nsp {self.eval['eval_nsp_acc']:.0%}"
-        elapsed = time.perf_counter() - trainer._loop_start if trainer._loop_start else 0.0
-        return text + f" | {_duration(elapsed)} < {_duration(trainer.eta_s())}"
+        return text + f" | {_duration(trainer.elapsed_s())} < {_duration(trainer.eta_s())}"
 
     def on_step(self, trainer: Trainer) -> None:
         now = time.perf_counter()

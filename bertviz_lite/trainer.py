@@ -652,7 +652,7 @@ class Trainer:
         if not all(math.isfinite(record[k]) for k in ("loss", "grad_norm")) or (saving and not self.save()):
             return self._diverged(record)
         if self.distributed.is_main and self._due(args.eval_every, last):
-            self._emit({"split": "eval", "step": self.step, **self.evaluate(), "elapsed_s": self._elapsed()})
+            self._emit({"split": "eval", "step": self.step, **self.evaluate(), "elapsed_s": self.elapsed_s()})
         if self.distributed.is_main and self._due(args.snapshot_every, last):
             self.save_snapshot()
         self._write_status("running", f"Training: step {self.step} of {args.steps}")
@@ -663,8 +663,9 @@ class Trainer:
         self._window = torch.zeros(len(STAT_NAMES), dtype=torch.float64, device=self.device)
         self._window_start, self._overhead = time.perf_counter(), 0.0
 
-    def _elapsed(self) -> float:
-        return time.perf_counter() - self._loop_start
+    def elapsed_s(self) -> float:
+        """Wall seconds since training began (0 before)."""
+        return time.perf_counter() - self._loop_start if self._loop_start is not None else 0.0
 
     def _log_train(self) -> dict[str, Any]:
         """The train line for the steps since the last one (summed over processes)."""
@@ -677,7 +678,7 @@ class Trainer:
             "mlm_acc": values["mlm_correct"] / max(values["mlm_count"], 1.0),
             "nsp_acc": values["nsp_correct"] / max(values["nsp_count"], 1.0), "lr": self._lr,
             "grad_norm": float(self._grad_norm), "tokens_per_s": values["tokens"] / seconds,
-            "elapsed_s": self._elapsed(),
+            "elapsed_s": self.elapsed_s(),
         }  # fmt: skip
         self._reset_window()
         self._emit(record)
