@@ -55,37 +55,45 @@ def test_builtin_corpus_size_and_shape(corpus):
     assert 300 <= len(vocabulary) <= 800
 
 
-def test_pronouns_agree_with_the_hero(corpus):
-    """All he/him/his or she/her refer to the hero, named first in every story."""
+def _hero(document: list[str]) -> str:
+    """The story's hero: the setting name that occurs in every sentence."""
+    names = {name for setting in SETTINGS.values() for pool in setting["names"].values() for name in pool}
+    (hero,) = [name for name in names if all(re.search(rf"\b{name}\b", sentence) for sentence in document)]
+    return hero
+
+
+def test_every_sentence_names_the_hero_and_pronouns_agree(corpus):
+    """he/him/his or she/her always refer to the hero, named in every sentence."""
     male_names = {name for setting in SETTINGS.values() for name in setting["names"]["he"]}
     with_pronoun = 0
     for document in corpus:
-        hero = document[0].split()[0]
-        words = {word for sentence in document[1:] for word in _words(sentence)}
+        hero = _hero(document)
+        words = {word for sentence in document for word in _words(sentence)}
         own, other = (HE, SHE) if hero in male_names else (SHE, HE)
         assert not words & other, document
         with_pronoun += bool(words & own)
-        assert sum(hero in sentence for sentence in document) >= 2  # the name comes back
     assert with_pronoun / len(corpus) > 0.9
 
 
-def test_animal_is_referred_to_as_it(corpus):
-    """"it" always means the animal met in sentence 3, which is named in the same sentence."""
-    with_it = 0
+def test_it_always_comes_with_its_animal(corpus):
+    """"it" refers to the story's animal, which is named in the same sentence."""
+    animals = {animal for setting in SETTINGS.values() for animal in setting["animals"]}
+    documents_with_it = 0
     for document in corpus:
-        animal = re.search(r"(?:saw|found) an? \w+ (\w+)", document[2]).group(1)
-        for sentence in document:
-            if "it" in _words(sentence):
-                with_it += 1
-                assert animal in _words(sentence), (animal, sentence)
-    assert with_it / len(corpus) > 0.7
+        with_it = [sentence for sentence in document if "it" in _words(sentence)]
+        documents_with_it += bool(with_it)
+        assert all(set(_words(sentence)) & animals for sentence in with_it), with_it
+    assert documents_with_it / len(corpus) > 0.4
 
 
 def test_each_story_stays_in_one_setting(corpus):
-    places = {name: set(setting["places"]) for name, setting in SETTINGS.items()}
-    for document in corpus[:500]:
+    """Stories of different settings share no setting words, so documents are clearly different."""
+    fields = ("places", "animals", "things", "foods", "adjectives")
+    own = {name: {w for f in fields for w in setting[f]} | {setting["home"]} for name, setting in SETTINGS.items()}
+    for document in corpus:
         words = {word for sentence in document for word in _words(sentence)}
-        assert sum(bool(words & setting_places) for setting_places in places.values()) == 1, document
+        settings = [name for name, setting_words in own.items() if words & setting_words]
+        assert len(settings) == 1, (settings, document)
 
 
 # ---- reading user text -------------------------------------------------------------------------
