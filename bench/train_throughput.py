@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--dropout", type=float, default=None, help="hidden and attention dropout (default: the preset's)")
+    parser.add_argument("--foreach-adamw", action="store_true", help="AdamW(foreach=True) instead of fused, both sides")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--steps-per-rep", type=int, default=4)
     args = parser.parse_args(argv)
@@ -119,6 +120,11 @@ def main(argv: list[str] | None = None) -> None:
     masked = sum(int((b["labels"] != -100).sum()) for b in batches) / tokens
     models = build_models(config, device)
     optimizers = {name: make_optimizer(model, 1e-4, 0.01) for name, model in models.items()}
+    if args.foreach_adamw:  # the multi-tensor AdamW the engine used before it switched to fused
+        for optimizer in optimizers.values():
+            optimizer.defaults.update(fused=None, foreach=True)
+            for group in optimizer.param_groups:
+                group.update(fused=None, foreach=True)
     for name, model in models.items():  # warm-up: allocator, kernels, optimizer state
         time_steps(model, optimizers[name], batches[:2], device)
     rates: dict[str, list[float]] = {name: [] for name in models}
@@ -129,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     cpu = _cpu_name()
     print(f"device={args.device} cpu={cpu!r} threads={torch.get_num_threads()} torch={torch.__version__}")
     print(f"batch={args.batch_size}x{args.seq_len} vocab={args.vocab_size} masked={masked:.3f} "
-          f"dropout={config.hidden_dropout_prob} "
+          f"dropout={config.hidden_dropout_prob} adamw={'foreach' if args.foreach_adamw else 'fused'} "
           f"reps={args.reps} steps_per_rep={args.steps_per_rep}")  # fmt: skip
     for name, values in rates.items():
         print(f"{name}_tokens_per_s median={medians[name]:.0f} all={[round(v) for v in values]}")
