@@ -61,8 +61,24 @@ def stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
+def open_front_page(browser, url: str) -> None:
+    """Open the app at its root once, as `streamlit run` does in a browser.
+
+    A fresh server whose first visit is a deep link (say /Attention) runs that visit through
+    Streamlit's old pages/-folder mode: the page still renders, behind a one-off "Page not found"
+    dialog. Once app.py has run st.navigation, the server never does that again.
+    """
+    context = browser.new_context()
+    try:
+        front = context.new_page()
+        front.goto(url)
+        front.get_by_label("Sentence A").wait_for(timeout=60_000)
+    finally:
+        context.close()
+
+
 @pytest.fixture(scope="session")
-def streamlit_url():
+def streamlit_url(browser):
     """Base URL of one streamlit server shared by the session's browser tests."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -70,6 +86,7 @@ def streamlit_url():
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_healthy(url, process)
+        open_front_page(browser, url)
         yield url
     finally:
         stop(process)
