@@ -8,16 +8,7 @@ import pytest
 
 from bertviz_lite import analysis, figures
 from bertviz_lite.figures.tokens import chip_classes
-
-TOKENS = ["[CLS]", "the", "dog", "##gy", "[SEP]", "it", "ran", "[SEP]"]
-SEGMENTS = [0, 0, 0, 0, 0, 1, 1, 1]
-SPECIAL = [1, 0, 0, 0, 1, 0, 0, 1]
-
-
-def random_attention(*shape: int, seed: int = 0) -> np.ndarray:
-    logits = np.random.default_rng(seed).normal(size=shape) * 2
-    weights = np.exp(logits)
-    return weights / weights.sum(axis=-1, keepdims=True)
+from tests.attention_samples import SEGMENTS, TOKENS, random_attention
 
 
 def line_traces(fig: go.Figure) -> list:
