@@ -152,17 +152,31 @@ def test_sigterm_finishes_the_step_saves_and_stops(tmp_path):
     load_folder(run)
 
 
+def _kill_during_a_write(run: Path, process: subprocess.Popen, rng: random.Random) -> None:
+    """SIGKILL as soon as a temporary weights file appears, i.e. while model.safetensors is being rewritten."""
+    time.sleep(rng.uniform(0.0, 0.3))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any(n.startswith(".model.safetensors.") for n in os.listdir(run)):
+        pass  # spin: a write lasts milliseconds
+    process.kill()
+
+
 def test_sigkill_while_saving_leaves_the_previous_checkpoint_loadable(tmp_path):
-    rng = random.Random(0)
-    for attempt in range(4):
+    rng, killed_mid_write = random.Random(0), 0
+    for attempt, moment in enumerate(["random", "write", "random", "write", "write"]):
         run = tmp_path / f"run{attempt}"
         args = [*SMALLER, "--steps", "100000", "--save-every", "1", "--log-every", "1000", "--out", str(run)]
         process = subprocess.Popen(command(*args), cwd=tmp_path, env=environment(), stderr=subprocess.DEVNULL)
         try:
             wait_for(lambda run=run: checkpoint_step(run) is not None)
-            time.sleep(rng.uniform(0.0, 0.5))
+            if moment == "write":
+                _kill_during_a_write(run, process, rng)
+            else:
+                time.sleep(rng.uniform(0.0, 0.5))
         finally:
             process.kill()
             process.wait()
+        killed_mid_write += any(name.endswith(".tmp") for name in os.listdir(run))  # the half-written file
         model, tokenizer = load_folder(run)
         assert checkpoint_step(run) >= 0 and tokenizer.vocab_size == model.config.vocab_size
+    assert killed_mid_write >= 1  # at least one kill landed inside a write of the weights
