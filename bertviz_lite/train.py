@@ -55,7 +55,7 @@ _TRAINING_HELP = {
     "mask_prob": "fraction of tokens chosen for masked-language modelling",
     "eval_fraction": "fraction of the sentence pairs held out for evaluation",
     "eval_pairs": "evaluate on at most this many held-out pairs",
-    "seed": "random seed: on CPU the same seed gives the same losses",
+    "seed": "random seed of the built-in corpus, the initial weights, the data order and the masking",
     "device": "auto (CUDA if available), cpu or cuda",
     "log_every": "write a metrics line every N steps (default: the preset's)",
     "eval_every": "evaluate on the held-out pairs every N steps (default: the preset's)",
