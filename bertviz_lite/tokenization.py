@@ -108,6 +108,7 @@ class BertTokenizer:
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as tmp:
                 tmp.write(text)
+            os.chmod(tmp_name, 0o644)  # mkstemp makes owner-only files; a vocabulary is for everyone
             os.replace(tmp_name, path)
         except BaseException:
             Path(tmp_name).unlink(missing_ok=True)

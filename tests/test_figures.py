@@ -240,7 +240,7 @@ def test_training_curves_skip_missing_values():
         {"step": 0, "loss": 5.0, "lr": 0.0},
         {"step": 10, "loss": 4.0, "lr": 1e-4, "val_loss": 4.5},
         {"step": 20, "loss": float("nan"), "lr": 2e-4},
-        {"step": 30, "loss": None, "lr": 1e-4, "tokens_per_sec": 900.0},
+        {"step": 30, "loss": None, "lr": 1e-4, "tokens_per_s": 900.0},
     ]
     fig = figures.metric_curves(records, ["loss", "val_loss"], "Loss")
     assert [t.name for t in fig.data] == ["loss", "val loss"]

@@ -72,7 +72,7 @@ def lr_curve(records: Sequence[Mapping], metric: str = "lr", x: str = "step") ->
 
 
 def throughput_curve(
-    records: Sequence[Mapping], metric: str = "tokens_per_sec", x: str = "step"
+    records: Sequence[Mapping], metric: str = "tokens_per_s", x: str = "step"
 ) -> go.Figure:
     """Training speed as logged, e.g. tokens per second."""
     return metric_curves(records, [metric], "Throughput", x)
