@@ -151,7 +151,7 @@ def write_status(run_dir: str | os.PathLike, **fields: Any) -> dict[str, Any]:
 
 def read_status(run_dir: str | os.PathLike) -> dict[str, Any] | None:
     """`<run>/status.json` as a dict, or None when it is absent or unreadable."""
-    return _read_json_object(Path(run_dir) / STATUS_FILE)
+    return read_json_object(Path(run_dir) / STATUS_FILE)
 
 
 def process_alive(pid: int | None) -> bool:
@@ -169,10 +169,11 @@ def process_alive(pid: int | None) -> bool:
 
 def read_train_args(run_dir: str | os.PathLike) -> dict[str, Any] | None:
     """`<run>/train_args.json` as a dict, or None when it is absent or unreadable."""
-    return _read_json_object(Path(run_dir) / TRAIN_ARGS_FILE)
+    return read_json_object(Path(run_dir) / TRAIN_ARGS_FILE)
 
 
-def _read_json_object(path: Path) -> dict[str, Any] | None:
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """A JSON file holding an object, as a dict; None when it is absent, unreadable or not an object."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

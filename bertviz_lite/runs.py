@@ -14,7 +14,6 @@ session (so it outlives page reruns, closed tabs and app restarts) with its outp
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import re
 import shutil
@@ -35,6 +34,7 @@ from bertviz_lite.runfiles import (
     TRAIN_ARGS_FILE,
     atomic_write_json,
     process_alive,
+    read_json_object,
     read_status,
     read_train_args,
 )
@@ -200,14 +200,6 @@ def training_process_alive(pid: int | None) -> bool:
     return not cmdline or TRAIN_MODULE.encode() in cmdline
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def run_state(run_dir: str | os.PathLike) -> RunState:
     """The state of a run folder, from status.json; a vanished process is "failed" with its log's tail."""
     run_dir = Path(run_dir)
@@ -235,7 +227,7 @@ def _from_status(run_dir: Path, status: dict[str, Any], state: str, message: str
 
 def _state_without_status(run_dir: Path) -> RunState:
     """Launched but not yet training (or never launched: an uploaded checkpoint)."""
-    launch = _read_json(run_dir / LAUNCH_FILE)
+    launch = read_json_object(run_dir / LAUNCH_FILE)
     if launch is None:
         return RunState(run_dir.name, run_dir, "ready", checkpoint_step=checkpoint_step(run_dir))
     pid = launch.get("pid")

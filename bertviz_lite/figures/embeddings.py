@@ -93,20 +93,8 @@ def embedding_parts_figure(
     fig.update_layout(
         title="Embedding parts: token + position + segment = sum → LayerNorm",
         height=height,
-        coloraxis={
-            "colorscale": DIVERGING,
-            "cmid": 0,
-            "cmin": -raw_limit,
-            "cmax": raw_limit,
-            "colorbar": {"title": {"text": "raw"}, "x": 1.02},
-        },
-        coloraxis2={
-            "colorscale": DIVERGING,
-            "cmid": 0,
-            "cmin": -norm_limit,
-            "cmax": norm_limit,
-            "colorbar": {"title": {"text": "LayerNorm"}, "x": 1.1},
-        },
+        coloraxis=_diverging_axis(raw_limit, "raw", x=1.02),
+        coloraxis2=_diverging_axis(norm_limit, "LayerNorm", x=1.1),
     )
     fig.update_yaxes(**category_axis(reverse=True))
     fig.update_xaxes(title_text="hidden dimension", row=rows)  # every column, or the bottom plot
@@ -201,3 +189,9 @@ def pca_scatter(
         title=title, xaxis_title="first principal component", yaxis_title="second principal component"
     )
     return fig
+
+
+def _diverging_axis(limit: float, title: str, x: float) -> dict:
+    """A colour axis centred on 0 from -limit to +limit, its colour bar at `x`."""
+    colorbar = {"title": {"text": title}, "x": x}
+    return {"colorscale": DIVERGING, "cmid": 0, "cmin": -limit, "cmax": limit, "colorbar": colorbar}
