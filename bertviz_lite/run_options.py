@@ -29,7 +29,7 @@ LABELS = {
     "type_vocab_size": "Segment types", "hidden_dropout_prob": "Hidden dropout",
     "attention_probs_dropout_prob": "Attention dropout", "layer_norm_eps": "LayerNorm epsilon",
     "initializer_range": "Initializer std", "position_embedding_type": "Position embeddings",
-    "preset": "Preset", "corpus": "Corpus", "num_documents": "Built-in stories", "vocab_size": "Vocabulary size",
+    "preset": "Preset", "corpus": "Corpus", "num_documents": "Built-in stories", "init": "Start from", "vocab_size": "Vocabulary size",
     "seq_len": "Sequence length", "batch_size": "Batch size", "steps": "Steps", "lr": "Learning rate",
     "warmup": "Warm-up steps", "weight_decay": "Weight decay", "max_grad_norm": "Gradient clipping",
     "mask_prob": "Mask probability", "eval_fraction": "Held-out fraction", "eval_pairs": "Held-out pairs",

@@ -42,8 +42,11 @@ _TYPES = {int: int, float: float, str: str}
 _TRAINING_HELP = {
     "preset": "model sizes and training defaults: tiny (2 layers, 128 hidden, 2 heads), small (4 layers, 256 "
               "hidden, 4 heads, 1024 feed-forward), base (BERT-base sizes)",
-    "corpus": "'builtin' (generated short stories) or a UTF-8 text file: documents separated by blank lines",
+    "corpus": "'builtin' (generated short stories), 'english' (WordNet's definitions and examples, 1.8 M words) "
+              "or a UTF-8 text file: documents separated by blank lines",
     "num_documents": "stories in the built-in corpus",
+    "init": "continue pre-training from these weights: 'all-MiniLM-L6-v2', a checkpoint name or a BERT folder; "
+            "its sizes and vocabulary are kept, missing MLM/NSP heads start fresh (default: random weights)",
     "vocab_size": "WordPiece vocabulary size, trained on the corpus at the start (default: the preset's)",
     "seq_len": "maximum tokens of a sentence pair, [CLS] and [SEP]s included (default: the preset's)",
     "batch_size": "sentence pairs per step and per process (default: the preset's)",

@@ -23,6 +23,7 @@ from torch import Tensor, nn
 
 from bertviz_lite import checkpoints
 from bertviz_lite.config import BertConfig
+from bertviz_lite.corpora import english_corpus
 from bertviz_lite.data import (
     PretrainingCollator,
     builtin_corpus,
@@ -31,7 +32,7 @@ from bertviz_lite.data import (
     split_train_eval,
 )
 from bertviz_lite.model import Bert
-from bertviz_lite.pretrained import CHECKPOINTS_DIR
+from bertviz_lite.pretrained import CHECKPOINTS_DIR, load
 from bertviz_lite.runfiles import MetricsWriter, atomic_write_json, remove_temporary_files, write_status
 from bertviz_lite.tokenization import BertTokenizer
 
@@ -79,6 +80,7 @@ class TrainingArguments:
     preset: str = "tiny"
     corpus: str = "builtin"
     num_documents: int = 3000  # stories in the built-in corpus
+    init: str | None = None  # start from these pretrained weights (a name load() knows, or a folder)
     vocab_size: int | None = None
     seq_len: int | None = None
     batch_size: int | None = None  # per process
@@ -171,7 +173,12 @@ def _validate_arguments(args: TrainingArguments) -> None:
         _check(_is_number(value) and 0 < value < 1, name, f"{name} ({value!r}) must be between 0 and 1 (exclusive)")
     _check(args.device in DEVICES, "device", f"device ({args.device!r}) must be one of {', '.join(DEVICES)}")
     _check(isinstance(args.corpus, str) and bool(args.corpus.strip()), "corpus",
-           "corpus is empty: give 'builtin' or the path of a UTF-8 text file")  # fmt: skip
+           "corpus is empty: give 'builtin', 'english' or the path of a UTF-8 text file")  # fmt: skip
+    _check(args.init is None or (isinstance(args.init, str) and bool(args.init.strip())), "init",
+           "init is empty: give a model name such as 'all-MiniLM-L6-v2' or a model folder")  # fmt: skip
+    _check(args.init is None or not args.config, "config",
+           f"config overrides ({', '.join(sorted(args.config))}) cannot be used with init: the pretrained "
+           "model fixes its sizes")  # fmt: skip
     _validate_out(args.out)
 
 
@@ -256,6 +263,8 @@ def load_documents(args: TrainingArguments) -> list[list[str]]:
     try:
         if args.corpus == "builtin":
             return builtin_corpus(seed=args.seed, num_documents=args.num_documents)
+        if args.corpus == "english":
+            return english_corpus()
         return read_corpus(args.corpus)
     except (OSError, ValueError) as err:
         raise OptionError("corpus", f"corpus ({args.corpus!r}): {err}") from None
@@ -297,6 +306,19 @@ def train_tokenizer(documents: list[list[str]], vocab_size: int, distributed: Di
     if distributed.enabled:
         torch_dist.broadcast_object_list(vocab, src=0)
     return BertTokenizer(vocab[0])
+
+
+def load_initial_model(args: TrainingArguments) -> tuple[Bert, BertTokenizer]:
+    """The pretrained model and vocabulary a run continues from; heads it lacks start freshly initialised."""
+    try:
+        model, tokenizer = load(args.init)
+    except (OSError, ValueError) as err:
+        raise OptionError("init", f"init ({args.init!r}): {err}") from None
+    if model.config.max_position_embeddings < args.seq_len:
+        raise OptionError("seq_len", f"seq_len ({args.seq_len}) must be at most the pretrained model's "
+                                     f"max_position_embeddings ({model.config.max_position_embeddings})")  # fmt: skip
+    model.has_mlm_head = model.has_nsp_head = True  # the run trains both
+    return model.train(), tokenizer
 
 
 # ---- optimisation ------------------------------------------------------------------------------
@@ -428,11 +450,16 @@ class Trainer:
             check_run_dir(self.run_dir)
         documents = load_documents(args)
         self.probe = probe_pair(documents)
-        self.tokenizer = tokenizer or train_tokenizer(documents, args.vocab_size, self.distributed)
-        self.config = args.bert_config(self.tokenizer.vocab_size)
-        self._prepare_pairs(documents)
         torch.manual_seed(args.seed)  # the same initial weights in every process
-        self.model = Bert(self.config).to(self.device)
+        if args.init:
+            model, self.tokenizer = load_initial_model(args)
+            self.config = model.config
+        else:
+            self.tokenizer = tokenizer or train_tokenizer(documents, args.vocab_size, self.distributed)
+            self.config = args.bert_config(self.tokenizer.vocab_size)
+            model = Bert(self.config)
+        self._prepare_pairs(documents)
+        self.model = model.to(self.device)
         self.optimizer = make_optimizer(self.model, args.lr, args.weight_decay)
         self._step_module = self._wrap_for_processes(PretrainingStep(self.model))
         torch.manual_seed(args.seed + self.distributed.rank)  # dropout differs between processes
