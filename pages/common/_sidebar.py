@@ -12,16 +12,22 @@ from typing import NamedTuple
 import streamlit as st
 
 from bertviz_lite.explore import source_version
-from bertviz_lite.pretrained import DEMO, MINILM, huggingface_cache_models, list_checkpoints
+from bertviz_lite.pretrained import (
+    DEFAULT_MODEL,
+    DESCRIPTIONS,
+    MINILM,
+    SHIPPED_CHECKPOINTS,
+    huggingface_cache_models,
+    list_checkpoints,
+)
 
 OTHER_FOLDER = "Another folder…"
-MODEL_HELP = (
-    f"{MINILM}: a real pretrained encoder (6 layers, 12 heads), without the MLM/NSP heads. "
-    f"{DEMO}: a small BERT trained in this project, with both heads. Then your checkpoints, BERT models in "
-    "the local Hugging Face cache, or any BERT folder."
+BUILT_IN = (DEFAULT_MODEL, MINILM, *(name for name in SHIPPED_CHECKPOINTS if name != DEFAULT_MODEL))
+MODEL_HELP = " ".join(f"{name}: {DESCRIPTIONS[name]}" for name in BUILT_IN) + (
+    " Then your checkpoints, BERT models in the local Hugging Face cache, or any BERT folder."
 )
 DEFAULTS = {
-    "model_picker": MINILM,
+    "model_picker": DEFAULT_MODEL,
     "model_path": "",
     "sentence_a": "The cat sat on the mat because it was tired.",
     "sentence_b": "It fell asleep in the warm sun.",
@@ -40,19 +46,15 @@ class Inputs(NamedTuple):
 
 
 def model_options() -> list[str]:
-    """MiniLM, demo-tiny, every checkpoint, BERT folders in the Hugging Face cache, then a free path."""
-    checkpoints = [name for name in list_checkpoints() if name != DEMO]
+    """The built-in models, every checkpoint, BERT folders in the Hugging Face cache, then a free path."""
+    checkpoints = [name for name in list_checkpoints() if name not in BUILT_IN]
     cached = [str(path) for path in huggingface_cache_models()]
-    return [MINILM, DEMO, *checkpoints, *cached, OTHER_FOLDER]
+    return [*BUILT_IN, *checkpoints, *cached, OTHER_FOLDER]
 
 
 def model_label(option: str) -> str:
     """How an option reads in the picker."""
-    if option == MINILM:
-        return MINILM
-    if option == DEMO:
-        return DEMO
-    if option == OTHER_FOLDER:
+    if option in BUILT_IN or option == OTHER_FOLDER:
         return option
     if "/snapshots/" in option:
         repo = Path(option).parent.parent.name.removeprefix("models--").replace("--", "/")
@@ -61,9 +63,9 @@ def model_label(option: str) -> str:
 
 
 def _keep_valid_choice(options: list[str]) -> None:
-    """A checkpoint that disappeared falls back to MiniLM instead of breaking the selectbox."""
-    if st.session_state.get("model_picker", MINILM) not in options:
-        st.session_state["model_picker"] = MINILM
+    """A checkpoint that disappeared falls back to the default model instead of breaking the selectbox."""
+    if st.session_state.get("model_picker", DEFAULT_MODEL) not in options:
+        st.session_state["model_picker"] = DEFAULT_MODEL
 
 
 def render_sidebar() -> Inputs:
@@ -71,8 +73,10 @@ def render_sidebar() -> Inputs:
     options = model_options()
     _keep_valid_choice(options)
     with st.sidebar:
-        # Defaults go in as value/index: MiniLM is options[0].
+        # Defaults go in as value/index: the default model is options[0].
         st.selectbox("Model", options, key="model_picker", format_func=model_label, help=MODEL_HELP)
+        if st.session_state["model_picker"] in DESCRIPTIONS:
+            st.caption(DESCRIPTIONS[st.session_state["model_picker"]])
         if st.session_state["model_picker"] == OTHER_FOLDER:
             st.text_input("Model folder", DEFAULTS["model_path"], key="model_path", placeholder="/path/to/a/bert/folder",
                           help="A folder with config.json, vocab.txt and model.safetensors (or pytorch_model.bin).")

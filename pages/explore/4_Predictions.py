@@ -3,7 +3,7 @@
 import streamlit as st
 
 from bertviz_lite import analysis, explore, figures
-from bertviz_lite.pretrained import DEMO, list_checkpoints
+from bertviz_lite.pretrained import DEFAULT_MODEL, list_checkpoints
 from pages.common._ui import load_context, show_figure, trace_for
 
 ctx = load_context()
@@ -14,16 +14,16 @@ if not (ctx.model.has_mlm_head or ctx.model.has_nsp_head):
     st.info(
         f"{ctx.inputs.source} is an encoder without BERT's pre-training heads: it was fine-tuned to make sentence "
         "embeddings, and its masked-word (MLM) and next-sentence (NSP) layers were dropped, so it cannot guess "
-        f"masked words. {DEMO} is a small BERT trained in this project with both heads."
+        f"masked words. {DEFAULT_MODEL} is the same encoder with both heads trained in this project."
     )
-    available = DEMO in list_checkpoints()
+    available = DEFAULT_MODEL in list_checkpoints()
 
     def _switch() -> None:
-        st.session_state["model_picker"] = DEMO
+        st.session_state["model_picker"] = DEFAULT_MODEL
 
-    st.button(f"Switch to {DEMO}", on_click=_switch, disabled=not available, type="primary")
+    st.button(f"Switch to {DEFAULT_MODEL}", on_click=_switch, disabled=not available, type="primary")
     if not available:
-        st.caption(f"checkpoints/{DEMO} is not there yet: train it first (see the README).")
+        st.caption(f"checkpoints/{DEFAULT_MODEL} is missing from this install (see the README).")
     st.stop()
 
 labels = analysis.unique_labels(encoding.tokens)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from streamlit.testing.v1 import AppTest
 
 from bertviz_lite import analysis, explore
 from bertviz_lite.figures.mosaic import mosaic_tile
-from bertviz_lite.pretrained import DEMO
+from bertviz_lite.pretrained import DEFAULT_MODEL, DEMO
 from tests.app.conftest import (
+    APP,
     HAS_DEMO,
     PAGES,
     PAIR,
@@ -173,17 +175,31 @@ def test_attention_page_stays_light_at_512_tokens():
 # ---------------------------------------------------------------- predictions
 
 
-def test_minilm_predictions_page_explains_and_offers_demo_tiny():
+def test_minilm_predictions_page_explains_and_offers_the_english_model():
     at = run_app({"model_picker": "all-MiniLM-L6-v2"}, "predictions")
     no_exception(at)
     assert "cannot guess masked words" in texts(at)
-    button = next(b for b in at.button if b.label == f"Switch to {DEMO}")
-    if not HAS_DEMO:
-        assert button.disabled
-        return
+    button = next(b for b in at.button if b.label == f"Switch to {DEFAULT_MODEL}")
     button.click().run()
-    assert at.session_state["model_picker"] == DEMO
+    assert at.session_state["model_picker"] == DEFAULT_MODEL
     assert any(key.startswith("predictions_") for key in charts(at))
+
+
+def test_fresh_app_opens_on_the_english_model_and_fills_in_paris():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.session_state["sentence_a"] = "Paris is the [MASK] of France."
+    at.session_state["sentence_b"] = "It is famous for the Eiffel Tower."
+    at.run()
+    assert at.selectbox(key="model_picker").value == DEFAULT_MODEL
+    assert "MLM and NSP heads trained here" in " ".join(c.value for c in at.sidebar.caption)
+    at.switch_page(PAGES["predictions"]).run()
+    no_exception(at)
+    predictions = [key for key in charts(at) if key.startswith("predictions_")]
+    assert len(predictions) == 1
+    top = list(charts(at)[predictions[0]]["data"][0]["y"])
+    assert "capital" in top[:5], top
+    p_is_next = array(charts(at)["nsp"]["data"][0]["x"])
+    assert p_is_next.shape == (2,) and abs(p_is_next.sum() - 1) < 1e-6
 
 
 def test_demo_predictions_match_the_mlm_and_nsp_heads(loaded, tiny_folder):
