@@ -1,13 +1,17 @@
 """BertTokenizer: parity with transformers on the real bert-base-uncased vocab, plus our own rules."""
 
 import importlib.util
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 from transformers import BertTokenizerFast
 
-from bertviz_lite.tokenization import BertTokenizer, longest_first_lengths
+from bertviz_lite.tokenization import SPECIAL_TOKENS, BertTokenizer, longest_first_lengths
 
 CORPUS = [
     "The cat sat on the mat.",
@@ -216,6 +220,48 @@ def test_train_puts_specials_first(small):
     assert small.mask_token_id == 4
     assert small.vocab_size == 60
     assert small.encode_pair("The cat and the dog.").tokens == ["[CLS]", "the", "cat", "and", "the", "dog", ".", "[SEP]"]
+
+
+TRAIN_AND_PRINT_VOCAB = """
+import json
+from bertviz_lite.data import builtin_corpus
+from bertviz_lite.tokenization import BertTokenizer
+texts = [sentence for document in builtin_corpus(seed=0, num_documents=200) for sentence in document]
+tokenizer = BertTokenizer.train(texts, vocab_size=400)
+print(json.dumps(tokenizer.convert_ids_to_tokens(list(range(tokenizer.vocab_size)))))
+"""
+
+
+def test_training_gives_the_same_vocabulary_in_separate_processes():
+    root = Path(__file__).resolve().parents[1]
+    vocabularies = []
+    for hash_seed in ("1", "2"):  # a fresh process each: tokenizers' trainer differed between processes
+        path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": path}
+        done = subprocess.run([sys.executable, "-c", TRAIN_AND_PRINT_VOCAB], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
+        vocabularies.append(json.loads(done.stdout))
+    assert vocabularies[0] == vocabularies[1]
+    assert len(vocabularies[0]) == 400
+
+
+def test_train_keeps_every_character_and_merges_only_frequent_pairs():
+    texts = ["Zebras graze, zebras rest.", "A café in Tōkyō!"]
+    letters = sorted(set("zebrasgrestacafeintokyo"))  # accents are stripped, as when encoding
+    alphabet = sorted([*letters, ",", ".", "!"]) + ["##" + letter for letter in letters]
+    for min_frequency, merges in ((4, []), (3, ["##ra"])):  # only zeb-ra-s (twice) and g-ra-ze reach 3
+        tokenizer = BertTokenizer.train(texts, vocab_size=1000, min_frequency=min_frequency)
+        assert tokenizer.convert_ids_to_tokens(list(range(5, tokenizer.vocab_size))) == alphabet + merges
+    full = BertTokenizer.train(texts, vocab_size=1000, min_frequency=1)
+    for word in ("zebras", "graze", "rest", "cafe", "tokyo"):
+        assert full.encode_pair(word).tokens[1:-1] == [word]
+    unseen = full.encode_pair("Yak zoo tic").tokens[1:-1]  # "c" and "i" were only seen starting a word
+    assert unseen == ["y", "##a", "##k", "z", "##o", "##o", "t", "##i", "##c"]
+
+
+def test_train_breaks_ties_by_the_smaller_token_ids():
+    tokens = BertTokenizer.train(["cd ab"] * 3, vocab_size=15).convert_ids_to_tokens(list(range(15)))
+    assert tokens == [*SPECIAL_TOKENS, "a", "b", "c", "d", "##a", "##b", "##c", "##d", "ab", "cd"]
 
 
 def test_save_vocab_round_trip(small, tmp_path):
