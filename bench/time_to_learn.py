@@ -1,10 +1,13 @@
-"""Seconds until the tiny preset learns the built-in corpus on CPU.
+"""Seconds until the tiny (or classroom) preset learns the built-in corpus on CPU.
 
     python bench/time_to_learn.py                 # tiny preset defaults, 2 threads
     python bench/time_to_learn.py --lr 3e-3       # any TrainingArguments option, to tune
+    python bench/time_to_learn.py --preset classroom --full   # the whole classroom run, start to finish
 
-"Learnt" means: held-out NSP accuracy >= 90% and held-out MLM accuracy >= 2x the accuracy of always
-predicting the most frequent token of the training pairs (the baseline, printed). The clock starts
+"Learnt" means: held-out NSP accuracy >= 90% (classroom: 80%) and held-out MLM accuracy >= 2x the
+accuracy of always predicting the most frequent token of the training pairs (the baseline, printed).
+With --full the run is not stopped at the goal, and the last lines give the whole run's wall time and
+its final held-out accuracies (the classroom preset's promise: all of it within 120 s). The clock starts
 before the corpus is generated and the tokenizer trained, and includes the evaluations that watch
 for the goal (every --eval-every steps). Last line: seconds_to_learn=<s> (or "not reached").
 """
@@ -25,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bertviz_lite.model import IGNORE_INDEX  # noqa: E402
 from bertviz_lite.trainer import Trainer, TrainerCallback, TrainingArguments  # noqa: E402
 
-NSP_GOAL = 0.90
+NSP_GOALS = {"tiny": 0.90, "classroom": 0.80}
 MLM_FACTOR = 2.0
 
 
@@ -42,8 +45,9 @@ def most_frequent_token_baseline(trainer: Trainer) -> tuple[str, float]:
 class Goal(TrainerCallback):
     """Stops the run at the first evaluation that reaches both goals."""
 
-    def __init__(self, started: float):
-        self.started, self.mlm_goal, self.untimed_s = started, None, 0.0
+    def __init__(self, started: float, nsp_goal: float, full: bool):
+        self.started, self.nsp_goal, self.full = started, nsp_goal, full
+        self.mlm_goal, self.untimed_s, self.last = None, 0.0, None
         self.reached: tuple[int, float] | None = None
 
     def on_record(self, trainer: Trainer, record: dict) -> None:
@@ -52,25 +56,34 @@ class Goal(TrainerCallback):
         seconds = time.perf_counter() - self.started - self.untimed_s
         print(f"step {record['step']:5d}  {seconds:6.1f} s  held-out nsp_acc {record['eval_nsp_acc']:.3f}  "
               f"mlm_acc {record['eval_mlm_acc']:.3f}", flush=True)  # fmt: skip
-        if record["eval_nsp_acc"] >= NSP_GOAL and record["eval_mlm_acc"] >= self.mlm_goal and self.reached is None:
+        self.last = record
+        if record["eval_nsp_acc"] >= self.nsp_goal and record["eval_mlm_acc"] >= self.mlm_goal and self.reached is None:
             self.reached = (record["step"], seconds)
-            trainer.request_stop()
+            if not self.full:
+                trainer.request_stop()
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", choices=list(NSP_GOALS), default="tiny")
+    parser.add_argument("--full", action="store_true", help="train the whole preset, do not stop at the goal")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--eval-every", type=int, default=20)
+    parser.add_argument("--eval-every", type=int, default=None, help="default: 20 (tiny), the preset's (classroom)")
     for name in ("lr", "warmup", "steps", "batch_size", "seq_len", "vocab_size", "seed"):
         parser.add_argument(f"--{name.replace('_', '-')}", type=float if name == "lr" else int, default=None)
     options = parser.parse_args(argv)
     torch.set_num_threads(options.threads)
-    overrides = {k: v for k, v in vars(options).items() if v is not None and k not in ("threads", "eval_every")}
+    untouched = ("threads", "eval_every", "preset", "full")
+    overrides = {k: v for k, v in vars(options).items() if v is not None and k not in untouched}
+    if options.preset == "tiny":  # tuned for speed of learning; the classroom run keeps all its own settings
+        eval_every = options.eval_every or 20
+        overrides |= {"eval_every": eval_every, "log_every": eval_every, "snapshot_every": 10**9, "save_every": 0}
+    elif options.eval_every:
+        overrides["eval_every"] = options.eval_every
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()
-        args = TrainingArguments(preset="tiny", out=f"{folder}/run", eval_every=options.eval_every,
-                                 log_every=options.eval_every, snapshot_every=10**9, save_every=0, **overrides)  # fmt: skip
-        goal = Goal(started)
+        args = TrainingArguments(preset=options.preset, out=f"{folder}/run", **overrides)
+        goal = Goal(started, NSP_GOALS[options.preset], options.full)
         trainer = Trainer(args, callbacks=[goal])
         baseline_started = time.perf_counter()
         token, baseline = most_frequent_token_baseline(trainer)
@@ -80,9 +93,14 @@ def main(argv: list[str] | None = None) -> None:
         print(f"args: steps={args.steps} lr={args.lr} warmup={args.warmup} batch_size={args.batch_size} "
               f"seq_len={args.seq_len} vocab_size={trainer.tokenizer.vocab_size} eval_every={args.eval_every} "
               f"eval_pairs={len(trainer.eval_pairs)}")  # fmt: skip
-        print(f"baseline_mlm_acc={baseline:.4f} (always {token!r}); goal: eval_nsp_acc>={NSP_GOAL} "
+        print(f"baseline_mlm_acc={baseline:.4f} (always {token!r}); goal: eval_nsp_acc>={goal.nsp_goal} "
               f"eval_mlm_acc>={goal.mlm_goal:.4f}")  # fmt: skip
         trainer.train()
+        total_s = time.perf_counter() - started - goal.untimed_s
+    if options.full:
+        last = goal.last
+        print(f"whole_run_seconds={total_s:.1f} final eval_mlm_acc={last['eval_mlm_acc']:.3f} "
+              f"({last['eval_mlm_acc'] / baseline:.1f}x baseline) eval_nsp_acc={last['eval_nsp_acc']:.3f}")  # fmt: skip
     if goal.reached is None:
         print(f"seconds_to_learn=not reached in {args.steps} steps")
     else:

@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
 from bertviz_lite import load
 from bertviz_lite.checkpoints import checkpoint_step
 from bertviz_lite.pretrained import load_folder
-from bertviz_lite.runfiles import read_metrics, read_status
+from bertviz_lite.runfiles import read_metrics, read_status, read_train_args
 from bertviz_lite.train import build_parser, main
 from bertviz_lite.trainer import TrainingArguments
+from tests.app.tiny_checkpoint import save_tiny
 
 REPO = Path(__file__).resolve().parents[1]
 # The tiny preset on a smaller corpus and vocabulary, so that a run starts and steps quickly.
@@ -180,3 +182,53 @@ def test_sigkill_while_saving_leaves_the_previous_checkpoint_loadable(tmp_path):
         model, tokenizer = load_folder(run)
         assert checkpoint_step(run) >= 0 and tokenizer.vocab_size == model.config.vocab_size
     assert killed_mid_write >= 1  # at least one kill landed inside a write of the weights
+
+
+def test_two_runs_with_the_same_seed_give_the_same_vocabulary_losses_and_weights(tmp_path):
+    args = [*TINY, "--hidden-size", "32", "--num-attention-heads", "4", "--intermediate-size", "64",
+            "--hidden-dropout-prob", "0.1", "--steps", "20", "--log-every", "10", "--eval-every", "20",
+            "--snapshot-every", "20"]  # fmt: skip
+    runs = [tmp_path / "first", tmp_path / "second"]
+    for run in runs:  # separate processes: nothing is shared but the command
+        done = subprocess.run(command(*args, "--out", str(run)), env=environment(), capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    assert (runs[0] / "vocab.txt").read_bytes() == (runs[1] / "vocab.txt").read_bytes()
+    losses = [[r["loss"] for r in read_metrics(run, "train") if r["step"] == 20] for run in runs]
+    assert losses[0] == losses[1] and len(losses[0]) == 1
+    first, second = (load_file(str(run / "model.safetensors")) for run in runs)
+    assert all(torch.equal(first[key], second[key]) for key in first)
+
+
+def test_init_continues_from_pretrained_weights_with_fresh_heads(tmp_path):
+    folder = save_tiny(tmp_path / "encoder", max_positions=64)
+    weights = load_file(str(folder / "model.safetensors"))
+    encoder_only = {k: v for k, v in weights.items() if not k.startswith("cls.")}
+    save_file(encoder_only, str(folder / "model.safetensors"))  # like MiniLM: no MLM/NSP heads
+    args = ["--init", str(folder), "--corpus", "english", "--seq-len", "32", "--batch-size", "8", "--steps", "4",
+            "--log-every", "2", "--eval-every", "4", "--snapshot-every", "4", "--eval-pairs", "16", "--threads", "1",
+            "--quiet", "--out", str(tmp_path / "run")]  # fmt: skip
+    done = subprocess.run(command(*args), env=environment(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    model, tokenizer = load(tmp_path / "run")
+    assert model.has_mlm_head and model.has_nsp_head
+    assert (tmp_path / "run" / "vocab.txt").read_text() == (folder / "vocab.txt").read_text()
+    assert model.config.hidden_size == 32 and model.config.max_position_embeddings == 64
+    trained = load_file(str(tmp_path / "run" / "model.safetensors"))
+    assert not torch.equal(trained["bert.encoder.layer.0.attention.self.query.weight"],
+                           encoder_only["bert.encoder.layer.0.attention.self.query.weight"])  # fmt: skip
+    assert read_train_args(tmp_path / "run")["args"]["init"] == str(folder)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--init", "no-such-model"], "--init ('no-such-model'): No model named"),
+        (["--init", "demo-tiny", "--hidden-size", "64"], "cannot be used with init"),
+    ],
+)
+def test_bad_init_exits_2_with_one_line(tmp_path, capsys, args, message):
+    assert main([*args, "--corpus", "english", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert not (tmp_path / "run").exists()

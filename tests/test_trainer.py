@@ -69,7 +69,7 @@ def test_arguments_take_the_preset_defaults_unless_given():
 @pytest.mark.parametrize(
     ("overrides", "option", "fragment"),
     [({"steps": 0}, "steps", "steps (0)"), ({"lr": float("nan")}, "lr", "lr (nan)"),
-     ({"mask_prob": 1.0}, "mask_prob", "between 0 and 1"), ({"preset": "huge"}, "preset", "tiny, small, base"),
+     ({"mask_prob": 1.0}, "mask_prob", "between 0 and 1"), ({"preset": "huge"}, "preset", "tiny, classroom, small, base"),
      ({"config": {"hidden_size": 100, "num_attention_heads": 3}}, "hidden_size",
       "hidden_size (100) must be divisible by num_attention_heads (3)"),
      ({"seq_len": 600}, "seq_len", "max_position_embeddings (128)"), ({"config": {"type_vocab_size": 1}},
