@@ -2,6 +2,7 @@
 
     python bench/train_throughput.py                       # small preset on CPU, 2 threads
     python bench/train_throughput.py --device cuda         # bf16 autocast on a GPU
+    python bench/train_throughput.py --dtype bf16          # bf16 autocast on the CPU (AVX512-BF16 / AMX)
 
 Both sides run the engine's `optimizer_step` (forward, backward, clip to 1.0, AdamW with BERT's
 weight-decay groups) on the same masked batches (16 x 128 tokens, 15% masked, no padding), in
@@ -27,7 +28,7 @@ from bertviz_lite.config import BertConfig  # noqa: E402
 from bertviz_lite.data import PretrainingCollator, builtin_corpus  # noqa: E402
 from bertviz_lite.model import Bert  # noqa: E402
 from bertviz_lite.tokenization import BertTokenizer  # noqa: E402
-from bertviz_lite.trainer import PRESETS, PretrainingStep, make_optimizer, optimizer_step  # noqa: E402
+from bertviz_lite.trainer import DTYPES, PRESETS, PretrainingStep, make_optimizer, optimizer_step  # noqa: E402
 
 
 class HuggingFaceStep(nn.Module):
@@ -84,13 +85,15 @@ def build_models(config: BertConfig, device: torch.device) -> dict[str, nn.Modul
     return {name: model.to(device).train() for name, model in models.items()}
 
 
-def time_steps(step_module: nn.Module, optimizer, batches: list[dict[str, Tensor]], device: torch.device) -> float:
+def time_steps(
+    step_module: nn.Module, optimizer, batches: list[dict[str, Tensor]], device: torch.device, dtype: str = "auto"
+) -> float:
     """Seconds for one optimizer step per batch."""
     if device.type == "cuda":
         torch.cuda.synchronize()
     start = time.perf_counter()
     for batch in batches:
-        optimizer_step(step_module, optimizer, batch, max_grad_norm=1.0)
+        optimizer_step(step_module, optimizer, batch, max_grad_norm=1.0, dtype=dtype)
     if device.type == "cuda":
         torch.cuda.synchronize()
     return time.perf_counter() - start
@@ -105,6 +108,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--dropout", type=float, default=None, help="hidden and attention dropout (default: the preset's)")
     parser.add_argument("--foreach-adamw", action="store_true", help="AdamW(foreach=True) instead of fused, both sides")
+    parser.add_argument("--dtype", default="auto", choices=list(DTYPES),
+                        help="auto: bf16 autocast on CUDA, float32 on CPU; bf16: autocast on CPU too (both sides)")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--steps-per-rep", type=int, default=4)
     args = parser.parse_args(argv)
@@ -126,16 +131,16 @@ def main(argv: list[str] | None = None) -> None:
             for group in optimizer.param_groups:
                 group.update(fused=None, foreach=True)
     for name, model in models.items():  # warm-up: allocator, kernels, optimizer state
-        time_steps(model, optimizers[name], batches[:2], device)
+        time_steps(model, optimizers[name], batches[:2], device, args.dtype)
     rates: dict[str, list[float]] = {name: [] for name in models}
     for _ in range(args.reps):  # interleaved, so that a busy moment hits every side alike
         for name, model in models.items():
-            rates[name].append(tokens / time_steps(model, optimizers[name], batches, device))
+            rates[name].append(tokens / time_steps(model, optimizers[name], batches, device, args.dtype))
     medians = {name: statistics.median(values) for name, values in rates.items()}
     cpu = _cpu_name()
     print(f"device={args.device} cpu={cpu!r} threads={torch.get_num_threads()} torch={torch.__version__}")
     print(f"batch={args.batch_size}x{args.seq_len} vocab={args.vocab_size} masked={masked:.3f} "
-          f"dropout={config.hidden_dropout_prob} adamw={'foreach' if args.foreach_adamw else 'fused'} "
+          f"dtype={args.dtype} dropout={config.hidden_dropout_prob} adamw={'foreach' if args.foreach_adamw else 'fused'} "
           f"reps={args.reps} steps_per_rep={args.steps_per_rep}")  # fmt: skip
     for name, values in rates.items():
         print(f"{name}_tokens_per_s median={medians[name]:.0f} all={[round(v) for v in values]}")

@@ -33,7 +33,7 @@ LABELS = {
     "seq_len": "Sequence length", "batch_size": "Batch size", "steps": "Steps", "lr": "Learning rate",
     "warmup": "Warm-up steps", "weight_decay": "Weight decay", "max_grad_norm": "Gradient clipping",
     "mask_prob": "Mask probability", "eval_fraction": "Held-out fraction", "eval_pairs": "Held-out pairs",
-    "seed": "Seed", "device": "Device", "log_every": "Log every", "eval_every": "Evaluate every",
+    "seed": "Seed", "device": "Device", "dtype": "Precision", "log_every": "Log every", "eval_every": "Evaluate every",
     "snapshot_every": "Attention snapshot every", "save_every": "Save every", "threads": "CPU threads",
 }  # fmt: skip
 

@@ -27,6 +27,7 @@ from bertviz_lite.config import POSITION_EMBEDDING_TYPES, BertConfig
 from bertviz_lite.trainer import (
     CONFIG_OVERRIDES,
     DEVICES,
+    DTYPES,
     PRESETS,
     Distributed,
     OptionError,
@@ -61,6 +62,7 @@ _TRAINING_HELP = {
     "eval_pairs": "evaluate on at most this many held-out pairs",
     "seed": "random seed of the built-in corpus, the initial weights, the data order and the masking",
     "device": "auto (CUDA if available), cpu or cuda",
+    "dtype": "auto (bf16 autocast on CUDA, float32 on CPU), fp32, or bf16 (autocast on CPU too)",
     "log_every": "write a metrics line every N steps (default: the preset's)",
     "eval_every": "evaluate on the held-out pairs every N steps (default: the preset's)",
     "snapshot_every": "save the probe pair's attention maps every N steps (default: the preset's)",
@@ -79,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         if spec.name == "config":
             continue
         kind = _option_type(spec)
-        choices = {"preset": list(PRESETS), "device": list(DEVICES)}.get(spec.name)
+        choices = {"preset": list(PRESETS), "device": list(DEVICES), "dtype": list(DTYPES)}.get(spec.name)
         default = None if spec.default is None else spec.default
         help_text = _TRAINING_HELP[spec.name] + ("" if default is None else f" (default: {default})")
         parser.add_argument(_flag(spec.name), type=kind, choices=choices, default=default, help=help_text)

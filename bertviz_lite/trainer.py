@@ -64,6 +64,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 CONFIG_OVERRIDES = tuple(f.name for f in dataclasses.fields(BertConfig) if f.name not in ("vocab_size", "pad_token_id"))
 DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("auto", "fp32", "bf16")  # auto: bf16 autocast on CUDA, float32 on CPU
 STOP_FILE = "STOP"
 ADAM_EPS = 1e-6  # BERT's
 
@@ -100,6 +101,7 @@ class TrainingArguments:
     eval_pairs: int = 512  # at most this many held-out pairs are evaluated
     seed: int = 0
     device: str = "auto"
+    dtype: str = "auto"
     log_every: int | None = None
     eval_every: int | None = None
     snapshot_every: int | None = None
@@ -178,6 +180,7 @@ def _validate_arguments(args: TrainingArguments) -> None:
         value = getattr(args, name)
         _check(_is_number(value) and 0 < value < 1, name, f"{name} ({value!r}) must be between 0 and 1 (exclusive)")
     _check(args.device in DEVICES, "device", f"device ({args.device!r}) must be one of {', '.join(DEVICES)}")
+    _check(args.dtype in DTYPES, "dtype", f"dtype ({args.dtype!r}) must be one of {', '.join(DTYPES)}")
     _check(isinstance(args.corpus, str) and bool(args.corpus.strip()), "corpus",
            "corpus is empty: give 'builtin', 'english' or the path of a UTF-8 text file")  # fmt: skip
     _check(args.init is None or (isinstance(args.init, str) and bool(args.init.strip())), "init",
@@ -363,15 +366,21 @@ class PretrainingStep(nn.Module):
         return out.loss, out.mlm_loss, out.nsp_loss, out.mlm_logits, out.mlm_labels, out.nsp_logits
 
 
+def use_bf16(dtype: str, device: torch.device) -> bool:
+    """Whether to run forward passes in bf16 autocast: "auto" means on CUDA only."""
+    return dtype == "bf16" or (dtype == "auto" and device.type == "cuda")
+
+
 def optimizer_step(
-    step_module: nn.Module, optimizer: torch.optim.Optimizer, batch: dict[str, Tensor], max_grad_norm: float
+    step_module: nn.Module, optimizer: torch.optim.Optimizer, batch: dict[str, Tensor], max_grad_norm: float,
+    dtype: str = "auto",
 ) -> tuple[tuple[Tensor, ...], Tensor]:
-    """Forward (bf16 autocast on CUDA), backward, clip, update: (the module's outputs, gradient norm).
+    """Forward (bf16 autocast as `dtype` says), backward, clip, update: (the module's outputs, gradient norm).
 
     `step_module(batch)` returns a tuple whose first element is the loss.
     """
     device = batch["input_ids"].device
-    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16(dtype, device)):
         outputs = step_module(batch)
     outputs[0].backward()
     params = [p for group in optimizer.param_groups for p in group["params"]]
@@ -508,7 +517,8 @@ class Trainer:
             group["lr"] = self._lr
         batch = {name: tensor.to(self.device, non_blocking=True) for name, tensor in batch.items()}
         self.model.train()
-        outputs, self._grad_norm = optimizer_step(self._step_module, self.optimizer, batch, self.args.max_grad_norm)
+        outputs, self._grad_norm = optimizer_step(self._step_module, self.optimizer, batch, self.args.max_grad_norm,
+                                                  self.args.dtype)  # fmt: skip
         return step_stats(outputs, batch)
 
     # ---- evaluation and snapshots --------------------------------------------------------------
@@ -531,7 +541,7 @@ class Trainer:
         sums = torch.zeros(4, dtype=torch.float64, device=self.device)  # mlm loss, nsp loss, then weights
         totals = torch.zeros(len(STAT_NAMES), dtype=torch.float64, device=self.device)
         for batch in self._eval_batches():
-            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.device.type == "cuda"):
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=use_bf16(self.args.dtype, self.device)):
                 stats = step_stats(PretrainingStep(self.model)(batch), batch)
             sums += torch.stack([stats[1] * stats[4], stats[2] * stats[6], stats[4], stats[6]])
             totals += stats

@@ -11,7 +11,8 @@ import streamlit as st
 from bertviz_lite import run_options, runs
 from bertviz_lite.checkpoints import validate_run_name
 from bertviz_lite.config import POSITION_EMBEDDING_TYPES
-from bertviz_lite.trainer import DEVICES, PRESETS, OptionError
+from bertviz_lite.pretrained import MINILM, SHIPPED_CHECKPOINTS
+from bertviz_lite.trainer import DEVICES, DTYPES, PRESETS, OptionError
 
 MODEL = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "max_position_embeddings",
          "type_vocab_size", "hidden_dropout_prob", "attention_probs_dropout_prob", "layer_norm_eps",
@@ -30,7 +31,10 @@ MODEL_HELP = {
     "max_position_embeddings": "Longest input the position embeddings cover; at least the sequence length.",
     "type_vocab_size": "Segment ids: 2 for sentence A and sentence B.",
 }
-CORPUS_SOURCES = ("Built-in stories", "Upload a .txt file", "Paste text")
+CORPUS_SOURCES = ("Built-in stories", "English (WordNet)", "Upload a .txt file", "Paste text")
+NAMED_CORPORA = {CORPUS_SOURCES[0]: "builtin", CORPUS_SOURCES[1]: "english"}
+INIT_CHOICES = (None, MINILM, *SHIPPED_CHECKPOINTS)  # None: random weights
+DTYPE_LABELS = {"auto": "auto", "fp32": "float32", "bf16": "bf16 autocast"}
 
 
 def apply_preset() -> None:
@@ -60,10 +64,11 @@ def _corpus() -> tuple[str | None, str | None]:
     """(text of a user corpus or None for the built-in one, error message or None)."""
     source = st.radio("Corpus", CORPUS_SOURCES, key="train_corpus_source", horizontal=True,
                       help=run_options.option_help()["corpus"])  # fmt: skip
-    if source == CORPUS_SOURCES[0]:
+    st.session_state["opt_corpus"] = NAMED_CORPORA.get(source, "builtin")
+    if source in NAMED_CORPORA:
         return None, None
     limit_mb = run_options.MAX_CORPUS_BYTES / 1e6
-    if source == CORPUS_SOURCES[1]:
+    if source == CORPUS_SOURCES[2]:
         upload = st.file_uploader(f"Plain UTF-8 text, at most {limit_mb:.0f} MB; blank lines separate documents",
                                   type=["txt"], key="train_corpus_file")  # fmt: skip
         if upload is None:
@@ -105,9 +110,17 @@ def _run_name() -> str | None:
     return f"A run named {name!r} already exists: choose another name" if (runs.runs_root() / name).exists() else None
 
 
+def _start_from() -> None:
+    """Random weights, or continue pre-training a pretrained model (its sizes and vocabulary are kept)."""
+    st.selectbox(run_options.LABELS["init"], INIT_CHOICES, key="opt_init",
+                 format_func=lambda choice: "random weights" if choice is None else choice,
+                 help=run_options.option_help()["init"])  # fmt: skip
+
+
 def form_options() -> dict:
-    """The form's flat options dict (threads excluded)."""
-    names = (*run_options.TRAINING_FIELDS, *run_options.MODEL_FIELDS)
+    """The form's flat options dict (threads excluded); model sizes are left out when starting from a model."""
+    model_fields = () if st.session_state.get("opt_init") else run_options.MODEL_FIELDS
+    names = (*run_options.TRAINING_FIELDS, *model_fields)
     return {name: st.session_state[f"opt_{name}"] for name in names}
 
 
@@ -144,20 +157,29 @@ def new_run_form() -> None:
     if "opt_steps" not in st.session_state:
         st.session_state.setdefault("train_preset", "tiny")
         apply_preset()
-    top = st.columns([1, 2, 1, 1])
+    top = st.columns([1, 1, 2, 1, 1])
     with top[0]:
         st.selectbox("Preset", list(PRESETS), key="train_preset", on_change=apply_preset,
                      help=run_options.option_help()["preset"])  # fmt: skip
     with top[1]:
-        errors = [_device()]
+        _start_from()
     with top[2]:
+        errors = [_device()]
+        st.radio(run_options.LABELS["dtype"], DTYPES, key="opt_dtype", horizontal=True, format_func=DTYPE_LABELS.get,
+                 help=run_options.option_help()["dtype"])  # fmt: skip
+    with top[3]:
         errors.append(_run_name())
-    top[3].number_input("CPU threads (0: PyTorch's default)", min_value=0, max_value=256, step=1, key="opt_threads")
+    top[4].number_input("CPU threads (0: PyTorch's default)", min_value=0, max_value=256, step=1, key="opt_threads")
     columns = st.columns(3)
     with columns[0]:
-        _section("Model", MODEL)
-        st.selectbox(run_options.LABELS["position_embedding_type"], POSITION_EMBEDDING_TYPES,
-                     key="opt_position_embedding_type", help="learned (BERT) or fixed sinusoidal (Transformer paper)")
+        if st.session_state.get("opt_init"):
+            st.markdown("**Model**")
+            st.caption(f"Sizes, vocabulary and weights come from {st.session_state['opt_init']}; "
+                       "missing MLM/NSP heads start fresh.")  # fmt: skip
+        else:
+            _section("Model", MODEL)
+            st.selectbox(run_options.LABELS["position_embedding_type"], POSITION_EMBEDDING_TYPES,
+                         key="opt_position_embedding_type", help="learned (BERT) or fixed sinusoidal (Transformer paper)")
     with columns[1]:
         _section("Data", DATA)
         _section("Logging", LOGGING)
@@ -181,8 +203,10 @@ def new_run_form() -> None:
 
 
 def _summary(options: dict) -> None:
-    millions = run_options.model_size(options) / 1e6
-    text = f"About {millions:.2f} M parameters; {options['steps']} steps of {options['batch_size']} sentence pairs."
+    size = f"{options['init']}'s sizes" if options.get("init") else f"About {run_options.model_size(options) / 1e6:.2f} M parameters"
+    text = f"{size}; {options['steps']} steps of {options['batch_size']} sentence pairs."
+    if options.get("init") and options["lr"] > 5e-4:
+        text += " Continued pre-training usually takes a small learning rate (about 1e-4): a large one wipes out what the model knows."
     if options["preset"] == "base" and run_options.cuda_unavailable_reason():
         text += " The base preset takes hours on a CPU: try tiny or small first."
     st.caption(text)

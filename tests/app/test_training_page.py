@@ -11,7 +11,8 @@ import pytest
 
 from bertviz_lite import run_options, runs
 from bertviz_lite.figures.mosaic import mosaic_tile
-from bertviz_lite.runfiles import read_metrics, read_status, write_status
+from bertviz_lite.pretrained import MINILM
+from bertviz_lite.runfiles import read_metrics, read_status, read_train_args, write_status
 from tests.app.training_helpers import (
     array,
     chart,
@@ -110,6 +111,19 @@ def test_user_corpora_are_checked(root):
     assert errors(at) == ["Choose a .txt file for the corpus, or pick the built-in stories."]
     at.file_uploader(key="train_corpus_file").set_value(("latin1.txt", "Café olé. Déjà vu.".encode("latin-1"), "text/plain")).run()
     assert errors(at) == ["Corpus: latin1.txt is not UTF-8 text: save it as UTF-8 and try again."]
+
+
+def test_a_run_continues_minilm_on_the_english_corpus(root):
+    at = fill_form(open_app(TRAIN), steps=2, log_every=1, eval_every=2, snapshot_every=2, lr=1e-4)
+    at.radio(key="train_corpus_source").set_value("English (WordNet)").run()
+    at.selectbox(key="opt_init").set_value(MINILM).run()
+    assert not errors(at) and not any(w.key == "opt_hidden_size" for w in at.number_input)  # sizes come from MiniLM
+    at.text_input(key="train_run_name").set_value("cont").run()
+    at.button(key="train_start").click().run()
+    rerun_until(at, lambda at: state_shown(at) == "finished", 120, "the run to finish")
+    args = read_train_args(root / "cont")
+    assert (args["args"]["init"], args["args"]["corpus"], args["args"]["config"]) == (MINILM, "english", {})
+    assert args["config"]["hidden_size"] == 384 and args["num_parameters"] > 20e6
 
 
 def test_a_tiny_run_trains_live_and_its_checkpoint_is_selectable(root):
