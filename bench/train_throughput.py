@@ -58,6 +58,8 @@ def full_length_batches(
     for index in range(num_batches):
         pairs = []
         for row in range(batch_size):
+            if cursor + 2 * span > len(sentences):  # large batches: go round the corpus again
+                cursor = 0
             a, b = sentences[cursor : cursor + span], sentences[cursor + span : cursor + 2 * span]
             pairs.append((" ".join(a), " ".join(b), (index + row) % 2))
             cursor += 2 * span

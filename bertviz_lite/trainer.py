@@ -557,13 +557,14 @@ class Trainer:
 
     @torch.no_grad()
     def probe_attentions(self) -> tuple[Tensor, list[str], list[int]]:
-        """Attention probabilities [L, H, T, T] of the probe pair now, with its tokens and segment ids."""
+        """Attention probabilities [L, H, T, T] (on the CPU) of the probe pair now, with its tokens and segment ids."""
         encoding = self.tokenizer.encode_pair(*self.probe, max_length=self.args.seq_len)
         inputs = {k: v.to(self.device) for k, v in encoding.to_tensors().items()}
         self.model.eval()
         trace = self.model.trace(**inputs)
         self.model.train()
-        return torch.stack([layer[0] for layer in trace.attentions]).float(), encoding.tokens, encoding.token_type_ids
+        attentions = torch.stack([layer[0] for layer in trace.attentions]).float().cpu()
+        return attentions, encoding.tokens, encoding.token_type_ids
 
     def save_snapshot(self) -> Path:
         attentions, tokens, token_type_ids = self.probe_attentions()
