@@ -1,0 +1,73 @@
+"""Ownership on a shared server: visitors own what they create, shipped checkpoints are read-only, paths are fenced."""
+
+from __future__ import annotations
+
+import pytest
+
+from bertviz_lite import access, pretrained
+from bertviz_lite.access import Visitor
+
+
+@pytest.fixture
+def root(monkeypatch, tmp_path):
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    monkeypatch.setattr(pretrained, "CHECKPOINTS_DIR", folder)
+    monkeypatch.delenv(access.MODEL_ROOTS_SETTING, raising=False)
+    monkeypatch.delenv(access.ADMIN_TOKEN_SETTING, raising=False)
+    return folder
+
+
+def test_visitor_ids_are_random_and_recognised():
+    ids = {access.new_visitor_id() for _ in range(50)}
+    assert len(ids) == 50 and all(access.is_visitor_id(i) for i in ids)
+    assert not access.is_visitor_id("short") and not access.is_visitor_id("../../etc/passwd-xxxxxxxxxxxx")
+    assert not access.is_visitor_id(None)
+
+
+def test_only_the_owner_or_an_admin_may_change_a_folder(root, monkeypatch):
+    a, b = Visitor(access.new_visitor_id()), Visitor(access.new_visitor_id())
+    run = root / "a-run"
+    run.mkdir()
+    access.record_owner(run, a)
+    assert access.may_change(run, a) and not access.may_change(run, b)
+    assert access.is_owner(run, a) and a.id not in (run / access.OWNER_FILE).read_text()  # a digest, not the id
+    with pytest.raises(PermissionError, match="another visitor's"):
+        access.check_may_change(run, b, "delete")
+    assert access.may_change(run, Visitor(b.id, admin=True))
+    assert access.may_change(run, None)  # the server itself (CLI)
+
+
+def test_terminal_runs_belong_to_the_server_and_shipped_checkpoints_to_nobody(root):
+    visitor = Visitor(access.new_visitor_id(), admin=True)
+    (root / "from-terminal").mkdir()
+    assert not access.may_change(root / "from-terminal", Visitor(access.new_visitor_id()))
+    shipped = root / pretrained.DEMO
+    shipped.mkdir()
+    assert not access.may_change(shipped, visitor) and not access.may_change(shipped, None)
+    with pytest.raises(PermissionError, match="read-only"):
+        access.check_may_change(shipped, visitor, "rename")
+
+
+def test_admin_token_needs_a_server_setting(monkeypatch):
+    assert not access.is_admin_token("anything")
+    monkeypatch.setenv(access.ADMIN_TOKEN_SETTING, "s3cret-token")
+    assert access.is_admin_token("s3cret-token") and not access.is_admin_token("s3cret") and not access.is_admin_token(None)
+
+
+def test_folders_load_only_from_allowed_roots_and_say_the_same_either_way(root, tmp_path, monkeypatch):
+    inside = root / "mine"
+    inside.mkdir()
+    assert access.check_model_folder(inside) == inside.resolve()
+    messages = set()
+    for outside in ("/root/.ssh", "/no/such/folder", str(tmp_path), str(root / ".." / "elsewhere")):
+        with pytest.raises(ValueError) as err:
+            access.check_model_folder(outside)
+        messages.add(str(err.value))
+    assert len(messages) == 1 and "/root" not in messages.pop()
+    link = root / "link"
+    link.symlink_to(tmp_path)  # a symlink inside the root that points out of it is outside
+    with pytest.raises(ValueError):
+        access.check_model_folder(link)
+    monkeypatch.setenv(access.MODEL_ROOTS_SETTING, str(tmp_path))
+    assert access.check_model_folder(tmp_path / "x") == (tmp_path / "x").resolve()
