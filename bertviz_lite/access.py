@@ -48,6 +48,11 @@ def is_visitor_id(value: object) -> bool:
     return isinstance(value, str) and bool(_VISITOR_ID.fullmatch(value))
 
 
+def admin_token_configured() -> bool:
+    """Whether the server has an admin token at all."""
+    return bool(os.environ.get(ADMIN_TOKEN_SETTING, ""))
+
+
 def is_admin_token(token: str | None) -> bool:
     """True when the server has an admin token and `token` equals it (compared in constant time)."""
     expected = os.environ.get(ADMIN_TOKEN_SETTING, "")
@@ -104,6 +109,14 @@ def allowed_model_roots() -> list[Path]:
 def _huggingface_cache_dir() -> Path:  # TODO(move): pretrained.huggingface_cache_dir once that file is free
     return Path(os.environ.get("HF_HUB_CACHE") or Path(
         os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub")
+
+
+def check_model_source(source: str) -> None:
+    """Let the packaged model and checkpoint names through; fence every other source with check_model_folder."""
+    plain_name = bool(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", source)) and ".." not in source
+    if source == pretrained.MINILM or (plain_name and (pretrained.CHECKPOINTS_DIR / source).is_dir()):
+        return
+    check_model_folder(source)
 
 
 def check_model_folder(path: str | os.PathLike) -> Path:

@@ -71,3 +71,13 @@ def test_folders_load_only_from_allowed_roots_and_say_the_same_either_way(root, 
         access.check_model_folder(link)
     monkeypatch.setenv(access.MODEL_ROOTS_SETTING, str(tmp_path))
     assert access.check_model_folder(tmp_path / "x") == (tmp_path / "x").resolve()
+
+
+def test_model_sources_are_names_or_fenced_folders(root):
+    (root / "mine").mkdir()
+    access.check_model_source(pretrained.MINILM)
+    access.check_model_source("mine")
+    access.check_model_source(str(root / "mine"))
+    for source in ("bertviz_lite", "../checkpoints", "/etc", "~", "mine/../../x"):
+        with pytest.raises(ValueError, match="only from the server's checkpoints folder"):
+            access.check_model_source(source)

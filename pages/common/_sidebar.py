@@ -20,6 +20,7 @@ from bertviz_lite.pretrained import (
     huggingface_cache_models,
     list_checkpoints,
 )
+from pages.common._visitor import remember_visitor
 
 OTHER_FOLDER = "Another folder…"
 BUILT_IN = (DEFAULT_MODEL, MINILM, *(name for name in SHIPPED_CHECKPOINTS if name != DEFAULT_MODEL))
@@ -84,6 +85,7 @@ def render_sidebar() -> Inputs:
         st.text_input("Sentence B (optional)", DEFAULTS["sentence_b"], key="sentence_b")
         st.number_input("Max length (tokens)", 8, 512, DEFAULTS["max_length"], step=8, key="max_length",
                         help="[CLS] A [SEP] B [SEP] is cut to this many tokens; the longer sentence loses tokens first.")
+        remember_visitor()
     return current_inputs()
 
 

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from bertviz_lite import explore
+from bertviz_lite import access, explore
 from bertviz_lite.model import Bert
 from bertviz_lite.pretrained import load
 from bertviz_lite.tokenization import BertTokenizer, Encoding
@@ -66,6 +66,7 @@ def load_context() -> Context:
     if not inputs.source:
         _stop_with("Type the path of a model folder in the sidebar.")
     try:
+        access.check_model_source(inputs.source)
         model, tokenizer = load_model(inputs.source, inputs.version)
     except LOAD_ERRORS as err:
         _stop_with(f"Could not load the model: {err}")

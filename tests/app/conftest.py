@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import os
 import re
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from bertviz_lite import access
 from bertviz_lite.pretrained import CHECKPOINTS_DIR, DEMO, MINILM, load
 from pages.common._sidebar import OTHER_FOLDER
 from tests.app.tiny_checkpoint import save_tiny
@@ -26,6 +28,13 @@ PAGES = {
 PAIR = ("The cat sat on the mat because it was tired.", "It fell asleep in the warm sun.")
 HAS_DEMO = (CHECKPOINTS_DIR / DEMO / "config.json").is_file()
 _CHIP = re.compile(r'<span class="bvl-chip ([^"]*)" title="[^"]*">(.*?)<span class="bvl-meta">(\d+) · (\d+)</span>')
+
+
+@pytest.fixture(autouse=True)
+def _model_folders_from_tmp(monkeypatch, tmp_path_factory):
+    """Let "load a folder by path" read the tests' temporary folders besides checkpoints/ (the default roots)."""
+    roots = [str(CHECKPOINTS_DIR), str(tmp_path_factory.getbasetemp())]
+    monkeypatch.setenv(access.MODEL_ROOTS_SETTING, os.pathsep.join(roots))
 
 
 @pytest.fixture(scope="session")

@@ -239,10 +239,11 @@ def test_typed_mask_is_predicted(loaded, tiny_folder):
         ({"sentence_a": "   \t "}, "error", "Sentence A is empty"),
         ({"sentence_a": "word " * 4000, "sentence_b": ""}, "warning", "truncated"),
         ({"sentence_a": "🎉🦜 party"}, "warning", "[UNK]"),
-        ({"model_picker": "Another folder…", "model_path": "/no/such/folder"}, "error", "No model named"),
+        ({"model_picker": "Another folder…", "model_path": "/no/such/folder"}, "error", "only from the server's"),
+        ({"model_picker": "Another folder…", "model_path": "/root/.ssh"}, "error", "only from the server's"),
         ({"model_picker": "Another folder…", "model_path": ""}, "error", "Type the path of a model folder"),
     ],
-    ids=["empty-A", "only-spaces", "20k-characters", "emoji", "missing-folder", "no-path"],
+    ids=["empty-A", "only-spaces", "20k-characters", "emoji", "missing-folder", "secret-folder", "no-path"],
 )
 def test_bad_input_gives_a_plain_message_on_every_page(extra, kind, message):
     at = run_app({"model_picker": "all-MiniLM-L6-v2"}, **extra)
