@@ -99,6 +99,28 @@ def go_to(page, title: str) -> None:
     wait_for_idle(page)
 
 
+def choose_option(page, key: str, label: str) -> None:
+    """Open the selectbox with this key, click the option that reads `label`, and wait for the rerun."""
+    page.locator(f".st-key-{key} input[role='combobox']").click()
+    page.get_by_role("option", name=label, exact=True).click()
+    wait_for_idle(page)
+
+
+# Shown tick labels of one axis of the figure under `.st-key-<key>`, in screen order (top to bottom, left to
+# right). The DOM keeps category order, which a reversed axis (highest bar on top) shows bottom-up, and
+# keeps labels plotly hid (zero-sized), such as a last tick that would stick out of the plot.
+_TICK_LABELS = """([key, axis]) => {
+  const shown = [...document.querySelectorAll(`.st-key-${key} .${axis}axislayer-above text`)]
+    .map(e => [e, e.getBoundingClientRect()]).filter(([, r]) => r.width > 0 && r.height > 0);
+  const place = r => axis === 'y' ? r.top : r.left;
+  return shown.sort(([, a], [, b]) => place(a) - place(b)).map(([e]) => e.textContent);
+}"""
+
+
+def tick_labels(page, key: str, axis: str = "y") -> list[str]:
+    """The tick labels a plotly chart shows on its x or y axis, in the order a user reads them."""
+    return page.evaluate(_TICK_LABELS, [key, axis])
+
 
 def selected_option(page, key: str) -> str:
     """The text a selectbox with this key shows."""

@@ -7,16 +7,19 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from bertviz_lite.pretrained import CHECKPOINTS_DIR, DEMO
+from bertviz_lite.pretrained import CHECKPOINTS_DIR, DEFAULT_MODEL, DESCRIPTIONS, ENGLISH, MINILM
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
+    choose_option,
     click_model_view_tile,
     click_point,
     go_to,
     open_page,
     open_tab,
     screenshot,
+    selected_option,
+    tick_labels,
     type_into,
     wait_for_figure,
     wait_for_idle,
@@ -86,16 +89,53 @@ def test_clicking_a_token_in_the_head_view_focuses_it(streamlit_url, page):
     assert_no_exception(page)
 
 
-@pytest.mark.skipif(not (CHECKPOINTS_DIR / DEMO / "config.json").is_file(), reason="checkpoints/demo-tiny not trained yet")
-def test_minilm_predictions_switch_to_demo_tiny(streamlit_url, page):
+@pytest.mark.skipif(not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
+                    reason=f"checkpoints/{DEFAULT_MODEL} is missing")
+def test_minilm_predictions_switch_to_the_default_model(streamlit_url, page):
     open_page(page, streamlit_url, "Predictions")
-    page.get_by_role("button", name=f"Switch to {DEMO}").click()
+    choose_option(page, "model_picker", MINILM)
+    expect(page.locator(".st-key-model_picker input[role='combobox']")).to_have_value(re.compile(re.escape(MINILM)))
+    expect(page.locator("[class*='st-key-predictions_']")).to_have_count(0)  # no heads: nothing to predict with
+    screenshot(page, ARTIFACTS / "page_predictions_without_heads.png")
+    page.get_by_role("button", name=f"Switch to {DEFAULT_MODEL}").click()
     wait_for_idle(page)
-    expect(page.locator(".st-key-model_picker input[role='combobox']")).to_have_value(re.compile(DEMO))
+    expect(page.locator(".st-key-model_picker input[role='combobox']")).to_have_value(re.compile(DEFAULT_MODEL))
     wait_for_figure(page, "nsp")
     assert page.locator("[class*='st-key-predictions_']").count() >= 1
     assert_no_exception(page)
-    screenshot(page, ARTIFACTS / "page_predictions_demo_tiny.png")
+    screenshot(page, ARTIFACTS / f"page_predictions_switched_to_{DEFAULT_MODEL}.png")
+
+
+PARIS_A = "Paris is the [MASK] of France."
+PARIS_B = "It is famous for the Eiffel Tower."
+PARIS_MASK = 4  # [CLS] paris is the [MASK]
+SIZES = [(1280, 720), (1024, 768)]
+
+
+@pytest.mark.skipif(not (CHECKPOINTS_DIR / ENGLISH / "config.json").is_file(), reason=f"checkpoints/{ENGLISH} is missing")
+def test_fresh_session_opens_on_minilm_english_and_fills_in_paris(streamlit_url, page):
+    open_page(page, streamlit_url)
+    assert selected_option(page, "model_picker") == ENGLISH
+    expect(page.get_by_test_id("stSidebar")).to_contain_text(DESCRIPTIONS[ENGLISH])
+    go_to(page, "Predictions")
+    type_into(page, "sentence_a", PARIS_A)
+    type_into(page, "sentence_b", PARIS_B)
+    wait_for_idle(page)
+    key = f"predictions_{PARIS_MASK}"
+    expect(page.locator(f".st-key-{key} .gtitle")).to_have_text(f"Position {PARIS_MASK}: [MASK] typed in the text")
+    wait_for_figure(page, key, rows=10)  # Top k = 10
+    wait_for_figure(page, "nsp")
+    labels = tick_labels(page, key)
+    assert len(labels) == 10 and "capital" in labels[:5], labels
+    assert tick_labels(page, "nsp") == ["IsNext", "NotNext"]
+    assert_no_exception(page)
+    for width, height in SIZES:
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(400)  # plotly charts re-lay themselves out after the resize
+        page.screenshot(path=str(ARTIFACTS / f"predictions_paris_{width}x{height}.png"))  # what a user first sees
+        screenshot(page, ARTIFACTS / f"predictions_paris_{width}x{height}_full.png")
+        assert tick_labels(page, key)[:5] == labels[:5]  # still readable after the re-layout
+    assert_no_exception(page)
 
 
 @pytest.mark.parametrize(
