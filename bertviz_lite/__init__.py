@@ -8,17 +8,21 @@
 
 from bertviz_lite.config import BertConfig
 from bertviz_lite.masking import mask_tokens
-from bertviz_lite.model import Bert, BertTrace, EmbeddingParts
+from bertviz_lite.model import Bert, BertForPreTraining, BertModel
+from bertviz_lite.outputs import BertTrace, EmbeddingParts, LayerAttention
 from bertviz_lite.pretrained import load
 from bertviz_lite.tokenization import BertTokenizer, Encoding
 
 __all__ = [
     "Bert",
     "BertConfig",
+    "BertForPreTraining",
+    "BertModel",
     "BertTokenizer",
     "BertTrace",
     "EmbeddingParts",
     "Encoding",
+    "LayerAttention",
     "load",
     "mask_tokens",
 ]

@@ -6,13 +6,13 @@ Shapes in comments: B batch, T tokens, H hidden size, nh heads, hd head size, V 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from bertviz_lite.config import BertConfig
+from bertviz_lite.outputs import BertModelOutput, BertTrace, EmbeddingParts, LayerAttention, PretrainingOutput
 
 IGNORE_INDEX = -100
 
@@ -33,43 +33,11 @@ def extended_attention_mask(attention_mask: Tensor, dtype: torch.dtype) -> Tenso
     return (1.0 - mask) * torch.finfo(dtype).min
 
 
-@dataclass
-class EmbeddingParts:
-    """The three embeddings of each token, their sum, and the sum after LayerNorm; each (B, T, H)."""
-
-    token: Tensor
-    position: Tensor
-    segment: Tensor
-    sum: Tensor
-    layer_norm: Tensor
-
-
-@dataclass
-class BertTrace:
-    """Everything one forward pass computes that the app shows, for one batch."""
-
-    embeddings: EmbeddingParts
-    attentions: tuple[Tensor, ...]  # per layer (B, nh, T, T) probabilities
-    queries: tuple[Tensor, ...]  # per layer (B, nh, T, hd)
-    keys: tuple[Tensor, ...]
-    values: tuple[Tensor, ...]
-    hidden_states: tuple[Tensor, ...]  # embedding output, then each layer: (B, T, H)
-    pooled: Tensor  # (B, H)
-    mlm_logits: Tensor | None  # (B, T, V); None for a model without a trained MLM head
-    nsp_logits: Tensor | None  # (B, 2), index 0 = IsNext as in Hugging Face; None without an NSP head
-    attention_mask: Tensor  # (B, T)
-
-
-@dataclass
-class PretrainingOutput:
-    """Losses of one pre-training step; MLM logits only at the masked positions."""
-
-    loss: Tensor
-    mlm_loss: Tensor
-    nsp_loss: Tensor
-    mlm_logits: Tensor  # (M, V) for the M masked positions
-    mlm_labels: Tensor  # (M,)
-    nsp_logits: Tensor  # (B, 2)
+def additive_mask(attention_mask: Tensor, dtype: torch.dtype) -> Tensor | None:
+    """The additive mask, or None when every position is attended: the fused kernel is fastest without one."""
+    if bool(attention_mask.all()):
+        return None
+    return extended_attention_mask(attention_mask, dtype)
 
 
 class BertEmbeddings(nn.Module):
@@ -128,7 +96,7 @@ class BertSelfAttention(nn.Module):
         context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         return self.merge_heads(context)
 
-    def explicit(self, hidden_states: Tensor, mask: Tensor | None) -> tuple[Tensor, dict[str, Tensor]]:
+    def explicit(self, hidden_states: Tensor, mask: Tensor | None) -> tuple[Tensor, LayerAttention]:
         """Slow path that keeps q, k, v and the attention probabilities for inspection."""
         q, k, v = (self.split_heads(f(hidden_states)) for f in (self.query, self.key, self.value))
         # Scaling q (T x hd) costs less than scaling the scores (T x T).
@@ -137,7 +105,7 @@ class BertSelfAttention(nn.Module):
             scores = scores + mask
         probs = scores.softmax(dim=-1)
         context = self.merge_heads(self.dropout(probs) @ v)
-        return context, {"probs": probs, "query": q, "key": k, "value": v}
+        return context, LayerAttention(q, k, v, probs)
 
 
 class BertSelfOutput(nn.Module):
@@ -154,10 +122,19 @@ class BertSelfOutput(nn.Module):
 
 
 class BertAttention(nn.Module):
+    """Self-attention, then its output projection with residual and LayerNorm."""
+
     def __init__(self, config: BertConfig):
         super().__init__()
         self.self = BertSelfAttention(config)
         self.output = BertSelfOutput(config)
+
+    def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
+        return self.output(self.self(hidden_states, mask), hidden_states)
+
+    def explicit(self, hidden_states: Tensor, mask: Tensor | None) -> tuple[Tensor, LayerAttention]:
+        context, inside = self.self.explicit(hidden_states, mask)
+        return self.output(context, hidden_states), inside
 
 
 class BertIntermediate(nn.Module):
@@ -193,16 +170,16 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = BertOutput(config)
 
-    def feed_forward(self, attention_output: Tensor, hidden_states: Tensor) -> Tensor:
-        attention_output = self.attention.output(attention_output, hidden_states)
+    def feed_forward(self, attention_output: Tensor) -> Tensor:
+        """The feed-forward block (its own residual and LayerNorm included)."""
         return self.output(self.intermediate(attention_output), attention_output)
 
     def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
-        return self.feed_forward(self.attention.self(hidden_states, mask), hidden_states)
+        return self.feed_forward(self.attention(hidden_states, mask))
 
-    def explicit(self, hidden_states: Tensor, mask: Tensor | None) -> tuple[Tensor, dict[str, Tensor]]:
-        context, inside = self.attention.self.explicit(hidden_states, mask)
-        return self.feed_forward(context, hidden_states), inside
+    def explicit(self, hidden_states: Tensor, mask: Tensor | None) -> tuple[Tensor, LayerAttention]:
+        attention_output, inside = self.attention.explicit(hidden_states, mask)
+        return self.feed_forward(attention_output), inside
 
 
 class BertEncoder(nn.Module):
@@ -214,6 +191,17 @@ class BertEncoder(nn.Module):
         for layer in self.layer:
             hidden_states = layer(hidden_states, mask)
         return hidden_states
+
+    def explicit(
+        self, hidden_states: Tensor, mask: Tensor | None
+    ) -> tuple[tuple[Tensor, ...], tuple[LayerAttention, ...]]:
+        """Every layer's output (the input first) and what each layer's attention computed."""
+        outputs, inside = [hidden_states], []
+        for layer in self.layer:
+            hidden_states, layer_inside = layer.explicit(hidden_states, mask)
+            outputs.append(hidden_states)
+            inside.append(layer_inside)
+        return tuple(outputs), tuple(inside)
 
 
 class BertPooler(nn.Module):
@@ -228,13 +216,47 @@ class BertPooler(nn.Module):
 
 
 class BertModel(nn.Module):
-    """Embeddings, encoder and pooler (Hugging Face's `BertModel`)."""
+    """Embeddings, encoder and pooler (Hugging Face's `BertModel`): `model.bert(input_ids)` works as there."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
+        self.config = config
         self.embeddings = BertEmbeddings(config)
         self.encoder = BertEncoder(config)
         self.pooler = BertPooler(config)
+
+    def prepare_inputs(
+        self, input_ids: Tensor, token_type_ids: Tensor | None, attention_mask: Tensor | None,
+        position_ids: Tensor | None,
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Fill in the defaults: segment 0, positions 0..T-1, attend to every non-padding token."""
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must have shape (batch, seq), got {tuple(input_ids.shape)}")
+        seq_len = input_ids.shape[1]
+        if seq_len > self.config.max_position_embeddings:
+            raise ValueError(
+                f"{seq_len} tokens is more than max_position_embeddings "
+                f"({self.config.max_position_embeddings}); truncate the input"
+            )
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        if attention_mask is None:
+            attention_mask = (input_ids != self.config.pad_token_id).long()
+        if position_ids is None:
+            position_ids = torch.arange(seq_len, device=input_ids.device).unsqueeze(0)
+        return input_ids, token_type_ids, attention_mask, position_ids
+
+    def forward(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
+    ) -> BertModelOutput:
+        """Fast encoder pass (fused attention kernel)."""
+        input_ids, token_type_ids, attention_mask, position_ids = self.prepare_inputs(
+            input_ids, token_type_ids, attention_mask, position_ids
+        )
+        hidden = self.embeddings(input_ids, token_type_ids, position_ids)
+        hidden = self.encoder(hidden, additive_mask(attention_mask, hidden.dtype))
+        return BertModelOutput(hidden, self.pooler(hidden))
 
 
 class BertPredictionHeadTransform(nn.Module):
@@ -261,17 +283,23 @@ class BertLMPredictionHead(nn.Module):
 
 
 class BertPreTrainingHeads(nn.Module):
+    """The MLM head on every position and the NSP head on the pooled [CLS] vector."""
+
     def __init__(self, config: BertConfig):
         super().__init__()
         self.predictions = BertLMPredictionHead(config)
         self.seq_relationship = nn.Linear(config.hidden_size, 2)
+
+    def forward(self, sequence_output: Tensor, pooled_output: Tensor) -> tuple[Tensor, Tensor]:
+        """(MLM logits (B, T, V), NSP logits (B, 2)), as transformers' BertPreTrainingHeads."""
+        return self.predictions(sequence_output), self.seq_relationship(pooled_output)
 
 
 def _want(requested: bool | None, available: bool) -> bool:
     return available if requested is None else requested
 
 
-class Bert(nn.Module):
+class BertForPreTraining(nn.Module):
     """BERT with its MLM and NSP heads (Hugging Face's `BertForPreTraining`).
 
     `model(input_ids, token_type_ids)` returns MLM logits (B, T, V); `model.trace(...)` returns a
@@ -308,44 +336,13 @@ class Bert(nn.Module):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
 
-    def _inputs(
-        self, input_ids: Tensor, token_type_ids: Tensor | None, attention_mask: Tensor | None,
-        position_ids: Tensor | None,
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Fill in the defaults: segment 0, positions 0..T-1, attend to every non-padding token."""
-        if input_ids.dim() != 2:
-            raise ValueError(f"input_ids must have shape (batch, seq), got {tuple(input_ids.shape)}")
-        seq_len = input_ids.shape[1]
-        if seq_len > self.config.max_position_embeddings:
-            raise ValueError(
-                f"{seq_len} tokens is more than max_position_embeddings "
-                f"({self.config.max_position_embeddings}); truncate the input"
-            )
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
-        if attention_mask is None:
-            attention_mask = (input_ids != self.config.pad_token_id).long()
-        if position_ids is None:
-            position_ids = torch.arange(seq_len, device=input_ids.device).unsqueeze(0)
-        return input_ids, token_type_ids, attention_mask, position_ids
-
-    def _additive_mask(self, attention_mask: Tensor, dtype: torch.dtype) -> Tensor | None:
-        """None when every position is attended: the fused kernel is fastest without a mask."""
-        if bool(attention_mask.all()):
-            return None
-        return extended_attention_mask(attention_mask, dtype)
-
     def encode(
         self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
         position_ids: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Fast encoder pass: (last hidden state (B, T, H), pooled (B, H))."""
-        input_ids, token_type_ids, attention_mask, position_ids = self._inputs(
-            input_ids, token_type_ids, attention_mask, position_ids
-        )
-        hidden = self.bert.embeddings(input_ids, token_type_ids, position_ids)
-        hidden = self.bert.encoder(hidden, self._additive_mask(attention_mask, hidden.dtype))
-        return hidden, self.bert.pooler(hidden)
+        out = self.bert(input_ids, token_type_ids, attention_mask, position_ids)
+        return out.last_hidden_state, out.pooler_output
 
     def forward(
         self, input_ids: Tensor, token_type_ids: Tensor | None = None, *, attention_mask: Tensor | None = None,
@@ -388,30 +385,19 @@ class Bert(nn.Module):
 
         `heads`: compute MLM/NSP logits; by default only for the heads that hold trained weights.
         """
-        input_ids, token_type_ids, attention_mask, position_ids = self._inputs(
+        input_ids, token_type_ids, attention_mask, position_ids = self.bert.prepare_inputs(
             input_ids, token_type_ids, attention_mask, position_ids
         )
         parts = self.bert.embeddings.parts(input_ids, token_type_ids, position_ids)
         hidden = self.bert.embeddings.dropout(parts.layer_norm)
-        mask = self._additive_mask(attention_mask, hidden.dtype)
-        hidden_states, inside = [hidden], []
-        for layer in self.bert.encoder.layer:
-            hidden, layer_inside = layer.explicit(hidden, mask)
-            hidden_states.append(hidden)
-            inside.append(layer_inside)
-        pooled = self.bert.pooler(hidden)
+        hidden_states, layers = self.bert.encoder.explicit(hidden, additive_mask(attention_mask, hidden.dtype))
+        pooled = self.bert.pooler(hidden_states[-1])
         return BertTrace(
-            embeddings=parts,
-            attentions=tuple(x["probs"] for x in inside),
-            queries=tuple(x["query"] for x in inside),
-            keys=tuple(x["key"] for x in inside),
-            values=tuple(x["value"] for x in inside),
-            hidden_states=tuple(hidden_states),
-            pooled=pooled,
-            mlm_logits=self.cls.predictions(hidden) if _want(heads, self.has_mlm_head) else None,
+            embeddings=parts, layers=layers, hidden_states=hidden_states, pooled=pooled,
+            mlm_logits=self.cls.predictions(hidden_states[-1]) if _want(heads, self.has_mlm_head) else None,
             nsp_logits=self.cls.seq_relationship(pooled) if _want(heads, self.has_nsp_head) else None,
             attention_mask=attention_mask,
-        )
+        )  # fmt: skip
 
     def num_parameters(self) -> int:
         """Trainable and frozen parameters, the tied matrix counted once."""
@@ -428,3 +414,6 @@ class Bert(nn.Module):
         from bertviz_lite.hf_io import hf_state_dict
 
         return hf_state_dict(self)
+
+
+Bert = BertForPreTraining  # the seed contract: Bert(config)(input_ids, token_type_ids) -> MLM logits (B, T, V)

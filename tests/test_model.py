@@ -5,7 +5,7 @@ import torch
 import transformers
 
 from bertviz_lite.config import BertConfig
-from bertviz_lite.model import Bert, sinusoidal_position_table
+from bertviz_lite.model import Bert, BertForPreTraining, sinusoidal_position_table
 
 TINY = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
 
@@ -215,3 +215,33 @@ def test_too_long_input_is_a_clear_error():
     model = Bert(BertConfig(**TINY, max_position_embeddings=16))
     with pytest.raises(ValueError, match="17 tokens is more than max_position_embeddings"):
         model(torch.ones(1, 17, dtype=torch.long))
+
+
+def test_every_container_module_has_a_forward_like_transformers():
+    hf = hf_model()
+    model = ours_from(hf)
+    ids, tt, am = padded_pair_batch()
+    valid = am.bool()
+    with torch.no_grad():
+        ref = hf(input_ids=ids, token_type_ids=tt, attention_mask=am, output_hidden_states=True)
+        out = model.bert(ids, tt, am)  # BertModel, as model.bert(...) in transformers
+        assert (out.last_hidden_state - ref.hidden_states[-1])[valid].abs().max() < 1e-5
+        scores, relationship = model.cls(out.last_hidden_state, out.pooler_output)  # BertPreTrainingHeads
+        assert (scores - ref.prediction_logits)[valid].abs().max() < 1e-5
+        assert (relationship - ref.seq_relationship_logits).abs().max() < 1e-5
+        layer = model.bert.encoder.layer[0]
+        embedded = ref.hidden_states[0]
+        mask = (1.0 - am[:, None, None, :].float()) * torch.finfo(torch.float32).min
+        attention_output = layer.attention(embedded, mask)  # BertAttention: self-attention + output block
+        hf_attention = hf.bert.encoder.layer[0].attention(embedded, attention_mask=mask)[0]
+        assert (attention_output - hf_attention)[valid].abs().max() < 1e-5
+        assert (layer(embedded, mask) - ref.hidden_states[1])[valid].abs().max() < 1e-5
+
+
+def test_the_trace_keeps_one_record_per_layer():
+    model = ours_from(hf_model())
+    ids, tt, am = padded_pair_batch()
+    trace = model.trace(ids, tt, am)
+    assert len(trace.layers) == 2 and all(layer.probs.shape == (3, 4, 11, 11) for layer in trace.layers)
+    assert trace.attentions[1] is trace.layers[1].probs and trace.values[0] is trace.layers[0].value
+    assert Bert is BertForPreTraining
