@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import json
+import math
+import numbers
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from bertviz_lite.limits import read_json
 
 POSITION_EMBEDDING_TYPES = ("learned", "sinusoidal")
 # Fields that must be whole numbers greater than zero.
@@ -20,6 +23,9 @@ _POSITIVE_INT_FIELDS = (
     "type_vocab_size",
 )
 _DROPOUT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob")
+_INT_FIELDS = (*_POSITIVE_INT_FIELDS, "pad_token_id")
+_FLOAT_FIELDS = (*_DROPOUT_FIELDS, "layer_norm_eps", "initializer_range")
+_STRING_FIELDS = ("position_embedding_type",)
 
 
 @dataclass
@@ -50,14 +56,15 @@ class BertConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the first field whose value cannot build a model."""
+        self.check_types()
         for name in _POSITIVE_INT_FIELDS:
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} ({value!r}) must be a whole number greater than 0")
+            if value <= 0:
+                raise ValueError(f"{name} ({_short(value)}) must be a whole number greater than 0")
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
-                f"hidden_size ({self.hidden_size}) must be divisible by "
-                f"num_attention_heads ({self.num_attention_heads})"
+                f"hidden_size ({_short(self.hidden_size)}) must be divisible by "
+                f"num_attention_heads ({_short(self.num_attention_heads)})"
             )
         for name in _DROPOUT_FIELDS:
             value = getattr(self, name)
@@ -68,12 +75,26 @@ class BertConfig:
         if not float(self.initializer_range) > 0:
             raise ValueError(f"initializer_range ({self.initializer_range!r}) must be greater than 0")
         if not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(f"pad_token_id ({self.pad_token_id}) must be in [0, vocab_size={self.vocab_size})")
+            raise ValueError(
+                f"pad_token_id ({_short(self.pad_token_id)}) must be in [0, vocab_size={_short(self.vocab_size)})"
+            )
         if self.position_embedding_type not in POSITION_EMBEDDING_TYPES:
             raise ValueError(
-                f"position_embedding_type ({self.position_embedding_type!r}) must be one of "
+                f"position_embedding_type ({_short(self.position_embedding_type)}) must be one of "
                 f"{', '.join(POSITION_EMBEDDING_TYPES)}"
             )
+
+    def check_types(self) -> None:
+        """Raise ValueError naming the first field of the wrong type, before any value is used."""
+        for name in _INT_FIELDS:
+            if not _is_whole_number(getattr(self, name)):
+                raise ValueError(f"{name} ({_short(getattr(self, name))}) must be a whole number")
+        for name in _FLOAT_FIELDS:
+            if not _is_finite_number(getattr(self, name)):
+                raise ValueError(f"{name} ({_short(getattr(self, name))}) must be a finite number")
+        for name in _STRING_FIELDS:
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} ({_short(getattr(self, name))}) must be text")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain fields, as stored in our own files."""
@@ -93,9 +114,9 @@ class BertConfig:
         """Build from our dict or a Hugging Face config.json; unknown keys are ignored."""
         data = dict(data)
         if data.get("model_type", "bert") != "bert":
-            raise ValueError(f"model_type is {data['model_type']!r}, not 'bert': this is not a BERT model")
+            raise ValueError(f"model_type is {_short(data['model_type'])}, not 'bert': this is not a BERT model")
         if data.get("hidden_act", "gelu") != "gelu":
-            raise ValueError(f"hidden_act ({data['hidden_act']!r}) is not supported; BERT uses 'gelu'")
+            raise ValueError(f"hidden_act ({_short(data['hidden_act'])}) is not supported; BERT uses 'gelu'")
         position_type = data.pop("bertviz_lite_position_embedding_type", None)
         if position_type is None:
             position_type = data.get("position_embedding_type", "learned")
@@ -107,14 +128,30 @@ class BertConfig:
 
     @classmethod
     def from_json_file(cls, path: str | Path) -> BertConfig:
-        """Read a config.json (ours or Hugging Face's)."""
+        """Read a config.json (ours or Hugging Face's), at most 1 MB and 32 levels deep."""
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"No config.json at {path}")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ValueError(f"{path} is not valid JSON: {err}") from None
+        data = read_json(path, path.name)
         if not isinstance(data, dict):
-            raise ValueError(f"{path} must hold a JSON object")
+            raise ValueError(f"{path.name} must hold a JSON object")
         return cls.from_dict(data)
+
+
+def _is_whole_number(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_finite_number(value: object) -> bool:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        return False
+
+
+def _short(value: object, width: int = 40) -> str:
+    """repr(value), cut to `width` characters for a message."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 1] + "…"

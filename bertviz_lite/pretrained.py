@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import os
 from pathlib import Path
 from pickle import UnpicklingError
@@ -15,6 +14,7 @@ from safetensors.torch import load_file
 from torch import Tensor
 
 from bertviz_lite.config import BertConfig
+from bertviz_lite.limits import check_model_size, check_vocab_file, check_weight_file, read_json
 from bertviz_lite.model import Bert
 from bertviz_lite.tokenization import BertTokenizer
 
@@ -56,40 +56,57 @@ def sha256_of(path: Path, chunk_size: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def read_weights(folder: Path) -> dict[str, Tensor]:
-    """model.safetensors, else pytorch_model.bin read with weights_only=True (never a full unpickle)."""
+def read_weights(folder: Path, config: BertConfig | None = None) -> dict[str, Tensor]:
+    """model.safetensors, else pytorch_model.bin read with weights_only=True (never a full unpickle).
+
+    With `config`, a file larger than that model can need is refused before it is read.
+    """
     safetensors_path, bin_path = folder / "model.safetensors", folder / "pytorch_model.bin"
+    path = safetensors_path if safetensors_path.is_file() else bin_path
+    if not path.is_file():
+        raise FileNotFoundError("No model.safetensors or pytorch_model.bin in the model folder")
+    if config is not None:
+        check_weight_file(path, config)
     try:
-        if safetensors_path.is_file():
-            return load_file(safetensors_path)
-        if bin_path.is_file():
-            return torch.load(bin_path, map_location="cpu", weights_only=True)
+        if path is safetensors_path:
+            return load_file(path)
+        return torch.load(path, map_location="cpu", weights_only=True)
     except (SafetensorError, UnpicklingError, OSError, RuntimeError, ValueError, EOFError) as err:
-        raise ValueError(f"The weight file in {folder} is damaged or not a weight file ({err})") from None
-    raise FileNotFoundError(f"No model.safetensors or pytorch_model.bin in {folder}")
+        raise ValueError(f"{path.name} is damaged or not a weight file ({without_folder(str(err), folder)})") from None
+
+
+def without_folder(message: str, folder: Path) -> str:
+    """A message with the folder's path left out (a hidden staging folder, say, is a server path)."""
+    return message.replace(f"{folder}{os.sep}", "").replace(str(folder), "the model folder")
 
 
 def _do_lower_case(folder: Path) -> bool:
+    """tokenizer_config.json's do_lower_case; True when the file is absent."""
     path = folder / "tokenizer_config.json"
-    try:
-        return bool(json.loads(path.read_text(encoding="utf-8")).get("do_lower_case", True))
-    except (OSError, ValueError):
+    if not path.is_file():
         return True
+    data = read_json(path, path.name)
+    value = data.get("do_lower_case", True) if isinstance(data, dict) else None
+    if not isinstance(value, bool):
+        raise ValueError("tokenizer_config.json must be a JSON object whose do_lower_case is true or false")
+    return value
 
 
 def load_folder(folder: str | os.PathLike) -> tuple[Bert, BertTokenizer]:
-    """A Hugging Face BERT folder (config.json, weights, vocab.txt) -> (model in eval mode, tokenizer)."""
+    """A Hugging Face BERT folder (config.json, weights, vocab.txt) -> (model in eval mode, tokenizer).
+
+    Sizes are checked against `bertviz_lite.limits` before anything large is read or allocated.
+    """
     folder = Path(folder).expanduser()
     if not folder.is_dir():
         raise FileNotFoundError(f"No model folder at {folder}")
     config = BertConfig.from_json_file(folder / "config.json")
+    check_model_size(config)
+    check_vocab_file(folder / "vocab.txt", config.vocab_size)
     tokenizer = BertTokenizer.from_vocab(folder / "vocab.txt", do_lower_case=_do_lower_case(folder))
-    if tokenizer.vocab_size != config.vocab_size:
-        raise ValueError(
-            f"vocab.txt has {tokenizer.vocab_size} tokens but config.json says vocab_size {config.vocab_size}"
-        )
+    weights = read_weights(folder, config)
     model = Bert(config)
-    model.load_hf_state_dict(read_weights(folder))
+    model.load_hf_state_dict(weights)
     model.source = str(folder)
     return model.eval(), tokenizer
 
@@ -143,9 +160,10 @@ def huggingface_cache_models(cache_dir: Path | None = None) -> list[Path]:
     for config_path in sorted(cache_dir.glob("models--*/snapshots/*/config.json")):
         folder = config_path.parent
         try:
-            is_bert = json.loads(config_path.read_text(encoding="utf-8")).get("model_type") == "bert"
+            data = read_json(config_path, "config.json")
         except (OSError, ValueError):
             continue
+        is_bert = isinstance(data, dict) and data.get("model_type") == "bert"
         has_weights = (folder / "model.safetensors").exists() or (folder / "pytorch_model.bin").exists()
         if is_bert and has_weights and (folder / "vocab.txt").exists():
             found.append(folder)

@@ -229,7 +229,7 @@ def test_symlinks_malformed_and_oversized_zips_are_refused(root, monkeypatch):
         store.import_zip(make_zip(valid_members(root)), "u", root)
     monkeypatch.setattr(store, "MAX_MEMBERS", 2000)
     limit = sum(len(data) for data in valid_members(root).values()) + 10_000
-    monkeypatch.setattr(store, "MAX_UNCOMPRESSED_BYTES", limit)
+    monkeypatch.setenv("BERTVIZ_LITE_UPLOAD_MB", str(limit / 2**20))
     bomb = make_zip({**valid_members(root), "x/metrics.jsonl": b"0" * 1_000_000})  # 1 MB of zeros: ~1 kB zipped
     assert len(bomb) < limit
     with pytest.raises(store.CheckpointError, match="would unpack to"):

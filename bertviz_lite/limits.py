@@ -1,0 +1,245 @@
+"""How large a model, file or upload this server accepts: every check runs before anything is allocated.
+
+A model folder (named by a user, uploaded as a zip, or a checkpoint) is untrusted input. Before a
+loader builds anything it asks this module, which reads only sizes, a few header bytes and small
+JSON files, and raises `ValueError` in plain words when a limit is passed.
+
+Settings (environment variables, read at each check; MB means 2**20 bytes, decimals allowed):
+
+- `BERTVIZ_LITE_MAX_PARAMETERS` (default 400000000): the most parameters a model may have, heads
+  included. BERT-large has about 340 M, BERT-base 110 M.
+- `BERTVIZ_LITE_MAX_ACTIVATION_MB` (default 1024): the most float32 memory one trace of a
+  max_position_embeddings-token input may keep (attention weights of every layer and head, q/k/v,
+  hidden states, logits). BERT-large at 512 tokens needs about 700 MB.
+- `BERTVIZ_LITE_UPLOAD_MB` (default 1024): the most that the zip uploads being unpacked at one
+  time may write under checkpoints/, counted byte by byte while they are written.
+
+Fixed limits: JSON files (config.json, tokenizer_config.json) at most 1 MB and 32 levels deep;
+vocab.txt at most 10 MB and 1,000,000 lines; a safetensors header at most 100 MB; a weight file at
+most 8 bytes per parameter of its config (float64), plus 1 MB.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bertviz_lite.config import BertConfig
+
+MB = 1 << 20
+MAX_PARAMETERS_SETTING = "BERTVIZ_LITE_MAX_PARAMETERS"
+MAX_ACTIVATION_SETTING = "BERTVIZ_LITE_MAX_ACTIVATION_MB"
+UPLOAD_SETTING = "BERTVIZ_LITE_UPLOAD_MB"
+DEFAULT_MAX_PARAMETERS = 400_000_000
+DEFAULT_MAX_ACTIVATION_MB = 1024
+DEFAULT_UPLOAD_MB = 1024
+MAX_JSON_BYTES = 1 * MB
+MAX_JSON_DEPTH = 32
+MAX_VOCAB_BYTES = 10 * MB
+MAX_VOCAB_LINES = 1_000_000
+MAX_SAFETENSORS_HEADER_BYTES = 100 * MB
+FLOAT_BYTES = 4  # activations are float32
+WEIGHT_SLACK_BYTES = 1 * MB  # headers, position_ids buffers
+
+
+# ---- settings ------------------------------------------------------------------------------------
+
+
+def _setting(name: str, default: float) -> float:
+    """A positive number from the environment variable `name`, else `default`."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text.replace("_", ""))
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"The setting {name} must be a number greater than 0, not {text[:40]!r}")
+    return value
+
+
+def max_parameters() -> int:
+    """The most parameters a model may have (setting BERTVIZ_LITE_MAX_PARAMETERS)."""
+    return int(_setting(MAX_PARAMETERS_SETTING, DEFAULT_MAX_PARAMETERS))
+
+
+def max_activation_bytes() -> int:
+    """The most bytes one trace may keep (setting BERTVIZ_LITE_MAX_ACTIVATION_MB)."""
+    return int(_setting(MAX_ACTIVATION_SETTING, DEFAULT_MAX_ACTIVATION_MB) * MB)
+
+
+def upload_budget_bytes() -> int:
+    """The most bytes uploads being unpacked may hold at once (setting BERTVIZ_LITE_UPLOAD_MB)."""
+    return int(_setting(UPLOAD_SETTING, DEFAULT_UPLOAD_MB) * MB)
+
+
+def amount(count: int) -> str:
+    """A large count in words: 7.1 billion, 340 M, 12345."""
+    if count >= 10**15:
+        return "more than a million billion"
+    if count >= 10**9:
+        return f"{count / 1e9:.1f} billion"
+    return f"{count / 1e6:.0f} M" if count >= 10**7 else str(count)
+
+
+def megabytes(size: int) -> str:
+    """Bytes as MB (2**20 bytes) for messages."""
+    return f"{amount(size // MB)} MB" if size >= 10 * MB else f"{size / MB:.1f} MB"
+
+
+# ---- model size ----------------------------------------------------------------------------------
+
+
+def parameter_count(config: BertConfig) -> int:
+    """Parameters of `Bert(config)` (MLM and NSP heads included, the tied decoder counted once)."""
+    h, i, v = config.hidden_size, config.intermediate_size, config.vocab_size
+    embeddings = (v + config.max_position_embeddings + config.type_vocab_size) * h + 2 * h
+    layer = 4 * (h * h + h) + (2 * h * i + i + h) + 4 * h  # q, k, v, output; feed-forward; two LayerNorms
+    heads = (h * h + h) + (h * h + 3 * h + v) + (2 * h + 2)  # pooler; MLM transform, LayerNorm, bias; NSP
+    return embeddings + config.num_hidden_layers * layer + heads
+
+
+def activation_bytes(config: BertConfig) -> int:
+    """Float32 bytes one trace of max_position_embeddings tokens (batch 1) keeps at its peak."""
+    t, h = config.max_position_embeddings, config.hidden_size
+    layers, heads = config.num_hidden_layers, config.num_attention_heads
+    attentions = layers * heads * t * t  # (L, nh, T, T) probabilities, all kept by the trace
+    kept = (4 * layers + 6) * t * h  # q, k, v and output of each layer; the five embedding parts
+    working = heads * t * t + t * (config.intermediate_size + config.vocab_size)  # scores, FFN, MLM logits
+    return FLOAT_BYTES * (attentions + kept + working)
+
+
+def check_model_size(config: BertConfig, source: str = "config.json") -> None:
+    """Refuse a config whose parameters or trace activations pass the limits (nothing is allocated)."""
+    count, most = parameter_count(config), max_parameters()
+    if count > most:
+        raise ValueError(
+            f"{source} asks for {amount(config.num_hidden_layers)} layers of hidden size "
+            f"{amount(config.hidden_size)} and a vocabulary of {amount(config.vocab_size)} tokens: about "
+            f"{amount(count)} parameters. This server allows models up to {amount(most)} parameters "
+            f"(BERT-large has about 340 M); a setting raises the limit: {MAX_PARAMETERS_SETTING}"
+        )
+    needed, allowed = activation_bytes(config), max_activation_bytes()
+    if needed > allowed:
+        raise ValueError(
+            f"{source} allows {amount(config.max_position_embeddings)}-token inputs through "
+            f"{amount(config.num_hidden_layers)} layers of {amount(config.num_attention_heads)} heads: one "
+            f"trace would keep about {megabytes(needed)} of activations. This server allows {megabytes(allowed)} "
+            f"(BERT-large at 512 tokens needs about 700 MB); a setting raises the limit: {MAX_ACTIVATION_SETTING}"
+        )
+
+
+# ---- files ---------------------------------------------------------------------------------------
+
+
+def read_limited(path: Path, max_bytes: int, name: str) -> bytes:
+    """The bytes of a regular file, reading at most max_bytes + 1 of them; ValueError past the limit."""
+    if not path.is_file():
+        raise FileNotFoundError(f"No {name} in the model folder")
+    with open(path, "rb") as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"{name} is larger than {megabytes(max_bytes)}, the most this server reads")
+    return data
+
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def check_json_depth(text: str, name: str, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Refuse JSON nested deeper than max_depth, counted before any parser recurses into it."""
+    depth = 0
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub('""', text)):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > max_depth:
+            raise ValueError(f"{name} is nested more than {max_depth} levels deep; this server reads no deeper")
+
+
+def read_json(path: Path, name: str, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """Parse a small JSON file after checking its size, encoding and nesting depth."""
+    data = read_limited(path, max_bytes, name)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{name} is not UTF-8 text") from None
+    check_json_depth(text, name)
+    try:
+        return json.loads(text)
+    except ValueError as err:  # JSONDecodeError, or an integer of more than 4300 digits
+        raise ValueError(f"{name} is not valid JSON: {err}") from None
+
+
+def count_lines(data: bytes) -> int:
+    """Lines as `str.split` on universal newlines counts them, a final empty line not counted."""
+    newlines = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    return newlines + (0 if data.endswith((b"\n", b"\r")) or not data else 1)
+
+
+def check_vocab_file(path: Path, vocab_size: int, name: str = "vocab.txt") -> None:
+    """Refuse a vocabulary past 10 MB or 1,000,000 lines, or of another size than the config's."""
+    lines = count_lines(read_limited(path, MAX_VOCAB_BYTES, name))
+    if lines > MAX_VOCAB_LINES:
+        raise ValueError(f"{name} has {lines} lines; this server reads vocabularies of at most {MAX_VOCAB_LINES}")
+    if lines != vocab_size:
+        raise ValueError(f"{name} has {lines} tokens but config.json says vocab_size {vocab_size}")
+
+
+# ---- weights -------------------------------------------------------------------------------------
+
+
+def max_weight_bytes(config: BertConfig) -> int:
+    """The largest weight file a model of this config can need: float64, a tied decoder copy, slack."""
+    tied_copies = config.vocab_size * config.hidden_size + config.vocab_size
+    return 8 * (parameter_count(config) + tied_copies) + WEIGHT_SLACK_BYTES
+
+
+def safetensors_header_length(head: bytes, size: int, name: str) -> int:
+    """The header length in a safetensors file's first 8 bytes; refuse one past the file or 100 MB."""
+    length = int.from_bytes(head[:8], "little") if len(head) >= 8 else 0
+    if not 0 < length <= size - 8:
+        raise ValueError(f"{name} is damaged or not a weight file (its first bytes are not a safetensors header)")
+    if length > MAX_SAFETENSORS_HEADER_BYTES:
+        raise ValueError(
+            f"{name} has a {megabytes(length)} header; this server reads at most {megabytes(MAX_SAFETENSORS_HEADER_BYTES)}"
+        )
+    return length
+
+
+def _check_torch_zip(path: Path, budget: int, name: str) -> None:
+    """A torch.save file is a zip of stored records; compressed records could unpack past the budget."""
+    if not zipfile.is_zipfile(path):
+        raise ValueError(
+            f"{name} is in torch's legacy (pre-1.6) format, which this server does not read: "
+            "save the weights as model.safetensors"
+        )
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as err:
+        raise ValueError(f"{name} is damaged or not a weight file ({err})") from None
+    if any(info.compress_type != zipfile.ZIP_STORED for info in infos):
+        raise ValueError(f"{name} holds compressed records; torch.save never writes those")
+    if sum(info.file_size for info in infos) > budget:
+        raise ValueError(f"{name} unpacks to more than {megabytes(budget)}, more than this config.json needs")
+
+
+def check_weight_file(path: Path, config: BertConfig) -> None:
+    """Refuse a weight file larger than the config can need, or with a header past the limits."""
+    size, budget, name = path.stat().st_size, max_weight_bytes(config), path.name
+    if size > budget:
+        raise ValueError(
+            f"{name} is {megabytes(size)}, but a model with this config.json needs at most {megabytes(budget)}"
+        )
+    if path.suffix == ".safetensors":
+        with open(path, "rb") as handle:
+            safetensors_header_length(handle.read(8), size, name)
+    else:
+        _check_torch_zip(path, budget, name)
