@@ -21,6 +21,12 @@ A run folder (e.g. `checkpoints/my-run/`) holds, besides the checkpoint itself:
      "pid": int, "step": int, "total_steps": int, "checkpoint_step": int | null,
      "started_at": float, "updated_at": float, "eta_s": float | null}
     times are Unix seconds; `checkpoint_step` is the step of the weights in model.safetensors.
+
+`optimizer.safetensors`, written after each checkpoint: AdamW's moments, tensors "<parameter>.exp_avg"
+    and "<parameter>.exp_avg_sq"; metadata {"step": "<step>"}, the checkpoint step they belong to.
+    `--resume` restores them; when the step differs (a kill between the two writes) the moments restart.
+
+Written by the app before the trainer starts: `launch.json`, `train.log`, `corpus.txt` (see `bertviz_lite.runs`).
 """
 
 from __future__ import annotations
@@ -33,9 +39,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file, save
+from torch import nn
+
 METRICS_FILE = "metrics.jsonl"
 STATUS_FILE = "status.json"
 TRAIN_ARGS_FILE = "train_args.json"
+OPTIMIZER_FILE = "optimizer.safetensors"
+LAUNCH_FILE = "launch.json"
+LOG_FILE = "train.log"
+CORPUS_FILE = "corpus.txt"
 STATES = ("running", "finished", "stopped", "diverged", "failed")
 
 
@@ -96,11 +111,20 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def remove_temporary_files(folder: str | os.PathLike) -> list[Path]:
-    """Delete leftovers of atomic writes that were killed half-way (`.NAME.*.tmp`); returns them."""
-    leftovers = sorted(Path(folder).glob(".*.tmp"))
-    for path in leftovers:
-        path.unlink(missing_ok=True)
+def remove_temporary_files(folder: str | os.PathLike, older_than_s: float = 0.0) -> list[Path]:
+    """Delete leftovers of atomic writes that were killed half-way (`.NAME.*.tmp`, also in subfolders).
+
+    `older_than_s`: keep files modified more recently (a write that may still be under way). Returns the removed.
+    """
+    folder, now = Path(folder), time.time()
+    leftovers = []
+    for path in sorted([*folder.glob(".*.tmp"), *folder.glob("*/.*.tmp")]):
+        try:
+            if now - path.stat().st_mtime >= older_than_s:
+                path.unlink()
+                leftovers.append(path)
+        except FileNotFoundError:
+            pass  # renamed into place or removed meanwhile
     return leftovers
 
 
@@ -179,3 +203,63 @@ def read_json_object(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def keep_metrics_until(run_dir: str | os.PathLike, step: int) -> list[dict[str, Any]]:
+    """Rewrite `<run>/metrics.jsonl` without the records after `step` (a resumed run redoes those steps).
+
+    Returns the records kept.
+    """
+    kept = [record for record in read_metrics(run_dir) if _record_step(record) <= step]
+    text = "".join(json.dumps(_finite(record)) + "\n" for record in kept)
+    atomic_write_bytes(Path(run_dir) / METRICS_FILE, text.encode("utf-8"))
+    return kept
+
+
+def _record_step(record: dict[str, Any]) -> float:
+    step = record.get("step")
+    return step if isinstance(step, (int, float)) else math.inf
+
+
+# ---- optimizer state -----------------------------------------------------------------------------
+
+
+def save_optimizer_state(run_dir: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer,
+                         step: int) -> Path:  # fmt: skip
+    """Write AdamW's moments of every parameter to `<run>/optimizer.safetensors` (no pickle)."""
+    names = {id(param): name for name, param in model.named_parameters()}
+    tensors = {
+        f"{names[id(param)]}.{key}": value.detach().cpu().contiguous()
+        for param, state in optimizer.state.items() if id(param) in names
+        for key, value in state.items() if key != "step" and torch.is_tensor(value)
+    }  # fmt: skip
+    return atomic_write_bytes(Path(run_dir) / OPTIMIZER_FILE, save(tensors, metadata={"step": str(step)}))
+
+
+def load_optimizer_state(run_dir: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer,
+                         step: int) -> bool:  # fmt: skip
+    """Restore the moments saved at `step`; False (optimizer untouched) if absent, damaged or of another step."""
+    tensors = _read_optimizer_file(Path(run_dir) / OPTIMIZER_FILE, step)
+    params = dict(model.named_parameters())
+    moments = []
+    for key, value in (tensors or {}).items():
+        name, _, kind = key.rpartition(".")
+        if name not in params or params[name].shape != value.shape:
+            return False
+        moments.append((params[name], kind, value))
+    for param, kind, value in moments:
+        state = optimizer.state[param]
+        state[kind] = value.to(param.device, param.dtype)
+        state["step"] = torch.tensor(float(step), dtype=torch.float32, device=param.device)
+    return bool(moments)
+
+
+def _read_optimizer_file(path: Path, step: int) -> dict[str, torch.Tensor] | None:
+    """The tensors of an optimizer file saved at `step`, or None."""
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            if (handle.metadata() or {}).get("step") != str(step):
+                return None
+        return load_file(str(path))
+    except (OSError, SafetensorError):
+        return None

@@ -30,6 +30,9 @@ from typing import Any
 from bertviz_lite import pretrained
 from bertviz_lite.checkpoints import CONFIG_FILE, SNAPSHOTS_DIR, checkpoint_step, validate_run_name
 from bertviz_lite.runfiles import (
+    CORPUS_FILE,
+    LAUNCH_FILE,
+    LOG_FILE,
     STATUS_FILE,
     TRAIN_ARGS_FILE,
     atomic_write_json,
@@ -37,16 +40,16 @@ from bertviz_lite.runfiles import (
     read_json_object,
     read_status,
     read_train_args,
+    remove_temporary_files,
 )
 from bertviz_lite.trainer import STOP_FILE, default_run_dir
 
 MAX_RUNS_ENV = "BERTVIZ_LITE_MAX_RUNS"
 DEFAULT_MAX_RUNS = 1
-LAUNCH_FILE = "launch.json"
-LOG_FILE = "train.log"
-CORPUS_FILE = "corpus.txt"
 TRAIN_MODULE = "bertviz_lite.train"
 ACTIVE_STATES = ("starting", "running")
+STALE_TMP_S = 60.0  # a hidden .tmp file this old in a run that no longer trains is a killed write's leftover
+_ERROR_LINE = re.compile(r"(?:^|: )error: (.+)$")  # the CLI's one-line errors, argparse's included
 _SNAPSHOT_NAME = re.compile(r"step_(\d+)\.safetensors")
 # Popen objects of the runs this process launched, so that finished children are reaped (not zombies).
 _CHILDREN: dict[int, subprocess.Popen] = {}
@@ -239,8 +242,13 @@ def _state_without_status(run_dir: Path) -> RunState:
 
 
 def _died_message(run_dir: Path, pid: Any) -> str:
+    """The reason first (the CLI's last "error: ..." line, in full), then the tail of the log."""
     tail = log_tail(run_dir)
-    text = f"The training process (pid {pid}) ended without saying why."
+    reasons = [m[1] for line in tail.splitlines() if (m := _ERROR_LINE.search(line))]
+    if reasons:
+        text = f"{reasons[-1]} (the training process, pid {pid}, exited)"
+    else:
+        text = f"The training process (pid {pid}) ended without saying why."
     return f"{text} Last lines of its log:\n{tail}" if tail else text
 
 
@@ -265,13 +273,27 @@ def is_run_folder(path: Path) -> bool:
 
 
 def list_runs(root: Path | None = None) -> list[RunState]:
-    """Every run folder under the root, newest first."""
+    """Every run folder under the root, newest first; stale .tmp files of runs that no longer train are removed."""
     root = root or runs_root()
     if not root.is_dir():
         return []
     folders = [path for path in root.iterdir() if is_run_folder(path)]
     folders.sort(key=lambda path: path.stat().st_mtime, reverse=True)
-    return [run_state(path) for path in folders]
+    states = [run_state(path) for path in folders]
+    for state in states:
+        if not state.active:
+            _remove_stale_files(state.path)
+    return states
+
+
+def _remove_stale_files(run_dir: Path) -> None:
+    """Remove a killed run's half-written files, keeping the folder's time (the listing's order)."""
+    try:
+        before = run_dir.stat()
+        if remove_temporary_files(run_dir, older_than_s=STALE_TMP_S):
+            os.utime(run_dir, ns=(before.st_atime_ns, before.st_mtime_ns))
+    except OSError:
+        pass  # a read-only folder: leave it as it is
 
 
 def active_runs(root: Path | None = None) -> list[RunState]:

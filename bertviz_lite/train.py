@@ -2,7 +2,8 @@
 
 The run folder gets metrics.jsonl, status.json, train_args.json, snapshots/ and the checkpoint
 (see `bertviz_lite.runfiles` and `bertviz_lite.checkpoints` for the formats). SIGINT, SIGTERM or a
-file named STOP in the run folder: finish the step, save, stop. Under `torchrun --nproc_per_node=N`
+file named STOP in the run folder: finish the step, save, stop. `--resume --out checkpoints/NAME`
+continues a stopped, killed or finished run from its checkpoint. Under `torchrun --nproc_per_node=N`
 the same command trains with DistributedDataParallel.
 
 Exit codes: 0 finished or stopped, 1 failed or diverged, 2 bad arguments (one line naming the option).
@@ -24,6 +25,7 @@ from typing import Any, TextIO
 import torch
 
 from bertviz_lite.config import POSITION_EMBEDDING_TYPES, BertConfig
+from bertviz_lite.runfiles import read_train_args
 from bertviz_lite.trainer import (
     CONFIG_OVERRIDES,
     DEVICES,
@@ -67,8 +69,16 @@ _TRAINING_HELP = {
     "eval_every": "evaluate on the held-out pairs every N steps (default: the preset's)",
     "snapshot_every": "save the probe pair's attention maps every N steps (default: the preset's)",
     "save_every": "save the checkpoint every N steps; 0: only at the end (default: the preset's)",
-    "out": "run folder, e.g. checkpoints/NAME (default: checkpoints/run-<date>-<time>)",
+    "out": "run folder, e.g. checkpoints/NAME: a new or empty folder, or with --resume the run to continue "
+           "(default: checkpoints/run-<date>-<time>)",
 }  # fmt: skip
+RESUME_HELP = ("continue the run in --out from its last checkpoint with the options it was started with: the "
+               "weights, the step and so the learning-rate schedule, the data order, and AdamW's moments when "
+               "optimizer.safetensors belongs to that checkpoint (otherwise they restart from zero, which can "
+               "jolt the loss); the masking and dropout draws restart. The metrics after the checkpoint are "
+               "dropped and trained again. Only --steps (to train further), --device, --dtype, --threads and "
+               "--quiet may be given with it")  # fmt: skip
+RESUME_OPTIONS = ("steps", "device", "dtype")  # the training options --resume may change
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
             choices = list(POSITION_EMBEDDING_TYPES) if spec.name == "position_embedding_type" else None
             group.add_argument(_flag(spec.name), type=_TYPES[type(spec.default)], choices=choices, default=None,
                                help=f"BertConfig.{spec.name}")  # fmt: skip
+    parser.add_argument("--resume", action="store_true", help=RESUME_HELP)
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for PyTorch (default: its own)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar (the final result is still printed)")
     return parser
@@ -111,6 +122,31 @@ def arguments_from_namespace(namespace: argparse.Namespace) -> TrainingArguments
     fields = {f.name for f in dataclasses.fields(TrainingArguments)} - {"config"}
     config = {name: values[name] for name in CONFIG_OVERRIDES if values.get(name) is not None}
     return TrainingArguments(**{name: values[name] for name in fields}, config=config)
+
+
+def given_options(argv: Sequence[str]) -> set[str]:
+    """The options written on the command line (not those left at their defaults)."""
+    parser = build_parser()
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS
+    return set(vars(parser.parse_args(argv)))
+
+
+def resume_arguments(namespace: argparse.Namespace, given: set[str]) -> TrainingArguments:
+    """The TrainingArguments a run in --out was started with, with the RESUME_OPTIONS given now."""
+    extra = sorted(given - {"resume", "out", "threads", "quiet", *RESUME_OPTIONS})
+    if extra:
+        raise OptionError("resume", f"--resume continues a run with its own options: {_flag(extra[0])} cannot be "
+                                    "given with it (only --steps, --device and --dtype)")  # fmt: skip
+    if namespace.out is None:
+        raise OptionError("out", "--resume needs --out: the folder of the run to continue")
+    saved = (read_train_args(namespace.out) or {}).get("args")
+    if not isinstance(saved, dict):
+        raise OptionError("resume", f"out ({namespace.out!r}) holds no run to resume (no train_args.json)")
+    fields = {f.name for f in dataclasses.fields(TrainingArguments)}
+    values = {name: value for name, value in saved.items() if name in fields}
+    values.update({name: getattr(namespace, name) for name in RESUME_OPTIONS if name in given}, out=namespace.out)
+    return TrainingArguments(**values)
 
 
 def format_option_error(err: OptionError) -> str:
@@ -211,12 +247,15 @@ def prepare(argv: Sequence[str], distributed: Distributed, quiet: bool | None = 
         if namespace.threads < 1:
             raise OptionError("threads", f"threads ({namespace.threads}) must be a whole number greater than 0")
         torch.set_num_threads(namespace.threads)
-    args = arguments_from_namespace(namespace)
+    if namespace.resume:
+        args = resume_arguments(namespace, given_options(argv))
+    else:
+        args = arguments_from_namespace(namespace)
     distributed.init_process_group(resolve_device(args.device, distributed))
     quiet = namespace.quiet if quiet is None else quiet
     callbacks = [] if quiet or not distributed.is_main else [ProgressBar()]
     command = shlex.join(["python", "-m", "bertviz_lite.train", *argv])
-    return Trainer(args, distributed=distributed, callbacks=callbacks, command=command)
+    return Trainer(args, distributed=distributed, callbacks=callbacks, command=command, resume=namespace.resume)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

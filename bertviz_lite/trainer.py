@@ -32,9 +32,23 @@ from bertviz_lite.data import (
     split_train_eval,
 )
 from bertviz_lite.model import Bert
-from bertviz_lite.pretrained import CHECKPOINTS_DIR, load
-from bertviz_lite.runfiles import MetricsWriter, atomic_write_json, remove_temporary_files, write_status
-from bertviz_lite.tokenization import BertTokenizer
+from bertviz_lite.pretrained import CHECKPOINTS_DIR, MINILM, load, load_folder, minilm_dir, resolve_source
+from bertviz_lite.runfiles import (
+    CORPUS_FILE,
+    LAUNCH_FILE,
+    LOG_FILE,
+    MetricsWriter,
+    atomic_write_json,
+    keep_metrics_until,
+    load_optimizer_state,
+    process_alive,
+    read_status,
+    read_train_args,
+    remove_temporary_files,
+    save_optimizer_state,
+    write_status,
+)
+from bertviz_lite.tokenization import MAX_POSITIONS, MIN_TRAIN_VOCAB_SIZE, BertTokenizer
 
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {
@@ -67,6 +81,12 @@ DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "fp32", "bf16")  # auto: bf16 autocast on CUDA, float32 on CPU
 STOP_FILE = "STOP"
 ADAM_EPS = 1e-6  # BERT's
+MAX_PARAMETERS = 350_000_000  # the largest model a run may train (BERT-large has about 340 M)
+MAX_TENSOR_ELEMENTS = 2**31  # the largest activation of one layer in one step (8 GiB in float32)
+DIVERGENCE_FACTOR = 10.0  # a logged loss above this many times the first step's loss (at least 1) has diverged
+# Files of a folder the app made for a run before the trainer starts in it; the checkpoint's files.
+APP_FILES = (LAUNCH_FILE, LOG_FILE, CORPUS_FILE, STOP_FILE)
+RUN_MARKERS = (checkpoints.WEIGHTS_FILE, checkpoints.CONFIG_FILE, "metrics.jsonl", "status.json")
 
 
 class OptionError(ValueError):
@@ -119,7 +139,10 @@ class TrainingArguments:
             self.out = str(default_run_dir())
         self.config = dict(self.config)
         _validate_arguments(self)
-        self.bert_config(self.vocab_size)  # sizes that cannot build a model fail now, not after the data
+        if self.init:
+            _check_init_positions(self.init, self.seq_len)
+        else:
+            self.bert_config(self.vocab_size)  # sizes that cannot build a model fail now, not after the data
 
     def bert_config(self, vocab_size: int) -> BertConfig:
         """The model's config: the preset's sizes, then the overrides, with this vocabulary size."""
@@ -134,9 +157,11 @@ class TrainingArguments:
         if config.max_position_embeddings < self.seq_len:
             raise OptionError("seq_len", f"seq_len ({self.seq_len}) must be at most max_position_embeddings "
                                          f"({config.max_position_embeddings})")  # fmt: skip
+        _check_seq_len_limit(self.seq_len)
         if config.type_vocab_size < 2:
             raise OptionError("type_vocab_size", f"type_vocab_size ({config.type_vocab_size}) must be at least 2: "
                                                  "sentence pairs use segments 0 and 1")  # fmt: skip
+        _check_model_size(config, self)
         return config
 
     def to_dict(self) -> dict[str, Any]:
@@ -188,7 +213,65 @@ def _validate_arguments(args: TrainingArguments) -> None:
     _check(args.init is None or not args.config, "config",
            f"config overrides ({', '.join(sorted(args.config))}) cannot be used with init: the pretrained "
            "model fixes its sizes")  # fmt: skip
+    _validate_sizes(args)
     _validate_out(args.out)
+
+
+def _validate_sizes(args: TrainingArguments) -> None:
+    """Checks of sizes the data and the tokenizer need, made before anything is built."""
+    _check(args.vocab_size >= MIN_TRAIN_VOCAB_SIZE, "vocab_size",
+           f"vocab_size ({args.vocab_size}) must be at least {MIN_TRAIN_VOCAB_SIZE}")  # fmt: skip
+    _check(args.num_documents >= 2, "num_documents",
+           f"num_documents ({args.num_documents}) must be at least 2: next-sentence pairs need 2 stories")  # fmt: skip
+
+
+def _check_seq_len_limit(seq_len: int) -> None:
+    _check(seq_len <= MAX_POSITIONS, "seq_len", f"seq_len ({seq_len}) must be at most {MAX_POSITIONS}, "
+                                                "the longest sentence pair the tokenizer builds")  # fmt: skip
+
+
+def _check_init_positions(init: str, seq_len: int) -> None:
+    """seq_len must fit the positions of the pretrained model a run starts from (read from its config.json)."""
+    positions = pretrained_config(init).max_position_embeddings
+    _check(seq_len <= positions, "seq_len",
+           f"seq_len ({seq_len}) must be at most {positions}, the positions of the pretrained model {init!r}")  # fmt: skip
+    _check_seq_len_limit(seq_len)
+
+
+def pretrained_config(source: str) -> BertConfig:
+    """The config of the model `--init` names, read from its config.json without loading the weights."""
+    try:
+        folder = minilm_dir() if source == MINILM else resolve_source(source)
+        return BertConfig.from_json_file(folder / checkpoints.CONFIG_FILE)
+    except (OSError, ValueError) as err:
+        raise OptionError("init", f"init ({source!r}): {err}") from None
+
+
+def parameter_count(config: BertConfig) -> int:
+    """Parameters of `Bert(config)` with both heads (the tied decoder counted once), from the sizes alone."""
+    h, ff, v = config.hidden_size, config.intermediate_size, config.vocab_size
+    embeddings = (v + config.max_position_embeddings + config.type_vocab_size) * h + 2 * h
+    layer = 4 * (h * h + h) + 2 * h * ff + ff + h + 4 * h
+    heads = (h * h + h + 2 * h + v) + (h * h + h) + (2 * h + 2)  # MLM transform + bias, pooler, NSP
+    return embeddings + config.num_hidden_layers * layer + heads
+
+
+def _check_model_size(config: BertConfig, args: TrainingArguments) -> None:
+    """Refuse a model above MAX_PARAMETERS, or a step whose largest activation could not be allocated."""
+    count = parameter_count(config)
+    if count > MAX_PARAMETERS:
+        preset = {**PRESETS[args.preset]["config"], "vocab_size": PRESETS[args.preset]["vocab_size"]}
+        option = max(("hidden_size", "intermediate_size", "num_hidden_layers", "max_position_embeddings",
+                      "vocab_size"), key=lambda name: getattr(config, name) / preset[name])  # fmt: skip
+        size = f"{count / 1e6:,.0f} M" if count < 1e12 else f"{count:.1e}"
+        raise OptionError(option, f"{option} ({getattr(config, option)}) makes a model of {size} parameters; "
+                                  f"training allows at most {MAX_PARAMETERS / 1e6:.0f} M (BERT-large has 340 M)")  # fmt: skip
+    widest = max(config.num_attention_heads * args.seq_len, config.intermediate_size)
+    elements = args.batch_size * args.seq_len * widest
+    _check(elements <= MAX_TENSOR_ELEMENTS, "batch_size",
+           f"batch_size ({args.batch_size}) × seq_len ({args.seq_len}) × {widest} (attention scores or feed-forward "
+           f"width) is {elements:,} numbers in one layer's activations, more than {MAX_TENSOR_ELEMENTS:,}: use a "
+           "smaller batch size or sequence length")  # fmt: skip
 
 
 def _validate_out(out: str) -> None:
@@ -286,11 +369,17 @@ def probe_pair(documents: Sequence[Sequence[str]]) -> tuple[str, str]:
 
 def batch_indices(num_items: int, batch_size: int, seed: int, rank: int = 0, world_size: int = 1) -> Iterator[list[int]]:
     """Endless batches of indices: a new shuffle each epoch, each rank its own equal shard, no partial batch."""
-    per_rank = num_items // world_size
+    check_batch_size(batch_size, num_items, world_size)
+    return _epochs(num_items, batch_size, seed, rank, world_size)
+
+
+def check_batch_size(batch_size: int, num_train_pairs: int, world_size: int = 1) -> None:
+    """A batch must fit in each process's share of the training pairs (the Train form asks this too)."""
+    per_rank = num_train_pairs // world_size
+    share = "of the corpus" if world_size == 1 else f"that each of the {world_size} processes gets"
     if per_rank < batch_size:
         raise OptionError("batch_size", f"batch_size ({batch_size}) is more than the {per_rank} training pairs "
-                                        "each process has: use a smaller batch or a bigger corpus")  # fmt: skip
-    return _epochs(num_items, batch_size, seed, rank, world_size)
+                                        f"{share}: use a smaller batch or a bigger corpus")  # fmt: skip
 
 
 def _epochs(num_items: int, batch_size: int, seed: int, rank: int, world_size: int) -> Iterator[list[int]]:
@@ -323,11 +412,7 @@ def load_initial_model(args: TrainingArguments) -> tuple[Bert, BertTokenizer]:
         model, tokenizer = load(args.init)
     except (OSError, ValueError) as err:
         raise OptionError("init", f"init ({args.init!r}): {err}") from None
-    if model.config.max_position_embeddings < args.seq_len:
-        raise OptionError("seq_len", f"seq_len ({args.seq_len}) must be at most the pretrained model's "
-                                     f"max_position_embeddings ({model.config.max_position_embeddings})")  # fmt: skip
-    model.has_mlm_head = model.has_nsp_head = True  # the run trains both
-    return model.train(), tokenizer
+    return model, tokenizer  # TrainingArguments checked seq_len against its positions
 
 
 # ---- optimisation ------------------------------------------------------------------------------
@@ -430,15 +515,42 @@ class TrainerCallback:
 
 
 def check_run_dir(run_dir: Path) -> None:
-    """The run folder may exist (the app creates it) but must not already hold a run or a checkpoint."""
+    """A new run's folder: absent, empty, or holding only what the app wrote there to launch it.
+
+    A folder with anything else in it (a run, a checkpoint, a user's files) is refused, so nothing is overwritten.
+    """
+    where = f"out ({str(run_dir)!r})"
     if run_dir.exists() and not run_dir.is_dir():
-        raise OptionError("out", f"out ({str(run_dir)!r}) is a file, not a folder")
-    taken = [name for name in ("model.safetensors", "config.json", "metrics.jsonl", "status.json")
-             if (run_dir / name).exists()]  # fmt: skip
+        raise OptionError("out", f"{where} is a file, not a folder")
+    if not run_dir.exists():
+        if not run_dir.parent.is_dir() and run_dir.parent != CHECKPOINTS_DIR:
+            raise OptionError("out", f"{where}: the folder {str(run_dir.parent)!r} does not exist")
+        return
+    names = sorted(p.name for p in run_dir.iterdir() if not (p.name.startswith(".") and p.name.endswith(".tmp")))
+    taken = [name for name in RUN_MARKERS if name in names]
     if taken:
-        raise OptionError("out", f"out ({str(run_dir)!r}) already holds a run ({taken[0]}): choose another name")
-    if not run_dir.parent.is_dir() and run_dir.parent != CHECKPOINTS_DIR:
-        raise OptionError("out", f"out ({str(run_dir)!r}): the folder {str(run_dir.parent)!r} does not exist")
+        raise OptionError("out", f"{where} already holds a run ({taken[0]}): choose another folder, or continue "
+                                 "the run with --resume")  # fmt: skip
+    others = [name for name in names if name not in APP_FILES]
+    if others:
+        listed = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
+        raise OptionError("out", f"{where} is a folder that holds other files ({listed}): a run needs a new or "
+                                 "empty folder")  # fmt: skip
+
+
+def resumable_step(run_dir: Path, steps: int) -> int:
+    """The checkpoint step of a run of ours that `--resume` can continue to `steps`; OptionError if none."""
+    where = f"out ({str(run_dir)!r})"
+    status, step = read_status(run_dir), checkpoints.checkpoint_step(run_dir)
+    if status is None or read_train_args(run_dir) is None or step is None:
+        raise OptionError("resume", f"{where} holds no run to resume: --resume needs a run folder with status.json, "
+                                    "train_args.json and a checkpoint (model.safetensors)")  # fmt: skip
+    pid = status.get("pid")
+    if status.get("state") == "running" and pid != os.getpid() and process_alive(pid):
+        raise OptionError("resume", f"{where} is still training (pid {pid}): stop it before resuming")
+    _check(step < steps, "steps", f"steps ({steps}) must be more than the {step} steps the run has already "
+                                  "trained, to train it further")  # fmt: skip
+    return step
 
 
 class Trainer:
@@ -450,39 +562,61 @@ class Trainer:
         callbacks: TrainerCallback objects, called on rank 0 only.
         command: the command line, recorded in train_args.json.
         tokenizer: use this vocabulary instead of training one on the corpus.
+        resume: continue the run in `args.out` from its checkpoint (weights, step, schedule, data order and,
+            when optimizer.safetensors belongs to that step, AdamW's moments); its masking restarts.
     """
 
     def __init__(
         self, args: TrainingArguments, *, distributed: Distributed | None = None,
         callbacks: Sequence[TrainerCallback] = (), command: str | None = None,
-        tokenizer: BertTokenizer | None = None,
+        tokenizer: BertTokenizer | None = None, resume: bool = False,
     ):  # fmt: skip
         self.args, self.command, self.callbacks = args, command, list(callbacks)
         self.distributed = distributed or Distributed()
         self.device = resolve_device(args.device, self.distributed)
         self.run_dir = Path(args.out)
-        if self.distributed.is_main:
+        self.resumed_from = resumable_step(self.run_dir, args.steps) if resume else None
+        if self.distributed.is_main and not resume:
             check_run_dir(self.run_dir)
         documents = load_documents(args)
         self.probe = probe_pair(documents)
         torch.manual_seed(args.seed)  # the same initial weights in every process
-        if args.init:
-            model, self.tokenizer = load_initial_model(args)
-            self.config = model.config
-        else:
-            self.tokenizer = tokenizer or train_tokenizer(documents, args.vocab_size, self.distributed)
-            self.config = args.bert_config(self.tokenizer.vocab_size)
-            model = Bert(self.config)
+        model = self._initial_model(documents, tokenizer)
         self._prepare_pairs(documents)
         self.model = model.to(self.device)
         self.optimizer = make_optimizer(self.model, args.lr, args.weight_decay)
         self._step_module = self._wrap_for_processes(PretrainingStep(self.model))
         torch.manual_seed(args.seed + self.distributed.rank)  # dropout differs between processes
-        self.step, self.checkpoint_step, self.last_record = 0, None, None
+        self.step, self.checkpoint_step, self.last_record, self.optimizer_restored = 0, None, None, False
+        if resume:
+            self._restore()
         self.started_at = self._loop_start = None
         self._stop_requested, self._metrics, self._eval_cache = False, None, None
-        self._lr, self._grad_norm = 0.0, torch.zeros(())
+        self._lr, self._grad_norm, self._first_loss, self._elapsed_before = 0.0, torch.zeros(()), None, 0.0
         self._reset_window()
+
+    def _initial_model(self, documents: list[list[str]], tokenizer: BertTokenizer | None) -> Bert:
+        """The run's own checkpoint (resuming), the --init model, or random weights and a vocabulary learnt here."""
+        if self.resumed_from is not None:
+            try:
+                model, self.tokenizer = load_folder(self.run_dir)
+            except (OSError, ValueError) as err:
+                raise OptionError("resume", f"out ({str(self.run_dir)!r}): its checkpoint does not load: {err}") from None
+        elif self.args.init:
+            model, self.tokenizer = load_initial_model(self.args)
+        else:
+            self.tokenizer = tokenizer or train_tokenizer(documents, self.args.vocab_size, self.distributed)
+            model = Bert(self.args.bert_config(self.tokenizer.vocab_size))
+        self.config = model.config
+        model.has_mlm_head = model.has_nsp_head = True  # the run trains both
+        return model.train()
+
+    def _restore(self) -> None:
+        """Continue after the checkpoint: its step (so the schedule), the data order, AdamW's moments if saved."""
+        self.step = self.checkpoint_step = self.resumed_from
+        for _ in range(self.step):
+            next(self._batches)
+        self.optimizer_restored = load_optimizer_state(self.run_dir, self.model, self.optimizer, self.step)
 
     def _prepare_pairs(self, documents: list[list[str]]) -> None:
         args, dist = self.args, self.distributed
@@ -581,7 +715,8 @@ class Trainer:
             return False
         if self.distributed.is_main:
             checkpoints.save_checkpoint(self.run_dir, self.model, self.tokenizer, self.train_args(), step=self.step)
-            self.checkpoint_step = self.step
+            save_optimizer_state(self.run_dir, self.model, self.optimizer, self.step)
+        self.checkpoint_step = self.step
         return True
 
     def train_args(self) -> dict[str, Any]:
@@ -592,6 +727,8 @@ class Trainer:
             "num_train_pairs": len(self.train_pairs), "num_eval_pairs": len(self.eval_pairs),
             "num_parameters": self.model.num_parameters(), "probe": list(self.probe),
             "torch_version": torch.__version__,
+            **({"resumed_from_step": self.resumed_from, "optimizer_restored": self.optimizer_restored}
+               if self.resumed_from is not None else {}),
         }  # fmt: skip
 
     # ---- stopping ------------------------------------------------------------------------------
@@ -611,9 +748,10 @@ class Trainer:
     # ---- run files -----------------------------------------------------------------------------
 
     def eta_s(self) -> float | None:
-        if not self.step or self._loop_start is None:
+        done = self.step - (self.resumed_from or 0)
+        if done <= 0 or self._loop_start is None:
             return None
-        return (time.perf_counter() - self._loop_start) / self.step * (self.args.steps - self.step)
+        return (time.perf_counter() - self._loop_start) / done * (self.args.steps - self.step)
 
     def _write_status(self, state: str, message: str) -> None:
         if self.distributed.is_main and self.started_at is not None:
@@ -627,10 +765,16 @@ class Trainer:
         self.run_dir.mkdir(parents=self.run_dir.parent == CHECKPOINTS_DIR, exist_ok=True)
         remove_temporary_files(self.run_dir)
         self.started_at = time.time()
+        if self.resumed_from is None:
+            self.tokenizer.save_vocab(self.run_dir / "vocab.txt")
+        else:
+            (self.run_dir / STOP_FILE).unlink(missing_ok=True)  # the stop that ended it before
+            kept = keep_metrics_until(self.run_dir, self.resumed_from)  # the steps after it are trained again
+            self._elapsed_before = max([r["elapsed_s"] for r in kept if _is_number(r.get("elapsed_s"))], default=0.0)
         atomic_write_json(self.run_dir / "train_args.json", self.train_args())
-        self.tokenizer.save_vocab(self.run_dir / "vocab.txt")
         self._metrics = MetricsWriter(self.run_dir)
-        self._write_status("running", "Starting: saving the initial weights and attention snapshot")
+        self._write_status("running", "Starting: saving the initial weights and attention snapshot"
+                           if self.resumed_from is None else f"Resuming from the checkpoint of step {self.step}")  # fmt: skip
 
     def _emit(self, record: dict[str, Any]) -> None:
         self.last_record = record
@@ -663,13 +807,16 @@ class Trainer:
     def _loop(self) -> TrainResult:
         self._loop_start = time.perf_counter()
         self._reset_window()
-        if self.distributed.is_main:
-            self.save_snapshot()
-        self.save()
+        if self.resumed_from is None:  # a resumed run has both for its checkpoint step already
+            if self.distributed.is_main:
+                self.save_snapshot()
+            self.save()
         if self._should_stop():
             return self._stopped()
         while self.step < self.args.steps:
             self._window += self.train_step(self.next_batch())
+            if self._first_loss is None:
+                self._first_loss = self._window_loss()
             stop = self._should_stop()
             diverged = self._after_step(last=stop or self.step == self.args.steps)
             if diverged is not None:
@@ -693,7 +840,7 @@ class Trainer:
             return None
         started = time.perf_counter()
         record = self._log_train()
-        if not all(math.isfinite(record[k]) for k in ("loss", "grad_norm")) or (saving and not self.save()):
+        if self._exploded(record) or (saving and not self.save()):
             return self._diverged(record)
         if self.distributed.is_main and self._due(args.eval_every, last):
             self._emit({"split": "eval", "step": self.step, **self.evaluate(), "elapsed_s": self.elapsed_s()})
@@ -703,13 +850,24 @@ class Trainer:
         self._overhead += time.perf_counter() - started
         return None
 
+    def _window_loss(self) -> float:
+        """The mean loss of the steps in the window, over all processes."""
+        loss, steps = self.distributed.all_reduce_sum(self._window[[0, -1]].clone()).tolist()
+        return loss / max(steps, 1.0)
+
+    def _exploded(self, record: dict[str, Any]) -> bool:
+        """NaN or inf, or a loss above DIVERGENCE_FACTOR times the first step's (taken as at least 1)."""
+        if not all(math.isfinite(record[k]) for k in ("loss", "grad_norm")):
+            return True
+        return record["loss"] > DIVERGENCE_FACTOR * max(self._first_loss or 0.0, 1.0)
+
     def _reset_window(self) -> None:
         self._window = torch.zeros(len(STAT_NAMES), dtype=torch.float64, device=self.device)
         self._window_start, self._overhead = time.perf_counter(), 0.0
 
     def elapsed_s(self) -> float:
         """Wall seconds since training began (0 before)."""
-        return time.perf_counter() - self._loop_start if self._loop_start is not None else 0.0
+        return self._elapsed_before + (time.perf_counter() - self._loop_start if self._loop_start is not None else 0.0)
 
     def _log_train(self) -> dict[str, Any]:
         """The train line for the steps since the last one (summed over processes)."""
@@ -742,8 +900,9 @@ class Trainer:
     def _diverged(self, record: dict[str, Any]) -> TrainResult:
         kept = (f"the checkpoint of step {self.checkpoint_step} is kept" if self.checkpoint_step is not None
                 else "no checkpoint had been saved")  # fmt: skip
+        first = f" (first step: {self._first_loss:.4g})" if self._first_loss is not None else ""
         message = (
-            f"Diverged at step {self.step}: loss {record.get('loss', float('nan')):.4g}, gradient norm "
+            f"Diverged at step {self.step}: loss {record.get('loss', float('nan')):.4g}{first}, gradient norm "
             f"{record.get('grad_norm', float('nan')):.4g} at learning rate {self._lr:.3g}; {kept}. "
             "Try a smaller --lr or a longer --warmup."
         )
