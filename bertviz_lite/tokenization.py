@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 import os
+import re
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -23,6 +24,7 @@ PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN = "[PAD]", "[UNK]", "[CLS
 SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
 MAX_POSITIONS = 512
 MIN_TRAIN_VOCAB_SIZE = len(SPECIAL_TOKENS) + 10
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -178,7 +180,12 @@ class BertTokenizer:
         return self.encode_batch_pairs([(text_a, text_b)], max_length=max_length)[0]
 
     def encode_batch_pairs(self, pairs: Sequence[tuple[str, str | None]], max_length: int = 128) -> list[Encoding]:
-        """Tokenize many (A, B or None) pairs at once; same result as encode_pair on each."""
+        """Tokenize many (A, B or None) pairs at once; same result as encode_pair on each.
+
+        Text that is not valid Unicode (a lone surrogate such as "\\ud800", half of an emoji cut in two)
+        is cleaned, not refused: each surrogate becomes U+FFFD, which BERT's normalizer drops like a
+        control character. Offsets and words still index the text as given (same length).
+        """
         if not pairs:
             raise ValueError("No sentence pairs to tokenize.")
         cleaned = [_clean_pair(text_a, text_b, index, len(pairs)) for index, (text_a, text_b) in enumerate(pairs)]
@@ -278,7 +285,13 @@ def _clean_pair(text_a: str, text_b: str | None, index: int, count: int) -> tupl
         raise ValueError(f"Sentence A is empty: type at least one word.{where}")
     if text_b is not None and not isinstance(text_b, str):
         raise ValueError(f"Sentence B must be text, got {type(text_b).__name__}.{where}")
-    return text_a, text_b if text_b and text_b.strip() else None
+    text_b = replace_surrogates(text_b) if text_b and text_b.strip() else None
+    return replace_surrogates(text_a), text_b
+
+
+def replace_surrogates(text: str) -> str:
+    """`text` with each surrogate code point (not encodable on its own) replaced by U+FFFD; same length."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 def _check_not_blank(raw: _RawEncoding, name: str) -> _RawEncoding:
@@ -337,7 +350,7 @@ def _count_words(texts: list[str]) -> Counter[str]:
     normalizer, pre_tokenizer = _bert_normalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
     words: Counter[str] = Counter()
     for text, count in Counter(texts).items():  # corpora repeat sentences: split each one once
-        for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text)):
+        for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(replace_surrogates(text))):
             words[word] += count
     return words
 

@@ -189,6 +189,20 @@ def test_control_characters_are_stripped(ours):
     assert ours.encode_pair("ca\x00t\x07 dog").tokens == ["[CLS]", "cat", "dog", "[SEP]"]
 
 
+def test_lone_surrogates_are_cleaned_like_control_characters(ours):
+    text = "ca\ud800t dog"  # not valid Unicode: tokenizers cannot even receive it
+    encoding = ours.encode_pair(text, "a \udc00\ud83d bone")
+    assert encoding.tokens == ["[CLS]", "cat", "dog", "[SEP]", "a", "bone", "[SEP]"]
+    assert encoding.words[1] == "ca\ufffdt"  # the broken character shows as U+FFFD
+    start, end = encoding.offsets[2]
+    assert text[start:end] == "dog"  # offsets still index the text as given
+    batch = ours.encode_batch_pairs([("ok", None), ("\ud800x", "\udfff")])
+    assert batch[1].tokens == ["[CLS]", "x", "[SEP]"]
+    with pytest.raises(ValueError, match="no readable characters"):
+        ours.encode_pair("\ud800\udfff")
+    assert BertTokenizer.train(["ca\ud800t dog"] * 3, vocab_size=20).vocab_size >= 20
+
+
 @pytest.mark.parametrize(("max_length", "text_b"), [(4, "B."), (2, None), (513, None), (0, "B.")])
 def test_bad_max_length(ours, max_length, text_b):
     with pytest.raises(ValueError, match=rf"max_length \({max_length}\)"):
