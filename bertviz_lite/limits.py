@@ -202,9 +202,10 @@ def max_weight_bytes(config: BertConfig) -> int:
 
 
 def safetensors_header_length(head: bytes, size: int, name: str) -> int:
-    """The header length in a safetensors file's first 8 bytes; refuse one past the file or 100 MB."""
-    length = int.from_bytes(head[:8], "little") if len(head) >= 8 else 0
-    if not 0 < length <= size - 8:
+    """The header length in a safetensors file's first 8 bytes (`head` holds at least 9); refuse one past the
+    file or 100 MB, or a header that does not start a JSON object."""
+    length = int.from_bytes(head[:8], "little") if len(head) >= 9 else 0
+    if not 0 < length <= size - 8 or head[8:9] != b"{":
         raise ValueError(f"{name} is damaged or not a weight file (its first bytes are not a safetensors header)")
     if length > MAX_SAFETENSORS_HEADER_BYTES:
         raise ValueError(
@@ -240,6 +241,6 @@ def check_weight_file(path: Path, config: BertConfig) -> None:
         )
     if path.suffix == ".safetensors":
         with open(path, "rb") as handle:
-            safetensors_header_length(handle.read(8), size, name)
+            safetensors_header_length(handle.read(9), size, name)
     else:
         _check_torch_zip(path, budget, name)

@@ -3,16 +3,20 @@
 import hashlib
 import io
 import json
+import os
 import pickle
+import resource
 import stat
 import subprocess
 import sys
+import time
 import zipfile
 
 import pytest
 import torch
 
 from bertviz_lite import checkpoint_store as store
+from bertviz_lite import limits
 from bertviz_lite.checkpoints import save_checkpoint, save_snapshot
 from bertviz_lite.config import BertConfig
 from bertviz_lite.data import builtin_corpus
@@ -198,7 +202,9 @@ PICKLED = pickle.dumps({"weights": [1, 2, 3]}, protocol=4)
         (lambda m: {**m, "x/pytorch_model.bin": PICKLED}, "pickle-based"),
         (lambda m: {**m, "x/model.safetensors": PICKLED}, "is a Python pickle"),
         (lambda m: {**m, "x/snapshots/step_000001.safetensors": b"PK\x03\x04" + bytes(40)}, "an archive"),
-        (lambda m: {**m, "x/model.safetensors": b"\x10" + bytes(30)}, "not a safetensors file"),
+        (lambda m: {**m, "x/model.safetensors": b"\x10" + bytes(30)}, "damaged or not a weight file"),
+        (lambda m: {**m, "x/config.json": b"[" * 100_000}, "nested more than 32 levels"),
+        (lambda m: {**m, "x/config.json": b'{"layer_norm_eps": null}'}, "layer_norm_eps .* must be a finite number"),
         (lambda m: {**m, "x/../../evil.txt": b"boo"}, "'..'"),
         (lambda m: {**m, "/etc/cron.d/evil": b"boo"}, "absolute"),
         (lambda m: {**m, "x\\..\\evil": b"boo"}, "Windows-style"),
@@ -238,6 +244,117 @@ def test_symlinks_malformed_and_oversized_zips_are_refused(root, monkeypatch):
     with pytest.raises(store.CheckpointError, match="the limit is"):
         store.import_zip(make_zip(valid_members(root)), "u", root)
     assert tree(root) == before
+
+
+# ---- uploads counted while they are written -------------------------------------------------------
+
+ZEROS = 2_000_000_000
+
+
+def safetensors_of_zeros(archive: zipfile.ZipFile, name: str, size: int, header_length: int | None = None) -> None:
+    """Write member `name`: a valid safetensors header for `size` bytes of float32 zeros, then the zeros."""
+    header = json.dumps({"w": {"dtype": "F32", "shape": [size // 4], "data_offsets": [0, size]}}).encode()
+    with archive.open(name, "w") as sink:  # streamed: the zeros never sit in memory, and deflate to ~0.4%
+        sink.write((header_length or len(header)).to_bytes(8, "little") + header)
+        chunk = bytes(8 << 20)
+        for start in range(0, size, len(chunk)):
+            sink.write(chunk[: size - start])
+
+
+@pytest.fixture(scope="module")
+def zeros_bomb(tmp_path_factory, tiny_model):
+    """A ~9 MB zip: the tiny checkpoint's config.json and vocab.txt, and a model.safetensors of 2 GB of zeros."""
+    folder = save_checkpoint(tmp_path_factory.mktemp("bomb") / "x", *tiny_model)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        safetensors_of_zeros(archive, "x/model.safetensors", ZEROS)  # first in the zip: unpacked last
+        for name in ("config.json", "vocab.txt"):
+            archive.writestr(f"x/{name}", (folder / name).read_bytes())
+    assert len(buffer.getvalue()) < 20_000_000
+    return buffer.getvalue()
+
+
+def timed_refusal(action, match):
+    """(seconds, peak RSS growth in MB) of an action that must raise CheckpointError matching `match`."""
+    peak_before, start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.perf_counter()
+    with pytest.raises(store.CheckpointError, match=match):
+        action()
+    return time.perf_counter() - start, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before) / 1024
+
+
+def test_two_gb_of_zeros_behind_a_valid_header_is_refused_quickly_and_leaves_nothing(root, zeros_bomb, monkeypatch):
+    before = tree(root)
+    with pytest.raises(store.CheckpointError, match="would unpack to 1907 MB; uploads may unpack to at most 1024 MB"):
+        store.import_zip(zeros_bomb, "bomb", root)  # the zip says so itself
+    monkeypatch.setenv("BERTVIZ_LITE_UPLOAD_MB", "4096")  # now only the bytes written can stop it
+    seconds, growth_mb = timed_refusal(
+        lambda: store.import_zip(zeros_bomb, "bomb", root), r"more than 1.2 MB, the most a model with this config"
+    )
+    assert seconds < 1 and growth_mb < 300, (seconds, growth_mb)
+    assert tree(root) == before
+
+
+def test_an_upload_writes_at_most_its_budget(tmp_path, zeros_bomb, monkeypatch):
+    monkeypatch.setenv("BERTVIZ_LITE_UPLOAD_MB", "4096")
+    archive = zipfile.ZipFile(io.BytesIO(zeros_bomb))
+    members, _ = store.plan_members(archive)
+    with pytest.raises(store.CheckpointError, match="x/model.safetensors"):
+        store._extract_all(archive, members, tmp_path, claim=ZEROS + 10_000)
+    config = BertConfig.from_json_file(tmp_path / "config.json")
+    written = (tmp_path / "model.safetensors").stat().st_size
+    assert 0 < written <= limits.max_weight_bytes(config) < 2_000_000
+    with pytest.raises(store.CheckpointError, match="more bytes than the zip declares"):
+        store._extract_all(archive, members, tmp_path / "lied", claim=100_000)
+    assert sum(path.stat().st_size for path in (tmp_path / "lied").iterdir()) <= 100_000
+
+
+def test_an_oversized_config_is_refused_before_any_weight_is_written(root, zeros_bomb):
+    before = tree(root)
+    members = valid_members(root)
+    config = json.loads(members["x/config.json"])
+    hostile = make_zip({**members, "x/config.json": json.dumps({**config, "num_hidden_layers": 1_000_000}).encode()})
+    seconds, growth_mb = timed_refusal(lambda: store.import_zip(hostile, "u", root), "1000000 layers")
+    assert seconds < 1 and growth_mb < 300, (seconds, growth_mb)
+    assert tree(root) == before
+
+
+def test_each_file_has_its_own_limit_and_a_huge_header_is_refused(root):
+    before = tree(root)
+    members = valid_members(root)
+    with pytest.raises(store.CheckpointError, match="more than 10 MB, the most this server accepts for vocab.txt"):
+        store.import_zip(make_zip({**members, "x/vocab.txt": b"a\n" * 6_000_000}), "u", root)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+        safetensors_of_zeros(archive, "x/snapshots/step_000001.safetensors", 201 << 20, header_length=200 << 20)
+    with pytest.raises(store.CheckpointError, match="has a 200 MB header; this server reads at most 100 MB"):
+        store.import_zip(buffer.getvalue(), "u", root)
+    assert tree(root) == before
+
+
+def test_uploads_in_progress_count_against_the_disk_budget(root, monkeypatch):
+    monkeypatch.setenv("BERTVIZ_LITE_UPLOAD_MB", "1")
+    data = make_zip(valid_members(root))
+    other = root / f".upload-{os.getpid()}-{1_000_000}-busy"  # another upload, claiming most of 1 MB
+    other.mkdir()
+    with pytest.raises(store.CheckpointError, match="Uploads being unpacked now hold 1.0 MB of the 1.0 MB allowed"):
+        store.import_zip(data, "u", root)
+    assert other.is_dir() and not (root / "u").exists()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    other.rename(root / f".upload-{dead.pid}-{1_000_000}-crashed")  # left by a server that died
+    assert load_folder(store.import_zip(data, "u", root))
+    assert not [path for path in root.iterdir() if path.name.startswith(".upload")]
+
+
+def test_refusal_messages_name_files_not_server_paths(root):
+    members = valid_members(root)
+    vocab = members["x/vocab.txt"].decode().splitlines()
+    members["x/vocab.txt"] = "\n".join([*vocab[:-1], vocab[5]]).encode() + b"\n"  # same size, a token twice
+    with pytest.raises(store.CheckpointError, match="vocab.txt lists") as caught:
+        store.import_zip(make_zip(members), "u", root)
+    assert str(root) not in str(caught.value) and ".upload" not in str(caught.value)
 
 
 def test_suggested_names_are_safe():
