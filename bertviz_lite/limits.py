@@ -81,9 +81,9 @@ def upload_budget_bytes() -> int:
 
 
 def amount(count: int) -> str:
-    """A large count in words: 7.1 billion, 340 M, 12345."""
+    """A large count in words: 10^18, 7.1 billion, 340 M, 12345."""
     if count >= 10**15:
-        return "more than a million billion"
+        return f"10^{int(count.bit_length() * math.log10(2))}"
     if count >= 10**9:
         return f"{count / 1e9:.1f} billion"
     return f"{count / 1e6:.0f} M" if count >= 10**7 else str(count)
