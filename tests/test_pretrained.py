@@ -113,6 +113,19 @@ def test_a_folder_that_is_not_bert_is_refused(tmp_path):
         load_folder(folder)
 
 
+def test_messages_name_the_file_not_its_path(tmp_path):
+    folder = copy_minilm(tmp_path)
+    lines = (folder / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    (folder / "vocab.txt").write_text("\n".join([*lines[:-1], lines[1000]]) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="Vocabulary file vocab.txt lists") as caught:
+        load_folder(folder)
+    (folder / "config.json").write_text('{"vocab_size": "30522"}')
+    with pytest.raises(ValueError, match=r"vocab_size \('30522'\) must be a whole number") as caught_config:
+        load_folder(folder)
+    for message in (str(caught.value), str(caught_config.value)):
+        assert str(tmp_path) not in message
+
+
 def test_minilm_weights_with_another_checksum_are_refused(monkeypatch):
     monkeypatch.setattr(pretrained, "MINILM_SHA256", "0" * 64)
     with pytest.raises(ValueError, match="sha256 differs"):
