@@ -2,25 +2,35 @@
 
 A flat dict holds every `TrainingArguments` field except `config` and `out`, plus every BertConfig field
 the CLI overrides (`CONFIG_OVERRIDES`). `check_options` builds the real `TrainingArguments` from it, so
-the form refuses exactly what the CLI refuses, with the trainer's message.
+the form refuses exactly what the CLI refuses, with the trainer's message; `check_training_pairs` asks the
+trainer's batch check with the number of pairs the chosen corpus will give, without building them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import tempfile
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from bertviz_lite.config import BertConfig
-from bertviz_lite.data import documents_from_text, read_corpus
+from bertviz_lite.data import builtin_corpus, documents_from_text, read_corpus
 from bertviz_lite.train import build_parser
-from bertviz_lite.trainer import CONFIG_OVERRIDES, OptionError, TrainingArguments
+from bertviz_lite.trainer import (
+    CONFIG_OVERRIDES,
+    OptionError,
+    TrainingArguments,
+    check_batch_size,
+    parameter_count,
+)
 
 MAX_CORPUS_BYTES = 5_000_000
+ENGLISH_SENTENCES = 160_236  # sentences of corpora/english.txt.gz (a test counts them)
+FEWEST_STORY_SENTENCES = 4  # every built-in story has 4 to 8 sentences (a test checks it)
+MAX_COUNTED_STORIES = 100_000  # the form generates at most this many stories (~5 s) to count their sentences
 TRAINING_FIELDS = tuple(f.name for f in dataclasses.fields(TrainingArguments) if f.name not in ("config", "out"))
 MODEL_FIELDS = CONFIG_OVERRIDES
 LABELS = {
@@ -71,11 +81,53 @@ def command_options(args: TrainingArguments) -> dict[str, Any]:
 def model_size(options: dict[str, Any]) -> int:
     """Parameters of the model these options build (embeddings, encoder, heads), for the form's summary."""
     config = BertConfig(**{k: options[k] for k in MODEL_FIELDS if k in options}, vocab_size=options["vocab_size"])
-    h, ff, layers, v = config.hidden_size, config.intermediate_size, config.num_hidden_layers, config.vocab_size
-    embeddings = (v + config.max_position_embeddings + config.type_vocab_size) * h + 2 * h
-    layer = 4 * (h * h + h) + 2 * h * ff + ff + h + 4 * h
-    heads = (h * h + h + 2 * h + v) + (h * h + h) + (2 * h + 2)  # MLM transform + bias, pooler, NSP
-    return embeddings + layers * layer + heads
+    return parameter_count(config)
+
+
+def train_pair_count(num_pairs: int, eval_fraction: float) -> int:
+    """How many of `num_pairs` sentence pairs `data.split_train_eval` keeps for training."""
+    return num_pairs - min(num_pairs - 1, max(1, round(num_pairs * eval_fraction)))
+
+
+@lru_cache(maxsize=8)
+def builtin_sentences(seed: int, num_documents: int) -> int:
+    """Sentences of the built-in corpus (the trainer makes one pair per sentence)."""
+    return sum(len(story) for story in builtin_corpus(seed=seed, num_documents=num_documents))
+
+
+def check_training_pairs(options: dict[str, Any], corpus: tuple[int, int] | None = None) -> None:
+    """OptionError if the corpus cannot give the pairs a batch needs, as the trainer would refuse it.
+
+    `corpus`: (documents, sentences) of a user's text, from `corpus_summary` (then options["corpus"] is not
+    read); without it, the built-in or English corpus that options["corpus"] names (a file is not read here).
+    """
+    if corpus is not None:
+        _check_documents(corpus[0])
+        sentences = corpus[1]
+    elif options["corpus"] == "english":
+        sentences = ENGLISH_SENTENCES
+    elif options["corpus"] == "builtin":
+        sentences = _builtin_sentences_needed(options)
+    else:
+        sentences = None  # a corpus file is read by the trainer only
+    if sentences is not None:
+        check_batch_size(options["batch_size"], train_pair_count(sentences, options["eval_fraction"]))
+
+
+def _check_documents(documents: int) -> None:
+    if documents < 2:
+        raise OptionError("corpus", f"The corpus has {documents} document: next-sentence pairs need at least 2 "
+                                    "(separate documents with a blank line)")  # fmt: skip
+
+
+def _builtin_sentences_needed(options: dict[str, Any]) -> int | None:
+    """The built-in corpus's sentences; a lower bound when that suffices; None past MAX_COUNTED_STORIES."""
+    fewest = FEWEST_STORY_SENTENCES * options["num_documents"]
+    if options["batch_size"] <= train_pair_count(fewest, options["eval_fraction"]):
+        return fewest  # enough pairs whatever the stories' lengths: none generated
+    if options["num_documents"] > MAX_COUNTED_STORIES:
+        return None  # too many to generate on each rerun of the form: the trainer checks it at the start
+    return builtin_sentences(options["seed"], options["num_documents"])
 
 
 def cuda_unavailable_reason() -> str | None:

@@ -142,7 +142,8 @@ def resume_arguments(namespace: argparse.Namespace, given: set[str]) -> Training
         raise OptionError("out", "--resume needs --out: the folder of the run to continue")
     saved = (read_train_args(namespace.out) or {}).get("args")
     if not isinstance(saved, dict):
-        raise OptionError("resume", f"out ({namespace.out!r}) holds no run to resume (no train_args.json)")
+        raise OptionError("resume", f"out ({namespace.out!r}) holds no run to resume: --resume needs a run folder "
+                                    "with status.json, train_args.json and a checkpoint (model.safetensors)")  # fmt: skip
     fields = {f.name for f in dataclasses.fields(TrainingArguments)}
     values = {name: value for name, value in saved.items() if name in fields}
     values.update({name: getattr(namespace, name) for name in RESUME_OPTIONS if name in given}, out=namespace.out)

@@ -89,9 +89,9 @@ def _status(run: runs.RunState) -> None:
     st.progress(run.progress, text=f"Step {run.step} of {run.total_steps or '?'}{eta}")
     first, _, rest = run.message.partition("\n")
     if run.state in ("failed", "diverged"):
-        st.error(f"The run {run.state}: {first}")
+        st.error(f"The run {run.state}: {first}")  # the reason comes first (see runs.run_state); st.error wraps
         if rest:
-            st.code(rest, language=None)
+            st.code(rest, language=None, wrap_lines=True)  # the log's tail, wrapped: long lines stay readable
     elif run.state in ("finished", "stopped"):
         st.success(run.message)
     elif run.message:

@@ -60,19 +60,19 @@ def _section(title: str, names: tuple[str, ...]) -> None:
         _number(name)
 
 
-def _corpus() -> tuple[str | None, str | None]:
-    """(text of a user corpus or None for the built-in one, error message or None)."""
+def _corpus() -> tuple[str | None, tuple[int, int] | None, str | None]:
+    """(text of a user corpus or None for a named one, its (documents, sentences), error message or None)."""
     source = st.radio("Corpus", CORPUS_SOURCES, key="train_corpus_source", horizontal=True,
                       help=run_options.option_help()["corpus"])  # fmt: skip
     st.session_state["opt_corpus"] = NAMED_CORPORA.get(source, "builtin")
     if source in NAMED_CORPORA:
-        return None, None
+        return None, None, None
     limit_mb = run_options.MAX_CORPUS_BYTES / 1e6
     if source == CORPUS_SOURCES[2]:
         upload = st.file_uploader(f"Plain UTF-8 text, at most {limit_mb:.0f} MB; blank lines separate documents",
                                   type=["txt"], key="train_corpus_file")  # fmt: skip
         if upload is None:
-            return None, "Choose a .txt file for the corpus, or pick the built-in stories."
+            return None, None, "Choose a .txt file for the corpus, or pick the built-in stories."
         data, file_name = upload.getvalue(), upload.name
     else:
         text = st.text_area("Your text: sentences end with . ! or ?, blank lines separate documents",
@@ -81,9 +81,9 @@ def _corpus() -> tuple[str | None, str | None]:
     try:
         documents, sentences = run_options.corpus_summary(data, file_name)
     except ValueError as err:
-        return None, f"Corpus: {err}"
+        return None, None, f"Corpus: {err}"
     st.caption(f"{documents} document{'s' * (documents != 1)}, {sentences} sentences.")
-    return run_options.decode_corpus(data), None
+    return run_options.decode_corpus(data), (documents, sentences), None
 
 
 def _device() -> str | None:
@@ -124,9 +124,12 @@ def form_options() -> dict:
     return {name: st.session_state[f"opt_{name}"] for name in names}
 
 
-def _check(options: dict) -> tuple[run_options.TrainingArguments | None, str | None]:
+def _check(options: dict, corpus: tuple[int, int] | None) -> tuple[run_options.TrainingArguments | None, str | None]:
+    """The run's arguments, or the trainer's refusal (options, then the pairs the corpus gives) as a message."""
     try:
-        return run_options.check_options(options), None
+        args = run_options.check_options(options)
+        run_options.check_training_pairs(options, corpus)
+        return args, None
     except OptionError as err:
         label = run_options.LABELS.get(err.option)
         return None, f"{label}: {err}" if label else str(err)
@@ -185,9 +188,9 @@ def new_run_form() -> None:
         _section("Logging", LOGGING)
     with columns[2]:
         _section("Optimisation", OPTIMISATION)
-    corpus_text, corpus_error = _corpus()
+    corpus_text, corpus, corpus_error = _corpus()
     options = form_options()
-    args, option_error = _check(options)
+    args, option_error = _check(options, corpus)
     errors = [error for error in (option_error, corpus_error, *errors) if error]
     for error in errors:
         st.error(error)
