@@ -1,11 +1,15 @@
 """The form's view of training options: preset values, the trainer's own checks, parameter count, corpora."""
 
+import re
+
 import pytest
 
 from bertviz_lite import run_options
 from bertviz_lite.config import BertConfig
+from bertviz_lite.corpora import english_corpus
+from bertviz_lite.data import builtin_corpus, split_train_eval
 from bertviz_lite.model import Bert
-from bertviz_lite.trainer import PRESETS, OptionError
+from bertviz_lite.trainer import PRESETS, OptionError, Trainer
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))
@@ -50,3 +54,48 @@ def test_corpus_summary_reads_text_as_the_trainer_does():
 
 def test_the_help_texts_come_from_the_cli():
     assert "peak learning rate" in run_options.option_help()["lr"]
+
+
+def test_train_pair_count_is_what_split_train_eval_keeps():
+    for num_pairs in (2, 3, 19, 20, 21, 1000, 18045):
+        for fraction in (0.01, 0.05, 0.5, 0.99):
+            train, _ = split_train_eval([("a", "b", 0)] * num_pairs, fraction)
+            assert run_options.train_pair_count(num_pairs, fraction) == len(train), (num_pairs, fraction)
+
+
+def test_the_corpus_counts_the_form_relies_on():
+    assert sum(len(document) for document in english_corpus()) == run_options.ENGLISH_SENTENCES
+    stories = builtin_corpus(seed=3, num_documents=2000)
+    assert min(len(story) for story in stories) == run_options.FEWEST_STORY_SENTENCES
+    assert run_options.builtin_sentences(3, 2000) == sum(len(story) for story in stories)
+
+
+@pytest.mark.parametrize(
+    ("options", "corpus", "fragment"),
+    [({"batch_size": 20_000}, None, "batch_size (20000) is more than the 17143 training pairs of the corpus"),
+     ({"batch_size": 17, "num_documents": 3}, None, "batch_size (17) is more than the 16 training pairs"),
+     ({"batch_size": 160_000, "corpus": "english"}, None, "more than the 152224 training pairs"),
+     ({"batch_size": 9}, (3, 9), "batch_size (9) is more than the 8 training pairs"),
+     ({"batch_size": 2}, (1, 30), "The corpus has 1 document: next-sentence pairs need at least 2")],
+)  # fmt: skip
+def test_check_training_pairs_refuses_batches_bigger_than_the_corpus(options, corpus, fragment):
+    options = {**run_options.preset_options("tiny"), **options}
+    with pytest.raises(OptionError, match=re.escape(fragment)) as err:
+        run_options.check_training_pairs(options, corpus)
+    assert err.value.option == ("corpus" if "document" in fragment else "batch_size")
+    fits = {**options, "batch_size": 1} if corpus is None or corpus[0] > 1 else None
+    if fits:
+        run_options.check_training_pairs(fits, corpus)
+
+
+def test_the_form_and_the_trainer_agree_on_the_largest_batch(tmp_path):
+    options = {**run_options.preset_options("tiny"), "num_documents": 12, "vocab_size": 100, "seq_len": 32,
+               "hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 32}
+    largest = run_options.train_pair_count(run_options.builtin_sentences(0, 12), options["eval_fraction"])
+    run_options.check_training_pairs({**options, "batch_size": largest})
+    with pytest.raises(OptionError) as form:
+        run_options.check_training_pairs({**options, "batch_size": largest + 1})
+    Trainer(run_options.check_options({**options, "batch_size": largest}, out=str(tmp_path / "run")))
+    with pytest.raises(OptionError) as trainer:
+        Trainer(run_options.check_options({**options, "batch_size": largest + 1}, out=str(tmp_path / "run")))
+    assert str(form.value) == str(trainer.value) and not (tmp_path / "run").exists()

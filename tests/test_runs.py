@@ -117,6 +117,40 @@ def test_launched_runs_without_status_are_starting_or_failed_and_checkpoints_are
     assert {r.name: r.state for r in runs.list_runs(tmp_path)} == {"r": "failed", "ckpt": "ready"}
 
 
+def test_a_dead_run_whose_cli_refused_its_options_shows_the_reason_first(tmp_path):
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / runs.LAUNCH_FILE).write_text(json.dumps({"pid": 999_999_999}))
+    reason = ("--batch-size (20000) is more than the 17143 training pairs of the corpus: use a smaller batch or a "
+              "bigger corpus")  # fmt: skip
+    (run / runs.LOG_FILE).write_text(f"Loading…\nerror: {reason}\n")
+    state = runs.run_state(run)
+    assert state.state == "failed" and state.message.startswith(f"{reason} (the training process, pid 999999999")
+    assert state.message.endswith(f"Last lines of its log:\nLoading…\nerror: {reason}")
+
+
+def _age(path: Path, seconds: float) -> None:
+    os.utime(path, (time.time() - seconds, time.time() - seconds))
+
+
+def test_listing_removes_stale_temporary_files_of_runs_that_no_longer_train(tmp_path, sleeper):
+    killed, live = tmp_path / "killed", tmp_path / "live"
+    (killed / "snapshots").mkdir(parents=True)
+    live.mkdir()
+    write_status(killed, state="stopped", step=4, total_steps=9)
+    write_status(live, state="running", pid=sleeper.pid, step=4, total_steps=9)
+    stale = [killed / ".model.safetensors.a1.tmp", killed / "snapshots" / ".step_000004.safetensors.b2.tmp"]
+    fresh, busy = killed / ".status.json.c3.tmp", live / ".model.safetensors.d4.tmp"
+    for path in (*stale, fresh, busy):
+        path.write_bytes(b"half")
+        _age(path, 0 if path == fresh else 3600)
+    _age(killed, 7200)  # the older run is listed second
+    assert [r.name for r in runs.list_runs(tmp_path)] == ["live", "killed"]
+    assert not any(path.exists() for path in stale)
+    assert fresh.exists() and busy.exists()  # a write that may be under way; a run still training
+    assert (killed / "status.json").is_file() and [r.name for r in runs.list_runs(tmp_path)] == ["live", "killed"]
+
+
 def test_the_run_limit_refuses_a_second_run_and_creates_nothing(tmp_path, sleeper):
     busy = tmp_path / "busy"
     busy.mkdir()

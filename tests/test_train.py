@@ -102,7 +102,17 @@ def _corpus(tmp_path: Path, name: str, content: bytes | None) -> str:
      (["--out", ""], "error: --out (''): The run name is empty"),
      (["--out", "{tmp}/missing/run"], "error: --out ('{tmp}/missing/run'): the folder '{tmp}/missing' does not exist"),
      (["--lr", "-1"], "error: --lr (-1.0) must be a number greater than 0"),
-     (["--seq-len", "4096"], "error: --seq-len (4096) must be at most --max-position-embeddings (128)")],
+     (["--seq-len", "4096"], "error: --seq-len (4096) must be at most --max-position-embeddings (128)"),
+     (["--hidden-size", "1000000000"], "error: --hidden-size (1000000000) makes a model of 1.0e+19 parameters; "
+                                       "training allows at most 350 M"),
+     (["--seq-len", "600", "--max-position-embeddings", "1024"],
+      "error: --seq-len (600) must be at most 512, the longest sentence pair the tokenizer builds"),
+     (["--init", "all-MiniLM-L6-v2", "--seq-len", "600"], "error: --seq-len (600) must be at most 512, the positions"),
+     (["--batch-size", "100000"], "error: --batch-size (100000) × --seq-len (64) × 512 (attention scores or"),
+     (["--batch-size", "20000"], "error: --batch-size (20000) is more than the 17143 training pairs of the corpus"),
+     (["--vocab-size", "5"], "error: --vocab-size (5) must be at least 15"),
+     (["--resume", "--lr", "0.1", "--out", "{tmp}/run"], "error: --resume continues a run with its own options: --lr"),
+     (["--resume", "--out", "{tmp}/missing"], "error: --out ('{tmp}/missing') holds no run to resume: --resume needs")],
 )  # fmt: skip
 def test_bad_arguments_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, args, message):
     corpora = {"empty.txt": b"", "binary.bin": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"}
@@ -124,6 +134,61 @@ def test_an_existing_run_is_not_overwritten(tmp_path, capsys):
     (tmp_path / "run" / "config.json").write_text("{}")
     assert main(["--out", str(tmp_path / "run")]) == 2
     assert "already holds a run (config.json)" in capsys.readouterr().err
+
+
+def _files(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under folder: its bytes and modification time."""
+    return {str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_out_to_a_users_folder_exits_2_with_one_line_and_touches_nothing(tmp_path, capsys, resume):
+    folder = tmp_path / "mine"
+    (folder / "snapshots").mkdir(parents=True)
+    (folder / "vocab.txt").write_text("my own words\n")
+    (folder / "train_args.json").write_text('{"mine": true}')
+    (folder / "snapshots" / "holiday.safetensors").write_bytes(b"\x00photo")
+    before = _files(folder)
+    args = [*TINY, "--steps", "2", "--out", str(folder)] if not resume else ["--resume", "--out", str(folder)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    expected = (f"error: --out ('{folder}') holds no run to resume: --resume needs a run folder" if resume else
+                f"error: --out ('{folder}') is a folder that holds other files (snapshots, train_args.json, vocab.txt)")
+    assert err.count("\n") == 1 and err.startswith(expected), err
+    assert _files(folder) == before and sorted(p.name for p in folder.iterdir()) == ["snapshots", "train_args.json", "vocab.txt"]
+
+
+def test_an_existing_empty_folder_is_used(tmp_path):
+    (tmp_path / "run").mkdir()  # as the app makes it before launching
+    assert main([*SMALLER, "--steps", "2", "--log-every", "1", "--out", str(tmp_path / "run")]) == 0
+    assert read_status(tmp_path / "run")["state"] == "finished"
+
+
+def test_resume_continues_a_stopped_run_from_its_checkpoint(tmp_path, capsys):
+    run = tmp_path / "run"
+    common = ["--log-every", "2", "--eval-every", "4", "--snapshot-every", "4", "--save-every", "4"]
+    assert main([*SMALLER, *common, "--steps", "8", "--out", str(run)]) == 0
+    (run / "STOP").touch()  # left behind by a stop: a resumed run must not stop at once
+    capsys.readouterr()
+    assert main(["--resume", "--steps", "12", "--quiet", "--threads", "1", "--out", str(run)]) == 0
+    assert capsys.readouterr().err.splitlines()[-1].startswith("finished: Finished 12 steps")
+    assert [r["step"] for r in read_metrics(run, "train")] == [2, 4, 6, 8, 10, 12]
+    assert [r["step"] for r in read_metrics(run, "eval")] == [4, 8, 12]
+    status, train_args = read_status(run), read_train_args(run)
+    assert (status["state"], status["step"], status["checkpoint_step"], checkpoint_step(run)) == ("finished", 12, 12, 12)
+    assert train_args["args"]["steps"] == 12 and train_args["args"]["seq_len"] == 32
+    assert (train_args["resumed_from_step"], train_args["optimizer_restored"]) == (8, True)
+    assert main(["--resume", "--out", str(run)]) == 2  # finished: nothing more to train without a larger --steps
+    assert "--steps (12) must be more than the 12 steps the run has already trained" in capsys.readouterr().err
+
+
+def test_a_learning_rate_of_10_diverges_and_exits_1(tmp_path, capsys):
+    run = tmp_path / "run"
+    args = [*SMALLER, "--lr", "10", "--steps", "60", "--log-every", "5", "--save-every", "5", "--out", str(run)]
+    assert main(args) == 1
+    assert capsys.readouterr().err.splitlines()[-1].startswith("diverged: Diverged at step")
+    status = read_status(run)
+    assert status["state"] == "diverged" and status["step"] < 60 and status["checkpoint_step"] < status["step"]
 
 
 def test_argparse_errors_exit_2_and_help_lists_every_option(capsys):

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 
 import numpy as np
 import pytest
 import torch
 
 from bertviz_lite.checkpoints import checkpoint_step, load_snapshots
-from bertviz_lite.pretrained import load_folder
-from bertviz_lite.runfiles import read_metrics, read_status
+from bertviz_lite.config import BertConfig
+from bertviz_lite.model import Bert
+from bertviz_lite.pretrained import MINILM, load_folder
+from bertviz_lite.runfiles import OPTIMIZER_FILE, read_metrics, read_status, read_train_args, write_status
 from bertviz_lite.trainer import (
+    MAX_PARAMETERS,
     PRESETS,
     STAT_NAMES,
     OptionError,
@@ -23,6 +28,7 @@ from bertviz_lite.trainer import (
     check_run_dir,
     learning_rate,
     make_optimizer,
+    parameter_count,
 )
 
 TINY_CONFIG = {"hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 32}
@@ -75,12 +81,34 @@ def test_arguments_take_the_preset_defaults_unless_given():
      ({"seq_len": 600}, "seq_len", "max_position_embeddings (128)"), ({"config": {"type_vocab_size": 1}},
       "type_vocab_size", "at least 2"), ({"config": {"colour": 1}}, "config", "colour"),
      ({"out": "../escape"}, "out", "'..'"), ({"out": "checkpoints/.hidden"}, "out", "hidden"),
-     ({"device": "tpu"}, "device", "auto, cpu, cuda"), ({"warmup": -1}, "warmup", "0 or more")],
+     ({"device": "tpu"}, "device", "auto, cpu, cuda"), ({"warmup": -1}, "warmup", "0 or more"),
+     ({"config": {"hidden_size": 10**9}}, "hidden_size", "hidden_size (1000000000) makes a model of 1.0e+19 parameters"),
+     ({"config": {"intermediate_size": 10**7}}, "intermediate_size", "makes a model of 5,140 M parameters"),
+     ({"vocab_size": 3_000_000}, "vocab_size", "training allows at most 350 M"),
+     ({"batch_size": 100_000}, "batch_size", "batch_size (100000) × seq_len (64) × 512"),
+     ({"config": {"num_attention_heads": 128}, "batch_size": 5000}, "batch_size", "× 8192 (attention scores"),
+     ({"seq_len": 600, "config": {"max_position_embeddings": 1024}}, "seq_len", "seq_len (600) must be at most 512"),
+     ({"seq_len": 600, "init": "demo-tiny"}, "seq_len", "at most 128, the positions of the pretrained model 'demo-tiny'"),
+     ({"init": "no-such-model"}, "init", "No model named 'no-such-model'"),
+     ({"vocab_size": 14}, "vocab_size", "at least 15"), ({"num_documents": 1}, "num_documents", "at least 2")],
 )  # fmt: skip
 def test_bad_arguments_name_their_option(overrides, option, fragment):
-    with pytest.raises(OptionError, match=fragment.replace("(", r"\(").replace(")", r"\)")) as info:
+    with pytest.raises(OptionError, match=re.escape(fragment)) as info:
         TrainingArguments(**{"out": "x", **overrides})
     assert info.value.option == option
+
+
+def test_parameter_count_matches_the_model_and_the_budget_allows_every_preset():
+    config = BertConfig(hidden_size=48, num_attention_heads=3, intermediate_size=80, max_position_embeddings=40,
+                        num_hidden_layers=2, vocab_size=150)  # fmt: skip
+    assert parameter_count(config) == sum(p.numel() for p in Bert(config).parameters())
+    base = TrainingArguments(preset="base", out="x").bert_config(30522)
+    assert 100e6 < parameter_count(base) < MAX_PARAMETERS  # BERT-base: about 110 M
+
+
+def test_seq_len_with_init_is_checked_against_the_pretrained_models_positions():
+    args = TrainingArguments(init=MINILM, seq_len=256, out="x")  # more than tiny's 128 positions, MiniLM has 512
+    assert (args.seq_len, args.config) == (256, {})
 
 
 def test_learning_rate_warms_up_linearly_then_decays_to_zero():
@@ -216,13 +244,87 @@ def test_a_huge_learning_rate_diverges_and_keeps_the_last_good_checkpoint(tmp_pa
 
 def test_the_run_folder_may_exist_but_not_hold_a_run(tmp_path):
     (tmp_path / "launched").mkdir()
-    (tmp_path / "launched" / "launch.json").write_text("{}")
+    check_run_dir(tmp_path / "launched")  # empty
+    for name in ("launch.json", "train.log", "corpus.txt", ".launch.json.x1.tmp"):  # what the app writes first
+        (tmp_path / "launched" / name).write_text("{}")
     check_run_dir(tmp_path / "launched")
     (tmp_path / "launched" / "config.json").write_text("{}")
-    with pytest.raises(OptionError, match="already holds a run"):
+    with pytest.raises(OptionError, match=r"already holds a run \(config.json\).*--resume"):
         check_run_dir(tmp_path / "launched")
     with pytest.raises(OptionError, match="does not exist"):
         check_run_dir(tmp_path / "no" / "run")
+
+
+@pytest.mark.parametrize("names", [["vocab.txt"], ["notes.md", "snapshots/"], [".git/"], ["a", "b", "c", "d"]])
+def test_a_folder_with_other_files_is_refused(tmp_path, names):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for name in names:
+        (folder / name.rstrip("/")).mkdir() if name.endswith("/") else (folder / name).write_text("mine")
+    with pytest.raises(OptionError, match="is a folder that holds other files") as info:
+        check_run_dir(folder)
+    assert info.value.option == "out" and names[0].rstrip("/") in str(info.value)
+
+
+def test_a_loss_ten_times_its_first_step_ends_as_diverged(tmp_path):
+    # lr 10 keeps the loss finite (the gradient is clipped) but drives it far above where it started.
+    args = tiny_args(tmp_path, lr=10.0, steps=60, warmup=30, log_every=5, eval_every=30, snapshot_every=30,
+                     save_every=5)  # fmt: skip
+    result = Trainer(args).train()
+    status, train = read_status(tmp_path / "run"), read_metrics(tmp_path / "run", "train")
+    assert (result.state, status["state"]) == ("diverged", "diverged") and result.step < 60
+    assert math.isfinite(train[-1]["loss"]) and train[-1]["loss"] > 10 * 5.0  # ~ln(200) + ln(2) = 6 at the start
+    assert all(r["loss"] <= 10 * train[0]["loss"] for r in train[:-1])
+    assert re.search(r"loss [\d.]+ \(first step: [56]\.\d+\)", result.message) and "Try a smaller --lr" in result.message
+    assert status["checkpoint_step"] == checkpoint_step(tmp_path / "run") < result.step
+    assert f"the checkpoint of step {status['checkpoint_step']} is kept" in result.message
+
+
+def test_resume_continues_the_step_schedule_data_order_and_optimizer_state(tmp_path):
+    first = Trainer(tiny_args(tmp_path, steps=10, save_every=5))
+    assert first.train().state == "finished"
+    run = tmp_path / "run"
+    write_status(run, state="running", pid=999_999_999, step=13, total_steps=10, checkpoint_step=10)  # killed at 13
+    with open(run / "metrics.jsonl", "a") as metrics:
+        metrics.write('{"split": "train", "step": 12, "loss": 1.0, "elapsed_s": 9.0}\n')
+    resumed = Trainer(tiny_args(tmp_path, steps=20, save_every=5), resume=True)
+    assert (resumed.step, resumed.checkpoint_step, resumed.optimizer_restored) == (10, 10, True)
+    for ours, theirs in zip(first.model.parameters(), resumed.model.parameters(), strict=True):
+        assert torch.equal(ours, theirs)
+    moments = [{name: trainer.optimizer.state[param] for name, param in trainer.model.named_parameters()}
+               for trainer in (first, resumed)]  # fmt: skip
+    for name, ours in moments[0].items():
+        theirs = moments[1][name]
+        assert torch.equal(ours["exp_avg"], theirs["exp_avg"]) and torch.equal(ours["exp_avg_sq"], theirs["exp_avg_sq"])
+        assert float(theirs["step"]) == 10
+    assert next(resumed._batches) == next(first._batches)  # batch 11 of the same data order
+    assert resumed.train().state == "finished"
+    train = read_metrics(run, "train")
+    assert [r["step"] for r in train] == [4, 5, 6, 8, 10, 12, 15, 16, 18, 20]  # logged, saved or evaluated
+    step_12 = train[5]
+    assert step_12["loss"] != 1.0 and step_12["lr"] == learning_rate(12, 2e-3, 2, 20)  # trained again, on schedule
+    assert step_12["elapsed_s"] > train[4]["elapsed_s"]  # the clock goes on
+    assert read_status(run)["state"] == "finished" and checkpoint_step(run) == 20
+    assert read_train_args(run)["resumed_from_step"] == 10 and (run / OPTIMIZER_FILE).is_file()
+
+
+@pytest.mark.parametrize(
+    ("setup", "option", "fragment"),
+    [("user_files", "resume", "holds no run to resume"), ("finished", "steps", "more than the 10 steps"),
+     ("live", "resume", "is still training")],
+)  # fmt: skip
+def test_resume_refuses_what_it_cannot_continue(tmp_path, setup, option, fragment):
+    run = tmp_path / "run"
+    if setup == "user_files":
+        run.mkdir()
+        (run / "vocab.txt").write_text("mine")
+    else:
+        Trainer(tiny_args(tmp_path, steps=10)).train()
+    if setup == "live":
+        write_status(run, state="running", pid=os.getppid(), step=3, total_steps=10)  # a live process
+    with pytest.raises(OptionError, match=fragment) as info:
+        Trainer(tiny_args(tmp_path, steps=10 if setup == "finished" else 20), resume=True)
+    assert info.value.option == option
 
 
 @pytest.mark.parametrize(
