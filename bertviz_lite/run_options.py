@@ -18,13 +18,13 @@ import torch
 
 from bertviz_lite.config import BertConfig
 from bertviz_lite.data import builtin_corpus, documents_from_text, read_corpus
+from bertviz_lite.limits import parameter_count
 from bertviz_lite.train import build_parser
 from bertviz_lite.trainer import (
     CONFIG_OVERRIDES,
     OptionError,
     TrainingArguments,
     check_batch_size,
-    parameter_count,
 )
 
 MAX_CORPUS_BYTES = 5_000_000

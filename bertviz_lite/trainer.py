@@ -31,6 +31,7 @@ from bertviz_lite.data import (
     read_corpus,
     split_train_eval,
 )
+from bertviz_lite.limits import amount, parameter_count
 from bertviz_lite.model import Bert
 from bertviz_lite.pretrained import CHECKPOINTS_DIR, MINILM, load, load_folder, minilm_dir, resolve_source
 from bertviz_lite.runfiles import (
@@ -81,7 +82,7 @@ DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "fp32", "bf16")  # auto: bf16 autocast on CUDA, float32 on CPU
 STOP_FILE = "STOP"
 ADAM_EPS = 1e-6  # BERT's
-MAX_PARAMETERS = 350_000_000  # the largest model a run may train (BERT-large has about 340 M)
+MAX_PARAMETERS = 350_000_000  # the largest model a run may train (loading allows limits.max_parameters())
 MAX_TENSOR_ELEMENTS = 2**31  # the largest activation of one layer in one step (8 GiB in float32)
 DIVERGENCE_FACTOR = 10.0  # a logged loss above this many times the first step's loss (at least 1) has diverged
 # Files of a folder the app made for a run before the trainer starts in it; the checkpoint's files.
@@ -247,15 +248,6 @@ def pretrained_config(source: str) -> BertConfig:
         raise OptionError("init", f"init ({source!r}): {err}") from None
 
 
-def parameter_count(config: BertConfig) -> int:
-    """Parameters of `Bert(config)` with both heads (the tied decoder counted once), from the sizes alone."""
-    h, ff, v = config.hidden_size, config.intermediate_size, config.vocab_size
-    embeddings = (v + config.max_position_embeddings + config.type_vocab_size) * h + 2 * h
-    layer = 4 * (h * h + h) + 2 * h * ff + ff + h + 4 * h
-    heads = (h * h + h + 2 * h + v) + (h * h + h) + (2 * h + 2)  # MLM transform + bias, pooler, NSP
-    return embeddings + config.num_hidden_layers * layer + heads
-
-
 def _check_model_size(config: BertConfig, args: TrainingArguments) -> None:
     """Refuse a model above MAX_PARAMETERS, or a step whose largest activation could not be allocated."""
     count = parameter_count(config)
@@ -263,9 +255,8 @@ def _check_model_size(config: BertConfig, args: TrainingArguments) -> None:
         preset = {**PRESETS[args.preset]["config"], "vocab_size": PRESETS[args.preset]["vocab_size"]}
         option = max(("hidden_size", "intermediate_size", "num_hidden_layers", "max_position_embeddings",
                       "vocab_size"), key=lambda name: getattr(config, name) / preset[name])  # fmt: skip
-        size = f"{count / 1e6:,.0f} M" if count < 1e12 else f"{count:.1e}"
-        raise OptionError(option, f"{option} ({getattr(config, option)}) makes a model of {size} parameters; "
-                                  f"training allows at most {MAX_PARAMETERS / 1e6:.0f} M (BERT-large has 340 M)")  # fmt: skip
+        raise OptionError(option, f"{option} ({getattr(config, option)}) makes a model of about {amount(count)} "
+                                  f"parameters; training allows at most {amount(MAX_PARAMETERS)} (BERT-large has 340 M)")  # fmt: skip
     widest = max(config.num_attention_heads * args.seq_len, config.intermediate_size)
     elements = args.batch_size * args.seq_len * widest
     _check(elements <= MAX_TENSOR_ELEMENTS, "batch_size",
