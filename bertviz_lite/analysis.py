@@ -2,7 +2,8 @@
 
 Every function accepts numpy arrays or anything `np.asarray` understands (CPU torch tensors
 included) and returns numpy arrays or pandas DataFrames. Shapes use T = tokens, L = layers,
-H = heads (or hidden size where it says so), d = head size.
+H = heads (or hidden size where it says so), d = head size. Parameters named like a trace's arrays
+(`attentions`, `tokens`) are filled from one by `explore.from_trace`.
 """
 
 from __future__ import annotations
@@ -79,12 +80,15 @@ def _valid_positions(attention_mask, length: int) -> np.ndarray:
 
 # ---------------------------------------------------------------- head statistics
 
+STATISTICS = ("entropy", "to_cls", "to_sep", "to_self", "to_prev", "to_next")
 
-def _as_attention_stack(attn) -> np.ndarray:
-    attn = np.asarray(attn, dtype=np.float64)
-    if attn.ndim != 4 or attn.shape[-1] != attn.shape[-2]:
-        raise ValueError(f"attention must have shape [layers, heads, T, T], got {list(attn.shape)}")
-    return attn
+
+def _attention_stack(attentions) -> np.ndarray:
+    """attentions as an array [L, H, T, T] in its own dtype (a float64 copy of 512 tokens is 150 MB)."""
+    attentions = np.asarray(attentions)
+    if attentions.ndim != 4 or attentions.shape[-1] != attentions.shape[-2]:
+        raise ValueError(f"attention must have shape [layers, heads, T, T], got {list(attentions.shape)}")
+    return attentions
 
 
 def _row_entropy(attn: np.ndarray) -> np.ndarray:
@@ -94,17 +98,34 @@ def _row_entropy(attn: np.ndarray) -> np.ndarray:
 
 
 def _masked_row_mean(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Mean of values [L, H, T] over the query rows selected by rows bool [T]; 0 when none are."""
+    """Mean of values [H, T] over the query rows selected by rows bool [T]; 0 when none are."""
     if not rows.any():
-        return np.zeros(values.shape[:2])
+        return np.zeros(values.shape[:-1])
     return values[..., rows].mean(axis=-1)
 
 
-def head_statistics(attn, tokens: Sequence[str], attention_mask=None) -> pd.DataFrame:
-    """Summary numbers for every attention head.
+def _layer_statistics(attn: np.ndarray, tokens: np.ndarray, valid: np.ndarray) -> dict[str, np.ndarray]:
+    """STATISTICS of each head of one layer's attention [H, T, T] (float64): name -> [H]."""
+    num_heads = attn.shape[0]
+    prev = np.concatenate([np.zeros((num_heads, 1)), np.diagonal(attn, -1, -2, -1)], axis=-1)
+    next_ = np.concatenate([np.diagonal(attn, 1, -2, -1), np.zeros((num_heads, 1))], axis=-1)
+    has_prev = valid & np.concatenate([[False], valid[:-1]])
+    has_next = valid & np.concatenate([valid[1:], [False]])
+    return {
+        "entropy": _masked_row_mean(_row_entropy(attn), valid),
+        "to_cls": _masked_row_mean(attn[..., tokens == "[CLS]"].sum(axis=-1), valid),
+        "to_sep": _masked_row_mean(attn[..., tokens == "[SEP]"].sum(axis=-1), valid),
+        "to_self": _masked_row_mean(np.diagonal(attn, axis1=-2, axis2=-1), valid),
+        "to_prev": _masked_row_mean(prev, has_prev),
+        "to_next": _masked_row_mean(next_, has_next),
+    }
+
+
+def head_statistics(attentions, tokens: Sequence[str], attention_mask=None) -> pd.DataFrame:
+    """Summary numbers for every attention head, computed one layer at a time.
 
     Args:
-        attn: [L, H, T, T] attention probabilities (rows = queries).
+        attentions: [L, H, T, T] attention probabilities (rows = queries).
         tokens: T token strings; "[CLS]" and "[SEP]" are found by their text.
         attention_mask: optional [T], 1 for real tokens, 0 for padding; padded query rows and
             padded neighbours are left out of the means.
@@ -115,28 +136,16 @@ def head_statistics(attn, tokens: Sequence[str], attention_mask=None) -> pd.Data
         token itself / the one before / the one after). to_prev and to_next average only over
         queries that have a real previous / next token.
     """
-    attn = _as_attention_stack(attn)
-    num_layers, num_heads, length, _ = attn.shape
+    attentions = _attention_stack(attentions)
+    num_layers, num_heads, length, _ = attentions.shape
     if len(tokens) != length:
         raise ValueError(f"got {len(tokens)} tokens for attention over {length} positions")
     valid = _valid_positions(attention_mask, length)
     token_array = np.asarray(tokens, dtype=object)
-    diagonal = np.diagonal(attn, axis1=-2, axis2=-1)  # (L, H, T)
-    prev = np.concatenate([np.zeros((num_layers, num_heads, 1)), np.diagonal(attn, -1, -2, -1)], axis=-1)
-    next_ = np.concatenate([np.diagonal(attn, 1, -2, -1), np.zeros((num_layers, num_heads, 1))], axis=-1)
-    has_prev = valid & np.concatenate([[False], valid[:-1]])
-    has_next = valid & np.concatenate([valid[1:], [False]])
-    stats = {
-        "entropy": _masked_row_mean(_row_entropy(attn), valid),
-        "to_cls": _masked_row_mean(attn[..., token_array == "[CLS]"].sum(axis=-1), valid),
-        "to_sep": _masked_row_mean(attn[..., token_array == "[SEP]"].sum(axis=-1), valid),
-        "to_self": _masked_row_mean(diagonal, valid),
-        "to_prev": _masked_row_mean(prev, has_prev),
-        "to_next": _masked_row_mean(next_, has_next),
-    }
+    layers = [_layer_statistics(np.asarray(a, dtype=np.float64), token_array, valid) for a in attentions]
     layer, head = np.meshgrid(np.arange(num_layers), np.arange(num_heads), indexing="ij")
     frame = {"layer": layer.ravel(), "head": head.ravel()}
-    frame.update({name: values.ravel() for name, values in stats.items()})
+    frame.update({name: np.concatenate([stats[name] for stats in layers]) for name in STATISTICS})
     return pd.DataFrame(frame)
 
 
@@ -148,20 +157,19 @@ def _normalise_rows(matrix: np.ndarray) -> np.ndarray:
     return np.divide(matrix, totals, out=np.zeros_like(matrix), where=totals > 0)
 
 
-def attention_rollout(attn, add_residual: bool = True) -> np.ndarray:
+def attention_rollout(attentions, add_residual: bool = True) -> np.ndarray:
     """Attention rollout (Abnar & Zuidema, 2020) after every layer.
 
     Heads are averaged; with `add_residual` each layer becomes 0.5·A + 0.5·I (the skip
     connection) with rows renormalised; layers are then multiplied, rollout[l] = A_l · rollout[l-1].
 
     Args:
-        attn: [L, H, T, T] attention probabilities.
+        attentions: [L, H, T, T] attention probabilities.
 
     Returns:
         [L, T, T]: rollout[l][i, j] = how much input token j flows into token i after layer l.
     """
-    attn = _as_attention_stack(attn)
-    per_layer = attn.mean(axis=1)  # (L, T, T)
+    per_layer = np.stack([np.asarray(a, dtype=np.float64).mean(axis=0) for a in _attention_stack(attentions)])
     if add_residual:
         per_layer = 0.5 * per_layer + 0.5 * np.eye(per_layer.shape[-1])
     per_layer = _normalise_rows(per_layer)
@@ -172,16 +180,18 @@ def attention_rollout(attn, add_residual: bool = True) -> np.ndarray:
     return rollout
 
 
-# ---------------------------------------------------------------- neuron view
+# ---------------------------------------------------------------- softmax and the neuron view
 
 
-def _softmax(scores: np.ndarray) -> np.ndarray:
-    """Softmax over a 1-D array that may hold -inf; all -inf gives all zeros."""
+def softmax(scores) -> np.ndarray:
+    """Softmax over the last axis, in float64; -inf scores get weight 0, a row of only -inf all zeros."""
+    scores = np.asarray(scores, dtype=np.float64)
     finite = np.isfinite(scores)
-    if not finite.any():
-        return np.zeros_like(scores)
-    exp = np.where(finite, np.exp(scores - scores[finite].max()), 0.0)
-    return exp / exp.sum()
+    top = np.where(finite, scores, -np.inf).max(axis=-1, keepdims=True)
+    shifted = scores - np.where(np.isfinite(top), top, 0.0)
+    exp = np.exp(shifted, where=finite, out=np.zeros_like(scores))
+    total = exp.sum(axis=-1, keepdims=True)
+    return np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
 
 
 def neuron_view(q, k, v, query_index: int, key_mask=None) -> dict[str, np.ndarray]:
@@ -209,7 +219,7 @@ def neuron_view(q, k, v, query_index: int, key_mask=None) -> dict[str, np.ndarra
     scaled = dot / np.sqrt(q.shape[-1])
     keep = _valid_positions(key_mask, k.shape[0])
     masked = np.where(keep, scaled, -np.inf)
-    weights = _softmax(masked)
+    weights = softmax(masked)
     weighted_values = weights[:, None] * v
     return {
         "query": query,
@@ -370,13 +380,3 @@ def attention_to_csv_frame(
         }
     )
 
-
-def matrix_frame(values, row_labels: Sequence[str], col_labels: Sequence[str]) -> pd.DataFrame:
-    """A [R, C] matrix as a DataFrame indexed by row_labels with col_labels as columns."""
-    values = np.asarray(values)
-    if values.ndim != 2 or values.shape != (len(row_labels), len(col_labels)):
-        raise ValueError(
-            f"matrix of shape {list(values.shape)} does not fit {len(row_labels)} row and "
-            f"{len(col_labels)} column labels"
-        )
-    return pd.DataFrame(values, index=list(row_labels), columns=list(col_labels))

@@ -1,7 +1,6 @@
 """Tests for bertviz_lite.analysis: every function checked against numbers worked out by hand or numpy."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from bertviz_lite import analysis
@@ -143,6 +142,15 @@ def test_neuron_view_matches_torch_attention_row():
     np.testing.assert_allclose(n["output"], (probs @ v)[4].numpy(), atol=1e-5)
 
 
+def test_softmax_over_the_last_axis_with_minus_infinity():
+    scores = np.array([[1.0, 2.0, -np.inf], [-np.inf, -np.inf, -np.inf]])
+    probs = analysis.softmax(scores)
+    np.testing.assert_allclose(probs[0], [1 / (1 + np.e), np.e / (1 + np.e), 0.0])
+    assert probs[1].tolist() == [0.0, 0.0, 0.0]
+    logits = np.random.default_rng(0).normal(size=50) * 30
+    np.testing.assert_allclose(analysis.softmax(logits), np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum())
+
+
 # ---------------------------------------------------------------- downsampling
 
 
@@ -204,7 +212,7 @@ def test_embedding_component_norms():
     assert frame["token"].tolist() == ["[CLS]", "a", "b", "[SEP]"]
 
 
-def test_csv_frames():
+def test_attention_to_csv_frame():
     attn = np.array([[1.0, 0.0], [0.25, 0.75]])
     frame = analysis.attention_to_csv_frame(attn, ["a", "a"])
     assert list(frame.columns) == ["query_index", "query", "key_index", "key", "weight"]
@@ -214,7 +222,3 @@ def test_csv_frames():
         [1, "a", 0, "a", 0.25],
         [1, "a", 1, "a", 0.75],
     ]
-    table = analysis.matrix_frame(attn, ["q0", "q1"], ["k0", "k1"])
-    pd.testing.assert_frame_equal(table, pd.DataFrame(attn, index=["q0", "q1"], columns=["k0", "k1"]))
-    with pytest.raises(ValueError, match="does not fit"):
-        analysis.matrix_frame(attn, ["q0"], ["k0", "k1"])
