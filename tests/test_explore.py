@@ -1,18 +1,27 @@
-"""Tests for bertviz_lite.explore: the data behind each explore page, on a tiny random BERT."""
+"""Tests for bertviz_lite.explore and bertviz_lite.views: the data behind each explore page, on a tiny random BERT."""
 
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import pytest
 import torch
 
-from bertviz_lite import analysis, explore
-from bertviz_lite.figures import attention_heatmap, topk_bar
+from bertviz_lite import analysis, explore, views
+from bertviz_lite.explore import from_trace
+from bertviz_lite.figures import (
+    attention_heatmap,
+    head_view,
+    mosaic_figure,
+    neuron_view_figure,
+    rollout_heatmap,
+)
+from bertviz_lite.figures.attention import MAX_TICK_LABELS
 from bertviz_lite.figures.mosaic import PICKER_NAME, mosaic_tile
+from bertviz_lite.views.attention import HEAD_VIEW_MAX_LINES, HEAD_VIEW_MAX_TOP_K
 from tests.app.tiny_checkpoint import build_tiny
 
 PAIR = ("The cat sat on the mat because it was tired.", "It fell asleep in the warm sun.")
@@ -50,7 +59,7 @@ def test_trace_pair_writes_mask_at_chosen_positions(tiny):
     masked = explore.trace_pair(model, tokenizer, *PAIR, masked_positions=[3, 1])
     assert masked.masked_positions == (1, 3)
     assert [masked.tokens[i] for i in (1, 3)] == ["[MASK]", "[MASK]"]
-    assert explore.masked_positions(masked) == [1, 3]
+    assert views.masked_positions(masked.tokens) == [1, 3]
     assert masked.encoding.tokens[1] != "[MASK]"  # the encoding keeps the original tokens
     with pytest.raises(ValueError, match="must lie in"):
         explore.trace_pair(model, tokenizer, *PAIR, masked_positions=[999])
@@ -74,7 +83,7 @@ def test_encode_treats_blank_b_as_absent_and_rejects_blank_a(tiny):
 def test_encoding_frame_and_input_warnings(tiny):
     _, tokenizer = tiny
     encoding = tokenizer.encode_pair("the cat 🎉 sat", "it fell", max_length=6)
-    frame = explore.encoding_frame(encoding)
+    frame = views.encoding_frame(encoding)
     assert frame.columns.tolist() == ["token", "id", "segment", "position", "attention_mask", "word"]
     assert frame["token"].tolist() == encoding.tokens and frame["word"].iloc[0] == ""
     notes = explore.input_warnings(encoding, 6)
@@ -86,16 +95,16 @@ def test_encoding_frame_and_input_warnings(tiny):
 def test_mask_encoding_is_reproducible_and_spares_special_tokens(tiny):
     _, tokenizer = tiny
     encoding = tokenizer.encode_pair(*PAIR)
-    first = explore.mask_encoding(encoding, tokenizer, 0.5, seed=3)
-    again = explore.mask_encoding(encoding, tokenizer, 0.5, seed=3)
-    other = explore.mask_encoding(encoding, tokenizer, 0.5, seed=4)
+    first = views.mask_encoding(encoding, tokenizer, 0.5, seed=3)
+    again = views.mask_encoding(encoding, tokenizer, 0.5, seed=3)
+    other = views.mask_encoding(encoding, tokenizer, 0.5, seed=4)
     assert torch.equal(first.decisions, again.decisions)
     assert not torch.equal(first.decisions, other.decisions)
     special = torch.tensor(encoding.special_tokens_mask, dtype=torch.bool)
     assert (first.decisions[special] == 0).all()
     random_ids = first.input_ids[first.decisions == 2]
     assert not set(random_ids.tolist()) & set(tokenizer.all_special_ids)
-    frame = explore.masking_frame(encoding, first, tokenizer)
+    frame = views.masking_frame(encoding, first, tokenizer)
     chosen = frame["decision"] != "not chosen"
     assert (frame.loc[chosen, "MLM label"] == frame.loc[chosen, "original"]).all()
     assert (frame.loc[~chosen, "MLM label"] == "").all()
@@ -104,67 +113,72 @@ def test_mask_encoding_is_reproducible_and_spares_special_tokens(tiny):
 
 def test_embedding_helpers(tiny, trace):
     model, _ = tiny
-    assert explore.embedding_sum_error(trace) < 1e-6
-    parts, tokens = explore.embedding_parts(trace, explore.token_window(trace.num_tokens, 5, 4))
+    assert views.embedding_sum_error(trace.embeddings) < 1e-6
+    window = from_trace(views.embedding_window, trace, start=5, size=4)
+    parts, tokens = window.parts, window.tokens
     assert tokens == trace.tokens[5:9] and all(p.shape == (4, 32) for p in parts)
     assert explore.token_window(10, 50, 4) == slice(6, 10)
     assert explore.token_window(3, 0, 64) == slice(0, 3)
-    learned, sinusoidal = explore.position_tables(model, 1000)
+    learned, sinusoidal = views.position_tables(model, 1000)
     assert learned.shape == sinusoidal.shape == (64, 32)
     np.testing.assert_allclose(learned, model.bert.embeddings.position_embeddings.weight.detach().numpy())
     np.testing.assert_allclose(sinusoidal, analysis.sinusoidal_position_table(64, 32))
-    choices = explore.vector_choices(2)
+    choices = views.vector_choices(2)
     assert choices[-1] == "after layer 2"
-    np.testing.assert_array_equal(explore.vectors_for(trace, choices[-1]), trace.hidden_states[2])
-    np.testing.assert_array_equal(explore.vectors_for(trace, choices[0]), trace.embeddings["token"])
+    np.testing.assert_array_equal(from_trace(views.vectors_for, trace, choice=choices[-1]), trace.hidden_states[2])
+    np.testing.assert_array_equal(from_trace(views.vectors_for, trace, choice=choices[0]), trace.embeddings["token"])
     with pytest.raises(ValueError, match="unknown vectors"):
-        explore.vectors_for(trace, "nonsense")
+        from_trace(views.vectors_for, trace, choice="nonsense")
 
 
 def test_attention_block_follows_the_sentence_filter(trace):
-    sentence = explore.sentence_of_tokens(trace)
-    block, q_tokens, k_tokens = explore.attention_block(trace, 1, 2, "B→A")
+    sentence = analysis.sentence_ids(trace.segments, trace.special)
+    block_map = from_trace(views.attention_map, trace, layer=1, head=2, which="B→A")
+    block, q_tokens, k_tokens = block_map.weights, block_map.query_tokens, block_map.key_tokens
     rows, cols = np.flatnonzero(sentence == 1), np.flatnonzero(sentence == 0)
     np.testing.assert_array_equal(block, trace.attentions[1, 2][np.ix_(rows, cols)])
     assert q_tokens == [trace.tokens[i] for i in rows] and k_tokens[0] == "[CLS]"
-    frame = explore.attention_block_frame(trace, 1, 2, "B→A")
+    frame = block_map.to_frame()
     assert len(frame) == rows.size * cols.size
     assert frame["query_index"].iloc[0] == rows[0] and frame["key_index"].iloc[-1] == cols[-1]
-    full, _, _ = explore.attention_block(trace, 0, 0, "All")
+    full = from_trace(views.attention_map, trace, layer=0, head=0, which="All").weights
     np.testing.assert_array_equal(full, trace.attentions[0, 0])
-    fig = explore.single_head_figure(trace, 0, 0)
+    first = from_trace(views.attention_map, trace, layer=0, head=0)
+    fig = attention_heatmap(first.weights, first.query_tokens, first.key_tokens, first.title)
     np.testing.assert_array_equal(fig.data[0].z, trace.attentions[0, 0])
     assert fig.layout.xaxis.nticks is None  # short inputs keep every label
 
 
 def test_head_view_budget_and_mask(trace):
-    assert explore.head_view_top_k(20, 12) == explore.HEAD_VIEW_MAX_TOP_K
-    assert explore.head_view_top_k(512, 12) * 512 * 12 <= explore.HEAD_VIEW_MAX_LINES
-    assert explore.head_view_top_k(512, 12) >= 1
-    assert explore.head_view_min_weight(22) == 0.04 and explore.head_view_min_weight(512) == 0.0
-    assert explore.attention_layer_frame(trace, 1, [0, 3])["head"].unique().tolist() == [0, 3]
+    assert views.head_view_top_k(20, 12) == HEAD_VIEW_MAX_TOP_K
+    assert views.head_view_top_k(512, 12) * 512 * 12 <= HEAD_VIEW_MAX_LINES
+    assert views.head_view_top_k(512, 12) >= 1
+    assert views.head_view_min_weight(22) == 0.04 and views.head_view_min_weight(512) == 0.0
+    assert from_trace(views.head_view_links, trace, layer=1, heads=[0, 3]).to_frame()["head"].unique().tolist() == [0, 3]
 
 
 def test_head_view_figure_windows_queries_and_keys(trace):
-    fig = explore.head_view_figure(trace, 1, [0, 2], "All", window=slice(4, 10), min_weight=0.0)
+    fig = head_view(from_trace(views.head_view_links, trace, layer=1, heads=[0, 2], which="All", window=slice(4, 10),
+                               min_weight=0.0))
     columns = [t for t in fig.data if t.mode != "lines"]
     assert [list(c.text) for c in columns] == [trace.tokens[4:10]] * 2
     lines = [t for t in fig.data if t.mode == "lines"]
     assert {t.meta["head"] for t in lines} == {0, 2}
     ys = np.concatenate([np.asarray(t.y, dtype=float) for t in lines])
-    assert np.nanmax(ys) < 6 and fig.layout.meta == {"top_k": explore.HEAD_VIEW_MAX_TOP_K, "start": 4, "stop": 10}
-    focused = explore.head_view_figure(trace, 1, [0], "All", window=slice(4, 10), focus=6, min_weight=0.0)
+    assert np.nanmax(ys) < 6 and fig.layout.meta == {"top_k": HEAD_VIEW_MAX_TOP_K, "start": 4, "stop": 10}
+    focused = head_view(from_trace(views.head_view_links, trace, layer=1, heads=[0], which="All",
+                                   window=slice(4, 10), focus=6, min_weight=0.0))
     starts = np.concatenate([np.asarray(t.y, dtype=float)[0::3] for t in focused.data if t.mode == "lines"])
     assert set(starts[np.isfinite(starts)].tolist()) == {2.0}  # only the query at position 6 = row 2 of the window
-    a_to_b = explore.head_view_figure(trace, 0, [0], "A→B", min_weight=0.0)
-    sentence = explore.sentence_of_tokens(trace)
+    a_to_b = head_view(from_trace(views.head_view_links, trace, layer=0, heads=[0], which="A→B", min_weight=0.0))
+    sentence = analysis.sentence_ids(trace.segments, trace.special)
     segments = np.concatenate([np.asarray(t.y, dtype=float).reshape(-1, 3)[:, :2] for t in a_to_b.data
                                if t.mode == "lines"]).astype(int)
     assert (sentence[segments[:, 0]] == 0).all() and (sentence[segments[:, 1]] == 1).all()
 
 
 def test_model_view_figure_has_one_clickable_point_per_tile(trace):
-    fig = explore.model_view_figure(trace)
+    fig = mosaic_figure(from_trace(views.attention_mosaic, trace))
     size = trace.num_tokens  # short input: tiles are not downsampled
     picker = next(t for t in fig.data if t.name == PICKER_NAME)
     assert len(picker.x) == 8 and fig.layout.meta["tile"] == size
@@ -174,8 +188,8 @@ def test_model_view_figure_has_one_clickable_point_per_tile(trace):
         step = size + 1  # the point sits in the middle of its tile
         assert head * step < picker.x[index] < head * step + size and layer * step < picker.y[index] < layer * step + size
     assert np.isnan(fig.data[0].z[size]).all()  # a gap row between layers
-    assert explore.model_view_size(512) == 32 and explore.model_view_size(20) == 20
-    frame = explore.attention_all_frame(trace, 4)
+    assert views.model_view_size(512) == 32 and views.model_view_size(20) == 20
+    frame = from_trace(views.attention_mosaic, trace, max_tokens=4).to_frame()
     assert len(frame) == 8 * 16
     np.testing.assert_allclose(frame.groupby(["layer", "head", "query_index"])["weight"].sum(), 1.0, atol=1e-6)
 
@@ -210,50 +224,51 @@ def test_clicked_token(selection, expected):
 
 def test_head_statistics_layer_by_layer_equals_all_at_once(trace):
     expected = analysis.head_statistics(trace.attentions, trace.tokens)
-    pd.testing.assert_frame_equal(explore.head_statistics(trace), expected, check_dtype=False)
+    pd.testing.assert_frame_equal(from_trace(analysis.head_statistics, trace), expected, check_dtype=False)
 
 
 def test_neuron_figure_and_frame(trace):
-    fig = explore.neuron_figure(trace, 1, 2, 3)
+    neuron = from_trace(views.neuron_data, trace, layer=1, head=2, query_index=3)
+    fig = neuron_view_figure(neuron.steps, neuron.tokens, neuron.query_index)
     weights = next(t for t in fig.data if t.name == "softmax weight")
     np.testing.assert_allclose(weights.x, trace.attentions[1, 2, 3], atol=1e-5)
-    frame = explore.neuron_frame(explore.neuron_data(trace, 1, 2, 3), trace.tokens)
+    frame = neuron.to_frame()
     assert len(frame) == trace.num_tokens and "key_7" in frame and "weighted_value_0" in frame
     np.testing.assert_allclose(frame["weight"].sum(), 1.0)
 
 
 def test_rollout_rows_sum_to_one_and_long_inputs_get_fewer_labels(trace):
-    flow = explore.rollout(trace)
+    flow = from_trace(analysis.attention_rollout, trace)
     np.testing.assert_allclose(flow.sum(-1), 1.0, atol=1e-6)
-    fig = explore.rollout_figure(flow[-1], trace.tokens, 2)
+    fig = rollout_heatmap(flow[-1], trace.tokens, "Attention rollout after layer 2")
     np.testing.assert_array_equal(fig.data[0].z, flow[-1])
     assert fig.layout.xaxis.nticks is None
-    long = explore.rollout_figure(np.eye(200), [f"t{i}" for i in range(200)], 1)
-    assert long.layout.xaxis.nticks == long.layout.yaxis.nticks == explore.MAX_TICK_LABELS
+    long = rollout_heatmap(np.eye(200), [f"t{i}" for i in range(200)], "Attention rollout after layer 1")
+    assert long.layout.xaxis.nticks == long.layout.yaxis.nticks == MAX_TICK_LABELS
 
 
 def test_predictions(tiny):
     model, tokenizer = tiny
     encoding = tokenizer.encode_pair(*PAIR)
-    position = explore.default_mask_position(encoding)
+    position = views.default_mask_position(encoding)
     assert encoding.sequence_ids[position] == 0 and encoding.tokens[position].isalpha()
-    assert position in explore.maskable_positions(encoding)
-    assert 0 not in explore.maskable_positions(encoding)
+    assert position in views.maskable_positions(encoding)
+    assert 0 not in views.maskable_positions(encoding)
     trace = explore.trace_pair(model, tokenizer, *PAIR, masked_positions=[position])
-    top = explore.top_predictions(trace, tokenizer, position, k=5)
+    top = views.top_predictions(trace.mlm_logits, tokenizer, position, k=5)
     probs = torch.softmax(torch.tensor(trace.mlm_logits[position], dtype=torch.float64), -1)
     np.testing.assert_allclose(top["probability"], torch.topk(probs, 5).values.numpy())
     assert top["token"].tolist() == tokenizer.convert_ids_to_tokens(top["id"].tolist())
-    p = explore.is_next_probability(trace)
+    p = views.is_next_probability(trace.nsp_logits)
     assert p == pytest.approx(torch.softmax(torch.tensor(trace.nsp_logits, dtype=torch.float64), -1)[0].item())
-    assert explore.nsp_frame(p)["probability"].sum() == pytest.approx(1.0)
+    assert views.nsp_frame(p)["probability"].sum() == pytest.approx(1.0)
 
 
 def test_predictions_without_heads_say_so(trace):
-    headless = explore.PairTrace(**{**trace.__dict__, "mlm_logits": None, "nsp_logits": None})
+    headless = replace(trace, output=replace(trace.output, mlm_logits=None, nsp_logits=None))
     with pytest.raises(ValueError, match="no trained masked-language-model head"):
-        explore.top_predictions(headless, None, 1)
-    assert explore.is_next_probability(headless) is None
+        views.top_predictions(headless.mlm_logits, None, 1)
+    assert views.is_next_probability(headless.nsp_logits) is None
 
 
 def test_source_version_changes_when_a_checkpoint_is_rewritten(tmp_path):
@@ -268,15 +283,7 @@ def test_source_version_changes_when_a_checkpoint_is_rewritten(tmp_path):
     assert explore.source_version(str(tmp_path / "nothing")) == "missing"
 
 
-def test_figure_frame_and_csv_bytes():
-    heat = attention_heatmap(np.array([[0.25, 0.75], [1.0, 0.0]]), ["a", "b"])
-    frame = explore.figure_frame(heat)
-    assert len(frame) == 4 and frame["value"].tolist() == [0.25, 0.75, 1.0, 0.0]
-    assert frame["y"].tolist() == ["a (0)", "a (0)", "b (1)", "b (1)"]
-    bars = explore.figure_frame(topk_bar(["x", "y"], [0.3, 0.7]))
-    assert bars["y"].tolist() == ["y", "x"] and bars["x"].tolist() == [0.7, 0.3]
-    lines = explore.figure_frame(go.Figure(go.Scatter(x=[0, 1, None], y=[2, 3, None], name="l")))
-    assert len(lines) == 2
-    assert explore.figure_frame(go.Figure()).empty
+def test_csv_bytes():
+    frame = pd.DataFrame({"token": ["a", "b"], "value": [0.25, 0.75]})
     back = pd.read_csv(io.BytesIO(explore.csv_bytes(frame)))
-    assert back["value"].tolist() == [0.25, 0.75, 1.0, 0.0]
+    assert back["value"].tolist() == [0.25, 0.75]

@@ -8,6 +8,7 @@ import pytest
 
 from bertviz_lite import analysis, figures
 from bertviz_lite.figures.tokens import chip_classes
+from bertviz_lite.views import select_links
 from tests.attention_samples import SEGMENTS, TOKENS, random_attention
 
 
@@ -94,7 +95,7 @@ def test_rollout_heatmap():
 
 def test_head_view_one_legend_group_per_head_and_focus():
     attn = random_attention(3, 8, 8)
-    fig = figures.head_view(attn, TOKENS, top_k=8, min_weight=0.0)
+    fig = figures.head_view(select_links(attn, TOKENS, top_k=8, min_weight=0.0))
     lines = line_traces(fig)
     assert {t.legendgroup for t in lines} == {"head 0", "head 1", "head 2"}
     assert [t.name for t in lines if t.showlegend] == ["head 0", "head 1", "head 2"]
@@ -103,7 +104,7 @@ def test_head_view_one_legend_group_per_head_and_focus():
     token_columns = [t for t in fig.data if t.mode != "lines"]
     assert [list(t.text) for t in token_columns] == [TOKENS, TOKENS]
     assert "%{text}" in token_columns[0].hovertemplate
-    focused = line_traces(figures.head_view(attn, TOKENS, heads=[1], focus_token=2, top_k=8, min_weight=0.0))
+    focused = line_traces(figures.head_view(select_links(attn, TOKENS, heads=[1], focus_token=2, top_k=8, min_weight=0.0)))
     assert {t.legendgroup for t in focused} == {"head 1"}
     assert sum(segment_count(t) for t in focused) == 8
     left_ends = np.concatenate([np.asarray(t.y)[0::3] for t in focused])
@@ -113,7 +114,7 @@ def test_head_view_one_legend_group_per_head_and_focus():
 def test_head_view_weights_levels_threshold_and_mask():
     attn = np.zeros((1, 3, 3))
     attn[0] = [[0.9, 0.095, 0.005], [0.5, 0.5, 0.0], [0.31, 0.31, 0.38]]
-    fig = figures.head_view(attn, ["[CLS]", "a", "[SEP]"])
+    fig = figures.head_view(select_links(attn, ["[CLS]", "a", "[SEP]"]))
     lines = line_traces(fig)
     assert sum(segment_count(t) for t in lines) == 7  # the 0.005 and 0.0 lines are dropped
     by_level = {t.meta["level"]: segment_count(t) for t in lines}
@@ -121,34 +122,19 @@ def test_head_view_weights_levels_threshold_and_mask():
     assert [t.line.color.endswith(",1)") for t in lines if t.meta["level"] == 5] == [True]
     mask = np.zeros((3, 3), bool)
     mask[0, 0] = True
-    only = line_traces(figures.head_view(attn, ["[CLS]", "a", "[SEP]"], mask=mask))
+    only = line_traces(figures.head_view(select_links(attn, ["[CLS]", "a", "[SEP]"], mask=mask)))
     assert [(list(t.x[:2]), list(t.y[:2])) for t in only if len(t.x)] == [([0.0, 1.0], [0.0, 0.0])]
 
 
 def test_head_view_rejects_bad_heads():
     with pytest.raises(ValueError, match="heads"):
-        figures.head_view(random_attention(2, 4, 4), list("abcd"), heads=[2])
-
-
-def test_model_view_one_tile_per_layer_and_head():
-    attn = random_attention(2, 3, 8, 8)
-    fig = figures.model_view(attn, TOKENS)
-    assert len(fig.data) == 6 and all(isinstance(t, go.Heatmap) for t in fig.data)
-    assert [t.meta for t in fig.data] == [{"layer": i, "head": h} for i in range(2) for h in range(3)]
-    assert fig.data[4].name == "layer 1 head 1"
-    np.testing.assert_allclose(np.asarray(fig.data[4].z), attn[1, 1])
-    assert {t.coloraxis for t in fig.data} == {"coloraxis"}
-    titles = [a.text for a in fig.layout.annotations]
-    assert {"H0", "H1", "H2", "L0", "L1"} <= set(titles)
+        figures.head_view(select_links(random_attention(2, 4, 4), list("abcd"), heads=[2]))
 
 
 def test_large_inputs_build_with_capped_sizes():
     tokens = [f"w{i}" for i in range(512)]
     attn = random_attention(2, 2, 512, 512)
-    mosaic = figures.model_view(attn, tokens, max_tokens=64)
-    assert len(mosaic.data) == 4 and all(np.asarray(t.z).shape == (64, 64) for t in mosaic.data)
-    np.testing.assert_allclose(np.asarray(mosaic.data[0].z).sum(1), 1.0)
-    heads = figures.head_view(attn[0], tokens, top_k=20)
+    heads = figures.head_view(select_links(attn[0], tokens, top_k=20))
     lines = line_traces(heads)
     assert sum(segment_count(t) for t in lines) <= 2 * 512 * 20
     assert heads.layout.height <= 4000
@@ -186,12 +172,9 @@ def test_head_statistics_figure():
 # ---------------------------------------------------------------- embeddings
 
 
-def test_embedding_heatmap_and_parts():
+def test_embedding_parts():
     rng = np.random.default_rng(0)
     parts = [rng.normal(size=(8, 6)) for _ in range(5)]
-    single = figures.embedding_heatmap(parts[0], TOKENS, "Token embeddings")
-    np.testing.assert_array_equal(np.asarray(single.data[0].z), parts[0])
-    assert single.data[0].zmid == 0 and single.layout.title.text == "Token embeddings"
     fig = figures.embedding_parts_figure(*parts, tokens=TOKENS)
     assert len(fig.data) == 5
     for trace, part in zip(fig.data, parts, strict=True):
@@ -255,5 +238,5 @@ def test_training_curves_skip_missing_values():
 
 def test_figures_are_deterministic():
     attn = random_attention(2, 8, 8)
-    first, second = figures.head_view(attn, TOKENS), figures.head_view(attn, TOKENS)
+    first, second = figures.head_view(select_links(attn, TOKENS)), figures.head_view(select_links(attn, TOKENS))
     assert first.to_json() == second.to_json()

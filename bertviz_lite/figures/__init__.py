@@ -1,20 +1,19 @@
-"""Plotly figure builders: pure functions from numpy arrays and labels to a `go.Figure`."""
+"""Plotly figure builders: pure functions from the data of a view (bertviz_lite.views) to a `go.Figure`."""
 
 from bertviz_lite.figures.attention import (
     attention_heatmap,
     head_statistics_figure,
     head_view,
-    model_view,
     neuron_view_figure,
     rollout_heatmap,
 )
 from bertviz_lite.figures.embeddings import (
     component_norms_bar,
-    embedding_heatmap,
     embedding_parts_figure,
     pca_scatter,
     position_similarity_heatmap,
 )
+from bertviz_lite.figures.mosaic import mosaic_figure
 from bertviz_lite.figures.predictions import nsp_bar, topk_bar
 from bertviz_lite.figures.tokens import token_chip_html
 from bertviz_lite.figures.training import compare_runs, lr_curve, metric_curves, throughput_curve
@@ -23,13 +22,12 @@ __all__ = [
     "attention_heatmap",
     "compare_runs",
     "component_norms_bar",
-    "embedding_heatmap",
     "embedding_parts_figure",
     "head_statistics_figure",
     "head_view",
     "lr_curve",
     "metric_curves",
-    "model_view",
+    "mosaic_figure",
     "neuron_view_figure",
     "nsp_bar",
     "pca_scatter",

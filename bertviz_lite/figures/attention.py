@@ -1,15 +1,16 @@
-"""Attention figures: single map, BertViz-style head view, model mosaic, neuron view, head stats."""
+"""Attention figures: single map, BertViz-style head view, neuron view, head statistics (the model view: mosaic.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bertviz_lite.analysis import downsample_attention, unique_labels
+from bertviz_lite.analysis import unique_labels
 from bertviz_lite.figures._common import (
     DIVERGING,
     SEQUENTIAL,
@@ -22,6 +23,9 @@ from bertviz_lite.figures._common import (
     token_axis_height,
 )
 
+if TYPE_CHECKING:
+    from bertviz_lite.views.attention import HeadViewLinks
+
 ATTENTION_HOVER = "%{y} → %{x}: %{z:.3f}<extra></extra>"
 STAT_TITLES = {
     "entropy": "Mean attention entropy (nats)",
@@ -31,13 +35,7 @@ STAT_TITLES = {
     "to_prev": "Share of attention on the previous token",
     "to_next": "Share of attention on the next token",
 }
-
-
-def _stack(attn, ndim: int, shape_text: str) -> np.ndarray:
-    attn = np.asarray(attn, dtype=np.float64)
-    if attn.ndim != ndim or attn.shape[-1] != attn.shape[-2]:
-        raise ValueError(f"attention must have shape {shape_text}, got {list(attn.shape)}")
-    return attn
+MAX_TICK_LABELS = 64  # beyond this, every token label on an axis is unreadable and slow to lay out
 
 
 # ---------------------------------------------------------------- one map
@@ -46,7 +44,11 @@ def _stack(attn, ndim: int, shape_text: str) -> np.ndarray:
 def attention_heatmap(
     attn, q_tokens: Sequence[str], k_tokens: Sequence[str] | None = None, title: str = "Attention"
 ) -> go.Figure:
-    """Heatmap of a [Tq, Tk] attention map; rows are queries, columns keys, z = attn exactly."""
+    """Heatmap of a [Tq, Tk] attention map; rows are queries, columns keys, z = attn exactly.
+
+    The keys label the top axis, so a title goes above them. Past 2 × MAX_TICK_LABELS tokens an axis
+    shows about MAX_TICK_LABELS labels (hovering still names every cell; plotly draws 512 in half the time).
+    """
     attn = as_matrix(attn, "attention")
     k_tokens = q_tokens if k_tokens is None else k_tokens
     check_length(q_tokens, attn.shape[0], "query tokens")
@@ -68,6 +70,11 @@ def attention_heatmap(
         xaxis={**category_axis(), "title": {"text": "key (attended to)"}, "side": "top"},
         yaxis={**category_axis(reverse=True), "title": {"text": "query (attending)"}},
     )
+    if title:
+        fig.update_layout(title={"y": 0.995, "yanchor": "top"}, margin={"t": 160}, height=fig.layout.height + 80)
+    if max(attn.shape) > 2 * MAX_TICK_LABELS:
+        fig.update_xaxes(nticks=MAX_TICK_LABELS)
+        fig.update_yaxes(nticks=MAX_TICK_LABELS)
     return fig
 
 
@@ -82,18 +89,6 @@ def rollout_heatmap(rollout, tokens: Sequence[str], title: str = "Attention roll
 # ---------------------------------------------------------------- head view
 
 
-def _select_lines(weights: np.ndarray, top_k: int, min_weight: float) -> tuple[np.ndarray, ...]:
-    """(query, key, weight) of the lines to draw: weight > 0, >= min_weight and among the row's top_k."""
-    keep = (weights > 0) & (weights >= min_weight)
-    if top_k < weights.shape[1]:
-        top = np.argpartition(-weights, top_k - 1, axis=1)[:, :top_k]
-        in_top = np.zeros_like(keep)
-        np.put_along_axis(in_top, top, True, axis=1)
-        keep &= in_top
-    queries, keys = np.nonzero(keep)
-    return queries, keys, weights[queries, keys]
-
-
 def _line_xy(queries: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Segments from (0, query) to (1, key), separated by NaN (sent to plotly as null gaps)."""
     x = np.tile(np.array([0.0, 1.0, np.nan], np.float32), queries.size)
@@ -101,10 +96,9 @@ def _line_xy(queries: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndar
     return x, y  # float32 is exact for indices and halves the JSON
 
 
-def _head_traces(weights: np.ndarray, head: int, top_k: int, min_weight: float, levels: int) -> list:
+def _head_traces(queries: np.ndarray, keys: np.ndarray, weights: np.ndarray, head: int, levels: int) -> list:
     """Line traces of one head, one per opacity level; the first one carries the legend entry."""
-    queries, keys, values = _select_lines(weights, top_k, min_weight)
-    level = np.clip(np.ceil(values * levels), 1, levels).astype(int)
+    level = np.clip(np.ceil(weights * levels), 1, levels).astype(int)
     traces = []
     for lvl in range(1, levels + 1):
         chosen = level == lvl
@@ -146,102 +140,27 @@ def _token_column(tokens: Sequence[str], x: float, side: str, focus_token: int |
     )
 
 
-def head_view(
-    attn,
-    tokens: Sequence[str],
-    heads: Sequence[int] | None = None,
-    focus_token: int | None = None,
-    mask=None,
-    top_k: int = 20,
-    min_weight: float = 0.01,
-    levels: int = 5,
-) -> go.Figure:
-    """BertViz-style head view of one layer: queries on the left, keys on the right, lines between.
+def head_view(links: HeadViewLinks, levels: int = 5) -> go.Figure:
+    """BertViz-style head view of one layer (views.select_links): queries left, keys right, lines between.
 
-    Args:
-        attn: [H, T, T] attention of one layer.
-        tokens: T token strings.
-        heads: heads to draw (default all); each gets a colour and a legend entry that toggles it.
-        focus_token: draw only the lines leaving this query token.
-        mask: optional bool [T, T] of (query, key) cells to keep, e.g. from sentence_filter_mask.
-        top_k: at most this many lines per query and head (keeps 512-token inputs fast).
-        min_weight: lines below this weight are dropped.
-        levels: weights are bucketed into this many opacity/width levels (one trace per level).
+    Each head gets a colour and a legend entry that toggles it; a line's opacity and width show its
+    weight in `levels` steps (one trace per step). layout.meta = {"top_k", "start", "stop"} of the links.
     """
-    attn = _stack(attn, 3, "[heads, T, T]")
-    num_heads, length, _ = attn.shape
-    check_length(tokens, length, "tokens")
-    heads = list(range(num_heads)) if heads is None else [int(h) for h in heads]
-    if any(not 0 <= h < num_heads for h in heads):
-        raise ValueError(f"heads {heads} must lie in 0..{num_heads - 1}")
-    if focus_token is not None and not 0 <= focus_token < length:
-        raise ValueError(f"focus_token {focus_token} is outside 0..{length - 1}")
-    keep = np.ones((length, length), bool) if mask is None else np.asarray(mask, bool)
-    if keep.shape != (length, length):
-        raise ValueError(f"mask must be [{length}, {length}], got {list(keep.shape)}")
-    if focus_token is not None:
-        keep = keep & (np.arange(length) == focus_token)[:, None]
+    tokens = links.tokens
     fig = go.Figure()
-    for head in heads:
-        fig.add_traces(_head_traces(attn[head] * keep, head, top_k, min_weight, levels))
+    for head, (queries, keys, weights) in zip(links.heads, links.links, strict=True):
+        fig.add_traces(_head_traces(queries, keys, weights, head, levels))
     fig.add_traces(
-        [_token_column(tokens, 0.0, "left", focus_token), _token_column(tokens, 1.0, "right", None)]
+        [_token_column(tokens, 0.0, "left", links.focus_token), _token_column(tokens, 1.0, "right", None)]
     )
     fig.update_layout(
         title="Head view: each query token (left) to the key tokens it attends to (right)",
-        height=token_axis_height(length, per_token=20, high=4000),
+        height=token_axis_height(len(tokens), per_token=20, high=4000),
         legend_title_text="heads (click to toggle)",
         xaxis={"visible": False, "range": [-0.8, 1.8]},
         plot_bgcolor="white",
         yaxis={"visible": False, "autorange": "reversed"},
-    )
-    return fig
-
-
-# ---------------------------------------------------------------- model view
-
-
-def model_view(attn, tokens: Sequence[str], max_tokens: int = 64, tile_size: int = 90) -> go.Figure:
-    """Every layer × head as a mosaic of small attention maps sharing one colour scale.
-
-    Tiles are block-averaged to at most max_tokens × max_tokens (rows still sum to 1). Each tile's
-    trace has name "layer l head h" and meta {"layer": l, "head": h}, so a click identifies it.
-    """
-    attn = _stack(attn, 4, "[layers, heads, T, T]")
-    num_layers, num_heads, length, _ = attn.shape
-    check_length(tokens, length, "tokens")
-    fig = make_subplots(
-        rows=num_layers,
-        cols=num_heads,
-        row_titles=[f"L{i}" for i in range(num_layers)],
-        column_titles=[f"H{i}" for i in range(num_heads)],
-        horizontal_spacing=0.004,
-        vertical_spacing=min(0.01, 1 / max(num_layers - 1, 1)),
-    )
-    for layer in range(num_layers):
-        for head in range(num_heads):
-            tile, labels = downsample_attention(attn[layer, head], max_tokens, tokens)
-            fig.add_trace(
-                go.Heatmap(
-                    z=tile,
-                    x=labels,
-                    y=labels,
-                    coloraxis="coloraxis",
-                    name=f"layer {layer} head {head}",
-                    meta={"layer": layer, "head": head},
-                    hovertemplate=f"layer {layer} head {head}<br>{ATTENTION_HOVER}",
-                ),
-                row=layer + 1,
-                col=head + 1,
-            )
-    fig.update_xaxes(showticklabels=False, type="category")
-    fig.update_yaxes(showticklabels=False, type="category", autorange="reversed")
-    fig.update_layout(
-        title="Model view: attention of every layer (rows) and head (columns)",
-        coloraxis={"colorscale": SEQUENTIAL, "cmin": 0, "colorbar": {"title": {"text": "weight"}}},
-        height=tile_size * num_layers + 120,
-        width=tile_size * num_heads + 160,
-        margin={"l": 20, "r": 60, "t": 80, "b": 20},
+        meta={"top_k": links.top_k, "start": links.start, "stop": links.stop},
     )
     return fig
 
@@ -351,6 +270,7 @@ def neuron_view_figure(neuron: dict, tokens: Sequence[str], query_index: int) ->
         showlegend=True,
         height=token_axis_height(length, per_token=18) + 200,
         legend={"orientation": "h", "y": -0.05},
+        margin={"r": 120},  # room for the last subplot title
     )
     return fig
 

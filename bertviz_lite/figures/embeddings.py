@@ -33,31 +33,6 @@ def _embedding_trace(matrix: np.ndarray, labels: list[str], **kwargs) -> go.Heat
     )
 
 
-def embedding_heatmap(matrix, tokens: Sequence[str], title: str = "Embeddings") -> go.Figure:
-    """Heatmap of a [T, H] embedding matrix: one row per token, one column per dimension."""
-    matrix = as_matrix(matrix, "embedding matrix")
-    check_length(tokens, matrix.shape[0], "tokens")
-    limit = symmetric_range(matrix)
-    trace = _embedding_trace(
-        matrix,
-        unique_labels(tokens),
-        colorscale=DIVERGING,
-        zmid=0,
-        zmin=-limit,
-        zmax=limit,
-        colorbar={"title": {"text": "value"}},
-    )
-    fig = go.Figure(trace)
-    fig.update_layout(
-        title=title,
-        xaxis_title="hidden dimension",
-        yaxis_title="token",
-        yaxis=category_axis(reverse=True),
-        height=token_axis_height(matrix.shape[0]),
-    )
-    return fig
-
-
 def embedding_parts_figure(
     token, position, segment, summed, layer_norm, tokens: Sequence[str], layout: str = "row"
 ) -> go.Figure:

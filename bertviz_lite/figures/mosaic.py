@@ -1,10 +1,11 @@
 """Model view as ONE heatmap: every layer × head tile in a grid, plus one clickable point per tile.
 
-figures.model_view draws L × H subplots; with 6 × 12 that is 72 axis pairs, which plotly.js takes
-seconds to lay out. Here the block-averaged tiles are pasted into one matrix (NaN gaps between
-them), so the browser draws a single image. Plotly heatmaps cannot be selected, scatter points can:
-an invisible point at the centre of each tile carries customdata (layer, head), and with hovermode
-"closest" and hoverdistance -1 the point of the tile under the mouse is the one hovered and clicked.
+L × H subplots (6 × 12 = 72 axis pairs) take plotly.js seconds to lay out. Here the tiles of
+views.attention_mosaic are pasted into one matrix (NaN gaps between them), so the browser draws a
+single image. Plotly heatmaps cannot be selected, scatter points can: an invisible point at the
+centre of each tile carries customdata (layer, head), and with hovermode "closest" and
+hoverdistance -1 the point of the tile under the mouse is the one hovered and clicked
+(explore.model_view_selection reads the click back).
 """
 
 from __future__ import annotations
@@ -14,29 +15,20 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from bertviz_lite.analysis import downsample_attention
-from bertviz_lite.figures._common import SEQUENTIAL, check_length
+from bertviz_lite.figures._common import SEQUENTIAL
+from bertviz_lite.views.attention import AttentionMosaic, attention_mosaic
 
 PICKER_NAME = "tile picker"
 
 
-def mosaic_matrix(attn, tokens: Sequence[str], max_tokens: int = 32, gap: int = 1) -> tuple[np.ndarray, int]:
-    """[L, H, T, T] attention -> (one float32 matrix of all tiles, tile size G); NaN between tiles.
-
-    Tile (l, h) occupies rows l*(G+gap) … +G and columns h*(G+gap) … +G; each is
-    analysis.downsample_attention of that head, so its rows still sum to 1.
-    """
-    attn = np.asarray(attn)
-    if attn.ndim != 4 or attn.shape[-1] != attn.shape[-2]:
-        raise ValueError(f"attention must have shape [layers, heads, T, T], got {list(attn.shape)}")
-    num_layers, num_heads, length, _ = attn.shape
-    check_length(tokens, length, "tokens")
-    size, step = min(length, max_tokens), min(length, max_tokens) + gap
+def _paste(tiles: np.ndarray, gap: int) -> np.ndarray:
+    """[L, H, G, G] tiles -> one float32 matrix; tile (l, h) at rows l*(G+gap)… and columns h*(G+gap)…, NaN between."""
+    num_layers, num_heads, size, _ = tiles.shape
+    step = size + gap
     mosaic = np.full((num_layers * step - gap, num_heads * step - gap), np.nan, dtype=np.float32)
     for layer, head in np.ndindex(num_layers, num_heads):
-        tile, _ = downsample_attention(attn[layer, head], max_tokens, tokens)
-        mosaic[layer * step : layer * step + size, head * step : head * step + size] = tile
-    return mosaic, size
+        mosaic[layer * step : layer * step + size, head * step : head * step + size] = tiles[layer, head]
+    return mosaic
 
 
 def _picker(num_layers: int, num_heads: int, size: int, step: int) -> go.Scatter:
@@ -64,16 +56,13 @@ def _grid_axis(count: int, size: int, step: int, prefix: str, **extra) -> dict:
     }  # fmt: skip
 
 
-def model_view_mosaic(
-    attn, tokens: Sequence[str], max_tokens: int = 32, tile_size: int = 80, gap: int = 1
-) -> go.Figure:
-    """All layers (rows) × heads (columns) of [L, H, T, T] attention as one clickable heatmap."""
-    mosaic, size = mosaic_matrix(attn, tokens, max_tokens, gap)
-    num_layers, num_heads = np.asarray(attn).shape[:2]
+def mosaic_figure(mosaic: AttentionMosaic, tile_size: int = 80, gap: int = 1) -> go.Figure:
+    """All layers (rows) × heads (columns) of an AttentionMosaic as one clickable heatmap."""
+    num_layers, num_heads, size, _ = mosaic.tiles.shape
     step = size + gap
     fig = go.Figure(
         [
-            go.Heatmap(z=mosaic, colorscale=SEQUENTIAL, zmin=0, hoverinfo="skip", name="attention",
+            go.Heatmap(z=_paste(mosaic.tiles, gap), colorscale=SEQUENTIAL, zmin=0, hoverinfo="skip", name="attention",
                        colorbar={"title": {"text": "weight"}}),
             _picker(num_layers, num_heads, size, step),
         ]
@@ -93,8 +82,18 @@ def model_view_mosaic(
     return fig
 
 
+def model_view_mosaic(
+    attn, tokens: Sequence[str], max_tokens: int = 32, tile_size: int = 80, gap: int = 1
+) -> go.Figure:
+    """mosaic_figure of views.attention_mosaic(attn, tokens, max_tokens), in one call.
+
+    Kept for pages/common/_runs_ui.py (snapshot replay); the explore pages call the two steps.
+    """
+    return mosaic_figure(attention_mosaic(attn, tokens, max_tokens), tile_size, gap)
+
+
 def mosaic_tile(fig_or_z, layer: int, head: int, size: int, gap: int = 1) -> np.ndarray:
-    """Tile (layer, head) cut back out of a mosaic matrix (or a figure's heatmap z)."""
+    """Tile (layer, head) cut back out of a mosaic figure (or its heatmap z)."""
     z = np.asarray(fig_or_z.data[0].z if isinstance(fig_or_z, go.Figure) else fig_or_z)
     step = size + gap
     return z[layer * step : layer * step + size, head * step : head * step + size]

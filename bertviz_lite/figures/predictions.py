@@ -37,8 +37,11 @@ def topk_bar(tokens: Sequence[str], probs: Sequence[float], title: str = "Top pr
     return fig
 
 
-def nsp_bar(p_is_next: float, title: str = "Next-sentence prediction") -> go.Figure:
-    """Two horizontal bars: probability that sentence B follows A (IsNext) and that it does not."""
+def nsp_bar(p_is_next: float, title: str = "Next-sentence prediction: does sentence B follow A?") -> go.Figure:
+    """Two horizontal bars: probability that sentence B follows A (IsNext) and that it does not.
+
+    The question is in the title: a rotated axis title does not fit the chart's height.
+    """
     p_is_next = float(p_is_next)
     if not 0.0 <= p_is_next <= 1.0:
         raise ValueError(f"p_is_next must be a probability in [0, 1], got {p_is_next}")
@@ -57,7 +60,7 @@ def nsp_bar(p_is_next: float, title: str = "Next-sentence prediction") -> go.Fig
     fig.update_layout(
         title=title,
         xaxis={"title": {"text": "probability"}, "range": [0, 1]},
-        yaxis={**category_axis(reverse=True), "title": {"text": "does sentence B follow A?"}},
+        yaxis=category_axis(reverse=True),
         height=220,
     )
     return fig

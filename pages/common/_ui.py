@@ -1,10 +1,11 @@
-"""Streamlit glue shared by the explore pages: cached model and trace, plain errors, figure + CSV."""
+"""Streamlit glue shared by the explore pages: cached model, trace and view data, plain errors, figure + CSV."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from types import FunctionType
+from typing import NamedTuple, TypeVar
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -22,6 +23,7 @@ LOAD_ERRORS = (ValueError, OSError)
 # made a 32-token trace 5-20x slower (0.2-1 s against 0.04 s, bench/page_latency.py), and a
 # 512-token trace is 0.6 s on one thread. BERTVIZ_LITE_THREADS=N gives the app N threads.
 torch.set_num_threads(max(1, int(os.environ.get("BERTVIZ_LITE_THREADS", "1"))))
+T = TypeVar("T")
 
 
 class Context(NamedTuple):
@@ -91,32 +93,38 @@ def trace_for(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
         _stop_with(str(err))
 
 
+@st.cache_resource(max_entries=32, show_spinner=False,  # shared, read-only: a rollout of 512 tokens is 12 MB
+                   hash_funcs={FunctionType: lambda data: f"{data.__module__}.{data.__qualname__}"})
+def view(data: Callable[..., T], inputs: Inputs, masked: tuple[int, ...] = (), **params) -> T:
+    """A view's data on the cached trace of inputs: explore.from_trace(data, trace, **params), computed once.
+
+    One cache for every view: the page names the package's data function, say
+    view(analysis.head_statistics, ctx.inputs) or view(views.attention_map, ctx.inputs, layer=0, head=1).
+    """
+    return explore.from_trace(data, get_trace(inputs, masked), **params)
+
+
 def plotly_config(name: str) -> dict:
     """Keep plotly's PNG download, named after the figure, at twice the screen resolution."""
     return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}}
 
 
-def csv_button(numbers: pd.DataFrame | go.Figure | Callable[[], pd.DataFrame], name: str, key: str) -> None:
-    """A download button for a table, a figure's plotted numbers, or a table made on demand.
+def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, key: str) -> None:
+    """A download button for a table, or a table made on demand (a view's to_frame).
 
     The CSV is only built when the user clicks, so big tables cost nothing until then.
     """
     def data() -> bytes:
-        if isinstance(numbers, go.Figure):
-            return explore.csv_bytes(explore.figure_frame(numbers))
         return explore.csv_bytes(numbers if isinstance(numbers, pd.DataFrame) else numbers())
 
     st.download_button("Numbers as CSV", data=data, file_name=f"{name}.csv", mime="text/csv",
                        key=f"{key}_csv", on_click="ignore", icon=":material/download:")
 
 
-def show_figure(fig: go.Figure, name: str, frame=None, **chart_args):
-    """st.plotly_chart with the PNG button, then a CSV button.
-
-    frame: the numbers to download (a DataFrame, or a function making one); default: what the figure plots.
-    """
+def show_figure(fig: go.Figure, name: str, frame: pd.DataFrame | Callable[[], pd.DataFrame], **chart_args):
+    """st.plotly_chart with the PNG button, then a CSV button for the view's data (a DataFrame or its to_frame)."""
     event = st.plotly_chart(fig, key=name, config=plotly_config(name), **chart_args)
-    csv_button(frame if frame is not None else fig, name, name)
+    csv_button(frame, name, name)
     return event
 
 
@@ -140,19 +148,3 @@ def clamp_number(key: str, low: int, high: int) -> None:
     """Pull a stored slider/number value back into [low, high] (the input got shorter, say)."""
     if key in st.session_state and not low <= st.session_state[key] <= high:
         st.session_state[key] = min(max(st.session_state[key], low), high)
-
-
-@st.cache_resource(max_entries=4, show_spinner="Drawing every layer and head…")
-def model_view_figure(inputs: Inputs) -> go.Figure:
-    """The model-view mosaic of one input (0.3 s to build, so built once)."""
-    return explore.model_view_figure(get_trace(inputs))
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def head_statistics(inputs: Inputs) -> pd.DataFrame:
-    return explore.head_statistics(get_trace(inputs))
-
-
-@st.cache_resource(max_entries=4, show_spinner=False)
-def rollout(inputs: Inputs):
-    return explore.rollout(get_trace(inputs))

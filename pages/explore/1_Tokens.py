@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from bertviz_lite import explore
+from bertviz_lite import views
 from bertviz_lite.figures import token_chip_html
 from pages.common._ui import load_context, show_table
 
@@ -15,7 +15,7 @@ st.caption(
     "(0 = sentence A, 1 = sentence B). Italic chips starting with ## continue the word before them."
 )
 st.html(token_chip_html(encoding.tokens, encoding.token_type_ids, encoding.special_tokens_mask))
-show_table(explore.encoding_frame(encoding), "tokens", hide_index=True)
+show_table(views.encoding_frame(encoding), "tokens", hide_index=True)
 
 st.subheader("Masking for pre-training")
 st.caption(
@@ -32,8 +32,8 @@ def _resample() -> None:
 
 
 button.button("Resample", on_click=_resample, icon=":material/casino:")
-result = explore.mask_encoding(encoding, ctx.tokenizer, mask_prob, st.session_state["mask_seed"])
-masked_tokens = ctx.tokenizer.convert_ids_to_tokens(result.input_ids.tolist())
-st.html(token_chip_html(masked_tokens, encoding.token_type_ids, encoding.special_tokens_mask,
+result = views.mask_encoding(encoding, ctx.tokenizer, mask_prob, st.session_state["mask_seed"])
+masking = views.masking_frame(encoding, result, ctx.tokenizer)
+st.html(token_chip_html(masking["model input"].tolist(), encoding.token_type_ids, encoding.special_tokens_mask,
                         decisions=result.decisions.tolist()))
-show_table(explore.masking_frame(encoding, result, ctx.tokenizer), "masking", hide_index=True)
+show_table(masking, "masking", hide_index=True)

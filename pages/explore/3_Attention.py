@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from bertviz_lite import analysis, explore, figures
-from pages.common import _ui
-from pages.common._ui import clamp_number, clamp_state, load_context, show_figure, show_table, trace_for
+from bertviz_lite import analysis, explore, figures, views
+from bertviz_lite.figures.attention import STAT_TITLES
+from pages.common._ui import clamp_number, clamp_state, load_context, show_figure, show_table, trace_for, view
 
 TABS = ["Heatmap", "Head view", "Model view", "Neuron view", "Head statistics", "Rollout"]
 HEAD_VIEW_WINDOW = 64  # tokens (queries and keys) drawn at once in the head view of a long input
@@ -31,8 +31,9 @@ head = pick_head.selectbox("Head", range(num_heads), key="attn_head")
 
 
 def single_head(layer: int, head: int, which: str, name: str) -> None:
-    show_figure(explore.single_head_figure(trace, layer, head, which), name,
-                frame=lambda: explore.attention_block_frame(trace, layer, head, which))
+    block = view(views.attention_map, ctx.inputs, layer=layer, head=head, which=which)
+    show_figure(figures.attention_heatmap(block.weights, block.query_tokens, block.key_tokens, block.title), name,
+                frame=block.to_frame)
 
 
 def _focus_clicked_token() -> None:
@@ -70,24 +71,24 @@ if tabs["Head view"].open:
         pick_focus, pick_weight = st.columns([2, 1])
         focus = pick_focus.selectbox("Focus on one query token", [ALL_TOKENS, *shown], key="hv_focus",
                                      format_func=lambda i: "all tokens" if i == ALL_TOKENS else labels[i])
-        min_weight = pick_weight.slider("Hide lines lighter than", 0.0, 0.5, explore.head_view_min_weight(len(shown)),
+        min_weight = pick_weight.slider("Hide lines lighter than", 0.0, 0.5, views.head_view_min_weight(len(shown)),
                                         0.01, key="hv_min_weight", help="The default is 1 / tokens: uniform attention.")
-        fig = explore.head_view_figure(trace, layer, heads, which, window, None if focus == ALL_TOKENS else focus,
-                                       min_weight)
-        st.caption(f"Layer {layer}: at most {fig.layout.meta['top_k']} strongest lines per query token and head; "
+        links = view(views.head_view_links, ctx.inputs, layer=layer, heads=heads, which=which, window=window,
+                     focus=None if focus == ALL_TOKENS else focus, min_weight=min_weight)
+        st.caption(f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; "
                    "opacity = weight. Click a token to follow only its lines; pick “all tokens” above to see them all again.")
-        show_figure(fig, "head_view", frame=lambda: explore.attention_layer_frame(trace, layer, heads),
-                    on_select=_focus_clicked_token, selection_mode="points")
+        show_figure(figures.head_view(links), "head_view", frame=links.to_frame, on_select=_focus_clicked_token,
+                    selection_mode="points")
 
 if tabs["Model view"].open:
     with tabs["Model view"]:
-        size = explore.model_view_size(count)
+        mosaic = view(views.attention_mosaic, ctx.inputs)
         st.caption(
             "Every layer (rows) and head (columns). Click a tile to open that head below."
-            + (f" Tiles are averaged into {size} × {size} blocks of tokens." if size < count else "")
+            + (f" Tiles are averaged into {mosaic.tile} × {mosaic.tile} blocks of tokens." if mosaic.tile < count else "")
         )
-        show_figure(_ui.model_view_figure(ctx.inputs), "model_view", on_select=_open_tile, selection_mode="points",
-                    frame=lambda: explore.attention_all_frame(trace, size))
+        show_figure(figures.mosaic_figure(mosaic), "model_view", frame=mosaic.to_frame, on_select=_open_tile,
+                    selection_mode="points")
         single_head(layer, head, "All", "model_view_head")
 
 if tabs["Neuron view"].open:
@@ -99,14 +100,14 @@ if tabs["Neuron view"].open:
             f"Layer {layer}, head {head}: the query vector of {labels[query]}, every key, their element-wise "
             "product, the dot product and its scaled version, the softmax, and the value-weighted sum."
         )
-        show_figure(explore.neuron_figure(trace, layer, head, query), "neuron_view",
-                    frame=lambda: explore.neuron_frame(explore.neuron_data(trace, layer, head, query), trace.tokens))
+        neuron = view(views.neuron_data, ctx.inputs, layer=layer, head=head, query_index=query)
+        show_figure(figures.neuron_view_figure(neuron.steps, neuron.tokens, neuron.query_index), "neuron_view",
+                    frame=neuron.to_frame)
 
 if tabs["Head statistics"].open:
     with tabs["Head statistics"]:
-        stats = _ui.head_statistics(ctx.inputs)
-        value = st.selectbox("Statistic", list(figures.attention.STAT_TITLES), key="stat_value",
-                             format_func=figures.attention.STAT_TITLES.get)
+        stats = view(analysis.head_statistics, ctx.inputs)
+        value = st.selectbox("Statistic", list(STAT_TITLES), key="stat_value", format_func=STAT_TITLES.get)
         show_figure(figures.head_statistics_figure(stats, value), "head_statistics", frame=stats)
         show_table(stats.round(4), "head_statistics_table", hide_index=True)
 
@@ -120,6 +121,6 @@ if tabs["Rollout"].open:
         if num_layers > 1:  # a slider needs two values
             clamp_number("rollout_layer", 1, num_layers)
             after = st.slider("After layer", 1, num_layers, num_layers, key="rollout_layer")
-        flow = _ui.rollout(ctx.inputs)[after - 1]
-        show_figure(explore.rollout_figure(flow, trace.tokens, after), "rollout",
-                    frame=lambda: analysis.attention_to_csv_frame(flow, trace.tokens))
+        flow = view(analysis.attention_rollout, ctx.inputs)[after - 1]
+        show_figure(figures.rollout_heatmap(flow, trace.tokens, title=f"Attention rollout after layer {after}"),
+                    "rollout", frame=lambda: analysis.attention_to_csv_frame(flow, trace.tokens))

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from bertviz_lite import analysis, explore, figures
+from bertviz_lite import analysis, figures, views
 from bertviz_lite.pretrained import DEFAULT_MODEL, list_checkpoints
 from pages.common._ui import load_context, show_figure, trace_for
 
@@ -27,9 +27,9 @@ if not (ctx.model.has_mlm_head or ctx.model.has_nsp_head):
     st.stop()
 
 labels = analysis.unique_labels(encoding.tokens)
-maskable = explore.maskable_positions(encoding)
-typed = [i for i, token in enumerate(encoding.tokens) if token == "[MASK]"]
-default = [] if typed else [p for p in [explore.default_mask_position(encoding)] if p is not None]
+maskable = views.maskable_positions(encoding)
+typed = views.masked_positions(encoding.tokens)
+default = [] if typed else [p for p in [views.default_mask_position(encoding)] if p is not None]
 if st.session_state.get("pred_mask_input") != ctx.inputs:  # new text: positions mean other tokens now
     st.session_state["pred_mask_input"] = ctx.inputs
     st.session_state["pred_mask"] = default
@@ -41,20 +41,20 @@ trace = trace_for(ctx, chosen)
 
 if ctx.model.has_mlm_head:
     st.subheader("Masked words")
-    positions = explore.masked_positions(trace)
+    positions = views.masked_positions(trace.tokens)
     if not positions:
         st.info("Pick a token to mask above, or write [MASK] in sentence A or B.")
     for position in positions:
-        top = explore.top_predictions(trace, ctx.tokenizer, position, k)
-        title = explore.prediction_title(encoding, position)
+        top = views.top_predictions(trace.mlm_logits, ctx.tokenizer, position, k)
+        title = views.prediction_title(encoding, position)
         show_figure(figures.topk_bar(top["token"].tolist(), top["probability"], title=title),
                     f"predictions_{position}", frame=top)
 
 if ctx.model.has_nsp_head:
     st.subheader("Next sentence")
-    probability = explore.is_next_probability(trace)
+    probability = views.is_next_probability(trace.nsp_logits)
     if not trace.has_sentence_b:
         st.info("Type a sentence B to ask the model whether it follows sentence A.")
     else:
-        show_figure(explore.nsp_figure(probability), "nsp", frame=explore.nsp_frame(probability))
+        show_figure(figures.nsp_bar(probability), "nsp", frame=views.nsp_frame(probability))
         st.caption("Computed on the input as shown above, [MASK]s included.")

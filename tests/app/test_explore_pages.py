@@ -7,7 +7,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lite import analysis, explore
+from bertviz_lite import analysis, explore, views
 from bertviz_lite.figures.mosaic import mosaic_tile
 from bertviz_lite.pretrained import DEFAULT_MODEL, DEMO
 from tests.app.conftest import (
@@ -56,7 +56,7 @@ def test_masking_panel_shows_bert_masking_and_resamples(source, loaded):
     _, tokenizer = loaded(source)
     encoding = tokenizer.encode_pair(*PAIR)
     for seed in (0, 1):
-        expected = explore.masking_frame(encoding, explore.mask_encoding(encoding, tokenizer, 0.15, seed), tokenizer)
+        expected = views.masking_frame(encoding, views.mask_encoding(encoding, tokenizer, 0.15, seed), tokenizer)
         table = at.dataframe[1].value
         assert table["decision"].tolist() == expected["decision"].tolist()
         assert table["MLM label"].tolist() == expected["MLM label"].tolist()
@@ -109,7 +109,7 @@ def test_sentence_filter_cuts_the_heatmap_to_a_to_b(source, loaded):
     no_exception(at)
     trace = own_trace(loaded, source)
     heatmap = charts(at)["attention_heatmap"]["data"][0]
-    sentence = explore.sentence_of_tokens(trace)
+    sentence = analysis.sentence_ids(trace.segments, trace.special)
     rows, cols = np.flatnonzero(sentence == 0), np.flatnonzero(sentence == 1)
     np.testing.assert_allclose(array(heatmap["z"]), trace.attentions[1, 1][np.ix_(rows, cols)], atol=1e-6)
     assert len(heatmap["y"]) == rows.size and len(heatmap["x"]) == cols.size
@@ -165,7 +165,7 @@ def test_attention_page_stays_light_at_512_tokens():
             assert array(figures["attention_heatmap"]["data"][0]["z"]).shape == (512, 512)
         if tab == "Head view":
             lines = sum(len(array(t["x"])) // 3 for t in figures["head_view"]["data"] if t.get("mode") == "lines")
-            assert 0 < lines <= explore.HEAD_VIEW_MAX_LINES
+            assert 0 < lines <= views.attention.HEAD_VIEW_MAX_LINES
         if tab == "Model view":
             assert figures["model_view"]["layout"]["meta"]["tile"] == 32
             assert array(figures["model_view"]["data"][0]["z"]).shape == (6 * 33 - 1, 12 * 33 - 1)
