@@ -1,6 +1,6 @@
 """Page latency of the Attention page in Debian's chromium: from entering a pair to the figure drawn.
 
-Starts `streamlit run app.py` on a free port (as tests/browser does), opens the Attention page with
+Starts `streamlit run app.py` on a free port (bench/_server.py, as tests/browser does), opens the Attention page with
 all-MiniLM-L6-v2 and, for pairs of exactly 32, 128 and 512 tokens, times from pressing Enter in
 sentence A to the single-head heatmap drawn with the new pair; then the same for the model view
 (all layers × heads) at 128 tokens. Each pair is new (a different first word), so nothing comes from
@@ -27,17 +27,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bertviz_lite.pretrained import load  # noqa: E402
-from tests.browser.conftest import (  # noqa: E402
+from bench._server import (  # noqa: E402
     ARTIFACTS,
     CHROMIUM,
     CHROMIUM_ARGS,
     free_port,
+    open_page,
+    open_tab,
     start_streamlit,
     stop,
-    wait_until_healthy,  # noqa: E402
+    type_into,
+    wait_for_idle,
+    wait_until_healthy,
 )
-from tests.browser.driver import open_page, open_tab, type_into, wait_for_idle  # noqa: E402
+from bertviz_lite.pretrained import load  # noqa: E402
 
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
          "and children play near the old river bank on a warm summer afternoon").split()

@@ -1,6 +1,6 @@
 """Driving the app in chromium: type into the sidebar, wait for a run to finish, wait for a plotly figure.
 
-Shared by tests/browser/ and bench/page_latency.py.
+Used by tests/browser/; bench/_server.py keeps its own copy of the few actions bench/page_latency.py needs.
 """
 
 from __future__ import annotations
