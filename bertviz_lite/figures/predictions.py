@@ -60,7 +60,7 @@ def nsp_bar(p_is_next: float, title: str = "Next-sentence prediction: does sente
     fig.update_layout(
         title=title,
         xaxis={"title": {"text": "probability"}, "range": [0, 1]},
-        yaxis=category_axis(reverse=True),
+        yaxis={**category_axis(reverse=True), "title": {"text": ""}},  # empty, yet it keeps the labels' left margin
         height=220,
     )
     return fig
