@@ -62,6 +62,18 @@ def stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
+def open_front_page(browser, url: str) -> None:
+    """Open the app at its root once: a fresh server's first deep link (say /Attention) shows a
+    "Page not found" dialog that leaves the page inert; once app.py has run st.navigation it never does."""
+    context = browser.new_context()
+    try:
+        front = context.new_page()
+        front.goto(url)
+        front.get_by_label("Sentence A").wait_for(timeout=60_000)
+    finally:
+        context.close()
+
+
 def type_into(page, key: str, text: str) -> None:
     """Replace the text of the sidebar text input with this key and submit it (Enter)."""
     box = page.locator(f".st-key-{key} input")

@@ -32,6 +32,7 @@ from bench._server import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
     free_port,
+    open_front_page,
     open_page,
     open_tab,
     start_streamlit,
@@ -145,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         wait_until_healthy(url, server)
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            open_front_page(browser, url)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             open_page(page, url, "Attention")
             type_into(page, "max_length", "512")
