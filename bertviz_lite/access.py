@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertviz_lite import pretrained
-from bertviz_lite.runfiles import atomic_write_json, read_json_object
+from bertviz_lite.runfiles import OWNER_FILE, atomic_write_json, read_json_object
 
-OWNER_FILE = "owner.json"
 ADMIN_TOKEN_SETTING = "BERTVIZ_LITE_ADMIN_TOKEN"
 MODEL_ROOTS_SETTING = "BERTVIZ_LITE_MODEL_ROOTS"
 _VISITOR_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")

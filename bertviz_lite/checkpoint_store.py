@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from bertviz_lite import limits
+from bertviz_lite import access, limits
 from bertviz_lite.checkpoints import CONFIG_FILE, SNAPSHOTS_DIR, VOCAB_FILE, WEIGHTS_FILE, validate_run_name
 from bertviz_lite.config import BertConfig
 from bertviz_lite.limits import MAX_JSON_BYTES, UPLOAD_SETTING, megabytes
@@ -104,19 +104,20 @@ def _existing_folder(root: Path, name: str) -> Path:
     return folder
 
 
-def _check_changeable(root: Path, name: str, action: str) -> Path:
+def _check_changeable(root: Path, name: str, action: str, visitor: access.Visitor | None) -> Path:
     if name in PROTECTED:
         raise CheckpointError(f"{name!r} ships with bertviz-lite and cannot be {action}")
     folder = _existing_folder(root, name)
+    access.check_may_change(folder, visitor, {"renamed": "rename", "deleted": "delete"}[action])
     if run_state(folder).active:
         raise CheckpointError(f"{name!r} is still training: stop it before it can be {action}")
     return folder
 
 
-def rename_checkpoint(old: str, new: str, root: Path | None = None) -> Path:
-    """Rename a checkpoint folder; the new name must be safe and free."""
+def rename_checkpoint(old: str, new: str, root: Path | None = None, visitor: access.Visitor | None = None) -> Path:
+    """Rename a checkpoint folder; the new name must be safe and free; `visitor` must own it (None: the server)."""
     root = root or runs_root()
-    folder = _check_changeable(root, old, "renamed")
+    folder = _check_changeable(root, old, "renamed", visitor)
     target = root / validate_run_name(new)
     if new in PROTECTED or target.exists():
         raise CheckpointError(f"A checkpoint named {new!r} already exists: choose another name")
@@ -124,10 +125,10 @@ def rename_checkpoint(old: str, new: str, root: Path | None = None) -> Path:
     return target
 
 
-def delete_checkpoint(name: str, root: Path | None = None) -> None:
-    """Delete a checkpoint folder (it disappears from listings at once, then its files are removed)."""
+def delete_checkpoint(name: str, root: Path | None = None, visitor: access.Visitor | None = None) -> None:
+    """Delete a checkpoint folder (gone from listings at once, then its files); `visitor` must own it."""
     root = root or runs_root()
-    folder = _check_changeable(root, name, "deleted")
+    folder = _check_changeable(root, name, "deleted", visitor)
     doomed = root / f".deleting-{name}-{time.time_ns()}"
     os.rename(folder, doomed)  # hidden names are never listed: no half-deleted checkpoint shows up
     shutil.rmtree(doomed)
@@ -289,7 +290,7 @@ def suggested_name(filename: str, data: bytes | None = None) -> str:
     return cleaned or "uploaded"
 
 
-def import_zip(data: bytes, name: str, root: Path | None = None) -> Path:
+def import_zip(data: bytes, name: str, root: Path | None = None, owner: access.Visitor | None = None) -> Path:
     """Validate an uploaded checkpoint zip and add it as `<root>/<name>`; CheckpointError says why not."""
     root = root or runs_root()
     target = root / validate_run_name(name)
@@ -302,6 +303,7 @@ def import_zip(data: bytes, name: str, root: Path | None = None) -> Path:
     try:
         _extract_all(archive, members, staging, claim)
         _check_loads(staging)
+        access.record_owner(staging, owner)
         _check_name_free(target, name)
         staging.chmod(0o755)  # mkdtemp makes it private
         os.rename(staging, target)  # same disk: one atomic step

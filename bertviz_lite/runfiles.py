@@ -26,7 +26,8 @@ A run folder (e.g. `checkpoints/my-run/`) holds, besides the checkpoint itself:
     and "<parameter>.exp_avg_sq"; metadata {"step": "<step>"}, the checkpoint step they belong to.
     `--resume` restores them; when the step differs (a kill between the two writes) the moments restart.
 
-Written by the app before the trainer starts: `launch.json`, `train.log`, `corpus.txt` (see `bertviz_lite.runs`).
+Written by the app before the trainer starts: `launch.json`, `train.log`, `corpus.txt` (see `bertviz_lite.runs`),
+`owner.json` (see `bertviz_lite.access`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ STATUS_FILE = "status.json"
 TRAIN_ARGS_FILE = "train_args.json"
 OPTIMIZER_FILE = "optimizer.safetensors"
 LAUNCH_FILE = "launch.json"
+OWNER_FILE = "owner.json"  # who started the run in the app (bertviz_lite.access)
 LOG_FILE = "train.log"
 CORPUS_FILE = "corpus.txt"
 STATES = ("running", "finished", "stopped", "diverged", "failed")

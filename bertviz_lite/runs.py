@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bertviz_lite import pretrained
+from bertviz_lite import access, pretrained
 from bertviz_lite.checkpoints import CONFIG_FILE, SNAPSHOTS_DIR, checkpoint_step, validate_run_name
 from bertviz_lite.runfiles import (
     CORPUS_FILE,
@@ -129,7 +129,7 @@ def _launch_lock(root: Path) -> Iterator[None]:
 
 def launch_run(
     options: Mapping[str, Any], *, root: Path | None = None, name: str | None = None,
-    corpus_text: str | None = None, max_runs: int | None = None,
+    corpus_text: str | None = None, max_runs: int | None = None, owner: access.Visitor | None = None,
 ) -> Path:
     """Start a training process on a new run folder and return the folder.
 
@@ -137,6 +137,7 @@ def launch_run(
         options: CLI options without dashes (`{"preset": "tiny", "steps": 30}`); `corpus_text`, when
             given, is written to `<run>/corpus.txt` and passed as `--corpus`.
         max_runs: runs allowed at once (default `max_concurrent_runs()`); RunLimitError beyond it.
+        owner: the app's visitor who starts it: only they (or the admin) may stop, rename or delete it.
     """
     root = root or runs_root()
     root.mkdir(parents=True, exist_ok=True)
@@ -146,6 +147,7 @@ def launch_run(
         run_dir = root / validate_run_name(name) if name else default_run_dir(root)
         run_dir.mkdir()  # FileExistsError on a clash: never reuse a folder
         try:
+            access.record_owner(run_dir, owner)
             options = dict(options)
             if corpus_text is not None:
                 (run_dir / CORPUS_FILE).write_text(corpus_text, encoding="utf-8")
@@ -301,9 +303,13 @@ def active_runs(root: Path | None = None) -> list[RunState]:
     return [run for run in list_runs(root) if run.active]
 
 
-def stop_run(run_dir: str | os.PathLike) -> RunState:
-    """Ask a run to finish its current step, save and stop: a STOP file, and SIGTERM once it trains."""
+def stop_run(run_dir: str | os.PathLike, visitor: access.Visitor | None = None) -> RunState:
+    """Ask a run to finish its current step, save and stop: a STOP file, and SIGTERM once it trains.
+
+    `visitor`: the app's visitor pressing Stop (PermissionError unless it is theirs); None: the server.
+    """
     run_dir = Path(run_dir)
+    access.check_may_change(run_dir, visitor, "stop")
     state = run_state(run_dir)
     if not state.active:
         return state

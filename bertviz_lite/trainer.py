@@ -38,6 +38,7 @@ from bertviz_lite.runfiles import (
     CORPUS_FILE,
     LAUNCH_FILE,
     LOG_FILE,
+    OWNER_FILE,
     MetricsWriter,
     atomic_write_json,
     keep_metrics_until,
@@ -86,7 +87,7 @@ MAX_PARAMETERS = 350_000_000  # the largest model a run may train (loading allow
 MAX_TENSOR_ELEMENTS = 2**31  # the largest activation of one layer in one step (8 GiB in float32)
 DIVERGENCE_FACTOR = 10.0  # a logged loss above this many times the first step's loss (at least 1) has diverged
 # Files of a folder the app made for a run before the trainer starts in it; the checkpoint's files.
-APP_FILES = (LAUNCH_FILE, LOG_FILE, CORPUS_FILE, STOP_FILE)
+APP_FILES = (LAUNCH_FILE, LOG_FILE, CORPUS_FILE, STOP_FILE, OWNER_FILE)
 RUN_MARKERS = (checkpoints.WEIGHTS_FILE, checkpoints.CONFIG_FILE, "metrics.jsonl", "status.json")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from bertviz_lite import runs
+from bertviz_lite import access, runs
 from bertviz_lite.checkpoint_store import final_metrics
 from bertviz_lite.checkpoints import load_snapshot, snapshot_path
 from bertviz_lite.explore import model_view_selection
@@ -21,6 +21,7 @@ from bertviz_lite.figures.mosaic import model_view_mosaic
 from bertviz_lite.figures.training import lr_curve, metric_curves, throughput_curve
 from bertviz_lite.runfiles import read_metrics
 from pages.common._ui import plotly_config
+from pages.common._visitor import current_visitor
 
 REFRESH_S = 2.0
 REPLAY_REFRESH_S = 5.0
@@ -79,12 +80,21 @@ def _live_panel(run_dir: Path, was_active: bool) -> None:
     _curves(records)
 
 
+def _stop(run_dir) -> None:
+    try:
+        runs.stop_run(run_dir, visitor=current_visitor())
+    except PermissionError as err:
+        st.session_state["train_notice"] = ("error", str(err))
+
+
 def _status(run: runs.RunState) -> None:
     left, right = st.columns([4, 1])
     left.markdown(f"**{run.name}** {state_badge(run.state)}")
     if run.active:
-        right.button("Stop", key="train_stop", icon=":material/stop:", on_click=runs.stop_run, args=(run.path,),
-                     help="Finish the current step, save the checkpoint and stop.")  # fmt: skip
+        mine = access.may_change(run.path, current_visitor())
+        right.button("Stop", key="train_stop", icon=":material/stop:", on_click=_stop, args=(run.path,),
+                     disabled=not mine, help="Finish the current step, save the checkpoint and stop." if mine
+                     else "Another visitor started this run: only they (or the admin) can stop it.")  # fmt: skip
     eta = f" · about {_duration(run.eta_s)} left" if run.eta_s is not None and run.active else ""
     st.progress(run.progress, text=f"Step {run.step} of {run.total_steps or '?'}{eta}")
     first, _, rest = run.message.partition("\n")

@@ -13,6 +13,7 @@ from bertviz_lite.checkpoints import validate_run_name
 from bertviz_lite.config import POSITION_EMBEDDING_TYPES
 from bertviz_lite.pretrained import MINILM, SHIPPED_CHECKPOINTS
 from bertviz_lite.trainer import DEVICES, DTYPES, PRESETS, OptionError
+from pages.common._visitor import current_visitor
 
 MODEL = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "max_position_embeddings",
          "type_vocab_size", "hidden_dropout_prob", "attention_probs_dropout_prob", "layer_norm_eps",
@@ -138,7 +139,7 @@ def _check(options: dict, corpus: tuple[int, int] | None) -> tuple[run_options.T
 def _start(options: dict, corpus_text: str | None, name: str) -> None:
     """Start button: launch the run and point the page (and its URL) at it."""
     try:
-        run_dir = runs.launch_run(options, name=name or None, corpus_text=corpus_text)
+        run_dir = runs.launch_run(options, name=name or None, corpus_text=corpus_text, owner=current_visitor())
     except (runs.RunLimitError, ValueError, OSError) as err:
         st.session_state["train_notice"] = ("error", str(err))
         return

@@ -5,8 +5,10 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
+from bertviz_lite import access
 from bertviz_lite import checkpoint_store as store
 from bertviz_lite.runs import runs_root
+from pages.common._visitor import admin_login, current_visitor
 
 COLUMNS = {
     "name": st.column_config.TextColumn("Name"),
@@ -36,7 +38,7 @@ def use_on_explore(name: str) -> None:
 def rename(old: str) -> None:
     new = st.session_state["ckpt_new_name"].strip()
     try:
-        store.rename_checkpoint(old, new)
+        store.rename_checkpoint(old, new, visitor=current_visitor())
     except (ValueError, OSError) as err:
         notify("error", str(err))
         return
@@ -48,7 +50,7 @@ def rename(old: str) -> None:
 
 def delete(name: str) -> None:
     try:
-        store.delete_checkpoint(name)
+        store.delete_checkpoint(name, visitor=current_visitor())
     except (ValueError, OSError) as err:
         notify("error", str(err))
         return
@@ -59,7 +61,7 @@ def delete(name: str) -> None:
 def add_upload(data: bytes) -> None:
     name = st.session_state["ckpt_upload_name"].strip()
     try:
-        store.import_zip(data, name)
+        store.import_zip(data, name, owner=current_visitor())
     except (ValueError, OSError) as err:
         notify("error", f"Upload refused: {err}")
         return
@@ -85,6 +87,11 @@ def manage(row: dict) -> None:
                                     "transformers' BertForPreTraining.from_pretrained loads the folder.")  # fmt: skip
     if protected:
         st.caption(f"{name} ships with bertviz-lite: it cannot be renamed or deleted.")
+        return
+    if not access.may_change(folder, current_visitor()):
+        st.caption(f"{name} was started or uploaded by someone else: only they (or the admin) can rename or "
+                   "delete it. You can still use it, download it and export it.")  # fmt: skip
+        admin_login()
         return
     if busy:
         st.caption(f"{name} is training: stop it on the Train page before renaming or deleting it.")

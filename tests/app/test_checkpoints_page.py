@@ -8,10 +8,10 @@ import zipfile
 
 import pytest
 
-from bertviz_lite import checkpoint_store
+from bertviz_lite import access, checkpoint_store
 from bertviz_lite.runfiles import MetricsWriter, write_status
 from tests.app.tiny_checkpoint import save_tiny
-from tests.app.training_helpers import open_app, use_checkpoints_folder
+from tests.app.training_helpers import VISITOR_A, VISITOR_B, open_app, use_checkpoints_folder
 
 PAGE = "pages/train/7_Checkpoints.py"
 
@@ -26,6 +26,7 @@ def root(monkeypatch, tmp_path):
     writer.write({"split": "eval", "step": 20, "eval_mlm_acc": 0.25, "eval_nsp_acc": 0.65})
     writer.close()
     write_status(root / "mine", state="finished", message="done", step=20, total_steps=20, checkpoint_step=20)
+    access.record_owner(root / "mine", access.Visitor(VISITOR_A))  # visitor A trained it
     save_tiny(root / "demo-tiny")
     return root
 
@@ -118,3 +119,28 @@ def test_a_good_zip_is_added_and_hostile_ones_are_refused(root):
     assert at.error[0].value.startswith("Upload refused: This is not a readable zip file")
     assert names(root) == ["copy", "demo-tiny", "mine"]
     assert not (root.parent / "outside.json").exists()
+
+
+def test_another_visitor_cannot_rename_or_delete_but_the_admin_can(root, monkeypatch):
+    at = select(open_app(PAGE, visitor=VISITOR_B), "mine")
+    assert not at.exception
+    assert not [b for b in at.button if b.key in ("ckpt_rename", "ckpt_delete")]
+    assert any("someone else" in caption.value for caption in at.caption)
+    with pytest.raises(PermissionError, match="another visitor's"):
+        checkpoint_store.delete_checkpoint("mine", visitor=access.Visitor(VISITOR_B))
+    assert names(root) == ["demo-tiny", "mine"]
+    monkeypatch.setenv(access.ADMIN_TOKEN_SETTING, "teacher-secret-1")
+    at = select(open_app(PAGE, visitor=VISITOR_B), "mine")
+    at.text_input(key="admin_token").set_value("wrong").run()
+    assert "not the admin token" in at.error[0].value
+    at.text_input(key="admin_token").set_value("teacher-secret-1").run()
+    at.text_input(key="ckpt_new_name").set_value("renamed-by-admin").run()
+    at.button(key="ckpt_rename").click().run()
+    assert names(root) == ["demo-tiny", "renamed-by-admin"]
+
+
+def test_an_upload_belongs_to_its_uploader(root):
+    data = checkpoint_store.checkpoint_zip(root / "mine")
+    checkpoint_store.import_zip(data, "uploaded", owner=access.Visitor(VISITOR_B))
+    assert access.may_change(root / "uploaded", access.Visitor(VISITOR_B))
+    assert not access.may_change(root / "uploaded", access.Visitor(VISITOR_A))

@@ -9,11 +9,12 @@ import sys
 import numpy as np
 import pytest
 
-from bertviz_lite import run_options, runs
+from bertviz_lite import access, run_options, runs
 from bertviz_lite.figures.mosaic import mosaic_tile
 from bertviz_lite.pretrained import MINILM
 from bertviz_lite.runfiles import read_metrics, read_status, read_train_args, write_status
 from tests.app.training_helpers import (
+    VISITOR_B,
     array,
     chart,
     fill_form,
@@ -202,6 +203,11 @@ def test_a_run_on_pasted_text_survives_an_app_restart_refuses_a_second_start_and
     fill_form(at, steps=30).button(key="train_start").click().run()
     assert any("1 run already training (long); at most 1 at once" in error for error in errors(at))
     assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == ["long"]
+    other = open_app(TRAIN, query={"run": "long"}, visitor=VISITOR_B)  # another student watches the same run
+    assert state_shown(other) == "running" and other.button(key="train_stop").disabled
+    with pytest.raises(PermissionError, match="another visitor's"):
+        runs.stop_run(root / "long", visitor=access.Visitor(VISITOR_B))
+    assert not (root / "long" / runs.STOP_FILE).exists()
     at.button(key="train_stop").click().run()
     rerun_until(at, lambda at: state_shown(at) == "stopped", 60, "the run to stop")
     status = read_status(root / "long")

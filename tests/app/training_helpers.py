@@ -14,6 +14,8 @@ from streamlit.testing.v1 import AppTest
 from bertviz_lite import pretrained
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
+# Two classroom visitors (ids as the app hands them out).
+VISITOR_A, VISITOR_B = "visitor-a-0123456789abcdef", "visitor-b-0123456789abcdef"
 # Small enough that a 30-step run starts and ends in seconds on 2 cores.
 FAST = {"num_documents": 200, "vocab_size": 200, "seq_len": 32, "batch_size": 8, "eval_pairs": 32,
         "log_every": 2, "eval_every": 10, "snapshot_every": 10, "threads": 1}  # fmt: skip
@@ -26,9 +28,10 @@ def use_checkpoints_folder(monkeypatch, root: Path) -> Path:
     return root
 
 
-def open_app(page: str, query: dict | None = None, timeout: float = 30) -> AppTest:
-    """An AppTest on one page of the app (a new browser session: nothing in session state)."""
+def open_app(page: str, query: dict | None = None, timeout: float = 30, visitor: str = VISITOR_A) -> AppTest:
+    """An AppTest on one page of the app: a new browser session of `visitor` (its id, as its cookie would give)."""
     at = AppTest.from_file(APP, default_timeout=timeout)
+    at.session_state["visitor_id"] = visitor
     at.query_params.update(query or {})
     at.run()
     return at.switch_page(page).run()
