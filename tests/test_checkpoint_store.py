@@ -362,3 +362,15 @@ def test_suggested_names_are_safe():
     assert store.suggested_name("...zip") == "uploaded"
     assert store.suggested_name("../../etc.zip") == "etc"
     assert json.dumps(store.suggested_name("a..b.zip")) == '"a.b"'
+
+
+def test_a_rename_or_delete_that_loses_a_race_says_so_without_server_paths(root, tmp_path, monkeypatch):
+    def gone(src, dst):
+        raise FileNotFoundError(2, "No such file or directory", str(src))
+
+    monkeypatch.setattr(store.os, "rename", gone)
+    for call in (lambda: store.delete_checkpoint("tiny", root),
+                 lambda: store.rename_checkpoint("tiny", "other", root)):  # fmt: skip
+        with pytest.raises(store.CheckpointError) as err:
+            call()
+        assert "another window" in str(err.value) and str(tmp_path) not in str(err.value)

@@ -191,7 +191,7 @@ def test_fresh_app_opens_on_the_english_model_and_fills_in_paris():
     at.session_state["sentence_b"] = "It is famous for the Eiffel Tower."
     at.run()
     assert at.selectbox(key="model_picker").value == DEFAULT_MODEL
-    assert "MLM and NSP heads trained here" in " ".join(c.value for c in at.sidebar.caption)
+    assert "MLM/NSP heads trained here on English" in " ".join(c.value for c in at.sidebar.caption)
     at.switch_page(PAGES["predictions"]).run()
     no_exception(at)
     predictions = [key for key in charts(at) if key.startswith("predictions_")]
