@@ -1,6 +1,6 @@
 """A `streamlit run app.py` on a free port and the few browser actions the page benchmarks need.
 
-Copied from tests/browser (conftest.py, driver.py) so that bench/ does not import the tests.
+The one home of these helpers: tests/browser (conftest.py, driver.py) import them from here, so bench/ never imports the tests.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """Driving the app in chromium: type into the sidebar, wait for a run to finish, wait for a plotly figure.
 
-Used by tests/browser/; bench/_server.py keeps its own copy of the few actions bench/page_latency.py needs.
+Used by tests/browser/. The basic actions (type, wait for the run, open a page or a tab) live in
+bench/_server.py, which bench/page_latency.py uses too; they are re-exported here.
 """
 
 from __future__ import annotations
 
+from bench._server import IDLE, open_page, open_tab, type_into, wait_for_idle  # noqa: F401 (re-exported)
+
 EXCEPTION = '[data-testid="stException"]'
-IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 # True once the plotly figure under `.st-key-<key>` has drawn its data and, if given, shows `rows` rows.
 _FIGURE_READY = """([key, rows]) => {
@@ -19,35 +21,9 @@ _FIGURE_READY = """([key, rows]) => {
 }"""
 
 
-def type_into(page, key: str, text: str) -> None:
-    """Replace the text of the sidebar text input with this key and submit it (Enter)."""
-    box = page.locator(f".st-key-{key} input")
-    box.fill(text)
-    box.press("Enter")
-
-
-def wait_for_idle(page, timeout_ms: float = 60_000) -> None:
-    """Wait until the script run that the last action started has finished (as Streamlit's e2e tests do)."""
-    page.wait_for_timeout(150)
-    page.locator(IDLE).wait_for(state="attached", timeout=timeout_ms)
-
-
 def wait_for_figure(page, key: str, rows: int | None = None, timeout_ms: float = 60_000) -> None:
     """Wait until the plotly chart with this key is drawn (with `rows` heatmap rows, if given)."""
     page.wait_for_function(_FIGURE_READY, arg=[key, rows], timeout=timeout_ms, polling=25)
-
-
-def open_page(page, base_url: str, url_path: str = "") -> None:
-    """Load a page in a new session and wait for its first run to draw something in the main area."""
-    page.goto(f"{base_url}/{url_path}")
-    page.locator('[data-testid="stMain"] [data-testid="stHeading"], [data-testid="stMain"] [data-testid="stAlert"]')\
-        .first.wait_for(timeout=60_000)
-    wait_for_idle(page)
-
-
-def open_tab(page, label: str) -> None:
-    page.get_by_role("tab", name=label).click()
-    wait_for_idle(page)
 
 
 def screenshot(page, path, max_height: int = 9000) -> None:
