@@ -10,13 +10,11 @@ hoverdistance -1 the point of the tile under the mouse is the one hovered and cl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import plotly.graph_objects as go
 
 from bertviz_lite.figures._common import SEQUENTIAL
-from bertviz_lite.views.attention import AttentionMosaic, attention_mosaic
+from bertviz_lite.views.attention import AttentionMosaic
 
 PICKER_NAME = "tile picker"
 
@@ -80,16 +78,6 @@ def mosaic_figure(mosaic: AttentionMosaic, tile_size: int = 80, gap: int = 1) ->
         meta={"layers": int(num_layers), "heads": int(num_heads), "tile": int(size), "gap": int(gap)},
     )
     return fig
-
-
-def model_view_mosaic(
-    attn, tokens: Sequence[str], max_tokens: int = 32, tile_size: int = 80, gap: int = 1
-) -> go.Figure:
-    """mosaic_figure of views.attention_mosaic(attn, tokens, max_tokens), in one call.
-
-    Kept for pages/common/_runs_ui.py (snapshot replay); the explore pages call the two steps.
-    """
-    return mosaic_figure(attention_mosaic(attn, tokens, max_tokens), tile_size, gap)
 
 
 def mosaic_tile(fig_or_z, layer: int, head: int, size: int, gap: int = 1) -> np.ndarray:

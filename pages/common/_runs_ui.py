@@ -17,9 +17,10 @@ from bertviz_lite.checkpoint_store import final_metrics
 from bertviz_lite.checkpoints import load_snapshot, snapshot_path
 from bertviz_lite.explore import model_view_selection
 from bertviz_lite.figures.attention import attention_heatmap
-from bertviz_lite.figures.mosaic import model_view_mosaic
+from bertviz_lite.figures.mosaic import mosaic_figure
 from bertviz_lite.figures.training import lr_curve, metric_curves, throughput_curve
 from bertviz_lite.runfiles import read_metrics
+from bertviz_lite.views.attention import attention_mosaic
 from pages.common._ui import plotly_config
 from pages.common._visitor import current_visitor
 
@@ -189,7 +190,7 @@ def _replay_panel(run_dir: Path, active: bool) -> None:
     heatmap = attention_heatmap(attentions[layer, head], tokens, title="")  # the top axis holds the keys
     st.plotly_chart(heatmap, key="replay_heatmap", config=plotly_config("replay_heatmap"))
     st.caption("Click a tile to open that head above.")
-    st.plotly_chart(model_view_mosaic(attentions, tokens), key="replay_mosaic", on_select=partial(_open_tile, layers, heads),
+    st.plotly_chart(mosaic_figure(attention_mosaic(attentions, tokens)), key="replay_mosaic", on_select=partial(_open_tile, layers, heads),
                     selection_mode="points", config=plotly_config("replay_mosaic"))  # fmt: skip
 
 
