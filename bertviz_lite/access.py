@@ -102,12 +102,7 @@ def allowed_model_roots() -> list[Path]:
     setting = os.environ.get(MODEL_ROOTS_SETTING, "")
     if setting.strip():
         return [Path(p).expanduser().resolve() for p in setting.split(os.pathsep) if p.strip()]
-    return [pretrained.CHECKPOINTS_DIR.resolve(), _huggingface_cache_dir().resolve()]
-
-
-def _huggingface_cache_dir() -> Path:  # TODO(move): pretrained.huggingface_cache_dir once that file is free
-    return Path(os.environ.get("HF_HUB_CACHE") or Path(
-        os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub")
+    return [pretrained.CHECKPOINTS_DIR.resolve(), pretrained.huggingface_cache_dir().resolve()]
 
 
 def check_model_source(source: str) -> None:

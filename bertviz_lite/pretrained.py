@@ -154,10 +154,15 @@ def list_checkpoints(root: Path | None = None) -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / "config.json").is_file() and not p.name.startswith("."))
 
 
+def huggingface_cache_dir() -> Path:
+    """The local Hugging Face hub cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub."""
+    return Path(os.environ.get("HF_HUB_CACHE") or Path(
+        os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub")
+
+
 def huggingface_cache_models(cache_dir: Path | None = None) -> list[Path]:
     """BERT snapshot folders in the local Hugging Face cache that hold weights and a vocab.txt."""
-    cache_dir = cache_dir or Path(os.environ.get("HF_HUB_CACHE") or Path(
-        os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub")
+    cache_dir = cache_dir or huggingface_cache_dir()
     found = []
     for config_path in sorted(cache_dir.glob("models--*/snapshots/*/config.json")):
         folder = config_path.parent
