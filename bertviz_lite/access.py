@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertviz_lite import pretrained
-from bertviz_lite.runfiles import OWNER_FILE, atomic_write_json, read_json_object
+from bertviz_lite.run_folder import RunFolder, atomic_write_json, read_json_object
 
 ADMIN_TOKEN_SETTING = "BERTVIZ_LITE_ADMIN_TOKEN"
 MODEL_ROOTS_SETTING = "BERTVIZ_LITE_MODEL_ROOTS"
@@ -65,12 +65,12 @@ def _digest(visitor_id: str) -> str:
 def record_owner(folder: str | os.PathLike, visitor: Visitor | None) -> None:
     """Mark `folder` as created by `visitor` (no visitor: the server's, e.g. a terminal run)."""
     if visitor is not None:
-        atomic_write_json(Path(folder) / OWNER_FILE, {"owner": _digest(visitor.id)})
+        atomic_write_json(RunFolder(folder).owner, {"owner": _digest(visitor.id)})
 
 
 def is_owner(folder: str | os.PathLike, visitor: Visitor) -> bool:
     """Whether `visitor` created `folder`."""
-    record = read_json_object(Path(folder) / OWNER_FILE) or {}
+    record = read_json_object(RunFolder(folder).owner) or {}
     return hmac.compare_digest(str(record.get("owner", "")), _digest(visitor.id))
 
 

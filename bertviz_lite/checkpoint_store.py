@@ -31,15 +31,24 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bertviz_lite import access, limits
-from bertviz_lite.checkpoints import CONFIG_FILE, SNAPSHOTS_DIR, VOCAB_FILE, WEIGHTS_FILE, validate_run_name
 from bertviz_lite.config import BertConfig
 from bertviz_lite.limits import MAX_JSON_BYTES, UPLOAD_SETTING, megabytes
 from bertviz_lite.pretrained import DEMO, load_folder, without_folder
-from bertviz_lite.runfiles import METRICS_FILE, TRAIN_ARGS_FILE, read_metrics
+from bertviz_lite.run_folder import (
+    CHECKPOINT_FILES,
+    CONFIG_FILE,
+    METRICS_FILE,
+    SNAPSHOTS_DIR,
+    TRAIN_ARGS_FILE,
+    VOCAB_FILE,
+    WEIGHTS_FILE,
+    read_metrics,
+    validate_run_name,
+)
 from bertviz_lite.runs import RunState, is_run_folder, list_runs, run_state, runs_root
 
 PROTECTED = frozenset({DEMO})
-REQUIRED_FILES = (WEIGHTS_FILE, CONFIG_FILE, VOCAB_FILE)
+REQUIRED_FILES = CHECKPOINT_FILES
 OPTIONAL_FILES = (TRAIN_ARGS_FILE, METRICS_FILE)
 HF_FILES = REQUIRED_FILES
 MAX_ZIP_BYTES = 1 << 30  # 1 GiB uploaded

@@ -3,12 +3,7 @@
 The app never trains in its own process. `launch_run` starts `python -m bertviz_lite.train` in a new
 session (so it outlives page reruns, closed tabs and app restarts) with its output captured in
 `<run>/train.log`; everything else is read back from the files the trainer writes (see
-`bertviz_lite.runfiles`). Besides those, a run folder holds:
-
-    launch.json   {"pid", "command", "launched_at"}: written by the app right after the launch
-    train.log     the process's stdout and stderr (the tail explains a crash)
-    corpus.txt    the uploaded or pasted corpus, when one was given
-    STOP          created to ask the trainer to finish its step, save and stop
+`bertviz_lite.run_folder`, which also names the files the app writes: launch.json, train.log, corpus.txt, STOP).
 """
 
 from __future__ import annotations
@@ -28,21 +23,20 @@ from pathlib import Path
 from typing import Any
 
 from bertviz_lite import access, pretrained
-from bertviz_lite.checkpoints import CONFIG_FILE, SNAPSHOTS_DIR, checkpoint_step, validate_run_name
-from bertviz_lite.runfiles import (
-    CORPUS_FILE,
-    LAUNCH_FILE,
-    LOG_FILE,
-    STATUS_FILE,
-    TRAIN_ARGS_FILE,
+from bertviz_lite.checkpoints import checkpoint_step
+from bertviz_lite.run_folder import (
+    RunFolder,
     atomic_write_json,
+    checkpoints_root,
+    new_run_folder,
     process_alive,
     read_json_object,
     read_status,
     read_train_args,
     remove_temporary_files,
+    run_folders,
+    validate_run_name,
 )
-from bertviz_lite.trainer import STOP_FILE, default_run_dir
 
 MAX_RUNS_ENV = "BERTVIZ_LITE_MAX_RUNS"
 DEFAULT_MAX_RUNS = 1
@@ -50,7 +44,6 @@ TRAIN_MODULE = "bertviz_lite.train"
 ACTIVE_STATES = ("starting", "running")
 STALE_TMP_S = 60.0  # a hidden .tmp file this old in a run that no longer trains is a killed write's leftover
 _ERROR_LINE = re.compile(r"(?:^|: )error: (.+)$")  # the CLI's one-line errors, argparse's included
-_SNAPSHOT_NAME = re.compile(r"step_(\d+)\.safetensors")
 # Popen objects of the runs this process launched, so that finished children are reaped (not zombies).
 _CHILDREN: dict[int, subprocess.Popen] = {}
 
@@ -88,7 +81,7 @@ class RunState:
 
 def runs_root() -> Path:
     """The folder that holds run folders: the checkpoints/ folder the model picker lists."""
-    return pretrained.CHECKPOINTS_DIR  # read at call time, so tests can point it at a temporary folder
+    return checkpoints_root()
 
 
 def max_concurrent_runs() -> int:
@@ -144,14 +137,14 @@ def launch_run(
     limit = max_runs or max_concurrent_runs()
     with _launch_lock(root):
         _check_run_limit(root, limit)
-        run_dir = root / validate_run_name(name) if name else default_run_dir(root)
+        run_dir = root / validate_run_name(name) if name else new_run_folder(root).path
         run_dir.mkdir()  # FileExistsError on a clash: never reuse a folder
         try:
             access.record_owner(run_dir, owner)
             options = dict(options)
             if corpus_text is not None:
-                (run_dir / CORPUS_FILE).write_text(corpus_text, encoding="utf-8")
-                options["corpus"] = str(run_dir / CORPUS_FILE)
+                RunFolder(run_dir).corpus.write_text(corpus_text, encoding="utf-8")
+                options["corpus"] = str(RunFolder(run_dir).corpus)
             _start_process(run_dir, training_command(run_dir, options))
         except BaseException:
             shutil.rmtree(run_dir, ignore_errors=True)  # no half-made run folder stays behind
@@ -172,14 +165,14 @@ def _check_run_limit(root: Path, limit: int) -> None:
 def _start_process(run_dir: Path, command: list[str]) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(pretrained.REPO_ROOT), env.get("PYTHONPATH")) if p)
-    with open(run_dir / LOG_FILE, "ab") as log:
+    with open(RunFolder(run_dir).log, "ab") as log:
         process = subprocess.Popen(
             command, cwd=pretrained.REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     _CHILDREN[process.pid] = process
     atomic_write_json(
-        run_dir / LAUNCH_FILE, {"pid": process.pid, "command": command, "launched_at": time.time()}
+        RunFolder(run_dir).launch, {"pid": process.pid, "command": command, "launched_at": time.time()}
     )
     return process
 
@@ -232,7 +225,7 @@ def _from_status(run_dir: Path, status: dict[str, Any], state: str, message: str
 
 def _state_without_status(run_dir: Path) -> RunState:
     """Launched but not yet training (or never launched: an uploaded checkpoint)."""
-    launch = read_json_object(run_dir / LAUNCH_FILE)
+    launch = read_json_object(RunFolder(run_dir).launch)
     if launch is None:
         return RunState(run_dir.name, run_dir, "ready", checkpoint_step=checkpoint_step(run_dir))
     pid = launch.get("pid")
@@ -256,7 +249,7 @@ def _died_message(run_dir: Path, pid: Any) -> str:
 
 def log_tail(run_dir: str | os.PathLike, max_lines: int = 12, max_chars: int = 2000) -> str:
     """The last lines of `<run>/train.log` (progress-bar redraws collapsed), or ""."""
-    path = Path(run_dir) / LOG_FILE
+    path = RunFolder(run_dir).log
     try:
         with open(path, "rb") as handle:
             handle.seek(max(0, path.stat().st_size - 32_768))
@@ -270,18 +263,12 @@ def log_tail(run_dir: str | os.PathLike, max_lines: int = 12, max_chars: int = 2
 
 def is_run_folder(path: Path) -> bool:
     """A visible folder holding a checkpoint or the files of a launched run."""
-    markers = (CONFIG_FILE, STATUS_FILE, LAUNCH_FILE, TRAIN_ARGS_FILE)
-    return path.is_dir() and not path.name.startswith(".") and any((path / m).is_file() for m in markers)
+    return RunFolder(path).is_listed()
 
 
 def list_runs(root: Path | None = None) -> list[RunState]:
     """Every run folder under the root, newest first; stale .tmp files of runs that no longer train are removed."""
-    root = root or runs_root()
-    if not root.is_dir():
-        return []
-    folders = [path for path in root.iterdir() if is_run_folder(path)]
-    folders.sort(key=lambda path: path.stat().st_mtime, reverse=True)
-    states = [run_state(path) for path in folders]
+    states = [run_state(folder.path) for folder in run_folders(root)]
     for state in states:
         if not state.active:
             _remove_stale_files(state.path)
@@ -313,7 +300,7 @@ def stop_run(run_dir: str | os.PathLike, visitor: access.Visitor | None = None) 
     state = run_state(run_dir)
     if not state.active:
         return state
-    (run_dir / STOP_FILE).touch()
+    RunFolder(run_dir).request_stop()
     # Before its first status the trainer may not handle SIGTERM yet: it sees the STOP file instead.
     if state.state == "running" and training_process_alive(state.pid):
         try:
@@ -325,10 +312,7 @@ def stop_run(run_dir: str | os.PathLike, visitor: access.Visitor | None = None) 
 
 def snapshot_steps(run_dir: str | os.PathLike) -> list[int]:
     """Steps of the run's saved attention snapshots, ascending (files are only listed, not read)."""
-    folder = Path(run_dir) / SNAPSHOTS_DIR
-    if not folder.is_dir():
-        return []
-    return sorted(int(m.group(1)) for path in folder.iterdir() if (m := _SNAPSHOT_NAME.fullmatch(path.name)))
+    return RunFolder(run_dir).snapshot_steps()
 
 
 def hyperparameters(run_dir: str | os.PathLike) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Pre-train BERT (MLM + NSP) from the command line: `python -m bertviz_lite.train --preset tiny --out checkpoints/NAME`.
 
 The run folder gets metrics.jsonl, status.json, train_args.json, snapshots/ and the checkpoint
-(see `bertviz_lite.runfiles` and `bertviz_lite.checkpoints` for the formats). SIGINT, SIGTERM or a
+(see `bertviz_lite.run_folder` and `bertviz_lite.checkpoints` for the formats). SIGINT, SIGTERM or a
 file named STOP in the run folder: finish the step, save, stop. `--resume --out checkpoints/NAME`
 continues a stopped, killed or finished run from its checkpoint. Under `torchrun --nproc_per_node=N`
 the same command trains with DistributedDataParallel.
@@ -25,7 +25,7 @@ from typing import Any, TextIO
 import torch
 
 from bertviz_lite.config import POSITION_EMBEDDING_TYPES, BertConfig
-from bertviz_lite.runfiles import read_train_args
+from bertviz_lite.run_folder import read_train_args
 from bertviz_lite.trainer import (
     CONFIG_OVERRIDES,
     DEVICES,

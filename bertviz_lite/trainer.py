@@ -1,7 +1,7 @@
 """Pre-train BERT with MLM + NSP: presets, TrainingArguments, and the Trainer the CLI, the app and tests share.
 
 The Trainer writes nothing until `train()` is called; everything it writes goes into the run folder
-(`args.out`), in the formats documented in `bertviz_lite.runfiles` and `bertviz_lite.checkpoints`.
+(`args.out`), in the formats documented in `bertviz_lite.run_folder` and `bertviz_lite.checkpoints`.
 Under `torchrun` (RANK / WORLD_SIZE / LOCAL_RANK in the environment) each process trains on its own
 shard of the pairs with DistributedDataParallel, and only rank 0 writes.
 """
@@ -31,23 +31,22 @@ from bertviz_lite.data import (
     read_corpus,
     split_train_eval,
 )
+from bertviz_lite.evaluation import probe_predictions
 from bertviz_lite.limits import amount, parameter_count
 from bertviz_lite.model import Bert
-from bertviz_lite.pretrained import CHECKPOINTS_DIR, MINILM, load, load_folder, minilm_dir, resolve_source
-from bertviz_lite.runfiles import (
-    CORPUS_FILE,
-    LAUNCH_FILE,
-    LOG_FILE,
-    OWNER_FILE,
+from bertviz_lite.pretrained import MINILM, load, load_folder, minilm_dir, resolve_source
+from bertviz_lite.run_folder import (
     MetricsWriter,
+    RunFolder,
     atomic_write_json,
+    checkpoints_root,
     keep_metrics_until,
-    load_optimizer_state,
+    new_run_folder,
     process_alive,
     read_status,
     read_train_args,
     remove_temporary_files,
-    save_optimizer_state,
+    validate_run_name,
     write_status,
 )
 from bertviz_lite.tokenization import MAX_POSITIONS, MIN_TRAIN_VOCAB_SIZE, BertTokenizer
@@ -81,14 +80,10 @@ PRESETS: dict[str, dict[str, Any]] = {
 CONFIG_OVERRIDES = tuple(f.name for f in dataclasses.fields(BertConfig) if f.name not in ("vocab_size", "pad_token_id"))
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "fp32", "bf16")  # auto: bf16 autocast on CUDA, float32 on CPU
-STOP_FILE = "STOP"
 ADAM_EPS = 1e-6  # BERT's
 MAX_PARAMETERS = 350_000_000  # the largest model a run may train (loading allows limits.max_parameters())
 MAX_TENSOR_ELEMENTS = 2**31  # the largest activation of one layer in one step (8 GiB in float32)
 DIVERGENCE_FACTOR = 10.0  # a logged loss above this many times the first step's loss (at least 1) has diverged
-# Files of a folder the app made for a run before the trainer starts in it; the checkpoint's files.
-APP_FILES = (LAUNCH_FILE, LOG_FILE, CORPUS_FILE, STOP_FILE, OWNER_FILE)
-RUN_MARKERS = (checkpoints.WEIGHTS_FILE, checkpoints.CONFIG_FILE, "metrics.jsonl", "status.json")
 
 
 class OptionError(ValueError):
@@ -138,7 +133,7 @@ class TrainingArguments:
             if name != "config" and getattr(self, name) is None:
                 setattr(self, name, value)
         if self.out is None:
-            self.out = str(default_run_dir())
+            self.out = str(new_run_folder().path)
         self.config = dict(self.config)
         _validate_arguments(self)
         if self.init:
@@ -244,7 +239,7 @@ def pretrained_config(source: str) -> BertConfig:
     """The config of the model `--init` names, read from its config.json without loading the weights."""
     try:
         folder = minilm_dir() if source == MINILM else resolve_source(source)
-        return BertConfig.from_json_file(folder / checkpoints.CONFIG_FILE)
+        return BertConfig.from_json_file(RunFolder(folder).config)
     except (OSError, ValueError) as err:
         raise OptionError("init", f"init ({source!r}): {err}") from None
 
@@ -271,19 +266,9 @@ def _validate_out(out: str) -> None:
     path = Path(out)
     _check(".." not in path.parts, "out", f"out ({out!r}) must not contain '..'")
     try:
-        checkpoints.validate_run_name(path.name)
+        validate_run_name(path.name)
     except ValueError as err:
         raise OptionError("out", f"out ({out!r}): {err}") from None
-
-
-def default_run_dir(root: Path = CHECKPOINTS_DIR) -> Path:
-    """`checkpoints/run-YYYYmmdd-HHMMSS` (with -2, -3 … if taken)."""
-    base = f"run-{time.strftime('%Y%m%d-%H%M%S')}"
-    path, n = root / base, 1
-    while path.exists():
-        n += 1
-        path = root / f"{base}-{n}"
-    return path
 
 
 # ---- processes and devices ---------------------------------------------------------------------
@@ -515,15 +500,14 @@ def check_run_dir(run_dir: Path) -> None:
     if run_dir.exists() and not run_dir.is_dir():
         raise OptionError("out", f"{where} is a file, not a folder")
     if not run_dir.exists():
-        if not run_dir.parent.is_dir() and run_dir.parent != CHECKPOINTS_DIR:
+        if not run_dir.parent.is_dir() and run_dir.parent != checkpoints_root():
             raise OptionError("out", f"{where}: the folder {str(run_dir.parent)!r} does not exist")
         return
-    names = sorted(p.name for p in run_dir.iterdir() if not (p.name.startswith(".") and p.name.endswith(".tmp")))
-    taken = [name for name in RUN_MARKERS if name in names]
+    taken = RunFolder(run_dir).run_markers()
     if taken:
         raise OptionError("out", f"{where} already holds a run ({taken[0]}): choose another folder, or continue "
                                  "the run with --resume")  # fmt: skip
-    others = [name for name in names if name not in APP_FILES]
+    others = RunFolder(run_dir).foreign_files()
     if others:
         listed = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
         raise OptionError("out", f"{where} is a folder that holds other files ({listed}): a run needs a new or "
@@ -608,7 +592,7 @@ class Trainer:
         self.step = self.checkpoint_step = self.resumed_from
         for _ in range(self.step):
             next(self._batches)
-        self.optimizer_restored = load_optimizer_state(self.run_dir, self.model, self.optimizer, self.step)
+        self.optimizer_restored = checkpoints.load_optimizer_state(self.run_dir, self.model, self.optimizer, self.step)
 
     def _prepare_pairs(self, documents: list[list[str]]) -> None:
         args, dist = self.args, self.distributed
@@ -694,7 +678,11 @@ class Trainer:
 
     def save_snapshot(self) -> Path:
         attentions, tokens, token_type_ids = self.probe_attentions()
-        return checkpoints.save_snapshot(self.run_dir, self.step, attentions, tokens, token_type_ids, self.probe)
+        predictions = None
+        if self.model.has_mlm_head and self.model.has_nsp_head:
+            predictions = probe_predictions(self.model, self.tokenizer, *self.probe, max_length=self.args.seq_len)
+        return checkpoints.save_snapshot(self.run_dir, self.step, attentions, tokens, token_type_ids, self.probe,
+                                         predictions)  # fmt: skip
 
     # ---- saving --------------------------------------------------------------------------------
 
@@ -707,7 +695,7 @@ class Trainer:
             return False
         if self.distributed.is_main:
             checkpoints.save_checkpoint(self.run_dir, self.model, self.tokenizer, self.train_args(), step=self.step)
-            save_optimizer_state(self.run_dir, self.model, self.optimizer, self.step)
+            checkpoints.save_optimizer_state(self.run_dir, self.model, self.optimizer, self.step)
         self.checkpoint_step = self.step
         return True
 
@@ -731,7 +719,7 @@ class Trainer:
 
     def _should_stop(self) -> bool:
         """A stop asked here or by a STOP file, agreed by all processes."""
-        local = self._stop_requested or (self.run_dir / STOP_FILE).exists()
+        local = self._stop_requested or RunFolder(self.run_dir).stop_requested()
         if not self.distributed.enabled:
             return local
         flag = torch.tensor([float(local)], device=self.device)
@@ -754,16 +742,16 @@ class Trainer:
             )  # fmt: skip
 
     def _open_run(self) -> None:
-        self.run_dir.mkdir(parents=self.run_dir.parent == CHECKPOINTS_DIR, exist_ok=True)
+        self.run_dir.mkdir(parents=self.run_dir.parent == checkpoints_root(), exist_ok=True)
         remove_temporary_files(self.run_dir)
         self.started_at = time.time()
         if self.resumed_from is None:
-            self.tokenizer.save_vocab(self.run_dir / "vocab.txt")
+            self.tokenizer.save_vocab(RunFolder(self.run_dir).vocab)
         else:
-            (self.run_dir / STOP_FILE).unlink(missing_ok=True)  # the stop that ended it before
+            RunFolder(self.run_dir).clear_stop()  # the stop that ended it before
             kept = keep_metrics_until(self.run_dir, self.resumed_from)  # the steps after it are trained again
             self._elapsed_before = max([r["elapsed_s"] for r in kept if _is_number(r.get("elapsed_s"))], default=0.0)
-        atomic_write_json(self.run_dir / "train_args.json", self.train_args())
+        atomic_write_json(RunFolder(self.run_dir).train_args, self.train_args())
         self._metrics = MetricsWriter(self.run_dir)
         self._write_status("running", "Starting: saving the initial weights and attention snapshot"
                            if self.resumed_from is None else f"Resuming from the checkpoint of step {self.step}")  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bertviz_lite import access, pretrained
+from bertviz_lite import access, pretrained, run_folder
 from bertviz_lite.access import Visitor
 
 
@@ -31,7 +31,7 @@ def test_only_the_owner_or_an_admin_may_change_a_folder(root, monkeypatch):
     run.mkdir()
     access.record_owner(run, a)
     assert access.may_change(run, a) and not access.may_change(run, b)
-    assert access.is_owner(run, a) and a.id not in (run / access.OWNER_FILE).read_text()  # a digest, not the id
+    assert access.is_owner(run, a) and a.id not in (run / run_folder.OWNER_FILE).read_text()  # a digest, not the id
     with pytest.raises(PermissionError, match="another visitor's"):
         access.check_may_change(run, b, "delete")
     assert access.may_change(run, Visitor(b.id, admin=True))

@@ -22,7 +22,7 @@ from bertviz_lite.config import BertConfig
 from bertviz_lite.data import builtin_corpus
 from bertviz_lite.model import Bert
 from bertviz_lite.pretrained import load_folder
-from bertviz_lite.runfiles import MetricsWriter, write_status
+from bertviz_lite.run_folder import MetricsWriter, write_status
 from bertviz_lite.tokenization import BertTokenizer
 
 

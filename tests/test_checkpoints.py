@@ -15,18 +15,18 @@ from bertviz_lite.checkpoints import (
     save_checkpoint,
     save_snapshot,
     snapshot_path,
-    validate_run_name,
 )
 from bertviz_lite.config import BertConfig
 from bertviz_lite.model import Bert
 from bertviz_lite.pretrained import load_folder
-from bertviz_lite.runfiles import (
+from bertviz_lite.run_folder import (
     MetricsWriter,
     atomic_write_json,
     process_alive,
     read_metrics,
     read_status,
     remove_temporary_files,
+    validate_run_name,
     write_status,
 )
 from bertviz_lite.tokenization import BertTokenizer

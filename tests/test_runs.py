@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bertviz_lite import run_options, runs
-from bertviz_lite.runfiles import read_metrics, write_status
+from bertviz_lite import run_folder, run_options, runs
+from bertviz_lite.run_folder import read_metrics, write_status
 from bertviz_lite.train import arguments_from_namespace, build_parser
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,7 +68,7 @@ def test_a_running_status_whose_process_is_gone_reads_as_failed_with_the_log_tai
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     write_status(run, state="running", message="Training: step 3 of 30", pid=dead.pid, step=3, total_steps=30)
-    (run / runs.LOG_FILE).write_text("step 1/30\rstep 2/30\rstep 3/30\nKilled\n")
+    (run / run_folder.LOG_FILE).write_text("step 1/30\rstep 2/30\rstep 3/30\nKilled\n")
     state = runs.run_state(run)
     assert state.state == "failed" and not state.active
     assert f"pid {dead.pid}" in state.message and state.message.endswith("step 3/30\nKilled")
@@ -102,12 +102,12 @@ def test_process_checks_see_through_exec_zombies_and_reused_pids(sleeper):
 def test_launched_runs_without_status_are_starting_or_failed_and_checkpoints_are_ready(tmp_path, sleeper):
     run = tmp_path / "r"
     run.mkdir()
-    (run / runs.LAUNCH_FILE).write_text(json.dumps({"pid": sleeper.pid}))
+    (run / run_folder.LAUNCH_FILE).write_text(json.dumps({"pid": sleeper.pid}))
     assert runs.run_state(run).state == "starting"
     assert [r.name for r in runs.active_runs(tmp_path)] == ["r"]
     sleeper.kill()
     sleeper.wait()
-    (run / runs.LOG_FILE).write_text("error: --steps (0) must be a whole number greater than 0\n")
+    (run / run_folder.LOG_FILE).write_text("error: --steps (0) must be a whole number greater than 0\n")
     state = runs.run_state(run)
     assert state.state == "failed" and "--steps (0) must be" in state.message
     (tmp_path / "ckpt").mkdir()
@@ -120,10 +120,10 @@ def test_launched_runs_without_status_are_starting_or_failed_and_checkpoints_are
 def test_a_dead_run_whose_cli_refused_its_options_shows_the_reason_first(tmp_path):
     run = tmp_path / "r"
     run.mkdir()
-    (run / runs.LAUNCH_FILE).write_text(json.dumps({"pid": 999_999_999}))
+    (run / run_folder.LAUNCH_FILE).write_text(json.dumps({"pid": 999_999_999}))
     reason = ("--batch-size (20000) is more than the 17143 training pairs of the corpus: use a smaller batch or a "
               "bigger corpus")  # fmt: skip
-    (run / runs.LOG_FILE).write_text(f"Loading…\nerror: {reason}\n")
+    (run / run_folder.LOG_FILE).write_text(f"Loading…\nerror: {reason}\n")
     state = runs.run_state(run)
     assert state.state == "failed" and state.message.startswith(f"{reason} (the training process, pid 999999999")
     assert state.message.endswith(f"Last lines of its log:\nLoading…\nerror: {reason}")
@@ -177,7 +177,7 @@ def test_bad_options_end_the_process_and_the_run_shows_failed_with_the_cli_messa
     run_dir = runs.launch_run({**FAST, "steps": 0}, root=tmp_path, name="bad")
     state = wait_for(lambda: (s := runs.run_state(run_dir)).state == "failed" and s, 60, "the run to fail")
     assert "--steps (0) must be a whole number greater than 0" in state.message
-    assert json.loads((run_dir / runs.LAUNCH_FILE).read_text())["command"][-1] == str(run_dir)
+    assert json.loads((run_dir / run_folder.LAUNCH_FILE).read_text())["command"][-1] == str(run_dir)
 
 
 def test_a_run_outlives_its_launcher_obeys_the_limit_and_stops_gracefully(tmp_path):
@@ -194,5 +194,5 @@ def test_a_run_outlives_its_launcher_obeys_the_limit_and_stops_gracefully(tmp_pa
     state = wait_for(lambda: (s := runs.run_state(run_dir)).state != "running" and s, 60, "the run to stop")
     assert state.state == "stopped", state.message
     assert 0 < state.checkpoint_step == state.step < 5000
-    assert (run_dir / "model.safetensors").is_file() and (run_dir / runs.STOP_FILE).is_file()
+    assert (run_dir / "model.safetensors").is_file() and (run_dir / run_folder.STOP_FILE).is_file()
     assert runs.active_runs(tmp_path) == []

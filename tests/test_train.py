@@ -18,7 +18,7 @@ from safetensors.torch import load_file, save_file
 from bertviz_lite import load
 from bertviz_lite.checkpoints import checkpoint_step
 from bertviz_lite.pretrained import load_folder
-from bertviz_lite.runfiles import read_metrics, read_status, read_train_args
+from bertviz_lite.run_folder import read_metrics, read_status, read_train_args
 from bertviz_lite.train import build_parser, main
 from bertviz_lite.trainer import TrainingArguments
 from tests.app.tiny_checkpoint import save_tiny

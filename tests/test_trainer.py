@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lite.checkpoints import checkpoint_step, load_snapshots
+from bertviz_lite.checkpoints import checkpoint_step, load_snapshot_predictions, load_snapshots, snapshot_path
+from bertviz_lite.evaluation import probe_mask_position, probe_predictions
 from bertviz_lite.limits import parameter_count
 from bertviz_lite.pretrained import MINILM, load_folder
-from bertviz_lite.runfiles import OPTIMIZER_FILE, read_metrics, read_status, read_train_args, write_status
+from bertviz_lite.run_folder import OPTIMIZER_FILE, read_metrics, read_status, read_train_args, write_status
 from bertviz_lite.trainer import (
     MAX_PARAMETERS,
     PRESETS,
@@ -194,6 +195,25 @@ def test_train_writes_metrics_status_snapshots_and_a_loadable_checkpoint(tmp_pat
     assert checkpoint_step(run) == 12 and tokenizer.vocab == trainer.tokenizer.vocab
     for ours, saved in zip(trainer.model.state_dict().values(), model.state_dict().values(), strict=True):
         assert torch.equal(ours.cpu(), saved)
+
+
+def test_snapshots_hold_the_heads_predictions_on_the_probe_pair(tmp_path):
+    trainer = Trainer(tiny_args(tmp_path))
+    trainer.train()
+    saved = load_snapshot_predictions(snapshot_path(tmp_path / "run", trainer.step))
+    now = probe_predictions(trainer.model, trainer.tokenizer, *trainer.probe, max_length=trainer.args.seq_len)
+    assert saved["answer"] == now["answer"] and saved["top_tokens"] == now["top_tokens"]
+    np.testing.assert_allclose(saved["top_probs"], now["top_probs"], atol=1e-5)
+    assert 0 <= saved["is_next_prob"] <= 1 and saved["top_probs"] == sorted(saved["top_probs"], reverse=True)
+    _, _, tokens = load_snapshots(tmp_path / "run")[-1]
+    assert tokens[saved["position"]] == saved["answer"] and tokens[saved["position"]].isalpha()
+    assert load_snapshot_predictions(tmp_path / "missing.safetensors") is None
+
+
+def test_the_probe_masks_the_longest_whole_word_of_sentence_a():
+    tokens = ["[CLS]", "the", "kitten", "play", "##ed", ".", "[SEP]", "elephants", "[SEP]"]
+    assert probe_mask_position(tokens, [0, 0, 0, 0, 0, 0, 0, 1, 1]) == 2  # not "play" (a piece), not sentence B
+    assert probe_mask_position(["[CLS]", ".", "[SEP]"], [0, 0, 0]) is None
 
 
 def test_probe_pair_is_the_first_story_opening(tmp_path):

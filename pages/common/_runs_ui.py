@@ -19,7 +19,7 @@ from bertviz_lite.explore import model_view_selection
 from bertviz_lite.figures.attention import attention_heatmap
 from bertviz_lite.figures.mosaic import mosaic_figure
 from bertviz_lite.figures.training import lr_curve, metric_curves, throughput_curve
-from bertviz_lite.runfiles import read_metrics
+from bertviz_lite.run_folder import RunFolder, read_metrics
 from bertviz_lite.views.attention import attention_mosaic
 from pages.common._ui import plotly_config
 from pages.common._visitor import current_visitor
@@ -107,7 +107,7 @@ def _status(run: runs.RunState) -> None:
         st.success(run.message)
     elif run.message:
         st.caption(run.message)
-    if run.active and (run.path / runs.STOP_FILE).exists():
+    if run.active and RunFolder(run.path).stop_requested():
         st.caption("Stopping: the run finishes its current step and saves…")
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import streamlit as st
 
 from bertviz_lite import run_options, runs
-from bertviz_lite.checkpoints import validate_run_name
 from bertviz_lite.config import POSITION_EMBEDDING_TYPES
 from bertviz_lite.pretrained import MINILM, SHIPPED_CHECKPOINTS
+from bertviz_lite.run_folder import validate_run_name
 from bertviz_lite.trainer import DEVICES, DTYPES, PRESETS, OptionError
 from pages.common._visitor import current_visitor
 

@@ -5,8 +5,8 @@ import streamlit as st
 
 from bertviz_lite import runs
 from bertviz_lite.figures.training import compare_runs
+from bertviz_lite.run_folder import read_metrics
 from bertviz_lite.run_options import LABELS
-from bertviz_lite.runfiles import read_metrics
 from pages.common._ui import plotly_config
 
 METRICS = {

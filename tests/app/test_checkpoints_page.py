@@ -9,7 +9,7 @@ import zipfile
 import pytest
 
 from bertviz_lite import access, checkpoint_store
-from bertviz_lite.runfiles import MetricsWriter, write_status
+from bertviz_lite.run_folder import MetricsWriter, write_status
 from tests.app.tiny_checkpoint import save_tiny
 from tests.app.training_helpers import VISITOR_A, VISITOR_B, open_app, use_checkpoints_folder
 

@@ -9,10 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-from bertviz_lite import access, run_options, runs
+from bertviz_lite import access, run_folder, run_options, runs
 from bertviz_lite.figures.mosaic import mosaic_tile
 from bertviz_lite.pretrained import MINILM
-from bertviz_lite.runfiles import read_metrics, read_status, read_train_args, write_status
+from bertviz_lite.run_folder import read_metrics, read_status, read_train_args, write_status
 from tests.app.training_helpers import (
     VISITOR_B,
     array,
@@ -192,8 +192,8 @@ def test_a_run_on_pasted_text_survives_an_app_restart_refuses_a_second_start_and
     first.radio(key="train_corpus_source").set_value("Paste text").run()
     first.text_area(key="train_corpus_text").set_value(CORPUS).run()
     first.button(key="train_start").click().run()
-    command = json.loads((root / "long" / runs.LAUNCH_FILE).read_text())["command"]
-    corpus = root / "long" / runs.CORPUS_FILE
+    command = json.loads((root / "long" / run_folder.LAUNCH_FILE).read_text())["command"]
+    corpus = root / "long" / run_folder.CORPUS_FILE
     assert corpus.read_text() == CORPUS and command[command.index("--corpus") + 1] == str(corpus)
     rerun_until(first, lambda at: len(read_metrics(root / "long", "train")) >= 2, 60, "two metrics lines")
     del first  # the app goes away; the run is its own process and keeps writing
@@ -207,7 +207,7 @@ def test_a_run_on_pasted_text_survives_an_app_restart_refuses_a_second_start_and
     assert state_shown(other) == "running" and other.button(key="train_stop").disabled
     with pytest.raises(PermissionError, match="another visitor's"):
         runs.stop_run(root / "long", visitor=access.Visitor(VISITOR_B))
-    assert not (root / "long" / runs.STOP_FILE).exists()
+    assert not (root / "long" / run_folder.STOP_FILE).exists()
     at.button(key="train_stop").click().run()
     rerun_until(at, lambda at: state_shown(at) == "stopped", 60, "the run to stop")
     status = read_status(root / "long")
@@ -222,7 +222,7 @@ def test_a_run_whose_process_died_shows_failed_with_its_log(root):
     (root / "crashed").mkdir()
     write_status(root / "crashed", state="running", message="Training: step 4 of 30", pid=dead.pid, step=4,
                  total_steps=30)  # fmt: skip
-    (root / "crashed" / runs.LOG_FILE).write_text("step 4/30\nKilled\n")
+    (root / "crashed" / run_folder.LOG_FILE).write_text("step 4/30\nKilled\n")
     at = open_app(TRAIN, query={"run": "crashed"})
     assert state_shown(at) == "failed" and not at.exception
     assert errors(at) == [f"The run failed: The training process (pid {dead.pid}) ended without saying why. "
@@ -233,10 +233,10 @@ def test_a_run_whose_process_died_shows_failed_with_its_log(root):
 
 def test_a_run_the_cli_refused_shows_the_reason_first_in_full(root):
     (root / "refused").mkdir()
-    (root / "refused" / runs.LAUNCH_FILE).write_text(json.dumps({"pid": 999_999_999}))
+    (root / "refused" / run_folder.LAUNCH_FILE).write_text(json.dumps({"pid": 999_999_999}))
     reason = ("--corpus ('/data/a-rather-long-folder-name/with/several/levels/of/sub-folders/corpus.txt'): "
               "Corpus file not found: check the path and that the app may read it")  # fmt: skip
-    (root / "refused" / runs.LOG_FILE).write_text(f"error: {reason}\n")
+    (root / "refused" / run_folder.LOG_FILE).write_text(f"error: {reason}\n")
     at = open_app(TRAIN, query={"run": "refused"})
     assert state_shown(at) == "failed" and not at.exception
     assert errors(at) == [f"The run failed: {reason} (the training process, pid 999999999, exited) Last lines of "

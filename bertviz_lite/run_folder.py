@@ -1,6 +1,14 @@
-"""The live files of a training run folder, written atomically and read tolerantly.
+"""The run folder: every file name in it, the snapshot pattern, the STOP file, atomic writes, readers, listing.
 
-A run folder (e.g. `checkpoints/my-run/`) holds, besides the checkpoint itself:
+This is the one module that knows how a run is laid out on disk; everything else asks `RunFolder`
+(or the readers and writers here) for a path. A run folder (e.g. `checkpoints/my-run/`) holds:
+
+The checkpoint, a Hugging Face BERT folder (written by `bertviz_lite.checkpoints`):
+    model.safetensors   BertForPreTraining key names; metadata {"format": "pt", "step": "<step>"}
+    config.json         BertConfig.to_hf_dict(): transformers' BertConfig reads it
+    vocab.txt           the WordPiece vocabulary, one token per line
+
+`snapshots/step_000100.safetensors`: the probe pair's attention after step 100 (see `bertviz_lite.checkpoints`).
 
 `train_args.json`, written once before training starts:
     {"args": {...TrainingArguments...}, "config": {...BertConfig...}, "command": "python -m ...",
@@ -26,8 +34,12 @@ A run folder (e.g. `checkpoints/my-run/`) holds, besides the checkpoint itself:
     and "<parameter>.exp_avg_sq"; metadata {"step": "<step>"}, the checkpoint step they belong to.
     `--resume` restores them; when the step differs (a kill between the two writes) the moments restart.
 
-Written by the app before the trainer starts: `launch.json`, `train.log`, `corpus.txt` (see `bertviz_lite.runs`),
-`owner.json` (see `bertviz_lite.access`).
+Written by the app before the trainer starts (see `bertviz_lite.runs`): `launch.json` {"pid", "command",
+"launched_at"}, `train.log` (the process's output), `corpus.txt` (an uploaded or pasted corpus), `owner.json`
+(see `bertviz_lite.access`). `STOP`, created by the app, asks the trainer to finish its step, save and stop.
+
+Every file is written to a hidden temporary name and renamed into place, so a kill at any instant leaves
+the previous version whole.
 """
 
 from __future__ import annotations
@@ -35,16 +47,19 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file, save
-from torch import nn
+from bertviz_lite import pretrained
 
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+VOCAB_FILE = "vocab.txt"
 METRICS_FILE = "metrics.jsonl"
 STATUS_FILE = "status.json"
 TRAIN_ARGS_FILE = "train_args.json"
@@ -53,7 +68,133 @@ LAUNCH_FILE = "launch.json"
 OWNER_FILE = "owner.json"  # who started the run in the app (bertviz_lite.access)
 LOG_FILE = "train.log"
 CORPUS_FILE = "corpus.txt"
+STOP_FILE = "STOP"
+SNAPSHOTS_DIR = "snapshots"
+SNAPSHOT_PATTERN = re.compile(r"step_(\d+)\.safetensors")
+CHECKPOINT_FILES = (WEIGHTS_FILE, CONFIG_FILE, VOCAB_FILE)
+# What the app writes into a folder to launch a run, before the trainer starts in it.
+APP_FILES = (LAUNCH_FILE, LOG_FILE, CORPUS_FILE, STOP_FILE, OWNER_FILE)
+RUN_MARKERS = (WEIGHTS_FILE, CONFIG_FILE, METRICS_FILE, STATUS_FILE)  # a folder with one of these holds a run
+LISTING_MARKERS = (CONFIG_FILE, STATUS_FILE, LAUNCH_FILE, TRAIN_ARGS_FILE)  # listed as a run (or checkpoint)
 STATES = ("running", "finished", "stopped", "diverged", "failed")
+MAX_NAME_LENGTH = 100
+_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def checkpoints_root() -> Path:
+    """The folder that holds run folders: the checkpoints/ folder the model picker lists."""
+    return pretrained.CHECKPOINTS_DIR  # read at call time, so tests can point it at a temporary folder
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """One run (or checkpoint) folder: where each of its files lives, and what the folder says as a whole."""
+
+    path: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def file(self, name: str) -> Path:
+        """The path of one of the run's files, by its name (one of the *_FILE constants)."""
+        return self.path / name
+
+    weights = property(lambda self: self.file(WEIGHTS_FILE))
+    config = property(lambda self: self.file(CONFIG_FILE))
+    vocab = property(lambda self: self.file(VOCAB_FILE))
+    metrics = property(lambda self: self.file(METRICS_FILE))
+    status = property(lambda self: self.file(STATUS_FILE))
+    train_args = property(lambda self: self.file(TRAIN_ARGS_FILE))
+    optimizer = property(lambda self: self.file(OPTIMIZER_FILE))
+    launch = property(lambda self: self.file(LAUNCH_FILE))
+    owner = property(lambda self: self.file(OWNER_FILE))
+    log = property(lambda self: self.file(LOG_FILE))
+    corpus = property(lambda self: self.file(CORPUS_FILE))
+    stop = property(lambda self: self.file(STOP_FILE))
+    snapshots = property(lambda self: self.file(SNAPSHOTS_DIR))
+
+    def snapshot(self, step: int) -> Path:
+        """`<run>/snapshots/step_000100.safetensors` for step 100."""
+        return self.snapshots / f"step_{int(step):06d}.safetensors"
+
+    def snapshot_files(self) -> Iterator[tuple[int, Path]]:
+        """(step, path) of every file named like a snapshot, unsorted (files are only listed, not read)."""
+        if self.snapshots.is_dir():
+            for path in self.snapshots.iterdir():
+                if match := SNAPSHOT_PATTERN.fullmatch(path.name):
+                    yield int(match.group(1)), path
+
+    def snapshot_steps(self) -> list[int]:
+        """Steps of the saved attention snapshots, ascending."""
+        return sorted(step for step, _ in self.snapshot_files())
+
+    def request_stop(self) -> None:
+        """Ask the trainer to finish its step, save and stop."""
+        self.stop.touch()
+
+    def stop_requested(self) -> bool:
+        return self.stop.exists()
+
+    def clear_stop(self) -> None:
+        self.stop.unlink(missing_ok=True)
+
+    def is_listed(self) -> bool:
+        """A visible folder holding a checkpoint or the files of a launched run."""
+        return self.path.is_dir() and not self.name.startswith(".") and any(
+            self.file(name).is_file() for name in LISTING_MARKERS)  # fmt: skip
+
+    def run_markers(self) -> list[str]:
+        """The files present that show the folder already holds a run or a checkpoint."""
+        return [name for name in RUN_MARKERS if self.file(name).exists()]
+
+    def foreign_files(self) -> list[str]:
+        """Names in the folder that neither a run nor the app's launch wrote (temporary files aside)."""
+        names = sorted(p.name for p in self.path.iterdir() if not (p.name.startswith(".") and p.name.endswith(".tmp")))
+        return [name for name in names if name not in (*RUN_MARKERS, *APP_FILES)]
+
+
+def run_folders(root: Path | None = None) -> list[RunFolder]:
+    """Every listed run folder under the root (default: checkpoints_root()), newest first."""
+    root = root or checkpoints_root()
+    if not root.is_dir():
+        return []
+    folders = [RunFolder(path) for path in root.iterdir() if RunFolder(path).is_listed()]
+    return sorted(folders, key=lambda folder: folder.path.stat().st_mtime, reverse=True)
+
+
+def new_run_folder(root: Path | None = None) -> RunFolder:
+    """`<root>/run-YYYYmmdd-HHMMSS` (with -2, -3 … if taken), not created."""
+    root = root or checkpoints_root()
+    base = f"run-{time.strftime('%Y%m%d-%H%M%S')}"
+    path, n = root / base, 1
+    while path.exists():
+        n += 1
+        path = root / f"{base}-{n}"
+    return RunFolder(path)
+
+
+def validate_run_name(name: str) -> str:
+    """Return `name` if it is a safe folder name (letters, digits, . _ -), else raise ValueError."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError("The run name is empty: give a name such as 'my-run'")
+    if "/" in name or "\\" in name or os.sep in name:
+        raise ValueError(f"The run name {name!r} must not contain a path separator")
+    if ".." in name:
+        raise ValueError(f"The run name {name!r} must not contain '..'")
+    if name.startswith("."):
+        raise ValueError(f"The run name {name!r} must not start with '.' (hidden names are not allowed)")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ValueError(f"The run name is {len(name)} characters long; use at most {MAX_NAME_LENGTH}")
+    if not _NAME_PATTERN.fullmatch(name):
+        raise ValueError(
+            f"The run name {name!r} may only use letters, digits, '.', '_' and '-', and must start "
+            "with a letter or digit"
+        )
+    return name
 
 
 def _default_file_mode() -> int:
@@ -134,7 +275,7 @@ class MetricsWriter:
     """Appends one JSON object per line to `<run>/metrics.jsonl`, flushing each line."""
 
     def __init__(self, run_dir: str | os.PathLike):
-        self.path = Path(run_dir) / METRICS_FILE
+        self.path = RunFolder(run_dir).metrics
         self._file = open(self.path, "a", encoding="utf-8")
 
     def write(self, record: dict[str, Any]) -> None:
@@ -150,7 +291,7 @@ def read_metrics(run_dir: str | os.PathLike, split: str | None = None) -> list[d
 
     Lines that do not parse (the last one, while it is being written) are skipped.
     """
-    path = Path(run_dir) / METRICS_FILE
+    path = RunFolder(run_dir).metrics
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
@@ -171,13 +312,13 @@ def write_status(run_dir: str | os.PathLike, **fields: Any) -> dict[str, Any]:
     if fields.get("state") not in STATES:
         raise ValueError(f"state ({fields.get('state')!r}) must be one of {', '.join(STATES)}")
     status = {"pid": os.getpid(), **fields, "updated_at": time.time()}
-    atomic_write_json(Path(run_dir) / STATUS_FILE, status)
+    atomic_write_json(RunFolder(run_dir).status, status)
     return status
 
 
 def read_status(run_dir: str | os.PathLike) -> dict[str, Any] | None:
     """`<run>/status.json` as a dict, or None when it is absent or unreadable."""
-    return read_json_object(Path(run_dir) / STATUS_FILE)
+    return read_json_object(RunFolder(run_dir).status)
 
 
 def process_alive(pid: int | None) -> bool:
@@ -195,7 +336,7 @@ def process_alive(pid: int | None) -> bool:
 
 def read_train_args(run_dir: str | os.PathLike) -> dict[str, Any] | None:
     """`<run>/train_args.json` as a dict, or None when it is absent or unreadable."""
-    return read_json_object(Path(run_dir) / TRAIN_ARGS_FILE)
+    return read_json_object(RunFolder(run_dir).train_args)
 
 
 def read_json_object(path: Path) -> dict[str, Any] | None:
@@ -214,54 +355,10 @@ def keep_metrics_until(run_dir: str | os.PathLike, step: int) -> list[dict[str, 
     """
     kept = [record for record in read_metrics(run_dir) if _record_step(record) <= step]
     text = "".join(json.dumps(_finite(record)) + "\n" for record in kept)
-    atomic_write_bytes(Path(run_dir) / METRICS_FILE, text.encode("utf-8"))
+    atomic_write_bytes(RunFolder(run_dir).metrics, text.encode("utf-8"))
     return kept
 
 
 def _record_step(record: dict[str, Any]) -> float:
     step = record.get("step")
     return step if isinstance(step, (int, float)) else math.inf
-
-
-# ---- optimizer state -----------------------------------------------------------------------------
-
-
-def save_optimizer_state(run_dir: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer,
-                         step: int) -> Path:  # fmt: skip
-    """Write AdamW's moments of every parameter to `<run>/optimizer.safetensors` (no pickle)."""
-    names = {id(param): name for name, param in model.named_parameters()}
-    tensors = {
-        f"{names[id(param)]}.{key}": value.detach().cpu().contiguous()
-        for param, state in optimizer.state.items() if id(param) in names
-        for key, value in state.items() if key != "step" and torch.is_tensor(value)
-    }  # fmt: skip
-    return atomic_write_bytes(Path(run_dir) / OPTIMIZER_FILE, save(tensors, metadata={"step": str(step)}))
-
-
-def load_optimizer_state(run_dir: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer,
-                         step: int) -> bool:  # fmt: skip
-    """Restore the moments saved at `step`; False (optimizer untouched) if absent, damaged or of another step."""
-    tensors = _read_optimizer_file(Path(run_dir) / OPTIMIZER_FILE, step)
-    params = dict(model.named_parameters())
-    moments = []
-    for key, value in (tensors or {}).items():
-        name, _, kind = key.rpartition(".")
-        if name not in params or params[name].shape != value.shape:
-            return False
-        moments.append((params[name], kind, value))
-    for param, kind, value in moments:
-        state = optimizer.state[param]
-        state[kind] = value.to(param.device, param.dtype)
-        state["step"] = torch.tensor(float(step), dtype=torch.float32, device=param.device)
-    return bool(moments)
-
-
-def _read_optimizer_file(path: Path, step: int) -> dict[str, torch.Tensor] | None:
-    """The tensors of an optimizer file saved at `step`, or None."""
-    try:
-        with safe_open(str(path), framework="pt") as handle:
-            if (handle.metadata() or {}).get("step") != str(step):
-                return None
-        return load_file(str(path))
-    except (OSError, SafetensorError):
-        return None
