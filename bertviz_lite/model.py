@@ -11,7 +11,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+# The masks and the pre-training heads live in their own modules; bertviz_lite.model re-exports them.
+from bertviz_lite.attention_masks import additive_mask, check_head_mask, extended_attention_mask  # noqa: F401
 from bertviz_lite.config import BertConfig
+from bertviz_lite.heads import BertLMPredictionHead, BertPredictionHeadTransform, BertPreTrainingHeads  # noqa: F401
 from bertviz_lite.outputs import BertModelOutput, BertTrace, EmbeddingParts, LayerAttention, PretrainingOutput
 
 IGNORE_INDEX = -100
@@ -25,19 +28,6 @@ def sinusoidal_position_table(num_positions: int, dim: int) -> Tensor:
     table[:, 0::2] = torch.sin(position * div)
     table[:, 1::2] = torch.cos(position * div[: dim // 2])
     return table.float()
-
-
-def extended_attention_mask(attention_mask: Tensor, dtype: torch.dtype) -> Tensor:
-    """(B, T) of 1/0 -> additive (B, 1, 1, T): 0 where attended, the dtype's minimum where masked."""
-    mask = attention_mask[:, None, None, :].to(dtype)
-    return (1.0 - mask) * torch.finfo(dtype).min
-
-
-def additive_mask(attention_mask: Tensor, dtype: torch.dtype) -> Tensor | None:
-    """The additive mask, or None when every position is attended: the fused kernel is fastest without one."""
-    if bool(attention_mask.all()):
-        return None
-    return extended_attention_mask(attention_mask, dtype)
 
 
 class BertEmbeddings(nn.Module):
@@ -96,14 +86,21 @@ class BertSelfAttention(nn.Module):
         context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         return self.merge_heads(context)
 
-    def explicit(self, hidden_states: Tensor, mask: Tensor | None) -> tuple[Tensor, LayerAttention]:
-        """Slow path that keeps q, k, v and the attention probabilities for inspection."""
+    def explicit(
+        self, hidden_states: Tensor, mask: Tensor | None, head_mask: Tensor | None = None
+    ) -> tuple[Tensor, LayerAttention]:
+        """Slow path that keeps q, k, v and the attention probabilities for inspection.
+
+        head_mask (nh,) multiplies each head's probabilities, as transformers' `head_mask` did: 0 knocks a head out.
+        """
         q, k, v = (self.split_heads(f(hidden_states)) for f in (self.query, self.key, self.value))
         # Scaling q (T x hd) costs less than scaling the scores (T x T).
         scores = (q / math.sqrt(self.attention_head_size)) @ k.transpose(-1, -2)  # (B, nh, T, T)
         if mask is not None:
             scores = scores + mask
         probs = scores.softmax(dim=-1)
+        if head_mask is not None:
+            probs = probs * head_mask[:, None, None]
         context = self.merge_heads(self.dropout(probs) @ v)
         return context, LayerAttention(q, k, v, probs)
 
@@ -132,8 +129,10 @@ class BertAttention(nn.Module):
     def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
         return self.output(self.self(hidden_states, mask), hidden_states)
 
-    def explicit(self, hidden_states: Tensor, mask: Tensor | None) -> tuple[Tensor, LayerAttention]:
-        context, inside = self.self.explicit(hidden_states, mask)
+    def explicit(
+        self, hidden_states: Tensor, mask: Tensor | None, head_mask: Tensor | None = None
+    ) -> tuple[Tensor, LayerAttention]:
+        context, inside = self.self.explicit(hidden_states, mask, head_mask)
         return self.output(context, hidden_states), inside
 
 
@@ -177,8 +176,10 @@ class BertLayer(nn.Module):
     def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
         return self.feed_forward(self.attention(hidden_states, mask))
 
-    def explicit(self, hidden_states: Tensor, mask: Tensor | None) -> tuple[Tensor, LayerAttention]:
-        attention_output, inside = self.attention.explicit(hidden_states, mask)
+    def explicit(
+        self, hidden_states: Tensor, mask: Tensor | None, head_mask: Tensor | None = None
+    ) -> tuple[Tensor, LayerAttention]:
+        attention_output, inside = self.attention.explicit(hidden_states, mask, head_mask)
         return self.feed_forward(attention_output), inside
 
 
@@ -193,12 +194,13 @@ class BertEncoder(nn.Module):
         return hidden_states
 
     def explicit(
-        self, hidden_states: Tensor, mask: Tensor | None
+        self, hidden_states: Tensor, mask: Tensor | None, head_mask: Tensor | None = None
     ) -> tuple[tuple[Tensor, ...], tuple[LayerAttention, ...]]:
-        """Every layer's output (the input first) and what each layer's attention computed."""
+        """Every layer's output (the input first) and what each layer's attention computed; head_mask (L, nh)."""
         outputs, inside = [hidden_states], []
-        for layer in self.layer:
-            hidden_states, layer_inside = layer.explicit(hidden_states, mask)
+        for index, layer in enumerate(self.layer):
+            layer_mask = None if head_mask is None else head_mask[index]
+            hidden_states, layer_inside = layer.explicit(hidden_states, mask, layer_mask)
             outputs.append(hidden_states)
             inside.append(layer_inside)
         return tuple(outputs), tuple(inside)
@@ -257,42 +259,6 @@ class BertModel(nn.Module):
         hidden = self.embeddings(input_ids, token_type_ids, position_ids)
         hidden = self.encoder(hidden, additive_mask(attention_mask, hidden.dtype))
         return BertModelOutput(hidden, self.pooler(hidden))
-
-
-class BertPredictionHeadTransform(nn.Module):
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-
-    def forward(self, hidden_states: Tensor) -> Tensor:
-        return self.LayerNorm(F.gelu(self.dense(hidden_states)))
-
-
-class BertLMPredictionHead(nn.Module):
-    """MLM head: transform, then a decoder tied to the word embeddings, with its own bias."""
-
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.transform = BertPredictionHeadTransform(config)
-        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
-        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
-
-    def forward(self, hidden_states: Tensor) -> Tensor:
-        return F.linear(self.transform(hidden_states), self.decoder.weight, self.bias)
-
-
-class BertPreTrainingHeads(nn.Module):
-    """The MLM head on every position and the NSP head on the pooled [CLS] vector."""
-
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.predictions = BertLMPredictionHead(config)
-        self.seq_relationship = nn.Linear(config.hidden_size, 2)
-
-    def forward(self, sequence_output: Tensor, pooled_output: Tensor) -> tuple[Tensor, Tensor]:
-        """(MLM logits (B, T, V), NSP logits (B, 2)), as transformers' BertPreTrainingHeads."""
-        return self.predictions(sequence_output), self.seq_relationship(pooled_output)
 
 
 def _want(requested: bool | None, available: bool) -> bool:
@@ -379,18 +345,22 @@ class BertForPreTraining(nn.Module):
     @torch.no_grad()
     def trace(
         self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
-        position_ids: Tensor | None = None, heads: bool | None = None,
+        position_ids: Tensor | None = None, heads: bool | None = None, head_mask: Tensor | None = None,
     ) -> BertTrace:
         """One forward pass that keeps every intermediate (explicit attention, not the fused kernel).
 
         `heads`: compute MLM/NSP logits; by default only for the heads that hold trained weights.
+        `head_mask` (layers, heads): multiplies each head's attention probabilities (0 = knocked out), as
+        transformers' `head_mask` did; the trace's attentions are the multiplied ones.
         """
+        head_mask = check_head_mask(head_mask, self.config)
         input_ids, token_type_ids, attention_mask, position_ids = self.bert.prepare_inputs(
             input_ids, token_type_ids, attention_mask, position_ids
         )
         parts = self.bert.embeddings.parts(input_ids, token_type_ids, position_ids)
         hidden = self.bert.embeddings.dropout(parts.layer_norm)
-        hidden_states, layers = self.bert.encoder.explicit(hidden, additive_mask(attention_mask, hidden.dtype))
+        mask = additive_mask(attention_mask, hidden.dtype)
+        hidden_states, layers = self.bert.encoder.explicit(hidden, mask, head_mask)
         pooled = self.bert.pooler(hidden_states[-1])
         return BertTrace(
             embeddings=parts, layers=layers, hidden_states=hidden_states, pooled=pooled,
