@@ -3,16 +3,20 @@
     streamlit run app.py
 
 The sidebar (pages/common/_sidebar.py) is drawn here, on every run, so every page shares it; the pages
-themselves are thin and call the bertviz_lite package. To add pages, extend PAGES.
+themselves are thin and call the bertviz_lite package. To add pages, extend PAGES. The view's state lives
+in the URL (pages/common/_share.py): a shared link opens the same view.
 """
 
 import streamlit as st
 
+from pages.common._share import PRESENT, apply_link, link_control, show_link_notes, sync_link
 from pages.common._sidebar import render_sidebar
+from pages.common._ui import presentation_style
 
 PAGES = {
     "Explore a sentence pair": [
-        st.Page("pages/explore/1_Tokens.py", title="Tokens and masking", icon=":material/token:", default=True),
+        st.Page("pages/explore/0_Walkthrough.py", title="Walkthrough", icon=":material/school:", default=True),
+        st.Page("pages/explore/1_Tokens.py", title="Tokens and masking", icon=":material/token:"),
         st.Page("pages/explore/2_Embeddings.py", title="Embeddings", icon=":material/scatter_plot:"),
         st.Page("pages/explore/3_Attention.py", title="Attention", icon=":material/hub:"),
         st.Page("pages/explore/4_Predictions.py", title="Predictions", icon=":material/lightbulb:"),
@@ -25,7 +29,13 @@ PAGES = {
     ],
 }
 
-st.set_page_config(page_title="bertviz-lite", page_icon=":material/visibility:", layout="wide")
+apply_link()  # a shared link's state (?a=…&layer=…&present=1), on a session's first run
+st.set_page_config(page_title="bertviz-lite", page_icon=":material/visibility:", layout="wide",
+                   initial_sidebar_state="collapsed" if st.session_state.get(PRESENT) else "auto")
 page = st.navigation(PAGES)
 render_sidebar()
+presentation_style()
+sync_link(page.url_path)
+link_control(page.url_path)
+show_link_notes()
 page.run()

@@ -1,6 +1,6 @@
 """The sidebar every page shares: model picker, sentence pair and max length (rendered by app.py).
 
-Its widgets are drawn on every run, before the page, so their keys (`model_picker`, `model_path`,
+Its widgets are drawn on every run, before the page, so their keys (`present`, `model_picker`, `model_path`,
 `sentence_a`, `sentence_b`, `max_length`) keep their values when the user switches pages.
 """
 
@@ -74,6 +74,8 @@ def render_sidebar() -> Inputs:
     options = model_options()
     _keep_valid_choice(options)
     with st.sidebar:
+        st.toggle("Presentation mode", key="present", help="Large dark text in figures, a compact page and the "
+                  "sidebar folded away: for a projector. Also ?present=1 in the URL.")
         # Defaults go in as value/index: the default model is options[0].
         st.selectbox("Model", options, key="model_picker", format_func=model_label, help=MODEL_HELP)
         if st.session_state["model_picker"] in DESCRIPTIONS:

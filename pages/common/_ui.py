@@ -13,9 +13,11 @@ import streamlit as st
 import torch
 
 from bertviz_lite import access, explore
+from bertviz_lite.figures.style import readable
 from bertviz_lite.model import Bert
 from bertviz_lite.pretrained import load
 from bertviz_lite.tokenization import BertTokenizer, Encoding
+from pages.common._share import PRESENT, clamp_linked_indices
 from pages.common._sidebar import Inputs, current_inputs
 
 LOAD_ERRORS = (ValueError, OSError)
@@ -24,6 +26,15 @@ LOAD_ERRORS = (ValueError, OSError)
 # 512-token trace is 0.6 s on one thread. BERTVIZ_LITE_THREADS=N gives the app N threads.
 torch.set_num_threads(max(1, int(os.environ.get("BERTVIZ_LITE_THREADS", "1"))))
 T = TypeVar("T")
+# Presentation mode: a compact header (smaller titles, less space above them, captions hidden) and larger token chips.
+PRESENT_CSS = """<style>
+[data-testid="stMainBlockContainer"] {padding-top: 3.4rem; padding-bottom: 2rem;}
+[data-testid="stMain"] h2 {font-size: 1.45rem; padding: 0 0 0.2rem 0;}
+[data-testid="stMain"] h3 {font-size: 1.2rem; padding: 0.2rem 0;}
+[data-testid="stMain"] [data-testid="stCaptionContainer"] {display: none;}
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] p {font-size: 1.1rem;}
+.bvl-chips {font-size: 20px;} .bvl-chip .bvl-meta {font-size: 14px; opacity: 0.85;}
+</style>"""
 
 
 class Context(NamedTuple):
@@ -73,6 +84,7 @@ def load_context() -> Context:
     except LOAD_ERRORS as err:
         _stop_with(f"Could not load the model: {err}")
     _model_card(model, tokenizer)
+    clamp_linked_indices(model.config.num_hidden_layers, model.config.num_attention_heads)
     max_length = explore.effective_max_length(model, inputs.max_length)
     if max_length < inputs.max_length:
         st.info(f"This model knows {max_length} positions, so the input is cut to {max_length} tokens.")
@@ -121,9 +133,20 @@ def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, ke
                        key=f"{key}_csv", on_click="ignore", icon=":material/download:")
 
 
+def is_present() -> bool:
+    """Whether presentation mode is on (sidebar toggle or ?present=1)."""
+    return bool(st.session_state.get(PRESENT))
+
+
+def presentation_style() -> None:
+    """In presentation mode, the compact page style (CSS only: it takes no space on the page)."""
+    if is_present():
+        st.html(PRESENT_CSS)
+
+
 def show_figure(fig: go.Figure, name: str, frame: pd.DataFrame | Callable[[], pd.DataFrame], **chart_args):
-    """st.plotly_chart with the PNG button, then a CSV button for the view's data (a DataFrame or its to_frame)."""
-    event = st.plotly_chart(fig, key=name, config=plotly_config(name), **chart_args)
+    """st.plotly_chart with readable fonts (larger in presentation mode) and the PNG button, then a CSV button."""
+    event = st.plotly_chart(readable(fig, is_present()), key=name, config=plotly_config(name), **chart_args)
     csv_button(frame, name, name)
     return event
 

@@ -1,0 +1,101 @@
+"""Shareable links: the view's state as URL query parameters, and untrusted parameters read back safely.
+
+A lecturer prepares `?a=…&b=…&model=…&layer=…&head=…&step=…&present=1`; anyone who opens it sees the
+same pair, model, layer, head, walkthrough step and presentation mode. A URL is typed by strangers, so
+`parse_query` accepts only models the sidebar offers, cuts long text and keeps numbers in range, and
+says in plain sentences what it changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+MAX_TEXT = 2000  # characters of a sentence read from a URL (512 tokens need far fewer)
+MAX_INDEX = 1023  # layer, head and step numbers are clamped to the model later; this only bounds the parse
+QUERY_KEYS = ("a", "b", "model", "layer", "head", "step", "present")
+
+
+@dataclass(frozen=True)
+class SharedState:
+    """What a link sets; None means "the link does not say" (keep the current value)."""
+
+    text_a: str | None = None
+    text_b: str | None = None
+    model: str | None = None
+    layer: int | None = None
+    head: int | None = None
+    step: int | None = None
+    present: bool | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _text(value: str | None, name: str, notes: list[str]) -> str | None:
+    if value is None:
+        return None
+    if len(value) > MAX_TEXT:
+        notes.append(f"Sentence {name} in the link was {len(value):,} characters long; it is cut to {MAX_TEXT:,}.")
+        return value[:MAX_TEXT]
+    return value
+
+
+def _index(value: str | None, name: str, notes: list[str], low: int = 0) -> int | None:
+    if value is None:
+        return None
+    try:
+        number = int(value.strip())
+    except ValueError:
+        notes.append(f"The link's {name} ({value[:20]!r}) is not a whole number, so it is ignored.")
+        return None
+    clamped = min(max(number, low), MAX_INDEX)
+    if clamped != number:
+        notes.append(f"The link's {name} {number} is out of range; {clamped} is used.")
+    return clamped
+
+
+def _model(value: str | None, allowed: Sequence[str], default: str, notes: list[str]) -> str | None:
+    if value is None:
+        return None
+    if value in allowed:
+        return value
+    notes.append(f"The link names a model this server does not offer, so {default} is used instead.")
+    return default
+
+
+def parse_query(query: Mapping[str, str], allowed_models: Sequence[str], default_model: str) -> SharedState:
+    """Validated state from URL query parameters (a mapping of str to str), with notes on what was changed."""
+    notes: list[str] = []
+    present = query.get("present")
+    return SharedState(
+        text_a=_text(query.get("a"), "A", notes),
+        text_b=_text(query.get("b"), "B", notes),
+        model=_model(query.get("model"), allowed_models, default_model, notes),
+        layer=_index(query.get("layer"), "layer", notes),
+        head=_index(query.get("head"), "head", notes),
+        step=_index(query.get("step"), "step", notes, low=1),
+        present=None if present is None else present.strip().lower() in ("1", "true", "yes", "on"),
+        notes=tuple(notes),
+    )
+
+
+def clamp_index(value: int, count: int, name: str) -> tuple[int, str | None]:
+    """value kept within 0..count-1, with a note when it had to move (a link made for a bigger model)."""
+    clamped = min(max(value, 0), max(count - 1, 0))
+    if clamped == value:
+        return value, None
+    return clamped, f"This model has {count} {name}s (0–{count - 1}); the link's {name} {value} shows as {clamped}."
+
+
+def query_for(state: SharedState) -> dict[str, str]:
+    """The query parameters of a state: only what it sets, numbers as decimal text, present as "1"."""
+    values = {"a": state.text_a, "b": state.text_b, "model": state.model, "layer": state.layer,
+              "head": state.head, "step": state.step, "present": "1" if state.present else None}  # fmt: skip
+    return {key: str(value) for key, value in values.items() if value is not None}
+
+
+def share_link(base_url: str, page_path: str, state: SharedState) -> str:
+    """The full link to a page with the state in its query, e.g. http://host:8501/attention?a=…&layer=2."""
+    path = f"{base_url.rstrip('/')}/{page_path.strip('/')}".rstrip("/")
+    query = urlencode(query_for(state))
+    return f"{path}?{query}" if query else path

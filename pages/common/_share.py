@@ -1,0 +1,111 @@
+"""The view's state in the URL: a prepared link opens the same view; the URL follows the user; "Copy link".
+
+On a session's first run `apply_link` reads st.query_params through share.parse_query (only models the
+sidebar offers, text cut, numbers bounded) into the widgets' session state; `load_context` later clamps
+layer and head to the model (`clamp_linked_indices`). On every run `sync_link` writes the current state
+back to the query, touching only share.QUERY_KEYS (the Train page's `run` stays).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from bertviz_lite import share, walkthrough
+from bertviz_lite.pretrained import DEFAULT_MODEL
+from pages.common._sidebar import OTHER_FOLDER, model_options
+
+APPLIED = "_link_applied"
+NOTES = "_link_notes"
+PENDING = "_link_indices"  # layer/head from a link, checked against the model once it is loaded
+LAYER, HEAD, STEP, PRESENT = "attn_layer", "attn_head", "walk_step", "present"
+# Which URL fields each page uses, by its url_path ("" is the default page, the walkthrough).
+PAGE_FIELDS = {"": ("layer", "head", "step"), "walkthrough": ("layer", "head", "step"), "attention": ("layer", "head")}
+
+
+def shareable_models() -> list[str]:
+    """Models a link may name: what the sidebar picker offers, except a typed folder."""
+    return [option for option in model_options() if option != OTHER_FOLDER]
+
+
+def _set_state(linked: share.SharedState) -> None:
+    state = st.session_state
+    for key, value in (("sentence_a", linked.text_a), ("sentence_b", linked.text_b),
+                       ("model_picker", linked.model), (PRESENT, linked.present)):  # fmt: skip
+        if value is not None:
+            state[key] = value
+    if linked.step is not None:
+        state[STEP] = walkthrough.clamp_step(linked.step)
+    indices = {key: value for key, value in ((LAYER, linked.layer), (HEAD, linked.head)) if value is not None}
+    state.update(indices)
+    state[PENDING] = indices
+
+
+def apply_link() -> None:
+    """On a session's first run, the URL's state goes into session state (once; later runs keep the user's)."""
+    if st.session_state.get(APPLIED):
+        return
+    st.session_state[APPLIED] = True
+    query = {key: st.query_params[key] for key in share.QUERY_KEYS if key in st.query_params}
+    if not query:
+        return
+    linked = share.parse_query(query, shareable_models(), DEFAULT_MODEL)
+    _set_state(linked)
+    step_note = linked.step is not None and walkthrough.clamp_step(linked.step) != linked.step
+    st.session_state[NOTES] = [*linked.notes, *(
+        [f"The walkthrough has {len(walkthrough.STEPS)} steps; the link's step {linked.step} is not one of them."]
+        if step_note else [])]  # fmt: skip
+
+
+def show_link_notes() -> None:
+    """What a link asked for that could not be honoured, once, as warnings."""
+    for note in st.session_state.pop(NOTES, []):
+        st.warning(note)
+
+
+def clamp_linked_indices(num_layers: int, num_heads: int) -> None:
+    """Layer and head from a link pulled into this model's range, with a warning when they moved."""
+    pending = st.session_state.pop(PENDING, {})
+    for key, count, name in ((LAYER, num_layers, "layer"), (HEAD, num_heads, "head")):
+        if key in pending:
+            st.session_state[key], note = share.clamp_index(pending[key], count, name)
+            if note:
+                st.warning(note)
+
+
+def current_state(page_path: str) -> share.SharedState:
+    """The state this page's link carries."""
+    state = st.session_state
+    fields = PAGE_FIELDS.get(page_path.lower(), ())
+    model = state.get("model_picker", DEFAULT_MODEL)
+
+    def field(name: str, key: str):
+        return state.get(key) if name in fields else None
+
+    return share.SharedState(
+        text_a=state.get("sentence_a"), text_b=state.get("sentence_b"),
+        model=None if model == OTHER_FOLDER else model, layer=field("layer", LAYER), head=field("head", HEAD),
+        step=field("step", STEP), present=bool(state.get(PRESENT)),
+    )  # fmt: skip
+
+
+def sync_link(page_path: str) -> None:
+    """Write the current state into the URL's query; other parameters (the Train page's `run`) are left alone."""
+    wanted = share.query_for(current_state(page_path))
+    for key in share.QUERY_KEYS:
+        if key in wanted and st.query_params.get(key) != wanted[key]:
+            st.query_params[key] = wanted[key]
+        elif key not in wanted and key in st.query_params:
+            del st.query_params[key]
+
+
+def link_control(page_path: str) -> None:
+    """A "Copy link" box in the sidebar: the full link to this view (st.code has a copy button)."""
+    base = (st.context.url or "").split("?")[0]
+    if page_path and base.rstrip("/").lower().endswith("/" + page_path.lower()):
+        base = base.rstrip("/")[: -len(page_path) - 1]
+    link = share.share_link(base or "http://localhost:8501", page_path, current_state(page_path))
+    with st.sidebar.expander("Copy link to this view", icon=":material/link:"):
+        st.code(link, language=None, wrap_lines=True)
+        st.caption("Opens this page with the same pair, model, layer, head, step and presentation mode."
+                   + (" A model typed as a folder is not part of the link." if
+                      st.session_state.get("model_picker") == OTHER_FOLDER else ""))
