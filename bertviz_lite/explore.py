@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeVar
 
@@ -26,7 +26,7 @@ EMBEDDING_NAMES = ("token", "position", "segment", "sum", "layer_norm")
 # PairTrace attributes a data function may name as parameters (see from_trace).
 TRACE_FIELDS = (
     "encoding", "input_ids", "tokens", "masked_positions", "segments", "special", "embeddings",
-    "attentions", "queries", "keys", "values", "hidden_states", "mlm_logits", "nsp_logits",
+    "attentions", "queries", "keys", "values", "hidden_states", "mlm_logits", "nsp_logits", "model", "tokenizer",
 )  # fmt: skip
 T = TypeVar("T")
 
@@ -54,6 +54,10 @@ class PairTrace:
     tokens: list[str]  # [T] the tokens the model saw
     masked_positions: tuple[int, ...]  # positions replaced by [MASK] on request
     output: BertTrace
+    # The model and tokenizer that made the trace, for views that run the model again (attribution,
+    # head knock-out, the logit lens); left out of comparisons and repr.
+    model: Bert | None = field(default=None, compare=False, repr=False)
+    tokenizer: BertTokenizer | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def embeddings(self) -> dict[str, np.ndarray]:
@@ -183,7 +187,8 @@ def trace_pair(
         output = model.trace(**inputs)
     ids = inputs["input_ids"][0].numpy()
     tokens = list(tokenizer.convert_ids_to_tokens(ids.tolist()))
-    return PairTrace(encoding=encoding, input_ids=ids, tokens=tokens, masked_positions=masked, output=output)
+    return PairTrace(encoding=encoding, input_ids=ids, tokens=tokens, masked_positions=masked, output=output,
+                     model=model, tokenizer=tokenizer)
 
 
 def token_window(num_tokens: int, start: int, size: int) -> slice:
