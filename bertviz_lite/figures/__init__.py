@@ -37,3 +37,14 @@ __all__ = [
     "token_chip_html",
     "topk_bar",
 ]
+
+# Beyond attention weights (issue 12).
+from bertviz_lite.figures.explain import (  # noqa: E402
+    attribution_figure,
+    knockout_figure,
+    logit_lens_figure,
+    norm_heatmap,
+    special_share_figure,
+)
+
+__all__ += ["attribution_figure", "knockout_figure", "logit_lens_figure", "norm_heatmap", "special_share_figure"]

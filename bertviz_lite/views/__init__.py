@@ -76,3 +76,26 @@ __all__ = [
     "vector_choices",
     "vectors_for",
 ]
+
+# Beyond attention weights (issue 12): norm-weighted attention, attribution, head knock-out, logit lens.
+from bertviz_lite.views.explain import (  # noqa: E402
+    Attribution,
+    HeadKnockout,
+    LogitLens,
+    head_knockout,
+    logit_lens,
+    token_attribution,
+)
+from bertviz_lite.views.norms import NormAttention, norm_attention, special_share_by_layer  # noqa: E402
+
+__all__ += [
+    "Attribution",
+    "HeadKnockout",
+    "LogitLens",
+    "NormAttention",
+    "head_knockout",
+    "logit_lens",
+    "norm_attention",
+    "special_share_by_layer",
+    "token_attribution",
+]

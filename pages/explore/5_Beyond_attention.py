@@ -1,0 +1,157 @@
+"""Beyond attention: norm-weighted attention, attribution checked against leave-one-out, head knock-out, logit lens."""
+
+import streamlit as st
+
+from bertviz_lite import analysis, attribution, explore, figures, views
+from bertviz_lite.pretrained import DEFAULT_MODEL
+from bertviz_lite.tokenization import MASK_TOKEN
+from pages.common._ui import clamp_state, load_context, show_figure, show_table, trace_for, view
+
+TABS = ["Norm-weighted attention", "Attribution", "Head knock-out", "Layer by layer"]
+NSP = -1  # the "Explain" option for the next-sentence decision
+ALL_HEADS = -1
+
+ctx = load_context()
+encoding, model = ctx.encoding, ctx.model
+num_layers, num_heads = model.config.num_hidden_layers, model.config.num_attention_heads
+labels = analysis.unique_labels(encoding.tokens)
+has_b = any(s == 1 for s in encoding.sequence_ids if s is not None)
+
+st.header("Beyond attention")
+st.caption(
+    "Attention weights alone can mislead. Here they are set beside what the model does with them: the size of what "
+    "each head actually passes on, what the prediction changes when a token is masked, what happens without some "
+    "heads, and what each layer would already predict."
+)
+
+
+def explain_options() -> list[int]:
+    """MLM positions (with an MLM head) and the NSP decision (with an NSP head and a sentence B)."""
+    positions = views.maskable_positions(encoding) if model.has_mlm_head else []
+    return positions + ([NSP] if model.has_nsp_head and has_b else [])
+
+
+def pick_target() -> tuple[int | None, tuple[int, ...]] | None:
+    """The prediction to explain (None: NSP) and the positions to mask for it; None when there is nothing."""
+    options = explain_options()
+    if not options:
+        st.info(f"{ctx.inputs.source} has no trained MLM or NSP head (or there is no sentence B for NSP), so there is "
+                f"no prediction to explain. {DEFAULT_MODEL} has both.")
+        return None
+    typed = views.masked_positions(encoding.tokens)
+    default = (typed or [views.default_mask_position(encoding)] if model.has_mlm_head else [NSP])[0]
+    default = default if default in options else options[0]
+    clamp_state("beyond_target", options, default)
+    picked = st.selectbox("Explain", options, index=options.index(default), key="beyond_target",
+                          format_func=lambda i: "next-sentence decision (NSP)" if i == NSP else f"[MASK] at {labels[i]}")
+    if picked == NSP:
+        return None, ()
+    return picked, () if encoding.tokens[picked] == MASK_TOKEN else (picked,)
+
+
+def shown(data_function, masked: tuple[int, ...] = (), **params):
+    """The view's data, or None after a plain st.error (a model without the needed head, say)."""
+    try:
+        return view(data_function, ctx.inputs, masked, **params)
+    except ValueError as err:
+        st.error(str(err))
+        return None
+
+
+def _toggle_clicked_head() -> None:
+    picked = explore.model_view_selection(st.session_state["beyond_model_view"].selection, num_layers, num_heads)
+    if picked is not None:
+        name = attribution.head_name(*picked)
+        chosen = st.session_state.get("beyond_heads", [])
+        st.session_state["beyond_heads"] = [h for h in chosen if h != name] if name in chosen else [*chosen, name]
+
+
+trace_for(ctx)
+tabs = dict(zip(TABS, st.tabs(TABS, key="beyond_view", on_change="rerun"), strict=True))
+
+if tabs["Norm-weighted attention"].open:
+    with tabs["Norm-weighted attention"]:
+        st.caption(
+            "Kobayashi et al. (2020): a head adds α_ij · f(x_j) to token i, where f is the value projection followed by "
+            "the head's slice of the attention output projection. Its size ‖α f(x)‖ counts both the weight and the "
+            "vector it weighs. For all heads, the norm of the heads' summed vectors ‖Σ_h α f(x)‖ is shown."
+        )
+        filters = list(analysis.SENTENCE_FILTERS) if has_b else ["All"]
+        clamp_state("beyond_filter", filters, "All")
+        clamp_state("beyond_layer", range(num_layers), 0)
+        clamp_state("beyond_head", [ALL_HEADS, *range(num_heads)], ALL_HEADS)
+        pick_filter, pick_layer, pick_head = st.columns([2, 1, 1])
+        which = pick_filter.segmented_control("Sentences (query → key)", filters, default="All",
+                                              key="beyond_filter") or "All"
+        layer = pick_layer.selectbox("Layer", range(num_layers), key="beyond_layer")
+        head = pick_head.selectbox("Head", [ALL_HEADS, *range(num_heads)], key="beyond_head",
+                                   format_func=lambda h: "all heads" if h == ALL_HEADS else f"head {h}")
+        data = shown(views.norm_attention, layer=layer, head=None if head == ALL_HEADS else head, which=which)
+        if data is not None:
+            st.info(data.note())
+            raw_column, norm_column = st.columns(2)
+            with raw_column:
+                title = f"Attention weight · {data.where}" + (" (heads' mean)" if data.head is None else "")
+                show_figure(figures.attention_heatmap(data.raw, data.query_tokens, data.key_tokens, title),
+                            "beyond_raw_attention", frame=data.to_frame)
+            with norm_column:
+                show_figure(figures.norm_heatmap(data), "beyond_norm_attention", frame=data.to_frame)
+            show_table(data.shares().round(4), "beyond_norm_shares", hide_index=True)
+        shares = view(views.special_share_by_layer, ctx.inputs)
+        show_figure(figures.special_share_figure(shares), "beyond_special_share", frame=shares)
+
+if tabs["Attribution"].open:
+    with tabs["Attribution"]:
+        target = pick_target()
+        if target is not None:
+            position, masked = target
+            steps = st.select_slider("Integrated-gradients steps", [16, 32, 64, 128], value=32, key="beyond_steps")
+            with st.spinner("Masking each token in turn and integrating gradients…"):
+                data = shown(views.token_attribution, masked, position=position, steps=steps)
+            if data is not None:
+                st.caption(
+                    "Leave-one-out is the ground truth here: each token in turn becomes [MASK] and the model runs again; "
+                    f"its score is how much {data.label} drops. Gradient × input is ∇f(x)·x on the summed input "
+                    "embeddings; integrated gradients run from a baseline where every token is [MASK] (positions and "
+                    "segments kept). Attention, rollout and norms are read from the explained token's row."
+                )
+                show_figure(figures.attribution_figure(data), "beyond_attribution", frame=data.to_frame)
+                show_table(data.correlation_frame().round(3), "beyond_attribution_spearman", hide_index=True)
+                st.caption(
+                    f"Completeness: the integrated gradients add up to {data.scores['integrated gradients'].sum():.4f}; "
+                    f"f(input) − f(baseline) = {data.score:.4f} − ({data.baseline_score:.4f}) = "
+                    f"{data.score - data.baseline_score:.4f} (off by {data.completeness_error:.2%} with {data.steps} steps)."
+                )
+
+if tabs["Head knock-out"].open:
+    with tabs["Head knock-out"]:
+        target = pick_target()
+        if target is not None:
+            position, masked = target
+            names = [attribution.head_name(layer, head) for layer in range(num_layers) for head in range(num_heads)]
+            if "beyond_heads" in st.session_state:
+                st.session_state["beyond_heads"] = [h for h in st.session_state["beyond_heads"] if h in names]
+            chosen = st.multiselect("Heads to knock out (or click tiles in the model view below)", names, default=[],
+                                    key="beyond_heads")
+            data = shown(views.head_knockout, masked, heads=tuple(chosen), position=position, k=5)
+            if data is not None:
+                st.caption("A knocked-out head's attention probabilities are multiplied by 0 (transformers' head_mask): "
+                           "it adds nothing to its layer's output, and the layers above see the difference.")
+                show_figure(figures.knockout_figure(data), "beyond_knockout", frame=data.to_frame)
+            with st.expander("Model view: click a tile to knock that head out (or bring it back)"):
+                mosaic = view(views.attention_mosaic, ctx.inputs, masked)
+                show_figure(figures.mosaic_figure(mosaic), "beyond_model_view", frame=mosaic.to_frame,
+                            on_select=_toggle_clicked_head, selection_mode="points")
+
+if tabs["Layer by layer"].open:
+    with tabs["Layer by layer"]:
+        target = pick_target()
+        if target is not None:
+            position, masked = target
+            data = shown(views.logit_lens, masked, position=position, k=5)
+            if data is not None:
+                st.caption(
+                    "A logit lens for an encoder: the output head reads every layer's hidden state as if it were the "
+                    f"last. The final answer is {data.answer!r}; the bars show how early the model settles on it."
+                )
+                show_figure(figures.logit_lens_figure(data), "beyond_logit_lens", frame=data.to_frame)
