@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import plotly.colors as pcolors
 
-HEAD_COLOURS = pcolors.qualitative.Plotly + pcolors.qualitative.Dark24
+# 16 colours told apart on white (Tableau 10, then six darker or brighter ones): a head keeps its colour in every
+# figure, and 12-16 heads get distinct ones (plotly's own palette repeats after 10 and has near-twins).
+HEAD_COLOURS = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    "#bcbd22", "#7f7f7f", "#000080", "#ff1493", "#006400", "#b8860b", "#00ced1", "#800000",
+)  # fmt: skip
 SEGMENT_COLOURS = {0: "#1f77b4", 1: "#ff7f0e"}
 SEQUENTIAL = "Blues"
 DIVERGING = "RdBu_r"

@@ -121,42 +121,59 @@ def _head_traces(queries: np.ndarray, keys: np.ndarray, weights: np.ndarray, hea
     return traces
 
 
-def _token_column(tokens: Sequence[str], x: float, side: str, focus_token: int | None) -> go.Scatter:
-    length = len(tokens)
-    sizes = np.full(length, 6.0)
-    if focus_token is not None:
-        sizes[focus_token] = 12.0
+HOVER_LINES = 6  # strongest lines listed when hovering a token of the head view
+
+
+def _strongest_lines(links: HeadViewLinks, side: str) -> list[str]:
+    """Per token, its strongest drawn lines as hover text: "→ fox 0.41 (head 3)" (queries) or "← …" (keys)."""
+    found: list[list[tuple[float, str]]] = [[] for _ in links.tokens]
+    for head, (queries, keys, weights) in zip(links.heads, links.links, strict=True):
+        ends, others = (queries, keys) if side == "left" else (keys, queries)
+        for end, other, weight in zip(ends.tolist(), others.tolist(), weights.tolist(), strict=True):
+            found[end].append((weight, f"{links.tokens[other]} {weight:.2f} (head {head})"))
+    arrow = "→" if side == "left" else "←"
+    return ["<br>".join(f"{arrow} {text}" for _, text in sorted(lines, reverse=True)[:HOVER_LINES]) or "no lines"
+            for lines in found]  # fmt: skip
+
+
+def _token_column(links: HeadViewLinks, x: float, side: str) -> go.Scatter:
+    tokens, length = links.tokens, len(links.tokens)
+    sizes = np.full(length, 7.0)
+    if side == "left" and links.focus_token is not None:
+        sizes[links.focus_token] = 13.0
     return go.Scatter(
         x=np.full(length, x),
         y=np.arange(length),
         mode="markers+text" if length <= 128 else "markers",
         text=list(tokens),
         customdata=np.arange(length),
+        hovertext=_strongest_lines(links, side),
         textposition=f"middle {side}",
         marker={"size": sizes, "color": "#444"},
         name="queries" if side == "left" else "keys",
         showlegend=False,
-        hovertemplate="%{text} (%{customdata})<extra>%{fullData.name}</extra>",
+        hovertemplate="<b>%{text}</b> (%{customdata})<br>%{hovertext}<extra>%{fullData.name}</extra>",
     )
 
 
 def head_view(links: HeadViewLinks, levels: int = 5) -> go.Figure:
     """BertViz-style head view of one layer (views.select_links): queries left, keys right, lines between.
 
-    Each head gets a colour and a legend entry that toggles it; a line's opacity and width show its
-    weight in `levels` steps (one trace per step). layout.meta = {"top_k", "start", "stop"} of the links.
+    Each head gets a distinct colour and a legend entry: a click shows that head alone, a second click all
+    of them. A line's opacity and width show its weight in `levels` steps (one trace per step); hovering a
+    token lists its strongest lines. layout.meta = {"top_k", "start", "stop"} of the links.
     """
     tokens = links.tokens
     fig = go.Figure()
     for head, (queries, keys, weights) in zip(links.heads, links.links, strict=True):
         fig.add_traces(_head_traces(queries, keys, weights, head, levels))
-    fig.add_traces(
-        [_token_column(tokens, 0.0, "left", links.focus_token), _token_column(tokens, 1.0, "right", None)]
-    )
+    fig.add_traces([_token_column(links, 0.0, "left"), _token_column(links, 1.0, "right")])
     fig.update_layout(
         title="Head view: each query token (left) to the key tokens it attends to (right)",
         height=token_axis_height(len(tokens), per_token=20, high=4000),
-        legend_title_text="heads (click to toggle)",
+        # One click on a head shows it alone (click it again for all); a double click hides just that head.
+        legend={"title": {"text": "heads: click = only this,<br>again = all"}, "itemclick": "toggleothers",
+                "itemdoubleclick": "toggle", "itemsizing": "constant"},
         xaxis={"visible": False, "range": [-0.8, 1.8]},
         plot_bgcolor="white",
         yaxis={"visible": False, "autorange": "reversed"},
@@ -264,6 +281,9 @@ def neuron_view_figure(neuron: dict, tokens: Sequence[str], query_index: int) ->
     )
     for col in range(2, 6):
         fig.update_yaxes(showticklabels=False, row=2, col=col)
+    # Dimension numbers under the query row and the weighted values ran into the subplot titles below them.
+    fig.update_xaxes(showticklabels=False, row=1, col=1)
+    fig.update_xaxes(showticklabels=False, row=2, col=5)
     fig.update_layout(
         title=f"Neuron view for query {labels[query_index]}",
         barmode="group",

@@ -21,6 +21,8 @@ from bertviz_lite.figures._common import (
 )
 
 PART_TITLES = ("token embedding", "position embedding", "segment embedding", "sum", "after LayerNorm")
+# Subplot titles short enough not to collide at 1024 px, read left to right as the sum they are.
+SUBPLOT_TITLES = ("token", "+ position", "+ segment", "= sum", "→ LayerNorm")
 
 
 def _embedding_trace(matrix: np.ndarray, labels: list[str], **kwargs) -> go.Heatmap:
@@ -52,7 +54,7 @@ def embedding_parts_figure(
     fig = make_subplots(
         rows=rows,
         cols=cols,
-        subplot_titles=PART_TITLES,
+        subplot_titles=SUBPLOT_TITLES if layout == "row" else PART_TITLES,
         shared_yaxes=layout == "row",
         shared_xaxes=layout == "column",
         horizontal_spacing=0.02,
@@ -65,14 +67,17 @@ def embedding_parts_figure(
         fig.add_trace(_embedding_trace(part, labels, coloraxis=axis, name=PART_TITLES[i]), row=row, col=col)
     raw_limit, norm_limit = symmetric_range(*parts[:4]), symmetric_range(parts[4])
     height = token_axis_height(parts[0].shape[0]) * (1 if layout == "row" else 3)
+    # Colour bars lie flat under the plots (under the raw parts, and under LayerNorm): upright ones at the
+    # right collided with each other and with the last plot on a 1024-px screen.
     fig.update_layout(
         title="Embedding parts: token + position + segment = sum → LayerNorm",
-        height=height,
-        coloraxis=_diverging_axis(raw_limit, "raw", x=1.02),
-        coloraxis2=_diverging_axis(norm_limit, "LayerNorm", x=1.1),
+        height=height + 90,
+        margin={"t": 90, "b": 150, "r": 20},
+        coloraxis=_diverging_axis(raw_limit, "raw parts", x=0.39 if layout == "row" else 0.3, length=0.7),
+        coloraxis2=_diverging_axis(norm_limit, "LayerNorm", x=0.9 if layout == "row" else 0.8, length=0.19),
     )
     fig.update_yaxes(**category_axis(reverse=True))
-    fig.update_xaxes(title_text="hidden dimension", row=rows)  # every column, or the bottom plot
+    fig.update_xaxes(title_text="hidden dimension", row=rows, col=(cols + 1) // 2)  # one title, under the middle
     return fig
 
 
@@ -166,7 +171,8 @@ def pca_scatter(
     return fig
 
 
-def _diverging_axis(limit: float, title: str, x: float) -> dict:
-    """A colour axis centred on 0 from -limit to +limit, its colour bar at `x`."""
-    colorbar = {"title": {"text": title}, "x": x}
+def _diverging_axis(limit: float, title: str, x: float, length: float) -> dict:
+    """A colour axis centred on 0 from -limit to +limit, its colour bar flat at the figure's bottom, centred at `x`."""
+    colorbar = {"title": {"text": title, "side": "top"}, "orientation": "h", "x": x, "xanchor": "center",
+                "len": length, "thickness": 14, "yref": "container", "y": 0.01, "yanchor": "bottom"}  # fmt: skip
     return {"colorscale": DIVERGING, "cmid": 0, "cmin": -limit, "cmax": limit, "colorbar": colorbar}

@@ -24,15 +24,17 @@ def topk_bar(tokens: Sequence[str], probs: Sequence[float], title: str = "Top pr
             orientation="h",
             marker_color="#1f77b4",
             text=[f"{p:.1%}" for p in probs[order]],
-            textposition="auto",
+            textposition="outside",  # beside the bar, at the figure's font size ("auto" shrank it inside long bars)
+            cliponaxis=False,
             hovertemplate="%{y}: %{x:.4f}<extra></extra>",
         )
     )
     fig.update_layout(
         title=title,
-        xaxis={"title": {"text": "probability"}, "range": [0, max(1e-9, float(probs.max(initial=0)) * 1.1)]},
+        xaxis={"title": {"text": "probability"}, "range": [0, max(1e-9, float(probs.max(initial=0)) * 1.18)]},
         yaxis={**category_axis(reverse=True), "title": {"text": "token"}},
-        height=max(250, 28 * probs.size + 120),
+        height=max(250, 28 * probs.size + 110),
+        margin={"t": 50, "b": 50},  # plotly's default 100 px left a gap under the title
     )
     return fig
 
@@ -53,14 +55,18 @@ def nsp_bar(p_is_next: float, title: str = "Next-sentence prediction: does sente
             orientation="h",
             marker_color=["#2ca02c", "#d62728"],
             text=[f"{p:.1%}" for p in probs],
-            textposition="auto",
+            textposition="outside",
+            cliponaxis=False,
             hovertemplate="%{y}: %{x:.4f}<extra></extra>",
         )
     )
+    # Room right of 1 for the text of a bar near 100%; the ticks stop at 1, which stays visible.
+    ticks = [0, 0.25, 0.5, 0.75, 1]
     fig.update_layout(
         title=title,
-        xaxis={"title": {"text": "probability"}, "range": [0, 1]},
+        xaxis={"title": {"text": "probability"}, "range": [0, 1.2], "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]},
         yaxis={**category_axis(reverse=True), "title": {"text": ""}},  # empty, yet it keeps the labels' left margin
-        height=220,
+        height=240,
+        margin={"t": 50, "b": 50},
     )
     return fig

@@ -33,7 +33,7 @@ def prediction_title(encoding: Encoding, position: int) -> str:
     original = encoding.tokens[position]
     if original == MASK_TOKEN:
         return f"Position {position}: [MASK] typed in the text"
-    return f"Position {position}: the model sees [MASK]; the original was {original!r}"
+    return f"Position {position}: [MASK], originally {original!r}"
 
 
 def top_predictions(mlm_logits, tokenizer: BertTokenizer, position: int, k: int = 10) -> pd.DataFrame:

@@ -144,9 +144,13 @@ def presentation_style() -> None:
         st.html(PRESENT_CSS)
 
 
-def show_figure(fig: go.Figure, name: str, frame: pd.DataFrame | Callable[[], pd.DataFrame], **chart_args):
-    """st.plotly_chart with readable fonts (larger in presentation mode) and the PNG button, then a CSV button."""
-    event = st.plotly_chart(readable(fig, is_present()), key=name, config=plotly_config(name), **chart_args)
+def show_figure(fig: go.Figure, name: str, frame: pd.DataFrame | Callable[[], pd.DataFrame], key: str | None = None,
+                **chart_args):  # fmt: skip
+    """st.plotly_chart with readable fonts (larger in presentation mode) and the PNG button, then a CSV button.
+
+    key: the chart's widget key when it is not `name` (a new key clears a chart's selection).
+    """
+    event = st.plotly_chart(readable(fig, is_present()), key=key or name, config=plotly_config(name), **chart_args)
     csv_button(frame, name, name)
     return event
 

@@ -42,10 +42,17 @@ def _focus_clicked_token() -> None:
     st.session_state["hv_focus"] = ALL_TOKENS if picked is None else start + picked
 
 
+def _model_view_key() -> str:
+    """Each click gives the model view a new key, which clears its selection: a tile clicked again opens again."""
+    clicks = st.session_state.get("model_view_clicks", 0)
+    return "model_view" if not clicks else f"model_view_{clicks}"
+
+
 def _open_tile() -> None:
-    picked = explore.model_view_selection(st.session_state["model_view"].selection, num_layers, num_heads)
+    picked = explore.model_view_selection(st.session_state[_model_view_key()].selection, num_layers, num_heads)
     if picked is not None:
         st.session_state["attn_layer"], st.session_state["attn_head"] = picked
+        st.session_state["model_view_clicks"] = st.session_state.get("model_view_clicks", 0) + 1
 
 
 tabs = dict(zip(TABS, st.tabs(TABS, key="attn_view", on_change="rerun"), strict=True))
@@ -84,12 +91,15 @@ if tabs["Model view"].open:
     with tabs["Model view"]:
         mosaic = view(views.attention_mosaic, ctx.inputs)
         st.caption(
-            "Every layer (rows) and head (columns). Click a tile to open that head below."
+            "Every layer (rows) and head (columns). Click a tile to open that head beside it."
             + (f" Tiles are averaged into {mosaic.tile} × {mosaic.tile} blocks of tokens." if mosaic.tile < count else "")
         )
-        show_figure(figures.mosaic_figure(mosaic), "model_view", frame=mosaic.to_frame, on_select=_open_tile,
-                    selection_mode="points")
-        single_head(layer, head, "All", "model_view_head")
+        grid, opened = st.columns([3, 2])  # the opened head beside the grid, not below the fold
+        with grid:
+            show_figure(figures.mosaic_figure(mosaic, tile_size=min(80, 480 // num_layers)), "model_view",
+                        frame=mosaic.to_frame, key=_model_view_key(), on_select=_open_tile, selection_mode="points")
+        with opened:
+            single_head(layer, head, "All", "model_view_head")
 
 if tabs["Neuron view"].open:
     with tabs["Neuron view"]:

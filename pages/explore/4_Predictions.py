@@ -39,22 +39,28 @@ chosen = left.multiselect("Tokens to mask (or type [MASK] in a sentence)", maska
 k = right.number_input("Top k", 1, 30, 10, key="pred_k")
 trace = trace_for(ctx, chosen)
 
+# Side by side, so both fit a 1280 × 720 screen.
+mlm_column, nsp_column = (
+    st.columns([3, 2]) if ctx.model.has_mlm_head and ctx.model.has_nsp_head else (st.container(), st.container()))
 if ctx.model.has_mlm_head:
-    st.subheader("Masked words")
-    positions = views.masked_positions(trace.tokens)
-    if not positions:
-        st.info("Pick a token to mask above, or write [MASK] in sentence A or B.")
-    for position in positions:
-        top = views.top_predictions(trace.mlm_logits, ctx.tokenizer, position, k)
-        title = views.prediction_title(encoding, position)
-        show_figure(figures.topk_bar(top["token"].tolist(), top["probability"], title=title),
-                    f"predictions_{position}", frame=top)
+    with mlm_column:
+        st.subheader("Masked words")
+        positions = views.masked_positions(trace.tokens)
+        if not positions:
+            st.info("Pick a token to mask above, or write [MASK] in sentence A or B.")
+        for position in positions:
+            top = views.top_predictions(trace.mlm_logits, ctx.tokenizer, position, k)
+            title = views.prediction_title(encoding, position)
+            show_figure(figures.topk_bar(top["token"].tolist(), top["probability"], title=title),
+                        f"predictions_{position}", frame=top)
 
 if ctx.model.has_nsp_head:
-    st.subheader("Next sentence")
-    probability = views.is_next_probability(trace.nsp_logits)
-    if not trace.has_sentence_b:
-        st.info("Type a sentence B to ask the model whether it follows sentence A.")
-    else:
-        show_figure(figures.nsp_bar(probability), "nsp", frame=views.nsp_frame(probability))
-        st.caption("Computed on the input as shown above, [MASK]s included.")
+    with nsp_column:
+        st.subheader("Next sentence")
+        probability = views.is_next_probability(trace.nsp_logits)
+        if not trace.has_sentence_b:
+            st.info("Type a sentence B to ask the model whether it follows sentence A.")
+        else:
+            show_figure(figures.nsp_bar(probability, title="Does sentence B follow A?"), "nsp",
+                        frame=views.nsp_frame(probability))
+            st.caption("Computed on the input as shown above, [MASK]s included.")

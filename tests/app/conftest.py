@@ -24,6 +24,7 @@ PAGES = {
     "embeddings": "pages/explore/2_Embeddings.py",
     "attention": "pages/explore/3_Attention.py",
     "predictions": "pages/explore/4_Predictions.py",
+    "walkthrough": "pages/explore/0_Walkthrough.py",  # the default page
 }
 PAIR = ("The cat sat on the mat because it was tired.", "It fell asleep in the warm sun.")
 HAS_DEMO = (CHECKPOINTS_DIR / DEMO / "config.json").is_file()
@@ -76,9 +77,8 @@ def run_app(state: dict, page: str = "tokens", **extra) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     for key, value in {"sentence_a": PAIR[0], "sentence_b": PAIR[1], **state, **extra}.items():
         at.session_state[key] = value
+    at.switch_page(PAGES[page])  # the explore pages have file-name URLs, so this works before the first run
     at.run()
-    if page != "tokens":
-        at.switch_page(PAGES[page]).run()
     return at
 
 

@@ -1,0 +1,119 @@
+"""Presentation mode and shared links in a real browser: figures above the fold at 1280×720, links reproduce views.
+
+Screenshots of every explore page and walkthrough step at 1280×720 and 1024×768 go to tests/artifacts/.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, quote, urlparse
+
+import pytest
+from playwright.sync_api import expect
+
+from bertviz_lite.pretrained import CHECKPOINTS_DIR, DEFAULT_MODEL
+from bertviz_lite.walkthrough import STEPS
+from tests.browser.conftest import ARTIFACTS
+from tests.browser.driver import EXCEPTION, open_page, selected_option, wait_for_idle
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
+                       reason=f"checkpoints/{DEFAULT_MODEL} is missing"),
+]
+
+EXPLORE = {"Tokens": "tokens", "Embeddings": "embeddings", "Attention": "attention", "Predictions": "predictions"}
+QUESTION_STEPS = {"one_head", "mlm", "nsp"}
+# Top and height of the first figure in the main area: a plotly chart, or the token chips (an HTML figure).
+_FIGURE_BOX = """() => {
+  const el = document.querySelector('[data-testid="stMain"] .js-plotly-plot, [data-testid="stMain"] .bvl-chips');
+  if (!el || (el.classList.contains('js-plotly-plot') && !el._fullLayout)) return null;
+  const box = el.getBoundingClientRect();
+  return [box.top, box.height];
+}"""
+
+
+def figure_box(page) -> tuple[float, float]:
+    """(top, height) in pixels of the main figure, once it is drawn."""
+    wait_for_idle(page)
+    handle = page.wait_for_function(_FIGURE_BOX, timeout=60_000, polling=50)
+    return tuple(handle.json_value())
+
+
+def assert_no_exception(page) -> None:
+    assert page.locator(EXCEPTION).count() == 0, page.locator(EXCEPTION).first.inner_text()
+
+
+def reveal(page) -> None:
+    """Answer the step's question (the first option) and reveal the model's answer."""
+    page.locator('[data-testid="stMain"] [data-testid="stRadio"] label').first.click()
+    wait_for_idle(page)
+    page.get_by_role("button", name="Reveal the model's answer").click()
+    wait_for_idle(page)
+
+
+def visit_everything(page, base_url: str, size: tuple[int, int]) -> dict[str, float]:
+    """Every walkthrough step and explore page in presentation mode: screenshots, and each figure's top."""
+    width, height = size
+    tops = {}
+    open_page(page, base_url, "?present=1")
+    for number, step in enumerate(STEPS, start=1):
+        if step.key in QUESTION_STEPS:
+            reveal(page)
+        tops[f"step {number} {step.key}"] = figure_box(page)[0]
+        page.wait_for_timeout(300)  # plotly lays a new chart out once more after it appears
+        page.screenshot(path=str(ARTIFACTS / f"present_{width}x{height}_step{number}_{step.key}.png"))
+        assert_no_exception(page)
+        if number < len(STEPS):
+            page.get_by_role("button", name="Next").click()
+    for title, path in EXPLORE.items():
+        page.goto(f"{base_url}/{title}?present=1")
+        tops[title] = figure_box(page)[0]
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(ARTIFACTS / f"present_{width}x{height}_{path}.png"))
+        assert_no_exception(page)
+    return tops
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1024, 768)], ids=["1280x720", "1024x768"])
+def test_presentation_mode_puts_every_main_figure_above_the_fold(streamlit_url, browser, size):
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    try:
+        tops = visit_everything(context.new_page(), streamlit_url, size)
+    finally:
+        context.close()
+    (ARTIFACTS / f"present_{size[0]}x{size[1]}_figure_tops.txt").write_text(
+        "".join(f"{name}: {top:.0f} px\n" for name, top in tops.items()), encoding="utf-8")
+    low = {name: top for name, top in tops.items() if not 0 <= top <= size[1] - 200}
+    assert not low, f"figure tops below {size[1] - 200} px (at least 200 px of figure must show): {low}"
+
+
+A = "The quick brown fox jumps over the lazy dog."
+B = "It was not amused at all."
+
+
+def test_a_prepared_link_reproduces_pair_layer_and_head(streamlit_url, page):
+    open_page(page, streamlit_url, f"Attention?a={quote(A)}&b={quote(B)}&model={DEFAULT_MODEL}&layer=2&head=5")
+    expect(page.locator(".st-key-sentence_a input")).to_have_value(A)
+    expect(page.locator(".st-key-sentence_b input")).to_have_value(B)
+    assert selected_option(page, "attn_layer") == "2" and selected_option(page, "attn_head") == "5"
+    figure_box(page)
+    expect(page.locator(".st-key-attention_heatmap .gtitle")).to_have_text("Layer 2, head 5 (All)")
+    assert "fox (4)" in page.locator(".st-key-attention_heatmap .yaxislayer-above text").all_text_contents()
+    assert_no_exception(page)
+
+
+def test_the_url_follows_the_user_and_bad_values_are_tamed(streamlit_url, page):
+    open_page(page, streamlit_url, "Attention?model=/etc&layer=99&head=-3&a=" + "word%20" * 1500)
+    alerts = " ".join(page.locator('[data-testid="stAlert"]').all_inner_texts())
+    assert "does not offer" in alerts and "cut to 2,000" in alerts and "layer 99 shows as 5" in alerts, alerts
+    assert selected_option(page, "attn_layer") == "5" and selected_option(page, "attn_head") == "0"
+    assert selected_option(page, "model_picker") == DEFAULT_MODEL
+    page.locator(".st-key-attn_head input[role='combobox']").click()
+    page.get_by_role("option", name="7", exact=True).click()
+    wait_for_idle(page)
+    page.wait_for_function("() => location.search.includes('head=7')", timeout=10_000)
+    query = parse_qs(urlparse(page.url).query)
+    assert query["layer"] == ["5"] and query["model"] == [DEFAULT_MODEL] and "/etc" not in page.url
+    link = page.locator('[data-testid="stSidebar"] [data-testid="stCode"]').first.inner_text()
+    assert "head=7" in link and "/Attention?" in link, link
+    assert_no_exception(page)
