@@ -10,22 +10,32 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 import streamlit as st
 
 from bertviz_lite import access, runs
+from bertviz_lite.analysis import attention_to_csv_frame
 from bertviz_lite.checkpoint_store import final_metrics
-from bertviz_lite.checkpoints import load_snapshot, snapshot_path
+from bertviz_lite.checkpoints import load_snapshot, load_snapshot_predictions, snapshot_path
 from bertviz_lite.explore import model_view_selection
-from bertviz_lite.figures.attention import attention_heatmap
-from bertviz_lite.figures.mosaic import mosaic_figure
+from bertviz_lite.figures.timelapse import (
+    guesses_bar,
+    prediction_curves,
+    replay_heatmap,
+    replay_mosaic,
+    specialisation_heatmap,
+)
 from bertviz_lite.figures.training import lr_curve, metric_curves, throughput_curve
 from bertviz_lite.run_folder import RunFolder, read_metrics
-from bertviz_lite.views.attention import attention_mosaic
-from pages.common._ui import plotly_config
+from bertviz_lite.views import timelapse
+from bertviz_lite.views.attention import AttentionMosaic, attention_mosaic
+from pages.common._ui import plotly_config, show_figure
 from pages.common._visitor import current_visitor
 
 REFRESH_S = 2.0
 REPLAY_REFRESH_S = 5.0
+PLAY_S = 1.2  # seconds per snapshot while Play is on
+PLAYING, HOLD = "replay_playing", "replay_hold"
 LOSS_METRICS = ("mlm_loss", "nsp_loss", "eval_mlm_loss", "eval_nsp_loss")
 ACCURACY_METRICS = ("mlm_acc", "nsp_acc", "eval_mlm_acc", "eval_nsp_acc")
 STATE_COLOURS = {"starting": "blue", "running": "blue", "finished": "green", "stopped": "orange",
@@ -140,17 +150,21 @@ def _curves(records: list[dict]) -> None:
         column.plotly_chart(figure, key=key, config=plotly_config(key))
 
 
-# ---- attention replay ----------------------------------------------------------------------------
+# ---- attention replay: a time-lapse of the probe pair --------------------------------------------
 
 
 def attention_replay(run_dir: Path) -> None:
-    """A slider over the run's snapshots: one head's map and the layers × heads mosaic at that step.
+    """The run's snapshots as a time-lapse: one head's map, the mosaic, the probe's predictions, head patterns.
 
-    While the run trains, the panel looks for new snapshots every REPLAY_REFRESH_S seconds and, unless
-    the user moved the slider, jumps to the newest.
+    The panel is a fragment. While Play is on it reruns every PLAY_S seconds and each run shows the next
+    snapshot; while the run trains it looks for new snapshots every REPLAY_REFRESH_S seconds and, unless
+    the user moved the slider, jumps to the newest. Starting or pausing Play reruns the page once, which
+    sets the fragment's timer anew.
     """
     active = runs.run_state(run_dir).active
-    st.fragment(run_every=REPLAY_REFRESH_S if active else None)(_replay_panel)(run_dir, active)
+    playing = bool(st.session_state.get(PLAYING))
+    every = PLAY_S if playing else REPLAY_REFRESH_S if active else None
+    st.fragment(run_every=every)(_replay_panel)(run_dir, active, playing)
 
 
 def _clamp(key: str, options: list, default) -> None:
@@ -160,38 +174,136 @@ def _clamp(key: str, options: list, default) -> None:
 
 def _stop_following() -> None:
     st.session_state["replay_follow"] = False
+    st.session_state[PLAYING] = False
 
 
-def _replay_panel(run_dir: Path, active: bool) -> None:
+def _hold() -> None:
+    """A widget changed while playing: show this step again instead of moving on."""
+    st.session_state[HOLD] = True
+
+
+def _toggle_play(steps: list[int]) -> None:
+    playing = not st.session_state.get(PLAYING)
+    st.session_state[PLAYING], st.session_state[HOLD] = playing, True
+    if playing:
+        st.session_state["replay_follow"] = False
+        if st.session_state.get("replay_step") == steps[-1]:
+            st.session_state["replay_step"] = steps[0]  # Play at the end starts again from the first snapshot
+
+
+def _play_tick(steps: list[int]) -> None:
+    """While playing, each run of the panel moves to the next snapshot; Play ends at the last one."""
+    if not st.session_state.get(PLAYING) or st.session_state.pop(HOLD, False):
+        return
+    step = st.session_state.get("replay_step")
+    later = [s for s in steps if step is None or s > step]
+    if later:
+        st.session_state["replay_step"] = later[0]
+    else:
+        st.session_state[PLAYING] = False
+
+
+def _replay_panel(run_dir: Path, active: bool, was_playing: bool) -> None:
     steps = runs.snapshot_steps(run_dir)
     if not steps:
         st.info("Waiting for the first attention snapshot…" if active else "This run saved no attention snapshot.")
         return
+    _play_tick(steps)
+    if bool(st.session_state.get(PLAYING)) != was_playing:
+        st.rerun()  # a full rerun sets the fragment's timer for playing (PLAY_S) or not
+    step = _step_controls(steps, active)
+    lapse = run_timelapse(str(run_dir), tuple(steps))
+    if step not in lapse.steps:
+        st.warning(f"The snapshot of step {step} could not be read (being written, or not a snapshot).")
+        return
+    zrange = _colour_range(lapse)
+    path = snapshot_path(run_dir, step)
+    try:
+        attentions, tokens, mosaic = replay_frame(str(path), _file_version(path))
+    except ValueError:
+        st.warning(f"The snapshot of step {step} could not be read (being written, or not a snapshot).")
+        return
+    _head_and_predictions(attentions, tokens, lapse, step, zrange)
+    st.caption("Click a tile to open that head above.")
+    show_figure(replay_mosaic(mosaic, zrange), "replay_mosaic", mosaic.to_frame, selection_mode="points",
+                on_select=partial(_open_tile, *attentions.shape[:2]))  # fmt: skip
+    _specialisation(lapse, step)
+
+
+def _step_controls(steps: list[int], active: bool) -> int:
+    """Play/Pause, the step slider and (while the run trains) Follow; returns the step to show."""
     st.session_state.setdefault("replay_follow", True)
-    if active:
-        st.toggle("Follow the newest snapshot", key="replay_follow")
-    if active and st.session_state["replay_follow"]:
+    if active and st.session_state["replay_follow"] and not st.session_state.get(PLAYING):
         st.session_state["replay_step"] = steps[-1]
     _clamp("replay_step", steps, steps[-1])
-    step = st.select_slider("Training step", steps, key="replay_step", on_change=_stop_following,
-                            help="Move it to watch the heads form.")  # fmt: skip
-    try:
-        _, attentions, tokens = load_snapshot(snapshot_path(run_dir, step))
-    except ValueError as err:
-        st.warning(str(err))
-        return
+    play, slider = st.columns([1, 6], vertical_alignment="bottom")
+    playing = st.session_state.get(PLAYING)
+    play.button("Pause" if playing else "Play", key="replay_play", icon=":material/pause:" if playing
+                else ":material/play_arrow:", on_click=_toggle_play, args=(steps,), disabled=len(steps) < 2,
+                help=f"Step through the snapshots, one every {PLAY_S:g} s.")  # fmt: skip
+    step = slider.select_slider("Training step", steps, key="replay_step", on_change=_stop_following,
+                                help="Move it to watch the heads form.")  # fmt: skip
+    if active:
+        st.toggle("Follow the newest snapshot", key="replay_follow", on_change=_hold)
+    return step
+
+
+def _colour_range(lapse: timelapse.Timelapse) -> tuple[float, float]:
+    scale = st.radio("Colour scale", timelapse.COLOUR_SCALES, key="replay_scale", horizontal=True, on_change=_hold,
+                     help="The same colours at every step, so an untrained head (every weight about 1/T) looks "
+                          "flat rather than patterned.")  # fmt: skip
+    zrange = timelapse.colour_range(scale, lapse.largest_weight)
+    st.caption(f"Colours run from {zrange[0]:g} (white) to {zrange[1]:.3g} (dark blue) at every step"
+               + ("." if scale == timelapse.COLOUR_SCALES[0] else ": the largest weight in any snapshot of this run."))
+    return zrange
+
+
+def _head_and_predictions(attentions: np.ndarray, tokens: list[str], lapse: timelapse.Timelapse, step: int,
+                          zrange: tuple[float, float]) -> None:  # fmt: skip
     layers, heads = attentions.shape[:2]
     _clamp("replay_layer", list(range(layers)), 0)
     _clamp("replay_head", list(range(heads)), 0)
-    left, right = st.columns(2)
-    layer = left.selectbox("Layer", range(layers), key="replay_layer")
-    head = right.selectbox("Head", range(heads), key="replay_head")
-    st.markdown(f"**Layer {layer}, head {head} at step {step}**")
-    heatmap = attention_heatmap(attentions[layer, head], tokens, title="")  # the top axis holds the keys
-    st.plotly_chart(heatmap, key="replay_heatmap", config=plotly_config("replay_heatmap"))
-    st.caption("Click a tile to open that head above.")
-    st.plotly_chart(mosaic_figure(attention_mosaic(attentions, tokens)), key="replay_mosaic", on_select=partial(_open_tile, layers, heads),
-                    selection_mode="points", config=plotly_config("replay_mosaic"))  # fmt: skip
+    left, right = st.columns([3, 2])
+    pick_layer, pick_head = left.columns(2)
+    layer = pick_layer.selectbox("Layer", range(layers), key="replay_layer", on_change=_hold)
+    head = pick_head.selectbox("Head", range(heads), key="replay_head", on_change=_hold)
+    with left:
+        st.markdown(f"**Layer {layer}, head {head} at step {step}**")
+        weights = attentions[layer, head]
+        show_figure(replay_heatmap(weights, tokens, zrange), "replay_heatmap",
+                    lambda: attention_to_csv_frame(weights, tokens).assign(step=step, layer=layer, head=head))  # fmt: skip
+    with right:
+        _predictions(lapse.predictions, step)
+
+
+def _predictions(series: timelapse.PredictionSeries, step: int) -> None:
+    """The probe pair's MLM guesses and NSP probability at this step, and both over the steps."""
+    if not series.steps:
+        st.info("This run's snapshots hold no MLM/NSP predictions: it was trained before they were saved, "
+                "or its model has no MLM and NSP heads.")  # fmt: skip
+        return
+    index = series.at(step)
+    if index is None:
+        st.info(f"The snapshot of step {step} holds no predictions; the chart below shows the steps that do.")
+    else:
+        st.markdown(f"NSP head at step {step}: B follows A with probability **{series.is_next_prob[index]:.1%}**")
+        show_figure(guesses_bar(series, step), "replay_guesses", series.to_frame)
+    show_figure(prediction_curves(series, step), "replay_predictions", series.to_frame)
+
+
+PATTERN_LABELS = {"[CLS]": "[CLS]", "[SEP]": "[SEP]", "previous": "previous token", "next": "next token",
+                  "self": "itself"}  # fmt: skip
+
+
+def _specialisation(lapse: timelapse.Timelapse, step: int) -> None:
+    """Per head and step, the share of attention to one pattern (picked), from every snapshot."""
+    st.markdown("**When heads specialise**")
+    pattern = st.radio("Attention to", timelapse.PATTERNS, key="replay_pattern", horizontal=True, on_change=_hold,
+                       format_func=PATTERN_LABELS.get)  # fmt: skip
+    st.caption("Each cell: the share of a head's attention that goes to this target, averaged over the probe "
+               "pair's tokens (padding left out). A head turns dark when it specialises.")  # fmt: skip
+    spec = lapse.specialisation
+    show_figure(specialisation_heatmap(spec, pattern, step), "replay_specialisation", spec.to_frame)
 
 
 def _open_tile(layers: int, heads: int) -> None:
@@ -199,3 +311,39 @@ def _open_tile(layers: int, heads: int) -> None:
     picked = model_view_selection(st.session_state["replay_mosaic"].selection, layers, heads)
     if picked is not None:
         st.session_state["replay_layer"], st.session_state["replay_head"] = picked
+    _hold()
+
+
+# ---- cached reading: each snapshot is summarised once, a few frames of maps are kept --------------
+
+
+def _file_version(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+@st.cache_resource(max_entries=512, show_spinner=False)  # a summary is a few numbers per head
+def _snapshot_summary(path: str, version: int) -> timelapse.SnapshotSummary | None:
+    """One snapshot's summary (pattern shares, largest weight, predictions), or None if unreadable."""
+    try:
+        step, attentions, tokens = load_snapshot(path)
+    except ValueError:
+        return None
+    return timelapse.summarise_snapshot(step, attentions, tokens, load_snapshot_predictions(path))
+
+
+@st.cache_resource(max_entries=8, show_spinner="Reading the run's snapshots…")
+def run_timelapse(run_dir: str, steps: tuple[int, ...]) -> timelapse.Timelapse:
+    """The time-lapse of a run's snapshots at these steps; a new snapshot costs one new summary."""
+    paths = [snapshot_path(run_dir, step) for step in steps]
+    summaries = [_snapshot_summary(str(path), _file_version(path)) for path in paths]
+    return timelapse.timelapse([summary for summary in summaries if summary is not None])
+
+
+@st.cache_resource(max_entries=12, show_spinner=False)  # a base-preset snapshot is 4.7 MB: at most ~60 MB here
+def replay_frame(path: str, version: int) -> tuple[np.ndarray, list[str], AttentionMosaic]:
+    """One snapshot's attention [L, H, T, T], tokens and mosaic, read once (per version of the file)."""
+    _, attentions, tokens = load_snapshot(path)
+    return attentions, tokens, attention_mosaic(attentions, tokens)
