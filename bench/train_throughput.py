@@ -27,8 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bertviz_lite.config import BertConfig  # noqa: E402
 from bertviz_lite.data import PretrainingCollator, builtin_corpus  # noqa: E402
 from bertviz_lite.model import Bert  # noqa: E402
+from bertviz_lite.optimization import PretrainingStep, make_optimizer, optimizer_step  # noqa: E402
 from bertviz_lite.tokenization import BertTokenizer  # noqa: E402
-from bertviz_lite.trainer import DTYPES, PRESETS, PretrainingStep, make_optimizer, optimizer_step  # noqa: E402
+from bertviz_lite.training_args import DTYPES, PRESETS  # noqa: E402
 
 
 class HuggingFaceStep(nn.Module):

@@ -1,7 +1,8 @@
 """The options of a training run as a form shows them: one flat dict per preset, checked, turned into CLI flags.
 
-A flat dict holds every `TrainingArguments` field except `config` and `out`, plus every BertConfig field
-the CLI overrides (`CONFIG_OVERRIDES`). `check_options` builds the real `TrainingArguments` from it, so
+A flat dict holds every declared `TrainingArguments` option except `out`, plus every BertConfig field
+the CLI overrides (`CONFIG_OVERRIDES`). Labels, help, form sections and steps are read from the fields'
+declarations (`training_args.option`, `config._size`) at call time, so a new option appears everywhere. `check_options` builds the real `TrainingArguments` from it, so
 the form refuses exactly what the CLI refuses, with the trainer's message; `check_training_pairs` asks the
 trainer's batch check with the number of pairs the chosen corpus will give, without building them.
 """
@@ -10,71 +11,84 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
-from functools import cache, lru_cache
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from bertviz_lite import training_args
 from bertviz_lite.config import BertConfig
 from bertviz_lite.data import builtin_corpus, documents_from_text, read_corpus
 from bertviz_lite.limits import parameter_count
-from bertviz_lite.train import build_parser
-from bertviz_lite.trainer import (
-    CONFIG_OVERRIDES,
-    OptionError,
-    TrainingArguments,
-    check_batch_size,
-)
+from bertviz_lite.training_args import CONFIG_OVERRIDES, OptionError, TrainingArguments, option_fields
+from bertviz_lite.training_data import check_batch_size
 
 MAX_CORPUS_BYTES = 5_000_000
 ENGLISH_SENTENCES = 160_236  # sentences of corpora/english.txt.gz (a test counts them)
 FEWEST_STORY_SENTENCES = 4  # every built-in story has 4 to 8 sentences (a test checks it)
 MAX_COUNTED_STORIES = 100_000  # the form generates at most this many stories (~5 s) to count their sentences
-TRAINING_FIELDS = tuple(f.name for f in dataclasses.fields(TrainingArguments) if f.name not in ("config", "out"))
 MODEL_FIELDS = CONFIG_OVERRIDES
-LABELS = {
-    "hidden_size": "Hidden size", "num_hidden_layers": "Layers", "num_attention_heads": "Attention heads",
-    "intermediate_size": "Feed-forward size", "max_position_embeddings": "Max positions",
-    "type_vocab_size": "Segment types", "hidden_dropout_prob": "Hidden dropout",
-    "attention_probs_dropout_prob": "Attention dropout", "layer_norm_eps": "LayerNorm epsilon",
-    "initializer_range": "Initializer std", "position_embedding_type": "Position embeddings",
-    "preset": "Preset", "corpus": "Corpus", "num_documents": "Built-in stories", "init": "Start from", "vocab_size": "Vocabulary size",
-    "seq_len": "Sequence length", "batch_size": "Batch size", "steps": "Steps", "lr": "Learning rate",
-    "warmup": "Warm-up steps", "weight_decay": "Weight decay", "max_grad_norm": "Gradient clipping",
-    "mask_prob": "Mask probability", "eval_fraction": "Held-out fraction", "eval_pairs": "Held-out pairs",
-    "seed": "Seed", "device": "Device", "dtype": "Precision", "log_every": "Log every", "eval_every": "Evaluate every",
-    "snapshot_every": "Attention snapshot every", "save_every": "Save every", "threads": "CPU threads",
-}  # fmt: skip
 
 
-@cache
+def training_fields() -> tuple[str, ...]:
+    """The run options a form holds: every declared TrainingArguments option but `out`."""
+    return tuple(spec.name for spec in option_fields() if spec.name != "out")
+
+
+def _declarations() -> dict[str, dataclasses.Field]:
+    """Every option's field, the run options' then the model sizes'."""
+    model = {spec.name: spec for spec in dataclasses.fields(BertConfig) if spec.name in MODEL_FIELDS}
+    return {**{spec.name: spec for spec in option_fields()}, **model}
+
+
+def labels() -> dict[str, str]:
+    """The form's and the run comparison's name of every option."""
+    return {name: spec.metadata["label"] for name, spec in _declarations().items()}
+
+
 def option_help() -> dict[str, str]:
-    """The CLI's --help text of every option, by option name (the form shows the same words)."""
-    return {action.dest: action.help for action in build_parser()._actions if action.help}
+    """Each option's help: the words of the CLI's --help (both come from the declarations)."""
+    return {name: spec.metadata["help"] for name, spec in _declarations().items()}
+
+
+def form_fields(group: str) -> tuple[str, ...]:
+    """The options of one form section (`training_args.GROUPS`), in declaration order."""
+    return tuple(name for name, spec in _declarations().items() if spec.metadata["group"] == group)
+
+
+def float_step(name: str) -> float | None:
+    """The +/- step the form gives a float option (None: the form's default)."""
+    return _declarations()[name].metadata.get("step")
+
+
+def choices(name: str) -> tuple[str, ...] | None:
+    """The values an option allows, when it declares them."""
+    return _declarations()[name].metadata.get("choices")
 
 
 def preset_options(preset: str) -> dict[str, Any]:
     """Every option with the value the preset gives it (or the CLI default where the preset is silent)."""
-    args = TrainingArguments(preset=preset, out="preview")
+    args = training_args.TrainingArguments(preset=preset, out="preview")
     config = args.bert_config(args.vocab_size)
-    values = {name: getattr(args, name) for name in TRAINING_FIELDS}
+    values = {name: getattr(args, name) for name in training_fields()}
     return {**values, **{name: getattr(config, name) for name in MODEL_FIELDS}}
 
 
 def check_options(options: dict[str, Any], out: str = "preview") -> TrainingArguments:
     """The TrainingArguments of a flat options dict; OptionError (a ValueError naming the option) if refused."""
-    training = {k: v for k, v in options.items() if k in TRAINING_FIELDS}
+    fields = training_fields()
+    training = {k: v for k, v in options.items() if k in fields}
     config = {k: v for k, v in options.items() if k in MODEL_FIELDS}
-    unknown = sorted(set(options) - set(TRAINING_FIELDS) - set(MODEL_FIELDS))
+    unknown = sorted(set(options) - set(fields) - set(MODEL_FIELDS))
     if unknown:
         raise OptionError(unknown[0], f"unknown option(s): {', '.join(unknown)}")
-    return TrainingArguments(**training, config=config, out=out)
+    return training_args.TrainingArguments(**training, config=config, out=out)
 
 
 def command_options(args: TrainingArguments) -> dict[str, Any]:
     """The flat options to put on the command line: training fields, then model overrides, out excluded."""
-    values = {name: getattr(args, name) for name in TRAINING_FIELDS}
+    values = {name: getattr(args, name) for name in training_fields()}
     return {**values, **args.config}
 
 

@@ -24,54 +24,14 @@ from typing import Any, TextIO
 
 import torch
 
+from bertviz_lite import training_args
 from bertviz_lite.config import POSITION_EMBEDDING_TYPES, BertConfig
+from bertviz_lite.distributed import Distributed, resolve_device
 from bertviz_lite.run_folder import read_train_args
-from bertviz_lite.trainer import (
-    CONFIG_OVERRIDES,
-    DEVICES,
-    DTYPES,
-    PRESETS,
-    Distributed,
-    OptionError,
-    Trainer,
-    TrainerCallback,
-    TrainingArguments,
-    TrainResult,
-    one_line_error,
-    resolve_device,
-)
+from bertviz_lite.trainer import Trainer, TrainerCallback, TrainResult, one_line_error
+from bertviz_lite.training_args import CONFIG_OVERRIDES, OptionError, option_fields
 
 _TYPES = {int: int, float: float, str: str}
-_TRAINING_HELP = {
-    "preset": "model sizes and training defaults: tiny (2 layers, 128 hidden, 2 heads), classroom (tiny, "
-              "500 steps: done within 2 minutes on 2 CPU cores, attention snapshot every 10 steps), small (4 layers, 256 "
-              "hidden, 4 heads, 1024 feed-forward), base (BERT-base sizes)",
-    "corpus": "'builtin' (generated short stories), 'english' (WordNet's definitions and examples, 1.8 M words) "
-              "or a UTF-8 text file: documents separated by blank lines",
-    "num_documents": "stories in the built-in corpus",
-    "init": "continue pre-training from these weights: 'all-MiniLM-L6-v2', a checkpoint name or a BERT folder; "
-            "its sizes and vocabulary are kept, missing MLM/NSP heads start fresh (default: random weights)",
-    "vocab_size": "WordPiece vocabulary size, trained on the corpus at the start (default: the preset's)",
-    "seq_len": "maximum tokens of a sentence pair, [CLS] and [SEP]s included (default: the preset's)",
-    "batch_size": "sentence pairs per step and per process (default: the preset's)",
-    "steps": "optimizer steps (default: the preset's)",
-    "lr": "peak learning rate of AdamW (default: the preset's)",
-    "warmup": "steps of linear warm-up, then linear decay to 0 (default: the preset's)",
-    "weight_decay": "AdamW weight decay (not on biases and LayerNorm)",
-    "max_grad_norm": "clip the gradient norm to this",
-    "mask_prob": "fraction of tokens chosen for masked-language modelling",
-    "eval_fraction": "fraction of the sentence pairs held out for evaluation",
-    "eval_pairs": "evaluate on at most this many held-out pairs",
-    "seed": "random seed of the built-in corpus, the initial weights, the data order and the masking",
-    "device": "auto (CUDA if available), cpu or cuda",
-    "dtype": "auto (bf16 autocast on CUDA, float32 on CPU), fp32, or bf16 (autocast on CPU too)",
-    "log_every": "write a metrics line every N steps (default: the preset's)",
-    "eval_every": "evaluate on the held-out pairs every N steps (default: the preset's)",
-    "snapshot_every": "save the probe pair's attention maps every N steps (default: the preset's)",
-    "save_every": "save the checkpoint every N steps; 0: only at the end (default: the preset's)",
-    "out": "run folder, e.g. checkpoints/NAME: a new or empty folder, or with --resume the run to continue "
-           "(default: checkpoints/run-<date>-<time>)",
-}  # fmt: skip
 RESUME_HELP = ("continue the run in --out from its last checkpoint with the options it was started with: the "
                "weights, the step and so the learning-rate schedule, the data order, and AdamW's moments when "
                "optimizer.safetensors belongs to that checkpoint (otherwise they restart from zero, which can "
@@ -87,20 +47,17 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 finished or stopped, 1 failed or diverged, 2 bad arguments. pad_token_id is "
                "always 0, the id of [PAD] in the trained vocabulary.",
     )  # fmt: skip
-    for spec in dataclasses.fields(TrainingArguments):
-        if spec.name == "config":
-            continue
-        kind = _option_type(spec)
-        choices = {"preset": list(PRESETS), "device": list(DEVICES), "dtype": list(DTYPES)}.get(spec.name)
-        default = None if spec.default is None else spec.default
-        help_text = _TRAINING_HELP[spec.name] + ("" if default is None else f" (default: {default})")
-        parser.add_argument(_flag(spec.name), type=kind, choices=choices, default=default, help=help_text)
+    for spec in option_fields():  # each option's help, choices and default are declared on its field
+        default = spec.default
+        help_text = spec.metadata["help"] + ("" if default is None else f" (default: {default})")
+        parser.add_argument(_flag(spec.name), type=_option_type(spec), choices=spec.metadata["choices"],
+                            default=default, help=help_text)  # fmt: skip
     group = parser.add_argument_group("model config overrides (default: the preset's)")
     for spec in dataclasses.fields(BertConfig):
         if spec.name in CONFIG_OVERRIDES:
             choices = list(POSITION_EMBEDDING_TYPES) if spec.name == "position_embedding_type" else None
             group.add_argument(_flag(spec.name), type=_TYPES[type(spec.default)], choices=choices, default=None,
-                               help=f"BertConfig.{spec.name}")  # fmt: skip
+                               help=f"{spec.metadata['help']} (BertConfig.{spec.name})")  # fmt: skip
     parser.add_argument("--resume", action="store_true", help=RESUME_HELP)
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for PyTorch (default: its own)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar (the final result is still printed)")
@@ -116,12 +73,11 @@ def _option_type(spec: dataclasses.Field) -> type:
     return int if "int" in kind else float if "float" in kind else str
 
 
-def arguments_from_namespace(namespace: argparse.Namespace) -> TrainingArguments:
+def arguments_from_namespace(namespace: argparse.Namespace) -> training_args.TrainingArguments:
     """TrainingArguments from parsed options; config overrides left at None keep the preset's value."""
     values = vars(namespace)
-    fields = {f.name for f in dataclasses.fields(TrainingArguments)} - {"config"}
     config = {name: values[name] for name in CONFIG_OVERRIDES if values.get(name) is not None}
-    return TrainingArguments(**{name: values[name] for name in fields}, config=config)
+    return training_args.TrainingArguments(**{spec.name: values[spec.name] for spec in option_fields()}, config=config)
 
 
 def given_options(argv: Sequence[str]) -> set[str]:
@@ -132,7 +88,7 @@ def given_options(argv: Sequence[str]) -> set[str]:
     return set(vars(parser.parse_args(argv)))
 
 
-def resume_arguments(namespace: argparse.Namespace, given: set[str]) -> TrainingArguments:
+def resume_arguments(namespace: argparse.Namespace, given: set[str]) -> training_args.TrainingArguments:
     """The TrainingArguments a run in --out was started with, with the RESUME_OPTIONS given now."""
     extra = sorted(given - {"resume", "out", "threads", "quiet", *RESUME_OPTIONS})
     if extra:
@@ -144,15 +100,15 @@ def resume_arguments(namespace: argparse.Namespace, given: set[str]) -> Training
     if not isinstance(saved, dict):
         raise OptionError("resume", f"out ({namespace.out!r}) holds no run to resume: --resume needs a run folder "
                                     "with status.json, train_args.json and a checkpoint (model.safetensors)")  # fmt: skip
-    fields = {f.name for f in dataclasses.fields(TrainingArguments)}
+    fields = {f.name for f in dataclasses.fields(training_args.TrainingArguments)}
     values = {name: value for name, value in saved.items() if name in fields}
     values.update({name: getattr(namespace, name) for name in RESUME_OPTIONS if name in given}, out=namespace.out)
-    return TrainingArguments(**values)
+    return training_args.TrainingArguments(**values)
 
 
 def format_option_error(err: OptionError) -> str:
     """One line for the terminal: field names written as the flags that set them."""
-    names = {f.name for f in dataclasses.fields(TrainingArguments)} | set(CONFIG_OVERRIDES)
+    names = {spec.name for spec in option_fields()} | set(CONFIG_OVERRIDES)
     message = " ".join(str(err).split())
     message = re.sub(r"\b([a-z_]+) \(", lambda m: f"{_flag(m[1])} (" if m[1] in names else m[0], message)
     if not message.startswith("--"):

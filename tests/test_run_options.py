@@ -9,13 +9,14 @@ from bertviz_lite.config import BertConfig
 from bertviz_lite.corpora import english_corpus
 from bertviz_lite.data import builtin_corpus, split_train_eval
 from bertviz_lite.model import Bert
-from bertviz_lite.trainer import PRESETS, OptionError, Trainer
+from bertviz_lite.trainer import Trainer
+from bertviz_lite.training_args import PRESETS, OptionError
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_preset_options_hold_every_option_with_the_presets_values(preset):
     options = run_options.preset_options(preset)
-    assert set(options) == set(run_options.TRAINING_FIELDS) | set(run_options.MODEL_FIELDS) <= set(run_options.LABELS)
+    assert set(options) == set(run_options.training_fields()) | set(run_options.MODEL_FIELDS) <= set(run_options.labels())
     assert options["steps"] == PRESETS[preset]["steps"]
     assert options["hidden_size"] == PRESETS[preset]["config"]["hidden_size"]
     assert run_options.check_options(options).config["hidden_size"] == options["hidden_size"]

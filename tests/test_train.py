@@ -20,7 +20,7 @@ from bertviz_lite.checkpoints import checkpoint_step
 from bertviz_lite.pretrained import load_folder
 from bertviz_lite.run_folder import read_metrics, read_status, read_train_args
 from bertviz_lite.train import build_parser, main
-from bertviz_lite.trainer import TrainingArguments
+from bertviz_lite.training_args import TrainingArguments
 from tests.app.tiny_checkpoint import save_tiny
 
 REPO = Path(__file__).resolve().parents[1]

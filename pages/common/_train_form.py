@@ -9,29 +9,11 @@ from __future__ import annotations
 import streamlit as st
 
 from bertviz_lite import run_options, runs
-from bertviz_lite.config import POSITION_EMBEDDING_TYPES
 from bertviz_lite.pretrained import MINILM, SHIPPED_CHECKPOINTS
 from bertviz_lite.run_folder import validate_run_name
-from bertviz_lite.trainer import DEVICES, DTYPES, PRESETS, OptionError
+from bertviz_lite.training_args import DEVICES, DTYPES, PRESETS, OptionError
 from pages.common._visitor import current_visitor
 
-MODEL = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "max_position_embeddings",
-         "type_vocab_size", "hidden_dropout_prob", "attention_probs_dropout_prob", "layer_norm_eps",
-         "initializer_range")  # fmt: skip
-DATA = ("vocab_size", "seq_len", "mask_prob", "num_documents", "eval_fraction", "eval_pairs")
-OPTIMISATION = ("steps", "batch_size", "lr", "warmup", "weight_decay", "max_grad_norm", "seed")
-LOGGING = ("log_every", "eval_every", "snapshot_every", "save_every")
-FLOAT_STEPS = {"lr": 1e-4, "weight_decay": 0.01, "max_grad_norm": 0.1, "mask_prob": 0.01, "eval_fraction": 0.01,
-               "hidden_dropout_prob": 0.05, "attention_probs_dropout_prob": 0.05, "layer_norm_eps": 1e-12,
-               "initializer_range": 0.005}  # fmt: skip
-MODEL_HELP = {
-    "hidden_size": "Width of every token vector (BERT-base: 768). Must be divisible by the number of heads.",
-    "num_hidden_layers": "Transformer layers stacked on the embeddings (BERT-base: 12).",
-    "num_attention_heads": "Attention heads per layer; each head works on hidden size / heads dimensions.",
-    "intermediate_size": "Width of the feed-forward block inside each layer (usually 4 × hidden size).",
-    "max_position_embeddings": "Longest input the position embeddings cover; at least the sequence length.",
-    "type_vocab_size": "Segment ids: 2 for sentence A and sentence B.",
-}
 CORPUS_SOURCES = ("Built-in stories", "English (WordNet)", "Upload a .txt file", "Paste text")
 NAMED_CORPORA = {CORPUS_SOURCES[0]: "builtin", CORPUS_SOURCES[1]: "english"}
 INIT_CHOICES = (None, MINILM, *SHIPPED_CHECKPOINTS)  # None: random weights
@@ -45,20 +27,23 @@ def apply_preset() -> None:
     st.session_state.setdefault("opt_threads", 0)
 
 
-def _number(name: str) -> None:
-    value = st.session_state[f"opt_{name}"]
-    help_text = MODEL_HELP.get(name) or run_options.option_help().get(name)
-    if isinstance(value, float):
-        st.number_input(run_options.LABELS[name], key=f"opt_{name}", step=FLOAT_STEPS.get(name, 0.01),
-                        format="%g", help=help_text)  # fmt: skip
+def _field(name: str) -> None:
+    """One option's widget, as its declaration says: a picker for choices, else a number box."""
+    label, help_text, choices = run_options.labels()[name], run_options.option_help()[name], run_options.choices(name)
+    if choices:
+        st.selectbox(label, choices, key=f"opt_{name}", help=help_text)
+    elif isinstance(st.session_state[f"opt_{name}"], float):
+        st.number_input(label, key=f"opt_{name}", step=run_options.float_step(name) or 0.01, format="%g",
+                        help=help_text)  # fmt: skip
     else:
-        st.number_input(run_options.LABELS[name], key=f"opt_{name}", step=1, format="%d", help=help_text)
+        st.number_input(label, key=f"opt_{name}", step=1, format="%d", help=help_text)
 
 
-def _section(title: str, names: tuple[str, ...]) -> None:
-    st.markdown(f"**{title}**")
-    for name in names:
-        _number(name)
+def _section(group: str) -> None:
+    """A form section: every option declared in `group`, in declaration order."""
+    st.markdown(f"**{group}**")
+    for name in run_options.form_fields(group):
+        _field(name)
 
 
 def _corpus() -> tuple[str | None, tuple[int, int] | None, str | None]:
@@ -113,7 +98,7 @@ def _run_name() -> str | None:
 
 def _start_from() -> None:
     """Random weights, or continue pre-training a pretrained model (its sizes and vocabulary are kept)."""
-    st.selectbox(run_options.LABELS["init"], INIT_CHOICES, key="opt_init",
+    st.selectbox(run_options.labels()["init"], INIT_CHOICES, key="opt_init",
                  format_func=lambda choice: "random weights" if choice is None else choice,
                  help=run_options.option_help()["init"])  # fmt: skip
 
@@ -121,7 +106,7 @@ def _start_from() -> None:
 def form_options() -> dict:
     """The form's flat options dict (threads excluded); model sizes are left out when starting from a model."""
     model_fields = () if st.session_state.get("opt_init") else run_options.MODEL_FIELDS
-    names = (*run_options.TRAINING_FIELDS, *model_fields)
+    names = (*run_options.training_fields(), *model_fields)
     return {name: st.session_state[f"opt_{name}"] for name in names}
 
 
@@ -132,7 +117,7 @@ def _check(options: dict, corpus: tuple[int, int] | None) -> tuple[run_options.T
         run_options.check_training_pairs(options, corpus)
         return args, None
     except OptionError as err:
-        label = run_options.LABELS.get(err.option)
+        label = run_options.labels().get(err.option)
         return None, f"{label}: {err}" if label else str(err)
 
 
@@ -169,7 +154,7 @@ def new_run_form() -> None:
         _start_from()
     with top[2]:
         errors = [_device()]
-        st.radio(run_options.LABELS["dtype"], DTYPES, key="opt_dtype", horizontal=True, format_func=DTYPE_LABELS.get,
+        st.radio(run_options.labels()["dtype"], DTYPES, key="opt_dtype", horizontal=True, format_func=DTYPE_LABELS.get,
                  help=run_options.option_help()["dtype"])  # fmt: skip
     with top[3]:
         errors.append(_run_name())
@@ -181,14 +166,12 @@ def new_run_form() -> None:
             st.caption(f"Sizes, vocabulary and weights come from {st.session_state['opt_init']}; "
                        "missing MLM/NSP heads start fresh.")  # fmt: skip
         else:
-            _section("Model", MODEL)
-            st.selectbox(run_options.LABELS["position_embedding_type"], POSITION_EMBEDDING_TYPES,
-                         key="opt_position_embedding_type", help="learned (BERT) or fixed sinusoidal (Transformer paper)")
+            _section("Model")
     with columns[1]:
-        _section("Data", DATA)
-        _section("Logging", LOGGING)
+        _section("Data")
+        _section("Logging")
     with columns[2]:
-        _section("Optimisation", OPTIMISATION)
+        _section("Optimisation")
     corpus_text, corpus, corpus_error = _corpus()
     options = form_options()
     args, option_error = _check(options, corpus)

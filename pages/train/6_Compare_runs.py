@@ -6,7 +6,7 @@ import streamlit as st
 from bertviz_lite import runs
 from bertviz_lite.figures.training import compare_runs
 from bertviz_lite.run_folder import read_metrics
-from bertviz_lite.run_options import LABELS
+from bertviz_lite.run_options import labels
 from pages.common._ui import plotly_config
 
 METRICS = {
@@ -44,5 +44,6 @@ table = table.drop(index="out", errors="ignore")  # the folder: the column names
 st.session_state.setdefault("compare_differ", True)
 if st.toggle("Only the hyperparameters that differ", key="compare_differ") and len(chosen) > 1:
     table = table[table.astype(str).nunique(axis=1) > 1]
-table.index = [LABELS.get(name, name) for name in table.index]
+label_of = labels()
+table.index = [label_of.get(name, name) for name in table.index]
 st.dataframe(table.astype(str), key="compare_table", width="stretch")

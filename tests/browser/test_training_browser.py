@@ -13,7 +13,7 @@ import pytest
 
 from bertviz_lite import runs
 from bertviz_lite.pretrained import CHECKPOINTS_DIR
-from bertviz_lite.trainer import PRESETS
+from bertviz_lite.training_args import PRESETS
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
