@@ -120,12 +120,10 @@ def check_model_size(config: BertConfig, source: str = "config.json") -> None:
     """Refuse a config whose parameters or trace activations pass the limits (nothing is allocated)."""
     count, most = parameter_count(config), max_parameters()
     if count > most:
-        raise ValueError(
-            f"{source} asks for {amount(config.num_hidden_layers)} layers of hidden size "
-            f"{amount(config.hidden_size)} and a vocabulary of {amount(config.vocab_size)} tokens: about "
-            f"{amount(count)} parameters. This server allows models up to {amount(most)} parameters "
-            f"(BERT-large has about 340 M); a setting raises the limit: {MAX_PARAMETERS_SETTING}"
-        )
+        size = f"{amount(config.num_hidden_layers)} layers of hidden size {amount(config.hidden_size)}"
+        raise ValueError(f"{source} asks for {size} and a vocabulary of {amount(config.vocab_size)} tokens: about "
+                         f"{amount(count)} parameters. This server allows models up to {amount(most)} parameters "
+                         f"(BERT-large has about 340 M); a setting raises the limit: {MAX_PARAMETERS_SETTING}")
     needed, allowed = activation_bytes(config), max_activation_bytes()
     if needed > allowed:
         raise ValueError(

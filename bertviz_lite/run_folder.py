@@ -77,6 +77,10 @@ APP_FILES = (LAUNCH_FILE, LOG_FILE, CORPUS_FILE, STOP_FILE, OWNER_FILE)
 RUN_MARKERS = (WEIGHTS_FILE, CONFIG_FILE, METRICS_FILE, STATUS_FILE)  # a folder with one of these holds a run
 LISTING_MARKERS = (CONFIG_FILE, STATUS_FILE, LAUNCH_FILE, TRAIN_ARGS_FILE)  # listed as a run (or checkpoint)
 STATES = ("running", "finished", "stopped", "diverged", "failed")
+# RunFolder's attribute for each file: run.weights is <run>/model.safetensors.
+FILES = {"weights": WEIGHTS_FILE, "config": CONFIG_FILE, "vocab": VOCAB_FILE, "metrics": METRICS_FILE,
+         "status": STATUS_FILE, "train_args": TRAIN_ARGS_FILE, "optimizer": OPTIMIZER_FILE, "launch": LAUNCH_FILE,
+         "owner": OWNER_FILE, "log": LOG_FILE, "corpus": CORPUS_FILE, "stop": STOP_FILE, "snapshots": SNAPSHOTS_DIR}  # fmt: skip
 MAX_NAME_LENGTH = 100
 _NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -103,19 +107,11 @@ class RunFolder:
         """The path of one of the run's files, by its name (one of the *_FILE constants)."""
         return self.path / name
 
-    weights = property(lambda self: self.file(WEIGHTS_FILE))
-    config = property(lambda self: self.file(CONFIG_FILE))
-    vocab = property(lambda self: self.file(VOCAB_FILE))
-    metrics = property(lambda self: self.file(METRICS_FILE))
-    status = property(lambda self: self.file(STATUS_FILE))
-    train_args = property(lambda self: self.file(TRAIN_ARGS_FILE))
-    optimizer = property(lambda self: self.file(OPTIMIZER_FILE))
-    launch = property(lambda self: self.file(LAUNCH_FILE))
-    owner = property(lambda self: self.file(OWNER_FILE))
-    log = property(lambda self: self.file(LOG_FILE))
-    corpus = property(lambda self: self.file(CORPUS_FILE))
-    stop = property(lambda self: self.file(STOP_FILE))
-    snapshots = property(lambda self: self.file(SNAPSHOTS_DIR))
+    def __getattr__(self, attribute: str) -> Path:
+        """`run.weights`, `run.status`, `run.stop`, …: the path of the file FILES names."""
+        if attribute in FILES:
+            return self.path / FILES[attribute]
+        raise AttributeError(f"RunFolder has no attribute {attribute!r}")
 
     def snapshot(self, step: int) -> Path:
         """`<run>/snapshots/step_000100.safetensors` for step 100."""

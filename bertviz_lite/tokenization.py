@@ -126,25 +126,12 @@ class BertTokenizer:
         """A copy of the token -> id mapping."""
         return dict(self._vocab)
 
-    @property
-    def pad_token_id(self) -> int:
-        return self._vocab[PAD_TOKEN]
-
-    @property
-    def unk_token_id(self) -> int:
-        return self._vocab[UNK_TOKEN]
-
-    @property
-    def cls_token_id(self) -> int:
-        return self._vocab[CLS_TOKEN]
-
-    @property
-    def sep_token_id(self) -> int:
-        return self._vocab[SEP_TOKEN]
-
-    @property
-    def mask_token_id(self) -> int:
-        return self._vocab[MASK_TOKEN]
+    # Hugging Face's names for the ids of the special tokens.
+    pad_token_id = property(lambda self: self._vocab[PAD_TOKEN])
+    unk_token_id = property(lambda self: self._vocab[UNK_TOKEN])
+    cls_token_id = property(lambda self: self._vocab[CLS_TOKEN])
+    sep_token_id = property(lambda self: self._vocab[SEP_TOKEN])
+    mask_token_id = property(lambda self: self._vocab[MASK_TOKEN])
 
     @property
     def all_special_ids(self) -> list[int]:
