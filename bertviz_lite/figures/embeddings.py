@@ -72,9 +72,9 @@ def embedding_parts_figure(
     fig.update_layout(
         title="Embedding parts: token + position + segment = sum → LayerNorm",
         height=height + 90,
-        margin={"t": 90, "b": 150, "r": 20},
-        coloraxis=_diverging_axis(raw_limit, "raw parts", x=0.39 if layout == "row" else 0.3, length=0.7),
-        coloraxis2=_diverging_axis(norm_limit, "LayerNorm", x=0.9 if layout == "row" else 0.8, length=0.19),
+        margin={"t": 90, "b": 125, "r": 20},
+        coloraxis=_diverging_axis(raw_limit, "raw parts", x=0.34, length=0.62),
+        coloraxis2=_diverging_axis(norm_limit, "LayerNorm", x=0.84, length=0.3),
     )
     fig.update_yaxes(**category_axis(reverse=True))
     fig.update_xaxes(title_text="hidden dimension", row=rows, col=(cols + 1) // 2)  # one title, under the middle
@@ -173,6 +173,7 @@ def pca_scatter(
 
 def _diverging_axis(limit: float, title: str, x: float, length: float) -> dict:
     """A colour axis centred on 0 from -limit to +limit, its colour bar flat at the figure's bottom, centred at `x`."""
-    colorbar = {"title": {"text": title, "side": "top"}, "orientation": "h", "x": x, "xanchor": "center",
+    # Title at the bar's left end ("right" is what plotly calls that side of a flat bar; "top" drew it on the bar).
+    colorbar = {"title": {"text": title, "side": "right"}, "orientation": "h", "x": x, "xanchor": "center",
                 "len": length, "thickness": 14, "yref": "container", "y": 0.01, "yanchor": "bottom"}  # fmt: skip
     return {"colorscale": DIVERGING, "cmid": 0, "cmin": -limit, "cmax": limit, "colorbar": colorbar}

@@ -34,7 +34,7 @@ def topk_bar(tokens: Sequence[str], probs: Sequence[float], title: str = "Top pr
         xaxis={"title": {"text": "probability"}, "range": [0, max(1e-9, float(probs.max(initial=0)) * 1.18)]},
         yaxis={**category_axis(reverse=True), "title": {"text": "token"}},
         height=max(250, 28 * probs.size + 110),
-        margin={"t": 50, "b": 50},  # plotly's default 100 px left a gap under the title
+        margin={"t": 50, "b": 50, "r": 70},  # plotly's default 100 px on top left a gap under the title
     )
     return fig
 
@@ -67,6 +67,6 @@ def nsp_bar(p_is_next: float, title: str = "Next-sentence prediction: does sente
         xaxis={"title": {"text": "probability"}, "range": [0, 1.2], "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]},
         yaxis={**category_axis(reverse=True), "title": {"text": ""}},  # empty, yet it keeps the labels' left margin
         height=240,
-        margin={"t": 50, "b": 50},
+        margin={"t": 50, "b": 50, "r": 70},  # room for the text beside a bar near 100%
     )
     return fig

@@ -2,7 +2,8 @@
 
 `readable(fig, present)` sets the fonts of the layout, every axis, colour bar, legend and subplot title.
 Normal mode: 13 px dark text (plotly's default is 12 px mid grey). Presentation mode: 16 px ticks,
-larger titles, black text. The figure is changed in place and returned.
+larger titles, and a figure of fixed height grows by as much as its labels. The figure is changed in
+place and returned.
 """
 
 from __future__ import annotations
@@ -55,4 +56,6 @@ def readable(fig: go.Figure, present: bool = False) -> go.Figure:
             fig.layout[name].colorbar.tickfont = tick
     for note in fig.layout.annotations:  # subplot titles
         note.font = {"size": sizes.axis_title, "color": TEXT_COLOUR}
+    if present and fig.layout.height:  # larger labels need more room, or plotly shows only every other token
+        fig.layout.height = round(fig.layout.height * PRESENT.tick / NORMAL.tick)
     return fig

@@ -27,7 +27,7 @@ def _go(to: int) -> None:
     st.session_state[STEP] = walk.clamp_step(to)
 
 
-title, back, forward = st.columns([6, 1, 1], vertical_alignment="center")
+title, back, forward = st.columns([5, 1.4, 1.4], vertical_alignment="center")
 title.header(f"Step {step} of {len(walk.STEPS)}: {current.title}", anchor=False)
 back.button("Previous", on_click=_go, args=(step - 1,), disabled=step == 1, key="walk_prev",
             icon=":material/arrow_back:", width="stretch")

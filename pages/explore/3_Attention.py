@@ -4,6 +4,7 @@ import streamlit as st
 
 from bertviz_lite import analysis, explore, figures, views
 from bertviz_lite.figures.attention import STAT_TITLES
+from bertviz_lite.figures.head_view_script import head_view_hover_script
 from pages.common._ui import clamp_number, clamp_state, load_context, show_figure, show_table, trace_for, view
 
 TABS = ["Heatmap", "Head view", "Model view", "Neuron view", "Head statistics", "Rollout"]
@@ -82,10 +83,12 @@ if tabs["Head view"].open:
                                         0.01, key="hv_min_weight", help="The default is 1 / tokens: uniform attention.")
         links = view(views.head_view_links, ctx.inputs, layer=layer, heads=heads, which=which, window=window,
                      focus=None if focus == ALL_TOKENS else focus, min_weight=min_weight)
-        st.caption(f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; "
-                   "opacity = weight. Click a token to follow only its lines; pick “all tokens” above to see them all again.")
+        st.caption(f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
+                   "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
+                   "them back). Click a head in the legend to show it alone, click it again for all heads.")
         show_figure(figures.head_view(links), "head_view", frame=links.to_frame, on_select=_focus_clicked_token,
                     selection_mode="points")
+        st.html(head_view_hover_script("head_view"), unsafe_allow_javascript=True)  # hover a token: its lines light up
 
 if tabs["Model view"].open:
     with tabs["Model view"]:

@@ -69,6 +69,47 @@ def test_clicking_a_model_view_tile_opens_that_head(streamlit_url, page):
     wait_for_figure(page, "model_view_head")
     title = page.locator(".st-key-model_view_head .gtitle").text_content()
     assert title.startswith("Layer 2, head 5")
+    choose_option(page, "attn_head", "0")
+    wait_for_figure(page, "model_view_1")  # a new key after each click: the same tile opens again
+    click_model_view_tile(page, layer=2, head=5, num_heads=12, key="model_view_1")
+    expect(page.locator(".st-key-attn_head input[role='combobox']")).to_have_value("5")
+    assert_no_exception(page)
+
+
+# Screen position of token `index` in the head view's column `name` ("queries" or "keys").
+_TOKEN_XY = """([name, index]) => {
+  const gd = document.querySelector('.st-key-head_view .js-plotly-plot');
+  const trace = gd._fullData.find(t => t.name === name);
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
+  return [box.left + xa._offset + xa.d2p(trace.x[index]), box.top + ya._offset + ya.d2p(trace.y[index])];
+}"""
+# The heads whose line traces plotly shows (a legend click hides the others: visible "legendonly").
+_SHOWN_HEADS = """() => {
+  const gd = document.querySelector('.st-key-head_view .js-plotly-plot');
+  return [...new Set(gd._fullData.filter(t => t.mode === 'lines' && t.visible === true).map(t => t.legendgroup))];
+}"""
+
+
+def test_head_view_hover_lights_up_a_token_and_a_legend_click_shows_one_head(streamlit_url, page):
+    open_page(page, streamlit_url, "Attention")
+    open_tab(page, "Head view")
+    wait_for_figure(page, "head_view")
+    page.locator(".st-key-head_view").scroll_into_view_if_needed()
+    page.wait_for_timeout(500)  # the hover script attaches within 0.4 s
+    x, y = page.evaluate(_TOKEN_XY, ["queries", 2])
+    page.mouse.move(x, y)
+    page.wait_for_function("() => document.querySelectorAll('.st-key-head_view .bvl-highlight path').length > 0",
+                           timeout=10_000)
+    dimmed = page.evaluate("() => [...document.querySelectorAll('.st-key-head_view .scatterlayer .trace')]"
+                           ".filter(e => e.querySelector('.js-line')).every(e => e.style.opacity === '0.12')")
+    assert dimmed
+    page.mouse.move(5, 5)
+    page.wait_for_function("() => !document.querySelector('.st-key-head_view .bvl-highlight')", timeout=10_000)
+    assert len(page.evaluate(_SHOWN_HEADS)) == 12
+    page.locator(".st-key-head_view .legend .traces", has_text="head 3").click()
+    page.wait_for_function(f"() => ({_SHOWN_HEADS})().join() === 'head 3'", timeout=10_000)
+    page.locator(".st-key-head_view .legend .traces", has_text="head 3").click()
+    page.wait_for_function(f"() => ({_SHOWN_HEADS})().length === 12", timeout=10_000)
     assert_no_exception(page)
 
 

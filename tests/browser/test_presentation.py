@@ -114,6 +114,6 @@ def test_the_url_follows_the_user_and_bad_values_are_tamed(streamlit_url, page):
     page.wait_for_function("() => location.search.includes('head=7')", timeout=10_000)
     query = parse_qs(urlparse(page.url).query)
     assert query["layer"] == ["5"] and query["model"] == [DEFAULT_MODEL] and "/etc" not in page.url
-    link = page.locator('[data-testid="stSidebar"] [data-testid="stCode"]').first.inner_text()
+    link = page.locator('[data-testid="stSidebar"] [data-testid="stCode"] code').first.text_content()
     assert "head=7" in link and "/Attention?" in link, link
     assert_no_exception(page)
