@@ -240,3 +240,57 @@ def test_figures_are_deterministic():
     attn = random_attention(2, 8, 8)
     first, second = figures.head_view(select_links(attn, TOKENS)), figures.head_view(select_links(attn, TOKENS))
     assert first.to_json() == second.to_json()
+
+
+# ---------------------------------------------------------------- readability (presentation mode, issue 11)
+
+
+def test_readable_sets_dark_fonts_everywhere_and_larger_ones_for_a_projector():
+    from bertviz_lite.figures.style import TEXT_COLOUR, readable
+
+    parts = [np.random.default_rng(0).normal(size=(8, 6)) for _ in range(5)]
+    for present, tick in ((False, 13), (True, 16)):
+        fig = figures.embedding_parts_figure(*parts, tokens=TOKENS)
+        height = fig.layout.height
+        readable(fig, present)
+        axes = [fig.layout[name] for name in fig.layout if name.startswith(("xaxis", "yaxis"))]
+        assert len(axes) == 10 and all(a.tickfont.size == tick and a.tickfont.color == TEXT_COLOUR for a in axes)
+        assert fig.layout.coloraxis.colorbar.tickfont.size == tick and fig.layout.coloraxis2.colorbar.tickfont.size == tick
+        assert all(note.font.size >= tick for note in fig.layout.annotations)
+        assert fig.layout.height == (round(height * 16 / 13) if present else height)
+    heatmap = readable(figures.attention_heatmap(random_attention(8, 8), TOKENS), True)
+    assert heatmap.data[0].colorbar.tickfont.size == 16 and heatmap.layout.xaxis.tickfont.size >= 14
+
+
+def test_embedding_colour_bars_lie_under_the_plots_and_titles_are_short():
+    parts = [np.random.default_rng(0).normal(size=(8, 6)) for _ in range(5)]
+    fig = figures.embedding_parts_figure(*parts, tokens=TOKENS)
+    bars = [fig.layout.coloraxis.colorbar, fig.layout.coloraxis2.colorbar]
+    assert all(bar.orientation == "h" and bar.yref == "container" for bar in bars)
+    assert bars[0].x + bars[0].len / 2 < bars[1].x - bars[1].len / 2  # side by side, not overlapping
+    assert max(len(note.text) for note in fig.layout.annotations) <= 12
+    assert [a.title.text for a in (fig.layout[f"xaxis{i}"] for i in ("", 2, 3, 4, 5))].count("hidden dimension") == 1
+
+
+def test_head_view_has_sixteen_distinct_colours_a_solo_legend_and_hover_lines():
+    from bertviz_lite.figures._common import head_colour
+    from bertviz_lite.figures.head_view_script import head_view_hover_script
+
+    assert len({head_colour(h) for h in range(16)}) == 16
+    links = select_links(random_attention(12, 8, 8), TOKENS, min_weight=0.2)
+    fig = figures.head_view(links)
+    assert fig.layout.legend.itemclick == "toggleothers" and fig.layout.legend.itemdoubleclick == "toggle"
+    queries = next(t for t in fig.data if t.name == "queries")
+    queries_of_0 = sum(int((q == 0).sum()) for q, _, _ in links.links)
+    assert queries.hovertext[0].count("→") == min(queries_of_0, 6)
+    script = head_view_hover_script("head_view")
+    assert '"head_view"' in script and "http" not in script.replace("http://www.w3.org/2000/svg", "")
+    with pytest.raises(ValueError, match="must be letters"):
+        head_view_hover_script("x'];alert(1)//")
+
+
+def test_prediction_bars_put_their_text_outside_and_nsp_shows_its_one():
+    top = figures.topk_bar(["a", "b"], [0.9, 0.1])
+    assert top.data[0].textposition == "outside" and top.layout.xaxis.range[1] > 0.9 * 1.15
+    nsp = figures.nsp_bar(0.99)
+    assert 1 in nsp.layout.xaxis.tickvals and nsp.layout.xaxis.range[1] > 1 and nsp.data[0].textposition == "outside"

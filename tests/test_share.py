@@ -1,0 +1,36 @@
+"""Shareable links: untrusted query parameters read back safely, and the state written as a link."""
+
+from urllib.parse import parse_qs, urlparse
+
+from bertviz_lite import share
+
+MODELS = ["minilm-english", "all-MiniLM-L6-v2", "demo-tiny"]
+
+
+def test_a_good_link_reads_back_exactly():
+    state = share.parse_query({"a": "Hi there.", "b": "", "model": "demo-tiny", "layer": "1", "head": "3",
+                               "step": "4", "present": "1"}, MODELS, "minilm-english")  # fmt: skip
+    assert state == share.SharedState("Hi there.", "", "demo-tiny", 1, 3, 4, True, ())
+    link = share.share_link("http://host:8501/", "Attention", state)
+    assert link.startswith("http://host:8501/Attention?")
+    assert share.parse_query({k: v[0] for k, v in parse_qs(urlparse(link).query).items()} | {"b": ""},
+                             MODELS, "minilm-english") == state
+
+
+def test_untrusted_values_are_replaced_cut_or_clamped_with_a_note():
+    state = share.parse_query({"model": "/etc/passwd", "layer": "-2", "head": "1e9", "step": "0",
+                               "a": "x" * 5000, "present": "no"}, MODELS, "minilm-english")  # fmt: skip
+    assert state.model == "minilm-english" and state.layer == 0 and state.head is None and state.step == 1
+    assert len(state.text_a) == share.MAX_TEXT and state.present is False
+    notes = " ".join(state.notes)
+    assert "does not offer" in notes and "/etc" not in notes
+    assert "cut to 2,000" in notes and "not a whole number" in notes and "-2 is out of range" in notes
+
+
+def test_clamp_index_to_the_model_and_empty_links():
+    assert share.clamp_index(3, 6, "layer") == (3, None)
+    value, note = share.clamp_index(9, 2, "head")
+    assert value == 1 and note == "This model has 2 heads (0–1); the link's head 9 shows as 1."
+    assert share.parse_query({}, MODELS, "minilm-english") == share.SharedState()
+    assert share.share_link("http://h/", "", share.SharedState()) == "http://h"
+    assert share.query_for(share.SharedState(layer=0, present=False)) == {"layer": "0"}

@@ -1,0 +1,91 @@
+"""The walkthrough's steps, questions and answers, and its figures, on small arrays (no model, no app)."""
+
+import numpy as np
+import pytest
+
+from bertviz_lite import walkthrough as walk
+from bertviz_lite.config import BertConfig
+from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
+from tests.attention_samples import SPECIAL, TOKENS, random_attention
+
+
+class FakeTokenizer:
+    """Ids are the letters a, b, c, …: enough for mlm_question."""
+
+    def convert_ids_to_tokens(self, ids):
+        return [chr(ord("a") + i) for i in ids]
+
+
+def test_eight_steps_in_the_lecture_order_with_texts_that_fill_in():
+    assert walk.STEP_KEYS == ("tokens", "ids", "embeddings", "one_head", "many_heads", "residual", "mlm", "nsp")
+    config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=64)
+    facts = walk.step_facts(config, 100, 8, "dog")
+    texts = [walk.step_text(step, facts) for step in walk.STEPS]
+    assert all("{" not in text for text in texts)
+    assert "“dog”" in texts[0] and "(d = 8)" in texts[3] and "32 → 64 → 32" in texts[5]
+    assert [walk.clamp_step(n) for n in (-5, 0, 1, 8, 9, 99)] == [1, 1, 1, 8, 8, 8]
+
+
+def test_attention_question_answer_is_the_heaviest_key_among_the_options():
+    attn = random_attention(2, 4, 8, 8, seed=3)
+    question = walk.attention_question(attn, TOKENS, SPECIAL, layer=1, head=2, query=2)
+    best = int(np.argmax(attn[1, 2, 2]))
+    assert question.answer == f"{TOKENS[best]} ({best})"
+    assert {"[CLS] (0)", "dog (2)", "the (1)", "##gy (3)", "[SEP] (4)"} <= set(question.options)
+    assert question.answer in question.options and len(set(question.options)) == len(question.options)
+    assert f"{attn[1, 2, 2, best]:.0%}" in question.explanation
+
+
+def test_check_answer_right_wrong_and_no_guess():
+    question = walk.nsp_question(0.8)
+    assert question.answer == walk.NSP_OPTIONS[0]
+    assert walk.check_answer(question, walk.NSP_OPTIONS[0]) == walk.Verdict(True, "Right! The model gives 80% that B follows A.")
+    wrong = walk.check_answer(question, walk.NSP_OPTIONS[1])
+    assert not wrong.correct and wrong.message.startswith("Not this time: you said No")
+    assert not walk.check_answer(question, None).correct
+    assert walk.nsp_question(0.2).answer == walk.NSP_OPTIONS[1]
+    with pytest.raises(ValueError, match="is not one of the options"):
+        walk.check_answer(question, "maybe")
+
+
+def test_mlm_question_offers_the_top_three_and_the_hidden_word():
+    logits = np.full((3, 8), -5.0)
+    logits[1, [4, 2, 6]] = [3.0, 2.0, 1.0]  # e, then c, then g
+    question = walk.mlm_question(logits, FakeTokenizer(), position=1, original="h")
+    assert question.options == ("c", "e", "g", "h") and question.answer == "e"
+    assert "“e”" in question.explanation and "hidden word was “h”" in question.explanation
+    typed = walk.mlm_question(logits, FakeTokenizer(), position=1, original=None)
+    assert typed.options == ("c", "e", "g") and "hidden" not in typed.explanation
+
+
+def test_one_head_data_reproduces_the_attention_row():
+    rng = np.random.default_rng(0)
+    queries, keys, values = (rng.normal(size=(2, 4, 8, 8)) for _ in range(3))
+    data = walk.one_head_data(queries, keys, values, TOKENS, layer=1, head=3, query_index=5)
+    scores = keys[1, 3] @ queries[1, 3, 5] / np.sqrt(8)
+    expected = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
+    np.testing.assert_allclose(data.weights, expected, atol=1e-12)
+    np.testing.assert_allclose(data.contributions, np.linalg.norm(expected[:, None] * values[1, 3], axis=1))
+    assert list(data.to_frame()["key"]) == TOKENS
+    fig = one_head_figure(data)
+    np.testing.assert_allclose(fig.data[1].x, expected)
+    assert fig.layout.title.text.startswith("Layer 1, head 3: the query of it (5)")
+
+
+def test_residual_changes_are_relative_and_drawn_per_layer():
+    states = np.ones((3, 2, 4))
+    states[1:] *= 3  # layer 1 triples every vector (change 2), layer 2 keeps it (change 0)
+    data = walk.residual_changes(states, ["a", "b"])
+    np.testing.assert_allclose(data.change, [[2, 2], [0, 0]])
+    assert len(data.to_frame()) == 4
+    fig = residual_figure(data)
+    assert list(fig.data[0].y) == ["layer 1", "layer 2"]
+
+
+def test_ids_figure_shows_token_position_and_segment_per_column():
+    fig = ids_figure(TOKENS, list(range(8)), [0, 0, 0, 0, 0, 1, 1, 1])
+    assert fig.data[0].text[0] == TOKENS and fig.data[0].text[2][-1] == "1"
+    assert list(fig.data[0].z[2]) == [0, 0, 0, 0, 0, 1, 1, 1]
+    with pytest.raises(ValueError, match="segment ids"):
+        ids_figure(TOKENS, list(range(8)), [0])
