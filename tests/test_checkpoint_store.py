@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from bertviz_lite import checkpoint_store as store
+from bertviz_lite import checkpoint_upload as upload
 from bertviz_lite import limits
 from bertviz_lite.checkpoints import save_checkpoint, save_snapshot
 from bertviz_lite.config import BertConfig
@@ -142,8 +143,8 @@ def test_zip_round_trip_gives_the_same_checkpoint(root, tiny_model):
     names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
     assert names == {"tiny/model.safetensors", "tiny/config.json", "tiny/vocab.txt", "tiny/train_args.json",
                      "tiny/metrics.jsonl", "tiny/snapshots/step_000007.safetensors"}
-    assert store.suggested_name("whatever.zip", data) == "tiny"
-    copy = store.import_zip(data, "copy", root)
+    assert upload.suggested_name("whatever.zip", data) == "tiny"
+    copy = upload.import_zip(data, "copy", root)
     assert copy == root / "copy" and not [p for p in root.iterdir() if p.name.startswith(".upload")]
     model, tokenizer = load_folder(copy)
     original, _ = tiny_model
@@ -157,13 +158,13 @@ def test_zip_round_trip_gives_the_same_checkpoint(root, tiny_model):
 
 def test_flat_zip_without_top_folder_is_accepted(root):
     members = {name: (root / "tiny" / name).read_bytes() for name in store.REQUIRED_FILES}
-    assert load_folder(store.import_zip(make_zip(members), "flat", root))
+    assert load_folder(upload.import_zip(make_zip(members), "flat", root))
 
 
 def test_upload_with_a_taken_name_changes_nothing(root):
     before = tree(root)
     with pytest.raises(store.CheckpointError, match="already exists"):
-        store.import_zip(store.checkpoint_zip(root / "tiny"), "tiny", root)
+        upload.import_zip(store.checkpoint_zip(root / "tiny"), "tiny", root)
     assert tree(root) == before
 
 
@@ -217,32 +218,32 @@ PICKLED = pickle.dumps({"weights": [1, 2, 3]}, protocol=4)
 def test_hostile_or_broken_uploads_are_refused_and_change_nothing(root, change, message):
     before = tree(root)
     with pytest.raises(store.CheckpointError, match=message):
-        store.import_zip(make_zip(change(valid_members(root))), "upload", root)
+        upload.import_zip(make_zip(change(valid_members(root))), "upload", root)
     assert tree(root) == before
 
 
 def test_symlinks_malformed_and_oversized_zips_are_refused(root, monkeypatch):
     before = tree(root)
     with pytest.raises(store.CheckpointError, match="symbolic links"):
-        store.import_zip(make_zip(valid_members(root), symlink="x/snapshots/link.json"), "u", root)
+        upload.import_zip(make_zip(valid_members(root), symlink="x/snapshots/link.json"), "u", root)
     with pytest.raises(store.CheckpointError, match="not a readable zip"):
-        store.import_zip(b"this is not a zip at all", "u", root)
+        upload.import_zip(b"this is not a zip at all", "u", root)
     truncated = store.checkpoint_zip(root / "tiny")[:-40]
     with pytest.raises(store.CheckpointError, match="not a readable zip|damaged"):
-        store.import_zip(truncated, "u", root)
-    monkeypatch.setattr(store, "MAX_MEMBERS", 2)
+        upload.import_zip(truncated, "u", root)
+    monkeypatch.setattr(upload, "MAX_MEMBERS", 2)
     with pytest.raises(store.CheckpointError, match="at most 2 are accepted"):
-        store.import_zip(make_zip(valid_members(root)), "u", root)
-    monkeypatch.setattr(store, "MAX_MEMBERS", 2000)
+        upload.import_zip(make_zip(valid_members(root)), "u", root)
+    monkeypatch.setattr(upload, "MAX_MEMBERS", 2000)
     limit = sum(len(data) for data in valid_members(root).values()) + 10_000
     monkeypatch.setenv("BERTVIZ_LITE_UPLOAD_MB", str(limit / 2**20))
     bomb = make_zip({**valid_members(root), "x/metrics.jsonl": b"0" * 1_000_000})  # 1 MB of zeros: ~1 kB zipped
     assert len(bomb) < limit
     with pytest.raises(store.CheckpointError, match="would unpack to"):
-        store.import_zip(bomb, "u", root)
-    monkeypatch.setattr(store, "MAX_ZIP_BYTES", 100)
+        upload.import_zip(bomb, "u", root)
+    monkeypatch.setattr(upload, "MAX_ZIP_BYTES", 100)
     with pytest.raises(store.CheckpointError, match="the limit is"):
-        store.import_zip(make_zip(valid_members(root)), "u", root)
+        upload.import_zip(make_zip(valid_members(root)), "u", root)
     assert tree(root) == before
 
 
@@ -285,10 +286,10 @@ def timed_refusal(action, match):
 def test_two_gb_of_zeros_behind_a_valid_header_is_refused_quickly_and_leaves_nothing(root, zeros_bomb, monkeypatch):
     before = tree(root)
     with pytest.raises(store.CheckpointError, match="would unpack to 1907 MB; uploads may unpack to at most 1024 MB"):
-        store.import_zip(zeros_bomb, "bomb", root)  # the zip says so itself
+        upload.import_zip(zeros_bomb, "bomb", root)  # the zip says so itself
     monkeypatch.setenv("BERTVIZ_LITE_UPLOAD_MB", "4096")  # now only the bytes written can stop it
     seconds, growth_mb = timed_refusal(
-        lambda: store.import_zip(zeros_bomb, "bomb", root), r"more than 1.2 MB, the most a model with this config"
+        lambda: upload.import_zip(zeros_bomb, "bomb", root), r"more than 1.2 MB, the most a model with this config"
     )
     assert seconds < 1 and growth_mb < 300, (seconds, growth_mb)
     assert tree(root) == before
@@ -297,14 +298,14 @@ def test_two_gb_of_zeros_behind_a_valid_header_is_refused_quickly_and_leaves_not
 def test_an_upload_writes_at_most_its_budget(tmp_path, zeros_bomb, monkeypatch):
     monkeypatch.setenv("BERTVIZ_LITE_UPLOAD_MB", "4096")
     archive = zipfile.ZipFile(io.BytesIO(zeros_bomb))
-    members, _ = store.plan_members(archive)
+    members, _ = upload.plan_members(archive)
     with pytest.raises(store.CheckpointError, match="x/model.safetensors"):
-        store._extract_all(archive, members, tmp_path, claim=ZEROS + 10_000)
+        upload._extract_all(archive, members, tmp_path, claim=ZEROS + 10_000)
     config = BertConfig.from_json_file(tmp_path / "config.json")
     written = (tmp_path / "model.safetensors").stat().st_size
     assert 0 < written <= limits.max_weight_bytes(config) < 2_000_000
     with pytest.raises(store.CheckpointError, match="more bytes than the zip declares"):
-        store._extract_all(archive, members, tmp_path / "lied", claim=100_000)
+        upload._extract_all(archive, members, tmp_path / "lied", claim=100_000)
     assert sum(path.stat().st_size for path in (tmp_path / "lied").iterdir()) <= 100_000
 
 
@@ -313,7 +314,7 @@ def test_an_oversized_config_is_refused_before_any_weight_is_written(root, zeros
     members = valid_members(root)
     config = json.loads(members["x/config.json"])
     hostile = make_zip({**members, "x/config.json": json.dumps({**config, "num_hidden_layers": 1_000_000}).encode()})
-    seconds, growth_mb = timed_refusal(lambda: store.import_zip(hostile, "u", root), "1000000 layers")
+    seconds, growth_mb = timed_refusal(lambda: upload.import_zip(hostile, "u", root), "1000000 layers")
     assert seconds < 1 and growth_mb < 300, (seconds, growth_mb)
     assert tree(root) == before
 
@@ -322,14 +323,14 @@ def test_each_file_has_its_own_limit_and_a_huge_header_is_refused(root):
     before = tree(root)
     members = valid_members(root)
     with pytest.raises(store.CheckpointError, match="more than 10 MB, the most this server accepts for vocab.txt"):
-        store.import_zip(make_zip({**members, "x/vocab.txt": b"a\n" * 6_000_000}), "u", root)
+        upload.import_zip(make_zip({**members, "x/vocab.txt": b"a\n" * 6_000_000}), "u", root)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
         for name, data in members.items():
             archive.writestr(name, data)
         safetensors_of_zeros(archive, "x/snapshots/step_000001.safetensors", 201 << 20, header_length=200 << 20)
     with pytest.raises(store.CheckpointError, match="has a 200 MB header; this server reads at most 100 MB"):
-        store.import_zip(buffer.getvalue(), "u", root)
+        upload.import_zip(buffer.getvalue(), "u", root)
     assert tree(root) == before
 
 
@@ -339,12 +340,12 @@ def test_uploads_in_progress_count_against_the_disk_budget(root, monkeypatch):
     other = root / f".upload-{os.getpid()}-{1_000_000}-busy"  # another upload, claiming most of 1 MB
     other.mkdir()
     with pytest.raises(store.CheckpointError, match="Uploads being unpacked now hold 1.0 MB of the 1.0 MB allowed"):
-        store.import_zip(data, "u", root)
+        upload.import_zip(data, "u", root)
     assert other.is_dir() and not (root / "u").exists()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     other.rename(root / f".upload-{dead.pid}-{1_000_000}-crashed")  # left by a server that died
-    assert load_folder(store.import_zip(data, "u", root))
+    assert load_folder(upload.import_zip(data, "u", root))
     assert not [path for path in root.iterdir() if path.name.startswith(".upload")]
 
 
@@ -353,15 +354,15 @@ def test_refusal_messages_name_files_not_server_paths(root):
     vocab = members["x/vocab.txt"].decode().splitlines()
     members["x/vocab.txt"] = "\n".join([*vocab[:-1], vocab[5]]).encode() + b"\n"  # same size, a token twice
     with pytest.raises(store.CheckpointError, match="vocab.txt lists") as caught:
-        store.import_zip(make_zip(members), "u", root)
+        upload.import_zip(make_zip(members), "u", root)
     assert str(root) not in str(caught.value) and ".upload" not in str(caught.value)
 
 
 def test_suggested_names_are_safe():
-    assert store.suggested_name("My Model (v2).zip") == "My-Model-v2"
-    assert store.suggested_name("...zip") == "uploaded"
-    assert store.suggested_name("../../etc.zip") == "etc"
-    assert json.dumps(store.suggested_name("a..b.zip")) == '"a.b"'
+    assert upload.suggested_name("My Model (v2).zip") == "My-Model-v2"
+    assert upload.suggested_name("...zip") == "uploaded"
+    assert upload.suggested_name("../../etc.zip") == "etc"
+    assert json.dumps(upload.suggested_name("a..b.zip")) == '"a.b"'
 
 
 def test_a_rename_or_delete_that_loses_a_race_says_so_without_server_paths(root, tmp_path, monkeypatch):

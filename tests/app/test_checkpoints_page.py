@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from bertviz_lite import access, checkpoint_store
+from bertviz_lite import access, checkpoint_store, checkpoint_upload
 from bertviz_lite.run_folder import MetricsWriter, write_status
 from tests.app.tiny_checkpoint import save_tiny
 from tests.app.training_helpers import VISITOR_A, VISITOR_B, open_app, use_checkpoints_folder
@@ -141,6 +141,6 @@ def test_another_visitor_cannot_rename_or_delete_but_the_admin_can(root, monkeyp
 
 def test_an_upload_belongs_to_its_uploader(root):
     data = checkpoint_store.checkpoint_zip(root / "mine")
-    checkpoint_store.import_zip(data, "uploaded", owner=access.Visitor(VISITOR_B))
+    checkpoint_upload.import_zip(data, "uploaded", owner=access.Visitor(VISITOR_B))
     assert access.may_change(root / "uploaded", access.Visitor(VISITOR_B))
     assert not access.may_change(root / "uploaded", access.Visitor(VISITOR_A))
