@@ -1,6 +1,7 @@
-"""A small sentence pair and random attention, shared by the analysis and figure tests."""
+"""A small sentence pair, random attention and a mosaic reader, shared by the analysis, figure and page tests."""
 
 import numpy as np
+import plotly.graph_objects as go
 
 TOKENS = ["[CLS]", "the", "dog", "##gy", "[SEP]", "it", "ran", "[SEP]"]
 SEGMENTS = [0, 0, 0, 0, 0, 1, 1, 1]
@@ -12,3 +13,10 @@ def random_attention(*shape: int, seed: int = 0) -> np.ndarray:
     logits = np.random.default_rng(seed).normal(size=shape) * 2
     weights = np.exp(logits)
     return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def mosaic_tile(fig_or_z, layer: int, head: int, size: int, gap: int = 1) -> np.ndarray:
+    """Tile (layer, head) cut back out of a mosaic figure (or its heatmap z)."""
+    z = np.asarray(fig_or_z.data[0].z if isinstance(fig_or_z, go.Figure) else fig_or_z)
+    step = size + gap
+    return z[layer * step : layer * step + size, head * step : head * step + size]

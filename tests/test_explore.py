@@ -20,9 +20,10 @@ from bertviz_lite.figures import (
     rollout_heatmap,
 )
 from bertviz_lite.figures.attention import MAX_TICK_LABELS
-from bertviz_lite.figures.mosaic import PICKER_NAME, mosaic_tile
+from bertviz_lite.figures.mosaic import PICKER_NAME
 from bertviz_lite.views.attention import HEAD_VIEW_MAX_LINES, HEAD_VIEW_MAX_TOP_K
 from tests.app.tiny_checkpoint import build_tiny
+from tests.attention_samples import mosaic_tile
 
 PAIR = ("The cat sat on the mat because it was tired.", "It fell asleep in the warm sun.")
 

@@ -78,10 +78,3 @@ def mosaic_figure(mosaic: AttentionMosaic, tile_size: int = 80, gap: int = 1) ->
         meta={"layers": int(num_layers), "heads": int(num_heads), "tile": int(size), "gap": int(gap)},
     )
     return fig
-
-
-def mosaic_tile(fig_or_z, layer: int, head: int, size: int, gap: int = 1) -> np.ndarray:
-    """Tile (layer, head) cut back out of a mosaic figure (or its heatmap z)."""
-    z = np.asarray(fig_or_z.data[0].z if isinstance(fig_or_z, go.Figure) else fig_or_z)
-    step = size + gap
-    return z[layer * step : layer * step + size, head * step : head * step + size]

@@ -8,7 +8,6 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lite import analysis, explore, views
-from bertviz_lite.figures.mosaic import mosaic_tile
 from bertviz_lite.pretrained import DEFAULT_MODEL, DEMO
 from tests.app.conftest import (
     APP,
@@ -23,6 +22,7 @@ from tests.app.conftest import (
     texts,
 )
 from tests.app.tiny_checkpoint import save_tiny
+from tests.attention_samples import mosaic_tile
 
 ATTENTION_TABS = ["Head view", "Model view", "Neuron view", "Head statistics", "Rollout"]
 

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from bertviz_lite import access, run_folder, run_options, runs
-from bertviz_lite.figures.mosaic import mosaic_tile
 from bertviz_lite.pretrained import MINILM
 from bertviz_lite.run_folder import read_metrics, read_status, read_train_args, write_status
 from tests.app.training_helpers import (
@@ -24,6 +23,7 @@ from tests.app.training_helpers import (
     traces,
     use_checkpoints_folder,
 )
+from tests.attention_samples import mosaic_tile
 
 TRAIN = "pages/train/5_Train.py"
 COMPARE = "pages/train/6_Compare_runs.py"
