@@ -57,9 +57,10 @@ def attribution_figure(data: Attribution) -> go.Figure:
         hovertemplate="%{y} · %{x}: %{customdata:.4g}<extra></extra>", colorbar={"title": {"text": "÷ max |score|"}},
     ))  # fmt: skip
     fig.update_layout(
-        title=f"What {data.label} rests on: each method beside leave-one-out (ρ: Spearman over this input's tokens)",
-        height=token_axis_height(len(data.tokens)) + 60,
-        xaxis={**category_axis(), "side": "top"}, yaxis=category_axis(reverse=True), margin={"t": 150},
+        title=f"What {data.label} rests on<br><sup>each column ÷ its largest |score|; ρ: Spearman with leave-one-out "
+              "over this input's tokens</sup>",
+        height=token_axis_height(len(data.tokens), per_token=20) + 80,
+        xaxis={**category_axis(), "side": "top"}, yaxis={**category_axis(reverse=True), "dtick": 1}, margin={"t": 170},
     )  # fmt: skip
     return fig
 
@@ -77,14 +78,15 @@ def knockout_figure(data: HeadKnockout) -> go.Figure:
     if data.nsp_before is not None:
         parts.append(("Next sentence: P(IsNext)", ["IsNext"], [data.nsp_before], [data.nsp_after]))
     heights = [max(len(p[1]), 1) for p in parts] or [1]
+    height = 160 + 44 * sum(heights) + 70 * (len(heights) - 1)
     fig = make_subplots(rows=len(heights), cols=1, subplot_titles=[p[0] for p in parts] or [""],
-                        row_heights=heights, vertical_spacing=0.12)  # fmt: skip
+                        row_heights=heights, vertical_spacing=min(0.3, 90 / height))  # fmt: skip
     for row, (_, labels, before, after) in enumerate(parts, start=1):
         _before_after(fig, labels, before, after, row)
         fig.update_yaxes(category_axis(reverse=True), row=row, col=1)
         fig.update_xaxes(range=[0, 1], tickformat=".0%", row=row, col=1)
     knocked = ", ".join(data.heads) if data.heads else "none (pick heads above)"
-    fig.update_layout(title=f"Knocked out: {knocked}", barmode="group", height=160 + 44 * sum(heights),
+    fig.update_layout(title=f"Knocked out: {knocked}", barmode="group", height=height,
                       legend={"orientation": "h", "y": -0.08})
     return fig
 
@@ -94,10 +96,10 @@ def logit_lens_figure(data: LogitLens) -> go.Figure:
     labels = data.layers
     fig = make_subplots(rows=1, cols=2, column_widths=[0.7, 0.3], shared_yaxes=True, horizontal_spacing=0.03,
                         subplot_titles=["Top predictions per layer", f"P({data.answer}) per layer"])
-    ranks = [f"#{r + 1}" for r in range(data.top_probs.shape[1])]
+    ranks = [f"rank {r + 1}" for r in range(data.top_probs.shape[1])]
     fig.add_trace(go.Heatmap(
         z=data.top_probs, x=ranks, y=labels, text=data.top_tokens, texttemplate="%{text}", colorscale=SEQUENTIAL,
-        zmin=0, zmax=1, customdata=data.top_tokens, colorbar={"title": {"text": "P"}, "x": 0.66},
+        zmin=0, zmax=1, customdata=data.top_tokens, colorbar={"title": {"text": "P"}, "x": 1.02},
         hovertemplate="%{y}, %{x}: %{customdata} (%{z:.3f})<extra></extra>",
     ), row=1, col=1)  # fmt: skip
     fig.add_trace(go.Bar(x=data.answer_probs, y=labels, orientation="h", marker_color=AFTER, showlegend=False,
@@ -106,5 +108,6 @@ def logit_lens_figure(data: LogitLens) -> go.Figure:
     where = "the NSP head on each layer's [CLS]" if data.position is None else f"the MLM head at position {data.position}"
     fig.update_layout(title=f"Logit lens: {where}", height=max(300, 44 * len(labels) + 140))
     fig.update_yaxes(category_axis(reverse=True), row=1, col=1)
+    fig.update_xaxes(category_axis(), row=1, col=1)
     fig.update_xaxes(range=[0, 1], tickformat=".0%", row=1, col=2)
     return fig

@@ -50,7 +50,7 @@ class NormAttention:
     @property
     def where(self) -> str:
         heads = "all heads" if self.head is None else f"head {self.head}"
-        return f"Layer {self.layer}, {heads} ({self.which})"
+        return f"Layer {self.layer}, {heads}" + ("" if self.which == "All" else f" ({self.which})")
 
     def shares(self) -> pd.DataFrame:
         """Share of the shown total on [CLS], on [SEP] and on every other token: weights against norms."""

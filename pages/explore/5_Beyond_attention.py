@@ -91,7 +91,7 @@ if tabs["Norm-weighted attention"].open:
             st.info(data.note())
             raw_column, norm_column = st.columns(2)
             with raw_column:
-                title = f"Attention weight · {data.where}" + (" (heads' mean)" if data.head is None else "")
+                title = ("α, heads' mean · " if data.head is None else "α · ") + data.where
                 show_figure(figures.attention_heatmap(data.raw, data.query_tokens, data.key_tokens, title),
                             "beyond_raw_attention", frame=data.to_frame)
             with norm_column:
@@ -133,7 +133,8 @@ if tabs["Head knock-out"].open:
                 st.session_state["beyond_heads"] = [h for h in st.session_state["beyond_heads"] if h in names]
             chosen = st.multiselect("Heads to knock out (or click tiles in the model view below)", names, default=[],
                                     key="beyond_heads")
-            data = shown(views.head_knockout, masked, heads=tuple(chosen), position=position, k=5)
+            heads = tuple(sorted(chosen, key=names.index))  # one cache entry per set of heads
+            data = shown(views.head_knockout, masked, heads=heads, position=position, k=5)
             if data is not None:
                 st.caption("A knocked-out head's attention probabilities are multiplied by 0 (transformers' head_mask): "
                            "it adds nothing to its layer's output, and the layers above see the difference.")
