@@ -42,10 +42,12 @@ MAX_TICK_LABELS = 64  # beyond this, every token label on an axis is unreadable 
 
 
 def attention_heatmap(
-    attn, q_tokens: Sequence[str], k_tokens: Sequence[str] | None = None, title: str = "Attention"
+    attn, q_tokens: Sequence[str], k_tokens: Sequence[str] | None = None, title: str = "Attention",
+    axis_titles: bool = True,
 ) -> go.Figure:
     """Heatmap of a [Tq, Tk] attention map; rows are queries, columns keys, z = attn exactly.
 
+    axis_titles=False leaves out "key"/"query" (a narrow figure has no room beside its token labels).
     The keys label the top axis, so a title goes above them. Past 2 × MAX_TICK_LABELS tokens an axis
     shows about MAX_TICK_LABELS labels (hovering still names every cell; plotly draws 512 in half the time).
     """
@@ -67,8 +69,11 @@ def attention_heatmap(
     fig.update_layout(
         title=title,
         height=token_axis_height(attn.shape[0]),
-        xaxis={**category_axis(), "title": {"text": "key (attended to)"}, "side": "top"},
-        yaxis={**category_axis(reverse=True), "title": {"text": "query (attending)"}},
+        # automargin: in a narrow column long token labels would otherwise run into the axis titles
+        xaxis={**category_axis(), "title": {"text": "key (attended to)" if axis_titles else ""}, "side": "top",
+               "automargin": True},
+        yaxis={**category_axis(reverse=True), "title": {"text": "query (attending)" if axis_titles else ""},
+               "automargin": True},
     )
     if title:
         fig.update_layout(title={"y": 0.995, "yanchor": "top"}, margin={"t": 160}, height=fig.layout.height + 80)
@@ -184,14 +189,15 @@ def head_view(links: HeadViewLinks, levels: int = 5) -> go.Figure:
 
 # ---------------------------------------------------------------- neuron view
 
+# Short: five columns share a 1024-px screen, and the output's title sits above the softmax column's ticks.
 _NEURON_TITLES = (
     "query q",
     "keys k",
-    "q × k per dimension",
-    "q · k and q · k / √d",
-    "softmax weights",
+    "q × k",
+    "q · k, q · k / √d",
+    "softmax",
     "weight × value",
-    "output = Σ weight × value",
+    "output Σ",
 )
 
 

@@ -31,10 +31,10 @@ layer = pick_layer.selectbox("Layer", range(num_layers), key="attn_layer")
 head = pick_head.selectbox("Head", range(num_heads), key="attn_head")
 
 
-def single_head(layer: int, head: int, which: str, name: str) -> None:
+def single_head(layer: int, head: int, which: str, name: str, axis_titles: bool = True) -> None:
     block = view(views.attention_map, ctx.inputs, layer=layer, head=head, which=which)
-    show_figure(figures.attention_heatmap(block.weights, block.query_tokens, block.key_tokens, block.title), name,
-                frame=block.to_frame)
+    show_figure(figures.attention_heatmap(block.weights, block.query_tokens, block.key_tokens, block.title,
+                                          axis_titles=axis_titles), name, frame=block.to_frame)
 
 
 def _focus_clicked_token() -> None:
@@ -102,7 +102,7 @@ if tabs["Model view"].open:
             show_figure(figures.mosaic_figure(mosaic, tile_size=min(80, 480 // num_layers)), "model_view",
                         frame=mosaic.to_frame, key=_model_view_key(), on_select=_open_tile, selection_mode="points")
         with opened:
-            single_head(layer, head, "All", "model_view_head")
+            single_head(layer, head, "All", "model_view_head", axis_titles=False)
 
 if tabs["Neuron view"].open:
     with tabs["Neuron view"]:

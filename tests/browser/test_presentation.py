@@ -24,12 +24,49 @@ pytestmark = [
 EXPLORE = {"Tokens": "tokens", "Embeddings": "embeddings", "Attention": "attention", "Predictions": "predictions"}
 QUESTION_STEPS = {"one_head", "mlm", "nsp"}
 # Top and height of the first figure in the main area: a plotly chart, or the token chips (an HTML figure).
+# Charts are drawn one by one, so the first chart element is found first and then waited for.
 _FIGURE_BOX = """() => {
-  const el = document.querySelector('[data-testid="stMain"] .js-plotly-plot, [data-testid="stMain"] .bvl-chips');
-  if (!el || (el.classList.contains('js-plotly-plot') && !el._fullLayout)) return null;
-  const box = el.getBoundingClientRect();
+  const el = document.querySelector('[data-testid="stMain"] [data-testid="stPlotlyChart"], [data-testid="stMain"] .bvl-chips');
+  if (!el) return null;
+  const gd = el.classList.contains('bvl-chips') ? el : el.querySelector('.js-plotly-plot');
+  if (!gd || (gd !== el && !gd._fullLayout)) return null;
+  const box = gd.getBoundingClientRect();
   return [box.top, box.height];
 }"""
+
+
+# Pairs of text boxes that overlap in any plotly figure on the page: figure title, subplot titles, axis titles,
+# colour bars and tick labels (tick labels of one axis against each other are not compared).
+_OVERLAPS = """() => {
+  const boxes = [];
+  const add = (el, kind, group) => {
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) boxes.push({kind, group, text: (el.textContent || kind).slice(0, 30), r});
+  };
+  document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot').forEach((gd, g) => {
+    gd.querySelectorAll('.gtitle').forEach(e => add(e, 'title', g));
+    gd.querySelectorAll('.annotation-text').forEach(e => add(e, 'subplot title', g));
+    gd.querySelectorAll('.g-xtitle text, .g-ytitle text, [class*="g-x"][class*="title"] text, [class*="g-y"][class*="title"] text')
+      .forEach(e => add(e, 'axis title', g));
+    gd.querySelectorAll('.colorbar').forEach(e => add(e, 'colour bar', g));
+    gd.querySelectorAll('.xaxislayer-above, .yaxislayer-above').forEach((layer, a) =>
+      layer.querySelectorAll('text').forEach(e => add(e, 'tick' + a, g)));
+  });
+  const hit = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  const found = [];
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+    const a = boxes[i], b = boxes[j];
+    if (a.group !== b.group || (a.kind.startsWith('tick') && b.kind.startsWith('tick'))) continue;
+    if (a.kind === 'colour bar' && b.kind === 'colour bar') continue;
+    if (hit(a.r, b.r)) found.push(`${a.kind} "${a.text}" / ${b.kind} "${b.text}"`);
+  }
+  return found;
+}"""
+
+
+def overlaps(page) -> list[str]:
+    """Overlapping texts in the page's figures (empty when every title, axis title and colour bar is clear)."""
+    return page.evaluate(_OVERLAPS)
 
 
 def figure_box(page) -> tuple[float, float]:
@@ -63,6 +100,7 @@ def visit_everything(page, base_url: str, size: tuple[int, int]) -> dict[str, fl
         page.wait_for_timeout(300)  # plotly lays a new chart out once more after it appears
         page.screenshot(path=str(ARTIFACTS / f"present_{width}x{height}_step{number}_{step.key}.png"))
         assert_no_exception(page)
+        assert not overlaps(page), (step.key, overlaps(page))
         if number < len(STEPS):
             page.get_by_role("button", name="Next").click()
     for title, path in EXPLORE.items():
@@ -71,10 +109,11 @@ def visit_everything(page, base_url: str, size: tuple[int, int]) -> dict[str, fl
         page.wait_for_timeout(300)
         page.screenshot(path=str(ARTIFACTS / f"present_{width}x{height}_{path}.png"))
         assert_no_exception(page)
+        assert not overlaps(page), (title, overlaps(page))
     return tops
 
 
-@pytest.mark.parametrize("size", [(1280, 720), (1024, 768)], ids=["1280x720", "1024x768"])
+@pytest.mark.parametrize("size", [(1280, 720), (1024, 768), (1920, 1080)], ids=["1280x720", "1024x768", "1920x1080"])
 def test_presentation_mode_puts_every_main_figure_above_the_fold(streamlit_url, browser, size):
     context = browser.new_context(viewport={"width": size[0], "height": size[1]})
     try:
@@ -116,4 +155,29 @@ def test_the_url_follows_the_user_and_bad_values_are_tamed(streamlit_url, page):
     assert query["layer"] == ["5"] and query["model"] == [DEFAULT_MODEL] and "/etc" not in page.url
     link = page.locator('[data-testid="stSidebar"] [data-testid="stCode"] code').first.text_content()
     assert "head=7" in link and "/Attention?" in link, link
+    assert_no_exception(page)
+
+
+SIZES = [(1024, 768), (1280, 720), (1920, 1080)]
+NORMAL_VIEWS = [("Embeddings", None), ("Attention", "Heatmap"), ("Attention", "Neuron view"),
+                ("Attention", "Model view"), ("Attention", "Head view"), ("Predictions", None)]
+
+
+def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_url, page):
+    found = {}
+    for path, tab in NORMAL_VIEWS:
+        if page.url.split("?")[0] != f"{streamlit_url}/{path}":
+            open_page(page, streamlit_url, path)
+        if tab:
+            page.get_by_role("tab", name=tab).click()
+        figure_box(page)
+        for width, height in SIZES:
+            page.set_viewport_size({"width": width, "height": height})
+            page.wait_for_timeout(400)  # plotly re-lays its charts out after a resize
+            found.update({f"{path}/{tab} {width}x{height}": overlaps(page)} if overlaps(page) else {})
+        screenshot_name = f"normal_1024x768_{path.lower()}_{(tab or 'page').lower().replace(' ', '_')}.png"
+        page.set_viewport_size({"width": 1024, "height": 768})
+        page.wait_for_timeout(400)
+        page.screenshot(path=str(ARTIFACTS / screenshot_name))
+    assert not found, found
     assert_no_exception(page)
