@@ -58,12 +58,18 @@ def shown(data_function, masked: tuple[int, ...] = (), **params):
         return None
 
 
+def _model_view_key() -> str:
+    """A new chart key after each click clears the chart's selection, so the same tile can be clicked again."""
+    return f"beyond_model_view_{st.session_state.get('beyond_model_view_clicks', 0)}"
+
+
 def _toggle_clicked_head() -> None:
-    picked = explore.model_view_selection(st.session_state["beyond_model_view"].selection, num_layers, num_heads)
+    picked = explore.model_view_selection(st.session_state[_model_view_key()].selection, num_layers, num_heads)
     if picked is not None:
         name = attribution.head_name(*picked)
         chosen = st.session_state.get("beyond_heads", [])
         st.session_state["beyond_heads"] = [h for h in chosen if h != name] if name in chosen else [*chosen, name]
+        st.session_state["beyond_model_view_clicks"] = st.session_state.get("beyond_model_view_clicks", 0) + 1
 
 
 trace_for(ctx)
@@ -141,8 +147,9 @@ if tabs["Head knock-out"].open:
                 show_figure(figures.knockout_figure(data), "beyond_knockout", frame=data.to_frame)
             with st.expander("Model view: click a tile to knock that head out (or bring it back)"):
                 mosaic = view(views.attention_mosaic, ctx.inputs, masked)
-                show_figure(figures.mosaic_figure(mosaic), "beyond_model_view", frame=mosaic.to_frame,
-                            on_select=_toggle_clicked_head, selection_mode="points")
+                show_figure(figures.mosaic_figure(mosaic, tile_size=min(80, 480 // num_layers)), "beyond_model_view",
+                            frame=mosaic.to_frame, key=_model_view_key(), on_select=_toggle_clicked_head,
+                            selection_mode="points")
 
 if tabs["Layer by layer"].open:
     with tabs["Layer by layer"]:

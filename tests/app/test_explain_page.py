@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from bertviz_lite import explore
 from bertviz_lite.pretrained import DEFAULT_MODEL, DEMO, MINILM
-from tests.app.conftest import HAS_DEMO, PAIR, array, charts, no_exception, run_app, texts
+from tests.app.conftest import APP, HAS_DEMO, PAIR, array, charts, no_exception, texts
 
 PAGE = "pages/explore/5_Beyond_attention.py"
 TABS = ["Norm-weighted attention", "Attribution", "Head knock-out", "Layer by layer"]
 FIGURES = {
     "Norm-weighted attention": {"beyond_raw_attention", "beyond_norm_attention", "beyond_special_share"},
     "Attribution": {"beyond_attribution"},
-    "Head knock-out": {"beyond_knockout", "beyond_model_view"},
+    "Head knock-out": {"beyond_knockout", "beyond_model_view_0"},
     "Layer by layer": {"beyond_logit_lens"},
 }
 
@@ -27,9 +28,13 @@ def model_state(request, tiny_folder) -> dict:
     return {"model_picker": DEMO} if HAS_DEMO else {"model_picker": "Another folder…", "model_path": tiny_folder}
 
 
-def open_page(state: dict, **extra):
-    at = run_app(state, **extra)
-    at.switch_page(PAGE).run()
+def open_page(state: dict, **extra) -> AppTest:
+    """app.py on the Beyond attention page with this sidebar state (and extra session state), after its run."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in {"sentence_a": PAIR[0], "sentence_b": PAIR[1], **state, **extra}.items():
+        at.session_state[key] = value
+    at.switch_page(PAGE)
+    at.run()
     return at
 
 
