@@ -253,3 +253,9 @@ def test_a_model_without_heads_says_so(tiny_trace):
             explore.from_trace(views.logit_lens, tiny_trace, position=3)
     finally:
         model.has_mlm_head = True
+
+
+def test_attribution_refuses_long_inputs_in_a_sentence(tiny, tiny_trace, monkeypatch):
+    monkeypatch.setattr(views.explain, "MAX_ATTRIBUTION_TOKENS", 10)
+    with pytest.raises(ValueError, match=r"at most 10 tokens; this input has \d+\. Lower the max length"):
+        explore.from_trace(views.token_attribution, tiny_trace, position=3)

@@ -21,6 +21,9 @@ from bertviz_lite.tokenization import BertTokenizer
 
 NSP_LABELS = ("IsNext", "NotNext")
 LOO = "leave-one-out"
+# Leave-one-out runs the model once per token and IG steps + 1 times with gradients: about 8 s on one CPU
+# thread at 128 tokens (bench/explain_latency.py), so longer inputs are refused rather than left to hang.
+MAX_ATTRIBUTION_TOKENS = 128
 METHODS = (LOO, "attention (last layer)", "rollout", "norm-weighted", "gradient × input", "integrated gradients")
 
 
@@ -99,6 +102,9 @@ def token_attribution(model: Bert, tokenizer: BertTokenizer, input_ids, segments
     (positions and segments kept), over `steps` trapezoid intervals.
     """
     _needs_head(model, position)
+    if len(tokens) > MAX_ATTRIBUTION_TOKENS:
+        raise ValueError(f"Attribution runs the model once per token, so it takes at most {MAX_ATTRIBUTION_TOKENS} "
+                         f"tokens; this input has {len(tokens)}. Lower the max length or shorten the sentences.")
     target = explained_target(mlm_logits, position)
     ids, segment_ids, mask = _inputs(input_ids, segments)
     loo, _ = attribution.leave_one_out(model, ids, segment_ids, mask, target, tokenizer.mask_token_id)
