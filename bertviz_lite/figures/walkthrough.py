@@ -26,6 +26,7 @@ def ids_figure(tokens: Sequence[str], positions: Sequence[int], segments: Sequen
     colours = [[0, SEGMENT_COLOURS[0] + "33"], [1, SEGMENT_COLOURS[1] + "55"]]
     fig = go.Figure(
         go.Heatmap(z=np.tile(segs, (3, 1)), x=list(range(count)), y=rows, text=text, texttemplate="%{text}",
+                   textfont={"size": 16 if count <= 16 else 14 if count <= 26 else 10, "color": "#111111"},
                    colorscale=colours, zmin=0, zmax=1, showscale=False, xgap=2, ygap=2,
                    hovertemplate="position %{x}, %{y}: %{text}<extra></extra>")
     )  # fmt: skip
