@@ -82,10 +82,12 @@ def assert_no_exception(page) -> None:
 
 def reveal(page) -> None:
     """Answer the step's question (the first option) and reveal the model's answer."""
-    page.locator('[data-testid="stMain"] [data-testid="stRadio"] label').first.click()
+    page.locator('[data-testid="stMain"] [data-testid="stRadio"] [role="radiogroup"] label').first.click()
     wait_for_idle(page)
     page.get_by_role("button", name="Reveal the model's answer").click()
     wait_for_idle(page)
+    verdict = page.locator('[data-testid="stMain"] [data-testid="stAlert"]').first.inner_text()
+    assert verdict.startswith(("Right!", "Not this time: you said")), verdict
 
 
 SIZES = [(1280, 720), (1024, 768), (1920, 1080)]
