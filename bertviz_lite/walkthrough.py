@@ -48,7 +48,8 @@ STEPS = (
     Step("many_heads", "Many heads, many layers",
          "A layer has {heads} heads, each with its own q, k and v, so each can look for something different: the "
          "next word, the previous one, [SEP], the same word. Their outputs are joined and mixed. The model stacks "
-         "{layers} such layers. Each small square is one head's attention map (rows: queries, columns: keys)."),
+         "{layers} such layers. Each small square is one head's attention map (rows: queries, columns: keys); "
+         "click one to look at it closely in step 4."),
     Step("residual", "The residual stream and the feed-forward network",
          "Each layer does not replace a token's vector: it **adds** to it (the residual connection), first the "
          "attention output, then the output of a small **feed-forward network** applied to every token on its "

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from bertviz_lite import views
+from bertviz_lite import explore, views
 from bertviz_lite import walkthrough as walk
 from bertviz_lite.figures import embedding_parts_figure, mosaic_figure, nsp_bar, token_chip_html, topk_bar
 from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
@@ -95,9 +95,18 @@ def step_one_head() -> None:
     pick_head.selectbox("Head", range(num_heads), index=0, key=HEAD)
 
 
+def _open_head() -> None:
+    """A clicked tile opens that head in the one-head step."""
+    picked = explore.model_view_selection(st.session_state["walk_model_view"].selection, num_layers, num_heads)
+    if picked is not None:
+        st.session_state[LAYER], st.session_state[HEAD] = picked
+        st.session_state[STEP] = walk.STEP_KEYS.index("one_head") + 1
+
+
 def step_many_heads() -> None:
     mosaic = view(views.attention_mosaic, ctx.inputs, masked)
-    show_figure(mosaic_figure(mosaic, tile_size=min(80, 520 // num_layers)), "walk_model_view", frame=mosaic.to_frame)
+    show_figure(mosaic_figure(mosaic, tile_size=min(80, 520 // num_layers)), "walk_model_view", frame=mosaic.to_frame,
+                on_select=_open_head, selection_mode="points")
 
 
 def step_residual() -> None:

@@ -140,3 +140,11 @@ def test_untrusted_link_values_are_tamed():
     assert at.session_state["model_picker"] == DEFAULT_MODEL
     assert at.selectbox(key="attn_layer").value == 5
     assert len(at.sidebar.text_input(key="sentence_a").value) == 2000
+
+
+def test_the_step_can_be_jumped_to_and_is_clamped(walk_state):
+    at = run_app(walk_state, "walkthrough", walk_step=99)
+    no_exception(at)
+    assert at.header[0].value.startswith(f"Step {len(walk.STEPS)} of")
+    at.button(key="walk_prev").click().run()
+    assert at.header[0].value.startswith(f"Step {len(walk.STEPS) - 1} of")

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from bertviz_lite.pretrained import CHECKPOINTS_DIR, DEFAULT_MODEL
 from bertviz_lite.walkthrough import STEPS
 from tests.browser.conftest import ARTIFACTS
-from tests.browser.driver import EXCEPTION, open_page, selected_option, wait_for_idle
+from tests.browser.driver import EXCEPTION, click_model_view_tile, open_page, selected_option, wait_for_idle
 
 pytestmark = [
     pytest.mark.browser,
@@ -183,4 +183,15 @@ def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_
         page.wait_for_timeout(400)
         page.screenshot(path=str(ARTIFACTS / screenshot_name))
     assert not found, found
+    assert_no_exception(page)
+
+
+def test_a_walkthrough_tile_click_opens_that_head_in_step_four(streamlit_url, page):
+    open_page(page, streamlit_url, "?step=5")
+    figure_box(page)
+    click_model_view_tile(page, layer=3, head=7, num_heads=12, key="walk_model_view")
+    expect(page.get_by_role("heading", level=2).first).to_contain_text("Step 4 of 8")
+    page.wait_for_function("() => location.search.includes('layer=3') && location.search.includes('head=7')",
+                           timeout=10_000)
+    expect(page.locator('[data-testid="stMain"] [data-testid="stRadio"]')).to_contain_text("layer 3, head 7")
     assert_no_exception(page)
