@@ -30,7 +30,8 @@ STEPS = (
     Step("tokens", "WordPiece tokens and special tokens",
          "BERT never sees words, only **tokens** from a fixed vocabulary of {vocab:,} pieces. A word it does not "
          "know whole is split into pieces; a piece that continues a word starts with `##`. BERT adds **[CLS]** at "
-         "the start (its vector will summarise the pair) and **[SEP]** after each sentence. To see what BERT "
+         "the start (its vector will summarise the pair) and **[SEP]** after each sentence (the small numbers under "
+         "each token are its position · segment, the next step). To see what BERT "
          "learned, we hide one word behind **[MASK]** ({masked}); at the end the model will guess it."),
     Step("ids", "Segment and position ids",
          "Each token also gets a **segment id** (0 for sentence A, 1 for sentence B) and a **position id** (0, 1, "
