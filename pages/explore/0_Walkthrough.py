@@ -6,7 +6,7 @@ from bertviz_lite import explore, views
 from bertviz_lite import walkthrough as walk
 from bertviz_lite.figures import embedding_parts_figure, mosaic_figure, nsp_bar, token_chip_html, topk_bar
 from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
-from bertviz_lite.pretrained import DEFAULT_MODEL
+from bertviz_lite.pretrained import DEFAULT_MODEL, list_checkpoints
 from pages.common._share import HEAD, LAYER, STEP
 from pages.common._ui import clamp_number, load_context, show_figure, trace_for, view
 
@@ -61,9 +61,15 @@ def ask(question: walk.Question, key: str) -> bool:
     return False
 
 
+def _switch_model() -> None:
+    st.session_state["model_picker"] = DEFAULT_MODEL
+
+
 def no_head(kind: str) -> None:
     st.info(f"{ctx.inputs.source} has no trained {kind} head (it was fine-tuned for sentence embeddings, and these "
-            f"layers were dropped), so it cannot show this step. Pick {DEFAULT_MODEL} in the sidebar to see it.")
+            f"layers were dropped), so it cannot show this step. {DEFAULT_MODEL} is the same encoder with both heads.")
+    st.button(f"Switch to {DEFAULT_MODEL}", on_click=_switch_model, disabled=DEFAULT_MODEL not in list_checkpoints(),
+              type="primary", key="walk_switch_model")
 
 
 def step_tokens() -> None:

@@ -97,6 +97,9 @@ def test_a_model_without_heads_says_so_at_the_prediction_steps():
         no_exception(at)
         assert "has no trained" in at.info[0].value and DEFAULT_MODEL in at.info[0].value
         assert not charts(at)
+    if HAS_DEFAULT:
+        at.button(key="walk_switch_model").click().run()
+        assert at.session_state["model_picker"] == DEFAULT_MODEL and at.radio(key="walk_choice_nsp")
 
 
 # ---------------------------------------------------------------- shared links
