@@ -88,8 +88,12 @@ def clamp_index(value: int, count: int, name: str) -> tuple[int, str | None]:
 
 
 def query_for(state: SharedState) -> dict[str, str]:
-    """The query parameters of a state: only what it sets, numbers as decimal text, present as "1"."""
-    values = {"a": state.text_a, "b": state.text_b, "model": state.model, "layer": state.layer,
+    """The query parameters of a state: only what it sets, numbers as decimal text, present as "1".
+
+    Sentences are cut to MAX_TEXT, as parse_query would cut them: a pasted book must not make a 100 kB URL.
+    """
+    cut = {key: None if text is None else text[:MAX_TEXT] for key, text in (("a", state.text_a), ("b", state.text_b))}
+    values = {"a": cut["a"], "b": cut["b"], "model": state.model, "layer": state.layer,
               "head": state.head, "step": state.step, "present": "1" if state.present else None}  # fmt: skip
     return {key: str(value) for key, value in values.items() if value is not None}
 

@@ -34,3 +34,8 @@ def test_clamp_index_to_the_model_and_empty_links():
     assert share.parse_query({}, MODELS, "minilm-english") == share.SharedState()
     assert share.share_link("http://h/", "", share.SharedState()) == "http://h"
     assert share.query_for(share.SharedState(layer=0, present=False)) == {"layer": "0"}
+
+
+def test_a_long_sentence_is_cut_in_the_link_too():
+    query = share.query_for(share.SharedState(text_a="word " * 5000, text_b="short"))
+    assert len(query["a"]) == share.MAX_TEXT and query["b"] == "short"
