@@ -13,7 +13,8 @@ from tests.attention_samples import SEGMENTS, TOKENS, random_attention
 
 
 def line_traces(fig: go.Figure) -> list:
-    return [t for t in fig.data if t.mode == "lines"]
+    """The head view's line traces, without the legend entries (level 0, one gap and no line)."""
+    return [t for t in fig.data if t.mode == "lines" and t.meta["level"]]
 
 
 def segment_count(trace) -> int:
@@ -98,7 +99,8 @@ def test_head_view_one_legend_group_per_head_and_focus():
     fig = figures.head_view(select_links(attn, TOKENS, top_k=8, min_weight=0.0))
     lines = line_traces(fig)
     assert {t.legendgroup for t in lines} == {"head 0", "head 1", "head 2"}
-    assert [t.name for t in lines if t.showlegend] == ["head 0", "head 1", "head 2"]
+    assert [t.name for t in fig.data if t.showlegend] == ["head 0", "head 1", "head 2"]
+    assert not any(t.showlegend for t in lines)
     assert sum(segment_count(t) for t in lines) == 3 * 8 * 8  # every (head, query, key) once
     assert all(t.line.color.startswith("rgba(") for t in lines)
     token_columns = [t for t in fig.data if t.mode != "lines"]

@@ -101,14 +101,24 @@ def _line_xy(queries: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndar
     return x, y  # float32 is exact for indices and halves the JSON
 
 
+def _legend_entry(head: int) -> go.Scatter:
+    """A one-gap line trace that only carries the head's legend entry, its swatch in the head's full colour.
+
+    It needs a point: plotly hides a trace without data, legend entry included.
+    """
+    return go.Scatter(x=[None], y=[None], mode="lines", name=f"head {head}", legendgroup=f"head {head}", showlegend=True,
+                      hoverinfo="skip", meta={"head": head, "level": 0},
+                      line={"color": rgba(head_colour(head), 1.0), "width": 3})  # fmt: skip
+
+
 def _head_traces(queries: np.ndarray, keys: np.ndarray, weights: np.ndarray, head: int, levels: int) -> list:
-    """Line traces of one head, one per opacity level; the first one carries the legend entry."""
+    """The head's legend entry, then its line traces, one per opacity level that has lines."""
     level = np.clip(np.ceil(weights * levels), 1, levels).astype(int)
-    traces = []
+    traces = [_legend_entry(head)]
     for lvl in range(1, levels + 1):
         chosen = level == lvl
-        if not chosen.any() and (traces or lvl < levels):
-            continue  # a head with no lines still gets one empty trace, for its legend entry
+        if not chosen.any():
+            continue
         x, y = _line_xy(queries[chosen], keys[chosen])
         traces.append(
             go.Scatter(
@@ -117,7 +127,7 @@ def _head_traces(queries: np.ndarray, keys: np.ndarray, weights: np.ndarray, hea
                 mode="lines",
                 name=f"head {head}",
                 legendgroup=f"head {head}",
-                showlegend=not traces,
+                showlegend=False,
                 hoverinfo="skip",
                 meta={"head": head, "level": lvl},
                 line={"color": rgba(head_colour(head), lvl / levels), "width": 0.5 + 2.5 * lvl / levels},

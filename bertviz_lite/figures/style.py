@@ -56,6 +56,7 @@ def readable(fig: go.Figure, present: bool = False) -> go.Figure:
             fig.layout[name].colorbar.tickfont = tick
     for note in fig.layout.annotations:  # subplot titles
         note.font = {"size": sizes.axis_title, "color": TEXT_COLOUR}
-    if present and fig.layout.height:  # larger labels need more room, or plotly shows only every other token
+    # Larger labels need more room, or plotly shows only every other token (square tiles would only gain a gap).
+    if present and fig.layout.height and not fig.layout.yaxis.scaleanchor:
         fig.layout.height = round(fig.layout.height * PRESENT.tick / NORMAL.tick)
     return fig

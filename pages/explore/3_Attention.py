@@ -5,7 +5,16 @@ import streamlit as st
 from bertviz_lite import analysis, explore, figures, views
 from bertviz_lite.figures.attention import STAT_TITLES
 from bertviz_lite.figures.head_view_script import head_view_hover_script
-from pages.common._ui import clamp_number, clamp_state, load_context, show_figure, show_table, trace_for, view
+from pages.common._ui import (
+    clamp_number,
+    clamp_state,
+    is_present,
+    load_context,
+    show_figure,
+    show_table,
+    trace_for,
+    view,
+)
 
 TABS = ["Heatmap", "Head view", "Model view", "Neuron view", "Head statistics", "Rollout"]
 HEAD_VIEW_WINDOW = 64  # tokens (queries and keys) drawn at once in the head view of a long input
@@ -56,6 +65,29 @@ def _open_tile() -> None:
         st.session_state["model_view_clicks"] = st.session_state.get("model_view_clicks", 0) + 1
 
 
+def head_view_controls() -> tuple:
+    """The head view's pickers: heads, token window, focus token and line threshold."""
+    if "hv_heads" in st.session_state:
+        st.session_state["hv_heads"] = [h for h in st.session_state["hv_heads"] if h < num_heads]
+    heads = st.multiselect("Heads (or click the legend)", range(num_heads), default=list(range(num_heads)),
+                           key="hv_heads", format_func=lambda h: f"head {h}")
+    window = None
+    if count > 2 * HEAD_VIEW_WINDOW:
+        clamp_number("hv_start", 0, count - HEAD_VIEW_WINDOW)
+        start = st.slider(f"Tokens shown: from ({HEAD_VIEW_WINDOW} at a time; lines to tokens outside are not "
+                          "drawn)", 0, count - HEAD_VIEW_WINDOW, 0, key="hv_start")
+        window = explore.token_window(count, start, HEAD_VIEW_WINDOW)
+    shown = range(count) if window is None else range(window.start, window.stop)
+    st.session_state["hv_window_start"] = shown.start  # for the click callback
+    clamp_state("hv_focus", [ALL_TOKENS, *shown], ALL_TOKENS)
+    pick_focus, pick_weight = st.columns([2, 1])
+    focus = pick_focus.selectbox("Focus on one query token", [ALL_TOKENS, *shown], key="hv_focus",
+                                 format_func=lambda i: "all tokens" if i == ALL_TOKENS else labels[i])
+    min_weight = pick_weight.slider("Hide lines lighter than", 0.0, 0.5, views.head_view_min_weight(len(shown)),
+                                    0.01, key="hv_min_weight", help="The default is 1 / tokens: uniform attention.")
+    return heads, window, focus, min_weight
+
+
 tabs = dict(zip(TABS, st.tabs(TABS, key="attn_view", on_change="rerun"), strict=True))
 if tabs["Heatmap"].open:
     with tabs["Heatmap"]:
@@ -63,32 +95,21 @@ if tabs["Heatmap"].open:
 
 if tabs["Head view"].open:
     with tabs["Head view"]:
-        if "hv_heads" in st.session_state:
-            st.session_state["hv_heads"] = [h for h in st.session_state["hv_heads"] if h < num_heads]
-        heads = st.multiselect("Heads (or click the legend)", range(num_heads), default=list(range(num_heads)),
-                               key="hv_heads", format_func=lambda h: f"head {h}")
-        window = None
-        if count > 2 * HEAD_VIEW_WINDOW:
-            clamp_number("hv_start", 0, count - HEAD_VIEW_WINDOW)
-            start = st.slider(f"Tokens shown: from ({HEAD_VIEW_WINDOW} at a time; lines to tokens outside are not "
-                              "drawn)", 0, count - HEAD_VIEW_WINDOW, 0, key="hv_start")
-            window = explore.token_window(count, start, HEAD_VIEW_WINDOW)
-        shown = range(count) if window is None else range(window.start, window.stop)
-        st.session_state["hv_window_start"] = shown.start  # for the click callback
-        clamp_state("hv_focus", [ALL_TOKENS, *shown], ALL_TOKENS)
-        pick_focus, pick_weight = st.columns([2, 1])
-        focus = pick_focus.selectbox("Focus on one query token", [ALL_TOKENS, *shown], key="hv_focus",
-                                     format_func=lambda i: "all tokens" if i == ALL_TOKENS else labels[i])
-        min_weight = pick_weight.slider("Hide lines lighter than", 0.0, 0.5, views.head_view_min_weight(len(shown)),
-                                        0.01, key="hv_min_weight", help="The default is 1 / tokens: uniform attention.")
-        links = view(views.head_view_links, ctx.inputs, layer=layer, heads=heads, which=which, window=window,
-                     focus=None if focus == ALL_TOKENS else focus, min_weight=min_weight)
-        st.caption(f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
-                   "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
-                   "them back). Click a head in the legend to show it alone, click it again for all heads.")
-        show_figure(figures.head_view(links), "head_view", frame=links.to_frame, on_select=_focus_clicked_token,
-                    selection_mode="points")
-        st.html(head_view_hover_script("head_view"), unsafe_allow_javascript=True)  # hover a token: its lines light up
+        # Presentation mode: the figure first, its controls below it (they are read first all the same).
+        figure_box, control_box = st.container(), st.container()
+        if not is_present():
+            figure_box, control_box = control_box, figure_box
+        with control_box:
+            heads, window, focus, min_weight = head_view_controls()
+        with figure_box:
+            links = view(views.head_view_links, ctx.inputs, layer=layer, heads=heads, which=which, window=window,
+                         focus=None if focus == ALL_TOKENS else focus, min_weight=min_weight)
+            st.caption(f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
+                       "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
+                       "them back). Click a head in the legend to show it alone, click it again for all heads.")
+            show_figure(figures.head_view(links), "head_view", frame=links.to_frame, on_select=_focus_clicked_token,
+                        selection_mode="points")
+            st.html(head_view_hover_script("head_view"), unsafe_allow_javascript=True)  # hover a token: its lines light up
 
 if tabs["Model view"].open:
     with tabs["Model view"]:
@@ -99,7 +120,8 @@ if tabs["Model view"].open:
         )
         grid, opened = st.columns([3, 2])  # the opened head beside the grid, not below the fold
         with grid:
-            show_figure(figures.mosaic_figure(mosaic, tile_size=min(80, 480 // num_layers)), "model_view",
+            # Tiles as wide as the column allows (12 heads in 3/5 of a screen): a taller figure only left a gap.
+            show_figure(figures.mosaic_figure(mosaic, tile_size=max(24, min(80, 460 // num_heads))), "model_view",
                         frame=mosaic.to_frame, key=_model_view_key(), on_select=_open_tile, selection_mode="points")
         with opened:
             single_head(layer, head, "All", "model_view_head", axis_titles=False)

@@ -126,7 +126,7 @@ def test_attention_views_show_the_trace(source, loaded, tab):
     if tab == "Head view":
         legend = {t["name"] for t in figures["head_view"]["data"] if t.get("showlegend")}
         assert legend == {f"head {h}" for h in range(num_heads)}
-        ys = np.concatenate([array(t["y"]) for t in figures["head_view"]["data"] if t.get("mode") == "lines"])
+        ys = np.concatenate([array(t["y"]) for t in figures["head_view"]["data"] if t.get("meta", {}).get("level")])
         ys = ys[np.isfinite(ys)]
         assert ys.size and ys.min() >= 0 and ys.max() < count
     elif tab == "Model view":
@@ -164,7 +164,7 @@ def test_attention_page_stays_light_at_512_tokens():
         if tab == "Heatmap":
             assert array(figures["attention_heatmap"]["data"][0]["z"]).shape == (512, 512)
         if tab == "Head view":
-            lines = sum(len(array(t["x"])) // 3 for t in figures["head_view"]["data"] if t.get("mode") == "lines")
+            lines = sum(len(array(t["x"])) // 3 for t in figures["head_view"]["data"] if t.get("meta", {}).get("level"))
             assert 0 < lines <= views.attention.HEAD_VIEW_MAX_LINES
         if tab == "Model view":
             assert figures["model_view"]["layout"]["meta"]["tile"] == 32
