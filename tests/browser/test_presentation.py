@@ -195,3 +195,18 @@ def test_a_walkthrough_tile_click_opens_that_head_in_step_four(streamlit_url, pa
                            timeout=10_000)
     expect(page.locator('[data-testid="stMain"] [data-testid="stRadio"]')).to_contain_text("layer 3, head 7")
     assert_no_exception(page)
+
+
+def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit_url, page):
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, streamlit_url, "Attention?present=1")
+    page.get_by_role("tab", name="Head view").click()
+    wait_for_idle(page)
+    page.wait_for_function("() => document.querySelector('.st-key-head_view .js-plotly-plot')?._fullLayout",
+                           timeout=30_000)
+    figure_top = page.locator(".st-key-head_view").bounding_box()["y"]
+    assert figure_top < 720 - 200, figure_top
+    assert page.locator(".st-key-hv_heads").bounding_box()["y"] > figure_top
+    sidebar = page.locator('[data-testid="stSidebar"]').bounding_box()
+    assert sidebar is None or sidebar["x"] + sidebar["width"] <= 1, sidebar  # folded away
+    assert_no_exception(page)
