@@ -133,6 +133,29 @@ def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, ke
                        key=f"{key}_csv", on_click="ignore", icon=":material/download:")
 
 
+# A presenter's clicker sends PageDown/PageUp (or the arrow keys): they press the page's Next/Previous buttons.
+_STEP_KEYS_JS = """<script>
+(() => {
+  if (window.__bvlStepKeys) return;
+  window.__bvlStepKeys = true;
+  const buttons = {ArrowRight: "__NEXT__", PageDown: "__NEXT__", ArrowLeft: "__PREV__", PageUp: "__PREV__"};
+  document.addEventListener("keydown", event => {
+    const typing = event.target.closest && event.target.closest("input, textarea, [contenteditable], [role=slider]");
+    const key = buttons[event.key];
+    if (!key || typing || event.altKey || event.ctrlKey || event.metaKey) return;
+    const button = document.querySelector(`.st-key-${key} button`);
+    if (button && !button.disabled) { event.preventDefault(); button.click(); }
+  }, true);  // capture: the app's scroll container would otherwise see the key first
+})();
+</script>"""
+
+
+def step_keys(previous_key: str, next_key: str) -> None:
+    """Arrow keys and PageUp/PageDown press the buttons with these keys (a clicker moves the walkthrough)."""
+    script = _STEP_KEYS_JS.replace("__NEXT__", next_key).replace("__PREV__", previous_key)
+    st.html(script, unsafe_allow_javascript=True)
+
+
 def is_present() -> bool:
     """Whether presentation mode is on (sidebar toggle or ?present=1)."""
     return bool(st.session_state.get(PRESENT))

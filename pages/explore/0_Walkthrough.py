@@ -8,7 +8,7 @@ from bertviz_lite.figures import embedding_parts_figure, mosaic_figure, nsp_bar,
 from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
 from bertviz_lite.pretrained import DEFAULT_MODEL, list_checkpoints
 from pages.common._share import HEAD, LAYER, STEP
-from pages.common._ui import clamp_number, load_context, show_figure, trace_for, view
+from pages.common._ui import clamp_number, load_context, show_figure, step_keys, trace_for, view
 
 ctx = load_context()
 encoding = ctx.encoding
@@ -33,6 +33,7 @@ back.button("Previous", on_click=_go, args=(step - 1,), disabled=step == 1, key=
             icon=":material/arrow_back:", width="stretch")
 forward.button("Next", on_click=_go, args=(step + 1,), disabled=step == len(walk.STEPS), key="walk_next",
                icon=":material/arrow_forward:", type="primary", width="stretch")
+step_keys("walk_prev", "walk_next")
 facts = walk.step_facts(ctx.model.config, ctx.tokenizer.vocab_size, trace.num_tokens, original)
 st.markdown(walk.step_text(current, facts))
 

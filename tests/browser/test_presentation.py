@@ -210,3 +210,19 @@ def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit
     sidebar = page.locator('[data-testid="stSidebar"]').bounding_box()
     assert sidebar is None or sidebar["x"] + sidebar["width"] <= 1, sidebar  # folded away
     assert_no_exception(page)
+
+
+def test_a_clicker_moves_the_walkthrough(streamlit_url, page):
+    open_page(page, streamlit_url, "?step=2")
+    heading = page.get_by_role("heading", level=2).first
+    expect(heading).to_contain_text("Step 2 of 8")
+    page.wait_for_function("() => window.__bvlStepKeys === true", timeout=10_000)  # the page's key script is in
+    page.wait_for_timeout(1000)  # a key pressed in the app's first second, before its start-up reruns settle, is lost
+    for key, step in (("PageDown", 3), ("ArrowRight", 4), ("PageUp", 3), ("ArrowLeft", 2)):
+        page.keyboard.press(key)
+        expect(heading).to_contain_text(f"Step {step} of 8")
+        wait_for_idle(page)
+    page.locator(".st-key-sentence_a input").press("ArrowRight")  # typing in a box moves no step
+    wait_for_idle(page)
+    expect(heading).to_contain_text("Step 2 of 8")
+    assert_no_exception(page)
