@@ -151,16 +151,19 @@ def main(argv: list[str] | None = None) -> int:
                                                    dtype=torch.float32).eval()
     size = model.config.hidden_size // model.config.num_attention_heads
     print(f"torch={torch.__version__} threads={args.threads} repeats={args.repeats} model={ENGLISH}")
-    worst_view, worst_ratio = 0.0, 0.0
+    worst_ratio = 0.0
     for length in args.lengths:
-        pair = sentence_pair(length)
+        pair = sentence_pair(length + 8)
         position = 3
-        trace = explore.trace_pair(model, tokenizer, *pair, max_length=512, masked_positions=(position,))
+        # a pair a little longer than `length`, truncated to exactly `length` tokens
+        trace = explore.trace_pair(model, tokenizer, *pair, max_length=length, masked_positions=(position,))
         print(f"tokens={trace.num_tokens}")
+        slowest = 0.0
         for name, call in view_timers(trace, position).items():
             ms = median_ms(call, args.repeats)
-            worst_view = max(worst_view, ms)
+            slowest = max(slowest, ms)
             print(f"  view  {name:<40s} {ms:8.1f} ms")
+        print(f"  slowest view at {trace.num_tokens} tokens: {slowest:.1f} ms (goal < 1500 ms at 32 tokens)")
         inputs = {"input_ids": torch.as_tensor(trace.input_ids)[None], "token_type_ids": torch.as_tensor(trace.segments)[None],
                   "attention_mask": torch.ones(1, trace.num_tokens, dtype=torch.long)}
         hooks = zero_heads_hooks(reference, size)
@@ -177,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             for hook in hooks:
                 hook.remove()
-    print(f"slowest_view_ms={worst_view:.1f} (goal < 1500 at 32 tokens) worst_ratio={worst_ratio:.3f}")
+    print(f"worst_ratio={worst_ratio:.3f}")
     return 0
 
 

@@ -111,7 +111,7 @@ if tabs["Attribution"].open:
         target = pick_target()
         if target is not None:
             position, masked = target
-            steps = st.select_slider("Integrated-gradients steps", [16, 32, 64, 128], value=32, key="beyond_steps")
+            steps = st.select_slider("Integrated-gradients steps", [32, 64, 128], value=32, key="beyond_steps")
             with st.spinner("Masking each token in turn and integrating gradients…"):
                 data = shown(views.token_attribution, masked, position=position, steps=steps)
             if data is not None:
