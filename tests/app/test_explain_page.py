@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 from bertviz_lite import explore
 from bertviz_lite.pretrained import DEFAULT_MODEL, DEMO, MINILM
 from tests.app.conftest import APP, HAS_DEMO, PAIR, array, charts, no_exception, texts
+from tests.app.tiny_checkpoint import save_tiny
 
 PAGE = "pages/explore/5_Beyond_attention.py"
 TABS = ["Norm-weighted attention", "Attribution", "Head knock-out", "Layer by layer"]
@@ -122,3 +123,11 @@ def test_an_encoder_without_heads_gets_norms_and_a_plain_message():
         at = open_page({"model_picker": MINILM}, beyond_view=tab)
         no_exception(at)
         assert "no trained MLM or NSP head" in texts(at), tab
+
+
+def test_a_one_layer_one_head_model_shows_every_view(tmp_path):
+    state = {"model_picker": "Another folder…", "model_path": str(save_tiny(tmp_path / "m", num_layers=1, num_heads=1))}
+    for tab in TABS:
+        at = open_page(state, beyond_view=tab)
+        no_exception(at)
+        assert FIGURES[tab] <= set(charts(at)), tab
