@@ -212,7 +212,10 @@ def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit
     assert_no_exception(page)
 
 
-def test_a_clicker_moves_the_walkthrough(streamlit_url, page):
+def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside(streamlit_url, page):
+    outside = []
+    page.on("request", lambda request: outside.append(request.url) if not request.url.startswith(
+        (streamlit_url, "data:", "blob:", "about:")) else None)
     open_page(page, streamlit_url, "?step=2")
     heading = page.get_by_role("heading", level=2).first
     expect(heading).to_contain_text("Step 2 of 8")
@@ -226,3 +229,4 @@ def test_a_clicker_moves_the_walkthrough(streamlit_url, page):
     wait_for_idle(page)
     expect(heading).to_contain_text("Step 2 of 8")
     assert_no_exception(page)
+    assert outside == []  # a lecture hall may have no internet (the favicon was a Google font icon)
