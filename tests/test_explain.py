@@ -259,3 +259,20 @@ def test_attribution_refuses_long_inputs_in_a_sentence(tiny, tiny_trace, monkeyp
     monkeypatch.setattr(views.explain, "MAX_ATTRIBUTION_TOKENS", 10)
     with pytest.raises(ValueError, match=r"at most 10 tokens; this input has \d+\. Lower the max length"):
         explore.from_trace(views.token_attribution, tiny_trace, position=3)
+
+
+def test_explain_choices_follow_the_heads_and_the_input(tiny):
+    model, tokenizer = tiny
+    pair = tokenizer.encode_pair(*PAIR)
+    choices = views.explain_choices(pair, model)
+    assert choices[-1] is None and choices[:-1] == views.maskable_positions(pair)
+    assert views.default_choice(pair, choices) == views.default_mask_position(pair)
+    alone = tokenizer.encode_pair("The cat sat on the [MASK].", None)
+    assert None not in views.explain_choices(alone, model)  # no sentence B, no NSP decision
+    assert views.default_choice(alone, views.explain_choices(alone, model)) == alone.tokens.index("[MASK]")
+    model.has_mlm_head = False
+    try:
+        assert views.explain_choices(pair, model) == [None]
+        assert views.default_choice(pair, [None]) is None and views.explain_choices(alone, model) == []
+    finally:
+        model.has_mlm_head = True

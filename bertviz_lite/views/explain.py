@@ -17,7 +17,8 @@ import torch
 from bertviz_lite import analysis, attribution
 from bertviz_lite.attribution import Target
 from bertviz_lite.model import Bert
-from bertviz_lite.tokenization import BertTokenizer
+from bertviz_lite.tokenization import BertTokenizer, Encoding
+from bertviz_lite.views.predictions import default_mask_position, maskable_positions, masked_positions
 
 NSP_LABELS = ("IsNext", "NotNext")
 LOO = "leave-one-out"
@@ -25,6 +26,21 @@ LOO = "leave-one-out"
 # thread at 128 tokens (bench/explain_latency.py), so longer inputs are refused rather than left to hang.
 MAX_ATTRIBUTION_TOKENS = 128
 METHODS = (LOO, "attention (last layer)", "rollout", "norm-weighted", "gradient × input", "integrated gradients")
+
+
+def explain_choices(encoding: Encoding, model: Bert) -> list[int | None]:
+    """What can be explained: ordinary tokens' positions (with an MLM head), then None for NSP (with its head and a B)."""
+    positions = maskable_positions(encoding) if model.has_mlm_head else []
+    has_b = any(s == 1 for s in encoding.sequence_ids if s is not None)
+    return [*positions, *([None] if model.has_nsp_head and has_b else [])]
+
+
+def default_choice(encoding: Encoding, choices: Sequence[int | None]) -> int | None:
+    """A [MASK] typed in the text, else the Predictions page's default token, else the first choice (NSP, say)."""
+    for candidate in [*masked_positions(encoding.tokens), default_mask_position(encoding)]:
+        if candidate is not None and candidate in choices:
+            return candidate
+    return choices[0] if choices else None
 
 
 def _needs_head(model: Bert, position: int | None) -> None:

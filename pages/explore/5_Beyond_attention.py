@@ -15,7 +15,7 @@ ctx = load_context()
 encoding, model = ctx.encoding, ctx.model
 num_layers, num_heads = model.config.num_hidden_layers, model.config.num_attention_heads
 labels = analysis.unique_labels(encoding.tokens)
-has_b = any(s == 1 for s in encoding.sequence_ids if s is not None)
+has_b = any(s == 1 for s in encoding.sequence_ids if s is not None)  # the sentence filter needs a B
 
 st.header("Beyond attention")
 st.caption(
@@ -25,22 +25,18 @@ st.caption(
 )
 
 
-def explain_options() -> list[int]:
-    """MLM positions (with an MLM head) and the NSP decision (with an NSP head and a sentence B)."""
-    positions = views.maskable_positions(encoding) if model.has_mlm_head else []
-    return positions + ([NSP] if model.has_nsp_head and has_b else [])
-
-
 def pick_target() -> tuple[int | None, tuple[int, ...]] | None:
     """The prediction to explain (None: NSP) and the positions to mask for it; None when there is nothing."""
-    options = explain_options()
-    if not options:
+    choices = views.explain_choices(encoding, model)
+    if not choices:
         st.info(f"{ctx.inputs.source} has no trained MLM or NSP head (or there is no sentence B for NSP), so there is "
                 f"no prediction to explain. {DEFAULT_MODEL} has both.")
         return None
-    typed = views.masked_positions(encoding.tokens)
-    default = (typed or [views.default_mask_position(encoding)] if model.has_mlm_head else [NSP])[0]
-    default = default if default in options else options[0]
+    options = [NSP if choice is None else choice for choice in choices]  # a selectbox reads None as "nothing picked"
+    default = options[choices.index(views.default_choice(encoding, choices))]
+    if st.session_state.get("beyond_target_input") != ctx.inputs:  # new text: positions mean other tokens now
+        st.session_state["beyond_target_input"] = ctx.inputs
+        st.session_state["beyond_target"] = default
     clamp_state("beyond_target", options, default)
     picked = st.selectbox("Explain", options, index=options.index(default), key="beyond_target",
                           format_func=lambda i: "next-sentence decision (NSP)" if i == NSP else f"[MASK] at {labels[i]}")

@@ -131,3 +131,18 @@ def test_a_one_layer_one_head_model_shows_every_view(tmp_path):
         at = open_page(state, beyond_view=tab)
         no_exception(at)
         assert FIGURES[tab] <= set(charts(at)), tab
+
+
+def test_a_typed_mask_is_explained_first_and_new_text_resets_the_choice(loaded):
+    state = {"model_picker": DEFAULT_MODEL}
+    _, tokenizer = loaded(state)
+    at = open_page(state, beyond_view="Layer by layer", sentence_a="Paris is the [MASK] of France.")
+    no_exception(at)
+    position = tokenizer.encode_pair("Paris is the [MASK] of France.", PAIR[1]).tokens.index("[MASK]")
+    assert at.selectbox(key="beyond_target").value == position
+    assert "capital" in charts(at)["beyond_logit_lens"]["data"][0]["text"][-1][:3]
+    at.selectbox(key="beyond_target").set_value(1).run()
+    assert at.selectbox(key="beyond_target").value == 1
+    at.sidebar.text_input(key="sentence_a").set_value("The [MASK] barked at the mailman.").run()
+    no_exception(at)
+    assert at.selectbox(key="beyond_target").value == 2  # [CLS] the [MASK]
