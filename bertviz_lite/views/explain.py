@@ -18,7 +18,12 @@ from bertviz_lite import analysis, attribution
 from bertviz_lite.attribution import Target
 from bertviz_lite.model import Bert
 from bertviz_lite.tokenization import BertTokenizer, Encoding
-from bertviz_lite.views.predictions import default_mask_position, maskable_positions, masked_positions
+from bertviz_lite.views.predictions import (
+    default_mask_position,
+    is_next_probability,
+    maskable_positions,
+    masked_positions,
+)
 
 NSP_LABELS = ("IsNext", "NotNext")
 LOO = "leave-one-out"
@@ -176,15 +181,15 @@ def head_knockout(model: Bert, tokenizer: BertTokenizer, input_ids, segments, ml
     ids, segment_ids, attention_mask = _inputs(input_ids, segments)
     model.eval()
     knocked = model.trace(ids, segment_ids, attention_mask, head_mask=mask)
-    nsp = [None, None] if nsp_logits is None else [
-        float(analysis.softmax(x)[0]) for x in (nsp_logits, knocked.nsp_logits[0].numpy())]
+    nsp_after = None if nsp_logits is None else is_next_probability(knocked.nsp_logits[0].numpy())
     candidates, before, after = [], np.zeros(0), np.zeros(0)
     if position is not None:
         before = analysis.softmax(np.asarray(mlm_logits)[position])
         after = analysis.softmax(knocked.mlm_logits[0, position].numpy())
         ids_shown = _candidates(before, after, k)
         candidates, before, after = tokenizer.convert_ids_to_tokens(ids_shown.tolist()), before[ids_shown], after[ids_shown]
-    return HeadKnockout(tuple(heads), position, list(candidates), before, after, *nsp)
+    return HeadKnockout(tuple(heads), position, list(candidates), before, after, is_next_probability(nsp_logits),
+                        nsp_after)
 
 
 # ---------------------------------------------------------------- logit lens
