@@ -63,10 +63,10 @@ def guesses_bar(series: PredictionSeries, step: int) -> go.Figure:
     if index is None:
         raise ValueError(f"step {step} has no saved predictions")
     tokens, probs = series.top_tokens[index], series.top_probs[index]
-    fig = topk_bar(tokens, probs, title=f"Step {step}: guesses for [MASK] (answer: “{series.answer}”)")
+    fig = topk_bar(tokens, probs, title=f"Step {step}: top guesses at [MASK]<br>(answer: “{series.answer}”)")
     order = np.argsort(-probs, kind="stable")  # topk_bar draws the bars in this order
     fig.update_traces(marker_color=[ANSWER_COLOUR if tokens[i] == series.answer else GUESS_COLOUR for i in order])
-    fig.update_layout(xaxis_range=[0, 1], height=300, margin={"t": 50, "b": 40})
+    fig.update_layout(xaxis_range=[0, 1], height=320, margin={"t": 80, "b": 40})
     return fig
 
 

@@ -203,14 +203,20 @@ def _play_tick(steps: list[int]) -> None:
         st.session_state[PLAYING] = False
 
 
+def _retime(was_playing: bool) -> None:
+    """A full rerun when Play started or stopped since the fragment was set up, to set its timer anew."""
+    if bool(st.session_state.get(PLAYING)) != was_playing:
+        st.rerun()
+
+
 def _replay_panel(run_dir: Path, active: bool, was_playing: bool) -> None:
     steps = runs.snapshot_steps(run_dir)
     if not steps:
         st.info("Waiting for the first attention snapshot…" if active else "This run saved no attention snapshot.")
         return
+    _retime(was_playing)  # before the tick: the run that follows a Play click keeps the first step
     _play_tick(steps)
-    if bool(st.session_state.get(PLAYING)) != was_playing:
-        st.rerun()  # a full rerun sets the fragment's timer for playing (PLAY_S) or not
+    _retime(was_playing)  # Play just ended at the last snapshot
     step = _step_controls(steps, active)
     lapse = run_timelapse(str(run_dir), tuple(steps))
     if step not in lapse.steps:
