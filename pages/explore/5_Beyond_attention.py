@@ -25,7 +25,7 @@ st.caption(
 )
 
 
-def pick_target() -> tuple[int | None, tuple[int, ...]] | None:
+def pick_target(where=st) -> tuple[int | None, tuple[int, ...]] | None:
     """The prediction to explain (None: NSP) and the positions to mask for it; None when there is nothing."""
     choices = views.explain_choices(encoding, model)
     if not choices:
@@ -38,7 +38,7 @@ def pick_target() -> tuple[int | None, tuple[int, ...]] | None:
         st.session_state["beyond_target_input"] = ctx.inputs
         st.session_state["beyond_target"] = default
     clamp_state("beyond_target", options, default)
-    picked = st.selectbox("Explain", options, index=options.index(default), key="beyond_target",
+    picked = where.selectbox("Explain", options, index=options.index(default), key="beyond_target",
                           format_func=lambda i: "next-sentence decision (NSP)" if i == NSP else f"[MASK] at {labels[i]}")
     if picked == NSP:
         return None, ()
@@ -104,10 +104,11 @@ if tabs["Norm-weighted attention"].open:
 
 if tabs["Attribution"].open:
     with tabs["Attribution"]:
-        target = pick_target()
+        pick, pick_steps = st.columns([3, 1])
+        target = pick_target(pick)
         if target is not None:
             position, masked = target
-            steps = st.select_slider("Integrated-gradients steps", [32, 64, 128], value=32, key="beyond_steps")
+            steps = pick_steps.select_slider("Integrated-gradients steps", [32, 64, 128], value=32, key="beyond_steps")
             with st.spinner("Masking each token in turn and integrating gradients…"):
                 data = shown(views.token_attribution, masked, position=position, steps=steps)
             if data is not None:
