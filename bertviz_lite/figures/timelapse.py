@@ -50,9 +50,9 @@ def prediction_curves(series: PredictionSeries, step: int | None = None) -> go.F
                    line={"color": "#9467bd"}, hovertemplate="step %{x}: %{y:.3f}<extra>P(IsNext)</extra>"),
     ])  # fmt: skip
     fig.update_layout(
-        title=f"The probe pair over training: P(“{series.answer}”) at [MASK] and P(B follows A)",
+        title=f"The probe pair over training:<br>P(“{series.answer}”) at [MASK], P(B follows A)",
         xaxis={"title": {"text": "training step"}}, yaxis={"title": {"text": "probability"}, "range": [0, 1.02]},
-        height=330, margin={"t": 60, "b": 40}, legend={"orientation": "h", "y": -0.25},
+        height=350, margin={"t": 80, "b": 40}, legend={"orientation": "h", "y": -0.25},
     )  # fmt: skip
     return _step_marker(fig, step)
 
