@@ -64,28 +64,13 @@ class PairTrace:
         """EMBEDDING_NAMES -> [T, H]."""
         return {name: _batch_one(getattr(self.output.embeddings, name)) for name in EMBEDDING_NAMES}
 
-    @cached_property
-    def attentions(self) -> np.ndarray:
-        """[L, nh, T, T], rows sum to 1."""
-        return _per_layer(self.output.attentions)
-
-    @cached_property
-    def queries(self) -> np.ndarray:
-        """[L, nh, T, hd]."""
-        return _per_layer(self.output.queries)
-
-    @cached_property
-    def keys(self) -> np.ndarray:
-        return _per_layer(self.output.keys)
-
-    @cached_property
-    def values(self) -> np.ndarray:
-        return _per_layer(self.output.values)
-
-    @cached_property
-    def hidden_states(self) -> np.ndarray:
-        """[L + 1, T, H]: the embedding output, then each layer's."""
-        return _per_layer(self.output.hidden_states)
+    # Per layer, as numpy: attentions [L, nh, T, T] (rows sum to 1), queries, keys and values [L, nh, T, hd],
+    # hidden_states [L + 1, T, H] (the embedding output, then each layer's).
+    attentions = cached_property(lambda self: _per_layer(self.output.attentions))
+    queries = cached_property(lambda self: _per_layer(self.output.queries))
+    keys = cached_property(lambda self: _per_layer(self.output.keys))
+    values = cached_property(lambda self: _per_layer(self.output.values))
+    hidden_states = cached_property(lambda self: _per_layer(self.output.hidden_states))
 
     @cached_property
     def mlm_logits(self) -> np.ndarray | None:

@@ -43,22 +43,11 @@ class BertTrace:
     nsp_logits: Tensor | None  # (B, 2), index 0 = IsNext as in Hugging Face; None without an NSP head
     attention_mask: Tensor  # (B, T)
 
-    @property
-    def attentions(self) -> tuple[Tensor, ...]:
-        """Per layer (B, nh, T, T) probabilities."""
-        return tuple(layer.probs for layer in self.layers)
-
-    @property
-    def queries(self) -> tuple[Tensor, ...]:
-        return tuple(layer.query for layer in self.layers)
-
-    @property
-    def keys(self) -> tuple[Tensor, ...]:
-        return tuple(layer.key for layer in self.layers)
-
-    @property
-    def values(self) -> tuple[Tensor, ...]:
-        return tuple(layer.value for layer in self.layers)
+    # Per layer, under transformers' names: attentions (B, nh, T, T) probabilities; queries, keys, values.
+    attentions = property(lambda self: tuple(layer.probs for layer in self.layers))
+    queries = property(lambda self: tuple(layer.query for layer in self.layers))
+    keys = property(lambda self: tuple(layer.key for layer in self.layers))
+    values = property(lambda self: tuple(layer.value for layer in self.layers))
 
 
 @dataclass

@@ -107,6 +107,11 @@ def option(default: Any, *, help: str, label: str, group: str | None, check: str
     return field(default=default, metadata=metadata)
 
 
+def every(label: str, help: str, check: str = "count") -> Any:
+    """A logging interval in steps (None: the preset's), declared as `option` declares any option."""
+    return option(None, label=label, group="Logging", check=check, help=help)
+
+
 @dataclass
 class TrainingArguments:
     """Every option of a run; None means "the preset's value". Validated on creation (OptionError)."""
@@ -127,9 +132,9 @@ class TrainingArguments:
                                     help="WordPiece vocabulary size, trained on the corpus at the start")
     seq_len: int | None = option(None, label="Sequence length", group="Data", check="count",
                                  help="maximum tokens of a sentence pair, [CLS] and [SEP]s included")
+    steps: int | None = option(None, label="Steps", group="Optimisation", check="count", help="optimizer steps")
     batch_size: int | None = option(None, label="Batch size", group="Optimisation", check="count",
                                     help="sentence pairs per step and per process")
-    steps: int | None = option(None, label="Steps", group="Optimisation", check="count", help="optimizer steps")
     lr: float | None = option(None, label="Learning rate", group="Optimisation", check="positive", step=1e-4,
                               help="peak learning rate of AdamW")
     warmup: int | None = option(None, label="Warm-up steps", group="Optimisation", check="count_or_zero",
@@ -150,14 +155,10 @@ class TrainingArguments:
                          help="auto (CUDA if available), cpu or cuda")
     dtype: str = option("auto", label="Precision", group="Run", choices=DTYPES,
                         help="auto (bf16 autocast on CUDA, float32 on CPU), fp32, or bf16 (autocast on CPU too)")
-    log_every: int | None = option(None, label="Log every", group="Logging", check="count",
-                                   help="write a metrics line every N steps")
-    eval_every: int | None = option(None, label="Evaluate every", group="Logging", check="count",
-                                    help="evaluate on the held-out pairs every N steps")
-    snapshot_every: int | None = option(None, label="Attention snapshot every", group="Logging", check="count",
-                                        help="save the probe pair's attention maps every N steps")
-    save_every: int | None = option(None, label="Save every", group="Logging", check="count_or_zero",
-                                    help="save the checkpoint every N steps; 0: only at the end")
+    log_every: int | None = every("Log every", "write a metrics line every N steps")
+    eval_every: int | None = every("Evaluate every", "evaluate on the held-out pairs every N steps")
+    snapshot_every: int | None = every("Attention snapshot every", "save the probe pair's attention maps every N steps")
+    save_every: int | None = every("Save every", "save the checkpoint every N steps; 0: only at the end", "count_or_zero")
     out: str | None = option(None, label="Run folder", group=None, help=(
         "run folder, e.g. checkpoints/NAME: a new or empty folder, or with --resume the run to continue "
         "(default: checkpoints/run-<date>-<time>)"))

@@ -158,23 +158,28 @@ def test_head_view_budget_and_mask(trace):
     assert from_trace(views.head_view_links, trace, layer=1, heads=[0, 3]).to_frame()["head"].unique().tolist() == [0, 3]
 
 
+def _drawn_lines(fig) -> list:
+    """The head view's line traces that draw links (level 0: a head's legend-only entry, no data)."""
+    return [t for t in fig.data if t.mode == "lines" and t.meta["level"] > 0]
+
+
 def test_head_view_figure_windows_queries_and_keys(trace):
     fig = head_view(from_trace(views.head_view_links, trace, layer=1, heads=[0, 2], which="All", window=slice(4, 10),
                                min_weight=0.0))
     columns = [t for t in fig.data if t.mode != "lines"]
     assert [list(c.text) for c in columns] == [trace.tokens[4:10]] * 2
-    lines = [t for t in fig.data if t.mode == "lines"]
+    lines = _drawn_lines(fig)
     assert {t.meta["head"] for t in lines} == {0, 2}
     ys = np.concatenate([np.asarray(t.y, dtype=float) for t in lines])
     assert np.nanmax(ys) < 6 and fig.layout.meta == {"top_k": HEAD_VIEW_MAX_TOP_K, "start": 4, "stop": 10}
     focused = head_view(from_trace(views.head_view_links, trace, layer=1, heads=[0], which="All",
                                    window=slice(4, 10), focus=6, min_weight=0.0))
-    starts = np.concatenate([np.asarray(t.y, dtype=float)[0::3] for t in focused.data if t.mode == "lines"])
+    starts = np.concatenate([np.asarray(t.y, dtype=float)[0::3] for t in _drawn_lines(focused)])
     assert set(starts[np.isfinite(starts)].tolist()) == {2.0}  # only the query at position 6 = row 2 of the window
     a_to_b = head_view(from_trace(views.head_view_links, trace, layer=0, heads=[0], which="A→B", min_weight=0.0))
     sentence = analysis.sentence_ids(trace.segments, trace.special)
-    segments = np.concatenate([np.asarray(t.y, dtype=float).reshape(-1, 3)[:, :2] for t in a_to_b.data
-                               if t.mode == "lines"]).astype(int)
+    segments = np.concatenate([np.asarray(t.y, dtype=float).reshape(-1, 3)[:, :2]
+                               for t in _drawn_lines(a_to_b)]).astype(int)
     assert (sentence[segments[:, 0]] == 0).all() and (sentence[segments[:, 1]] == 1).all()
 
 

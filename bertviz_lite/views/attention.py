@@ -24,8 +24,24 @@ MODEL_VIEW_MAX_TILE = 32  # the model view averages each head into at most 32 ×
 # ---------------------------------------------------------------- one head
 
 
+class SentenceCut:
+    """The token labels of the rows and columns a sentence filter kept (from tokens, query_ and key_positions)."""
+
+    tokens: list[str]
+    query_positions: np.ndarray
+    key_positions: np.ndarray
+
+    @property
+    def query_tokens(self) -> list[str]:
+        return [self.tokens[i] for i in self.query_positions]
+
+    @property
+    def key_tokens(self) -> list[str]:
+        return [self.tokens[i] for i in self.key_positions]
+
+
 @dataclass(frozen=True)
-class AttentionMap:
+class AttentionMap(SentenceCut):
     """One head's attention cut to a sentence filter, with the input positions of its rows and columns."""
 
     weights: np.ndarray  # [Q, K]
@@ -35,14 +51,6 @@ class AttentionMap:
     layer: int
     head: int
     which: str = "All"
-
-    @property
-    def query_tokens(self) -> list[str]:
-        return [self.tokens[i] for i in self.query_positions]
-
-    @property
-    def key_tokens(self) -> list[str]:
-        return [self.tokens[i] for i in self.key_positions]
 
     @property
     def title(self) -> str:

@@ -15,6 +15,7 @@ import pandas as pd
 from bertviz_lite import analysis
 from bertviz_lite.attribution import attention_output_weights, norm_weighted_attention
 from bertviz_lite.model import Bert
+from bertviz_lite.views.attention import SentenceCut
 
 SPECIAL = ("[CLS]", "[SEP]")
 
@@ -27,7 +28,7 @@ def _share(matrix: np.ndarray, keys: Sequence[str], token: str) -> float:
 
 
 @dataclass(frozen=True)
-class NormAttention:
+class NormAttention(SentenceCut):
     """One head (or all heads of a layer) as attention weights and as norms ‖α f(x)‖, cut to a sentence filter."""
 
     raw: np.ndarray  # [Q, K] attention weights; the heads' mean when head is None
@@ -38,14 +39,6 @@ class NormAttention:
     layer: int
     head: int | None  # None: every head of the layer
     which: str = "All"
-
-    @property
-    def query_tokens(self) -> list[str]:
-        return [self.tokens[i] for i in self.query_positions]
-
-    @property
-    def key_tokens(self) -> list[str]:
-        return [self.tokens[i] for i in self.key_positions]
 
     @property
     def where(self) -> str:
