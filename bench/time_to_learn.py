@@ -25,7 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bertviz_lite.model import IGNORE_INDEX  # noqa: E402
+from bertviz_lite.masking import IGNORE_INDEX  # noqa: E402
 from bertviz_lite.trainer import Trainer, TrainerCallback  # noqa: E402
 from bertviz_lite.training_args import TrainingArguments  # noqa: E402
 

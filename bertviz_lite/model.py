@@ -11,13 +11,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-# The masks and the pre-training heads live in their own modules; bertviz_lite.model re-exports them.
-from bertviz_lite.attention_masks import additive_mask, check_head_mask, extended_attention_mask  # noqa: F401
+from bertviz_lite.attention_masks import additive_mask, check_head_mask
 from bertviz_lite.config import BertConfig
-from bertviz_lite.heads import BertLMPredictionHead, BertPredictionHeadTransform, BertPreTrainingHeads  # noqa: F401
+from bertviz_lite.heads import BertPreTrainingHeads
+from bertviz_lite.masking import IGNORE_INDEX
 from bertviz_lite.outputs import BertModelOutput, BertTrace, EmbeddingParts, LayerAttention, PretrainingOutput
-
-IGNORE_INDEX = -100
 
 
 def sinusoidal_position_table(num_positions: int, dim: int) -> Tensor:

@@ -29,7 +29,7 @@ from bertviz_lite.figures.training import lr_curve, metric_curves, throughput_cu
 from bertviz_lite.run_folder import RunFolder, read_metrics
 from bertviz_lite.views import timelapse
 from bertviz_lite.views.attention import AttentionMosaic, attention_mosaic
-from pages.common._ui import plotly_config, show_figure
+from pages.common._ui import clamp_state, plotly_config, show_figure
 from pages.common._visitor import current_visitor
 
 REFRESH_S = 2.0
@@ -168,8 +168,9 @@ def attention_replay(run_dir: Path) -> None:
 
 
 def _clamp(key: str, options: list, default) -> None:
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = default
+    """Start at default, and go back to it when the stored value is no longer offered (_ui.clamp_state)."""
+    st.session_state.setdefault(key, default)
+    clamp_state(key, options, default)
 
 
 def _stop_following() -> None:
