@@ -21,7 +21,8 @@ pytestmark = [
                        reason=f"checkpoints/{DEFAULT_MODEL} is missing"),
 ]
 
-EXPLORE = {"Tokens": "tokens", "Embeddings": "embeddings", "Attention": "attention", "Predictions": "predictions"}
+EXPLORE = {"Tokens": "tokens", "Embeddings": "embeddings", "Attention": "attention", "Predictions": "predictions",
+           "Beyond_attention": "beyond_attention"}
 QUESTION_STEPS = {"one_head", "mlm", "nsp"}
 # Top and height of the first figure in the main area: a plotly chart, or the token chips (an HTML figure).
 # Charts are drawn one by one, so the first chart element is found first and then waited for.
@@ -163,7 +164,8 @@ def test_the_url_follows_the_user_and_bad_values_are_tamed(streamlit_url, page):
 
 
 NORMAL_VIEWS = [("Embeddings", None), ("Attention", "Heatmap"), ("Attention", "Neuron view"),
-                ("Attention", "Model view"), ("Attention", "Head view"), ("Predictions", None)]
+                ("Attention", "Model view"), ("Attention", "Head view"), ("Predictions", None),
+                ("Beyond_attention", None)]
 
 
 def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_url, page):
