@@ -22,6 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._reference import zero_heads_hooks  # noqa: E402
 from bertviz_lite import attribution, explore, figures, views  # noqa: E402
 from bertviz_lite.pretrained import CHECKPOINTS_DIR, ENGLISH, load  # noqa: E402
 
@@ -75,22 +76,6 @@ def view_timers(trace: explore.PairTrace, position: int) -> dict:
         "head knock-out (4 heads)": timer(views.head_knockout, figures.knockout_figure, heads=KNOCKED, position=position),
         "layer by layer, MLM": timer(views.logit_lens, figures.logit_lens_figure, position=position),
     }
-
-
-def zero_heads_hooks(reference, size: int) -> list:
-    """Hooks that zero the KNOCKED heads' context in transformers' BertSelfAttention output."""
-    knocked = [tuple(int(n) for n in name[1:].split("H")) for name in KNOCKED]
-
-    def hook_for(layer: int):
-        def hook(module, args, output):
-            context = output[0].clone()
-            for layer_index, head in knocked:
-                if layer_index == layer:
-                    context[..., head * size:(head + 1) * size] = 0.0
-            return (context, *output[1:])
-        return hook
-
-    return [layer.attention.self.register_forward_hook(hook_for(i)) for i, layer in enumerate(reference.bert.encoder.layer)]
 
 
 def transformers_pairs(model, tokenizer, reference, inputs: dict, position: int) -> dict:
@@ -149,7 +134,6 @@ def main(argv: list[str] | None = None) -> int:
     model, tokenizer = load(ENGLISH)
     reference = BertForPreTraining.from_pretrained(str(CHECKPOINTS_DIR / ENGLISH), attn_implementation="eager",
                                                    dtype=torch.float32).eval()
-    size = model.config.hidden_size // model.config.num_attention_heads
     print(f"torch={torch.__version__} threads={args.threads} repeats={args.repeats} model={ENGLISH}")
     worst_ratio = 0.0
     for length in args.lengths:
@@ -166,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  slowest view at {trace.num_tokens} tokens: {slowest:.1f} ms (goal < 1500 ms at 32 tokens)")
         inputs = {"input_ids": torch.as_tensor(trace.input_ids)[None], "token_type_ids": torch.as_tensor(trace.segments)[None],
                   "attention_mask": torch.ones(1, trace.num_tokens, dtype=torch.long)}
-        hooks = zero_heads_hooks(reference, size)
+        knocked = [tuple(int(n) for n in name[1:].split("H")) for name in KNOCKED]
+        hooks = zero_heads_hooks(reference, knocked)
         try:
             for name, (ours, theirs) in transformers_pairs(model, tokenizer, reference, inputs, position).items():
                 if not name.startswith("forward"):

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 import transformers
 
+from bench._reference import zero_heads_hooks
 from bertviz_lite.attribution import head_mask
 from bertviz_lite.config import BertConfig
 from bertviz_lite.model import Bert
@@ -97,20 +98,8 @@ def test_head_mask_matches_transformers_with_those_heads_zeroed_on_real_weights(
     model, tokenizer = load(ENGLISH)
     reference = transformers.BertForPreTraining.from_pretrained(str(CHECKPOINTS_DIR / ENGLISH),
                                                                 attn_implementation="eager", dtype=torch.float32).eval()
-    size = model.config.hidden_size // model.config.num_attention_heads
     knocked = {(0, 3), (2, 7), (5, 0), (5, 11)}
-
-    def zero_heads(layer: int):
-        def hook(module, args, output):
-            context = output[0].clone()
-            for layer_index, head in knocked:
-                if layer_index == layer:
-                    context[..., head * size:(head + 1) * size] = 0.0
-            return (context, *output[1:])
-        return hook
-
-    for index, layer in enumerate(reference.bert.encoder.layer):
-        layer.attention.self.register_forward_hook(zero_heads(index))
+    zero_heads_hooks(reference, knocked)
     inputs = tokenizer.encode_pair("Paris is the [MASK] of France.", "It is famous for the Eiffel Tower.").to_tensors()
     theirs = reference(**inputs)
     names = [f"L{layer}H{head}" for layer, head in knocked]
