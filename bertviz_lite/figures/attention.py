@@ -248,6 +248,26 @@ def _score_bars(neuron: dict, labels: list[str]) -> list[go.Bar]:
     ]
 
 
+def _add_neuron_traces(fig: go.Figure, neuron: dict, labels: list[str], query_index: int) -> None:
+    """The query (top), one row per key through the head's stages (middle), the output (bottom)."""
+    keys = np.asarray(neuron["keys"])
+    qk_limit = symmetric_range(neuron["query"], keys)
+    value_limit = symmetric_range(neuron["weighted_values"], neuron["output"])
+    query_label = [f"q: {labels[query_index]}"]
+    fig.add_trace(_vector_heatmap(neuron["query"][None, :], query_label, qk_limit, "query"), row=1, col=1)
+    fig.add_trace(_vector_heatmap(keys, labels, qk_limit, "keys"), row=2, col=1)
+    products = np.asarray(neuron["products"])
+    fig.add_trace(_vector_heatmap(products, labels, symmetric_range(products), "q × k"), row=2, col=2)
+    fig.add_traces(_score_bars(neuron, labels), rows=2, cols=3)
+    weights = go.Bar(x=neuron["weights"], y=labels, orientation="h", name="softmax weight", marker_color="#2ca02c",
+                     hovertemplate="%{y}: %{x:.3f}<extra></extra>")  # fmt: skip
+    fig.add_trace(weights, row=2, col=4)
+    fig.add_trace(
+        _vector_heatmap(neuron["weighted_values"], labels, value_limit, "weight × value"), row=2, col=5
+    )
+    fig.add_trace(_vector_heatmap(neuron["output"][None, :], ["output"], value_limit, "output"), row=3, col=5)
+
+
 def neuron_view_figure(neuron: dict, tokens: Sequence[str], query_index: int) -> go.Figure:
     """The whole path of one query through one head, from analysis.neuron_view.
 
@@ -268,30 +288,7 @@ def neuron_view_figure(neuron: dict, tokens: Sequence[str], query_index: int) ->
         horizontal_spacing=0.03,
         vertical_spacing=0.08,
     )
-    qk_limit = symmetric_range(neuron["query"], keys)
-    value_limit = symmetric_range(neuron["weighted_values"], neuron["output"])
-    query_label = [f"q: {labels[query_index]}"]
-    fig.add_trace(_vector_heatmap(neuron["query"][None, :], query_label, qk_limit, "query"), row=1, col=1)
-    fig.add_trace(_vector_heatmap(keys, labels, qk_limit, "keys"), row=2, col=1)
-    products = np.asarray(neuron["products"])
-    fig.add_trace(_vector_heatmap(products, labels, symmetric_range(products), "q × k"), row=2, col=2)
-    fig.add_traces(_score_bars(neuron, labels), rows=2, cols=3)
-    fig.add_trace(
-        go.Bar(
-            x=neuron["weights"],
-            y=labels,
-            orientation="h",
-            name="softmax weight",
-            marker_color="#2ca02c",
-            hovertemplate="%{y}: %{x:.3f}<extra></extra>",
-        ),
-        row=2,
-        col=4,
-    )
-    fig.add_trace(
-        _vector_heatmap(neuron["weighted_values"], labels, value_limit, "weight × value"), row=2, col=5
-    )
-    fig.add_trace(_vector_heatmap(neuron["output"][None, :], ["output"], value_limit, "output"), row=3, col=5)
+    _add_neuron_traces(fig, neuron, labels, query_index)
     fig.update_yaxes(
         type="category", autorange="reversed", categoryorder="array", categoryarray=labels, row=2
     )
