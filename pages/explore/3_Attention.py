@@ -30,6 +30,10 @@ st.caption(
     "Each head turns every token into a query, a key and a value. A query's softmax(q · k / √d) over all keys is "
     "its attention row: how much of each token's value it takes. Rows are queries, columns keys; each row sums to 1."
 )
+if not is_present():  # the compact presentation header keeps the figure above the fold
+    st.page_link("pages/explore/5_Beyond_attention.py", icon=":material/troubleshoot:",
+                 label="Weights alone can mislead: weigh them by what each token passes on, and test them against "
+                       "ablation, on Beyond attention")  # fmt: skip
 filters = list(analysis.SENTENCE_FILTERS) if trace.has_sentence_b else ["All"]
 clamp_state("attn_filter", filters, "All")
 clamp_state("attn_layer", range(num_layers), 0)
