@@ -19,7 +19,12 @@ NOTES = "_link_notes"
 PENDING = "_link_indices"  # layer/head from a link, checked against the model once it is loaded
 LAYER, HEAD, STEP, PRESENT = "attn_layer", "attn_head", "walk_step", "present"
 # Which URL fields each page uses, by its url_path ("" is the default page, the walkthrough).
-PAGE_FIELDS = {"": ("layer", "head", "step"), "walkthrough": ("layer", "head", "step"), "attention": ("layer", "head")}
+PAGE_FIELDS = {"": ("layer", "head", "step"), "walkthrough": ("layer", "head", "step"), "attention": ("layer", "head"),
+               "beyond_attention": ("layer", "head")}
+# The widgets that hold a link's layer and head on each page (the Beyond attention page has its own, with
+# "all heads" = -1, which a link leaves out); a link sets both pairs.
+INDEX_KEYS = {"beyond_attention": ("beyond_layer", "beyond_head")}
+ALL_HEADS = -1
 
 
 def shareable_models() -> list[str]:
@@ -35,7 +40,9 @@ def _set_state(linked: share.SharedState) -> None:
             state[key] = value
     if linked.step is not None:
         state[STEP] = walkthrough.clamp_step(linked.step)
-    indices = {key: value for key, value in ((LAYER, linked.layer), (HEAD, linked.head)) if value is not None}
+    pairs = [(LAYER, HEAD), *INDEX_KEYS.values()]
+    indices = {key: value for layer_key, head_key in pairs
+               for key, value in ((layer_key, linked.layer), (head_key, linked.head)) if value is not None}  # fmt: skip
     state.update(indices)
     state[PENDING] = indices
 
@@ -65,11 +72,13 @@ def show_link_notes() -> None:
 def clamp_linked_indices(num_layers: int, num_heads: int) -> None:
     """Layer and head from a link pulled into this model's range, with a warning when they moved."""
     pending = st.session_state.pop(PENDING, {})
-    for key, count, name in ((LAYER, num_layers, "layer"), (HEAD, num_heads, "head")):
-        if key in pending:
-            st.session_state[key], note = share.clamp_index(pending[key], count, name)
-            if note:
-                st.warning(note)
+    notes = []
+    for key, value in pending.items():
+        name, count = ("layer", num_layers) if key.endswith("layer") else ("head", num_heads)
+        st.session_state[key], note = share.clamp_index(value, count, name)
+        if note and note not in notes:  # both pages' widgets moved the same way: say it once
+            notes.append(note)
+            st.warning(note)
 
 
 def current_state(page_path: str) -> share.SharedState:
@@ -78,12 +87,15 @@ def current_state(page_path: str) -> share.SharedState:
     fields = PAGE_FIELDS.get(page_path.lower(), ())
     model = state.get("model_picker", DEFAULT_MODEL)
 
+    layer_key, head_key = INDEX_KEYS.get(page_path.lower(), (LAYER, HEAD))
+
     def field(name: str, key: str):
-        return state.get(key) if name in fields else None
+        value = state.get(key) if name in fields else None
+        return None if value == ALL_HEADS and name == "head" else value
 
     return share.SharedState(
         text_a=state.get("sentence_a"), text_b=state.get("sentence_b"),
-        model=None if model == OTHER_FOLDER else model, layer=field("layer", LAYER), head=field("head", HEAD),
+        model=None if model == OTHER_FOLDER else model, layer=field("layer", layer_key), head=field("head", head_key),
         step=field("step", STEP), present=bool(state.get(PRESENT)),
     )  # fmt: skip
 

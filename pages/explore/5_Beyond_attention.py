@@ -5,11 +5,12 @@ import streamlit as st
 from bertviz_lite import analysis, attribution, explore, figures, views
 from bertviz_lite.pretrained import DEFAULT_MODEL
 from bertviz_lite.tokenization import MASK_TOKEN
+from pages.common._share import ALL_HEADS
 from pages.common._ui import clamp_state, load_context, show_figure, show_table, trace_for, view
 
 TABS = ["Norm-weighted attention", "Attribution", "Head knock-out", "Layer by layer"]
 NSP = -1  # the "Explain" option for the next-sentence decision
-ALL_HEADS = -1
+
 
 ctx = load_context()
 encoding, model = ctx.encoding, ctx.model

@@ -133,6 +133,17 @@ def test_a_link_to_the_attention_page_opens_that_head():
     assert at.query_params["layer"] in ("3", ["3"]) and at.query_params["head"] in ("7", ["7"])
 
 
+def test_a_link_to_beyond_attention_opens_that_layer_and_head_and_all_heads_stay_out_of_it():
+    at = linked_app({"a": PAIR[0], "b": PAIR[1], "model": MINILM, "layer": "4", "head": "2"},
+                    "pages/explore/5_Beyond_attention.py")
+    no_exception(at)
+    assert (at.selectbox(key="beyond_layer").value, at.selectbox(key="beyond_head").value) == (4, 2)
+    assert at.query_params["layer"] in ("4", ["4"]) and at.query_params["head"] in ("2", ["2"])
+    at.selectbox(key="beyond_head").set_value(-1).run()  # all heads: the link leaves the head out
+    no_exception(at)
+    assert "head" not in at.query_params and at.query_params["layer"] in ("4", ["4"])
+
+
 def test_untrusted_link_values_are_tamed():
     at = linked_app({"model": "/etc", "layer": "99", "head": "x", "step": "42", "a": "word " * 1000},
                     "pages/explore/3_Attention.py")
