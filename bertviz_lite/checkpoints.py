@@ -138,17 +138,6 @@ def load_snapshot_predictions(path: str | os.PathLike) -> dict | None:
     return predictions if isinstance(predictions, dict) else None
 
 
-def load_snapshots(run_dir: str | os.PathLike) -> list[tuple[int, np.ndarray, list[str]]]:
-    """Every readable snapshot of a run, sorted by step: [(step, attentions [L, H, T, T], tokens)]."""
-    snapshots = []
-    for _, path in RunFolder(run_dir).snapshot_files():
-        try:
-            snapshots.append(load_snapshot(path))
-        except ValueError:
-            continue  # a file that vanished or is not ours: the replay shows the others
-    return sorted(snapshots, key=lambda snapshot: snapshot[0])
-
-
 # ---- optimizer state -----------------------------------------------------------------------------
 
 

@@ -1,7 +1,12 @@
-"""A small sentence pair, random attention and a mosaic reader, shared by the analysis, figure and page tests."""
+"""A small sentence pair, random attention, a mosaic reader and a snapshot reader, shared by the tests."""
+
+import os
 
 import numpy as np
 import plotly.graph_objects as go
+
+from bertviz_lite.checkpoints import load_snapshot
+from bertviz_lite.run_folder import RunFolder
 
 TOKENS = ["[CLS]", "the", "dog", "##gy", "[SEP]", "it", "ran", "[SEP]"]
 SEGMENTS = [0, 0, 0, 0, 0, 1, 1, 1]
@@ -20,3 +25,14 @@ def mosaic_tile(fig_or_z, layer: int, head: int, size: int, gap: int = 1) -> np.
     z = np.asarray(fig_or_z.data[0].z if isinstance(fig_or_z, go.Figure) else fig_or_z)
     step = size + gap
     return z[layer * step : layer * step + size, head * step : head * step + size]
+
+
+def load_snapshots(run_dir: str | os.PathLike) -> list[tuple[int, np.ndarray, list[str]]]:
+    """Every readable snapshot of a run, sorted by step: [(step, attentions [L, H, T, T], tokens)]."""
+    snapshots = []
+    for _, path in RunFolder(run_dir).snapshot_files():
+        try:
+            snapshots.append(load_snapshot(path))
+        except ValueError:
+            continue  # a file that vanished or is not ours: the replay shows the others
+    return sorted(snapshots, key=lambda snapshot: snapshot[0])

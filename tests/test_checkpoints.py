@@ -11,7 +11,6 @@ import torch
 
 from bertviz_lite.checkpoints import (
     checkpoint_step,
-    load_snapshots,
     save_checkpoint,
     save_snapshot,
     snapshot_path,
@@ -30,6 +29,7 @@ from bertviz_lite.run_folder import (
     write_status,
 )
 from bertviz_lite.tokenization import BertTokenizer
+from tests.attention_samples import load_snapshots
 
 SENTENCES = [
     "The cat sat on the mat.", "The dog ran to the park.", "A bird sang in the tall tree.",

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lite.checkpoints import checkpoint_step, load_snapshot_predictions, load_snapshots, snapshot_path
+from bertviz_lite.checkpoints import checkpoint_step, load_snapshot_predictions, snapshot_path
 from bertviz_lite.evaluation import probe_mask_position, probe_predictions
 from bertviz_lite.limits import parameter_count
 from bertviz_lite.optimization import STAT_NAMES, learning_rate, make_optimizer
@@ -21,6 +21,7 @@ from bertviz_lite.trainer import Trainer, TrainerCallback
 from bertviz_lite.training_args import MAX_PARAMETERS, PRESETS, OptionError, TrainingArguments
 from bertviz_lite.training_data import batch_indices
 from bertviz_lite.training_setup import check_run_dir
+from tests.attention_samples import load_snapshots
 
 TINY_CONFIG = {"hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 32}
 TRAIN_FIELDS = {"split", "step", "loss", "mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc", "lr", "grad_norm",
