@@ -1,7 +1,7 @@
 """Page latency of the Attention page in Debian's chromium: from entering a pair to the figure drawn.
 
 Starts `streamlit run app.py` on a free port (bench/_server.py, as tests/browser does), opens the Attention page with
-all-MiniLM-L6-v2 and, for pairs of exactly 32, 128 and 512 tokens, times from pressing Enter in
+the default model (minilm-english: MiniLM's sizes, 6 layers × 12 heads) and, for pairs of exactly 32, 128 and 512 tokens, times from pressing Enter in
 sentence A to the single-head heatmap drawn with the new pair; then the same for the model view
 (all layers × heads) at 128 tokens. Each pair is new (a different first word), so nothing comes from
 the trace cache. It also reports the longest main-thread task in the browser during each
