@@ -74,9 +74,8 @@ def norm_weighted_attention(probs, values, output_weight) -> tuple[np.ndarray, n
 
 def summed_embeddings(model: Bert, input_ids: Tensor, token_type_ids: Tensor) -> Tensor:
     """Token + position + segment embeddings, before LayerNorm: (N, T, H)."""
-    embeddings = model.bert.embeddings
-    positions = embeddings.position_embeddings.weight[: input_ids.shape[1]]
-    return embeddings.word_embeddings(input_ids) + positions + embeddings.token_type_embeddings(token_type_ids)
+    positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+    return model.bert.embeddings.summed(input_ids, token_type_ids, positions)
 
 
 def target_scores(model: Bert, summed: Tensor, attention_mask: Tensor, target: Target) -> Tensor:

@@ -49,10 +49,13 @@ class BertEmbeddings(nn.Module):
         summed = token + position + segment
         return EmbeddingParts(token, position, segment, summed, self.LayerNorm(summed))
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor) -> Tensor:
+    def summed(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor) -> Tensor:
+        """Token + segment + position embeddings before LayerNorm, added in transformers' order."""
         summed = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
-        summed = summed + self.position_embeddings(position_ids)
-        return self.dropout(self.LayerNorm(summed))
+        return summed + self.position_embeddings(position_ids)
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor) -> Tensor:
+        return self.dropout(self.LayerNorm(self.summed(input_ids, token_type_ids, position_ids)))
 
 
 class BertSelfAttention(nn.Module):
