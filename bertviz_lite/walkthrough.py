@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bertviz_lite.analysis import softmax, unique_labels
+from bertviz_lite.analysis import neuron_view, softmax, unique_labels
 from bertviz_lite.tokenization import BertTokenizer
 
 
@@ -197,13 +197,9 @@ class OneHead:
 
 def one_head_data(queries, keys, values, tokens: Sequence[str], layer: int, head: int, query_index: int) -> OneHead:
     """The three stages of attention for one query ([L, nh, T, hd] queries, keys, values of a trace)."""
-    q = np.asarray(queries[layer, head], dtype=np.float64)
-    k = np.asarray(keys[layer, head], dtype=np.float64)
-    v = np.asarray(values[layer, head], dtype=np.float64)
-    scores = k @ q[query_index] / np.sqrt(q.shape[-1])
-    weights = softmax(scores)
-    contributions = np.linalg.norm(weights[:, None] * v, axis=1)
-    return OneHead(scores, weights, contributions, list(tokens), query_index, layer, head)
+    path = neuron_view(queries[layer, head], keys[layer, head], values[layer, head], query_index)
+    contributions = np.linalg.norm(path["weighted_values"], axis=1)
+    return OneHead(path["scaled"], path["weights"], contributions, list(tokens), query_index, layer, head)
 
 
 @dataclass(frozen=True)
