@@ -13,7 +13,8 @@ Pattern shares (`pattern_shares`), per layer and head, on one snapshot's attenti
     "next": A[i, i + 1], averaged over the query rows i < T - 1 whose next token is not [PAD];
     "self": A[i, i], averaged over the query rows.
 So a head that sends every row wholly to its previous token scores exactly 1 on "previous"; a uniform
-head over T tokens scores 1/T on "previous", "next" and "self". NaN where no row qualifies (T = 1).
+head over T tokens scores 1/T on "previous", "next" and "self". These are analysis.head_statistics' numbers
+(0 where no row qualifies).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from bertviz_lite import analysis
+
 PATTERNS = ("[CLS]", "[SEP]", "previous", "next", "self")
 PAD_TOKEN = "[PAD]"
 COLOUR_SCALES = ("0 to 1", "largest weight of the run")
@@ -32,11 +35,8 @@ COLOUR_SCALES = ("0 to 1", "largest weight of the run")
 # ---------------------------------------------------------------- one snapshot
 
 
-def _masked_mean(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Mean over the last axis of values [..., n] at the rows where the boolean mask [n] holds; NaN if none."""
-    if not rows.any():
-        return np.full(values.shape[:-1], np.nan)
-    return values[..., rows].mean(axis=-1)
+# The head_statistics columns of each pattern, in PATTERNS order.
+_STATISTIC_OF = {"[CLS]": "to_cls", "[SEP]": "to_sep", "previous": "to_prev", "next": "to_next", "self": "to_self"}
 
 
 def pattern_shares(attentions, tokens: Sequence[str]) -> np.ndarray:
@@ -46,23 +46,15 @@ def pattern_shares(attentions, tokens: Sequence[str]) -> np.ndarray:
         attentions: [L, H, T, T] attention probabilities (rows are queries).
         tokens: the T token strings.
     Returns:
-        float64 [L, H, len(PATTERNS)].
+        float64 [L, H, len(PATTERNS)]: analysis.head_statistics' to_cls, to_sep, to_prev, to_next, to_self.
     """
     attentions = np.asarray(attentions)
     if attentions.ndim != 4 or attentions.shape[-1] != attentions.shape[-2] or attentions.shape[-1] != len(tokens):
         raise ValueError(f"attentions must be [layers, heads, T, T] with T = {len(tokens)}, got {list(attentions.shape)}")
-    real = np.array([token != PAD_TOKEN for token in tokens], dtype=bool)
-    is_cls = np.array([token == "[CLS]" for token in tokens], dtype=bool)
-    is_sep = np.array([token == "[SEP]" for token in tokens], dtype=bool)
-    shares = np.empty((*attentions.shape[:2], len(PATTERNS)))
-    for layer in range(attentions.shape[0]):  # one layer in float64 at a time: 12 × 128 × 128 × 8 B = 1.5 MB
-        att = attentions[layer].astype(np.float64)  # [H, T, T]
-        shares[layer, :, 0] = _masked_mean(att[..., is_cls].sum(axis=-1), real)
-        shares[layer, :, 1] = _masked_mean(att[..., is_sep].sum(axis=-1), real)
-        shares[layer, :, 2] = _masked_mean(np.diagonal(att, offset=-1, axis1=-2, axis2=-1), real[1:] & real[:-1])
-        shares[layer, :, 3] = _masked_mean(np.diagonal(att, offset=1, axis1=-2, axis2=-1), real[:-1] & real[1:])
-        shares[layer, :, 4] = _masked_mean(np.diagonal(att, axis1=-2, axis2=-1), real)
-    return shares
+    real = np.array([token != PAD_TOKEN for token in tokens], dtype=int)
+    stats = analysis.head_statistics(attentions, tokens, attention_mask=real)
+    columns = stats[[_STATISTIC_OF[pattern] for pattern in PATTERNS]].to_numpy(dtype=np.float64)
+    return columns.reshape(*attentions.shape[:2], len(PATTERNS))
 
 
 @dataclass(frozen=True)
