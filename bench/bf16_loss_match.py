@@ -22,9 +22,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bertviz_lite.run_folder import read_metrics  # noqa: E402
-from bertviz_lite.trainer import Trainer  # noqa: E402
-from bertviz_lite.training_args import TrainingArguments  # noqa: E402
+from bertviz_lite.loading.run_folder import read_metrics  # noqa: E402
+from bertviz_lite.training.trainer import Trainer  # noqa: E402
+from bertviz_lite.training.training_args import TrainingArguments  # noqa: E402
 
 RUNS = {"fp32 seed 0": ("fp32", 0), "fp32 seed 1": ("fp32", 1), "bf16 seed 0": ("bf16", 0)}
 

@@ -50,8 +50,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench._server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
-from bertviz_lite.pretrained import DEFAULT_MODEL, MINILM  # noqa: E402
-from bertviz_lite.run_folder import read_status  # noqa: E402
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL, MINILM  # noqa: E402
+from bertviz_lite.loading.run_folder import read_status  # noqa: E402
 
 LOOPBACK = "127.0.0.1"  # the only address this script talks to
 ATTENTION_PAGE = "Attention"  # url_path of pages/explore/3_Attention.py (app.py gives it no other)

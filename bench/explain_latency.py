@@ -23,8 +23,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._reference import zero_heads_hooks  # noqa: E402
-from bertviz_lite import attribution, explore, figures, views  # noqa: E402
-from bertviz_lite.pretrained import CHECKPOINTS_DIR, ENGLISH, load  # noqa: E402
+from bertviz_lite import figures
+from bertviz_lite.inspection import (
+    attribution,
+    explore,
+    views,  # noqa: E402
+)
+from bertviz_lite.loading.pretrained import ENGLISH, load  # noqa: E402
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
          "and children play near the old river bank on a warm summer afternoon").split()

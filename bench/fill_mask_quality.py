@@ -23,9 +23,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bertviz_lite import load  # noqa: E402
-from bertviz_lite.corpora import english_corpus  # noqa: E402
-from bertviz_lite.evaluation import fill_mask, is_next_probability  # noqa: E402
-from bertviz_lite.pretrained import DEFAULT_MODEL, DEMO, MINILM  # noqa: E402
+from bertviz_lite.inspection.evaluation import fill_mask, is_next_probability  # noqa: E402
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO, MINILM  # noqa: E402
+from bertviz_lite.text.corpora import english_corpus  # noqa: E402
 
 SET_PATH = Path(__file__).resolve().parent / "fill_mask_set.json"
 GOALS = {"top5": 0.70, "nsp": 0.85}

@@ -1,4 +1,4 @@
-"""Latency of `Bert.trace` vs transformers' `BertModel(..., output_attentions=True)` on all-MiniLM-L6-v2.
+"""Latency of `BertForPreTraining.trace` vs transformers' `BertModel(..., output_attentions=True)` on all-MiniLM-L6-v2.
 
 Both models hold the same real weights and run the same inputs, in the same process, with the same
 thread count. For each length we time many calls alternately and print medians and the ratio
@@ -20,7 +20,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bertviz_lite.pretrained import load, minilm_dir  # noqa: E402
+from bertviz_lite.loading.pretrained import load, minilm_dir  # noqa: E402
 
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
          "and children play near the old river bank on a warm summer afternoon").split()

@@ -41,7 +41,7 @@ from bench._server import (  # noqa: E402
     wait_for_idle,
     wait_until_healthy,
 )
-from bertviz_lite.pretrained import load  # noqa: E402
+from bertviz_lite.loading.pretrained import load  # noqa: E402
 
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
          "and children play near the old river bank on a warm summer afternoon").split()

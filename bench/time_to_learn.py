@@ -25,9 +25,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bertviz_lite.masking import IGNORE_INDEX  # noqa: E402
-from bertviz_lite.trainer import Trainer, TrainerCallback  # noqa: E402
-from bertviz_lite.training_args import TrainingArguments  # noqa: E402
+from bertviz_lite.model.modeling import IGNORE_INDEX  # noqa: E402
+from bertviz_lite.training.trainer import Trainer, TrainerCallback  # noqa: E402
+from bertviz_lite.training.training_args import TrainingArguments  # noqa: E402
 
 NSP_GOALS = {"tiny": 0.90, "classroom": 0.80}
 MLM_FACTOR = 2.0

@@ -1,4 +1,4 @@
-"""Training-step throughput: our Bert vs transformers' BertForPreTraining, same batches, same optimizer.
+"""Training-step throughput: our BertForPreTraining vs transformers' BertForPreTraining, same batches, same optimizer.
 
     python bench/train_throughput.py                       # small preset on CPU, 2 threads
     python bench/train_throughput.py --device cuda         # bf16 autocast on a GPU
@@ -24,12 +24,11 @@ from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bertviz_lite.config import BertConfig  # noqa: E402
-from bertviz_lite.data import PretrainingCollator, builtin_corpus  # noqa: E402
-from bertviz_lite.model import Bert  # noqa: E402
-from bertviz_lite.optimization import PretrainingStep, make_optimizer, optimizer_step  # noqa: E402
-from bertviz_lite.tokenization import BertTokenizer  # noqa: E402
-from bertviz_lite.training_args import DTYPES, PRESETS  # noqa: E402
+from bertviz_lite.model.config import BertConfig  # noqa: E402
+from bertviz_lite.text.pretraining_data import PretrainingCollator, builtin_corpus  # noqa: E402
+from bertviz_lite.text.tokenization import BertTokenizer  # noqa: E402
+from bertviz_lite.training.optimization import PretrainingStep, make_optimizer, optimizer_step  # noqa: E402
+from bertviz_lite.training.training_args import DTYPES, PRESETS  # noqa: E402
 
 
 class HuggingFaceStep(nn.Module):
@@ -77,7 +76,7 @@ def build_models(config: BertConfig, device: torch.device) -> dict[str, nn.Modul
     from transformers import BertForPreTraining
 
     torch.manual_seed(0)
-    ours = Bert(config)
+    ours = BertForPreTraining(config)
     models = {"ours": PretrainingStep(ours)}
     for implementation in ("eager", "sdpa"):
         hf_config = HFBertConfig(**config.to_hf_dict(), attn_implementation=implementation)

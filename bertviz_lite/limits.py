@@ -27,10 +27,20 @@ import os
 import re
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from bertviz_lite.config import BertConfig
+
+class BertConfig(Protocol):
+    """The sizes of a model config these rules read (bertviz_lite.model.config.BertConfig has them)."""
+
+    vocab_size: int
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    intermediate_size: int
+    max_position_embeddings: int
+    type_vocab_size: int
+
 
 MB = 1 << 20
 MAX_PARAMETERS_SETTING = "BERTVIZ_LITE_MAX_PARAMETERS"
@@ -98,7 +108,7 @@ def megabytes(size: int) -> str:
 
 
 def parameter_count(config: BertConfig) -> int:
-    """Parameters of `Bert(config)` (MLM and NSP heads included, the tied decoder counted once)."""
+    """Parameters of `BertForPreTraining(config)` (MLM and NSP heads included, the tied decoder counted once)."""
     h, i, v = config.hidden_size, config.intermediate_size, config.vocab_size
     embeddings = (v + config.max_position_embeddings + config.type_vocab_size) * h + 2 * h
     layer = 4 * (h * h + h) + (2 * h * i + i + h) + 4 * h  # q, k, v, output; feed-forward; two LayerNorms

@@ -5,8 +5,8 @@ import os
 import numpy as np
 import plotly.graph_objects as go
 
-from bertviz_lite.checkpoints import load_snapshot
-from bertviz_lite.run_folder import RunFolder
+from bertviz_lite.loading.checkpoints import load_snapshot
+from bertviz_lite.loading.run_folder import RunFolder
 
 TOKENS = ["[CLS]", "the", "dog", "##gy", "[SEP]", "it", "ran", "[SEP]"]
 SEGMENTS = [0, 0, 0, 0, 0, 1, 1, 1]

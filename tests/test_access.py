@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from bertviz_lite import access, pretrained, run_folder
-from bertviz_lite.access import Visitor
+from bertviz_lite.loading import pretrained, run_folder
+from bertviz_lite.server import access
+from bertviz_lite.server.access import Visitor
 
 
 @pytest.fixture
 def root(monkeypatch, tmp_path):
     folder = tmp_path / "checkpoints"
     folder.mkdir()
-    monkeypatch.setattr(pretrained, "CHECKPOINTS_DIR", folder)
+    monkeypatch.setattr(run_folder, "CHECKPOINTS_DIR", folder)
     monkeypatch.delenv(access.MODEL_ROOTS_SETTING, raising=False)
     monkeypatch.delenv(access.ADMIN_TOKEN_SETTING, raising=False)
     return folder

@@ -1,9 +1,9 @@
-"""Tests for bertviz_lite.analysis: every function checked against numbers worked out by hand or numpy."""
+"""Tests for bertviz_lite.inspection.analysis: every function checked against numbers worked out by hand or numpy."""
 
 import numpy as np
 import pytest
 
-from bertviz_lite import analysis
+from bertviz_lite.inspection import analysis
 from tests.attention_samples import SEGMENTS, SPECIAL, TOKENS, random_attention
 
 # ---------------------------------------------------------------- sentence filter

@@ -15,16 +15,15 @@ import zipfile
 import pytest
 import torch
 
-from bertviz_lite import checkpoint_store as store
-from bertviz_lite import checkpoint_upload as upload
 from bertviz_lite import limits
-from bertviz_lite.checkpoints import save_checkpoint, save_snapshot
-from bertviz_lite.config import BertConfig
-from bertviz_lite.data import builtin_corpus
-from bertviz_lite.model import Bert
-from bertviz_lite.pretrained import load_folder
-from bertviz_lite.run_folder import MetricsWriter, write_status
-from bertviz_lite.tokenization import BertTokenizer
+from bertviz_lite.loading.checkpoints import save_checkpoint, save_snapshot
+from bertviz_lite.loading.pretrained import load_folder
+from bertviz_lite.loading.run_folder import MetricsWriter, write_status
+from bertviz_lite.model.config import BertConfig
+from bertviz_lite.model.modeling import BertForPreTraining
+from bertviz_lite.runs import store, upload
+from bertviz_lite.text.pretraining_data import builtin_corpus
+from bertviz_lite.text.tokenization import BertTokenizer
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +33,7 @@ def tiny_model():
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
     torch.manual_seed(0)
-    return Bert(config).eval(), tokenizer
+    return BertForPreTraining(config).eval(), tokenizer
 
 
 @pytest.fixture

@@ -9,16 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lite.checkpoints import (
+from bertviz_lite.loading.checkpoints import (
     checkpoint_step,
     save_checkpoint,
     save_snapshot,
     snapshot_path,
 )
-from bertviz_lite.config import BertConfig
-from bertviz_lite.model import Bert
-from bertviz_lite.pretrained import load_folder
-from bertviz_lite.run_folder import (
+from bertviz_lite.loading.pretrained import load_folder
+from bertviz_lite.loading.run_folder import (
     MetricsWriter,
     atomic_write_json,
     process_alive,
@@ -28,7 +26,9 @@ from bertviz_lite.run_folder import (
     validate_run_name,
     write_status,
 )
-from bertviz_lite.tokenization import BertTokenizer
+from bertviz_lite.model.config import BertConfig
+from bertviz_lite.model.modeling import BertForPreTraining
+from bertviz_lite.text.tokenization import BertTokenizer
 from tests.attention_samples import load_snapshots
 
 SENTENCES = [
@@ -43,7 +43,7 @@ def tiny():
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=64, max_position_embeddings=32)  # fmt: skip
     torch.manual_seed(0)
-    return Bert(config).eval(), tokenizer
+    return BertForPreTraining(config).eval(), tokenizer
 
 
 @pytest.mark.parametrize("name", ["demo-tiny", "run-20250101-120000", "a", "v1.2_x"])

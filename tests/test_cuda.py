@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from bertviz_lite import load
-from bertviz_lite.run_folder import read_metrics, read_status
+from bertviz_lite.loading.run_folder import read_metrics, read_status
 from tests.test_model import hf_model, ours_from, padded_pair_batch
 from tests.test_train import TINY, environment
 

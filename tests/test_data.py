@@ -5,7 +5,7 @@ import re
 import pytest
 import torch
 
-from bertviz_lite.data import (
+from bertviz_lite.text.pretraining_data import (
     IS_NEXT,
     NOT_NEXT,
     SETTINGS,
@@ -17,7 +17,7 @@ from bertviz_lite.data import (
     split_sentences,
     split_train_eval,
 )
-from bertviz_lite.tokenization import BertTokenizer
+from bertviz_lite.text.tokenization import BertTokenizer
 
 HE, SHE = {"he", "him", "his"}, {"she", "her"}
 

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bertviz_lite.checkpoints import checkpoint_step
-from bertviz_lite.pretrained import load_folder
-from bertviz_lite.run_folder import read_metrics, read_status
+from bertviz_lite.loading.checkpoints import checkpoint_step
+from bertviz_lite.loading.pretrained import load_folder
+from bertviz_lite.loading.run_folder import read_metrics, read_status
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["--preset", "tiny", "--num-documents", "150", "--vocab-size", "300", "--seq-len", "32", "--batch-size", "8",

@@ -9,8 +9,9 @@ import transformers
 from safetensors import safe_open
 
 from bertviz_lite import load
-from bertviz_lite.evaluation import fill_mask, is_next_probability
-from bertviz_lite.pretrained import CHECKPOINTS_DIR, DEFAULT_MODEL, ENGLISH
+from bertviz_lite.inspection.evaluation import fill_mask, is_next_probability
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL, ENGLISH
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from tests.test_pretrained import PAIRS, padded_batch
 
 FOLDER = CHECKPOINTS_DIR / ENGLISH

@@ -7,9 +7,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bertviz_lite import attribution, explore, figures, views
-from bertviz_lite.attribution import Target
-from bertviz_lite.pretrained import CHECKPOINTS_DIR, ENGLISH, load
+from bertviz_lite import figures
+from bertviz_lite.inspection import attribution, explore, views
+from bertviz_lite.inspection.attribution import Target
+from bertviz_lite.loading.pretrained import ENGLISH, load
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from tests.app.tiny_checkpoint import build_tiny
 
 PAIR = ("The cat sat on the mat because it was tired.", "It fell asleep in the warm sun.")

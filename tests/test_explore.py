@@ -1,4 +1,4 @@
-"""Tests for bertviz_lite.explore and bertviz_lite.views: the data behind each explore page, on a tiny random BERT."""
+"""Tests for bertviz_lite.inspection.explore and bertviz_lite.inspection.views: the data behind each explore page, on a tiny random BERT."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import pandas as pd
 import pytest
 import torch
 
-from bertviz_lite import analysis, explore, views
-from bertviz_lite.explore import from_trace
 from bertviz_lite.figures import (
     attention_heatmap,
     head_view,
@@ -21,7 +19,9 @@ from bertviz_lite.figures import (
 )
 from bertviz_lite.figures.attention import MAX_TICK_LABELS
 from bertviz_lite.figures.mosaic import PICKER_NAME
-from bertviz_lite.views.attention import HEAD_VIEW_MAX_LINES, HEAD_VIEW_MAX_TOP_K
+from bertviz_lite.inspection import analysis, explore, views
+from bertviz_lite.inspection.explore import from_trace
+from bertviz_lite.inspection.views.attention import HEAD_VIEW_MAX_LINES, HEAD_VIEW_MAX_TOP_K
 from tests.app.tiny_checkpoint import build_tiny
 from tests.attention_samples import mosaic_tile
 

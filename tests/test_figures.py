@@ -6,9 +6,10 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from bertviz_lite import analysis, figures
+from bertviz_lite import figures
 from bertviz_lite.figures.tokens import chip_classes
-from bertviz_lite.views import select_links
+from bertviz_lite.inspection import analysis
+from bertviz_lite.inspection.views import select_links
 from tests.attention_samples import SEGMENTS, TOKENS, random_attention
 
 

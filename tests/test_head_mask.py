@@ -8,18 +8,19 @@ import torch.nn.functional as F
 import transformers
 
 from bench._reference import zero_heads_hooks
-from bertviz_lite.attribution import head_mask
-from bertviz_lite.config import BertConfig
-from bertviz_lite.model import Bert
-from bertviz_lite.pretrained import CHECKPOINTS_DIR, ENGLISH, load
+from bertviz_lite.inspection.attribution import head_mask
+from bertviz_lite.loading.pretrained import ENGLISH, load
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
+from bertviz_lite.model.config import BertConfig
+from bertviz_lite.model.modeling import BertForPreTraining
 
 TINY = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
 KNOCKED = ["L0H1", "L1H3", "L1H0"]
 
 
-def tiny_model(seed=0) -> Bert:
+def tiny_model(seed=0) -> BertForPreTraining:
     torch.manual_seed(seed)
-    return Bert(BertConfig(**TINY)).eval()
+    return BertForPreTraining(BertConfig(**TINY)).eval()
 
 
 def pair(seed=1, length=9):
@@ -31,7 +32,7 @@ def pair(seed=1, length=9):
     return ids, segments
 
 
-def by_hand(model: Bert, ids, segments, zeroed: set[tuple[int, int]]):
+def by_hand(model: BertForPreTraining, ids, segments, zeroed: set[tuple[int, int]]):
     """BERT written out from the module weights, each zeroed head's context set to 0: (hidden states, MLM, NSP)."""
     config, emb = model.config, model.bert.embeddings
     heads, size = config.num_attention_heads, config.hidden_size // config.num_attention_heads

@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from bertviz_lite import run_options, training_args
-from bertviz_lite.train import build_parser
-from bertviz_lite.training_args import GROUPS, OptionError, option, option_fields
+from bertviz_lite.runs import run_options
+from bertviz_lite.training import training_args
+from bertviz_lite.training.cli import build_parser
+from bertviz_lite.training.training_args import GROUPS, OptionError, option, option_fields
 from tests.app.training_helpers import open_app, use_checkpoints_folder
 
 HELP = "spread this much of each MLM target over the whole vocabulary"

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from bertviz_lite import limits
-from bertviz_lite.checkpoints import save_checkpoint
-from bertviz_lite.config import BertConfig
-from bertviz_lite.model import Bert
-from bertviz_lite.pretrained import load_folder
-from bertviz_lite.tokenization import SPECIAL_TOKENS, BertTokenizer, read_vocab_file
+from bertviz_lite.loading.checkpoints import save_checkpoint
+from bertviz_lite.loading.pretrained import load_folder
+from bertviz_lite.model.config import BertConfig
+from bertviz_lite.model.modeling import BertForPreTraining
+from bertviz_lite.text.tokenization import SPECIAL_TOKENS, BertTokenizer, read_vocab_file
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
             max_position_embeddings=64)  # fmt: skip
@@ -26,7 +26,7 @@ def tiny_files(tmp_path_factory):
     """The bytes of a loadable tiny checkpoint folder: {file name: bytes}."""
     tokenizer = BertTokenizer({token: i for i, token in enumerate([*SPECIAL_TOKENS, *"abcdefghij"])})
     torch.manual_seed(0)
-    model = Bert(BertConfig(vocab_size=tokenizer.vocab_size, **TINY))
+    model = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, **TINY))
     folder = save_checkpoint(tmp_path_factory.mktemp("tiny") / "tiny", model, tokenizer)
     return {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()}
 
@@ -67,7 +67,7 @@ def files_of(folder):
 @pytest.mark.parametrize("position_embedding_type", ["learned", "sinusoidal"])
 def test_parameter_count_is_exact(position_embedding_type):
     config = BertConfig(vocab_size=97, type_vocab_size=3, position_embedding_type=position_embedding_type, **TINY)
-    assert limits.parameter_count(config) == Bert(config).num_parameters()
+    assert limits.parameter_count(config) == BertForPreTraining(config).num_parameters()
 
 
 def test_bert_base_and_large_fit_the_default_limits_and_twice_large_does_not():

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from bertviz_lite.masking import DECISION_NAMES, KEPT, MASKED, NOT_CHOSEN, RANDOM, mask_tokens
+from bertviz_lite.text.masking import DECISION_NAMES, KEPT, MASKED, NOT_CHOSEN, RANDOM, mask_tokens
 
 VOCAB_SIZE, MASK_ID, PAD_ID, CLS_ID, SEP_ID = 1000, 4, 0, 2, 3
 

@@ -1,11 +1,11 @@
-"""Bert against transformers' BERT: same weights, same numbers; plus attention invariants and config errors."""
+"""BertForPreTraining against transformers' BERT: same weights, same numbers; plus attention invariants and config errors."""
 
 import pytest
 import torch
 import transformers
 
-from bertviz_lite.config import BertConfig
-from bertviz_lite.model import Bert, BertForPreTraining, sinusoidal_position_table
+from bertviz_lite.model.config import BertConfig
+from bertviz_lite.model.modeling import BertForPreTraining, sinusoidal_position_table
 
 TINY = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
 
@@ -32,7 +32,7 @@ def padded_pair_batch(seed=1):
 
 
 def ours_from(hf):
-    model = Bert(BertConfig.from_dict(hf.config.to_dict())).eval()
+    model = BertForPreTraining(BertConfig.from_dict(hf.config.to_dict())).eval()
     model.load_hf_state_dict(hf.state_dict())
     return model
 
@@ -67,7 +67,7 @@ def test_forward_call_contract_and_padding_default():
 
 
 def test_exported_state_dict_loads_strictly_into_transformers_and_agrees():
-    model = Bert(BertConfig(**TINY)).eval()
+    model = BertForPreTraining(BertConfig(**TINY)).eval()
     hf = hf_model(seed=5)
     hf.load_state_dict(model.hf_state_dict(), strict=True)
     ids, tt, am = padded_pair_batch()
@@ -81,7 +81,7 @@ def test_exported_state_dict_loads_strictly_into_transformers_and_agrees():
 @pytest.mark.parametrize("cls", [transformers.BertModel, transformers.BertForMaskedLM])
 def test_loads_bert_model_and_masked_lm_key_sets(cls):
     hf = hf_model(cls)
-    model = Bert(BertConfig(**TINY)).eval()
+    model = BertForPreTraining(BertConfig(**TINY)).eval()
     model.load_hf_state_dict(hf.state_dict())
     ids, tt, am = padded_pair_batch()
     with torch.no_grad():
@@ -96,7 +96,7 @@ def test_old_gamma_beta_names_and_position_ids_buffer_are_accepted():
     state = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
              for k, v in hf.state_dict().items()}
     state["bert.embeddings.position_ids"] = torch.arange(512).unsqueeze(0)
-    model = Bert(BertConfig(**TINY)).eval()
+    model = BertForPreTraining(BertConfig(**TINY)).eval()
     model.load_hf_state_dict(state)
     ids, tt, am = padded_pair_batch()
     assert torch.allclose(model(ids, tt, attention_mask=am), ours_from(hf)(ids, tt, attention_mask=am))
@@ -104,7 +104,7 @@ def test_old_gamma_beta_names_and_position_ids_buffer_are_accepted():
 
 def test_missing_unexpected_and_misshaped_keys_are_reported():
     state = hf_model().state_dict()
-    model = Bert(BertConfig(**TINY))
+    model = BertForPreTraining(BertConfig(**TINY))
     broken = dict(state)
     del broken["bert.encoder.layer.1.output.dense.weight"]
     broken["bert.encoder.layer.7.output.dense.weight"] = torch.zeros(1)
@@ -112,13 +112,13 @@ def test_missing_unexpected_and_misshaped_keys_are_reported():
         model.load_hf_state_dict(broken)
     assert "missing keys: bert.encoder.layer.1.output.dense.weight" in str(err.value)
     assert "unexpected keys: bert.encoder.layer.7.output.dense.weight" in str(err.value)
-    wrong_size = Bert(BertConfig(**{**TINY, "hidden_size": 64}))
+    wrong_size = BertForPreTraining(BertConfig(**{**TINY, "hidden_size": 64}))
     with pytest.raises(ValueError, match="has shape .* in the weights but"):
         wrong_size.load_hf_state_dict(state)
 
 
 def test_attention_rows_sum_to_one_and_padded_keys_get_zero_weight():
-    model = Bert(BertConfig(**TINY)).eval()
+    model = BertForPreTraining(BertConfig(**TINY)).eval()
     ids, tt, am = padded_pair_batch()
     for probs in model.trace(ids, tt, am).attentions:
         assert torch.allclose(probs.sum(-1), torch.ones(3, 4, 11), atol=1e-6)
@@ -126,7 +126,7 @@ def test_attention_rows_sum_to_one_and_padded_keys_get_zero_weight():
 
 
 def test_fused_and_explicit_attention_paths_agree():
-    model = Bert(BertConfig(**TINY)).eval()
+    model = BertForPreTraining(BertConfig(**TINY)).eval()
     ids, tt, am = padded_pair_batch()
     hidden, pooled = model.encode(ids, tt, am)
     trace = model.trace(ids, tt, am)
@@ -137,7 +137,7 @@ def test_fused_and_explicit_attention_paths_agree():
 
 
 def test_eval_mode_is_deterministic_and_train_mode_uses_dropout():
-    model = Bert(BertConfig(**TINY, hidden_dropout_prob=0.5)).eval()
+    model = BertForPreTraining(BertConfig(**TINY, hidden_dropout_prob=0.5)).eval()
     ids, tt, am = padded_pair_batch()
     assert torch.equal(model(ids, tt), model(ids, tt))
     model.train()
@@ -145,7 +145,7 @@ def test_eval_mode_is_deterministic_and_train_mode_uses_dropout():
 
 
 def test_trace_embedding_parts_add_up():
-    model = Bert(BertConfig(**TINY)).eval()
+    model = BertForPreTraining(BertConfig(**TINY)).eval()
     ids, tt, am = padded_pair_batch()
     parts = model.trace(ids, tt, am).embeddings
     assert torch.allclose(parts.sum, parts.token + parts.position + parts.segment)
@@ -154,7 +154,7 @@ def test_trace_embedding_parts_add_up():
 
 
 def test_sinusoidal_positions_are_fixed_and_export_to_transformers():
-    model = Bert(BertConfig(**TINY, position_embedding_type="sinusoidal")).eval()
+    model = BertForPreTraining(BertConfig(**TINY, position_embedding_type="sinusoidal")).eval()
     table = model.bert.embeddings.position_embeddings.weight
     assert not table.requires_grad
     assert torch.allclose(table, sinusoidal_position_table(512, 32))
@@ -168,12 +168,12 @@ def test_sinusoidal_positions_are_fixed_and_export_to_transformers():
 
 
 def test_mlm_decoder_is_tied_to_word_embeddings():
-    model = Bert(BertConfig(**TINY))
+    model = BertForPreTraining(BertConfig(**TINY))
     assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
 
 
 def test_pretraining_loss_uses_only_masked_positions():
-    model = Bert(BertConfig(**TINY)).eval()
+    model = BertForPreTraining(BertConfig(**TINY)).eval()
     ids, tt, am = padded_pair_batch()
     labels = torch.full_like(ids, -100)
     labels[0, 2], labels[1, 1] = 17, 42
@@ -212,7 +212,7 @@ def test_config_round_trips_through_transformers_config():
 
 
 def test_too_long_input_is_a_clear_error():
-    model = Bert(BertConfig(**TINY, max_position_embeddings=16))
+    model = BertForPreTraining(BertConfig(**TINY, max_position_embeddings=16))
     with pytest.raises(ValueError, match="17 tokens is more than max_position_embeddings"):
         model(torch.ones(1, 17, dtype=torch.long))
 
@@ -244,4 +244,4 @@ def test_the_trace_keeps_one_record_per_layer():
     trace = model.trace(ids, tt, am)
     assert len(trace.layers) == 2 and all(layer.probs.shape == (3, 4, 11, 11) for layer in trace.layers)
     assert trace.attentions[1] is trace.layers[1].probs and trace.values[0] is trace.layers[0].value
-    assert Bert is BertForPreTraining
+    assert BertForPreTraining is BertForPreTraining

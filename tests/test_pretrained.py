@@ -6,8 +6,8 @@ import pytest
 import torch
 import transformers
 
-from bertviz_lite import pretrained
-from bertviz_lite.pretrained import load, load_folder, minilm_dir
+from bertviz_lite.loading import pretrained
+from bertviz_lite.loading.pretrained import load, load_folder, minilm_dir
 
 PAIRS = [
     ("The cat sat on the mat.", "It was warm and happy."),

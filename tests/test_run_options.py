@@ -4,13 +4,13 @@ import re
 
 import pytest
 
-from bertviz_lite import run_options
-from bertviz_lite.config import BertConfig
-from bertviz_lite.corpora import english_corpus
-from bertviz_lite.data import builtin_corpus, split_train_eval
-from bertviz_lite.model import Bert
-from bertviz_lite.trainer import Trainer
-from bertviz_lite.training_args import PRESETS, OptionError
+from bertviz_lite.model.config import BertConfig
+from bertviz_lite.model.modeling import BertForPreTraining
+from bertviz_lite.runs import run_options
+from bertviz_lite.text.corpora import english_corpus
+from bertviz_lite.text.pretraining_data import builtin_corpus, split_train_eval
+from bertviz_lite.training.trainer import Trainer
+from bertviz_lite.training.training_args import PRESETS, OptionError
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))
@@ -37,7 +37,7 @@ def test_check_options_refuses_what_the_cli_refuses_and_names_the_option():
 def test_model_size_counts_the_parameters_of_the_model_the_options_build():
     options = {**run_options.preset_options("tiny"), "hidden_size": 48, "num_attention_heads": 3, "vocab_size": 150}
     config = BertConfig(**{k: options[k] for k in run_options.MODEL_FIELDS}, vocab_size=150)
-    assert run_options.model_size(options) == sum(p.numel() for p in Bert(config).parameters())
+    assert run_options.model_size(options) == sum(p.numel() for p in BertForPreTraining(config).parameters())
 
 
 def test_corpus_summary_reads_text_as_the_trainer_does():

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bertviz_lite import run_folder, run_options, runs
-from bertviz_lite.run_folder import read_metrics, write_status
-from bertviz_lite.train import arguments_from_namespace, build_parser
+from bertviz_lite.loading import run_folder
+from bertviz_lite.loading.run_folder import read_metrics, write_status
+from bertviz_lite.runs import lifecycle, run_options
+from bertviz_lite.training.cli import arguments_from_namespace, build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 # Small enough to start in a few seconds on 2 cores; `steps` is set per test.
@@ -22,7 +23,7 @@ FAST = {"preset": "tiny", "num_documents": 200, "vocab_size": 200, "seq_len": 32
 @pytest.fixture
 def sleeper():
     """A live process whose command line names the training module: a stand-in for a run's process."""
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", runs.TRAIN_MODULE])
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", lifecycle.TRAIN_MODULE])
     yield process
     process.kill()
     process.wait()
@@ -45,7 +46,7 @@ def test_the_command_line_parses_back_to_the_same_arguments(tmp_path):
     options = {**run_options.preset_options("small"), "hidden_size": 96, "num_attention_heads": 3, "lr": 3e-4,
                "position_embedding_type": "sinusoidal", "steps": 7, "save_every": 0}
     args = run_options.check_options(options, out=str(tmp_path / "r"))
-    command = runs.training_command(tmp_path / "r", run_options.command_options(args))
+    command = lifecycle.training_command(tmp_path / "r", run_options.command_options(args))
     assert command[:3] == [sys.executable, "-m", "bertviz_lite.train"]
     assert command[-2:] == ["--out", str(tmp_path / "r")]
     assert "--hidden-size" in command and "--position-embedding-type" in command
@@ -54,9 +55,9 @@ def test_the_command_line_parses_back_to_the_same_arguments(tmp_path):
 
 
 def test_option_flags_skip_none_and_refuse_booleans():
-    assert runs.option_flags({"steps": 5, "lr": None, "corpus": "builtin"}) == ["--steps", "5", "--corpus", "builtin"]
+    assert lifecycle.option_flags({"steps": 5, "lr": None, "corpus": "builtin"}) == ["--steps", "5", "--corpus", "builtin"]
     with pytest.raises(ValueError, match="flag"):
-        runs.option_flags({"quiet": True})
+        lifecycle.option_flags({"quiet": True})
 
 
 # ---- states from the run folder ------------------------------------------------------------------
@@ -69,7 +70,7 @@ def test_a_running_status_whose_process_is_gone_reads_as_failed_with_the_log_tai
     dead.wait()
     write_status(run, state="running", message="Training: step 3 of 30", pid=dead.pid, step=3, total_steps=30)
     (run / run_folder.LOG_FILE).write_text("step 1/30\rstep 2/30\rstep 3/30\nKilled\n")
-    state = runs.run_state(run)
+    state = lifecycle.run_state(run)
     assert state.state == "failed" and not state.active
     assert f"pid {dead.pid}" in state.message and state.message.endswith("step 3/30\nKilled")
     assert state.step == 3 and state.total_steps == 30 and state.progress == pytest.approx(0.1)
@@ -79,23 +80,23 @@ def test_a_running_status_with_a_live_training_process_reads_as_running(tmp_path
     run = tmp_path / "r"
     run.mkdir()
     write_status(run, state="running", message="Training", pid=sleeper.pid, step=5, total_steps=20, eta_s=12.5)
-    state = runs.run_state(run)
+    state = lifecycle.run_state(run)
     assert (state.state, state.active, state.eta_s, state.progress) == ("running", True, 12.5, 0.25)
     write_status(run, state="running", pid=os.getpid(), step=5, total_steps=20)  # pytest is no training process
-    assert runs.run_state(run).state == "failed"
+    assert lifecycle.run_state(run).state == "failed"
 
 
 def test_process_checks_see_through_exec_zombies_and_reused_pids(sleeper):
-    assert runs.training_process_alive(sleeper.pid)  # also in the instant after exec, with no cmdline yet
+    assert lifecycle.training_process_alive(sleeper.pid)  # also in the instant after exec, with no cmdline yet
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         wait_for(lambda: Path(f"/proc/{other.pid}/cmdline").read_bytes(), 10, "the other process to start")
-        assert not runs.training_process_alive(other.pid)  # a pid now used by another program
+        assert not lifecycle.training_process_alive(other.pid)  # a pid now used by another program
     finally:
         other.kill()
         other.wait()
     sleeper.kill()  # not reaped yet (no wait): a zombie, which os.kill(pid, 0) still finds
-    wait_for(lambda: not runs.training_process_alive(sleeper.pid), 10, "the zombie to read as dead")
+    wait_for(lambda: not lifecycle.training_process_alive(sleeper.pid), 10, "the zombie to read as dead")
     assert sleeper.poll() is not None
 
 
@@ -103,18 +104,18 @@ def test_launched_runs_without_status_are_starting_or_failed_and_checkpoints_are
     run = tmp_path / "r"
     run.mkdir()
     (run / run_folder.LAUNCH_FILE).write_text(json.dumps({"pid": sleeper.pid}))
-    assert runs.run_state(run).state == "starting"
-    assert [r.name for r in runs.active_runs(tmp_path)] == ["r"]
+    assert lifecycle.run_state(run).state == "starting"
+    assert [r.name for r in lifecycle.active_runs(tmp_path)] == ["r"]
     sleeper.kill()
     sleeper.wait()
     (run / run_folder.LOG_FILE).write_text("error: --steps (0) must be a whole number greater than 0\n")
-    state = runs.run_state(run)
+    state = lifecycle.run_state(run)
     assert state.state == "failed" and "--steps (0) must be" in state.message
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "ckpt" / "config.json").write_text("{}")
     (tmp_path / ".hidden").mkdir()
     (tmp_path / "empty").mkdir()
-    assert {r.name: r.state for r in runs.list_runs(tmp_path)} == {"r": "failed", "ckpt": "ready"}
+    assert {r.name: r.state for r in lifecycle.list_runs(tmp_path)} == {"r": "failed", "ckpt": "ready"}
 
 
 def test_a_dead_run_whose_cli_refused_its_options_shows_the_reason_first(tmp_path):
@@ -124,7 +125,7 @@ def test_a_dead_run_whose_cli_refused_its_options_shows_the_reason_first(tmp_pat
     reason = ("--batch-size (20000) is more than the 17143 training pairs of the corpus: use a smaller batch or a "
               "bigger corpus")  # fmt: skip
     (run / run_folder.LOG_FILE).write_text(f"Loading…\nerror: {reason}\n")
-    state = runs.run_state(run)
+    state = lifecycle.run_state(run)
     assert state.state == "failed" and state.message.startswith(f"{reason} (the training process, pid 999999999")
     assert state.message.endswith(f"Last lines of its log:\nLoading…\nerror: {reason}")
 
@@ -145,18 +146,18 @@ def test_listing_removes_stale_temporary_files_of_runs_that_no_longer_train(tmp_
         path.write_bytes(b"half")
         _age(path, 0 if path == fresh else 3600)
     _age(killed, 7200)  # the older run is listed second
-    assert [r.name for r in runs.list_runs(tmp_path)] == ["live", "killed"]
+    assert [r.name for r in lifecycle.list_runs(tmp_path)] == ["live", "killed"]
     assert not any(path.exists() for path in stale)
     assert fresh.exists() and busy.exists()  # a write that may be under way; a run still training
-    assert (killed / "status.json").is_file() and [r.name for r in runs.list_runs(tmp_path)] == ["live", "killed"]
+    assert (killed / "status.json").is_file() and [r.name for r in lifecycle.list_runs(tmp_path)] == ["live", "killed"]
 
 
 def test_the_run_limit_refuses_a_second_run_and_creates_nothing(tmp_path, sleeper):
     busy = tmp_path / "busy"
     busy.mkdir()
     write_status(busy, state="running", pid=sleeper.pid, step=1, total_steps=9)
-    with pytest.raises(runs.RunLimitError, match=r"1 run already training \(busy\); at most 1 at once"):
-        runs.launch_run({"preset": "tiny"}, root=tmp_path, max_runs=1)
+    with pytest.raises(lifecycle.RunLimitError, match=r"1 run already training \(busy\); at most 1 at once"):
+        lifecycle.launch_run({"preset": "tiny"}, root=tmp_path, max_runs=1)
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == ["busy"]
 
 
@@ -164,35 +165,35 @@ def test_snapshot_steps_and_hyperparameters_are_read_from_files(tmp_path):
     (tmp_path / "snapshots").mkdir()
     for name in ("step_000010.safetensors", "step_000000.safetensors", "notes.txt", "step_5.safetensors"):
         (tmp_path / "snapshots" / name).write_bytes(b"")
-    assert runs.snapshot_steps(tmp_path) == [0, 5, 10]
+    assert lifecycle.snapshot_steps(tmp_path) == [0, 5, 10]
     (tmp_path / "train_args.json").write_text(json.dumps({"args": {"steps": 30, "lr": 0.01}, "config": {"hidden_size": 64}}))
-    assert runs.hyperparameters(tmp_path) == {"hidden_size": 64, "steps": 30, "lr": 0.01}
-    assert runs.hyperparameters(tmp_path / "missing") == {}
+    assert lifecycle.hyperparameters(tmp_path) == {"hidden_size": 64, "steps": 30, "lr": 0.01}
+    assert lifecycle.hyperparameters(tmp_path / "missing") == {}
 
 
 # ---- real training processes ---------------------------------------------------------------------
 
 
 def test_bad_options_end_the_process_and_the_run_shows_failed_with_the_cli_message(tmp_path):
-    run_dir = runs.launch_run({**FAST, "steps": 0}, root=tmp_path, name="bad")
-    state = wait_for(lambda: (s := runs.run_state(run_dir)).state == "failed" and s, 60, "the run to fail")
+    run_dir = lifecycle.launch_run({**FAST, "steps": 0}, root=tmp_path, name="bad")
+    state = wait_for(lambda: (s := lifecycle.run_state(run_dir)).state == "failed" and s, 60, "the run to fail")
     assert "--steps (0) must be a whole number greater than 0" in state.message
     assert json.loads((run_dir / run_folder.LAUNCH_FILE).read_text())["command"][-1] == str(run_dir)
 
 
 def test_a_run_outlives_its_launcher_obeys_the_limit_and_stops_gracefully(tmp_path):
     # The launcher process exits right away, as an app that is restarted mid-run would.
-    launcher = (f"from pathlib import Path; from bertviz_lite import runs; "
-                f"runs.launch_run({dict(FAST, steps=5000)!r}, root=Path({str(tmp_path)!r}), name='long')")
+    launcher = (f"from pathlib import Path; from bertviz_lite.runs import lifecycle; "
+                f"lifecycle.launch_run({dict(FAST, steps=5000)!r}, root=Path({str(tmp_path)!r}), name='long')")
     subprocess.run([sys.executable, "-c", launcher], cwd=REPO, check=True, timeout=60)
     run_dir = tmp_path / "long"
-    wait_for(lambda: runs.run_state(run_dir).state == "running" and len(read_metrics(run_dir, "train")) >= 2,
+    wait_for(lambda: lifecycle.run_state(run_dir).state == "running" and len(read_metrics(run_dir, "train")) >= 2,
              60, "two metrics lines")
-    with pytest.raises(runs.RunLimitError, match="long"):
-        runs.launch_run({**FAST, "steps": 5}, root=tmp_path, max_runs=1)
-    runs.stop_run(run_dir)
-    state = wait_for(lambda: (s := runs.run_state(run_dir)).state != "running" and s, 60, "the run to stop")
+    with pytest.raises(lifecycle.RunLimitError, match="long"):
+        lifecycle.launch_run({**FAST, "steps": 5}, root=tmp_path, max_runs=1)
+    lifecycle.stop_run(run_dir)
+    state = wait_for(lambda: (s := lifecycle.run_state(run_dir)).state != "running" and s, 60, "the run to stop")
     assert state.state == "stopped", state.message
     assert 0 < state.checkpoint_step == state.step < 5000
     assert (run_dir / "model.safetensors").is_file() and (run_dir / run_folder.STOP_FILE).is_file()
-    assert runs.active_runs(tmp_path) == []
+    assert lifecycle.active_runs(tmp_path) == []

@@ -2,7 +2,7 @@
 
 from urllib.parse import parse_qs, urlparse
 
-from bertviz_lite import share
+from bertviz_lite.server import share
 
 MODELS = ["minilm-english", "all-MiniLM-L6-v2", "demo-tiny"]
 

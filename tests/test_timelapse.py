@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lite.checkpoints import load_snapshot, load_snapshot_predictions, save_snapshot, snapshot_path
 from bertviz_lite.figures.timelapse import (
     guesses_bar,
     prediction_curves,
@@ -14,14 +13,20 @@ from bertviz_lite.figures.timelapse import (
     replay_mosaic,
     specialisation_heatmap,
 )
-from bertviz_lite.views.attention import attention_mosaic
-from bertviz_lite.views.timelapse import (
+from bertviz_lite.inspection.views.attention import attention_mosaic
+from bertviz_lite.inspection.views.timelapse import (
     COLOUR_SCALES,
     PATTERNS,
     colour_range,
     pattern_shares,
     summarise_snapshot,
     timelapse,
+)
+from bertviz_lite.loading.checkpoints import (
+    load_snapshot,
+    load_snapshot_predictions,
+    save_snapshot,
+    snapshot_path,
 )
 
 TOKENS = ["[CLS]", "a", "b", "[SEP]", "c", "[SEP]"]  # T = 6, no padding

@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import BertTokenizerFast
 
-from bertviz_lite.tokenization import SPECIAL_TOKENS, BertTokenizer, longest_first_lengths
+from bertviz_lite.text.tokenization import SPECIAL_TOKENS, BertTokenizer, longest_first_lengths
 
 CORPUS = [
     "The cat sat on the mat.",
@@ -238,8 +238,8 @@ def test_train_puts_specials_first(small):
 
 TRAIN_AND_PRINT_VOCAB = """
 import json
-from bertviz_lite.data import builtin_corpus
-from bertviz_lite.tokenization import BertTokenizer
+from bertviz_lite.text.pretraining_data import builtin_corpus
+from bertviz_lite.text.tokenization import BertTokenizer
 texts = [sentence for document in builtin_corpus(seed=0, num_documents=200) for sentence in document]
 tokenizer = BertTokenizer.train(texts, vocab_size=400)
 print(json.dumps(tokenizer.convert_ids_to_tokens(list(range(tokenizer.vocab_size)))))

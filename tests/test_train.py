@@ -16,11 +16,11 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from bertviz_lite import load
-from bertviz_lite.checkpoints import checkpoint_step
-from bertviz_lite.pretrained import load_folder
-from bertviz_lite.run_folder import read_metrics, read_status, read_train_args
-from bertviz_lite.train import build_parser, main
-from bertviz_lite.training_args import TrainingArguments
+from bertviz_lite.loading.checkpoints import checkpoint_step
+from bertviz_lite.loading.pretrained import load_folder
+from bertviz_lite.loading.run_folder import read_metrics, read_status, read_train_args
+from bertviz_lite.training.cli import build_parser, main
+from bertviz_lite.training.training_args import TrainingArguments
 from tests.app.tiny_checkpoint import save_tiny
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,16 +11,22 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lite.checkpoints import checkpoint_step, load_snapshot_predictions, snapshot_path
-from bertviz_lite.evaluation import probe_mask_position, probe_predictions
+from bertviz_lite.inspection.evaluation import probe_mask_position, probe_predictions
 from bertviz_lite.limits import parameter_count
-from bertviz_lite.optimization import STAT_NAMES, learning_rate, make_optimizer
-from bertviz_lite.pretrained import MINILM, load_folder
-from bertviz_lite.run_folder import OPTIMIZER_FILE, read_metrics, read_status, read_train_args, write_status
-from bertviz_lite.trainer import Trainer, TrainerCallback
-from bertviz_lite.training_args import MAX_PARAMETERS, PRESETS, OptionError, TrainingArguments
-from bertviz_lite.training_data import batch_indices
-from bertviz_lite.training_setup import check_run_dir
+from bertviz_lite.loading.checkpoints import checkpoint_step, load_snapshot_predictions, snapshot_path
+from bertviz_lite.loading.pretrained import MINILM, load_folder
+from bertviz_lite.loading.run_folder import (
+    OPTIMIZER_FILE,
+    read_metrics,
+    read_status,
+    read_train_args,
+    write_status,
+)
+from bertviz_lite.training.dataset import batch_indices
+from bertviz_lite.training.optimization import STAT_NAMES, learning_rate, make_optimizer
+from bertviz_lite.training.preparation import check_run_dir
+from bertviz_lite.training.trainer import Trainer, TrainerCallback
+from bertviz_lite.training.training_args import MAX_PARAMETERS, PRESETS, OptionError, TrainingArguments
 from tests.attention_samples import load_snapshots
 
 TINY_CONFIG = {"hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 32}

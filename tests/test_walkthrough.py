@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from bertviz_lite import walkthrough as walk
-from bertviz_lite.config import BertConfig
 from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
+from bertviz_lite.inspection import walkthrough as walk
+from bertviz_lite.model.config import BertConfig
 from tests.attention_samples import SPECIAL, TOKENS, random_attention
 
 

@@ -1,4 +1,4 @@
-"""Plotly figure builders: pure functions from the data of a view (bertviz_lite.views) to a `go.Figure`."""
+"""Plotly figure builders: pure functions from the data of a view (bertviz_lite.inspection.views) to a `go.Figure`."""
 
 from bertviz_lite.figures.attention import (
     attention_heatmap,

@@ -10,7 +10,6 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bertviz_lite.analysis import unique_labels
 from bertviz_lite.figures._common import (
     DIVERGING,
     SEQUENTIAL,
@@ -22,9 +21,10 @@ from bertviz_lite.figures._common import (
     symmetric_range,
     token_axis_height,
 )
+from bertviz_lite.inspection.analysis import unique_labels
 
 if TYPE_CHECKING:
-    from bertviz_lite.views.attention import HeadViewLinks
+    from bertviz_lite.inspection.views.attention import HeadViewLinks
 
 ATTENTION_HOVER = "%{y} → %{x}: %{z:.3f}<extra></extra>"
 STAT_TITLES = {

@@ -9,7 +9,6 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bertviz_lite.analysis import EMBEDDING_PARTS, unique_labels
 from bertviz_lite.figures._common import (
     DIVERGING,
     SEGMENT_COLOURS,
@@ -19,6 +18,7 @@ from bertviz_lite.figures._common import (
     symmetric_range,
     token_axis_height,
 )
+from bertviz_lite.inspection.analysis import EMBEDDING_PARTS, unique_labels
 
 PART_TITLES = ("token embedding", "position embedding", "segment embedding", "sum", "after LayerNorm")
 # Subplot titles short enough not to collide at 1024 px, read left to right as the sum they are.

@@ -1,6 +1,6 @@
 """Figures beyond attention weights: norm-weighted attention, attribution against leave-one-out, knock-out, logit lens.
 
-Builders only draw: they take a view's data (bertviz_lite.views.norms / views.explain) and return a `go.Figure`.
+Builders only draw: they take a view's data (bertviz_lite.inspection.views.norms / views.explain) and return a `go.Figure`.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bertviz_lite.analysis import unique_labels
 from bertviz_lite.figures._common import DIVERGING, SEQUENTIAL, category_axis, token_axis_height
 from bertviz_lite.figures.attention import attention_heatmap
+from bertviz_lite.inspection.analysis import unique_labels
 
 if TYPE_CHECKING:
-    from bertviz_lite.views.explain import Attribution, HeadKnockout, LogitLens
-    from bertviz_lite.views.norms import NormAttention
+    from bertviz_lite.inspection.views.explain import Attribution, HeadKnockout, LogitLens
+    from bertviz_lite.inspection.views.norms import NormAttention
 
 BEFORE, AFTER = "#1f77b4", "#d62728"
 WEIGHTING_COLOURS = {"attention weight": "#1f77b4", "norm-weighted": "#ff7f0e"}

@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bertviz_lite.figures._common import SEQUENTIAL
-from bertviz_lite.views.attention import AttentionMosaic
+from bertviz_lite.inspection.views.attention import AttentionMosaic
 
 PICKER_NAME = "tile picker"
 

@@ -11,8 +11,8 @@ from bertviz_lite.figures._common import SEQUENTIAL
 from bertviz_lite.figures.attention import attention_heatmap
 from bertviz_lite.figures.mosaic import mosaic_figure
 from bertviz_lite.figures.predictions import topk_bar
-from bertviz_lite.views.attention import AttentionMosaic
-from bertviz_lite.views.timelapse import HeadSpecialisation, PredictionSeries
+from bertviz_lite.inspection.views.attention import AttentionMosaic
+from bertviz_lite.inspection.views.timelapse import HeadSpecialisation, PredictionSeries
 
 ANSWER_COLOUR, GUESS_COLOUR = "#2ca02c", "#1f77b4"
 

@@ -8,9 +8,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bertviz_lite.analysis import unique_labels
 from bertviz_lite.figures._common import SEGMENT_COLOURS, SEQUENTIAL, category_axis, check_length
-from bertviz_lite.walkthrough import OneHead, ResidualChanges
+from bertviz_lite.inspection.analysis import unique_labels
+from bertviz_lite.inspection.walkthrough import OneHead, ResidualChanges
 
 MAX_ID_COLUMNS = 48  # tokens shown in the ids table; beyond that the labels no longer fit a screen
 

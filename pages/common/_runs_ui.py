@@ -13,11 +13,6 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from bertviz_lite import access, runs
-from bertviz_lite.analysis import attention_to_csv_frame
-from bertviz_lite.checkpoint_store import final_metrics
-from bertviz_lite.checkpoints import load_snapshot, load_snapshot_predictions, snapshot_path
-from bertviz_lite.explore import model_view_selection
 from bertviz_lite.figures.timelapse import (
     guesses_bar,
     prediction_curves,
@@ -26,9 +21,15 @@ from bertviz_lite.figures.timelapse import (
     specialisation_heatmap,
 )
 from bertviz_lite.figures.training import lr_curve, metric_curves, throughput_curve
-from bertviz_lite.run_folder import RunFolder, read_metrics
-from bertviz_lite.views import timelapse
-from bertviz_lite.views.attention import AttentionMosaic, attention_mosaic
+from bertviz_lite.inspection.analysis import attention_to_csv_frame
+from bertviz_lite.inspection.explore import model_view_selection
+from bertviz_lite.inspection.views import timelapse
+from bertviz_lite.inspection.views.attention import AttentionMosaic, attention_mosaic
+from bertviz_lite.loading.checkpoints import load_snapshot, load_snapshot_predictions, snapshot_path
+from bertviz_lite.loading.run_folder import RunFolder, read_metrics
+from bertviz_lite.runs import lifecycle
+from bertviz_lite.runs.store import final_metrics
+from bertviz_lite.server import access
 from pages.common._ui import clamp_state, plotly_config, show_figure
 from pages.common._visitor import current_visitor
 
@@ -52,7 +53,7 @@ def _remember_run(key: str) -> None:
     st.query_params[QUERY_KEY] = st.session_state[key]
 
 
-def select_run(choices: list[runs.RunState], key: str = "train_run") -> runs.RunState:
+def select_run(choices: list[lifecycle.RunState], key: str = "train_run") -> lifecycle.RunState:
     """A run picker whose choice lives in the URL (?run=NAME), so a reload or another tab shows the same run."""
     names = [run.name for run in choices]
     wanted = st.query_params.get(QUERY_KEY)
@@ -73,12 +74,12 @@ def select_run(choices: list[runs.RunState], key: str = "train_run") -> runs.Run
 
 def live_view(run_dir: Path) -> None:
     """State, progress, Stop and curves of one run; refreshed every REFRESH_S seconds only while it trains."""
-    active = runs.run_state(run_dir).active
+    active = lifecycle.run_state(run_dir).active
     st.fragment(run_every=REFRESH_S if active else None)(_live_panel)(run_dir, active)
 
 
 def _live_panel(run_dir: Path, was_active: bool) -> None:
-    run = runs.run_state(run_dir)
+    run = lifecycle.run_state(run_dir)
     if was_active and not run.active:
         st.rerun()  # a full rerun redraws the fragment without the timer, with the final numbers
     _status(run)
@@ -93,12 +94,12 @@ def _live_panel(run_dir: Path, was_active: bool) -> None:
 
 def _stop(run_dir) -> None:
     try:
-        runs.stop_run(run_dir, visitor=current_visitor())
+        lifecycle.stop_run(run_dir, visitor=current_visitor())
     except PermissionError as err:
         st.session_state["train_notice"] = ("error", str(err))
 
 
-def _status(run: runs.RunState) -> None:
+def _status(run: lifecycle.RunState) -> None:
     left, right = st.columns([4, 1])
     left.markdown(f"**{run.name}** {state_badge(run.state)}")
     if run.active:
@@ -110,7 +111,7 @@ def _status(run: runs.RunState) -> None:
     st.progress(run.progress, text=f"Step {run.step} of {run.total_steps or '?'}{eta}")
     first, _, rest = run.message.partition("\n")
     if run.state in ("failed", "diverged"):
-        st.error(f"The run {run.state}: {first}")  # the reason comes first (see runs.run_state); st.error wraps
+        st.error(f"The run {run.state}: {first}")  # the reason comes first (see lifecycle.run_state); st.error wraps
         if rest:
             st.code(rest, language=None, wrap_lines=True)  # the log's tail, wrapped: long lines stay readable
     elif run.state in ("finished", "stopped"):
@@ -161,7 +162,7 @@ def attention_replay(run_dir: Path) -> None:
     the user moved the slider, jumps to the newest. Starting or pausing Play reruns the page once, which
     sets the fragment's timer anew.
     """
-    active = runs.run_state(run_dir).active
+    active = lifecycle.run_state(run_dir).active
     playing = bool(st.session_state.get(PLAYING))
     every = PLAY_S if playing else REPLAY_REFRESH_S if active else None
     st.fragment(run_every=every)(_replay_panel)(run_dir, active, playing)
@@ -211,7 +212,7 @@ def _retime(was_playing: bool) -> None:
 
 
 def _replay_panel(run_dir: Path, active: bool, was_playing: bool) -> None:
-    steps = runs.snapshot_steps(run_dir)
+    steps = lifecycle.snapshot_steps(run_dir)
     if not steps:
         st.info("Waiting for the first attention snapshot…" if active else "This run saved no attention snapshot.")
         return

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bertviz_lite import share, walkthrough
-from bertviz_lite.pretrained import DEFAULT_MODEL
+from bertviz_lite.inspection import walkthrough
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from bertviz_lite.server import share
 from pages.common._sidebar import OTHER_FOLDER, model_options
 
 APPLIED = "_link_applied"

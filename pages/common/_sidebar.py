@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 import streamlit as st
 
-from bertviz_lite.explore import source_version
-from bertviz_lite.pretrained import (
+from bertviz_lite.inspection.explore import source_version
+from bertviz_lite.loading.pretrained import (
     DEFAULT_MODEL,
     DESCRIPTIONS,
     MINILM,

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bertviz_lite import run_options, runs
-from bertviz_lite.pretrained import MINILM, SHIPPED_CHECKPOINTS
-from bertviz_lite.run_folder import validate_run_name
-from bertviz_lite.training_args import DEVICES, DTYPES, PRESETS, OptionError
+from bertviz_lite.loading.pretrained import MINILM, SHIPPED_CHECKPOINTS
+from bertviz_lite.loading.run_folder import checkpoints_root, validate_run_name
+from bertviz_lite.runs import lifecycle, run_options
+from bertviz_lite.training.training_args import DEVICES, DTYPES, PRESETS, OptionError
 from pages.common._visitor import current_visitor
 
 CORPUS_SOURCES = ("Built-in stories", "English (WordNet)", "Upload a .txt file", "Paste text")
@@ -93,7 +93,7 @@ def _run_name() -> str | None:
         validate_run_name(name)
     except ValueError as err:
         return str(err)
-    return f"A run named {name!r} already exists: choose another name" if (runs.runs_root() / name).exists() else None
+    return f"A run named {name!r} already exists: choose another name" if (checkpoints_root() / name).exists() else None
 
 
 def _start_from() -> None:
@@ -124,8 +124,8 @@ def _check(options: dict, corpus: tuple[int, int] | None) -> tuple[run_options.T
 def _start(options: dict, corpus_text: str | None, name: str) -> None:
     """Start button: launch the run and point the page (and its URL) at it."""
     try:
-        run_dir = runs.launch_run(options, name=name or None, corpus_text=corpus_text, owner=current_visitor())
-    except (runs.RunLimitError, ValueError, OSError) as err:
+        run_dir = lifecycle.launch_run(options, name=name or None, corpus_text=corpus_text, owner=current_visitor())
+    except (lifecycle.RunLimitError, ValueError, OSError) as err:
         st.session_state["train_notice"] = ("error", str(err))
         return
     st.session_state["train_notice"] = ("success", f"Started **{run_dir.name}**: it trains in its own process.")

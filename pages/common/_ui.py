@@ -12,11 +12,12 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from bertviz_lite import access, explore
 from bertviz_lite.figures.style import readable
-from bertviz_lite.model import Bert
-from bertviz_lite.pretrained import load
-from bertviz_lite.tokenization import BertTokenizer, Encoding
+from bertviz_lite.inspection import explore
+from bertviz_lite.loading.pretrained import load
+from bertviz_lite.model.modeling import BertForPreTraining
+from bertviz_lite.server import access
+from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 from pages.common._share import PRESENT, clamp_linked_indices
 from pages.common._sidebar import Inputs, current_inputs
 
@@ -39,14 +40,14 @@ PRESENT_CSS = """<style>
 
 class Context(NamedTuple):
     inputs: Inputs
-    model: Bert
+    model: BertForPreTraining
     tokenizer: BertTokenizer
     encoding: Encoding
     max_length: int
 
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
-def load_model(source: str, version: str = "") -> tuple[Bert, BertTokenizer]:
+def load_model(source: str, version: str = "") -> tuple[BertForPreTraining, BertTokenizer]:
     """One model per source (and version of its files) and process; failures are not cached."""
     return load(source)
 
@@ -63,7 +64,7 @@ def _stop_with(message: str) -> None:
     st.stop()
 
 
-def _model_card(model: Bert, tokenizer: BertTokenizer) -> None:
+def _model_card(model: BertForPreTraining, tokenizer: BertTokenizer) -> None:
     config = model.config
     heads = [name for name, ok in (("MLM", model.has_mlm_head), ("NSP", model.has_nsp_head)) if ok]
     st.sidebar.caption(

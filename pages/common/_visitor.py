@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 import streamlit.components.v1 as components
 
-from bertviz_lite import access
+from bertviz_lite.server import access
 
 COOKIE = "bvl_visitor"
 COOKIE_MAX_AGE_S = 180 * 24 * 3600

@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from bertviz_lite import explore, views
-from bertviz_lite import walkthrough as walk
 from bertviz_lite.figures import embedding_parts_figure, mosaic_figure, nsp_bar, token_chip_html, topk_bar
 from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
-from bertviz_lite.pretrained import DEFAULT_MODEL, list_checkpoints
+from bertviz_lite.inspection import explore, views
+from bertviz_lite.inspection import walkthrough as walk
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints
 from pages.common._share import HEAD, LAYER, STEP
 from pages.common._ui import clamp_number, load_context, show_figure, step_keys, trace_for, view
 

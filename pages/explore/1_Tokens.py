@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from bertviz_lite import views
 from bertviz_lite.figures import token_chip_html
+from bertviz_lite.inspection import views
 from pages.common._ui import load_context, show_table
 
 ctx = load_context()

@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from bertviz_lite import analysis, figures, views
-from bertviz_lite.explore import EMBEDDING_NAMES
+from bertviz_lite import figures
+from bertviz_lite.inspection import analysis, views
+from bertviz_lite.inspection.explore import EMBEDDING_NAMES
 from pages.common._ui import clamp_number, clamp_state, load_context, show_figure, trace_for, view
 
 WINDOW = 64  # tokens per heatmap page: 512 × 384 × 5 cells would be a slow figure

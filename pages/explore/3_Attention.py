@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from bertviz_lite import analysis, explore, figures, views
+from bertviz_lite import figures
 from bertviz_lite.figures.attention import STAT_TITLES
 from bertviz_lite.figures.head_view_script import head_view_hover_script
+from bertviz_lite.inspection import analysis, explore, views
 from pages.common._ui import (
     clamp_number,
     clamp_state,

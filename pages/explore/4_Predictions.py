@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from bertviz_lite import analysis, figures, views
-from bertviz_lite.pretrained import DEFAULT_MODEL, list_checkpoints
+from bertviz_lite import figures
+from bertviz_lite.inspection import analysis, views
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints
 from pages.common._ui import load_context, show_figure, trace_for
 
 ctx = load_context()

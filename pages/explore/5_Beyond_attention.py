@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from bertviz_lite import analysis, attribution, explore, figures, views
-from bertviz_lite.pretrained import DEFAULT_MODEL
-from bertviz_lite.tokenization import MASK_TOKEN
+from bertviz_lite import figures
+from bertviz_lite.inspection import analysis, attribution, explore, views
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from bertviz_lite.text.tokenization import MASK_TOKEN
 from pages.common._share import ALL_HEADS
 from pages.common._ui import clamp_state, load_context, show_figure, show_table, trace_for, view
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from bertviz_lite import runs
+from bertviz_lite.runs import lifecycle
 from pages.common._runs_ui import attention_replay, live_view, select_run
 from pages.common._train_form import new_run_form
 
@@ -12,11 +12,11 @@ st.caption(
     "next sentence) and this page draws its curves as they are written. Reloading or closing the page does "
     "not stop it."
 )
-choices = [run for run in runs.list_runs() if run.state != "ready"]
+choices = [run for run in lifecycle.list_runs() if run.state != "ready"]
 training = [run for run in choices if run.active]
 with st.expander("Start a new run", expanded=not training, icon=":material/add:"):
-    if len(training) >= runs.max_concurrent_runs():
-        st.info(f"{', '.join(run.name for run in training)} is training, and at most {runs.max_concurrent_runs()} "
+    if len(training) >= lifecycle.max_concurrent_runs():
+        st.info(f"{', '.join(run.name for run in training)} is training, and at most {lifecycle.max_concurrent_runs()} "
                 "run(s) may train at once: a new run can start when it ends or is stopped.")  # fmt: skip
     new_run_form()
 

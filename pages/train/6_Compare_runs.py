@@ -3,10 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-from bertviz_lite import runs
 from bertviz_lite.figures.training import compare_runs
-from bertviz_lite.run_folder import read_metrics
-from bertviz_lite.run_options import labels
+from bertviz_lite.loading.run_folder import checkpoints_root, read_metrics
+from bertviz_lite.runs import lifecycle
+from bertviz_lite.runs.run_options import labels
 from pages.common._ui import plotly_config
 
 METRICS = {
@@ -18,7 +18,7 @@ METRICS = {
 }  # fmt: skip
 
 st.header("Compare runs")
-records = {run.name: read_metrics(run.path) for run in runs.list_runs()}
+records = {run.name: read_metrics(run.path) for run in lifecycle.list_runs()}
 records = {name: lines for name, lines in records.items() if lines}
 if not records:
     st.info("No run has logged metrics yet: start one on the Train page.")
@@ -36,7 +36,7 @@ figure = compare_runs({name: records[name] for name in chosen}, metric, title=ME
 st.plotly_chart(figure, key="compare_chart", config=plotly_config("compare_runs"))
 
 st.subheader("Hyperparameters")
-table = pd.DataFrame({name: runs.hyperparameters(runs.runs_root() / name) for name in chosen})
+table = pd.DataFrame({name: lifecycle.hyperparameters(checkpoints_root() / name) for name in chosen})
 if table.empty:
     st.info("These runs have no train_args.json (uploaded checkpoints, or runs that never started).")
     st.stop()

@@ -5,9 +5,9 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
-from bertviz_lite import access, checkpoint_upload
-from bertviz_lite import checkpoint_store as store
-from bertviz_lite.runs import runs_root
+from bertviz_lite.loading.run_folder import checkpoints_root
+from bertviz_lite.runs import store, upload
+from bertviz_lite.server import access
 from pages.common._visitor import admin_login, current_visitor
 
 COLUMNS = {
@@ -61,7 +61,7 @@ def delete(name: str) -> None:
 def add_upload(data: bytes) -> None:
     name = st.session_state["ckpt_upload_name"].strip()
     try:
-        checkpoint_upload.import_zip(data, name, owner=current_visitor())
+        upload.import_zip(data, name, owner=current_visitor())
     except (ValueError, OSError) as err:
         notify("error", f"Upload refused: {err}")
         return
@@ -72,7 +72,7 @@ def add_upload(data: bytes) -> None:
 
 def manage(row: dict) -> None:
     """Buttons for one checkpoint."""
-    name, folder = row["name"], runs_root() / row["name"]
+    name, folder = row["name"], checkpoints_root() / row["name"]
     protected, busy = name in store.PROTECTED, row["state"] in ("starting", "running")
     columns = st.columns(3)
     columns[0].button("Use on explore pages", key="ckpt_use", on_click=use_on_explore, args=(name,),
@@ -114,7 +114,7 @@ def upload_form() -> None:
     data = upload.getvalue()
     if st.session_state.get("ckpt_upload_for") != upload.file_id:
         st.session_state["ckpt_upload_for"] = upload.file_id
-        st.session_state["ckpt_upload_name"] = checkpoint_upload.suggested_name(upload.name, data)
+        st.session_state["ckpt_upload_name"] = upload.suggested_name(upload.name, data)
     st.text_input("Name of the new checkpoint", key="ckpt_upload_name")
     st.button("Add checkpoint", key="ckpt_add", on_click=add_upload, args=(data,), icon=":material/upload:")
 

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lite import access
-from bertviz_lite.pretrained import CHECKPOINTS_DIR, DEMO, MINILM, load
+from bertviz_lite.loading.pretrained import DEMO, MINILM, load
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
+from bertviz_lite.server import access
 from pages.common._sidebar import OTHER_FOLDER
 from tests.app.tiny_checkpoint import save_tiny
 

@@ -8,8 +8,10 @@ import zipfile
 
 import pytest
 
-from bertviz_lite import access, checkpoint_store, checkpoint_upload
-from bertviz_lite.run_folder import MetricsWriter, write_status
+from bertviz_lite.loading.run_folder import MetricsWriter, write_status
+from bertviz_lite.runs import store
+from bertviz_lite.runs import upload as zip_upload
+from bertviz_lite.server import access
 from tests.app.tiny_checkpoint import save_tiny
 from tests.app.training_helpers import VISITOR_A, VISITOR_B, open_app, use_checkpoints_folder
 
@@ -46,7 +48,7 @@ def test_the_table_lists_every_run_with_its_numbers(root):
     assert sorted(table.index) == ["demo-tiny", "mine"]
     row = table.loc["mine"]
     assert (row["state"], row["steps"], row["mlm_loss"], row["eval_nsp_acc"]) == ("finished", 20, 3.5, 0.65)
-    assert row["size_mb"] == round(checkpoint_store.folder_size(root / "mine") / 1e6, 2) > 0
+    assert row["size_mb"] == round(store.folder_size(root / "mine") / 1e6, 2) > 0
     assert table.loc["demo-tiny", "state"] == "ready"
 
 
@@ -98,7 +100,7 @@ def upload(at, file_name: str, data: bytes, name: str | None = None):
 
 
 def test_a_good_zip_is_added_and_hostile_ones_are_refused(root):
-    good = checkpoint_store.checkpoint_zip(root / "mine")
+    good = store.checkpoint_zip(root / "mine")
     files = {name: (root / "mine" / name).read_bytes() for name in ("config.json", "vocab.txt", "model.safetensors")}
     at = upload(open_app(PAGE), "mine.zip", good)  # the suggested name is taken
     assert at.error[0].value == "Upload refused: A checkpoint named 'mine' already exists: choose another name"
@@ -127,7 +129,7 @@ def test_another_visitor_cannot_rename_or_delete_but_the_admin_can(root, monkeyp
     assert not [b for b in at.button if b.key in ("ckpt_rename", "ckpt_delete")]
     assert any("someone else" in caption.value for caption in at.caption)
     with pytest.raises(PermissionError, match="another visitor's"):
-        checkpoint_store.delete_checkpoint("mine", visitor=access.Visitor(VISITOR_B))
+        store.delete_checkpoint("mine", visitor=access.Visitor(VISITOR_B))
     assert names(root) == ["demo-tiny", "mine"]
     monkeypatch.setenv(access.ADMIN_TOKEN_SETTING, "teacher-secret-1")
     at = select(open_app(PAGE, visitor=VISITOR_B), "mine")
@@ -140,7 +142,7 @@ def test_another_visitor_cannot_rename_or_delete_but_the_admin_can(root, monkeyp
 
 
 def test_an_upload_belongs_to_its_uploader(root):
-    data = checkpoint_store.checkpoint_zip(root / "mine")
-    checkpoint_upload.import_zip(data, "uploaded", owner=access.Visitor(VISITOR_B))
+    data = store.checkpoint_zip(root / "mine")
+    zip_upload.import_zip(data, "uploaded", owner=access.Visitor(VISITOR_B))
     assert access.may_change(root / "uploaded", access.Visitor(VISITOR_B))
     assert not access.may_change(root / "uploaded", access.Visitor(VISITOR_A))

@@ -7,8 +7,8 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lite import analysis, explore, views
-from bertviz_lite.pretrained import DEFAULT_MODEL, DEMO
+from bertviz_lite.inspection import analysis, explore, views
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO
 from tests.app.conftest import (
     APP,
     HAS_DEMO,

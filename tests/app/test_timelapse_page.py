@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lite.checkpoints import save_snapshot
-from bertviz_lite.run_folder import write_status
-from bertviz_lite.views.timelapse import COLOUR_SCALES, pattern_shares
+from bertviz_lite.inspection.views.timelapse import COLOUR_SCALES, pattern_shares
+from bertviz_lite.loading.checkpoints import save_snapshot
+from bertviz_lite.loading.run_folder import write_status
 from tests.app.training_helpers import array, chart, open_app, traces, use_checkpoints_folder
 
 TRAIN = "pages/train/5_Train.py"

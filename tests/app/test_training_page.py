@@ -9,9 +9,11 @@ import sys
 import numpy as np
 import pytest
 
-from bertviz_lite import access, run_folder, run_options, runs
-from bertviz_lite.pretrained import MINILM
-from bertviz_lite.run_folder import read_metrics, read_status, read_train_args, write_status
+from bertviz_lite.loading import run_folder
+from bertviz_lite.loading.pretrained import MINILM
+from bertviz_lite.loading.run_folder import read_metrics, read_status, read_train_args, write_status
+from bertviz_lite.runs import lifecycle, run_options
+from bertviz_lite.server import access
 from tests.app.training_helpers import (
     VISITOR_B,
     array,
@@ -38,8 +40,8 @@ CURVES = {
 @pytest.fixture
 def root(monkeypatch, tmp_path):
     yield use_checkpoints_folder(monkeypatch, tmp_path / "checkpoints")
-    for run in runs.active_runs(tmp_path / "checkpoints"):  # never leave a training process behind
-        runs.stop_run(run.path)
+    for run in lifecycle.active_runs(tmp_path / "checkpoints"):  # never leave a training process behind
+        lifecycle.stop_run(run.path)
 
 
 CORPUS = "\n\n".join(
@@ -113,7 +115,7 @@ def test_the_form_refuses_batches_the_trainer_would_refuse(root):
 
 
 def test_cuda_is_offered_only_with_a_reason_when_there_is_no_gpu(root):
-    from bertviz_lite.run_options import cuda_unavailable_reason
+    from bertviz_lite.runs.run_options import cuda_unavailable_reason
 
     reason = cuda_unavailable_reason()
     if reason is None:
@@ -206,7 +208,7 @@ def test_a_run_on_pasted_text_survives_an_app_restart_refuses_a_second_start_and
     other = open_app(TRAIN, query={"run": "long"}, visitor=VISITOR_B)  # another student watches the same run
     assert state_shown(other) == "running" and other.button(key="train_stop").disabled
     with pytest.raises(PermissionError, match="another visitor's"):
-        runs.stop_run(root / "long", visitor=access.Visitor(VISITOR_B))
+        lifecycle.stop_run(root / "long", visitor=access.Visitor(VISITOR_B))
     assert not (root / "long" / run_folder.STOP_FILE).exists()
     at.button(key="train_stop").click().run()
     rerun_until(at, lambda at: state_shown(at) == "stopped", 60, "the run to stop")

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lite import explore, views
-from bertviz_lite import walkthrough as walk
-from bertviz_lite.pretrained import CHECKPOINTS_DIR, DEFAULT_MODEL, DEMO, MINILM
+from bertviz_lite.inspection import explore, views
+from bertviz_lite.inspection import walkthrough as walk
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO, MINILM
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from pages.common._sidebar import OTHER_FOLDER
 from tests.app.conftest import APP, HAS_DEMO, PAIR, array, charts, no_exception, run_app, texts
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from bertviz_lite.config import BertConfig
-from bertviz_lite.model import Bert
-from bertviz_lite.tokenization import BertTokenizer
+from bertviz_lite.model.config import BertConfig
+from bertviz_lite.model.modeling import BertForPreTraining
+from bertviz_lite.text.tokenization import BertTokenizer
 
 TEXTS = [
     "The cat sat on the mat because it was tired.",
@@ -23,7 +23,7 @@ TEXTS = [
 
 def build_tiny(
     max_positions: int = 64, seed: int = 0, num_layers: int = 2, num_heads: int = 4
-) -> tuple[Bert, BertTokenizer]:
+) -> tuple[BertForPreTraining, BertTokenizer]:
     """hidden 32, 2 layers, 4 heads (by default); the vocabulary is learned from TEXTS."""
     tokenizer = BertTokenizer.train(TEXTS, vocab_size=120, min_frequency=1)
     torch.manual_seed(seed)
@@ -31,7 +31,7 @@ def build_tiny(
         vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=num_layers, num_attention_heads=num_heads,
         intermediate_size=64, max_position_embeddings=max_positions,
     )  # fmt: skip
-    return Bert(config).eval(), tokenizer
+    return BertForPreTraining(config).eval(), tokenizer
 
 
 def save_tiny(folder: Path, max_positions: int = 64, **sizes) -> Path:

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import plotly.io
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lite import pretrained
+from bertviz_lite.loading import run_folder
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 # Two classroom visitors (ids as the app hands them out).
@@ -24,7 +24,7 @@ FAST = {"num_documents": 200, "vocab_size": 200, "seq_len": 32, "batch_size": 8,
 def use_checkpoints_folder(monkeypatch, root: Path) -> Path:
     """Point the app (runs, model picker, loader) at `root` instead of the repository's checkpoints/."""
     root.mkdir(parents=True, exist_ok=True)
-    monkeypatch.setattr(pretrained, "CHECKPOINTS_DIR", root)
+    monkeypatch.setattr(run_folder, "CHECKPOINTS_DIR", root)
     return root
 
 

@@ -7,7 +7,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from bertviz_lite.pretrained import CHECKPOINTS_DIR, DEFAULT_MODEL, DESCRIPTIONS, ENGLISH, MINILM
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DESCRIPTIONS, ENGLISH, MINILM
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,

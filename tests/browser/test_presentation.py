@@ -10,8 +10,9 @@ from urllib.parse import parse_qs, quote, urlparse
 import pytest
 from playwright.sync_api import expect
 
-from bertviz_lite.pretrained import CHECKPOINTS_DIR, DEFAULT_MODEL
-from bertviz_lite.walkthrough import STEPS
+from bertviz_lite.inspection.walkthrough import STEPS
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.driver import EXCEPTION, click_model_view_tile, open_page, selected_option, wait_for_idle
 

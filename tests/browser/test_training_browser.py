@@ -11,9 +11,9 @@ import shutil
 
 import pytest
 
-from bertviz_lite import runs
-from bertviz_lite.pretrained import CHECKPOINTS_DIR
-from bertviz_lite.training_args import PRESETS
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
+from bertviz_lite.runs import lifecycle
+from bertviz_lite.training.training_args import PRESETS
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
@@ -39,11 +39,11 @@ def run_name():
     yield name
     folder = CHECKPOINTS_DIR / name
     if folder.exists():
-        runs.stop_run(folder)
+        lifecycle.stop_run(folder)
         for _ in range(100):
-            if not runs.run_state(folder).active:
+            if not lifecycle.run_state(folder).active:
                 break
-            runs.time.sleep(0.1)
+            lifecycle.time.sleep(0.1)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -68,8 +68,8 @@ def assert_no_exception(page) -> None:
 
 
 def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
-    busy = runs.active_runs(CHECKPOINTS_DIR)
-    if len(busy) >= runs.max_concurrent_runs():
+    busy = lifecycle.active_runs(CHECKPOINTS_DIR)
+    if len(busy) >= lifecycle.max_concurrent_runs():
         pytest.skip(f"{busy[0].name} is training in checkpoints/: the server allows no second run now")
     open_page(page, streamlit_url, "train")
     for key, value in OPTIONS.items():

@@ -1,0 +1,223 @@
+"""The explore pages' input: one traced forward pass per sentence pair, and what a user clicked.
+
+Everything here is plain Python, numpy, pandas and torch (no streamlit), so a notebook can do what
+a page does: `trace_pair` runs the model once, and `from_trace(data_function, trace, **params)`
+hands a view's data function (bertviz_lite.inspection.views, bertviz_lite.inspection.analysis) the arrays it reads.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TypeVar
+
+import numpy as np
+import pandas as pd
+import torch
+
+from bertviz_lite.loading.pretrained import MINILM, resolve_source
+from bertviz_lite.model.modeling import BertForPreTraining
+from bertviz_lite.model.outputs import BertTrace
+from bertviz_lite.text.tokenization import UNK_TOKEN, BertTokenizer, Encoding
+
+EMBEDDING_NAMES = ("token", "position", "segment", "sum", "layer_norm")
+# PairTrace attributes a data function may name as parameters (see from_trace).
+TRACE_FIELDS = (
+    "encoding", "input_ids", "tokens", "masked_positions", "segments", "special", "embeddings",
+    "attentions", "queries", "keys", "values", "hidden_states", "mlm_logits", "nsp_logits", "model", "tokenizer",
+)  # fmt: skip
+T = TypeVar("T")
+
+
+def _batch_one(tensor: torch.Tensor | None) -> np.ndarray | None:
+    """[1, ...] tensor -> float32 array [...] (shares memory with a float32 tensor)."""
+    return None if tensor is None else tensor[0].float().numpy()
+
+
+def _per_layer(tensors: Sequence[torch.Tensor]) -> np.ndarray:
+    """Per-layer [1, ...] tensors -> one float32 array [L, ...]."""
+    return torch.stack([t[0] for t in tensors]).float().numpy()
+
+
+@dataclass(frozen=True)
+class PairTrace:
+    """One sentence pair: its encoding, what the model saw, and the model's trace of it.
+
+    `output` is the model's BertTrace (a batch of one); the array properties below are numpy views
+    of it without the batch axis, each made once, on first use.
+    """
+
+    encoding: Encoding  # the tokenizer's output, before any masking
+    input_ids: np.ndarray  # [T] the ids the model saw ([MASK] written at masked_positions)
+    tokens: list[str]  # [T] the tokens the model saw
+    masked_positions: tuple[int, ...]  # positions replaced by [MASK] on request
+    output: BertTrace
+    # The model and tokenizer that made the trace, for views that run the model again (attribution,
+    # head knock-out, the logit lens); left out of comparisons and repr.
+    model: BertForPreTraining | None = field(default=None, compare=False, repr=False)
+    tokenizer: BertTokenizer | None = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def embeddings(self) -> dict[str, np.ndarray]:
+        """EMBEDDING_NAMES -> [T, H]."""
+        return {name: _batch_one(getattr(self.output.embeddings, name)) for name in EMBEDDING_NAMES}
+
+    # Per layer, as numpy: attentions [L, nh, T, T] (rows sum to 1), queries, keys and values [L, nh, T, hd],
+    # hidden_states [L + 1, T, H] (the embedding output, then each layer's).
+    attentions = cached_property(lambda self: _per_layer(self.output.attentions))
+    queries = cached_property(lambda self: _per_layer(self.output.queries))
+    keys = cached_property(lambda self: _per_layer(self.output.keys))
+    values = cached_property(lambda self: _per_layer(self.output.values))
+    hidden_states = cached_property(lambda self: _per_layer(self.output.hidden_states))
+
+    @cached_property
+    def mlm_logits(self) -> np.ndarray | None:
+        """[T, V]; None without an MLM head."""
+        return _batch_one(self.output.mlm_logits)
+
+    @cached_property
+    def nsp_logits(self) -> np.ndarray | None:
+        """[2], index 0 = IsNext; None without an NSP head."""
+        return _batch_one(self.output.nsp_logits)
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def segments(self) -> np.ndarray:
+        return np.asarray(self.encoding.token_type_ids)
+
+    @property
+    def special(self) -> np.ndarray:
+        return np.asarray(self.encoding.special_tokens_mask)
+
+    @property
+    def has_sentence_b(self) -> bool:
+        return any(s == 1 for s in self.encoding.sequence_ids if s is not None)
+
+
+def from_trace(data: Callable[..., T], trace: PairTrace, **params) -> T:
+    """data(**params), every parameter named like a trace field (TRACE_FIELDS) read from the trace.
+
+    Data functions take plain arrays (attentions, tokens, ...), so they run without a model too;
+    this is the one place that hands them a trace's arrays. Explicit params win over the trace.
+    """
+    wanted = inspect.signature(data).parameters
+    fields = {name: getattr(trace, name) for name in wanted if name in TRACE_FIELDS and name not in params}
+    return data(**fields, **params)
+
+
+def source_version(source: str) -> str:
+    """Sizes and modification times of a model folder's files: changes when a checkpoint is rewritten.
+
+    Caches keyed by (source, version) so a retrained checkpoint of the same name is loaded afresh.
+    """
+    if source == MINILM:
+        return "packaged"
+    try:
+        folder = resolve_source(source)
+    except FileNotFoundError:
+        return "missing"
+    files = [folder / name for name in ("config.json", "vocab.txt", "model.safetensors", "pytorch_model.bin")]
+    return "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files if p.is_file())
+
+
+def effective_max_length(model: BertForPreTraining, max_length: int) -> int:
+    """max_length capped by the model's position table (a tiny model may know only 128 positions)."""
+    return int(min(max_length, model.config.max_position_embeddings))
+
+
+def encode(tokenizer: BertTokenizer, text_a: str, text_b: str | None, max_length: int) -> Encoding:
+    """Tokenize the pair; an empty or whitespace-only B means "no sentence B". Raises ValueError."""
+    return tokenizer.encode_pair(text_a, text_b if text_b and text_b.strip() else None, max_length=max_length)
+
+
+def input_warnings(encoding: Encoding, max_length: int) -> list[str]:
+    """Plain sentences about what the tokenizer had to do with the input (truncation, [UNK])."""
+    notes = []
+    if encoding.truncated:
+        notes.append(
+            f"The pair was truncated to {len(encoding)} tokens (max length {max_length}): "
+            "the longer sentence lost its last tokens first."
+        )
+    unknown = sum(token == UNK_TOKEN for token in encoding.tokens)
+    if unknown:
+        notes.append(
+            f"{unknown} piece(s) of the text are not in this model's vocabulary and became {UNK_TOKEN} "
+            "(emoji and rare symbols often do)."
+        )
+    return notes
+
+
+def trace_pair(
+    model: BertForPreTraining,
+    tokenizer: BertTokenizer,
+    text_a: str,
+    text_b: str | None,
+    max_length: int = 128,
+    masked_positions: Sequence[int] = (),
+) -> PairTrace:
+    """Tokenize, optionally write [MASK] at some positions, and run one traced forward pass."""
+    encoding = encode(tokenizer, text_a, text_b, effective_max_length(model, max_length))
+    inputs = encoding.to_tensors()
+    masked = tuple(sorted({int(p) for p in masked_positions}))
+    if any(not 0 <= p < len(encoding) for p in masked):
+        raise ValueError(f"masked positions {list(masked)} must lie in 0..{len(encoding) - 1}")
+    inputs["input_ids"][0, list(masked)] = tokenizer.mask_token_id
+    model.eval()
+    with torch.inference_mode():
+        output = model.trace(**inputs)
+    ids = inputs["input_ids"][0].numpy()
+    tokens = list(tokenizer.convert_ids_to_tokens(ids.tolist()))
+    return PairTrace(encoding=encoding, input_ids=ids, tokens=tokens, masked_positions=masked, output=output,
+                     model=model, tokenizer=tokenizer)
+
+
+def token_window(num_tokens: int, start: int, size: int) -> slice:
+    """Positions [start, start + size) clipped to the input; the whole input when it is short."""
+    start = int(np.clip(start, 0, max(num_tokens - size, 0)))
+    return slice(start, min(num_tokens, start + size))
+
+
+# ---------------------------------------------------------------- clicks
+
+
+def model_view_selection(selection: dict | None, num_layers: int, num_heads: int) -> tuple[int, int] | None:
+    """(layer, head) of the tile clicked in the model view, from st.plotly_chart's selection state.
+
+    The tile picker's customdata is (layer, head); the browser may send it as a list or as
+    {"0": layer, "1": head}. Without it, the point index (layer * num_heads + head) is used.
+    """
+    for point in (selection or {}).get("points") or []:
+        custom = point.get("customdata")
+        if isinstance(custom, dict):
+            custom = [custom[k] for k in sorted(custom, key=int)]
+        if isinstance(custom, Sequence) and len(custom) >= 2:
+            layer, head = int(custom[0]), int(custom[1])
+        elif isinstance(point.get("point_index"), int):
+            layer, head = divmod(point["point_index"], num_heads)
+        else:
+            continue
+        if 0 <= layer < num_layers and 0 <= head < num_heads:
+            return layer, head
+    return None
+
+
+def clicked_token(selection: dict | None) -> int | None:
+    """Index (within the figure) of the token clicked in a head view, from st.plotly_chart's selection.
+
+    The token columns of figures.head_view carry their index as customdata; line traces carry none.
+    """
+    for point in (selection or {}).get("points") or []:
+        custom = point.get("customdata")
+        if isinstance(custom, int | float) and not isinstance(custom, bool):
+            return int(custom)
+    return None
+
+
+def csv_bytes(frame: pd.DataFrame, index: bool = False) -> bytes:
+    """A DataFrame as UTF-8 CSV bytes for st.download_button."""
+    return frame.to_csv(index=index).encode("utf-8")

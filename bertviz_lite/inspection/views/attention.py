@@ -1,0 +1,273 @@
+"""The data behind each attention view: arrays and labels for a builder in bertviz_lite.figures.
+
+Parameters named attentions, queries, keys, values, tokens, segments and special take a trace's
+arrays (explore.from_trace fills them in); each view's data has a to_frame() for its CSV download.
+Head statistics and rollout need nothing beyond analysis.head_statistics / attention_rollout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from bertviz_lite.inspection import analysis
+
+# Line budget of the head view: above it, fewer lines per query are drawn (keeps 512 tokens smooth).
+HEAD_VIEW_MAX_LINES = 8000
+HEAD_VIEW_MAX_TOP_K = 20
+MODEL_VIEW_MAX_TILE = 32  # the model view averages each head into at most 32 × 32 blocks of tokens
+
+
+# ---------------------------------------------------------------- one head
+
+
+class SentenceCut:
+    """The token labels of the rows and columns a sentence filter kept (from tokens, query_ and key_positions)."""
+
+    tokens: list[str]
+    query_positions: np.ndarray
+    key_positions: np.ndarray
+
+    @property
+    def query_tokens(self) -> list[str]:
+        return [self.tokens[i] for i in self.query_positions]
+
+    @property
+    def key_tokens(self) -> list[str]:
+        return [self.tokens[i] for i in self.key_positions]
+
+
+@dataclass(frozen=True)
+class AttentionMap(SentenceCut):
+    """One head's attention cut to a sentence filter, with the input positions of its rows and columns."""
+
+    weights: np.ndarray  # [Q, K]
+    query_positions: np.ndarray  # [Q]
+    key_positions: np.ndarray  # [K]
+    tokens: list[str]  # [T] every token of the input
+    layer: int
+    head: int
+    which: str = "All"
+
+    @property
+    def title(self) -> str:
+        return f"Layer {self.layer}, head {self.head} ({self.which})"
+
+    def to_frame(self) -> pd.DataFrame:
+        """Long table: query_index, query, key_index, key (input positions), weight, layer, head."""
+        frame = analysis.attention_to_csv_frame(self.weights, self.query_tokens, self.key_tokens)
+        frame["query_index"] = self.query_positions[frame["query_index"].to_numpy()]
+        frame["key_index"] = self.key_positions[frame["key_index"].to_numpy()]
+        return frame.assign(layer=self.layer, head=self.head)
+
+
+def attention_map(attentions, tokens: Sequence[str], segments, special, layer: int, head: int,
+                  which: str = "All") -> AttentionMap:  # fmt: skip
+    """One head of [L, nh, T, T] attention, the cells kept by a sentence filter such as "A→B"."""
+    mask = analysis.sentence_filter_mask(segments, special, which)
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    weights = np.asarray(attentions[layer, head])[np.ix_(rows, cols)]
+    return AttentionMap(weights, rows, cols, list(tokens), layer, head, which)
+
+
+# ---------------------------------------------------------------- head view
+
+
+@dataclass(frozen=True)
+class HeadViewLinks:
+    """The lines of a head view: for each drawn head, which query links to which key, with what weight."""
+
+    attention: np.ndarray  # [nh, W, W] the layer's attention among the drawn tokens (float64)
+    tokens: list[str]  # [W] the drawn tokens
+    heads: tuple[int, ...]
+    links: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]  # per head: query, key, weight (window positions)
+    focus_token: int | None  # the window position whose lines alone are kept, if any
+    top_k: int  # most lines kept per query and head
+    start: int = 0  # input position of the first drawn token
+    layer: int = 0
+
+    @property
+    def stop(self) -> int:
+        return self.start + len(self.tokens)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Long table of the drawn heads' attention: query_index, query, key_index, key, weight, layer, head."""
+        frames = []
+        for head in self.heads:
+            frame = analysis.attention_to_csv_frame(self.attention[head], self.tokens)
+            frame[["query_index", "key_index"]] += self.start
+            frames.append(frame.assign(layer=self.layer, head=head))
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _strongest(weights: np.ndarray, top_k: int, min_weight: float) -> tuple[np.ndarray, ...]:
+    """(query, key, weight) of the cells with weight > 0, >= min_weight and among their row's top_k."""
+    keep = (weights > 0) & (weights >= min_weight)
+    if top_k < weights.shape[1]:
+        top = np.argpartition(-weights, top_k - 1, axis=1)[:, :top_k]
+        in_top = np.zeros_like(keep)
+        np.put_along_axis(in_top, top, True, axis=1)
+        keep &= in_top
+    queries, keys = np.nonzero(keep)
+    return queries, keys, weights[queries, keys]
+
+
+def select_links(
+    attn,
+    tokens: Sequence[str],
+    heads: Sequence[int] | None = None,
+    focus_token: int | None = None,
+    mask=None,
+    top_k: int = 20,
+    min_weight: float = 0.01,
+    start: int = 0,
+    layer: int = 0,
+) -> HeadViewLinks:
+    """The lines a head view of one layer draws.
+
+    Args:
+        attn: [nh, T, T] attention of one layer.
+        tokens: T token strings.
+        heads: heads to draw (default all).
+        focus_token: keep only the lines leaving this query token.
+        mask: optional bool [T, T] of (query, key) cells to keep, e.g. from sentence_filter_mask.
+        top_k: at most this many lines per query and head (keeps 512-token inputs fast).
+        min_weight: lines below this weight are dropped.
+        start, layer: where these tokens sit in the input, for the table.
+    """
+    attn = np.asarray(attn, dtype=np.float64)
+    if attn.ndim != 3 or attn.shape[-1] != attn.shape[-2]:
+        raise ValueError(f"attention must have shape [heads, T, T], got {list(attn.shape)}")
+    num_heads, length, _ = attn.shape
+    if len(tokens) != length:
+        raise ValueError(f"got {len(tokens)} tokens for {length} rows/columns of data")
+    heads = tuple(range(num_heads)) if heads is None else tuple(int(h) for h in heads)
+    if any(not 0 <= h < num_heads for h in heads):
+        raise ValueError(f"heads {list(heads)} must lie in 0..{num_heads - 1}")
+    if focus_token is not None and not 0 <= focus_token < length:
+        raise ValueError(f"focus_token {focus_token} is outside 0..{length - 1}")
+    keep = np.ones((length, length), bool) if mask is None else np.asarray(mask, bool)
+    if keep.shape != (length, length):
+        raise ValueError(f"mask must be [{length}, {length}], got {list(keep.shape)}")
+    if focus_token is not None:
+        keep = keep & (np.arange(length) == focus_token)[:, None]
+    links = tuple(_strongest(attn[head] * keep, top_k, min_weight) for head in heads)
+    return HeadViewLinks(attn, list(tokens), heads, links, focus_token, top_k, start, layer)
+
+
+def head_view_top_k(num_tokens: int, num_heads: int, max_lines: int = HEAD_VIEW_MAX_LINES) -> int:
+    """Lines per query and head so that the head view draws at most about max_lines lines."""
+    return int(np.clip(max_lines // max(num_tokens * num_heads, 1), 1, HEAD_VIEW_MAX_TOP_K))
+
+
+def head_view_min_weight(num_tokens: int) -> float:
+    """Default threshold for head-view lines: uniform attention (1/T), rounded down to 0.01."""
+    return float(np.floor(100 / max(num_tokens, 1)) / 100)
+
+
+def head_view_links(
+    attentions,
+    tokens: Sequence[str],
+    segments,
+    special,
+    layer: int,
+    heads: Sequence[int],
+    which: str = "All",
+    window: slice | None = None,
+    focus: int | None = None,
+    min_weight: float | None = None,
+) -> HeadViewLinks:
+    """select_links of one layer for the tokens in a window (queries and keys) of a long input.
+
+    focus is a position in the whole input; lines per query are capped by head_view_top_k, and
+    min_weight defaults to head_view_min_weight of the window.
+    """
+    window = window or slice(0, len(tokens))
+    size = window.stop - window.start
+    mask = analysis.sentence_filter_mask(segments, special, which)[window, window]
+    top_k = head_view_top_k(1 if focus is not None else size, max(len(heads), 1))
+    return select_links(
+        attentions[layer][:, window, window], tokens[window], heads, mask=mask, top_k=top_k,
+        focus_token=None if focus is None else focus - window.start,
+        min_weight=head_view_min_weight(size) if min_weight is None else min_weight, start=window.start, layer=layer,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- model view
+
+
+@dataclass(frozen=True)
+class AttentionMosaic:
+    """Every layer and head of one input, each averaged into tile × tile blocks of tokens."""
+
+    tiles: np.ndarray  # [L, nh, G, G] float32; each tile's rows sum to 1
+    labels: list[str]  # [G] the token groups, e.g. "the…dog (5-9)"
+
+    @property
+    def tile(self) -> int:
+        return self.tiles.shape[-1]
+
+    def to_frame(self) -> pd.DataFrame:
+        """Long table of every tile: query_index, query, key_index, key (groups), weight, layer, head."""
+        frames = [
+            analysis.attention_to_csv_frame(self.tiles[layer, head], self.labels).assign(layer=layer, head=head)
+            for layer, head in np.ndindex(*self.tiles.shape[:2])
+        ]
+        return pd.concat(frames, ignore_index=True)
+
+
+def model_view_size(num_tokens: int) -> int:
+    """Tile resolution of the model view: MODEL_VIEW_MAX_TILE blocks at most, so 512 tokens stay light."""
+    return min(num_tokens, MODEL_VIEW_MAX_TILE)
+
+
+def attention_mosaic(attentions, tokens: Sequence[str], max_tokens: int | None = None) -> AttentionMosaic:
+    """[L, nh, T, T] attention -> every head block-averaged (analysis.downsample_attention).
+
+    Tiles have min(T, max_tokens) groups a side; by default model_view_size(T).
+    """
+    attentions = np.asarray(attentions)
+    if attentions.ndim != 4 or attentions.shape[-1] != attentions.shape[-2]:
+        raise ValueError(f"attention must have shape [layers, heads, T, T], got {list(attentions.shape)}")
+    num_layers, num_heads, length, _ = attentions.shape
+    if len(tokens) != length:
+        raise ValueError(f"got {len(tokens)} tokens for {length} rows/columns of data")
+    size = model_view_size(length) if max_tokens is None else min(length, max_tokens)
+    tiles = np.empty((num_layers, num_heads, size, size), dtype=np.float32)
+    labels: list[str] = []
+    for layer, head in np.ndindex(num_layers, num_heads):
+        tiles[layer, head], labels = analysis.downsample_attention(attentions[layer, head], size, tokens)
+    return AttentionMosaic(tiles, labels)
+
+
+# ---------------------------------------------------------------- neuron view
+
+
+@dataclass(frozen=True)
+class NeuronData:
+    """Every step of one head's attention for one query token (analysis.neuron_view)."""
+
+    steps: dict[str, np.ndarray]
+    tokens: list[str]
+    query_index: int
+
+    def to_frame(self) -> pd.DataFrame:
+        """Per key token: q·k, q·k/√d, softmax weight; the vectors as key_i / weighted_value_i columns."""
+        steps = self.steps
+        frame = pd.DataFrame(
+            {"key_index": np.arange(len(self.tokens)), "key": self.tokens, "q_dot_k": steps["dot"],
+             "scaled": steps["scaled"], "weight": steps["weights"]}
+        )  # fmt: skip
+        dims = steps["keys"].shape[1]
+        keys = pd.DataFrame(steps["keys"], columns=[f"key_{i}" for i in range(dims)])
+        weighted = pd.DataFrame(steps["weighted_values"], columns=[f"weighted_value_{i}" for i in range(dims)])
+        return pd.concat([frame, keys, weighted], axis=1)
+
+
+def neuron_data(queries, keys, values, tokens: Sequence[str], layer: int, head: int, query_index: int) -> NeuronData:
+    """analysis.neuron_view of one head ([L, nh, T, hd] queries, keys, values) and query token."""
+    steps = analysis.neuron_view(queries[layer, head], keys[layer, head], values[layer, head], query_index)
+    return NeuronData(steps, list(tokens), query_index)

@@ -1,0 +1,60 @@
+"""The data behind the predictions views: the MLM head's top-k at masked positions, and NSP."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from bertviz_lite.inspection.analysis import softmax
+from bertviz_lite.text.tokenization import MASK_TOKEN, BertTokenizer, Encoding
+
+
+def maskable_positions(encoding: Encoding) -> list[int]:
+    """Positions of ordinary tokens (not [CLS]/[SEP]), the ones a user may mask."""
+    return [i for i, special in enumerate(encoding.special_tokens_mask) if not special]
+
+
+def default_mask_position(encoding: Encoding) -> int | None:
+    """A good first token to mask: the last whole word of sentence A, else any ordinary token."""
+    ordinary = maskable_positions(encoding)
+    words = [i for i in ordinary if encoding.sequence_ids[i] == 0 and encoding.tokens[i].isalpha()]
+    return (words or ordinary or [None])[-1]
+
+
+def masked_positions(tokens: Sequence[str]) -> list[int]:
+    """Positions that hold [MASK]: picked in the app, or typed as [MASK] in the text."""
+    return [i for i, token in enumerate(tokens) if token == MASK_TOKEN]
+
+
+def prediction_title(encoding: Encoding, position: int) -> str:
+    """Title of one top-k chart: where, and what the token was before masking."""
+    original = encoding.tokens[position]
+    if original == MASK_TOKEN:
+        return f"Position {position}: [MASK] typed in the text"
+    return f"Position {position}: [MASK], originally {original!r}"
+
+
+def top_predictions(mlm_logits, tokenizer: BertTokenizer, position: int, k: int = 10) -> pd.DataFrame:
+    """The k most likely tokens at one position of [T, V] logits: rank, token, id, probability."""
+    if mlm_logits is None:
+        raise ValueError("This model has no trained masked-language-model head, so it cannot predict tokens.")
+    probs = softmax(mlm_logits[position])
+    top = np.argsort(-probs, kind="stable")[:k]
+    return pd.DataFrame(
+        {"rank": np.arange(1, top.size + 1), "token": tokenizer.convert_ids_to_tokens(top.tolist()),
+         "id": top, "probability": probs[top]}
+    )  # fmt: skip
+
+
+def is_next_probability(nsp_logits) -> float | None:
+    """P(B follows A) from the NSP head's [2] logits (index 0 = IsNext); None without a head."""
+    if nsp_logits is None:
+        return None
+    return float(softmax(nsp_logits)[0])
+
+
+def nsp_frame(p_is_next: float) -> pd.DataFrame:
+    """The NSP probabilities as a two-row table."""
+    return pd.DataFrame({"label": ["IsNext", "NotNext"], "probability": [p_is_next, 1.0 - p_is_next]})

@@ -1,0 +1,360 @@
+"""The run folder: every file name in it, the snapshot pattern, the STOP file, atomic writes, readers, listing.
+
+This is the one module that knows how a run is laid out on disk; everything else asks `RunFolder`
+(or the readers and writers here) for a path. A run folder (e.g. `checkpoints/my-run/`) holds:
+
+The checkpoint, a Hugging Face BERT folder (written by `bertviz_lite.loading.checkpoints`):
+    model.safetensors   BertForPreTraining key names; metadata {"format": "pt", "step": "<step>"}
+    config.json         BertConfig.to_hf_dict(): transformers' BertConfig reads it
+    vocab.txt           the WordPiece vocabulary, one token per line
+
+`snapshots/step_000100.safetensors`: the probe pair's attention after step 100 (see `bertviz_lite.loading.checkpoints`).
+
+`train_args.json`, written once before training starts:
+    {"args": {...TrainingArguments...}, "config": {...BertConfig...}, "command": "python -m ...",
+     "world_size": 1, "started_at": 1700000000.0}
+
+`metrics.jsonl`, one JSON object per line, appended and flushed as written:
+    train lines: {"split": "train", "step", "loss", "mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc",
+                  "lr", "grad_norm", "tokens_per_s", "elapsed_s"}
+        losses and accuracies are averaged over the steps since the previous train line (and over
+        all processes); `tokens_per_s` counts non-padding tokens of all processes; `grad_norm` is the
+        norm before clipping at `step`; `elapsed_s` is wall time since training began.
+    eval lines:  {"split": "eval", "step", "eval_loss", "eval_mlm_loss", "eval_nsp_loss",
+                  "eval_mlm_acc", "eval_nsp_acc", "eval_examples", "elapsed_s"}
+        on the held-out pairs, masked once with a fixed seed so that evals compare.
+
+`status.json`, replaced atomically on every logging step and at every change of state:
+    {"state": "running" | "finished" | "stopped" | "diverged" | "failed", "message": str,
+     "pid": int, "step": int, "total_steps": int, "checkpoint_step": int | null,
+     "started_at": float, "updated_at": float, "eta_s": float | null}
+    times are Unix seconds; `checkpoint_step` is the step of the weights in model.safetensors.
+
+`optimizer.safetensors`, written after each checkpoint: AdamW's moments, tensors "<parameter>.exp_avg"
+    and "<parameter>.exp_avg_sq"; metadata {"step": "<step>"}, the checkpoint step they belong to.
+    `--resume` restores them; when the step differs (a kill between the two writes) the moments restart.
+
+Written by the app before the trainer starts (see `bertviz_lite.runs.lifecycle`): `launch.json` {"pid", "command",
+"launched_at"}, `train.log` (the process's output), `corpus.txt` (an uploaded or pasted corpus), `owner.json`
+(see `bertviz_lite.server.access`). `STOP`, created by the app, asks the trainer to finish its step, save and stop.
+
+Every file is written to a hidden temporary name and renamed into place, so a kill at any instant leaves
+the previous version whole.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHECKPOINTS_DIR = REPO_ROOT / "checkpoints"  # shipped checkpoints and every run the app starts
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+VOCAB_FILE = "vocab.txt"
+METRICS_FILE = "metrics.jsonl"
+STATUS_FILE = "status.json"
+TRAIN_ARGS_FILE = "train_args.json"
+OPTIMIZER_FILE = "optimizer.safetensors"
+LAUNCH_FILE = "launch.json"
+OWNER_FILE = "owner.json"  # who started the run in the app (bertviz_lite.server.access)
+LOG_FILE = "train.log"
+CORPUS_FILE = "corpus.txt"
+STOP_FILE = "STOP"
+SNAPSHOTS_DIR = "snapshots"
+SNAPSHOT_PATTERN = re.compile(r"step_(\d+)\.safetensors")
+CHECKPOINT_FILES = (WEIGHTS_FILE, CONFIG_FILE, VOCAB_FILE)
+# What the app writes into a folder to launch a run, before the trainer starts in it.
+APP_FILES = (LAUNCH_FILE, LOG_FILE, CORPUS_FILE, STOP_FILE, OWNER_FILE)
+RUN_MARKERS = (WEIGHTS_FILE, CONFIG_FILE, METRICS_FILE, STATUS_FILE)  # a folder with one of these holds a run
+LISTING_MARKERS = (CONFIG_FILE, STATUS_FILE, LAUNCH_FILE, TRAIN_ARGS_FILE)  # listed as a run (or checkpoint)
+STATES = ("running", "finished", "stopped", "diverged", "failed")
+# RunFolder's attribute for each file: run.weights is <run>/model.safetensors.
+FILES = {"weights": WEIGHTS_FILE, "config": CONFIG_FILE, "vocab": VOCAB_FILE, "metrics": METRICS_FILE,
+         "status": STATUS_FILE, "train_args": TRAIN_ARGS_FILE, "optimizer": OPTIMIZER_FILE, "launch": LAUNCH_FILE,
+         "owner": OWNER_FILE, "log": LOG_FILE, "corpus": CORPUS_FILE, "stop": STOP_FILE, "snapshots": SNAPSHOTS_DIR}  # fmt: skip
+MAX_NAME_LENGTH = 100
+_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def checkpoints_root() -> Path:
+    """The folder that holds run folders: the checkpoints/ folder the model picker lists."""
+    return CHECKPOINTS_DIR  # read at call time, so tests can point it at a temporary folder
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """One run (or checkpoint) folder: where each of its files lives, and what the folder says as a whole."""
+
+    path: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def file(self, name: str) -> Path:
+        """The path of one of the run's files, by its name (one of the *_FILE constants)."""
+        return self.path / name
+
+    def __getattr__(self, attribute: str) -> Path:
+        """`run.weights`, `run.status`, `run.stop`, …: the path of the file FILES names."""
+        if attribute in FILES:
+            return self.path / FILES[attribute]
+        raise AttributeError(f"RunFolder has no attribute {attribute!r}")
+
+    def snapshot(self, step: int) -> Path:
+        """`<run>/snapshots/step_000100.safetensors` for step 100."""
+        return self.snapshots / f"step_{int(step):06d}.safetensors"
+
+    def snapshot_files(self) -> Iterator[tuple[int, Path]]:
+        """(step, path) of every file named like a snapshot, unsorted (files are only listed, not read)."""
+        if self.snapshots.is_dir():
+            for path in self.snapshots.iterdir():
+                if match := SNAPSHOT_PATTERN.fullmatch(path.name):
+                    yield int(match.group(1)), path
+
+    def snapshot_steps(self) -> list[int]:
+        """Steps of the saved attention snapshots, ascending."""
+        return sorted(step for step, _ in self.snapshot_files())
+
+    def request_stop(self) -> None:
+        """Ask the trainer to finish its step, save and stop."""
+        self.stop.touch()
+
+    def stop_requested(self) -> bool:
+        return self.stop.exists()
+
+    def clear_stop(self) -> None:
+        self.stop.unlink(missing_ok=True)
+
+    def is_listed(self) -> bool:
+        """A visible folder holding a checkpoint or the files of a launched run."""
+        return self.path.is_dir() and not self.name.startswith(".") and any(
+            self.file(name).is_file() for name in LISTING_MARKERS)  # fmt: skip
+
+    def run_markers(self) -> list[str]:
+        """The files present that show the folder already holds a run or a checkpoint."""
+        return [name for name in RUN_MARKERS if self.file(name).exists()]
+
+    def foreign_files(self) -> list[str]:
+        """Names in the folder that neither a run nor the app's launch wrote (temporary files aside)."""
+        names = sorted(p.name for p in self.path.iterdir() if not (p.name.startswith(".") and p.name.endswith(".tmp")))
+        return [name for name in names if name not in (*RUN_MARKERS, *APP_FILES)]
+
+
+def run_folders(root: Path | None = None) -> list[RunFolder]:
+    """Every listed run folder under the root (default: checkpoints_root()), newest first."""
+    root = root or checkpoints_root()
+    if not root.is_dir():
+        return []
+    folders = [RunFolder(path) for path in root.iterdir() if RunFolder(path).is_listed()]
+    return sorted(folders, key=lambda folder: folder.path.stat().st_mtime, reverse=True)
+
+
+def new_run_folder(root: Path | None = None) -> RunFolder:
+    """`<root>/run-YYYYmmdd-HHMMSS` (with -2, -3 … if taken), not created."""
+    root = root or checkpoints_root()
+    base = f"run-{time.strftime('%Y%m%d-%H%M%S')}"
+    path, n = root / base, 1
+    while path.exists():
+        n += 1
+        path = root / f"{base}-{n}"
+    return RunFolder(path)
+
+
+def validate_run_name(name: str) -> str:
+    """Return `name` if it is a safe folder name (letters, digits, . _ -), else raise ValueError."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError("The run name is empty: give a name such as 'my-run'")
+    if "/" in name or "\\" in name or os.sep in name:
+        raise ValueError(f"The run name {name!r} must not contain a path separator")
+    if ".." in name:
+        raise ValueError(f"The run name {name!r} must not contain '..'")
+    if name.startswith("."):
+        raise ValueError(f"The run name {name!r} must not start with '.' (hidden names are not allowed)")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ValueError(f"The run name is {len(name)} characters long; use at most {MAX_NAME_LENGTH}")
+    if not _NAME_PATTERN.fullmatch(name):
+        raise ValueError(
+            f"The run name {name!r} may only use letters, digits, '.', '_' and '-', and must start "
+            "with a letter or digit"
+        )
+    return name
+
+
+def _default_file_mode() -> int:
+    umask = os.umask(0o022)  # read the umask (this sets it, so put it back)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+_FILE_MODE = _default_file_mode()
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write `data` to a hidden temporary file beside `path`, fsync it, then rename it over `path`."""
+    path = Path(path)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as tmp:
+            os.chmod(tmp.fileno(), _FILE_MODE)  # mkstemp makes 0600; give the mode open() would
+            tmp.write(data)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    _fsync_folder(path.parent)
+    return path
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename itself durable (no-op where folders cannot be opened, e.g. Windows)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_json(path: str | os.PathLike, data: Any) -> Path:
+    """Write `data` as indented JSON, atomically."""
+    return atomic_write_bytes(path, (json.dumps(_finite(data), indent=2) + "\n").encode("utf-8"))
+
+
+def _finite(value: Any) -> Any:
+    """NaN and inf are not JSON: write them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def remove_temporary_files(folder: str | os.PathLike, older_than_s: float = 0.0) -> list[Path]:
+    """Delete leftovers of atomic writes that were killed half-way (`.NAME.*.tmp`, also in subfolders).
+
+    `older_than_s`: keep files modified more recently (a write that may still be under way). Returns the removed.
+    """
+    folder, now = Path(folder), time.time()
+    leftovers = []
+    for path in sorted([*folder.glob(".*.tmp"), *folder.glob("*/.*.tmp")]):
+        try:
+            if now - path.stat().st_mtime >= older_than_s:
+                path.unlink()
+                leftovers.append(path)
+        except FileNotFoundError:
+            pass  # renamed into place or removed meanwhile
+    return leftovers
+
+
+class MetricsWriter:
+    """Appends one JSON object per line to `<run>/metrics.jsonl`, flushing each line."""
+
+    def __init__(self, run_dir: str | os.PathLike):
+        self.path = RunFolder(run_dir).metrics
+        self._file = open(self.path, "a", encoding="utf-8")
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._file.write(json.dumps(_finite(record)) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_metrics(run_dir: str | os.PathLike, split: str | None = None) -> list[dict[str, Any]]:
+    """The records of `<run>/metrics.jsonl`, optionally only one split ("train" or "eval").
+
+    Lines that do not parse (the last one, while it is being written) are skipped.
+    """
+    path = RunFolder(run_dir).metrics
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    records = []
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and (split is None or record.get("split") == split):
+            records.append(record)
+    return records
+
+
+def write_status(run_dir: str | os.PathLike, **fields: Any) -> dict[str, Any]:
+    """Replace `<run>/status.json`; `state` must be one of STATES. Adds pid and updated_at."""
+    if fields.get("state") not in STATES:
+        raise ValueError(f"state ({fields.get('state')!r}) must be one of {', '.join(STATES)}")
+    status = {"pid": os.getpid(), **fields, "updated_at": time.time()}
+    atomic_write_json(RunFolder(run_dir).status, status)
+    return status
+
+
+def read_status(run_dir: str | os.PathLike) -> dict[str, Any] | None:
+    """`<run>/status.json` as a dict, or None when it is absent or unreadable."""
+    return read_json_object(RunFolder(run_dir).status)
+
+
+def process_alive(pid: int | None) -> bool:
+    """Whether a process with this id exists (a "running" status whose process is gone was killed)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_train_args(run_dir: str | os.PathLike) -> dict[str, Any] | None:
+    """`<run>/train_args.json` as a dict, or None when it is absent or unreadable."""
+    return read_json_object(RunFolder(run_dir).train_args)
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """A JSON file holding an object, as a dict; None when it is absent, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def keep_metrics_until(run_dir: str | os.PathLike, step: int) -> list[dict[str, Any]]:
+    """Rewrite `<run>/metrics.jsonl` without the records after `step` (a resumed run redoes those steps).
+
+    Returns the records kept.
+    """
+    kept = [record for record in read_metrics(run_dir) if _record_step(record) <= step]
+    text = "".join(json.dumps(_finite(record)) + "\n" for record in kept)
+    atomic_write_bytes(RunFolder(run_dir).metrics, text.encode("utf-8"))
+    return kept
+
+
+def _record_step(record: dict[str, Any]) -> float:
+    step = record.get("step")
+    return step if isinstance(step, (int, float)) else math.inf

@@ -1,0 +1,1 @@
+"""The model: BertConfig, the modules that mirror Hugging Face's modeling_bert.py, their outputs."""

@@ -1,0 +1,396 @@
+"""A from-scratch BERT whose module names, and numbers, match Hugging Face's `modeling_bert.py`.
+
+Shapes in comments: B batch, T tokens, H hidden size, nh heads, hd head size, V vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from bertviz_lite.model.attention_masks import additive_mask, check_head_mask
+from bertviz_lite.model.config import BertConfig
+from bertviz_lite.model.heads import BertPreTrainingHeads
+from bertviz_lite.model.outputs import (
+    BertModelOutput,
+    BertTrace,
+    EmbeddingParts,
+    LayerAttention,
+    PretrainingOutput,
+)
+
+IGNORE_INDEX = -100  # label for positions the MLM loss skips (torch's cross_entropy default)
+
+
+def sinusoidal_position_table(num_positions: int, dim: int) -> Tensor:
+    """The fixed table of Vaswani et al.: sin on even dimensions, cos on odd ones. (num_positions, dim)"""
+    position = torch.arange(num_positions, dtype=torch.float64).unsqueeze(1)
+    div = torch.exp(torch.arange(0, dim, 2, dtype=torch.float64) * (-math.log(10000.0) / dim))
+    table = torch.zeros(num_positions, dim, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(position * div)
+    table[:, 1::2] = torch.cos(position * div[: dim // 2])
+    return table.float()
+
+
+class BertEmbeddings(nn.Module):
+    """Token + position + segment embeddings, then LayerNorm and dropout."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        if config.position_embedding_type == "sinusoidal":
+            table = sinusoidal_position_table(config.max_position_embeddings, config.hidden_size)
+            self.position_embeddings.weight = nn.Parameter(table, requires_grad=False)
+
+    def parts(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor) -> EmbeddingParts:
+        token = self.word_embeddings(input_ids)
+        position = self.position_embeddings(position_ids).expand_as(token)
+        segment = self.token_type_embeddings(token_type_ids)
+        summed = token + position + segment
+        return EmbeddingParts(token, position, segment, summed, self.LayerNorm(summed))
+
+    def summed(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor) -> Tensor:
+        """Token + segment + position embeddings before LayerNorm, added in transformers' order."""
+        summed = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
+        return summed + self.position_embeddings(position_ids)
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor) -> Tensor:
+        return self.dropout(self.LayerNorm(self.summed(input_ids, token_type_ids, position_ids)))
+
+
+class BertSelfAttention(nn.Module):
+    """Multi-head scaled dot-product attention with an additive padding mask."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.num_attention_heads = config.num_attention_heads
+        self.attention_head_size = config.head_dim
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        """(B, T, H) -> (B, nh, T, hd)"""
+        batch, seq, _ = x.shape
+        return x.view(batch, seq, self.num_attention_heads, self.attention_head_size).transpose(1, 2)
+
+    def merge_heads(self, x: Tensor) -> Tensor:
+        """(B, nh, T, hd) -> (B, T, H)"""
+        batch, _, seq, _ = x.shape
+        return x.transpose(1, 2).reshape(batch, seq, self.num_attention_heads * self.attention_head_size)
+
+    def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
+        """Fast path (no probabilities): PyTorch's fused scaled_dot_product_attention."""
+        q, k, v = (self.split_heads(f(hidden_states)) for f in (self.query, self.key, self.value))
+        p = self.dropout.p if self.training else 0.0
+        context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        return self.merge_heads(context)
+
+    def explicit(
+        self, hidden_states: Tensor, mask: Tensor | None, head_mask: Tensor | None = None
+    ) -> tuple[Tensor, LayerAttention]:
+        """Slow path that keeps q, k, v and the attention probabilities for inspection.
+
+        head_mask (nh,) multiplies each head's probabilities, as transformers' `head_mask` did: 0 knocks a head out.
+        """
+        q, k, v = (self.split_heads(f(hidden_states)) for f in (self.query, self.key, self.value))
+        # Scaling q (T x hd) costs less than scaling the scores (T x T).
+        scores = (q / math.sqrt(self.attention_head_size)) @ k.transpose(-1, -2)  # (B, nh, T, T)
+        if mask is not None:
+            scores = scores + mask
+        probs = scores.softmax(dim=-1)
+        if head_mask is not None:
+            probs = probs * head_mask[:, None, None]
+        context = self.merge_heads(self.dropout(probs) @ v)
+        return context, LayerAttention(q, k, v, probs)
+
+
+class BertSelfOutput(nn.Module):
+    """Attention output projection, dropout, residual, LayerNorm (post-LN)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden_states: Tensor, input_tensor: Tensor) -> Tensor:
+        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
+
+
+class BertAttention(nn.Module):
+    """Self-attention, then its output projection with residual and LayerNorm."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.self = BertSelfAttention(config)
+        self.output = BertSelfOutput(config)
+
+    def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
+        return self.output(self.self(hidden_states, mask), hidden_states)
+
+    def explicit(
+        self, hidden_states: Tensor, mask: Tensor | None, head_mask: Tensor | None = None
+    ) -> tuple[Tensor, LayerAttention]:
+        context, inside = self.self.explicit(hidden_states, mask, head_mask)
+        return self.output(context, hidden_states), inside
+
+
+class BertIntermediate(nn.Module):
+    """First feed-forward layer with exact (erf) GELU."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+
+    def forward(self, hidden_states: Tensor) -> Tensor:
+        return F.gelu(self.dense(hidden_states))
+
+
+class BertOutput(nn.Module):
+    """Second feed-forward layer, dropout, residual, LayerNorm."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden_states: Tensor, input_tensor: Tensor) -> Tensor:
+        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
+
+
+class BertLayer(nn.Module):
+    """One post-LN encoder layer: self-attention block, then feed-forward block."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.attention = BertAttention(config)
+        self.intermediate = BertIntermediate(config)
+        self.output = BertOutput(config)
+
+    def feed_forward(self, attention_output: Tensor) -> Tensor:
+        """The feed-forward block (its own residual and LayerNorm included)."""
+        return self.output(self.intermediate(attention_output), attention_output)
+
+    def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
+        return self.feed_forward(self.attention(hidden_states, mask))
+
+    def explicit(
+        self, hidden_states: Tensor, mask: Tensor | None, head_mask: Tensor | None = None
+    ) -> tuple[Tensor, LayerAttention]:
+        attention_output, inside = self.attention.explicit(hidden_states, mask, head_mask)
+        return self.feed_forward(attention_output), inside
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+
+    def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
+        for layer in self.layer:
+            hidden_states = layer(hidden_states, mask)
+        return hidden_states
+
+    def explicit(
+        self, hidden_states: Tensor, mask: Tensor | None, head_mask: Tensor | None = None
+    ) -> tuple[tuple[Tensor, ...], tuple[LayerAttention, ...]]:
+        """Every layer's output (the input first) and what each layer's attention computed; head_mask (L, nh)."""
+        outputs, inside = [hidden_states], []
+        for index, layer in enumerate(self.layer):
+            layer_mask = None if head_mask is None else head_mask[index]
+            hidden_states, layer_inside = layer.explicit(hidden_states, mask, layer_mask)
+            outputs.append(hidden_states)
+            inside.append(layer_inside)
+        return tuple(outputs), tuple(inside)
+
+
+class BertPooler(nn.Module):
+    """Dense + tanh on the [CLS] position."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden_states: Tensor) -> Tensor:
+        return torch.tanh(self.dense(hidden_states[:, 0]))
+
+
+class BertModel(nn.Module):
+    """Embeddings, encoder and pooler (Hugging Face's `BertModel`): `model.bert(input_ids)` works as there."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config)
+
+    def prepare_inputs(
+        self, input_ids: Tensor, token_type_ids: Tensor | None, attention_mask: Tensor | None,
+        position_ids: Tensor | None,
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Fill in the defaults: segment 0, positions 0..T-1, attend to every non-padding token."""
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must have shape (batch, seq), got {tuple(input_ids.shape)}")
+        seq_len = input_ids.shape[1]
+        if seq_len > self.config.max_position_embeddings:
+            raise ValueError(
+                f"{seq_len} tokens is more than max_position_embeddings "
+                f"({self.config.max_position_embeddings}); truncate the input"
+            )
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        if attention_mask is None:
+            attention_mask = (input_ids != self.config.pad_token_id).long()
+        if position_ids is None:
+            position_ids = torch.arange(seq_len, device=input_ids.device).unsqueeze(0)
+        return input_ids, token_type_ids, attention_mask, position_ids
+
+    def forward(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
+    ) -> BertModelOutput:
+        """Fast encoder pass (fused attention kernel)."""
+        input_ids, token_type_ids, attention_mask, position_ids = self.prepare_inputs(
+            input_ids, token_type_ids, attention_mask, position_ids
+        )
+        hidden = self.embeddings(input_ids, token_type_ids, position_ids)
+        hidden = self.encoder(hidden, additive_mask(attention_mask, hidden.dtype))
+        return BertModelOutput(hidden, self.pooler(hidden))
+
+
+def _want(requested: bool | None, available: bool) -> bool:
+    return available if requested is None else requested
+
+
+class BertForPreTraining(nn.Module):
+    """BERT with its MLM and NSP heads (Hugging Face's `BertForPreTraining`).
+
+    `model(input_ids, token_type_ids)` returns MLM logits (B, T, V); `model.trace(...)` returns a
+    BertTrace with every intermediate; `model.pretraining_loss(...)` trains.
+    """
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config)
+        self.cls = BertPreTrainingHeads(config)
+        # Which heads hold trained weights; loaders set these (MiniLM, say, ships no heads).
+        self.has_mlm_head = True
+        self.has_nsp_head = True
+        self.apply(self._init_weights)
+        self.tie_weights()
+
+    def tie_weights(self) -> None:
+        """Share one matrix between the word embeddings and the MLM decoder."""
+        self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
+
+    def _init_weights(self, module: nn.Module) -> None:
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding) and module.weight.requires_grad:
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            if module.padding_idx is not None:
+                with torch.no_grad():
+                    module.weight[module.padding_idx].zero_()
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+
+    def encode(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        """Fast encoder pass: (last hidden state (B, T, H), pooled (B, H))."""
+        out = self.bert(input_ids, token_type_ids, attention_mask, position_ids)
+        return out.last_hidden_state, out.pooler_output
+
+    def forward(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, *, attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
+    ) -> Tensor:
+        """MLM logits (B, T, V)."""
+        hidden, _ = self.encode(input_ids, token_type_ids, attention_mask, position_ids)
+        return self.cls.predictions(hidden)
+
+    def next_sentence_logits(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+    ) -> Tensor:
+        """NSP logits (B, 2); index 0 = B follows A."""
+        _, pooled = self.encode(input_ids, token_type_ids, attention_mask)
+        return self.cls.seq_relationship(pooled)
+
+    def pretraining_loss(
+        self, input_ids: Tensor, token_type_ids: Tensor, attention_mask: Tensor, labels: Tensor,
+        next_sentence_label: Tensor,
+    ) -> PretrainingOutput:
+        """MLM + NSP loss; only the masked positions are projected onto the vocabulary."""
+        hidden, pooled = self.encode(input_ids, token_type_ids, attention_mask)
+        chosen = labels != IGNORE_INDEX  # (B, T)
+        mlm_labels = labels[chosen]  # (M,)
+        mlm_logits = self.cls.predictions(hidden[chosen])  # (M, V)
+        if mlm_labels.numel():
+            mlm_loss = F.cross_entropy(mlm_logits.float(), mlm_labels)
+        else:  # a batch with nothing masked still gives a loss that backpropagates
+            mlm_loss = mlm_logits.float().sum() * 0.0
+        nsp_logits = self.cls.seq_relationship(pooled)
+        nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label)
+        return PretrainingOutput(mlm_loss + nsp_loss, mlm_loss, nsp_loss, mlm_logits, mlm_labels, nsp_logits)
+
+    @torch.no_grad()
+    def trace(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None, heads: bool | None = None, head_mask: Tensor | None = None,
+    ) -> BertTrace:
+        """One forward pass that keeps every intermediate (explicit attention, not the fused kernel).
+
+        `heads`: compute MLM/NSP logits; by default only for the heads that hold trained weights.
+        `head_mask` (layers, heads): multiplies each head's attention probabilities (0 = knocked out), as
+        transformers' `head_mask` did; the trace's attentions are the multiplied ones.
+        """
+        head_mask = check_head_mask(head_mask, self.config)
+        input_ids, token_type_ids, attention_mask, position_ids = self.bert.prepare_inputs(
+            input_ids, token_type_ids, attention_mask, position_ids
+        )
+        parts = self.bert.embeddings.parts(input_ids, token_type_ids, position_ids)
+        hidden = self.bert.embeddings.dropout(parts.layer_norm)
+        mask = additive_mask(attention_mask, hidden.dtype)
+        hidden_states, layers = self.bert.encoder.explicit(hidden, mask, head_mask)
+        pooled = self.bert.pooler(hidden_states[-1])
+        return BertTrace(
+            embeddings=parts, layers=layers, hidden_states=hidden_states, pooled=pooled,
+            mlm_logits=self.cls.predictions(hidden_states[-1]) if _want(heads, self.has_mlm_head) else None,
+            nsp_logits=self.cls.seq_relationship(pooled) if _want(heads, self.has_nsp_head) else None,
+            attention_mask=attention_mask,
+        )  # fmt: skip
+
+    def num_parameters(self) -> int:
+        """Trainable and frozen parameters, the tied matrix counted once."""
+        return sum(p.numel() for p in self.parameters())
+
+    def load_hf_state_dict(self, state_dict: dict[str, Tensor]) -> None:
+        """Load weights saved by transformers (BertModel, BertForMaskedLM or BertForPreTraining)."""
+        from bertviz_lite.model.hf_io import load_hf_state_dict
+
+        load_hf_state_dict(self, state_dict)
+
+    def hf_state_dict(self) -> dict[str, Tensor]:
+        """Weights under transformers' BertForPreTraining names."""
+        from bertviz_lite.model.hf_io import hf_state_dict
+
+        return hf_state_dict(self)
+
+

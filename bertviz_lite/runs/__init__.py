@@ -1,0 +1,1 @@
+"""Runs in the app: launch, watch and stop training processes; the checkpoint store; uploads."""

@@ -1,0 +1,318 @@
+"""Training runs as separate processes: launch, list, watch and stop them through their run folder.
+
+The app never trains in its own process. `launch_run` starts `python -m bertviz_lite.train` in a new
+session (so it outlives page reruns, closed tabs and app restarts) with its output captured in
+`<run>/train.log`; everything else is read back from the files the trainer writes (see
+`bertviz_lite.loading.run_folder`, which also names the files the app writes: launch.json, train.log, corpus.txt, STOP).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bertviz_lite.loading.checkpoints import checkpoint_step
+from bertviz_lite.loading.run_folder import (
+    REPO_ROOT,
+    RunFolder,
+    atomic_write_json,
+    checkpoints_root,
+    new_run_folder,
+    process_alive,
+    read_json_object,
+    read_status,
+    read_train_args,
+    remove_temporary_files,
+    run_folders,
+    validate_run_name,
+)
+from bertviz_lite.server import access
+
+MAX_RUNS_ENV = "BERTVIZ_LITE_MAX_RUNS"
+DEFAULT_MAX_RUNS = 1
+TRAIN_MODULE = "bertviz_lite.train"
+ACTIVE_STATES = ("starting", "running")
+STALE_TMP_S = 60.0  # a hidden .tmp file this old in a run that no longer trains is a killed write's leftover
+_ERROR_LINE = re.compile(r"(?:^|: )error: (.+)$")  # the CLI's one-line errors, argparse's included
+# Popen objects of the runs this process launched, so that finished children are reaped (not zombies).
+_CHILDREN: dict[int, subprocess.Popen] = {}
+
+
+class RunLimitError(RuntimeError):
+    """Raised when starting one more run would exceed the number of runs allowed at once."""
+
+
+@dataclass
+class RunState:
+    """What a run folder says about its run, with a dead "running" process shown as failed."""
+
+    name: str
+    path: Path
+    state: str  # starting | running | finished | stopped | diverged | failed | ready (a checkpoint, no status)
+    message: str = ""
+    step: int = 0
+    total_steps: int | None = None
+    eta_s: float | None = None
+    pid: int | None = None
+    checkpoint_step: int | None = None
+    updated_at: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    @property
+    def progress(self) -> float:
+        """Fraction of the steps done, in [0, 1]."""
+        if not self.total_steps:
+            return 1.0 if self.state == "finished" else 0.0
+        return min(max(self.step / self.total_steps, 0.0), 1.0)
+
+
+def max_concurrent_runs() -> int:
+    """How many runs may train at once: $BERTVIZ_LITE_MAX_RUNS, default 1."""
+    try:
+        return max(1, int(os.environ.get(MAX_RUNS_ENV, DEFAULT_MAX_RUNS)))
+    except ValueError:
+        return DEFAULT_MAX_RUNS
+
+
+def option_flags(options: Mapping[str, Any]) -> list[str]:
+    """`{"hidden_size": 64, "preset": "tiny"}` -> `["--hidden-size", "64", "--preset", "tiny"]`; None is skipped."""
+    flags = []
+    for key, value in options.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            raise ValueError(f"option {key!r} is a flag; pass it only when set, as a string")
+        flags += [f"--{key.replace('_', '-')}", str(value)]
+    return flags
+
+
+def training_command(run_dir: Path, options: Mapping[str, Any]) -> list[str]:
+    """The exact command line of a run: this Python, the training module, the options, `--out`."""
+    return [sys.executable, "-m", TRAIN_MODULE, *option_flags(options), "--out", str(run_dir)]
+
+
+@contextmanager
+def _launch_lock(root: Path) -> Iterator[None]:
+    """Serialise check-then-launch, so two tabs pressing Start at once cannot pass the limit together."""
+    with open(root / ".launch.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def launch_run(
+    options: Mapping[str, Any], *, root: Path | None = None, name: str | None = None,
+    corpus_text: str | None = None, max_runs: int | None = None, owner: access.Visitor | None = None,
+) -> Path:
+    """Start a training process on a new run folder and return the folder.
+
+    Args:
+        options: CLI options without dashes (`{"preset": "tiny", "steps": 30}`); `corpus_text`, when
+            given, is written to `<run>/corpus.txt` and passed as `--corpus`.
+        max_runs: runs allowed at once (default `max_concurrent_runs()`); RunLimitError beyond it.
+        owner: the app's visitor who starts it: only they (or the admin) may stop, rename or delete it.
+    """
+    root = root or checkpoints_root()
+    root.mkdir(parents=True, exist_ok=True)
+    limit = max_runs or max_concurrent_runs()
+    with _launch_lock(root):
+        _check_run_limit(root, limit)
+        run_dir = root / validate_run_name(name) if name else new_run_folder(root).path
+        run_dir.mkdir()  # FileExistsError on a clash: never reuse a folder
+        try:
+            access.record_owner(run_dir, owner)
+            options = dict(options)
+            if corpus_text is not None:
+                RunFolder(run_dir).corpus.write_text(corpus_text, encoding="utf-8")
+                options["corpus"] = str(RunFolder(run_dir).corpus)
+            _start_process(run_dir, training_command(run_dir, options))
+        except BaseException:
+            shutil.rmtree(run_dir, ignore_errors=True)  # no half-made run folder stays behind
+            raise
+    return run_dir
+
+
+def _check_run_limit(root: Path, limit: int) -> None:
+    active = active_runs(root)
+    if len(active) >= limit:
+        names = ", ".join(run.name for run in active)
+        raise RunLimitError(
+            f"{len(active)} run{'s' if len(active) > 1 else ''} already training ({names}); at most {limit} "
+            f"at once. Stop it or wait until it finishes (the limit is the {MAX_RUNS_ENV} setting)."
+        )
+
+
+def _start_process(run_dir: Path, command: list[str]) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    with open(RunFolder(run_dir).log, "ab") as log:
+        process = subprocess.Popen(
+            command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    _CHILDREN[process.pid] = process
+    atomic_write_json(
+        RunFolder(run_dir).launch, {"pid": process.pid, "command": command, "launched_at": time.time()}
+    )
+    return process
+
+
+def training_process_alive(pid: int | None) -> bool:
+    """Whether `pid` is a live training process (reaps our own finished children; a reused pid is not)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    child = _CHILDREN.get(pid)
+    if child is not None and child.poll() is not None:
+        del _CHILDREN[pid]
+        return False
+    if not process_alive(pid):
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc (macOS): trust the pid
+    if stat.rsplit(")", 1)[-1].split()[:1] in (["Z"], ["X"]):
+        return False  # exited, not yet reaped by its parent
+    # Another command line: the pid was reused. Empty: the process is being exec'd right now.
+    return not cmdline or TRAIN_MODULE.encode() in cmdline
+
+
+def run_state(run_dir: str | os.PathLike) -> RunState:
+    """The state of a run folder, from status.json; a vanished process is "failed" with its log's tail."""
+    run_dir = Path(run_dir)
+    status = read_status(run_dir)
+    if status is None:
+        return _state_without_status(run_dir)
+    if status.get("state") == "running" and not training_process_alive(status.get("pid")):
+        status = read_status(run_dir) or status  # it may have written its last status while exiting
+        if status.get("state") == "running":
+            return _from_status(run_dir, status, "failed", _died_message(run_dir, status.get("pid")))
+    state = str(status.get("state"))
+    message = str(status.get("message") or "")
+    if state == "failed" and not message:
+        message = log_tail(run_dir)
+    return _from_status(run_dir, status, state, message)
+
+
+def _from_status(run_dir: Path, status: dict[str, Any], state: str, message: str) -> RunState:
+    return RunState(
+        name=run_dir.name, path=run_dir, state=state, message=message, step=int(status.get("step") or 0),
+        total_steps=status.get("total_steps"), eta_s=status.get("eta_s") if state == "running" else None,
+        pid=status.get("pid"), checkpoint_step=status.get("checkpoint_step"), updated_at=status.get("updated_at"),
+    )  # fmt: skip
+
+
+def _state_without_status(run_dir: Path) -> RunState:
+    """Launched but not yet training (or never launched: an uploaded checkpoint)."""
+    launch = read_json_object(RunFolder(run_dir).launch)
+    if launch is None:
+        return RunState(run_dir.name, run_dir, "ready", checkpoint_step=checkpoint_step(run_dir))
+    pid = launch.get("pid")
+    if training_process_alive(pid):
+        return RunState(run_dir.name, run_dir, "starting", "Preparing the data and the model…", pid=pid)
+    if read_status(run_dir) is not None:  # it wrote its first status in the meantime
+        return run_state(run_dir)
+    return RunState(run_dir.name, run_dir, "failed", _died_message(run_dir, pid), pid=pid)
+
+
+def _died_message(run_dir: Path, pid: Any) -> str:
+    """The reason first (the CLI's last "error: ..." line, in full), then the tail of the log."""
+    tail = log_tail(run_dir)
+    reasons = [m[1] for line in tail.splitlines() if (m := _ERROR_LINE.search(line))]
+    if reasons:
+        text = f"{reasons[-1]} (the training process, pid {pid}, exited)"
+    else:
+        text = f"The training process (pid {pid}) ended without saying why."
+    return f"{text} Last lines of its log:\n{tail}" if tail else text
+
+
+def log_tail(run_dir: str | os.PathLike, max_lines: int = 12, max_chars: int = 2000) -> str:
+    """The last lines of `<run>/train.log` (progress-bar redraws collapsed), or ""."""
+    path = RunFolder(run_dir).log
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, path.stat().st_size - 32_768))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    # A terminal progress bar redraws its line with "\r": keep only what was drawn last.
+    lines = [line.split("\r")[-1].rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    return "\n".join([line for line in lines if line][-max_lines:])[-max_chars:]
+
+
+def is_run_folder(path: Path) -> bool:
+    """A visible folder holding a checkpoint or the files of a launched run."""
+    return RunFolder(path).is_listed()
+
+
+def list_runs(root: Path | None = None) -> list[RunState]:
+    """Every run folder under the root, newest first; stale .tmp files of runs that no longer train are removed."""
+    states = [run_state(folder.path) for folder in run_folders(root)]
+    for state in states:
+        if not state.active:
+            _remove_stale_files(state.path)
+    return states
+
+
+def _remove_stale_files(run_dir: Path) -> None:
+    """Remove a killed run's half-written files, keeping the folder's time (the listing's order)."""
+    try:
+        before = run_dir.stat()
+        if remove_temporary_files(run_dir, older_than_s=STALE_TMP_S):
+            os.utime(run_dir, ns=(before.st_atime_ns, before.st_mtime_ns))
+    except OSError:
+        pass  # a read-only folder: leave it as it is
+
+
+def active_runs(root: Path | None = None) -> list[RunState]:
+    """Runs that are starting or training now."""
+    return [run for run in list_runs(root) if run.active]
+
+
+def stop_run(run_dir: str | os.PathLike, visitor: access.Visitor | None = None) -> RunState:
+    """Ask a run to finish its current step, save and stop: a STOP file, and SIGTERM once it trains.
+
+    `visitor`: the app's visitor pressing Stop (PermissionError unless it is theirs); None: the server.
+    """
+    run_dir = Path(run_dir)
+    access.check_may_change(run_dir, visitor, "stop")
+    state = run_state(run_dir)
+    if not state.active:
+        return state
+    RunFolder(run_dir).request_stop()
+    # Before its first status the trainer may not handle SIGTERM yet: it sees the STOP file instead.
+    if state.state == "running" and training_process_alive(state.pid):
+        try:
+            os.kill(state.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    return state
+
+
+def snapshot_steps(run_dir: str | os.PathLike) -> list[int]:
+    """Steps of the run's saved attention snapshots, ascending (files are only listed, not read)."""
+    return RunFolder(run_dir).snapshot_steps()
+
+
+def hyperparameters(run_dir: str | os.PathLike) -> dict[str, Any]:
+    """A run's model sizes and training options from train_args.json, flat (config first), or {}."""
+    train_args = read_train_args(run_dir) or {}
+    config, args = train_args.get("config") or {}, train_args.get("args") or {}
+    return {**config, **{k: v for k, v in args.items() if k not in config}}

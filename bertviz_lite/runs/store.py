@@ -1,0 +1,171 @@
+"""Manage checkpoint folders: a summary table, rename, delete, zip download and HF export (upload: checkpoint_upload).
+
+A checkpoint zip holds only the files of a checkpoint (model.safetensors, config.json, vocab.txt, optionally
+train_args.json, metrics.jsonl and snapshots/*.safetensors|json); `bertviz_lite.runs.upload` reads one back.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import time
+import zipfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from bertviz_lite.loading.pretrained import DEMO
+from bertviz_lite.loading.run_folder import (
+    CHECKPOINT_FILES,
+    CONFIG_FILE,
+    METRICS_FILE,
+    SNAPSHOTS_DIR,
+    TRAIN_ARGS_FILE,
+    WEIGHTS_FILE,
+    checkpoints_root,
+    read_metrics,
+    validate_run_name,
+)
+from bertviz_lite.runs.lifecycle import RunState, is_run_folder, list_runs, run_state
+from bertviz_lite.server import access
+
+PROTECTED = frozenset({DEMO})
+REQUIRED_FILES = CHECKPOINT_FILES
+OPTIONAL_FILES = (TRAIN_ARGS_FILE, METRICS_FILE)
+HF_FILES = REQUIRED_FILES
+SNAPSHOT_MEMBER = re.compile(rf"{SNAPSHOTS_DIR}/[A-Za-z0-9][A-Za-z0-9_.-]*\.(safetensors|json)")
+FINAL_METRICS = ("mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc", "eval_mlm_acc", "eval_nsp_acc")
+
+
+class CheckpointError(ValueError):
+    """A refused checkpoint operation; the message is meant for the user."""
+
+
+# ---- the table -----------------------------------------------------------------------------------
+
+
+def folder_size(folder: Path) -> int:
+    """Bytes of all files under `folder`."""
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
+
+
+def final_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
+    """The last logged value of each metric in FINAL_METRICS (train and held-out) in metrics records."""
+    last: dict[str, float] = {}
+    for record in records:
+        last.update({k: record[k] for k in FINAL_METRICS if isinstance(record.get(k), int | float)})
+    return {k: last[k] for k in FINAL_METRICS if k in last}
+
+
+def summary(run: RunState) -> dict[str, Any]:
+    """One row of the checkpoints table: name, state, steps, final metrics, size and date."""
+    folder = run.path
+    return {
+        "name": run.name,
+        "state": run.state,
+        "steps": run.checkpoint_step if run.checkpoint_step is not None else run.step,
+        **final_metrics(read_metrics(folder)),
+        "size_mb": round(folder_size(folder) / 1e6, 2),
+        "date": datetime.fromtimestamp(folder.stat().st_mtime).strftime("%Y-%m-%d %H:%M"),
+        "loadable": (folder / CONFIG_FILE).is_file() and (folder / WEIGHTS_FILE).is_file(),
+    }
+
+
+def checkpoint_table(root: Path | None = None) -> list[dict[str, Any]]:
+    """Summaries of every run folder under the root, newest first."""
+    return [summary(run) for run in list_runs(root)]
+
+
+# ---- rename and delete ---------------------------------------------------------------------------
+
+
+def _existing_folder(root: Path, name: str) -> Path:
+    folder = root / validate_run_name(name)
+    if not is_run_folder(folder):
+        raise CheckpointError(f"There is no checkpoint named {name!r}")
+    return folder
+
+
+def _check_changeable(root: Path, name: str, action: str, visitor: access.Visitor | None) -> Path:
+    if name in PROTECTED:
+        raise CheckpointError(f"{name!r} ships with bertviz-lite and cannot be {action}")
+    folder = _existing_folder(root, name)
+    access.check_may_change(folder, visitor, {"renamed": "rename", "deleted": "delete"}[action])
+    if run_state(folder).active:
+        raise CheckpointError(f"{name!r} is still training: stop it before it can be {action}")
+    return folder
+
+
+def rename_checkpoint(old: str, new: str, root: Path | None = None, visitor: access.Visitor | None = None) -> Path:
+    """Rename a checkpoint folder; the new name must be safe and free; `visitor` must own it (None: the server)."""
+    root = root or checkpoints_root()
+    folder = _check_changeable(root, old, "renamed", visitor)
+    target = root / validate_run_name(new)
+    if new in PROTECTED or target.exists():
+        raise CheckpointError(f"A checkpoint named {new!r} already exists: choose another name")
+    _move(folder, target, "rename")
+    return target
+
+
+def delete_checkpoint(name: str, root: Path | None = None, visitor: access.Visitor | None = None) -> None:
+    """Delete a checkpoint folder (gone from listings at once, then its files); `visitor` must own it."""
+    root = root or checkpoints_root()
+    folder = _check_changeable(root, name, "deleted", visitor)
+    doomed = root / f".deleting-{name}-{time.time_ns()}"
+    _move(folder, doomed, "delete")  # hidden names are never listed: no half-deleted checkpoint shows up
+    shutil.rmtree(doomed, ignore_errors=True)
+
+
+def _move(folder: Path, target: Path, verb: str) -> None:
+    """os.rename with a sentence instead of errno text and server paths (another visitor may have been first)."""
+    try:
+        os.rename(folder, target)
+    except FileNotFoundError:
+        raise CheckpointError(f"{folder.name!r} was just renamed or deleted in another window: "
+                              "the list is reloaded") from None  # fmt: skip
+    except OSError as err:
+        raise CheckpointError(f"Could not {verb} {folder.name!r}: {err.strerror or 'the file system refused'}") from None
+
+
+# ---- zip download and Hugging Face export --------------------------------------------------------
+
+
+def _zip_files(members: list[tuple[Path, str]]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path, arcname in members:
+            # Weights barely compress: store them, deflate the text files.
+            method = zipfile.ZIP_STORED if path.suffix == ".safetensors" else zipfile.ZIP_DEFLATED
+            archive.write(path, arcname, compress_type=method)
+    return buffer.getvalue()
+
+
+def checkpoint_files(folder: Path) -> list[Path]:
+    """The files of a checkpoint that a download carries (exactly what an upload accepts)."""
+    names = [*REQUIRED_FILES, *OPTIONAL_FILES]
+    files = [folder / name for name in names if (folder / name).is_file()]
+    snapshots = folder / SNAPSHOTS_DIR
+    if snapshots.is_dir():
+        files += sorted(p for p in snapshots.iterdir() if SNAPSHOT_MEMBER.fullmatch(f"{SNAPSHOTS_DIR}/{p.name}"))
+    return files
+
+
+def checkpoint_zip(folder: str | os.PathLike) -> bytes:
+    """A zip of the checkpoint under a top folder named after it (re-uploadable as is)."""
+    folder = Path(folder)
+    files = checkpoint_files(folder)
+    return _zip_files([(path, f"{folder.name}/{path.relative_to(folder).as_posix()}") for path in files])
+
+
+def hf_export_zip(folder: str | os.PathLike) -> bytes:
+    """A zip of the Hugging Face folder `<name>-hf/` (model.safetensors, config.json, vocab.txt).
+
+    `transformers.BertForPreTraining.from_pretrained` and `BertTokenizer.from_pretrained` load it.
+    """
+    folder = Path(folder)
+    missing = [name for name in HF_FILES if not (folder / name).is_file()]
+    if missing:
+        raise CheckpointError(f"{folder.name!r} has no saved weights yet ({', '.join(missing)} missing)")
+    return _zip_files([(folder / name, f"{folder.name}-hf/{name}") for name in HF_FILES])

@@ -1,0 +1,1 @@
+"""The shared server's rules: who owns a run, which folders may load, what a link may say."""

@@ -1,0 +1,127 @@
+"""Who may do what on a shared server: visitors own the runs and uploads they create; folders load from allowed roots.
+
+A classroom needs no login: each browser visitor gets a random id (kept in a cookie by the app) and the
+folders it creates record a digest of that id in `owner.json`. A visitor may rename, delete or stop only
+its own folders; the shipped checkpoints are read-only; runs started from a terminal (no owner file)
+belong to the server. An admin token, when the server sets one, may do everything.
+
+Settings (environment variables):
+    BERTVIZ_LITE_ADMIN_TOKEN   a secret; a visitor who types it may change every run (default: none)
+    BERTVIZ_LITE_MODEL_ROOTS   folders that "load a folder by path" may read, separated by the path
+                               separator ':' (default: checkpoints/ and the Hugging Face cache)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from bertviz_lite.loading import pretrained
+from bertviz_lite.loading.run_folder import RunFolder, atomic_write_json, checkpoints_root, read_json_object
+
+ADMIN_TOKEN_SETTING = "BERTVIZ_LITE_ADMIN_TOKEN"
+MODEL_ROOTS_SETTING = "BERTVIZ_LITE_MODEL_ROOTS"
+_VISITOR_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """One browser visitor: its random id, and whether it gave the admin token."""
+
+    id: str
+    admin: bool = False
+
+
+def new_visitor_id() -> str:
+    """A fresh random visitor id (URL- and cookie-safe)."""
+    return secrets.token_urlsafe(18)
+
+
+def is_visitor_id(value: object) -> bool:
+    """Whether a value read back from a browser looks like an id we handed out."""
+    return isinstance(value, str) and bool(_VISITOR_ID.fullmatch(value))
+
+
+def admin_token_configured() -> bool:
+    """Whether the server has an admin token at all."""
+    return bool(os.environ.get(ADMIN_TOKEN_SETTING, ""))
+
+
+def is_admin_token(token: str | None) -> bool:
+    """True when the server has an admin token and `token` equals it (compared in constant time)."""
+    expected = os.environ.get(ADMIN_TOKEN_SETTING, "")
+    return bool(expected) and bool(token) and hmac.compare_digest(token.encode(), expected.encode())
+
+
+def _digest(visitor_id: str) -> str:
+    return hashlib.sha256(visitor_id.encode()).hexdigest()
+
+
+def record_owner(folder: str | os.PathLike, visitor: Visitor | None) -> None:
+    """Mark `folder` as created by `visitor` (no visitor: the server's, e.g. a terminal run)."""
+    if visitor is not None:
+        atomic_write_json(RunFolder(folder).owner, {"owner": _digest(visitor.id)})
+
+
+def is_owner(folder: str | os.PathLike, visitor: Visitor) -> bool:
+    """Whether `visitor` created `folder`."""
+    record = read_json_object(RunFolder(folder).owner) or {}
+    return hmac.compare_digest(str(record.get("owner", "")), _digest(visitor.id))
+
+
+def is_shipped(folder: str | os.PathLike) -> bool:
+    """The checkpoints that come with the repository, which nobody changes from the app."""
+    path = Path(folder)
+    return path.name in pretrained.SHIPPED_CHECKPOINTS and path.parent.resolve() == checkpoints_root().resolve()
+
+
+def may_change(folder: str | os.PathLike, visitor: Visitor | None) -> bool:
+    """Whether `visitor` may rename, delete or stop `folder` (None: the server itself, e.g. the CLI)."""
+    if is_shipped(folder):
+        return False
+    return visitor is None or visitor.admin or is_owner(folder, visitor)
+
+
+def check_may_change(folder: str | os.PathLike, visitor: Visitor | None, action: str) -> None:
+    """Raise PermissionError in plain words unless `visitor` may `action` ("rename", "delete", "stop") it."""
+    if may_change(folder, visitor):
+        return
+    name = Path(folder).name
+    if is_shipped(folder):
+        raise PermissionError(f"{name} ships with the app and is read-only: you cannot {action} it.")
+    raise PermissionError(f"You can only {action} runs and uploads you started yourself; {name} is another visitor's.")
+
+
+def allowed_model_roots() -> list[Path]:
+    """The folders a model may be loaded from by path: the setting's, else checkpoints/ and the HF cache."""
+    setting = os.environ.get(MODEL_ROOTS_SETTING, "")
+    if setting.strip():
+        return [Path(p).expanduser().resolve() for p in setting.split(os.pathsep) if p.strip()]
+    return [checkpoints_root().resolve(), pretrained.huggingface_cache_dir().resolve()]
+
+
+def check_model_source(source: str) -> None:
+    """Let the packaged model and checkpoint names through; fence every other source with check_model_folder."""
+    plain_name = bool(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", source)) and ".." not in source
+    if source == pretrained.MINILM or (plain_name and (checkpoints_root() / source).is_dir()):
+        return
+    check_model_folder(source)
+
+
+def check_model_folder(path: str | os.PathLike) -> Path:
+    """The resolved folder if it lies inside an allowed root, else ValueError.
+
+    The message is the same whether or not the path exists, so it reveals nothing about the server's files.
+    """
+    resolved = Path(path).expanduser().resolve()
+    if not any(resolved == root or root in resolved.parents for root in allowed_model_roots()):
+        raise ValueError(
+            "Models can be loaded by path only from the server's checkpoints folder and Hugging Face cache "
+            f"(the {MODEL_ROOTS_SETTING} setting adds folders); pick a model from the list instead."
+        )
+    return resolved

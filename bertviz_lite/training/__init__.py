@@ -1,0 +1,1 @@
+"""Training: arguments, data, optimisation, the loop and its command line."""

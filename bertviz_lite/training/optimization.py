@@ -1,0 +1,104 @@
+"""One pre-training step: BERT's AdamW, the warm-up/decay schedule, bf16 autocast, clipping, the step's sums."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from bertviz_lite.model.modeling import BertForPreTraining
+
+ADAM_EPS = 1e-6  # BERT's
+
+
+def learning_rate(step: int, peak: float, warmup: int, total: int) -> float:
+    """Linear warm-up from 0 to `peak` over `warmup` steps, then linear decay to 0 at `total` (step from 1)."""
+    if step <= warmup:
+        return peak * step / max(1, warmup)
+    return peak * max(0.0, (total - step) / max(1, total - warmup))
+
+
+def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW, BERT-style: no weight decay on biases and LayerNorm weights."""
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        if param.requires_grad:
+            (no_decay if param.dim() < 2 or "LayerNorm" in name else decay).append(param)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    # fused: one kernel for all tensors; on CPU ~3.5x faster than foreach=True (a few % of a step)
+    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=ADAM_EPS, fused=True)
+
+
+class PretrainingStep(nn.Module):
+    """Wraps BertForPreTraining so that DistributedDataParallel sees `pretraining_loss` as its forward."""
+
+    def __init__(self, model: BertForPreTraining):
+        super().__init__()
+        self.model = model
+
+    def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, ...]:
+        out = self.model.pretraining_loss(
+            batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], batch["labels"],
+            batch["next_sentence_label"],
+        )  # fmt: skip
+        return out.loss, out.mlm_loss, out.nsp_loss, out.mlm_logits, out.mlm_labels, out.nsp_logits
+
+
+def use_bf16(dtype: str, device: torch.device) -> bool:
+    """Whether to run forward passes in bf16 autocast: "auto" means on CUDA only."""
+    return dtype == "bf16" or (dtype == "auto" and device.type == "cuda")
+
+
+def optimizer_step(
+    step_module: nn.Module, optimizer: torch.optim.Optimizer, batch: dict[str, Tensor], max_grad_norm: float,
+    dtype: str = "auto",
+) -> tuple[tuple[Tensor, ...], Tensor]:
+    """Forward (bf16 autocast as `dtype` says), backward, clip, update: (the module's outputs, gradient norm).
+
+    `step_module(batch)` returns a tuple whose first element is the loss.
+    """
+    device = batch["input_ids"].device
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16(dtype, device)):
+        outputs = step_module(batch)
+    outputs[0].backward()
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    grad_norm = nn.utils.clip_grad_norm_(params, max_grad_norm, foreach=True)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return outputs, grad_norm
+
+
+# Sums kept per logging window (and all-reduced across processes), in this order.
+STAT_NAMES = ("loss", "mlm_loss", "nsp_loss", "mlm_correct", "mlm_count", "nsp_correct", "nsp_count", "tokens", "steps")
+
+
+def step_stats(outputs: tuple[Tensor, ...], batch: dict[str, Tensor]) -> Tensor:
+    """STAT_NAMES sums for one step, as one float64 tensor on the model's device."""
+    loss, mlm_loss, nsp_loss, mlm_logits, mlm_labels, nsp_logits = outputs
+    mlm_correct = (mlm_logits.detach().argmax(-1) == mlm_labels).sum()
+    nsp_correct = (nsp_logits.detach().argmax(-1) == batch["next_sentence_label"]).sum()
+    values = [loss.detach(), mlm_loss.detach(), nsp_loss.detach(), mlm_correct, mlm_labels.new_tensor(mlm_labels.numel()),
+              nsp_correct, mlm_labels.new_tensor(nsp_logits.shape[0]), batch["attention_mask"].sum(), loss.new_ones(())]
+    return torch.stack([v.double() for v in values])
+
+
+@torch.no_grad()
+def held_out_metrics(model: BertForPreTraining, batches: list[dict[str, Tensor]], dtype: str = "auto") -> dict[str, float]:
+    """Held-out MLM and NSP loss and accuracy over masked batches (losses averaged over masked tokens and pairs)."""
+    was_training, device = model.training, batches[0]["input_ids"].device
+    model.eval()
+    sums = torch.zeros(4, dtype=torch.float64, device=device)  # mlm loss, nsp loss, then weights
+    totals = torch.zeros(len(STAT_NAMES), dtype=torch.float64, device=device)
+    for batch in batches:
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16(dtype, device)):
+            stats = step_stats(PretrainingStep(model)(batch), batch)
+        sums += torch.stack([stats[1] * stats[4], stats[2] * stats[6], stats[4], stats[6]])
+        totals += stats
+    model.train(was_training)
+    mlm_loss, nsp_loss, mlm_count, nsp_count = sums.tolist()
+    values = dict(zip(STAT_NAMES, totals.tolist(), strict=True))
+    return {
+        "eval_loss": mlm_loss / max(mlm_count, 1) + nsp_loss / max(nsp_count, 1),
+        "eval_mlm_loss": mlm_loss / max(mlm_count, 1), "eval_nsp_loss": nsp_loss / max(nsp_count, 1),
+        "eval_mlm_acc": values["mlm_correct"] / max(mlm_count, 1),
+        "eval_nsp_acc": values["nsp_correct"] / max(nsp_count, 1), "eval_examples": int(nsp_count),
+    }  # fmt: skip
