@@ -1,8 +1,10 @@
-"""The code's shape: ARCHITECTURE.md names every module and page, no package module passes 400 lines, and
-the package never imports Streamlit."""
+"""The code's shape: rooms (sub-packages) whose imports only run downward, ARCHITECTURE.md naming every module
+and page by its path, no package module past 400 lines, thin pages, and no Streamlit in the package."""
+
+from __future__ import annotations
 
 import ast
-import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,19 +12,137 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "bertviz_lite"
 MAX_MODULE_LINES = 400
+# The declared order, bottom first: a module imports from its own room or the rooms before it, never after.
+LAYERS = ("limits", "model", "text", "loading", "inspection", "figures", "training", "server", "runs", "train")
+FACADE = "bertviz_lite"  # the top-level __init__ names the public entry points and may import any room
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py")
-PAGES = sorted((REPO / "pages").rglob("*.py"))
+PAGES = sorted(p for p in (REPO / "pages").rglob("*.py") if p.name != "__init__.py")
 
 
-def _named(path: Path, text: str) -> bool:
-    """Whether ARCHITECTURE.md names the file: `name.py`, its path, or the name in a list like `views/tokens.py`."""
-    return re.search(rf"(?<![\w.]){re.escape(path.stem)}(\.py)?(?![\w])", text) is not None
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-@pytest.mark.parametrize("path", [*MODULES, *(p for p in PAGES if p.name != "__init__.py")], ids=lambda p: p.name)
-def test_architecture_names_every_module_and_page(path):
+def imported_modules(path: Path, package: Path = PACKAGE) -> Iterator[tuple[str, int]]:
+    """(module, line) for every import of the package in the file: top level, lazy or TYPE_CHECKING alike."""
+    root = package.name
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from ((a.name, node.lineno) for a in node.names if a.name.split(".")[0] == root)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == root:
+            for alias in node.names:  # `from pkg.room import module` imports the module, not the room's __init__
+                candidate = f"{node.module}.{alias.name}"
+                yield (candidate if _file_of(candidate, package).exists() else node.module), node.lineno
+
+
+def _file_of(module: str, package: Path) -> Path:
+    relative = Path(*module.split(".")[1:])
+    return package / relative / "__init__.py" if (package / relative).is_dir() else (package / relative).with_suffix(".py")
+
+
+def layer_of(module: str) -> int | None:
+    """Index of the module's room in LAYERS; None for the facade."""
+    parts = module.split(".")
+    return None if len(parts) == 1 else LAYERS.index(parts[1])
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    return {module_name(p, package): {m for m, _ in imported_modules(p, package)} for p in package.rglob("*.py")}
+
+
+def upward_imports(package: Path = PACKAGE) -> list[str]:
+    """Every import of a room above the importer's (or of the facade from inside a room)."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        importer = module_name(path, package)
+        if layer_of(importer) is None:
+            continue
+        for target, line in imported_modules(path, package):
+            if layer_of(target) is None or layer_of(target) > layer_of(importer):
+                found.append(f"{path.relative_to(package.parent)}:{line} imports {target}")
+    return found
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each strongly connected set of two or more modules (or a module importing itself), by Tarjan's algorithm."""
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            members = []
+            while (member := stack.pop()) != node:
+                on_stack.discard(member)
+                members.append(member)
+            on_stack.discard(node)
+            if members or node in graph.get(node, ()):
+                cycles.append(sorted([node, *members]))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_every_module_sits_in_a_declared_room():
+    rooms = {module_name(p).split(".")[1] for p in MODULES}
+    assert rooms <= set(LAYERS), f"rooms not in LAYERS: {sorted(rooms - set(LAYERS))}"
+
+
+def test_imports_only_run_downward():
+    assert upward_imports() == []
+
+
+def test_no_import_circle():
+    assert import_cycles(import_graph()) == []
+
+
+def _write(folder: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder / "bertviz_lite"
+
+
+def test_the_layering_check_catches_an_upward_import_and_a_circle(tmp_path):
+    package = _write(tmp_path, {
+        "bertviz_lite/__init__.py": "",
+        "bertviz_lite/model/__init__.py": "",
+        "bertviz_lite/model/modeling.py": "from bertviz_lite.text import tokenization\n",
+        "bertviz_lite/text/__init__.py": "",
+        "bertviz_lite/text/tokenization.py": "def f():\n    from bertviz_lite.text import masking\n",
+        "bertviz_lite/text/masking.py": "from bertviz_lite.text.tokenization import f\n",
+    })
+    assert upward_imports(package) == ["bertviz_lite/model/modeling.py:1 imports bertviz_lite.text.tokenization"]
+    assert import_cycles(import_graph(package)) == [["bertviz_lite.text.masking", "bertviz_lite.text.tokenization"]]
+
+
+def test_the_house_has_rooms_and_few_loose_modules():
+    loose = sorted(p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
+    rooms = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    assert len(loose) <= 8, loose
+    assert len(rooms) >= 5, rooms
+
+
+def test_architecture_draws_the_declared_order():
     text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
-    assert _named(path, text), f"ARCHITECTURE.md does not mention {path.relative_to(REPO)}"
+    assert " → ".join(LAYERS[:-1]) in text
+
+
+@pytest.mark.parametrize("path", [*MODULES, *PAGES], ids=lambda p: str(p.relative_to(REPO)))
+def test_architecture_names_every_module_and_page_by_its_path(path):
+    text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    base = PACKAGE if path.is_relative_to(PACKAGE) else REPO
+    assert f"`{path.relative_to(base).as_posix()}`" in text, f"ARCHITECTURE.md does not name {path.relative_to(REPO)}"
 
 
 def test_no_package_module_is_over_400_lines():
@@ -30,9 +150,14 @@ def test_no_package_module_is_over_400_lines():
     assert long == {}
 
 
-def test_the_package_never_imports_streamlit():
+def test_pages_common_stays_small():
+    lines = sum(len(p.read_text().splitlines()) for p in (REPO / "pages" / "common").glob("*.py"))
+    assert lines < 700, f"pages/common/ has {lines} lines: domain logic belongs in the package"
+
+
+def test_the_package_never_imports_streamlit_or_pages():
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            assert not any(name.split(".")[0] == "streamlit" for name in names), path
+            assert not any(name.split(".")[0] in ("streamlit", "pages") for name in names), path
