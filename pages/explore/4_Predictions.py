@@ -58,10 +58,11 @@ if ctx.model.has_mlm_head:
 if ctx.model.has_nsp_head:
     with nsp_column:
         st.subheader("Next sentence")
-        probability = views.is_next_probability(trace.nsp_logits)
         if not trace.has_sentence_b:
             st.info("Type a sentence B to ask the model whether it follows sentence A.")
         else:
+            # NSP judges the pair as typed: the tokens picked above are masked for the MLM guesses only.
+            probability = views.is_next_probability(trace_for(ctx).nsp_logits)
             show_figure(figures.nsp_bar(probability, title="Does sentence B follow A?"), "nsp",
                         frame=views.nsp_frame(probability))
-            st.caption("Computed on the input as shown above, [MASK]s included.")
+            st.caption(views.nsp_caption(probability, views.is_next_probability(trace.nsp_logits), len(chosen)))

@@ -58,3 +58,13 @@ def is_next_probability(nsp_logits) -> float | None:
 def nsp_frame(p_is_next: float) -> pd.DataFrame:
     """The NSP probabilities as a two-row table."""
     return pd.DataFrame({"label": ["IsNext", "NotNext"], "probability": [p_is_next, 1.0 - p_is_next]})
+
+
+def nsp_caption(p_as_typed: float, p_with_picks: float, picked: int) -> str:
+    """What the NSP bar was computed on, and the masked variant in words when tokens were picked to mask."""
+    text = "IsNext: B is the sentence that followed A in the text; NotNext: a random sentence. Computed on the pair as typed"
+    if picked == 0:
+        return text + "."
+    tokens = "token" if picked == 1 else "tokens"
+    return (f"{text}, without the {picked} {tokens} picked above masked (with them masked, "
+            f"P(IsNext) would be {p_with_picks:.0%} instead of {p_as_typed:.0%}).")
