@@ -183,7 +183,7 @@ def test_embedding_parts():
     for trace, part in zip(fig.data, parts, strict=True):
         np.testing.assert_array_equal(np.asarray(trace.z), part)
     assert [t.coloraxis for t in fig.data] == ["coloraxis"] * 4 + ["coloraxis2"]
-    assert fig.layout.coloraxis.cmax == pytest.approx(np.abs(np.stack(parts[:4])).max())
+    assert fig.layout.coloraxis.cmax == pytest.approx(np.percentile(np.abs(np.stack(parts[:4])), 98))  # robust range
     assert (
         figures.embedding_parts_figure(*parts, tokens=TOKENS, layout="column").layout.yaxis5.type
         == "category"
@@ -297,3 +297,14 @@ def test_prediction_bars_put_their_text_outside_and_nsp_shows_its_one():
     assert top.data[0].textposition == "outside" and top.layout.xaxis.range[1] > 0.9 * 1.15
     nsp = figures.nsp_bar(0.99)
     assert 1 in nsp.layout.xaxis.tickvals and nsp.layout.xaxis.range[1] > 1 and nsp.data[0].textposition == "outside"
+
+
+def test_embedding_heatmaps_saturate_at_a_robust_range_a_projector_can_show():
+    rng = np.random.default_rng(0)
+    parts = [rng.normal(0, 0.05, (len(TOKENS), 16)) for _ in range(5)]
+    parts[4][0, 0] = 40.0  # one LayerNorm outlier dimension must not wash the rest out to white
+    fig = figures.embedding_parts_figure(*parts, tokens=TOKENS)
+    norm_limit = float(np.percentile(np.abs(parts[4]), 98))
+    assert fig.layout.coloraxis2.cmax == pytest.approx(norm_limit) and norm_limit < 1
+    assert fig.layout.coloraxis.cmax == pytest.approx(np.percentile(np.abs(np.stack(parts[:4])), 98))
+    assert "98% of the values" in fig.layout.title.text

@@ -14,6 +14,7 @@ HEAD_COLOURS = (
 SEGMENT_COLOURS = {0: "#1f77b4", 1: "#ff7f0e"}
 SEQUENTIAL = "Blues"
 DIVERGING = "RdBu_r"
+ROBUST_PERCENTILE = 98.0  # diverging heatmaps saturate at this percentile of |value|
 
 
 def head_colour(head: int) -> str:
@@ -47,6 +48,17 @@ def symmetric_range(*arrays: np.ndarray) -> float:
     """Largest absolute value over arrays (at least a tiny positive number), for zmid=0 scales."""
     largest = max((float(np.nanmax(np.abs(a))) for a in arrays if np.size(a)), default=0.0)
     return largest if largest > 0 else 1e-12
+
+
+def robust_range(*arrays: np.ndarray, percentile: float = ROBUST_PERCENTILE) -> float:
+    """The `percentile`-th percentile of |value| over arrays, for zmid=0 scales a projector can show.
+
+    A few large values (LayerNorm's outlier dimensions) would otherwise wash every other cell out to white;
+    cells beyond the range are drawn at full colour.
+    """
+    values = np.concatenate([np.abs(np.asarray(a, dtype=float)).ravel() for a in arrays if np.size(a)] or [np.zeros(1)])
+    limit = float(np.nanpercentile(values, percentile))
+    return limit if limit > 0 else symmetric_range(*arrays)
 
 
 def token_axis_height(num_tokens: int, per_token: int = 16, low: int = 320, high: int = 2400) -> int:

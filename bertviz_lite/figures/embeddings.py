@@ -11,11 +11,12 @@ from plotly.subplots import make_subplots
 
 from bertviz_lite.figures._common import (
     DIVERGING,
+    ROBUST_PERCENTILE,
     SEGMENT_COLOURS,
     as_matrix,
     category_axis,
     check_length,
-    symmetric_range,
+    robust_range,
     token_axis_height,
 )
 from bertviz_lite.inspection.analysis import EMBEDDING_PARTS, unique_labels
@@ -65,12 +66,14 @@ def embedding_parts_figure(
         axis = "coloraxis2" if i == 4 else "coloraxis"
         row, col = (1, i + 1) if layout == "row" else (i + 1, 1)
         fig.add_trace(_embedding_trace(part, labels, coloraxis=axis, name=PART_TITLES[i]), row=row, col=col)
-    raw_limit, norm_limit = symmetric_range(*parts[:4]), symmetric_range(parts[4])
+    raw_limit, norm_limit = robust_range(*parts[:4]), robust_range(parts[4])
     height = token_axis_height(parts[0].shape[0]) * (1 if layout == "row" else 3)
     # Colour bars lie flat under the plots (under the raw parts, and under LayerNorm): upright ones at the
     # right collided with each other and with the last plot on a 1024-px screen.
     fig.update_layout(
-        title="Embedding parts: token + position + segment = sum → LayerNorm",
+        title={"text": "Embedding parts: token + position + segment = sum → LayerNorm<br><sup>blue below 0, red above;"
+                       f" full colour at ±{raw_limit:.2g} (raw) and ±{norm_limit:.2g} (LayerNorm), where"
+                       f" {ROBUST_PERCENTILE:g}% of the values lie</sup>"},
         height=height + 90,
         margin={"t": 90, "b": 125, "r": 20},
         coloraxis=_diverging_axis(raw_limit, "raw parts", x=0.34, length=0.62),
