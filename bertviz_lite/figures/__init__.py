@@ -12,6 +12,7 @@ from bertviz_lite.figures.embeddings import (
     embedding_parts_figure,
     pca_scatter,
     position_similarity_heatmap,
+    uncluttered_labels,
 )
 from bertviz_lite.figures.mosaic import mosaic_figure
 from bertviz_lite.figures.predictions import nsp_bar, topk_bar
@@ -31,6 +32,7 @@ __all__ = [
     "neuron_view_figure",
     "nsp_bar",
     "pca_scatter",
+    "uncluttered_labels",
     "position_similarity_heatmap",
     "rollout_heatmap",
     "throughput_curve",
