@@ -299,4 +299,4 @@ def test_nsp_caption_says_the_pair_is_judged_as_typed_and_gives_the_masked_varia
     assert views.nsp_caption(0.34, 0.53, 0).endswith("Computed on the pair as typed.")
     with_picks = views.nsp_caption(0.34, 0.53, 2)
     assert "as typed, without the 2 tokens picked above masked" in with_picks
-    assert "P(IsNext) would be 53% instead of 34%" in with_picks
+    assert "P(IsNext) would be 53.0% instead of 34.0%" in with_picks

@@ -67,4 +67,4 @@ def nsp_caption(p_as_typed: float, p_with_picks: float, picked: int) -> str:
         return text + "."
     tokens = "token" if picked == 1 else "tokens"
     return (f"{text}, without the {picked} {tokens} picked above masked (with them masked, "
-            f"P(IsNext) would be {p_with_picks:.0%} instead of {p_as_typed:.0%}).")
+            f"P(IsNext) would be {p_with_picks:.1%} instead of {p_as_typed:.1%}).")
