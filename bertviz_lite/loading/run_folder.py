@@ -48,12 +48,13 @@ import json
 import math
 import os
 import re
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from bertviz_lite.atomic import atomic_write_bytes, atomic_write_json, finite
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKPOINTS_DIR = REPO_ROOT / "checkpoints"  # shipped checkpoints and every run the app starts
@@ -193,80 +194,6 @@ def validate_run_name(name: str) -> str:
     return name
 
 
-def _default_file_mode() -> int:
-    umask = os.umask(0o022)  # read the umask (this sets it, so put it back)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-_FILE_MODE = _default_file_mode()
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write `data` to a hidden temporary file beside `path`, fsync it, then rename it over `path`."""
-    path = Path(path)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as tmp:
-            os.chmod(tmp.fileno(), _FILE_MODE)  # mkstemp makes 0600; give the mode open() would
-            tmp.write(data)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    _fsync_folder(path.parent)
-    return path
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make the rename itself durable (no-op where folders cannot be opened, e.g. Windows)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write_json(path: str | os.PathLike, data: Any) -> Path:
-    """Write `data` as indented JSON, atomically."""
-    return atomic_write_bytes(path, (json.dumps(_finite(data), indent=2) + "\n").encode("utf-8"))
-
-
-def _finite(value: Any) -> Any:
-    """NaN and inf are not JSON: write them as null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def remove_temporary_files(folder: str | os.PathLike, older_than_s: float = 0.0) -> list[Path]:
-    """Delete leftovers of atomic writes that were killed half-way (`.NAME.*.tmp`, also in subfolders).
-
-    `older_than_s`: keep files modified more recently (a write that may still be under way). Returns the removed.
-    """
-    folder, now = Path(folder), time.time()
-    leftovers = []
-    for path in sorted([*folder.glob(".*.tmp"), *folder.glob("*/.*.tmp")]):
-        try:
-            if now - path.stat().st_mtime >= older_than_s:
-                path.unlink()
-                leftovers.append(path)
-        except FileNotFoundError:
-            pass  # renamed into place or removed meanwhile
-    return leftovers
-
-
 class MetricsWriter:
     """Appends one JSON object per line to `<run>/metrics.jsonl`, flushing each line."""
 
@@ -275,7 +202,7 @@ class MetricsWriter:
         self._file = open(self.path, "a", encoding="utf-8")
 
     def write(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(_finite(record)) + "\n")
+        self._file.write(json.dumps(finite(record)) + "\n")
         self._file.flush()
 
     def close(self) -> None:
@@ -350,7 +277,7 @@ def keep_metrics_until(run_dir: str | os.PathLike, step: int) -> list[dict[str, 
     Returns the records kept.
     """
     kept = [record for record in read_metrics(run_dir) if _record_step(record) <= step]
-    text = "".join(json.dumps(_finite(record)) + "\n" for record in kept)
+    text = "".join(json.dumps(finite(record)) + "\n" for record in kept)
     atomic_write_bytes(RunFolder(run_dir).metrics, text.encode("utf-8"))
     return kept
 

@@ -22,18 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bertviz_lite.atomic import atomic_write_json, remove_temporary_files
 from bertviz_lite.loading.checkpoints import checkpoint_step
 from bertviz_lite.loading.run_folder import (
     REPO_ROOT,
     RunFolder,
-    atomic_write_json,
     checkpoints_root,
     new_run_folder,
     process_alive,
     read_json_object,
     read_status,
     read_train_args,
-    remove_temporary_files,
     run_folders,
     validate_run_name,
 )
