@@ -11,7 +11,7 @@ sentence filter): the "× reference" column is load-independent where the second
 
     python bench/page_latency.py [--repeats 5]
 
-Goals (issue 4): < 1.5 s at 32 tokens, < 3 s for the model view at 128 tokens, no freeze at 512.
+Goals: < 1.5 s at 32 tokens, < 3 s for the model view at 128 tokens, no freeze at 512.
 """
 
 from __future__ import annotations

@@ -245,7 +245,7 @@ def test_figures_are_deterministic():
     assert first.to_json() == second.to_json()
 
 
-# ---------------------------------------------------------------- readability (presentation mode, issue 11)
+# ---------------------------------------------------------------- readability (presentation mode)
 
 
 def test_readable_sets_dark_fonts_everywhere_and_larger_ones_for_a_projector():

@@ -40,7 +40,7 @@ __all__ = [
     "topk_bar",
 ]
 
-# Beyond attention weights (issue 12).
+# Beyond attention weights.
 from bertviz_lite.figures.explain import (  # noqa: E402
     attribution_figure,
     knockout_figure,

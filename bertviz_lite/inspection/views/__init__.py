@@ -79,7 +79,7 @@ __all__ = [
     "vectors_for",
 ]
 
-# Beyond attention weights (issue 12): norm-weighted attention, attribution, head knock-out, logit lens.
+# Beyond attention weights: norm-weighted attention, attribution, head knock-out, logit lens.
 from bertviz_lite.inspection.views.explain import (  # noqa: E402
     Attribution,
     HeadKnockout,
