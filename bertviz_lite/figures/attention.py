@@ -23,6 +23,11 @@ from bertviz_lite.figures._common import (
 )
 from bertviz_lite.inspection.analysis import unique_labels
 
+# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+__all__ = [
+    "attention_heatmap", "head_statistics_figure", "head_view", "neuron_view_figure", "rollout_heatmap",
+]
+
 if TYPE_CHECKING:
     from bertviz_lite.inspection.views.attention import HeadViewLinks
 

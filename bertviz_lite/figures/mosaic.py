@@ -16,6 +16,9 @@ import plotly.graph_objects as go
 from bertviz_lite.figures._common import SEQUENTIAL
 from bertviz_lite.inspection.views.attention import AttentionMosaic
 
+# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+__all__ = ["mosaic_figure"]
+
 PICKER_NAME = "tile picker"
 
 

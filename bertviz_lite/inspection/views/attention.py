@@ -15,6 +15,13 @@ import pandas as pd
 
 from bertviz_lite.inspection import analysis
 
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+__all__ = [
+    "AttentionMap", "AttentionMosaic", "HeadViewLinks", "NeuronData", "attention_map",
+    "attention_mosaic", "head_view_links", "head_view_min_weight", "head_view_top_k", "model_view_size",
+    "neuron_data", "select_links",
+]
+
 # Line budget of the head view: above it, fewer lines per query are drawn (keeps 512 tokens smooth).
 HEAD_VIEW_MAX_LINES = 8000
 HEAD_VIEW_MAX_TOP_K = 20
