@@ -4,12 +4,20 @@ import streamlit as st
 
 from bertviz_lite import figures
 from bertviz_lite.inspection import analysis, attribution, explore, views
+from bertviz_lite.inspection.views import tabs as declared
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.text.tokenization import MASK_TOKEN
 from pages.common._share import ALL_HEADS
-from pages.common._ui import clamp_state, load_context, show_figure, show_table, trace_for, view
+from pages.common._ui import (
+    clamp_state,
+    load_context,
+    show_declared_tabs,
+    show_figure,
+    show_table,
+    trace_for,
+    view,
+)
 
-TABS = ["Norm-weighted attention", "Attribution", "Head knock-out", "Layer by layer"]
 NSP = -1  # the "Explain" option for the next-sentence decision
 
 
@@ -71,7 +79,8 @@ def _toggle_clicked_head() -> None:
 
 
 trace_for(ctx)
-tabs = dict(zip(TABS, st.tabs(TABS, key="beyond_view", on_change="rerun"), strict=True))
+titles = declared.titles(declared.BEYOND_ATTENTION_TABS)
+tabs = dict(zip(titles, st.tabs(titles, key="beyond_view", on_change="rerun"), strict=True))
 
 if tabs["Norm-weighted attention"].open:
     with tabs["Norm-weighted attention"]:
@@ -162,3 +171,5 @@ if tabs["Layer by layer"].open:
                     f"last. The final answer is {data.answer!r}; the bars show how early the model settles on it."
                 )
                 show_figure(figures.logit_lens_figure(data), "beyond_logit_lens", frame=data.to_frame)
+
+show_declared_tabs(declared.BEYOND_ATTENTION_TABS, tabs, ctx.inputs)
