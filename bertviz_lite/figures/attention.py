@@ -1,4 +1,4 @@
-"""Attention figures: single map, BertViz-style head view, neuron view, head statistics (the model view: mosaic.py)."""
+"""Attention figures: single map, BertViz-style head view, neuron view, head statistics (the model view: model_view.py)."""
 
 from __future__ import annotations
 

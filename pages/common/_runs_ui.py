@@ -17,14 +17,14 @@ from bertviz_lite.figures.timelapse import (
     guesses_bar,
     prediction_curves,
     replay_heatmap,
-    replay_mosaic,
+    replay_model_view,
     specialisation_heatmap,
 )
 from bertviz_lite.figures.training import lr_curve, metric_curves, throughput_curve
 from bertviz_lite.inspection.analysis import attention_to_csv_frame
 from bertviz_lite.inspection.explore import model_view_selection
 from bertviz_lite.inspection.views import timelapse
-from bertviz_lite.inspection.views.attention import AttentionMosaic, attention_mosaic
+from bertviz_lite.inspection.views.attention import ModelView, model_view
 from bertviz_lite.loading.checkpoints import load_snapshot, load_snapshot_predictions, snapshot_path
 from bertviz_lite.loading.run_folder import RunFolder, read_metrics
 from bertviz_lite.runs import lifecycle
@@ -155,7 +155,7 @@ def _curves(records: list[dict]) -> None:
 
 
 def attention_replay(run_dir: Path) -> None:
-    """The run's snapshots as a time-lapse: one head's map, the mosaic, the probe's predictions, head patterns.
+    """The run's snapshots as a time-lapse: one head's map, the model view, the probe's predictions, head patterns.
 
     The panel is a fragment. While Play is on it reruns every PLAY_S seconds and each run shows the next
     snapshot; while the run trains it looks for new snapshots every REPLAY_REFRESH_S seconds and, unless
@@ -227,13 +227,13 @@ def _replay_panel(run_dir: Path, active: bool, was_playing: bool) -> None:
     zrange = _colour_range(lapse)
     path = snapshot_path(run_dir, step)
     try:
-        attentions, tokens, mosaic = replay_frame(str(path), _file_version(path))
+        attentions, tokens, overview = replay_frame(str(path), _file_version(path))
     except ValueError:
         st.warning(f"The snapshot of step {step} could not be read (being written, or not a snapshot).")
         return
     _head_and_predictions(attentions, tokens, lapse, step, zrange)
     st.caption("Click a tile to open that head above.")
-    show_figure(replay_mosaic(mosaic, zrange), "replay_mosaic", mosaic.to_frame, selection_mode="points",
+    show_figure(replay_model_view(overview, zrange), "replay_mosaic", overview.to_frame, selection_mode="points",
                 on_select=partial(_open_tile, *attentions.shape[:2]))  # fmt: skip
     _specialisation(lapse, step)
 
@@ -315,7 +315,7 @@ def _specialisation(lapse: timelapse.Timelapse, step: int) -> None:
 
 
 def _open_tile(layers: int, heads: int) -> None:
-    """A click on a mosaic tile selects that layer and head."""
+    """A click on a model-view tile selects that layer and head."""
     picked = model_view_selection(st.session_state["replay_mosaic"].selection, layers, heads)
     if picked is not None:
         st.session_state["replay_layer"], st.session_state["replay_head"] = picked
@@ -351,7 +351,7 @@ def run_timelapse(run_dir: str, steps: tuple[int, ...]) -> timelapse.Timelapse:
 
 
 @st.cache_resource(max_entries=12, show_spinner=False)  # a base-preset snapshot is 4.7 MB: at most ~60 MB here
-def replay_frame(path: str, version: int) -> tuple[np.ndarray, list[str], AttentionMosaic]:
-    """One snapshot's attention [L, H, T, T], tokens and mosaic, read once (per version of the file)."""
+def replay_frame(path: str, version: int) -> tuple[np.ndarray, list[str], ModelView]:
+    """One snapshot's attention [L, H, T, T], tokens and model view, read once (per version of the file)."""
     _, attentions, tokens = load_snapshot(path)
-    return attentions, tokens, attention_mosaic(attentions, tokens)
+    return attentions, tokens, model_view(attentions, tokens)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from bertviz_lite.figures import embedding_parts_figure, mosaic_figure, nsp_bar, token_chip_html, topk_bar
+from bertviz_lite.figures import embedding_parts_figure, model_view_figure, nsp_bar, token_chip_html, topk_bar
 from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
 from bertviz_lite.inspection import explore, views
 from bertviz_lite.inspection import walkthrough as walk
@@ -111,8 +111,8 @@ def _open_head() -> None:
 
 
 def step_many_heads() -> None:
-    mosaic = view(views.attention_mosaic, ctx.inputs, masked)
-    show_figure(mosaic_figure(mosaic, tile_size=min(80, 520 // num_layers)), "walk_model_view", frame=mosaic.to_frame,
+    overview = view(views.model_view, ctx.inputs, masked)
+    show_figure(model_view_figure(overview, tile_size=min(80, 520 // num_layers)), "walk_model_view", frame=overview.to_frame,
                 on_select=_open_head, selection_mode="points")
 
 

@@ -120,16 +120,16 @@ if tabs["Head view"].open:
 
 if tabs["Model view"].open:
     with tabs["Model view"]:
-        mosaic = view(views.attention_mosaic, ctx.inputs)
+        overview = view(views.model_view, ctx.inputs)
         st.caption(
             "Every layer (rows) and head (columns). Click a tile to open that head beside it."
-            + (f" Tiles are averaged into {mosaic.tile} × {mosaic.tile} blocks of tokens." if mosaic.tile < count else "")
+            + (f" Tiles are averaged into {overview.tile} × {overview.tile} blocks of tokens." if overview.tile < count else "")
         )
         grid, opened = st.columns([3, 2])  # the opened head beside the grid, not below the fold
         with grid:
             # Tiles as wide as the column allows (12 heads in 3/5 of a screen): a taller figure only left a gap.
-            show_figure(figures.mosaic_figure(mosaic, tile_size=max(24, min(80, 460 // num_heads))), "model_view",
-                        frame=mosaic.to_frame, key=_model_view_key(), on_select=_open_tile, selection_mode="points")
+            show_figure(figures.model_view_figure(overview, tile_size=max(24, min(80, 460 // num_heads))), "model_view",
+                        frame=overview.to_frame, key=_model_view_key(), on_select=_open_tile, selection_mode="points")
         with opened:
             single_head(layer, head, "All", "model_view_head", axis_titles=False)
 

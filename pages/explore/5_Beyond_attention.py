@@ -154,9 +154,9 @@ if tabs["Head knock-out"].open:
                            "it adds nothing to its layer's output, and the layers above see the difference.")
                 show_figure(figures.knockout_figure(data), "beyond_knockout", frame=data.to_frame)
             with st.expander("Model view: click a tile to knock that head out (or bring it back)"):
-                mosaic = view(views.attention_mosaic, ctx.inputs, masked)
-                show_figure(figures.mosaic_figure(mosaic, tile_size=min(80, 480 // num_layers)), "beyond_model_view",
-                            frame=mosaic.to_frame, key=_model_view_key(), on_select=_toggle_clicked_head,
+                overview = view(views.model_view, ctx.inputs, masked)
+                show_figure(figures.model_view_figure(overview, tile_size=min(80, 480 // num_layers)), "beyond_model_view",
+                            frame=overview.to_frame, key=_model_view_key(), on_select=_toggle_clicked_head,
                             selection_mode="points")
 
 if tabs["Layer by layer"].open:
