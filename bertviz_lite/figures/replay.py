@@ -1,4 +1,4 @@
-"""Figures of the training time-lapse: the replay with one fixed colour range, predictions and head patterns over steps."""
+"""Figures of the training replay: one head and the model view on one fixed colour range, predictions and head patterns over steps."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from bertviz_lite.figures.attention import attention_heatmap
 from bertviz_lite.figures.model_view import model_view_figure
 from bertviz_lite.figures.predictions import topk_bar
 from bertviz_lite.inspection.views.attention import ModelView
-from bertviz_lite.inspection.views.timelapse import HeadSpecialisation, PredictionSeries
+from bertviz_lite.inspection.views.replay import HeadSpecialisation, PredictionSeries
 
 ANSWER_COLOUR, GUESS_COLOUR = "#2ca02c", "#1f77b4"
 
