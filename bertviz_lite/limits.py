@@ -53,6 +53,7 @@ MAX_JSON_BYTES = 1 * MB
 MAX_JSON_DEPTH = 32
 MAX_VOCAB_BYTES = 10 * MB
 MAX_VOCAB_LINES = 1_000_000
+MAX_METRICS_BYTES = 64 * MB  # of an uploaded metrics.jsonl: a 100k-step run logs ~20 MB
 MAX_SAFETENSORS_HEADER_BYTES = 100 * MB
 FLOAT_BYTES = 4  # activations are float32
 WEIGHT_SLACK_BYTES = 1 * MB  # headers, position_ids buffers

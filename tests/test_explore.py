@@ -13,12 +13,12 @@ import torch
 from bertviz_lite.figures import (
     attention_heatmap,
     head_view,
-    mosaic_figure,
+    model_view_figure,
     neuron_view_figure,
     rollout_heatmap,
 )
 from bertviz_lite.figures.attention import MAX_TICK_LABELS
-from bertviz_lite.figures.mosaic import PICKER_NAME
+from bertviz_lite.figures.model_view import PICKER_NAME
 from bertviz_lite.inspection import analysis, explore, views
 from bertviz_lite.inspection.explore import from_trace
 from bertviz_lite.inspection.views.attention import HEAD_VIEW_MAX_LINES, HEAD_VIEW_MAX_TOP_K
@@ -184,7 +184,7 @@ def test_head_view_figure_windows_queries_and_keys(trace):
 
 
 def test_model_view_figure_has_one_clickable_point_per_tile(trace):
-    fig = mosaic_figure(from_trace(views.attention_mosaic, trace))
+    fig = model_view_figure(from_trace(views.model_view, trace))
     size = trace.num_tokens  # short input: tiles are not downsampled
     picker = next(t for t in fig.data if t.name == PICKER_NAME)
     assert len(picker.x) == 8 and fig.layout.meta["tile"] == size
@@ -195,7 +195,7 @@ def test_model_view_figure_has_one_clickable_point_per_tile(trace):
         assert head * step < picker.x[index] < head * step + size and layer * step < picker.y[index] < layer * step + size
     assert np.isnan(fig.data[0].z[size]).all()  # a gap row between layers
     assert views.model_view_size(512) == 32 and views.model_view_size(20) == 20
-    frame = from_trace(views.attention_mosaic, trace, max_tokens=4).to_frame()
+    frame = from_trace(views.model_view, trace, max_tokens=4).to_frame()
     assert len(frame) == 8 * 16
     np.testing.assert_allclose(frame.groupby(["layer", "head", "query_index"])["weight"].sum(), 1.0, atol=1e-6)
 

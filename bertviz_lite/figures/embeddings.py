@@ -21,6 +21,11 @@ from bertviz_lite.figures._common import (
 )
 from bertviz_lite.inspection.analysis import EMBEDDING_PARTS, unique_labels
 
+# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+__all__ = [
+    "component_norms_bar", "embedding_parts_figure", "pca_scatter", "position_similarity_heatmap", "uncluttered_labels",
+]
+
 PART_TITLES = ("token embedding", "position embedding", "segment embedding", "sum", "after LayerNorm")
 # Subplot titles short enough not to collide at 1024 px, read left to right as the sum they are.
 SUBPLOT_TITLES = ("token", "+ position", "+ segment", "= sum", "→ LayerNorm")

@@ -9,6 +9,9 @@ import plotly.graph_objects as go
 
 from bertviz_lite.figures._common import category_axis
 
+# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+__all__ = ["nsp_bar", "topk_bar"]
+
 
 def topk_bar(tokens: Sequence[str], probs: Sequence[float], title: str = "Top predictions") -> go.Figure:
     """Horizontal bars of candidate tokens and their probabilities, highest on top."""

@@ -50,7 +50,7 @@ STEPS = (
          "A layer has {heads} heads, each with its own q, k and v, so each can look for something different: the "
          "next word, the previous one, [SEP], the same word. Their outputs are joined and mixed. The model stacks "
          "{layers} such layers. Each small square is one head's attention map (rows: queries, columns: keys); "
-         "click one to look at it closely in step 4."),
+         "click one to look at it closely in step {one_head_step}."),
     Step("residual", "The residual stream and the feed-forward network",
          "Each layer does not replace a token's vector: it **adds** to it (the residual connection), first the "
          "attention output, then the output of a small **feed-forward network** applied to every token on its "
@@ -75,12 +75,18 @@ def step_facts(config, vocab_size: int, num_tokens: int, masked_word: str | None
         "hidden": config.hidden_size, "intermediate": config.intermediate_size, "heads": config.num_attention_heads,
         "layers": config.num_hidden_layers, "head_dim": config.hidden_size // config.num_attention_heads,
         "masked": f"here the word “{masked_word}”" if masked_word else "or type [MASK] in a sentence yourself",
+        "one_head_step": step_number("one_head"),
     }  # fmt: skip
 
 
 def step_text(step: Step, facts: dict) -> str:
     """The step's text with the facts filled in."""
     return step.text.format(**facts)
+
+
+def step_number(key: str) -> int:
+    """The 1-based number of the step with this key, as the page counts them."""
+    return [step.key for step in STEPS].index(key) + 1
 
 
 def clamp_step(step: int) -> int:

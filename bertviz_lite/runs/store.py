@@ -20,11 +20,10 @@ from bertviz_lite.loading.pretrained import DEMO
 from bertviz_lite.loading.run_folder import (
     CHECKPOINT_FILES,
     CONFIG_FILE,
-    METRICS_FILE,
     SNAPSHOTS_DIR,
-    TRAIN_ARGS_FILE,
     WEIGHTS_FILE,
     checkpoints_root,
+    file_names,
     read_metrics,
     validate_run_name,
 )
@@ -33,7 +32,6 @@ from bertviz_lite.server import access
 
 PROTECTED = frozenset({DEMO})
 REQUIRED_FILES = CHECKPOINT_FILES
-OPTIONAL_FILES = (TRAIN_ARGS_FILE, METRICS_FILE)
 HF_FILES = REQUIRED_FILES
 SNAPSHOT_MEMBER = re.compile(rf"{SNAPSHOTS_DIR}/[A-Za-z0-9][A-Za-z0-9_.-]*\.(safetensors|json)")
 FINAL_METRICS = ("mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc", "eval_mlm_acc", "eval_nsp_acc")
@@ -132,6 +130,11 @@ def _move(folder: Path, target: Path, verb: str) -> None:
 # ---- zip download and Hugging Face export --------------------------------------------------------
 
 
+def optional_files() -> tuple[str, ...]:
+    """The run's files a zip carries besides the checkpoint (train_args.json, metrics.jsonl): run_folder.FILES."""
+    return file_names("zipped")
+
+
 def _zip_files(members: list[tuple[Path, str]]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -144,7 +147,7 @@ def _zip_files(members: list[tuple[Path, str]]) -> bytes:
 
 def checkpoint_files(folder: Path) -> list[Path]:
     """The files of a checkpoint that a download carries (exactly what an upload accepts)."""
-    names = [*REQUIRED_FILES, *OPTIONAL_FILES]
+    names = [*REQUIRED_FILES, *optional_files()]
     files = [folder / name for name in names if (folder / name).is_file()]
     snapshots = folder / SNAPSHOTS_DIR
     if snapshots.is_dir():

@@ -13,18 +13,18 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from bertviz_lite.figures.timelapse import (
+from bertviz_lite.figures.replay import (
     guesses_bar,
     prediction_curves,
     replay_heatmap,
-    replay_mosaic,
+    replay_model_view,
     specialisation_heatmap,
 )
 from bertviz_lite.figures.training import lr_curve, metric_curves, throughput_curve
 from bertviz_lite.inspection.analysis import attention_to_csv_frame
 from bertviz_lite.inspection.explore import model_view_selection
-from bertviz_lite.inspection.views import timelapse
-from bertviz_lite.inspection.views.attention import AttentionMosaic, attention_mosaic
+from bertviz_lite.inspection.views import replay
+from bertviz_lite.inspection.views.attention import ModelView, model_view
 from bertviz_lite.loading.checkpoints import load_snapshot, load_snapshot_predictions, snapshot_path
 from bertviz_lite.loading.run_folder import RunFolder, read_metrics
 from bertviz_lite.runs import lifecycle
@@ -151,11 +151,11 @@ def _curves(records: list[dict]) -> None:
         column.plotly_chart(figure, key=key, config=plotly_config(key))
 
 
-# ---- attention replay: a time-lapse of the probe pair --------------------------------------------
+# ---- attention replay: the probe pair over the training steps --------------------------------------------
 
 
 def attention_replay(run_dir: Path) -> None:
-    """The run's snapshots as a time-lapse: one head's map, the mosaic, the probe's predictions, head patterns.
+    """The run's snapshots replayed: one head's map, the model view, the probe's predictions, head patterns.
 
     The panel is a fragment. While Play is on it reruns every PLAY_S seconds and each run shows the next
     snapshot; while the run trains it looks for new snapshots every REPLAY_REFRESH_S seconds and, unless
@@ -220,20 +220,20 @@ def _replay_panel(run_dir: Path, active: bool, was_playing: bool) -> None:
     _play_tick(steps)
     _retime(was_playing)  # Play just ended at the last snapshot
     step = _step_controls(steps, active)
-    lapse = run_timelapse(str(run_dir), tuple(steps))
+    lapse = run_replay(str(run_dir), tuple(steps))
     if step not in lapse.steps:
         st.warning(f"The snapshot of step {step} could not be read (being written, or not a snapshot).")
         return
     zrange = _colour_range(lapse)
     path = snapshot_path(run_dir, step)
     try:
-        attentions, tokens, mosaic = replay_frame(str(path), _file_version(path))
+        attentions, tokens, overview = replay_frame(str(path), _file_version(path))
     except ValueError:
         st.warning(f"The snapshot of step {step} could not be read (being written, or not a snapshot).")
         return
     _head_and_predictions(attentions, tokens, lapse, step, zrange)
     st.caption("Click a tile to open that head above.")
-    show_figure(replay_mosaic(mosaic, zrange), "replay_mosaic", mosaic.to_frame, selection_mode="points",
+    show_figure(replay_model_view(overview, zrange), "replay_mosaic", overview.to_frame, selection_mode="points",
                 on_select=partial(_open_tile, *attentions.shape[:2]))  # fmt: skip
     _specialisation(lapse, step)
 
@@ -256,17 +256,17 @@ def _step_controls(steps: list[int], active: bool) -> int:
     return step
 
 
-def _colour_range(lapse: timelapse.Timelapse) -> tuple[float, float]:
-    scale = st.radio("Colour scale", timelapse.COLOUR_SCALES, key="replay_scale", horizontal=True, on_change=_hold,
+def _colour_range(lapse: replay.Replay) -> tuple[float, float]:
+    scale = st.radio("Colour scale", replay.COLOUR_SCALES, key="replay_scale", horizontal=True, on_change=_hold,
                      help="The same colours at every step, so an untrained head (every weight about 1/T) looks "
                           "flat rather than patterned.")  # fmt: skip
-    zrange = timelapse.colour_range(scale, lapse.largest_weight)
+    zrange = replay.colour_range(scale, lapse.largest_weight)
     st.caption(f"Colours run from {zrange[0]:g} (white) to {zrange[1]:.3g} (dark blue) at every step"
-               + ("." if scale == timelapse.COLOUR_SCALES[0] else ": the largest weight in any snapshot of this run."))
+               + ("." if scale == replay.COLOUR_SCALES[0] else ": the largest weight in any snapshot of this run."))
     return zrange
 
 
-def _head_and_predictions(attentions: np.ndarray, tokens: list[str], lapse: timelapse.Timelapse, step: int,
+def _head_and_predictions(attentions: np.ndarray, tokens: list[str], lapse: replay.Replay, step: int,
                           zrange: tuple[float, float]) -> None:  # fmt: skip
     layers, heads = attentions.shape[:2]
     _clamp("replay_layer", list(range(layers)), 0)
@@ -284,7 +284,7 @@ def _head_and_predictions(attentions: np.ndarray, tokens: list[str], lapse: time
         _predictions(lapse.predictions, step)
 
 
-def _predictions(series: timelapse.PredictionSeries, step: int) -> None:
+def _predictions(series: replay.PredictionSeries, step: int) -> None:
     """The probe pair's MLM guesses and NSP probability at this step, and both over the steps."""
     if not series.steps:
         st.info("This run's snapshots hold no MLM/NSP predictions: it was trained before they were saved, "
@@ -303,10 +303,10 @@ PATTERN_LABELS = {"[CLS]": "[CLS]", "[SEP]": "[SEP]", "previous": "previous toke
                   "self": "itself"}  # fmt: skip
 
 
-def _specialisation(lapse: timelapse.Timelapse, step: int) -> None:
+def _specialisation(lapse: replay.Replay, step: int) -> None:
     """Per head and step, the share of attention to one pattern (picked), from every snapshot."""
     st.markdown("**When heads specialise**")
-    pattern = st.radio("Attention to", timelapse.PATTERNS, key="replay_pattern", horizontal=True, on_change=_hold,
+    pattern = st.radio("Attention to", replay.PATTERNS, key="replay_pattern", horizontal=True, on_change=_hold,
                        format_func=PATTERN_LABELS.get)  # fmt: skip
     st.caption("Each cell: the share of a head's attention that goes to this target, averaged over the probe "
                "pair's tokens (padding left out). A head turns dark when it specialises.")  # fmt: skip
@@ -315,7 +315,7 @@ def _specialisation(lapse: timelapse.Timelapse, step: int) -> None:
 
 
 def _open_tile(layers: int, heads: int) -> None:
-    """A click on a mosaic tile selects that layer and head."""
+    """A click on a model-view tile selects that layer and head."""
     picked = model_view_selection(st.session_state["replay_mosaic"].selection, layers, heads)
     if picked is not None:
         st.session_state["replay_layer"], st.session_state["replay_head"] = picked
@@ -333,25 +333,25 @@ def _file_version(path: Path) -> int:
 
 
 @st.cache_resource(max_entries=512, show_spinner=False)  # a summary is a few numbers per head
-def _snapshot_summary(path: str, version: int) -> timelapse.SnapshotSummary | None:
+def _snapshot_summary(path: str, version: int) -> replay.SnapshotSummary | None:
     """One snapshot's summary (pattern shares, largest weight, predictions), or None if unreadable."""
     try:
         step, attentions, tokens = load_snapshot(path)
     except ValueError:
         return None
-    return timelapse.summarise_snapshot(step, attentions, tokens, load_snapshot_predictions(path))
+    return replay.summarise_snapshot(step, attentions, tokens, load_snapshot_predictions(path))
 
 
 @st.cache_resource(max_entries=8, show_spinner="Reading the run's snapshots…")
-def run_timelapse(run_dir: str, steps: tuple[int, ...]) -> timelapse.Timelapse:
-    """The time-lapse of a run's snapshots at these steps; a new snapshot costs one new summary."""
+def run_replay(run_dir: str, steps: tuple[int, ...]) -> replay.Replay:
+    """The replay of a run's snapshots at these steps; a new snapshot costs one new summary."""
     paths = [snapshot_path(run_dir, step) for step in steps]
     summaries = [_snapshot_summary(str(path), _file_version(path)) for path in paths]
-    return timelapse.timelapse([summary for summary in summaries if summary is not None])
+    return replay.replay([summary for summary in summaries if summary is not None])
 
 
 @st.cache_resource(max_entries=12, show_spinner=False)  # a base-preset snapshot is 4.7 MB: at most ~60 MB here
-def replay_frame(path: str, version: int) -> tuple[np.ndarray, list[str], AttentionMosaic]:
-    """One snapshot's attention [L, H, T, T], tokens and mosaic, read once (per version of the file)."""
+def replay_frame(path: str, version: int) -> tuple[np.ndarray, list[str], ModelView]:
+    """One snapshot's attention [L, H, T, T], tokens and model view, read once (per version of the file)."""
     _, attentions, tokens = load_snapshot(path)
-    return attentions, tokens, attention_mosaic(attentions, tokens)
+    return attentions, tokens, model_view(attentions, tokens)

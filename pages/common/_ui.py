@@ -12,8 +12,10 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
+from bertviz_lite import figures
 from bertviz_lite.figures.style import readable
 from bertviz_lite.inspection import explore
+from bertviz_lite.inspection.views.tabs import ViewTab
 from bertviz_lite.loading.pretrained import load
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.server import access
@@ -177,6 +179,20 @@ def show_figure(fig: go.Figure, name: str, frame: pd.DataFrame | Callable[[], pd
     event = st.plotly_chart(readable(fig, is_present()), key=key or name, config=plotly_config(name), **chart_args)
     csv_button(frame, name, name)
     return event
+
+
+def show_declared_tabs(declared: Sequence[ViewTab], tabs: dict, inputs: Inputs, masked: tuple[int, ...] = (),
+                       **picks) -> None:
+    """Draw the open one of the tabs declared with a data function and a builder (views/tabs.py): figure + CSV.
+
+    tabs: the page's st.tabs by title; picks: the page's pickers (layer, head, which), passed where the data
+    function takes them.
+    """
+    for tab in declared:
+        if not tab.drawn_by_page and tabs[tab.title].open:
+            with tabs[tab.title]:
+                data = view(tab.data, inputs, masked, **tab.params(**picks))
+                show_figure(getattr(figures, tab.figure)(data), tab.name, frame=data.to_frame)
 
 
 def show_table(frame: pd.DataFrame, name: str, **kwargs) -> None:

@@ -1,8 +1,8 @@
-"""Walkthrough: one sentence pair through BERT in eight steps; some steps ask the learner before the model answers."""
+"""Walkthrough: one sentence pair through BERT, step by step (walkthrough.STEPS); some ask the learner first."""
 
 import streamlit as st
 
-from bertviz_lite.figures import embedding_parts_figure, mosaic_figure, nsp_bar, token_chip_html, topk_bar
+from bertviz_lite.figures import embedding_parts_figure, model_view_figure, nsp_bar, token_chip_html, topk_bar
 from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
 from bertviz_lite.inspection import explore, views
 from bertviz_lite.inspection import walkthrough as walk
@@ -107,12 +107,12 @@ def _open_head() -> None:
     picked = explore.model_view_selection(st.session_state["walk_model_view"].selection, num_layers, num_heads)
     if picked is not None:
         st.session_state[LAYER], st.session_state[HEAD] = picked
-        st.session_state[STEP] = walk.STEP_KEYS.index("one_head") + 1
+        st.session_state[STEP] = walk.step_number("one_head")
 
 
 def step_many_heads() -> None:
-    mosaic = view(views.attention_mosaic, ctx.inputs, masked)
-    show_figure(mosaic_figure(mosaic, tile_size=min(80, 520 // num_layers)), "walk_model_view", frame=mosaic.to_frame,
+    overview = view(views.model_view, ctx.inputs, masked)
+    show_figure(model_view_figure(overview, tile_size=min(80, 520 // num_layers)), "walk_model_view", frame=overview.to_frame,
                 on_select=_open_head, selection_mode="points")
 
 
@@ -143,6 +143,7 @@ def step_nsp() -> None:
         show_figure(nsp_bar(probability), "walk_nsp", frame=views.nsp_frame(probability))
 
 
-RENDER = {"tokens": step_tokens, "ids": step_ids, "embeddings": step_embeddings, "one_head": step_one_head,
-          "many_heads": step_many_heads, "residual": step_residual, "mlm": step_mlm, "nsp": step_nsp}  # fmt: skip
-RENDER[current.key]()
+# A step declared in walk.STEPS is drawn by step_<its key> above; a step without such a function shows its text only.
+RENDER = {step.key: globals().get(f"step_{step.key}") for step in walk.STEPS}
+if RENDER[current.key] is not None:
+    RENDER[current.key]()

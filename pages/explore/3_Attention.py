@@ -6,18 +6,19 @@ from bertviz_lite import figures
 from bertviz_lite.figures.attention import STAT_TITLES
 from bertviz_lite.figures.head_view_script import head_view_hover_script
 from bertviz_lite.inspection import analysis, explore, views
+from bertviz_lite.inspection.views import tabs as declared
 from pages.common._ui import (
     clamp_number,
     clamp_state,
     is_present,
     load_context,
+    show_declared_tabs,
     show_figure,
     show_table,
     trace_for,
     view,
 )
 
-TABS = ["Heatmap", "Head view", "Model view", "Neuron view", "Head statistics", "Rollout"]
 HEAD_VIEW_WINDOW = 64  # tokens (queries and keys) drawn at once in the head view of a long input
 ALL_TOKENS = -1
 
@@ -93,7 +94,8 @@ def head_view_controls() -> tuple:
     return heads, window, focus, min_weight
 
 
-tabs = dict(zip(TABS, st.tabs(TABS, key="attn_view", on_change="rerun"), strict=True))
+titles = declared.titles(declared.ATTENTION_TABS)
+tabs = dict(zip(titles, st.tabs(titles, key="attn_view", on_change="rerun"), strict=True))
 if tabs["Heatmap"].open:
     with tabs["Heatmap"]:
         single_head(layer, head, which, "attention_heatmap")
@@ -118,16 +120,16 @@ if tabs["Head view"].open:
 
 if tabs["Model view"].open:
     with tabs["Model view"]:
-        mosaic = view(views.attention_mosaic, ctx.inputs)
+        overview = view(views.model_view, ctx.inputs)
         st.caption(
             "Every layer (rows) and head (columns). Click a tile to open that head beside it."
-            + (f" Tiles are averaged into {mosaic.tile} × {mosaic.tile} blocks of tokens." if mosaic.tile < count else "")
+            + (f" Tiles are averaged into {overview.tile} × {overview.tile} blocks of tokens." if overview.tile < count else "")
         )
         grid, opened = st.columns([3, 2])  # the opened head beside the grid, not below the fold
         with grid:
             # Tiles as wide as the column allows (12 heads in 3/5 of a screen): a taller figure only left a gap.
-            show_figure(figures.mosaic_figure(mosaic, tile_size=max(24, min(80, 460 // num_heads))), "model_view",
-                        frame=mosaic.to_frame, key=_model_view_key(), on_select=_open_tile, selection_mode="points")
+            show_figure(figures.model_view_figure(overview, tile_size=max(24, min(80, 460 // num_heads))), "model_view",
+                        frame=overview.to_frame, key=_model_view_key(), on_select=_open_tile, selection_mode="points")
         with opened:
             single_head(layer, head, "All", "model_view_head", axis_titles=False)
 
@@ -164,3 +166,5 @@ if tabs["Rollout"].open:
         flow = view(analysis.attention_rollout, ctx.inputs)[after - 1]
         show_figure(figures.rollout_heatmap(flow, trace.tokens, title=f"Attention rollout after layer {after}"),
                     "rollout", frame=lambda: analysis.attention_to_csv_frame(flow, trace.tokens))
+
+show_declared_tabs(declared.ATTENTION_TABS, tabs, ctx.inputs, layer=layer, head=head, which=which)

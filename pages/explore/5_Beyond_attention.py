@@ -4,12 +4,20 @@ import streamlit as st
 
 from bertviz_lite import figures
 from bertviz_lite.inspection import analysis, attribution, explore, views
+from bertviz_lite.inspection.views import tabs as declared
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.text.tokenization import MASK_TOKEN
 from pages.common._share import ALL_HEADS
-from pages.common._ui import clamp_state, load_context, show_figure, show_table, trace_for, view
+from pages.common._ui import (
+    clamp_state,
+    load_context,
+    show_declared_tabs,
+    show_figure,
+    show_table,
+    trace_for,
+    view,
+)
 
-TABS = ["Norm-weighted attention", "Attribution", "Head knock-out", "Layer by layer"]
 NSP = -1  # the "Explain" option for the next-sentence decision
 
 
@@ -71,7 +79,8 @@ def _toggle_clicked_head() -> None:
 
 
 trace_for(ctx)
-tabs = dict(zip(TABS, st.tabs(TABS, key="beyond_view", on_change="rerun"), strict=True))
+titles = declared.titles(declared.BEYOND_ATTENTION_TABS)
+tabs = dict(zip(titles, st.tabs(titles, key="beyond_view", on_change="rerun"), strict=True))
 
 if tabs["Norm-weighted attention"].open:
     with tabs["Norm-weighted attention"]:
@@ -145,9 +154,9 @@ if tabs["Head knock-out"].open:
                            "it adds nothing to its layer's output, and the layers above see the difference.")
                 show_figure(figures.knockout_figure(data), "beyond_knockout", frame=data.to_frame)
             with st.expander("Model view: click a tile to knock that head out (or bring it back)"):
-                mosaic = view(views.attention_mosaic, ctx.inputs, masked)
-                show_figure(figures.mosaic_figure(mosaic, tile_size=min(80, 480 // num_layers)), "beyond_model_view",
-                            frame=mosaic.to_frame, key=_model_view_key(), on_select=_toggle_clicked_head,
+                overview = view(views.model_view, ctx.inputs, masked)
+                show_figure(figures.model_view_figure(overview, tile_size=min(80, 480 // num_layers)), "beyond_model_view",
+                            frame=overview.to_frame, key=_model_view_key(), on_select=_toggle_clicked_head,
                             selection_mode="points")
 
 if tabs["Layer by layer"].open:
@@ -162,3 +171,5 @@ if tabs["Layer by layer"].open:
                     f"last. The final answer is {data.answer!r}; the bars show how early the model settles on it."
                 )
                 show_figure(figures.logit_lens_figure(data), "beyond_logit_lens", frame=data.to_frame)
+
+show_declared_tabs(declared.BEYOND_ATTENTION_TABS, tabs, ctx.inputs)

@@ -7,6 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from bertviz_lite.inspection.views.tabs import ATTENTION_TABS, titles
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DESCRIPTIONS, ENGLISH, MINILM
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from tests.browser.conftest import ARTIFACTS
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.browser
 A = "The quick brown fox jumps over the lazy dog."
 B = "It was not amused at all."
 PAGES = ["Tokens and masking", "Embeddings", "Attention", "Predictions"]
-TABS = ["Head view", "Model view", "Neuron view", "Head statistics", "Rollout"]
+TABS = titles(ATTENTION_TABS)[1:]  # after the Heatmap, which a visit opens
 NUM_TOKENS = 20  # [CLS] + 10 pieces of A + [SEP] + 7 of B + [SEP] with MiniLM's vocabulary
 
 

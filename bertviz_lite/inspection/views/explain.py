@@ -25,6 +25,12 @@ from bertviz_lite.inspection.views.predictions import (
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+__all__ = [
+    "Attribution", "HeadKnockout", "LogitLens", "default_choice", "explain_choices", "head_knockout",
+    "logit_lens", "token_attribution",
+]
+
 NSP_LABELS = ("IsNext", "NotNext")
 LOO = "leave-one-out"
 # Leave-one-out runs the model once per token and IG steps + 1 times with gradients: about 8 s on one CPU

@@ -10,6 +10,12 @@ import pandas as pd
 from bertviz_lite.inspection.analysis import softmax
 from bertviz_lite.text.tokenization import MASK_TOKEN, BertTokenizer, Encoding
 
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+__all__ = [
+    "default_mask_position", "is_next_probability", "maskable_positions", "masked_positions",
+    "nsp_caption", "nsp_frame", "prediction_title", "top_predictions",
+]
+
 
 def maskable_positions(encoding: Encoding) -> list[int]:
     """Positions of ordinary tokens (not [CLS]/[SEP]), the ones a user may mask."""

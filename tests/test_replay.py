@@ -1,4 +1,4 @@
-"""The training time-lapse: pattern shares on hand-made maps, a fixed colour range, predictions over steps."""
+"""The training replay: pattern shares on hand-made maps, a fixed colour range, predictions over steps."""
 
 from __future__ import annotations
 
@@ -6,21 +6,21 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lite.figures.timelapse import (
+from bertviz_lite.figures.replay import (
     guesses_bar,
     prediction_curves,
     replay_heatmap,
-    replay_mosaic,
+    replay_model_view,
     specialisation_heatmap,
 )
-from bertviz_lite.inspection.views.attention import attention_mosaic
-from bertviz_lite.inspection.views.timelapse import (
+from bertviz_lite.inspection.views.attention import model_view
+from bertviz_lite.inspection.views.replay import (
     COLOUR_SCALES,
     PATTERNS,
     colour_range,
     pattern_shares,
+    replay,
     summarise_snapshot,
-    timelapse,
 )
 from bertviz_lite.loading.checkpoints import (
     load_snapshot,
@@ -83,14 +83,14 @@ def test_the_colour_range_is_the_same_on_every_steps_figures():
     rng = np.random.default_rng(0)
     steps = [np.full((2, 2, 6, 6), 1 / 6)]  # an untrained model: every weight about 1/T
     steps += [rng.dirichlet(np.full(6, alpha), size=(2, 2, 6)) for alpha in (1.0, 0.1)]
-    lapse = timelapse([summarise_snapshot(i * 10, att, TOKENS) for i, att in enumerate(steps)])
+    lapse = replay([summarise_snapshot(i * 10, att, TOKENS) for i, att in enumerate(steps)])
     assert lapse.largest_weight == pytest.approx(max(float(att.max()) for att in steps))
     for scale in COLOUR_SCALES:
         zrange = colour_range(scale, lapse.largest_weight)
         ranges = set()
         for att in steps:
             heat = replay_heatmap(att[1, 0], TOKENS, zrange).data[0]
-            mosaic = replay_mosaic(attention_mosaic(att, TOKENS), zrange).data[0]
+            mosaic = replay_model_view(model_view(att, TOKENS), zrange).data[0]
             ranges |= {(heat.zmin, heat.zmax), (mosaic.zmin, mosaic.zmax)}
             assert heat.zauto is False and mosaic.zauto is False
         assert ranges == {zrange}
@@ -113,7 +113,7 @@ def test_predictions_over_steps_from_saved_snapshots(tmp_path):
     for step in (100, 0, 50):
         path = snapshot_path(tmp_path, step)
         summaries.append(summarise_snapshot(*load_snapshot(path), load_snapshot_predictions(path)))
-    series = timelapse(summaries).predictions
+    series = replay(summaries).predictions
     assert series.steps == (50, 100) and series.missing_steps == (0,) and series.answer == "b"
     frame = series.to_frame()
     assert list(frame.columns) == ["step", "answer", "answer_prob", "is_next_prob",
@@ -132,14 +132,14 @@ def test_predictions_over_steps_from_saved_snapshots(tmp_path):
 
 
 def test_a_run_without_predictions_gives_an_empty_series():
-    lapse = timelapse([summarise_snapshot(0, np.full((1, 1, 6, 6), 1 / 6), TOKENS)])
+    lapse = replay([summarise_snapshot(0, np.full((1, 1, 6, 6), 1 / 6), TOKENS)])
     assert lapse.predictions.steps == () and lapse.predictions.missing_steps == (0,)
     assert lapse.predictions.to_frame().empty
 
 
 def test_specialisation_over_steps_frame_and_figure():
     heads = [stack(shifted(6, 0), shifted(6, -1)), stack(shifted(6, -1), shifted(6, -1))]
-    lapse = timelapse([summarise_snapshot(step, att, TOKENS) for step, att in zip((0, 20), heads, strict=True)])
+    lapse = replay([summarise_snapshot(step, att, TOKENS) for step, att in zip((0, 20), heads, strict=True)])
     spec = lapse.specialisation
     assert spec.steps == (0, 20) and spec.shares.shape == (2, 1, 2, len(PATTERNS))
     frame = spec.to_frame()

@@ -1,9 +1,9 @@
-"""The data of the training time-lapse: what the probe pair's snapshots say over a run's steps.
+"""The data of the training replay: what the probe pair's snapshots say over a run's steps.
 
 A run saves, every few steps, the probe pair's attention [L, H, T, T] and (when the model has MLM/NSP
 heads) the heads' answers on it (`checkpoints.save_snapshot`). Each snapshot is summarised once
-(`summarise_snapshot`: a few numbers per head, its largest weight, its predictions); `timelapse`
-gathers the summaries into series over steps. Figures: `bertviz_lite.figures.timelapse`.
+(`summarise_snapshot`: a few numbers per head, its largest weight, its predictions); `replay`
+gathers the summaries into series over steps. Figures: `bertviz_lite.figures.replay`.
 
 Pattern shares (`pattern_shares`), per layer and head, on one snapshot's attention A [T, T]:
     the query rows are every position whose token is not [PAD];
@@ -59,7 +59,7 @@ def pattern_shares(attentions, tokens: Sequence[str]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class SnapshotSummary:
-    """What the time-lapse keeps of one snapshot: a few numbers per head, not its [L, H, T, T] maps."""
+    """What the replay keeps of one snapshot: a few numbers per head, not its [L, H, T, T] maps."""
 
     step: int
     shares: np.ndarray  # [L, H, P] pattern_shares
@@ -155,8 +155,8 @@ def predictions_over_steps(summaries: Sequence[SnapshotSummary]) -> PredictionSe
 
 
 @dataclass(frozen=True)
-class Timelapse:
-    """Everything the time-lapse draws over the steps of a run, from its snapshot summaries."""
+class Replay:
+    """Everything the replay draws over the steps of a run, from its snapshot summaries."""
 
     steps: tuple[int, ...]
     specialisation: HeadSpecialisation
@@ -164,11 +164,11 @@ class Timelapse:
     largest_weight: float  # over every snapshot: the top of the "largest weight of the run" colour scale
 
 
-def timelapse(summaries: Sequence[SnapshotSummary]) -> Timelapse:
+def replay(summaries: Sequence[SnapshotSummary]) -> Replay:
     """Gather snapshot summaries (any order) into the series over steps."""
     summaries = sorted(summaries, key=lambda s: s.step)
     largest = max((s.largest_weight for s in summaries), default=1.0)
-    return Timelapse(tuple(s.step for s in summaries), head_specialisation(summaries),
+    return Replay(tuple(s.step for s in summaries), head_specialisation(summaries),
                      predictions_over_steps(summaries), largest)  # fmt: skip
 
 

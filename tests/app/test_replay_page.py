@@ -1,4 +1,4 @@
-"""The Train page's time-lapse in AppTest, on run folders whose snapshots are written directly (no training)."""
+"""The Train page's attention replay in AppTest, on run folders whose snapshots are written directly (no training)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lite.inspection.views.timelapse import COLOUR_SCALES, pattern_shares
+from bertviz_lite.inspection.views.replay import COLOUR_SCALES, pattern_shares
 from bertviz_lite.loading.checkpoints import save_snapshot
 from bertviz_lite.loading.run_folder import write_status
 from tests.app.training_helpers import array, chart, open_app, traces, use_checkpoints_folder
