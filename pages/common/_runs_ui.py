@@ -30,7 +30,8 @@ from bertviz_lite.loading.run_folder import RunFolder, read_metrics
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.runs.store import final_metrics
 from bertviz_lite.server import access
-from pages.common._ui import clamp_state, plotly_config, show_figure
+from pages.common._state import keep_choice
+from pages.common._ui import plotly_config, show_figure
 from pages.common._visitor import current_visitor
 
 REFRESH_S = 2.0
@@ -61,8 +62,7 @@ def select_run(choices: list[lifecycle.RunState], key: str = "train_run") -> lif
         st.session_state[key] = wanted
     elif wanted:
         st.warning(f"There is no run named {wanted!r} here (renamed or deleted?); showing another one.")
-    if st.session_state.get(key) not in names:
-        st.session_state[key] = names[0]
+    keep_choice(key, names, names[0], start=True)
     name = st.selectbox("Run", names, key=key, on_change=_remember_run, args=(key,),
                         help="Newest first. The page's address names the run: share it or reload it.")  # fmt: skip
     st.query_params[QUERY_KEY] = name
@@ -168,12 +168,6 @@ def attention_replay(run_dir: Path) -> None:
     st.fragment(run_every=every)(_replay_panel)(run_dir, active, playing)
 
 
-def _clamp(key: str, options: list, default) -> None:
-    """Start at default, and go back to it when the stored value is no longer offered (_ui.clamp_state)."""
-    st.session_state.setdefault(key, default)
-    clamp_state(key, options, default)
-
-
 def _stop_following() -> None:
     st.session_state["replay_follow"] = False
     st.session_state[PLAYING] = False
@@ -243,7 +237,7 @@ def _step_controls(steps: list[int], active: bool) -> int:
     st.session_state.setdefault("replay_follow", True)
     if active and st.session_state["replay_follow"] and not st.session_state.get(PLAYING):
         st.session_state["replay_step"] = steps[-1]
-    _clamp("replay_step", steps, steps[-1])
+    keep_choice("replay_step", steps, steps[-1], start=True)
     play, slider = st.columns([1, 6], vertical_alignment="bottom")
     playing = st.session_state.get(PLAYING)
     play.button("Pause" if playing else "Play", key="replay_play", icon=":material/pause:" if playing
@@ -269,8 +263,8 @@ def _colour_range(lapse: timelapse.Timelapse) -> tuple[float, float]:
 def _head_and_predictions(attentions: np.ndarray, tokens: list[str], lapse: timelapse.Timelapse, step: int,
                           zrange: tuple[float, float]) -> None:  # fmt: skip
     layers, heads = attentions.shape[:2]
-    _clamp("replay_layer", list(range(layers)), 0)
-    _clamp("replay_head", list(range(heads)), 0)
+    keep_choice("replay_layer", range(layers), 0, start=True)
+    keep_choice("replay_head", range(heads), 0, start=True)
     left, right = st.columns([3, 2])
     pick_layer, pick_head = left.columns(2)
     layer = pick_layer.selectbox("Layer", range(layers), key="replay_layer", on_change=_hold)

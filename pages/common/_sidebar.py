@@ -20,6 +20,7 @@ from bertviz_lite.loading.pretrained import (
     huggingface_cache_models,
     list_checkpoints,
 )
+from pages.common._state import keep_choice
 from pages.common._visitor import remember_visitor
 
 OTHER_FOLDER = "Another folder…"
@@ -63,16 +64,10 @@ def model_label(option: str) -> str:
     return f"checkpoint: {option}"
 
 
-def _keep_valid_choice(options: list[str]) -> None:
-    """A checkpoint that disappeared falls back to the default model instead of breaking the selectbox."""
-    if st.session_state.get("model_picker", DEFAULT_MODEL) not in options:
-        st.session_state["model_picker"] = DEFAULT_MODEL
-
-
 def render_sidebar() -> Inputs:
     """Draw the shared sidebar and return the current inputs."""
     options = model_options()
-    _keep_valid_choice(options)
+    keep_choice("model_picker", options, DEFAULT_MODEL)  # a deleted checkpoint falls back to the default
     with st.sidebar:
         st.toggle("Presentation mode", key="present", help="Large dark text in figures, a compact page and the "
                   "sidebar folded away: for a projector. Also ?present=1 in the URL.")

@@ -183,19 +183,3 @@ def show_table(frame: pd.DataFrame, name: str, **kwargs) -> None:
     """A dataframe with its own CSV button."""
     st.dataframe(frame, key=f"{name}_table", **kwargs)
     csv_button(frame, name, name)
-
-
-def clamp_state(key: str, options: Sequence, default) -> None:
-    """Reset a stored widget value that the input no longer offers (layer 5 of a 2-layer model).
-
-    Widgets still get their default through value/index/default: the browser shows that default
-    until the first value set through session state arrives, and may send it back meanwhile.
-    """
-    if key in st.session_state and st.session_state[key] not in options:
-        st.session_state[key] = default
-
-
-def clamp_number(key: str, low: int, high: int) -> None:
-    """Pull a stored slider/number value back into [low, high] (the input got shorter, say)."""
-    if key in st.session_state and not low <= st.session_state[key] <= high:
-        st.session_state[key] = min(max(st.session_state[key], low), high)

@@ -8,7 +8,8 @@ from bertviz_lite.inspection import explore, views
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints
 from pages.common._share import HEAD, LAYER, STEP
-from pages.common._ui import clamp_number, load_context, show_figure, step_keys, trace_for, view
+from pages.common._state import clamp_number
+from pages.common._ui import load_context, show_figure, step_keys, trace_for, view
 
 ctx = load_context()
 encoding = ctx.encoding

@@ -6,16 +6,8 @@ from bertviz_lite import figures
 from bertviz_lite.figures.attention import STAT_TITLES
 from bertviz_lite.figures.head_view_script import head_view_hover_script
 from bertviz_lite.inspection import analysis, explore, views
-from pages.common._ui import (
-    clamp_number,
-    clamp_state,
-    is_present,
-    load_context,
-    show_figure,
-    show_table,
-    trace_for,
-    view,
-)
+from pages.common._state import clamp_number, keep_choice
+from pages.common._ui import is_present, load_context, show_figure, show_table, trace_for, view
 
 TABS = ["Heatmap", "Head view", "Model view", "Neuron view", "Head statistics", "Rollout"]
 HEAD_VIEW_WINDOW = 64  # tokens (queries and keys) drawn at once in the head view of a long input
@@ -36,9 +28,9 @@ if not is_present():  # the compact presentation header keeps the figure above t
                  label="Weights alone can mislead: weigh them by what each token passes on, and test them against "
                        "ablation, on Beyond attention")  # fmt: skip
 filters = list(analysis.SENTENCE_FILTERS) if trace.has_sentence_b else ["All"]
-clamp_state("attn_filter", filters, "All")
-clamp_state("attn_layer", range(num_layers), 0)
-clamp_state("attn_head", range(num_heads), 0)
+keep_choice("attn_filter", filters, "All")
+keep_choice("attn_layer", range(num_layers), 0)
+keep_choice("attn_head", range(num_heads), 0)
 pick_filter, pick_layer, pick_head = st.columns([2, 1, 1])
 which = pick_filter.segmented_control("Sentences (query → key)", filters, default="All", key="attn_filter") or "All"
 layer = pick_layer.selectbox("Layer", range(num_layers), key="attn_layer")
@@ -84,7 +76,7 @@ def head_view_controls() -> tuple:
         window = explore.token_window(count, start, HEAD_VIEW_WINDOW)
     shown = range(count) if window is None else range(window.start, window.stop)
     st.session_state["hv_window_start"] = shown.start  # for the click callback
-    clamp_state("hv_focus", [ALL_TOKENS, *shown], ALL_TOKENS)
+    keep_choice("hv_focus", [ALL_TOKENS, *shown], ALL_TOKENS)
     pick_focus, pick_weight = st.columns([2, 1])
     focus = pick_focus.selectbox("Focus on one query token", [ALL_TOKENS, *shown], key="hv_focus",
                                  format_func=lambda i: "all tokens" if i == ALL_TOKENS else labels[i])
@@ -133,7 +125,7 @@ if tabs["Model view"].open:
 
 if tabs["Neuron view"].open:
     with tabs["Neuron view"]:
-        clamp_state("nv_query", range(count), min(1, count - 1))
+        keep_choice("nv_query", range(count), min(1, count - 1))
         query = st.selectbox("Query token", range(count), index=min(1, count - 1), key="nv_query",
                              format_func=lambda i: labels[i])
         st.caption(

@@ -7,7 +7,8 @@ from bertviz_lite.inspection import analysis, attribution, explore, views
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.text.tokenization import MASK_TOKEN
 from pages.common._share import ALL_HEADS
-from pages.common._ui import clamp_state, load_context, show_figure, show_table, trace_for, view
+from pages.common._state import keep_choice
+from pages.common._ui import load_context, show_figure, show_table, trace_for, view
 
 TABS = ["Norm-weighted attention", "Attribution", "Head knock-out", "Layer by layer"]
 NSP = -1  # the "Explain" option for the next-sentence decision
@@ -39,7 +40,7 @@ def pick_target(where=st) -> tuple[int | None, tuple[int, ...]] | None:
     if st.session_state.get("beyond_target_input") != ctx.inputs:  # new text: positions mean other tokens now
         st.session_state["beyond_target_input"] = ctx.inputs
         st.session_state["beyond_target"] = default
-    clamp_state("beyond_target", options, default)
+    keep_choice("beyond_target", options, default)
     picked = where.selectbox("Explain", options, index=options.index(default), key="beyond_target",
                           format_func=lambda i: "next-sentence decision (NSP)" if i == NSP else f"[MASK] at {labels[i]}")
     if picked == NSP:
@@ -81,9 +82,9 @@ if tabs["Norm-weighted attention"].open:
             "vector it weighs. For all heads, the norm of the heads' summed vectors ‖Σ_h α f(x)‖ is shown."
         )
         filters = list(analysis.SENTENCE_FILTERS) if has_b else ["All"]
-        clamp_state("beyond_filter", filters, "All")
-        clamp_state("beyond_layer", range(num_layers), 0)
-        clamp_state("beyond_head", [ALL_HEADS, *range(num_heads)], ALL_HEADS)
+        keep_choice("beyond_filter", filters, "All")
+        keep_choice("beyond_layer", range(num_layers), 0)
+        keep_choice("beyond_head", [ALL_HEADS, *range(num_heads)], ALL_HEADS)
         pick_filter, pick_layer, pick_head = st.columns([2, 1, 1])
         which = pick_filter.segmented_control("Sentences (query → key)", filters, default="All",
                                               key="beyond_filter") or "All"

@@ -8,6 +8,7 @@ import streamlit as st
 from bertviz_lite.loading.run_folder import checkpoints_root
 from bertviz_lite.runs import store, upload
 from bertviz_lite.server import access
+from pages.common._state import keep_choice
 from pages.common._visitor import admin_login, current_visitor
 
 COLUMNS = {
@@ -129,8 +130,7 @@ if rows:
     st.dataframe(table, key="ckpt_table", hide_index=True, width="stretch",
                  column_config={k: v for k, v in COLUMNS.items() if k in table})  # fmt: skip
     names = [row["name"] for row in rows]
-    if st.session_state.get("ckpt_selected") not in names:
-        st.session_state["ckpt_selected"] = names[0]
+    keep_choice("ckpt_selected", names, names[0], start=True)
     st.subheader("Manage")
     selected = st.selectbox("Checkpoint", names, key="ckpt_selected")
     manage(rows[names.index(selected)])
