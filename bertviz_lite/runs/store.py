@@ -30,13 +30,13 @@ from bertviz_lite.loading.run_folder import (
 )
 from bertviz_lite.runs.lifecycle import RunState, is_run_folder, list_runs, run_state
 from bertviz_lite.server import access
+from bertviz_lite.training.metrics import TABLE_METRICS
 
 PROTECTED = frozenset({DEMO})
 REQUIRED_FILES = CHECKPOINT_FILES
 OPTIONAL_FILES = (TRAIN_ARGS_FILE, METRICS_FILE)
 HF_FILES = REQUIRED_FILES
 SNAPSHOT_MEMBER = re.compile(rf"{SNAPSHOTS_DIR}/[A-Za-z0-9][A-Za-z0-9_.-]*\.(safetensors|json)")
-FINAL_METRICS = ("mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc", "eval_mlm_acc", "eval_nsp_acc")
 
 
 class CheckpointError(ValueError):
@@ -52,11 +52,11 @@ def folder_size(folder: Path) -> int:
 
 
 def final_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
-    """The last logged value of each metric in FINAL_METRICS (train and held-out) in metrics records."""
+    """The last logged value of each metric in TABLE_METRICS (train and held-out) in metrics records."""
     last: dict[str, float] = {}
     for record in records:
-        last.update({k: record[k] for k in FINAL_METRICS if isinstance(record.get(k), int | float)})
-    return {k: last[k] for k in FINAL_METRICS if k in last}
+        last.update({k: record[k] for k in TABLE_METRICS if isinstance(record.get(k), int | float)})
+    return {k: last[k] for k in TABLE_METRICS if k in last}
 
 
 def summary(run: RunState) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from bertviz_lite.loading.run_folder import RunFolder, read_metrics
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.runs.store import final_metrics
 from bertviz_lite.server import access
+from bertviz_lite.training import metrics
 from pages.common._state import keep_choice
 from pages.common._ui import plotly_config, show_figure
 from pages.common._visitor import current_visitor
@@ -38,8 +39,6 @@ REFRESH_S = 2.0
 REPLAY_REFRESH_S = 5.0
 PLAY_S = 1.2  # seconds per snapshot while Play is on
 PLAYING, HOLD = "replay_playing", "replay_hold"
-LOSS_METRICS = ("mlm_loss", "nsp_loss", "eval_mlm_loss", "eval_nsp_loss")
-ACCURACY_METRICS = ("mlm_acc", "nsp_acc", "eval_mlm_acc", "eval_nsp_acc")
 STATE_COLOURS = {"starting": "blue", "running": "blue", "finished": "green", "stopped": "orange",
                  "diverged": "red", "failed": "red", "ready": "gray"}  # fmt: skip
 QUERY_KEY = "run"
@@ -127,21 +126,16 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
-FINAL_SHOWN = (("MLM loss", "mlm_loss", "{:.3f}"), ("NSP loss", "nsp_loss", "{:.3f}"),
-               ("held-out MLM accuracy", "eval_mlm_acc", "{:.1%}"), ("held-out NSP accuracy", "eval_nsp_acc", "{:.1%}"))  # fmt: skip
-
-
 def _final_metrics(records: list[dict]) -> None:
-    last = final_metrics(records)
-    shown = [(label, fmt.format(last[key])) for label, key, fmt in FINAL_SHOWN if key in last]
+    shown = metrics.headline(final_metrics(records))
     for column, (label, value) in zip(st.columns(max(len(shown), 1)), shown, strict=False):
         column.metric(label, value)
 
 
 def _curves(records: list[dict]) -> None:
     figures = {
-        "train_loss_chart": metric_curves(records, LOSS_METRICS, "Loss: train and held-out"),
-        "train_accuracy_chart": metric_curves(records, ACCURACY_METRICS, "Accuracy: train and held-out"),
+        "train_loss_chart": metric_curves(records, metrics.LOSS_CURVES, "Loss: train and held-out"),
+        "train_accuracy_chart": metric_curves(records, metrics.ACCURACY_CURVES, "Accuracy: train and held-out"),
         "train_lr_chart": lr_curve(records, "lr"),
         "train_speed_chart": throughput_curve(records, metric="tokens_per_s"),
     }

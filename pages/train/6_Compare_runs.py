@@ -7,15 +7,8 @@ from bertviz_lite.figures.training import compare_runs
 from bertviz_lite.loading.run_folder import checkpoints_root, read_metrics
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.runs.run_options import labels
+from bertviz_lite.training.metrics import METRICS
 from pages.common._ui import plotly_config
-
-METRICS = {
-    "mlm_loss": "MLM loss (train)", "nsp_loss": "NSP loss (train)", "loss": "Total loss (train)",
-    "eval_mlm_loss": "MLM loss (held-out)", "eval_nsp_loss": "NSP loss (held-out)",
-    "mlm_acc": "MLM accuracy (train)", "nsp_acc": "NSP accuracy (train)",
-    "eval_mlm_acc": "MLM accuracy (held-out)", "eval_nsp_acc": "NSP accuracy (held-out)",
-    "lr": "Learning rate", "tokens_per_s": "Tokens per second",
-}  # fmt: skip
 
 st.header("Compare runs")
 records = {run.name: read_metrics(run.path) for run in lifecycle.list_runs()}
@@ -27,11 +20,11 @@ names = list(records)
 st.session_state.setdefault("compare_runs", names[:2])
 st.session_state["compare_runs"] = [name for name in st.session_state["compare_runs"] if name in names]
 chosen = st.multiselect("Runs", names, key="compare_runs")
-metric = st.selectbox("Metric", list(METRICS), key="compare_metric", format_func=METRICS.get)
+metric = st.selectbox("Metric", list(METRICS), key="compare_metric", format_func=lambda key: METRICS[key].label)
 if not chosen:
     st.info("Choose one or more runs.")
     st.stop()
-figure = compare_runs({name: records[name] for name in chosen}, metric, title=METRICS[metric],
+figure = compare_runs({name: records[name] for name in chosen}, metric, title=METRICS[metric].label,
                       log_y=st.toggle("Log scale", key="compare_log"))  # fmt: skip
 st.plotly_chart(figure, key="compare_chart", config=plotly_config("compare_runs"))
 

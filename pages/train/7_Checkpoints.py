@@ -8,6 +8,7 @@ import streamlit as st
 from bertviz_lite.loading.run_folder import checkpoints_root
 from bertviz_lite.runs import store, upload
 from bertviz_lite.server import access
+from bertviz_lite.training.metrics import METRICS, TABLE_METRICS
 from pages.common._state import keep_choice
 from pages.common._visitor import admin_login, current_visitor
 
@@ -15,12 +16,8 @@ COLUMNS = {
     "name": st.column_config.TextColumn("Name"),
     "state": st.column_config.TextColumn("State"),
     "steps": st.column_config.NumberColumn("Steps"),
-    "mlm_loss": st.column_config.NumberColumn("MLM loss", format="%.3f"),
-    "nsp_loss": st.column_config.NumberColumn("NSP loss", format="%.3f"),
-    "mlm_acc": st.column_config.NumberColumn("MLM acc.", format="percent"),
-    "nsp_acc": st.column_config.NumberColumn("NSP acc.", format="percent"),
-    "eval_mlm_acc": st.column_config.NumberColumn("Held-out MLM acc.", format="percent"),
-    "eval_nsp_acc": st.column_config.NumberColumn("Held-out NSP acc.", format="percent"),
+    **{key: st.column_config.NumberColumn(METRICS[key].column_label, format="percent" if METRICS[key].percent
+                                          else "%.3f") for key in TABLE_METRICS},
     "size_mb": st.column_config.NumberColumn("Size (MB)", format="%.2f"),
     "date": st.column_config.TextColumn("Date"),
     "loadable": st.column_config.CheckboxColumn("Has weights"),
