@@ -104,15 +104,15 @@ def manage(row: dict) -> None:
 
 
 def upload_form() -> None:
-    upload = st.file_uploader("A zip of a checkpoint folder: model.safetensors, config.json, vocab.txt "
+    chosen = st.file_uploader("A zip of a checkpoint folder: model.safetensors, config.json, vocab.txt "
                               "(and optionally train_args.json, metrics.jsonl, snapshots/)", type=["zip"],
                               key=f"ckpt_upload_{st.session_state.get('ckpt_upload_round', 0)}")  # fmt: skip
-    if upload is None:
+    if chosen is None:
         return
-    data = upload.getvalue()
-    if st.session_state.get("ckpt_upload_for") != upload.file_id:
-        st.session_state["ckpt_upload_for"] = upload.file_id
-        st.session_state["ckpt_upload_name"] = upload.suggested_name(upload.name, data)
+    data = chosen.getvalue()
+    if st.session_state.get("ckpt_upload_for") != chosen.file_id:
+        st.session_state["ckpt_upload_for"] = chosen.file_id
+        st.session_state["ckpt_upload_name"] = upload.suggested_name(chosen.name, data)
     st.text_input("Name of the new checkpoint", key="ckpt_upload_name")
     st.button("Add checkpoint", key="ckpt_add", on_click=add_upload, args=(data,), icon=":material/upload:")
 
