@@ -197,3 +197,12 @@ def test_a_run_outlives_its_launcher_obeys_the_limit_and_stops_gracefully(tmp_pa
     assert 0 < state.checkpoint_step == state.step < 5000
     assert (run_dir / "model.safetensors").is_file() and (run_dir / run_folder.STOP_FILE).is_file()
     assert lifecycle.active_runs(tmp_path) == []
+
+
+def test_a_new_run_name_must_be_safe_and_free(tmp_path):
+    assert lifecycle.check_new_run_name("fresh", tmp_path) == "fresh"
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(ValueError, match="A run named 'taken' already exists"):
+        lifecycle.check_new_run_name("taken", tmp_path)
+    with pytest.raises(ValueError, match="path separator"):
+        lifecycle.check_new_run_name("../up", tmp_path)

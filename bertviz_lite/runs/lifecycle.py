@@ -148,6 +148,13 @@ def launch_run(
     return run_dir
 
 
+def check_new_run_name(name: str, root: Path | None = None) -> str:
+    """`name` if a new run may take it (a safe folder name, not taken under root), else ValueError."""
+    if ((root or checkpoints_root()) / validate_run_name(name)).exists():
+        raise ValueError(f"A run named {name!r} already exists: choose another name")
+    return name
+
+
 def _check_run_limit(root: Path, limit: int) -> None:
     active = active_runs(root)
     if len(active) >= limit:

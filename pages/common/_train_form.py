@@ -9,7 +9,6 @@ from __future__ import annotations
 import streamlit as st
 
 from bertviz_lite.loading.pretrained import MINILM, SHIPPED_CHECKPOINTS
-from bertviz_lite.loading.run_folder import checkpoints_root, validate_run_name
 from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.training.training_args import DEVICES, DTYPES, PRESETS, OptionError
 from pages.common._visitor import current_visitor
@@ -80,7 +79,7 @@ def _device() -> str | None:
                       help=run_options.option_help()["device"])  # fmt: skip
     if reason:
         st.caption(f"CUDA is not available: {reason}.")
-    return f"CUDA cannot be used: {reason}. Choose auto or CPU." if device == "cuda" and reason else None
+    return run_options.device_problem(device)
 
 
 def _run_name() -> str | None:
@@ -90,10 +89,10 @@ def _run_name() -> str | None:
     if not name:
         return None
     try:
-        validate_run_name(name)
+        lifecycle.check_new_run_name(name)
     except ValueError as err:
         return str(err)
-    return f"A run named {name!r} already exists: choose another name" if (checkpoints_root() / name).exists() else None
+    return None
 
 
 def _start_from() -> None:
@@ -179,7 +178,7 @@ def new_run_form() -> None:
     for error in errors:
         st.error(error)
     if args is not None:
-        _summary(options)
+        st.caption(run_options.plan_summary(options))
     launch = {**run_options.command_options(args), "threads": st.session_state["opt_threads"] or None} if args else {}
     st.button("Start training", key="train_start", type="primary", icon=":material/play_arrow:",
               disabled=bool(errors), on_click=_start,
@@ -188,12 +187,3 @@ def new_run_form() -> None:
     if notice:
         (st.error if notice[0] == "error" else st.success)(notice[1])
 
-
-def _summary(options: dict) -> None:
-    size = f"{options['init']}'s sizes" if options.get("init") else f"About {run_options.model_size(options) / 1e6:.2f} M parameters"
-    text = f"{size}; {options['steps']} steps of {options['batch_size']} sentence pairs."
-    if options.get("init") and options["lr"] > 5e-4:
-        text += " Continued pre-training usually takes a small learning rate (about 1e-4): a large one wipes out what the model knows."
-    if options["preset"] == "base" and run_options.cuda_unavailable_reason():
-        text += " The base preset takes hours on a CPU: try tiny or small first."
-    st.caption(text)
