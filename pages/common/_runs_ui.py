@@ -10,7 +10,6 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-import numpy as np
 import streamlit as st
 
 from bertviz_lite.figures.timelapse import (
@@ -24,8 +23,7 @@ from bertviz_lite.figures.training import lr_curve, metric_curves, throughput_cu
 from bertviz_lite.inspection.analysis import attention_to_csv_frame
 from bertviz_lite.inspection.explore import model_view_selection
 from bertviz_lite.inspection.views import timelapse
-from bertviz_lite.inspection.views.attention import AttentionMosaic, attention_mosaic
-from bertviz_lite.loading.checkpoints import load_snapshot, load_snapshot_predictions, snapshot_path
+from bertviz_lite.loading.checkpoints import file_version, snapshot_path
 from bertviz_lite.loading.run_folder import RunFolder, read_metrics
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.runs.store import final_metrics
@@ -185,12 +183,11 @@ def _play_tick(steps: list[int]) -> None:
     """While playing, each run of the panel moves to the next snapshot; Play ends at the last one."""
     if not st.session_state.get(PLAYING) or st.session_state.pop(HOLD, False):
         return
-    step = st.session_state.get("replay_step")
-    later = [s for s in steps if step is None or s > step]
-    if later:
-        st.session_state["replay_step"] = later[0]
-    else:
+    later = timelapse.next_step(steps, st.session_state.get("replay_step"))
+    if later is None:
         st.session_state[PLAYING] = False
+    else:
+        st.session_state["replay_step"] = later
 
 
 def _retime(was_playing: bool) -> None:
@@ -215,14 +212,14 @@ def _replay_panel(run_dir: Path, active: bool, was_playing: bool) -> None:
     zrange = _colour_range(lapse)
     path = snapshot_path(run_dir, step)
     try:
-        attentions, tokens, mosaic = replay_frame(str(path), _file_version(path))
+        frame = replay_frame(str(path), file_version(path))
     except ValueError:
         st.warning(f"The snapshot of step {step} could not be read (being written, or not a snapshot).")
         return
-    _head_and_predictions(attentions, tokens, lapse, step, zrange)
+    _head_and_predictions(frame, lapse, step, zrange)
     st.caption("Click a tile to open that head above.")
-    show_figure(replay_mosaic(mosaic, zrange), "replay_mosaic", mosaic.to_frame, selection_mode="points",
-                on_select=partial(_open_tile, *attentions.shape[:2]))  # fmt: skip
+    show_figure(replay_mosaic(frame.mosaic, zrange), "replay_mosaic", frame.mosaic.to_frame, selection_mode="points",
+                on_select=partial(_open_tile, *frame.attentions.shape[:2]))  # fmt: skip
     _specialisation(lapse, step)
 
 
@@ -254,8 +251,9 @@ def _colour_range(lapse: timelapse.Timelapse) -> tuple[float, float]:
     return zrange
 
 
-def _head_and_predictions(attentions: np.ndarray, tokens: list[str], lapse: timelapse.Timelapse, step: int,
+def _head_and_predictions(frame: timelapse.ReplayFrame, lapse: timelapse.Timelapse, step: int,
                           zrange: tuple[float, float]) -> None:  # fmt: skip
+    attentions, tokens = frame.attentions, frame.tokens
     layers, heads = attentions.shape[:2]
     keep_choice("replay_layer", range(layers), 0, start=True)
     keep_choice("replay_head", range(heads), 0, start=True)
@@ -313,33 +311,20 @@ def _open_tile(layers: int, heads: int) -> None:
 # ---- cached reading: each snapshot is summarised once, a few frames of maps are kept --------------
 
 
-def _file_version(path: Path) -> int:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return 0
-
-
 @st.cache_resource(max_entries=512, show_spinner=False)  # a summary is a few numbers per head
-def _snapshot_summary(path: str, version: int) -> timelapse.SnapshotSummary | None:
-    """One snapshot's summary (pattern shares, largest weight, predictions), or None if unreadable."""
-    try:
-        step, attentions, tokens = load_snapshot(path)
-    except ValueError:
-        return None
-    return timelapse.summarise_snapshot(step, attentions, tokens, load_snapshot_predictions(path))
+def read_summary(path: str, version: int) -> timelapse.SnapshotSummary | None:
+    """timelapse.read_summary, once per version of the file."""
+    return timelapse.read_summary(path)
 
 
 @st.cache_resource(max_entries=8, show_spinner="Reading the run's snapshots…")
 def run_timelapse(run_dir: str, steps: tuple[int, ...]) -> timelapse.Timelapse:
     """The time-lapse of a run's snapshots at these steps; a new snapshot costs one new summary."""
-    paths = [snapshot_path(run_dir, step) for step in steps]
-    summaries = [_snapshot_summary(str(path), _file_version(path)) for path in paths]
+    summaries = [read_summary(str(path), file_version(path)) for path in map(partial(snapshot_path, run_dir), steps)]
     return timelapse.timelapse([summary for summary in summaries if summary is not None])
 
 
 @st.cache_resource(max_entries=12, show_spinner=False)  # a base-preset snapshot is 4.7 MB: at most ~60 MB here
-def replay_frame(path: str, version: int) -> tuple[np.ndarray, list[str], AttentionMosaic]:
-    """One snapshot's attention [L, H, T, T], tokens and mosaic, read once (per version of the file)."""
-    _, attentions, tokens = load_snapshot(path)
-    return attentions, tokens, attention_mosaic(attentions, tokens)
+def replay_frame(path: str, version: int) -> timelapse.ReplayFrame:
+    """timelapse.replay_frame, once per version of the file."""
+    return timelapse.replay_frame(path)
