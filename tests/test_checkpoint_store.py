@@ -21,7 +21,8 @@ from bertviz_lite.loading.pretrained import load_folder
 from bertviz_lite.loading.run_folder import MetricsWriter, write_status
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.modeling import BertForPreTraining
-from bertviz_lite.runs import store, upload
+from bertviz_lite.runs import lifecycle, store, upload
+from bertviz_lite.server.access import Visitor, new_visitor_id, record_owner
 from bertviz_lite.text.pretraining_data import builtin_corpus
 from bertviz_lite.text.tokenization import BertTokenizer
 
@@ -374,3 +375,17 @@ def test_a_rename_or_delete_that_loses_a_race_says_so_without_server_paths(root,
         with pytest.raises(store.CheckpointError) as err:
             call()
         assert "another window" in str(err.value) and str(tmp_path) not in str(err.value)
+
+
+def test_change_refusal_says_why_a_checkpoint_cannot_be_renamed_or_deleted_now(root, monkeypatch):
+    owner, stranger = Visitor(new_visitor_id()), Visitor(new_visitor_id())
+    assert store.change_refusal(store.DEMO, None, root) == store.SHIPPED  # read-only even for the server
+    assert store.change_refusal("tiny", None, root) is None  # a terminal run: the server's
+    assert store.change_refusal("tiny", owner, root) == store.NOT_YOURS
+    record_owner(root / "tiny", owner)
+    assert store.change_refusal("tiny", owner, root) is None
+    assert store.change_refusal("tiny", stranger, root) == store.NOT_YOURS
+    assert store.change_refusal("tiny", Visitor(stranger.id, admin=True), root) is None
+    monkeypatch.setattr(lifecycle, "training_process_alive", lambda pid: pid == 4242)  # a stand-in for its process
+    write_status(root / "tiny", state="running", pid=4242, step=1, total_steps=7)
+    assert store.change_refusal("tiny", owner, root) == store.TRAINING

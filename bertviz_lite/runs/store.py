@@ -33,6 +33,7 @@ from bertviz_lite.server import access
 from bertviz_lite.training.metrics import TABLE_METRICS
 
 PROTECTED = frozenset({DEMO})
+SHIPPED, NOT_YOURS, TRAINING = "shipped", "not yours", "training"  # why a checkpoint cannot be changed now
 REQUIRED_FILES = CHECKPOINT_FILES
 OPTIONAL_FILES = (TRAIN_ARGS_FILE, METRICS_FILE)
 HF_FILES = REQUIRED_FILES
@@ -79,6 +80,19 @@ def checkpoint_table(root: Path | None = None) -> list[dict[str, Any]]:
 
 
 # ---- rename and delete ---------------------------------------------------------------------------
+
+
+def change_refusal(name: str, visitor: access.Visitor | None, root: Path | None = None) -> str | None:
+    """Why `visitor` may not rename or delete checkpoint `name` now: SHIPPED, NOT_YOURS or TRAINING; None if it may.
+
+    The rules rename_checkpoint and delete_checkpoint enforce: access.may_change, then the run's state.
+    """
+    folder = (root or checkpoints_root()) / name
+    if name in PROTECTED or access.is_shipped(folder):
+        return SHIPPED
+    if not access.may_change(folder, visitor):
+        return NOT_YOURS
+    return TRAINING if run_state(folder).active else None
 
 
 def _existing_folder(root: Path, name: str) -> Path:

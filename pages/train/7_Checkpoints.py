@@ -7,7 +7,6 @@ import streamlit as st
 
 from bertviz_lite.loading.run_folder import checkpoints_root
 from bertviz_lite.runs import store, upload
-from bertviz_lite.server import access
 from bertviz_lite.training.metrics import METRICS, TABLE_METRICS
 from pages.common._state import keep_choice
 from pages.common._visitor import admin_login, current_visitor
@@ -71,7 +70,7 @@ def add_upload(data: bytes) -> None:
 def manage(row: dict) -> None:
     """Buttons for one checkpoint."""
     name, folder = row["name"], checkpoints_root() / row["name"]
-    protected, busy = name in store.PROTECTED, row["state"] in ("starting", "running")
+    refusal = store.change_refusal(name, current_visitor())
     columns = st.columns(3)
     columns[0].button("Use on explore pages", key="ckpt_use", on_click=use_on_explore, args=(name,),
                       disabled=not row["loadable"], icon=":material/visibility:", type="primary")  # fmt: skip
@@ -83,14 +82,15 @@ def manage(row: dict) -> None:
                                on_click="ignore", disabled=not row["loadable"], icon=":material/ios_share:",
                                help="model.safetensors, config.json and vocab.txt: "
                                     "transformers' BertForPreTraining.from_pretrained loads the folder.")  # fmt: skip
-    if protected:
+    if refusal == store.SHIPPED:
         st.caption(f"{name} ships with bertviz-lite: it cannot be renamed or deleted.")
         return
-    if not access.may_change(folder, current_visitor()):
+    if refusal == store.NOT_YOURS:
         st.caption(f"{name} was started or uploaded by someone else: only they (or the admin) can rename or "
                    "delete it. You can still use it, download it and export it.")  # fmt: skip
         admin_login()
         return
+    busy = refusal == store.TRAINING
     if busy:
         st.caption(f"{name} is training: stop it on the Train page before renaming or deleting it.")
     left, right = st.columns(2)
