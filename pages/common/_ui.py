@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from types import FunctionType
 from typing import NamedTuple, TypeVar
@@ -10,22 +9,18 @@ from typing import NamedTuple, TypeVar
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 
 from bertviz_lite.figures.style import readable
 from bertviz_lite.inspection import explore
 from bertviz_lite.loading.pretrained import load
 from bertviz_lite.model.modeling import BertForPreTraining
-from bertviz_lite.server import access
+from bertviz_lite.server import access, settings
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 from pages.common._share import PRESENT, clamp_linked_indices
 from pages.common._sidebar import Inputs, current_inputs
 
 LOAD_ERRORS = (ValueError, OSError)
-# One intra-op thread by default: on a small machine shared with other work, torch's thread pool
-# made a 32-token trace 5-20x slower (0.2-1 s against 0.04 s, bench/page_latency.py), and a
-# 512-token trace is 0.6 s on one thread. BERTVIZ_LITE_THREADS=N gives the app N threads.
-torch.set_num_threads(max(1, int(os.environ.get("BERTVIZ_LITE_THREADS", "1"))))
+THREADS_PROBLEM = settings.use_app_threads()  # once per process: BERTVIZ_LITE_THREADS (default 1)
 T = TypeVar("T")
 # Presentation mode: a compact header (smaller titles, less space above them, captions hidden) and larger token chips.
 PRESENT_CSS = """<style>
@@ -77,6 +72,8 @@ def _model_card(model: BertForPreTraining, tokenizer: BertTokenizer) -> None:
 def load_context() -> Context:
     """Model, tokenizer and encoding of the current inputs; any problem ends the page with st.error."""
     inputs = current_inputs()
+    if THREADS_PROBLEM:
+        st.warning(THREADS_PROBLEM)
     if not inputs.source:
         _stop_with("Type the path of a model folder in the sidebar.")
     try:
