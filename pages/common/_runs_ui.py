@@ -21,7 +21,6 @@ from bertviz_lite.figures.timelapse import (
 )
 from bertviz_lite.figures.training import lr_curve, metric_curves, throughput_curve
 from bertviz_lite.inspection.analysis import attention_to_csv_frame
-from bertviz_lite.inspection.explore import model_view_selection
 from bertviz_lite.inspection.views import timelapse
 from bertviz_lite.loading.checkpoints import file_version, snapshot_path
 from bertviz_lite.loading.run_folder import RunFolder, read_metrics
@@ -30,7 +29,7 @@ from bertviz_lite.runs.store import final_metrics
 from bertviz_lite.server import access
 from bertviz_lite.training import metrics
 from pages.common._state import keep_choice
-from pages.common._ui import plotly_config, show_figure
+from pages.common._ui import on_tile_click, plotly_config, show_figure
 from pages.common._visitor import current_visitor
 
 REFRESH_S = 2.0
@@ -300,11 +299,13 @@ def _specialisation(lapse: timelapse.Timelapse, step: int) -> None:
     show_figure(specialisation_heatmap(spec, pattern, step), "replay_specialisation", spec.to_frame)
 
 
+def _open_head(layer: int, head: int) -> None:
+    st.session_state["replay_layer"], st.session_state["replay_head"] = layer, head
+
+
 def _open_tile(layers: int, heads: int) -> None:
-    """A click on a mosaic tile selects that layer and head."""
-    picked = model_view_selection(st.session_state["replay_mosaic"].selection, layers, heads)
-    if picked is not None:
-        st.session_state["replay_layer"], st.session_state["replay_head"] = picked
+    """A click on a mosaic tile selects that layer and head (and, while playing, shows this step again)."""
+    on_tile_click("replay_mosaic", layers, heads, _open_head)()
     _hold()
 
 

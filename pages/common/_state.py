@@ -22,6 +22,12 @@ def keep_choice(key: str, options: Sequence, default, start: bool = False) -> No
         st.session_state[key] = default
 
 
+def keep_choices(key: str, options: Sequence) -> None:
+    """Drop the stored multiselect values that the input no longer offers (head 7 of a 4-head model)."""
+    if key in st.session_state:
+        st.session_state[key] = [value for value in st.session_state[key] if value in options]
+
+
 def clamp_number(key: str, low: int, high: int) -> None:
     """Pull a stored slider/number value back into [low, high] (the input got shorter, say)."""
     if key in st.session_state and not low <= st.session_state[key] <= high:

@@ -11,13 +11,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from bertviz_lite.figures.style import readable
-from bertviz_lite.inspection import explore
-from bertviz_lite.loading.pretrained import load
+from bertviz_lite.inspection import analysis, explore
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.server import access, settings
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 from pages.common._share import PRESENT, clamp_linked_indices
 from pages.common._sidebar import Inputs, current_inputs
+from pages.common._state import keep_choice
 
 LOAD_ERRORS = (ValueError, OSError)
 THREADS_PROBLEM = settings.use_app_threads()  # once per process: BERTVIZ_LITE_THREADS (default 1)
@@ -180,3 +181,53 @@ def show_table(frame: pd.DataFrame, name: str, **kwargs) -> None:
     """A dataframe with its own CSV button."""
     st.dataframe(frame, key=f"{name}_table", **kwargs)
     csv_button(frame, name, name)
+
+
+def renewing_key(name: str, bare_first: bool = True) -> str:
+    """A chart key that changes after each tile click (on_tile_click's renew): a new key clears the selection,
+    so the same tile can be clicked again. bare_first: `name` itself before the first click, else `name_0`."""
+    clicks = st.session_state.get(f"{name}_clicks", 0)
+    return name if bare_first and not clicks else f"{name}_{clicks}"
+
+
+def on_tile_click(key: str, layers: int, heads: int, picked: Callable[[int, int], None],
+                  renew: str | None = None) -> Callable[[], None]:  # fmt: skip
+    """The on_select callback of the mosaic chart `key`: a clicked tile calls picked(layer, head).
+
+    renew: the name given to renewing_key; its click count goes up, so the chart gets a new key.
+    """
+    def clicked() -> None:
+        tile = explore.model_view_selection(st.session_state[key].selection, layers, heads)
+        if tile is not None:
+            picked(*tile)
+            if renew:
+                st.session_state[f"{renew}_clicks"] = st.session_state.get(f"{renew}_clicks", 0) + 1
+
+    return clicked
+
+
+def _use_default_model() -> None:
+    st.session_state["model_picker"] = DEFAULT_MODEL
+
+
+def switch_model_button(key: str | None = None) -> bool:
+    """A button that picks DEFAULT_MODEL (it has both heads) in the sidebar; returns whether it is installed."""
+    available = DEFAULT_MODEL in list_checkpoints()
+    st.button(f"Switch to {DEFAULT_MODEL}", on_click=_use_default_model, disabled=not available, type="primary",
+              key=key)  # fmt: skip
+    return available
+
+
+def head_pickers(prefix: str, has_sentence_b: bool, layers: int, heads: Sequence[int], default_head: int = 0,
+                 head_label: Callable[[int], str] = str) -> tuple[str, int, int]:  # fmt: skip
+    """The sentence filter, layer and head pickers in one row, keys `<prefix>_filter|layer|head`: (which, layer, head)."""
+    filters = list(analysis.SENTENCE_FILTERS) if has_sentence_b else ["All"]
+    keep_choice(f"{prefix}_filter", filters, "All")
+    keep_choice(f"{prefix}_layer", range(layers), 0)
+    keep_choice(f"{prefix}_head", heads, default_head)
+    pick_filter, pick_layer, pick_head = st.columns([2, 1, 1])
+    which = pick_filter.segmented_control("Sentences (query → key)", filters, default="All",
+                                          key=f"{prefix}_filter") or "All"  # fmt: skip
+    layer = pick_layer.selectbox("Layer", range(layers), key=f"{prefix}_layer")
+    head = pick_head.selectbox("Head", heads, key=f"{prefix}_head", format_func=head_label)
+    return which, layer, head

@@ -8,6 +8,7 @@ from bertviz_lite.loading.run_folder import checkpoints_root, read_metrics
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.runs.run_options import labels
 from bertviz_lite.training.metrics import METRICS
+from pages.common._state import keep_choices
 from pages.common._ui import plotly_config
 
 st.header("Compare runs")
@@ -18,7 +19,7 @@ if not records:
     st.stop()
 names = list(records)
 st.session_state.setdefault("compare_runs", names[:2])
-st.session_state["compare_runs"] = [name for name in st.session_state["compare_runs"] if name in names]
+keep_choices("compare_runs", names)
 chosen = st.multiselect("Runs", names, key="compare_runs")
 metric = st.selectbox("Metric", list(METRICS), key="compare_metric", format_func=lambda key: METRICS[key].label)
 if not chosen:
