@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 
-def clamp(value: int, low: int, high: int) -> int:
+def clamp(value: float, low: float, high: float) -> float:
     """value pulled into low..high (a layer, head, step or slider value that the input no longer offers)."""
     return min(max(value, low), high)
 

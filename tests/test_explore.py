@@ -271,6 +271,14 @@ def test_predictions(tiny):
     assert views.nsp_frame(p)["probability"].sum() == pytest.approx(1.0)
 
 
+def test_model_card_names_sizes_vocabulary_and_heads(tiny):
+    model, tokenizer = tiny
+    config = model.config
+    assert explore.model_card(model, tokenizer) == (
+        f"{config.num_hidden_layers} layers · {config.num_attention_heads} heads · hidden {config.hidden_size} · "
+        f"vocabulary {tokenizer.vocab_size} · {config.position_embedding_type} positions · heads: MLM, NSP")
+
+
 def test_default_masks_pick_one_word_unless_the_text_already_has_a_mask(tiny):
     _, tokenizer = tiny
     encoding = tokenizer.encode_pair(*PAIR)

@@ -124,3 +124,14 @@ def test_device_problem_only_for_cuda_without_a_gpu(monkeypatch):
     assert run_options.device_problem("cpu") is None and run_options.device_problem("auto") is None
     monkeypatch.setattr(run_options, "cuda_unavailable_reason", lambda: None)
     assert run_options.device_problem("cuda") is None
+
+
+def test_check_form_leads_a_refusal_with_the_options_label_and_sends_sizes_only_for_random_weights():
+    options = run_options.preset_options("tiny")
+    assert run_options.check_form(options).steps == options["steps"]
+    with pytest.raises(OptionError, match=rf"^{run_options.labels()['batch_size']}: ") as refused:
+        run_options.check_form({**options, "batch_size": 10**6}, corpus=(3, 12))
+    assert refused.value.option == "batch_size"
+    assert set(run_options.MODEL_FIELDS) <= set(run_options.form_option_names(from_model=False))
+    assert not set(run_options.MODEL_FIELDS) & set(run_options.form_option_names(from_model=True))
+    assert "steps" in run_options.form_option_names(from_model=True)

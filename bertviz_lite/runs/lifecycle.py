@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bertviz_lite.limits import clamp
 from bertviz_lite.loading.checkpoints import checkpoint_step
 from bertviz_lite.loading.run_folder import (
     REPO_ROOT,
@@ -73,11 +74,29 @@ class RunState:
         return self.state in ACTIVE_STATES
 
     @property
+    def reason(self) -> str:
+        """The message's first line: why a run failed or diverged comes first (the log's tail follows)."""
+        return self.message.partition("\n")[0]
+
+    @property
+    def details(self) -> str:
+        """The message after its first line (a failed run's log tail), "" when there is none."""
+        return self.message.partition("\n")[2]
+
+    @property
+    def eta_text(self) -> str | None:
+        """"about 2 min 05 s left" while it trains and the trainer gave an estimate, else None."""
+        if self.eta_s is None or not self.active:
+            return None
+        seconds = int(self.eta_s)
+        return f"about {seconds // 60} min {seconds % 60:02d} s left" if seconds >= 60 else f"about {seconds} s left"
+
+    @property
     def progress(self) -> float:
         """Fraction of the steps done, in [0, 1]."""
         if not self.total_steps:
             return 1.0 if self.state == "finished" else 0.0
-        return min(max(self.step / self.total_steps, 0.0), 1.0)
+        return clamp(self.step / self.total_steps, 0.0, 1.0)
 
 
 def max_concurrent_runs() -> int:

@@ -94,6 +94,25 @@ def check_options(options: dict[str, Any], out: str = "preview") -> TrainingArgu
     return training_args.TrainingArguments(**training, config=config, out=out)
 
 
+def form_option_names(from_model: bool) -> tuple[str, ...]:
+    """The options the form sends: training fields, and the model sizes unless it starts from a pretrained model."""
+    return (*training_fields(), *(() if from_model else MODEL_FIELDS))
+
+
+def check_form(options: dict[str, Any], corpus: tuple[int, int] | None = None) -> TrainingArguments:
+    """check_options, then check_training_pairs: the run's arguments, or an OptionError led by the option's label.
+
+    `corpus`: (documents, sentences) of a user's text, as for check_training_pairs.
+    """
+    try:
+        args = check_options(options)
+        check_training_pairs(options, corpus)
+    except OptionError as err:
+        label = labels().get(err.option)
+        raise OptionError(err.option, f"{label}: {err}" if label else str(err)) from None
+    return args
+
+
 def command_options(args: TrainingArguments) -> dict[str, Any]:
     """The flat options to put on the command line: training fields, then model overrides, out excluded."""
     values = {name: getattr(args, name) for name in training_fields()}

@@ -103,24 +103,18 @@ def _status(run: lifecycle.RunState) -> None:
         right.button("Stop", key="train_stop", icon=":material/stop:", on_click=_stop, args=(run.path,),
                      disabled=not mine, help="Finish the current step, save the checkpoint and stop." if mine
                      else "Another visitor started this run: only they (or the admin) can stop it.")  # fmt: skip
-    eta = f" · about {_duration(run.eta_s)} left" if run.eta_s is not None and run.active else ""
+    eta = f" · {run.eta_text}" if run.eta_text else ""
     st.progress(run.progress, text=f"Step {run.step} of {run.total_steps or '?'}{eta}")
-    first, _, rest = run.message.partition("\n")
     if run.state in ("failed", "diverged"):
-        st.error(f"The run {run.state}: {first}")  # the reason comes first (see lifecycle.run_state); st.error wraps
-        if rest:
-            st.code(rest, language=None, wrap_lines=True)  # the log's tail, wrapped: long lines stay readable
+        st.error(f"The run {run.state}: {run.reason}")  # st.error wraps
+        if run.details:
+            st.code(run.details, language=None, wrap_lines=True)  # the log's tail, wrapped: long lines stay readable
     elif run.state in ("finished", "stopped"):
         st.success(run.message)
     elif run.message:
         st.caption(run.message)
     if run.active and RunFolder(run.path).stop_requested():
         st.caption("Stopping: the run finishes its current step and saves…")
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
 def _final_metrics(records: list[dict]) -> None:

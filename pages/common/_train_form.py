@@ -104,20 +104,16 @@ def _start_from() -> None:
 
 def form_options() -> dict:
     """The form's flat options dict (threads excluded); model sizes are left out when starting from a model."""
-    model_fields = () if st.session_state.get("opt_init") else run_options.MODEL_FIELDS
-    names = (*run_options.training_fields(), *model_fields)
+    names = run_options.form_option_names(from_model=bool(st.session_state.get("opt_init")))
     return {name: st.session_state[f"opt_{name}"] for name in names}
 
 
 def _check(options: dict, corpus: tuple[int, int] | None) -> tuple[run_options.TrainingArguments | None, str | None]:
     """The run's arguments, or the trainer's refusal (options, then the pairs the corpus gives) as a message."""
     try:
-        args = run_options.check_options(options)
-        run_options.check_training_pairs(options, corpus)
-        return args, None
+        return run_options.check_form(options, corpus), None
     except OptionError as err:
-        label = run_options.labels().get(err.option)
-        return None, f"{label}: {err}" if label else str(err)
+        return None, str(err)
 
 
 def _start(options: dict, corpus_text: str | None, name: str) -> None:

@@ -60,16 +60,6 @@ def _stop_with(message: str) -> None:
     st.stop()
 
 
-def _model_card(model: BertForPreTraining, tokenizer: BertTokenizer) -> None:
-    config = model.config
-    heads = [name for name, ok in (("MLM", model.has_mlm_head), ("NSP", model.has_nsp_head)) if ok]
-    st.sidebar.caption(
-        f"{config.num_hidden_layers} layers · {config.num_attention_heads} heads · hidden {config.hidden_size} · "
-        f"vocabulary {tokenizer.vocab_size} · {config.position_embedding_type} positions · "
-        f"heads: {', '.join(heads) or 'none'}"
-    )
-
-
 def load_context() -> Context:
     """Model, tokenizer and encoding of the current inputs; any problem ends the page with st.error."""
     inputs = current_inputs()
@@ -82,7 +72,7 @@ def load_context() -> Context:
         model, tokenizer = load_model(inputs.source, inputs.version)
     except LOAD_ERRORS as err:
         _stop_with(f"Could not load the model: {err}")
-    _model_card(model, tokenizer)
+    st.sidebar.caption(explore.model_card(model, tokenizer))
     clamp_linked_indices(model.config.num_hidden_layers, model.config.num_attention_heads)
     max_length = explore.effective_max_length(model, inputs.max_length)
     if max_length < inputs.max_length:
