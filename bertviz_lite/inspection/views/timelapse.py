@@ -31,6 +31,8 @@ from bertviz_lite.inspection.views.attention import AttentionMosaic, attention_m
 from bertviz_lite.loading.checkpoints import load_snapshot, load_snapshot_predictions
 
 PATTERNS = ("[CLS]", "[SEP]", "previous", "next", "self")
+PATTERN_LABELS = {"[CLS]": "[CLS]", "[SEP]": "[SEP]", "previous": "previous token", "next": "next token",
+                  "self": "itself"}  # fmt: skip
 PAD_TOKEN = "[PAD]"
 COLOUR_SCALES = ("0 to 1", "largest weight of the run")
 
