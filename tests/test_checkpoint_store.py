@@ -389,3 +389,16 @@ def test_change_refusal_says_why_a_checkpoint_cannot_be_renamed_or_deleted_now(r
     monkeypatch.setattr(lifecycle, "training_process_alive", lambda pid: pid == 4242)  # a stand-in for its process
     write_status(root / "tiny", state="running", pid=4242, step=1, total_steps=7)
     assert store.change_refusal("tiny", owner, root) == store.TRAINING
+
+
+def test_hyperparameter_table_sets_runs_side_by_side_with_form_labels(root):
+    for name, lr in (("tiny", 0.001), ("other", 0.01)):
+        (root / name).mkdir(exist_ok=True)
+        args = {"args": {"steps": 7, "lr": lr, "out": f"checkpoints/{name}"}, "config": {"hidden_size": 32}}
+        (root / name / "train_args.json").write_text(json.dumps(args))
+    table = store.hyperparameter_table(["tiny", "other"], root)
+    assert list(table.columns) == ["tiny", "other"] and "out" not in table.index
+    assert table.loc["Learning rate"].tolist() == ["0.001", "0.01"] and table.loc["Steps"].tolist() == ["7", "7"]
+    assert list(store.differing_rows(table).index) == ["Learning rate"]
+    assert store.differing_rows(table[["tiny"]]).shape == (3, 1)  # one run: nothing to compare, every row
+    assert store.hyperparameter_table(["missing"], root).empty

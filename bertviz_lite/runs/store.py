@@ -16,6 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from bertviz_lite.loading.pretrained import DEMO
 from bertviz_lite.loading.run_folder import (
     CHECKPOINT_FILES,
@@ -28,7 +30,8 @@ from bertviz_lite.loading.run_folder import (
     read_metrics,
     validate_run_name,
 )
-from bertviz_lite.runs.lifecycle import RunState, is_run_folder, list_runs, run_state
+from bertviz_lite.runs.lifecycle import RunState, hyperparameters, is_run_folder, list_runs, run_state
+from bertviz_lite.runs.run_options import labels
 from bertviz_lite.server import access
 from bertviz_lite.training.metrics import TABLE_METRICS
 
@@ -77,6 +80,24 @@ def summary(run: RunState) -> dict[str, Any]:
 def checkpoint_table(root: Path | None = None) -> list[dict[str, Any]]:
     """Summaries of every run folder under the root, newest first."""
     return [summary(run) for run in list_runs(root)]
+
+
+def hyperparameter_table(names: list[str], root: Path | None = None) -> pd.DataFrame:
+    """Runs' hyperparameters side by side as text: a column per run, a row per option named by its form label.
+
+    The output folder (`out`) is left out: the column names say it. Empty when no run has a train_args.json.
+    """
+    root = root or checkpoints_root()
+    table = pd.DataFrame({name: hyperparameters(root / name) for name in names})
+    table = table.drop(index="out", errors="ignore")
+    label_of = labels()
+    table.index = [label_of.get(name, name) for name in table.index]
+    return table.astype(str)
+
+
+def differing_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a hyperparameter table whose values are not all the same (all of them for one run)."""
+    return table[table.nunique(axis=1) > 1] if table.shape[1] > 1 else table
 
 
 # ---- rename and delete ---------------------------------------------------------------------------

@@ -4,8 +4,8 @@ import streamlit as st
 
 from bertviz_lite import figures
 from bertviz_lite.inspection import analysis, attribution, views
+from bertviz_lite.inspection.views.explain import explained_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
-from bertviz_lite.text.tokenization import MASK_TOKEN
 from pages.common._share import ALL_HEADS
 from pages.common._state import keep_choice, keep_choices, new_input
 from pages.common._ui import (
@@ -50,9 +50,8 @@ def pick_target(where=st) -> tuple[int | None, tuple[int, ...]] | None:
     keep_choice("beyond_target", options, default)
     picked = where.selectbox("Explain", options, index=options.index(default), key="beyond_target",
                           format_func=lambda i: "next-sentence decision (NSP)" if i == NSP else f"[MASK] at {labels[i]}")
-    if picked == NSP:
-        return None, ()
-    return picked, () if encoding.tokens[picked] == MASK_TOKEN else (picked,)
+    position = None if picked == NSP else picked
+    return position, explained_masks(encoding, position)
 
 
 def shown(data_function, masked: tuple[int, ...] = (), **params):
@@ -116,7 +115,7 @@ if tabs["Attribution"].open:
                 show_figure(figures.attribution_figure(data), "beyond_attribution", frame=data.to_frame)
                 show_table(data.correlation_frame().round(3), "beyond_attribution_spearman", hide_index=True)
                 st.caption(
-                    f"Completeness: the integrated gradients add up to {data.scores['integrated gradients'].sum():.4f}; "
+                    f"Completeness: the integrated gradients add up to {data.integrated_gradients_total:.4f}; "
                     f"f(input) − f(baseline) = {data.score:.4f} − ({data.baseline_score:.4f}) = "
                     f"{data.score - data.baseline_score:.4f} (off by {data.completeness_error:.2%} with {data.steps} steps)."
                 )
