@@ -386,7 +386,7 @@ def test_change_refusal_says_why_a_checkpoint_cannot_be_renamed_or_deleted_now(r
     assert store.change_refusal("tiny", owner, root) is None
     assert store.change_refusal("tiny", stranger, root) == store.NOT_YOURS
     assert store.change_refusal("tiny", Visitor(stranger.id, admin=True), root) is None
-    monkeypatch.setattr(lifecycle, "training_process_alive", lambda pid: pid == 4242)  # a stand-in for its process
+    monkeypatch.setattr(lifecycle, "training_process_alive", lambda pid: pid == 4242)  # its stand-in process
     write_status(root / "tiny", state="running", pid=4242, step=1, total_steps=7)
     assert store.change_refusal("tiny", owner, root) == store.TRAINING
 
@@ -398,7 +398,8 @@ def test_hyperparameter_table_sets_runs_side_by_side_with_form_labels(root):
         (root / name / "train_args.json").write_text(json.dumps(args))
     table = store.hyperparameter_table(["tiny", "other"], root)
     assert list(table.columns) == ["tiny", "other"] and "out" not in table.index
-    assert table.loc["Learning rate"].tolist() == ["0.001", "0.01"] and table.loc["Steps"].tolist() == ["7", "7"]
+    assert table.loc["Learning rate"].tolist() == ["0.001", "0.01"]
+    assert table.loc["Steps"].tolist() == ["7", "7"]
     assert list(store.differing_rows(table).index) == ["Learning rate"]
     assert store.differing_rows(table[["tiny"]]).shape == (3, 1)  # one run: nothing to compare, every row
     assert store.hyperparameter_table(["missing"], root).empty

@@ -292,4 +292,5 @@ def test_explained_masks_put_one_mask_unless_the_text_has_it_and_none_for_nsp(ti
 def test_the_integrated_gradients_total_is_their_sum(tiny_trace):
     data = explore.from_trace(views.token_attribution, tiny_trace, position=3)
     assert data.integrated_gradients_total == pytest.approx(float(data.scores["integrated gradients"].sum()))
-    assert data.integrated_gradients_total == pytest.approx(data.score - data.baseline_score, rel=0.05, abs=1e-3)
+    difference = data.score - data.baseline_score
+    assert data.integrated_gradients_total == pytest.approx(difference, rel=0.05, abs=1e-3)

@@ -9,7 +9,8 @@ def test_labels_name_the_split_in_each_place_they_are_shown():
     assert METRICS["mlm_loss"].label == "MLM loss (train)"
     assert METRICS["eval_nsp_acc"].label == "NSP accuracy (held-out)"
     assert METRICS["lr"].label == "Learning rate" and METRICS["loss"].label == "Total loss (train)"
-    assert METRICS["eval_mlm_acc"].column_label == "Held-out MLM acc." and METRICS["nsp_acc"].column_label == "NSP acc."
+    assert METRICS["eval_mlm_acc"].column_label == "Held-out MLM acc."
+    assert METRICS["nsp_acc"].column_label == "NSP acc."
     assert METRICS["eval_mlm_acc"].headline_label == "held-out MLM accuracy"
 
 
@@ -22,4 +23,5 @@ def test_every_chart_table_and_headline_key_is_declared_and_eval_keys_mirror_tra
 
 def test_headline_formats_losses_and_accuracies_and_skips_missing_values():
     last = final_metrics([{"mlm_loss": 2.0, "nsp_loss": 0.7}, {"mlm_loss": 1.23456, "eval_mlm_acc": 0.4567}])
-    assert metrics.headline(last) == [("MLM loss", "1.235"), ("NSP loss", "0.700"), ("held-out MLM accuracy", "45.7%")]
+    assert metrics.headline(last) == [
+        ("MLM loss", "1.235"), ("NSP loss", "0.700"), ("held-out MLM accuracy", "45.7%")]

@@ -146,7 +146,7 @@ def test_hugging_face_snapshot_folders_name_their_repo_and_the_picker_lists_them
     snapshot = tmp_path / "hub" / "models--someone--tiny-bert" / "snapshots" / "abc123"
     assert pretrained.huggingface_repo_id(snapshot) == "someone/tiny-bert"
     assert pretrained.huggingface_repo_id(tmp_path / "my-run") is None
-    assert pretrained.huggingface_repo_id(tmp_path / "snapshots" / "abc") is None  # a run's snapshots/ is not the cache
+    assert pretrained.huggingface_repo_id(tmp_path / "snapshots" / "abc") is None  # a run's snapshots/
     shutil.copytree(copy_minilm(tmp_path), snapshot)
     (tmp_path / "ckpt" / "mine").mkdir(parents=True)
     (tmp_path / "ckpt" / "mine" / "config.json").write_text("{}")

@@ -105,8 +105,9 @@ def test_the_form_and_the_trainer_agree_on_the_largest_batch(tmp_path):
 def test_plan_summary_gives_size_and_steps_and_advises_on_what_usually_disappoints():
     options = run_options.preset_options("tiny")
     line = run_options.plan_summary(options, has_cuda=False)
-    assert line == f"About {run_options.model_size(options) / 1e6:.2f} M parameters; {options['steps']} steps of " \
-                   f"{options['batch_size']} sentence pairs."
+    size = run_options.model_size(options) / 1e6
+    steps, batch = options["steps"], options["batch_size"]
+    assert line == f"About {size:.2f} M parameters; {steps} steps of {batch} sentence pairs."
     continued = {**options, "init": "all-MiniLM-L6-v2", "lr": run_options.CONTINUED_PRETRAINING_MAX_LR * 2}
     assert run_options.plan_summary(continued, has_cuda=True).startswith("all-MiniLM-L6-v2's sizes;")
     assert "small learning rate" in run_options.plan_summary(continued, has_cuda=True)

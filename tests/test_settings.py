@@ -23,7 +23,8 @@ def test_the_app_falls_back_to_one_thread_and_says_why():
     try:
         assert settings.use_app_threads({THREADS_SETTING: "2"}) is None and torch.get_num_threads() == 2
         problem = settings.use_app_threads({THREADS_SETTING: "many"})
-        assert problem.startswith("BERTVIZ_LITE_THREADS must be") and problem.endswith("the app uses 1 thread.")
+        assert problem.startswith("BERTVIZ_LITE_THREADS must be")
+        assert problem.endswith("the app uses 1 thread.")
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)

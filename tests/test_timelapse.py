@@ -166,7 +166,8 @@ def test_snapshot_files_read_back_as_summaries_and_frames_and_unreadable_ones_sa
     assert summary.predictions["answer"] == "b" and summary.largest_weight == pytest.approx(
         float(attention.half().max()), abs=1e-3)
     frame = replay_frame(path)
-    assert frame.attentions.shape == (2, 3, 6, 6) and frame.tokens == TOKENS and frame.mosaic.tiles.shape[:2] == (2, 3)
+    assert frame.attentions.shape == (2, 3, 6, 6) and frame.tokens == TOKENS
+    assert frame.mosaic.tiles.shape[:2] == (2, 3)
     assert file_version(path) == path.stat().st_mtime_ns and file_version(tmp_path / "gone") == 0
     broken = tmp_path / "snapshots" / "step_000050.safetensors"
     broken.write_bytes(b"half written")

@@ -129,9 +129,10 @@ def model_card(model: BertForPreTraining, tokenizer: BertTokenizer) -> str:
     """One line on a model: its sizes, vocabulary, position embeddings and which pre-training heads it has."""
     config = model.config
     heads = [name for name, has in (("MLM", model.has_mlm_head), ("NSP", model.has_nsp_head)) if has]
-    return (f"{config.num_hidden_layers} layers · {config.num_attention_heads} heads · hidden {config.hidden_size} · "
-            f"vocabulary {tokenizer.vocab_size} · {config.position_embedding_type} positions · "
-            f"heads: {', '.join(heads) or 'none'}")  # fmt: skip
+    parts = [f"{config.num_hidden_layers} layers", f"{config.num_attention_heads} heads",
+             f"hidden {config.hidden_size}", f"vocabulary {tokenizer.vocab_size}",
+             f"{config.position_embedding_type} positions", f"heads: {', '.join(heads) or 'none'}"]  # fmt: skip
+    return " · ".join(parts)
 
 
 def effective_max_length(model: BertForPreTraining, max_length: int) -> int:

@@ -178,7 +178,7 @@ def huggingface_cache_models(cache_dir: Path | None = None) -> list[Path]:
 
 
 def huggingface_repo_id(folder: str | os.PathLike) -> str | None:
-    """"owner/name" of a snapshot folder in the Hugging Face cache (models--owner--name/snapshots/<rev>), else None."""
+    """"owner/name" of a Hugging Face cache snapshot (models--owner--name/snapshots/<rev>), else None."""
     path = Path(folder)
     repo = path.parent.parent.name
     if path.parent.name != "snapshots" or not repo.startswith("models--"):
@@ -187,6 +187,6 @@ def huggingface_repo_id(folder: str | os.PathLike) -> str | None:
 
 
 def model_sources(root: Path | None = None, cache_dir: Path | None = None) -> list[str]:
-    """What the model picker offers: the built-in models, every checkpoint, then BERT folders in the HF cache."""
+    """What the model picker offers: built-in models, every checkpoint, then BERT folders in the HF cache."""
     checkpoints = [name for name in list_checkpoints(root) if name not in BUILT_IN]
     return [*BUILT_IN, *checkpoints, *(str(path) for path in huggingface_cache_models(cache_dir))]

@@ -88,8 +88,8 @@ class RunState:
         """"about 2 min 05 s left" while it trains and the trainer gave an estimate, else None."""
         if self.eta_s is None or not self.active:
             return None
-        seconds = int(self.eta_s)
-        return f"about {seconds // 60} min {seconds % 60:02d} s left" if seconds >= 60 else f"about {seconds} s left"
+        minutes, seconds = divmod(int(self.eta_s), 60)
+        return f"about {minutes} min {seconds:02d} s left" if minutes else f"about {seconds} s left"
 
     @property
     def progress(self) -> float:

@@ -95,12 +95,12 @@ def check_options(options: dict[str, Any], out: str = "preview") -> TrainingArgu
 
 
 def form_option_names(from_model: bool) -> tuple[str, ...]:
-    """The options the form sends: training fields, and the model sizes unless it starts from a pretrained model."""
+    """The options the form sends: training fields, and model sizes unless it starts from a model."""
     return (*training_fields(), *(() if from_model else MODEL_FIELDS))
 
 
 def check_form(options: dict[str, Any], corpus: tuple[int, int] | None = None) -> TrainingArguments:
-    """check_options, then check_training_pairs: the run's arguments, or an OptionError led by the option's label.
+    """check_options, then check_training_pairs: the arguments, or OptionError led by the option's label.
 
     `corpus`: (documents, sentences) of a user's text, as for check_training_pairs.
     """
@@ -212,11 +212,11 @@ def device_problem(device: str) -> str | None:
 
 
 def training_advice(options: dict[str, Any], has_cuda: bool) -> list[str]:
-    """Warnings about options that usually disappoint: a large learning rate on a pretrained model, base on a CPU."""
+    """Warnings about options that usually disappoint: a large lr on a pretrained model, base on a CPU."""
     advice = []
     if options.get("init") and options["lr"] > CONTINUED_PRETRAINING_MAX_LR:
-        advice.append("Continued pre-training usually takes a small learning rate (about 1e-4): a large one wipes "
-                      "out what the model knows.")  # fmt: skip
+        advice.append("Continued pre-training usually takes a small learning rate (about 1e-4): "
+                      "a large one wipes out what the model knows.")  # fmt: skip
     if options["preset"] in SLOW_ON_CPU_PRESETS and not has_cuda:
         advice.append(f"The {options['preset']} preset takes hours on a CPU: try tiny or small first.")
     return advice
@@ -228,6 +228,8 @@ def plan_summary(options: dict[str, Any], has_cuda: bool | None = None) -> str:
     has_cuda: whether a CUDA GPU is usable (None: ask torch).
     """
     has_cuda = cuda_unavailable_reason() is None if has_cuda is None else has_cuda
-    size = f"{options['init']}'s sizes" if options.get("init") else f"About {model_size(options) / 1e6:.2f} M parameters"
+    size = f"About {model_size(options) / 1e6:.2f} M parameters"
+    if options.get("init"):
+        size = f"{options['init']}'s sizes"
     text = f"{size}; {options['steps']} steps of {options['batch_size']} sentence pairs."
     return " ".join([text, *training_advice(options, has_cuda)])

@@ -104,7 +104,7 @@ def differing_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def change_refusal(name: str, visitor: access.Visitor | None, root: Path | None = None) -> str | None:
-    """Why `visitor` may not rename or delete checkpoint `name` now: SHIPPED, NOT_YOURS or TRAINING; None if it may.
+    """Why `visitor` may not rename or delete checkpoint `name` (SHIPPED, NOT_YOURS, TRAINING); None: it may.
 
     The rules rename_checkpoint and delete_checkpoint enforce: access.may_change, then the run's state.
     """

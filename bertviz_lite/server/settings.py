@@ -19,7 +19,7 @@ DEFAULT_THREADS = 1
 
 
 def app_threads(environ: Mapping[str, str] = os.environ) -> int:
-    """The thread count BERTVIZ_LITE_THREADS asks for (DEFAULT_THREADS when unset); ValueError in words if bad."""
+    """The threads BERTVIZ_LITE_THREADS asks for (DEFAULT_THREADS when unset); ValueError in words if bad."""
     value = environ.get(THREADS_SETTING, "").strip()
     if not value:
         return DEFAULT_THREADS
@@ -28,12 +28,13 @@ def app_threads(environ: Mapping[str, str] = os.environ) -> int:
     except ValueError:
         threads = 0
     if threads < 1:
-        raise ValueError(f"{THREADS_SETTING} must be a whole number of threads, 1 or more (it is {value[:20]!r})")
+        raise ValueError(f"{THREADS_SETTING} must be a whole number of threads, 1 or more "
+                         f"(it is {value[:20]!r})")  # fmt: skip
     return threads
 
 
 def use_app_threads(environ: Mapping[str, str] = os.environ) -> str | None:
-    """Give torch the app's thread count; a bad setting falls back to DEFAULT_THREADS and its message is returned."""
+    """Give torch the app's threads; a bad setting falls back to DEFAULT_THREADS and says why."""
     try:
         threads, problem = app_threads(environ), None
     except ValueError as err:

@@ -56,14 +56,17 @@ _NSP_ACC, _EVAL_NSP_ACC = _pair("nsp_acc", "NSP accuracy", "NSP acc.", "accuracy
 METRICS = {metric.key: metric for metric in (
     _MLM_LOSS, _NSP_LOSS, Metric("loss", "Total loss", "Loss", TRAIN), _EVAL_MLM_LOSS, _EVAL_NSP_LOSS,
     _MLM_ACC, _NSP_ACC, _EVAL_MLM_ACC, _EVAL_NSP_ACC,
-    Metric("lr", "Learning rate", "LR", kind="rate"), Metric("tokens_per_s", "Tokens per second", "Tokens/s", kind="speed"),
+    Metric("lr", "Learning rate", "LR", kind="rate"),
+    Metric("tokens_per_s", "Tokens per second", "Tokens/s", kind="speed"),
 )}  # fmt: skip
 LOSS_CURVES = ("mlm_loss", "nsp_loss", "eval_mlm_loss", "eval_nsp_loss")  # the Train page's loss chart
 ACCURACY_CURVES = ("mlm_acc", "nsp_acc", "eval_mlm_acc", "eval_nsp_acc")  # its accuracy chart
-TABLE_METRICS = ("mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc", "eval_mlm_acc", "eval_nsp_acc")  # checkpoints table
+# The checkpoints table's columns.
+TABLE_METRICS = ("mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc", "eval_mlm_acc", "eval_nsp_acc")
 HEADLINE_METRICS = ("mlm_loss", "nsp_loss", "eval_mlm_acc", "eval_nsp_acc")  # a finished run's numbers
 
 
 def headline(last: dict[str, float]) -> list[tuple[str, str]]:
     """(label, formatted value) of the headline metrics present in `last` (a run's final values)."""
-    return [(METRICS[key].headline_label, METRICS[key].format(last[key])) for key in HEADLINE_METRICS if key in last]
+    shown = [METRICS[key] for key in HEADLINE_METRICS if key in last]
+    return [(metric.headline_label, metric.format(last[metric.key])) for metric in shown]

@@ -35,7 +35,7 @@ def clamp_number(key: str, low: int, high: int) -> None:
 
 
 def new_input(key: str, inputs) -> bool:
-    """Whether `inputs` differ from the last run's under `key` (new text: stored token positions mean other tokens)."""
+    """Whether `inputs` differ from the last run's under `key` (new text: positions mean other tokens)."""
     if st.session_state.get(key) == inputs:
         return False
     st.session_state[key] = inputs

@@ -201,16 +201,16 @@ def _use_default_model() -> None:
 
 
 def switch_model_button(key: str | None = None) -> bool:
-    """A button that picks DEFAULT_MODEL (it has both heads) in the sidebar; returns whether it is installed."""
+    """A button that picks DEFAULT_MODEL (it has both heads) in the sidebar; returns whether it is here."""
     available = DEFAULT_MODEL in list_checkpoints()
-    st.button(f"Switch to {DEFAULT_MODEL}", on_click=_use_default_model, disabled=not available, type="primary",
-              key=key)  # fmt: skip
+    st.button(f"Switch to {DEFAULT_MODEL}", on_click=_use_default_model, disabled=not available,
+              type="primary", key=key)  # fmt: skip
     return available
 
 
 def head_pickers(prefix: str, has_sentence_b: bool, layers: int, heads: Sequence[int], default_head: int = 0,
                  head_label: Callable[[int], str] = str) -> tuple[str, int, int]:  # fmt: skip
-    """The sentence filter, layer and head pickers in one row, keys `<prefix>_filter|layer|head`: (which, layer, head)."""
+    """Sentence filter, layer and head pickers in a row (keys `<prefix>_filter|layer|head`)."""
     filters = list(analysis.SENTENCE_FILTERS) if has_sentence_b else ["All"]
     keep_choice(f"{prefix}_filter", filters, "All")
     keep_choice(f"{prefix}_layer", range(layers), 0)

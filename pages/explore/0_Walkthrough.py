@@ -115,7 +115,8 @@ def _open_head(layer: int, head: int) -> None:
 def step_many_heads() -> None:
     mosaic = view(views.attention_mosaic, ctx.inputs, masked)
     show_figure(mosaic_figure(mosaic, tile_size=min(80, 520 // num_layers)), "walk_model_view", frame=mosaic.to_frame,
-                on_select=on_tile_click("walk_model_view", num_layers, num_heads, _open_head), selection_mode="points")
+                on_select=on_tile_click("walk_model_view", num_layers, num_heads, _open_head),
+                selection_mode="points")
 
 
 def step_residual() -> None:

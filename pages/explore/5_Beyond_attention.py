@@ -80,8 +80,9 @@ if tabs["Norm-weighted attention"].open:
             "the head's slice of the attention output projection. Its size ‖α f(x)‖ counts both the weight and the "
             "vector it weighs. For all heads, the norm of the heads' summed vectors ‖Σ_h α f(x)‖ is shown."
         )
-        which, layer, head = head_pickers("beyond", trace.has_sentence_b, num_layers, [ALL_HEADS, *range(num_heads)],
-                                          ALL_HEADS, lambda h: "all heads" if h == ALL_HEADS else f"head {h}")
+        heads = [ALL_HEADS, *range(num_heads)]
+        which, layer, head = head_pickers("beyond", trace.has_sentence_b, num_layers, heads, ALL_HEADS,
+                                          lambda h: "all heads" if h == ALL_HEADS else f"head {h}")
         data = shown(views.norm_attention, layer=layer, head=None if head == ALL_HEADS else head, which=which)
         if data is not None:
             st.info(data.note())
@@ -115,7 +116,8 @@ if tabs["Attribution"].open:
                 show_figure(figures.attribution_figure(data), "beyond_attribution", frame=data.to_frame)
                 show_table(data.correlation_frame().round(3), "beyond_attribution_spearman", hide_index=True)
                 st.caption(
-                    f"Completeness: the integrated gradients add up to {data.integrated_gradients_total:.4f}; "
+                    f"Completeness: the integrated gradients add up to "
+                    f"{data.integrated_gradients_total:.4f}; "
                     f"f(input) − f(baseline) = {data.score:.4f} − ({data.baseline_score:.4f}) = "
                     f"{data.score - data.baseline_score:.4f} (off by {data.completeness_error:.2%} with {data.steps} steps)."
                 )
@@ -140,7 +142,8 @@ if tabs["Head knock-out"].open:
                 key = renewing_key("beyond_model_view", bare_first=False)
                 show_figure(figures.mosaic_figure(mosaic, tile_size=min(80, 480 // num_layers)), "beyond_model_view",
                             frame=mosaic.to_frame, key=key, selection_mode="points",
-                            on_select=on_tile_click(key, num_layers, num_heads, _toggle_head, renew="beyond_model_view"))
+                            on_select=on_tile_click(key, num_layers, num_heads, _toggle_head,
+                                                    renew="beyond_model_view"))
 
 if tabs["Layer by layer"].open:
     with tabs["Layer by layer"]:

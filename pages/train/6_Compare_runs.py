@@ -19,7 +19,8 @@ names = list(records)
 st.session_state.setdefault("compare_runs", names[:2])
 keep_choices("compare_runs", names)
 chosen = st.multiselect("Runs", names, key="compare_runs")
-metric = st.selectbox("Metric", list(METRICS), key="compare_metric", format_func=lambda key: METRICS[key].label)
+metric = st.selectbox("Metric", list(METRICS), key="compare_metric",
+                      format_func=lambda key: METRICS[key].label)  # fmt: skip
 if not chosen:
     st.info("Choose one or more runs.")
     st.stop()

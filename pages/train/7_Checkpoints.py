@@ -67,10 +67,9 @@ def add_upload(data: bytes) -> None:
     notify("success", f"Added **{name}**: it is in the model picker now.")
 
 
-def manage(row: dict) -> None:
-    """Buttons for one checkpoint."""
+def use_and_download(row: dict) -> None:
+    """Use on the explore pages, download the zip, export for transformers: open to every visitor."""
     name, folder = row["name"], checkpoints_root() / row["name"]
-    refusal = store.change_refusal(name, current_visitor())
     columns = st.columns(3)
     columns[0].button("Use on explore pages", key="ckpt_use", on_click=use_on_explore, args=(name,),
                       disabled=not row["loadable"], icon=":material/visibility:", type="primary")  # fmt: skip
@@ -82,6 +81,11 @@ def manage(row: dict) -> None:
                                on_click="ignore", disabled=not row["loadable"], icon=":material/ios_share:",
                                help="model.safetensors, config.json and vocab.txt: "
                                     "transformers' BertForPreTraining.from_pretrained loads the folder.")  # fmt: skip
+
+
+def rename_and_delete(name: str) -> None:
+    """Rename and Delete, when store.change_refusal allows them (disabled while the run trains)."""
+    refusal = store.change_refusal(name, current_visitor())
     if refusal == store.SHIPPED:
         st.caption(f"{name} ships with bertviz-lite: it cannot be renamed or deleted.")
         return
@@ -130,7 +134,8 @@ if rows:
     keep_choice("ckpt_selected", names, names[0], start=True)
     st.subheader("Manage")
     selected = st.selectbox("Checkpoint", names, key="ckpt_selected")
-    manage(rows[names.index(selected)])
+    use_and_download(rows[names.index(selected)])
+    rename_and_delete(selected)
 else:
     st.info("No checkpoint yet: train one on the Train page, or upload a zip below.")
 st.subheader("Upload a checkpoint")

@@ -130,17 +130,8 @@ def _start(options: dict, corpus_text: str | None, name: str) -> None:
     st.query_params["run"] = run_dir.name
 
 
-@st.fragment
-def new_run_form() -> None:
-    """Draw the form and its Start button (disabled while an option is invalid).
-
-    A fragment: typing an option reruns the form only, not the charts of the run shown below it.
-    """
-    if st.session_state.pop("train_started", False):
-        st.rerun(scope="app")  # the page below switches to the new run
-    if "opt_steps" not in st.session_state:
-        st.session_state.setdefault("train_preset", "tiny")
-        apply_preset()
+def _top_row() -> list[str | None]:
+    """Preset, start from, device and dtype, run name, threads; returns the device's and the name's errors."""
     top = st.columns([1, 1, 2, 1, 1])
     with top[0]:
         st.selectbox("Preset", list(PRESETS), key="train_preset", on_change=apply_preset,
@@ -149,11 +140,16 @@ def new_run_form() -> None:
         _start_from()
     with top[2]:
         errors = [_device()]
-        st.radio(run_options.labels()["dtype"], DTYPES, key="opt_dtype", horizontal=True, format_func=DTYPE_LABELS.get,
-                 help=run_options.option_help()["dtype"])  # fmt: skip
+        st.radio(run_options.labels()["dtype"], DTYPES, key="opt_dtype", horizontal=True,
+                 format_func=DTYPE_LABELS.get, help=run_options.option_help()["dtype"])  # fmt: skip
     with top[3]:
         errors.append(_run_name())
     top[4].number_input("CPU threads (0: PyTorch's default)", min_value=0, max_value=256, step=1, key="opt_threads")
+    return errors
+
+
+def _option_columns() -> None:
+    """Every declared option in three columns; the model's sizes only when it starts from random weights."""
     columns = st.columns(3)
     with columns[0]:
         if st.session_state.get("opt_init"):
@@ -167,6 +163,21 @@ def new_run_form() -> None:
         _section("Logging")
     with columns[2]:
         _section("Optimisation")
+
+
+@st.fragment
+def new_run_form() -> None:
+    """Draw the form and its Start button (disabled while an option is invalid).
+
+    A fragment: typing an option reruns the form only, not the charts of the run shown below it.
+    """
+    if st.session_state.pop("train_started", False):
+        st.rerun(scope="app")  # the page below switches to the new run
+    if "opt_steps" not in st.session_state:
+        st.session_state.setdefault("train_preset", "tiny")
+        apply_preset()
+    errors = _top_row()
+    _option_columns()
     corpus_text, corpus, corpus_error = _corpus()
     options = form_options()
     args, option_error = _check(options, corpus)
@@ -182,4 +193,3 @@ def new_run_form() -> None:
     notice = st.session_state.pop("train_notice", None)
     if notice:
         (st.error if notice[0] == "error" else st.success)(notice[1])
-

@@ -109,7 +109,8 @@ def _final_metrics(records: list[dict]) -> None:
 def _curves(records: list[dict]) -> None:
     figures = {
         "train_loss_chart": metric_curves(records, metrics.LOSS_CURVES, "Loss: train and held-out"),
-        "train_accuracy_chart": metric_curves(records, metrics.ACCURACY_CURVES, "Accuracy: train and held-out"),
+        "train_accuracy_chart": metric_curves(records, metrics.ACCURACY_CURVES,
+                                              "Accuracy: train and held-out"),  # fmt: skip
         "train_lr_chart": lr_curve(records, "lr"),
         "train_speed_chart": throughput_curve(records, metric="tokens_per_s"),
     }

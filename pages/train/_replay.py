@@ -202,7 +202,8 @@ def read_summary(path: str, version: int) -> timelapse.SnapshotSummary | None:
 @st.cache_resource(max_entries=8, show_spinner="Reading the run's snapshots…")
 def run_timelapse(run_dir: str, steps: tuple[int, ...]) -> timelapse.Timelapse:
     """The time-lapse of a run's snapshots at these steps; a new snapshot costs one new summary."""
-    summaries = [read_summary(str(path), file_version(path)) for path in map(partial(snapshot_path, run_dir), steps)]
+    paths = [snapshot_path(run_dir, step) for step in steps]
+    summaries = [read_summary(str(path), file_version(path)) for path in paths]
     return timelapse.timelapse([summary for summary in summaries if summary is not None])
 
 

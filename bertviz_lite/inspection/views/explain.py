@@ -49,7 +49,7 @@ def default_choice(encoding: Encoding, choices: Sequence[int | None]) -> int | N
 
 
 def explained_masks(encoding: Encoding, position: int | None) -> tuple[int, ...]:
-    """Where to put [MASK] to explain `position`: there, unless the text already holds one; nowhere for NSP (None)."""
+    """Where to put [MASK] to explain `position`: there, unless the text holds one; nowhere for NSP (None)."""
     if position is None or encoding.tokens[position] == MASK_TOKEN:
         return ()
     return (position,)

@@ -24,7 +24,7 @@ def default_mask_position(encoding: Encoding) -> int | None:
 
 
 def default_masks(encoding: Encoding) -> tuple[int, ...]:
-    """What to mask before the user picks: nothing if the text has a typed [MASK], else default_mask_position."""
+    """What to mask before a pick: none if the text has a typed [MASK], else the default position."""
     if masked_positions(encoding.tokens):
         return ()
     position = default_mask_position(encoding)

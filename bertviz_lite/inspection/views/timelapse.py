@@ -214,5 +214,5 @@ def replay_frame(path: str | os.PathLike) -> ReplayFrame:
 
 
 def next_step(steps: Sequence[int], step: int | None) -> int | None:
-    """The first of `steps` after `step` (the first of all for None); None when `step` is the last: play ends."""
+    """The first of `steps` after `step` (the very first for None); None after the last one: play ends."""
     return next((s for s in steps if step is None or s > step), None)
