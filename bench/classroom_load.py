@@ -58,7 +58,7 @@ ATTENTION_PAGE = "Attention"  # url_path of pages/explore/3_Attention.py (app.py
 HEATMAP_KEY = "attention_heatmap"
 SENTENCE_A_KEY = "sentence_a"
 MODEL_KEY = "model_picker"
-MODEL_CARD = " layers · "  # in the sidebar caption written once the model is loaded (pages/common/_ui.py)
+MODEL_CARD = " layers · "  # in the sidebar caption written once the model is loaded (explore.model_card)
 CLIENT = f"websocket protocol client (`websockets` {websockets.__version__}, asyncio; no browser)"
 # Single WordPiece tokens of BERT's uncased vocabulary: (adjective, noun) makes every sentence A new.
 NOUNS = ("cat dog horse bird fish lion tiger bear wolf fox rabbit mouse duck goat sheep cow pig frog snake owl "

@@ -30,6 +30,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 
+def clamp(value: float, low: float, high: float) -> float:
+    """value pulled into low..high (a layer, head, step or slider value that the input no longer offers)."""
+    return min(max(value, low), high)
+
+
 class BertConfig(Protocol):
     """The sizes of a model config these rules read (bertviz_lite.model.config.BertConfig has them)."""
 

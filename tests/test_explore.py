@@ -22,6 +22,7 @@ from bertviz_lite.figures.model_view import PICKER_NAME
 from bertviz_lite.inspection import analysis, explore, views
 from bertviz_lite.inspection.explore import from_trace
 from bertviz_lite.inspection.views.attention import HEAD_VIEW_MAX_LINES, HEAD_VIEW_MAX_TOP_K
+from bertviz_lite.inspection.views.predictions import default_masks
 from tests.app.tiny_checkpoint import build_tiny
 from tests.attention_samples import mosaic_tile
 
@@ -268,6 +269,22 @@ def test_predictions(tiny):
     p = views.is_next_probability(trace.nsp_logits)
     assert p == pytest.approx(torch.softmax(torch.tensor(trace.nsp_logits, dtype=torch.float64), -1)[0].item())
     assert views.nsp_frame(p)["probability"].sum() == pytest.approx(1.0)
+
+
+def test_model_card_names_sizes_vocabulary_and_heads(tiny):
+    model, tokenizer = tiny
+    config = model.config
+    card = explore.model_card(model, tokenizer)
+    assert card.startswith(f"{config.num_hidden_layers} layers · {config.num_attention_heads} heads · hidden ")
+    assert card.endswith(f"vocabulary {tokenizer.vocab_size} · learned positions · heads: MLM, NSP")
+
+
+def test_default_masks_pick_one_word_unless_the_text_already_has_a_mask(tiny):
+    _, tokenizer = tiny
+    encoding = tokenizer.encode_pair(*PAIR)
+    assert default_masks(encoding) == (views.default_mask_position(encoding),)
+    typed = tokenizer.encode_pair("The cat sat on the [MASK].", PAIR[1])
+    assert default_masks(typed) == ()
 
 
 def test_predictions_without_heads_say_so(trace):

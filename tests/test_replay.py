@@ -18,11 +18,15 @@ from bertviz_lite.inspection.views.replay import (
     COLOUR_SCALES,
     PATTERNS,
     colour_range,
+    next_step,
     pattern_shares,
     replay,
+    read_summary,
+    replay_frame,
     summarise_snapshot,
 )
 from bertviz_lite.loading.checkpoints import (
+    file_version,
     load_snapshot,
     load_snapshot_predictions,
     save_snapshot,
@@ -152,3 +156,26 @@ def test_specialisation_over_steps_frame_and_figure():
     assert (fig.data[0].zmin, fig.data[0].zmax) == (0, 1)
     with pytest.raises(ValueError, match="pattern"):
         spec.pattern("middle")
+
+
+def test_snapshot_files_read_back_as_summaries_and_frames_and_unreadable_ones_say_so(tmp_path):
+    attention = torch.softmax(torch.randn(2, 3, 6, 6), -1)
+    path = save_snapshot(tmp_path, 40, attention, TOKENS, predictions=prediction(40))
+    summary = read_summary(path)
+    assert summary.step == 40 and summary.shares.shape == (2, 3, len(PATTERNS))
+    assert summary.predictions["answer"] == "b" and summary.largest_weight == pytest.approx(
+        float(attention.half().max()), abs=1e-3)
+    frame = replay_frame(path)
+    assert frame.attentions.shape == (2, 3, 6, 6) and frame.tokens == TOKENS
+    assert frame.overview.tiles.shape[:2] == (2, 3)
+    assert file_version(path) == path.stat().st_mtime_ns and file_version(tmp_path / "gone") == 0
+    broken = tmp_path / "snapshots" / "step_000050.safetensors"
+    broken.write_bytes(b"half written")
+    assert read_summary(broken) is None
+    with pytest.raises(ValueError, match="not a readable attention snapshot"):
+        replay_frame(broken)
+
+
+def test_play_moves_to_the_next_saved_step_and_ends_after_the_last():
+    steps = [0, 50, 100]
+    assert [next_step(steps, step) for step in (None, 0, 50, 100, 70)] == [0, 50, 100, None, 100]

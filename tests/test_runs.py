@@ -197,3 +197,23 @@ def test_a_run_outlives_its_launcher_obeys_the_limit_and_stops_gracefully(tmp_pa
     assert 0 < state.checkpoint_step == state.step < 5000
     assert (run_dir / "model.safetensors").is_file() and (run_dir / run_folder.STOP_FILE).is_file()
     assert lifecycle.active_runs(tmp_path) == []
+
+
+def test_a_new_run_name_must_be_safe_and_free(tmp_path):
+    assert lifecycle.check_new_run_name("fresh", tmp_path) == "fresh"
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(ValueError, match="A run named 'taken' already exists"):
+        lifecycle.check_new_run_name("taken", tmp_path)
+    with pytest.raises(ValueError, match="path separator"):
+        lifecycle.check_new_run_name("../up", tmp_path)
+
+
+def test_run_state_splits_its_message_and_says_the_time_left_while_it_trains(tmp_path):
+    failed = lifecycle.RunState("r", tmp_path, "failed", message="CUDA out of memory\nline 1\nline 2")
+    assert failed.reason == "CUDA out of memory" and failed.details == "line 1\nline 2"
+    assert lifecycle.RunState("r", tmp_path, "finished", message="Done").details == ""
+    running = lifecycle.RunState("r", tmp_path, "running", step=5, total_steps=10, eta_s=125.9)
+    assert running.eta_text == "about 2 min 05 s left" and running.progress == 0.5
+    assert lifecycle.RunState("r", tmp_path, "running", eta_s=42.0).eta_text == "about 42 s left"
+    assert lifecycle.RunState("r", tmp_path, "stopped", eta_s=42.0).eta_text is None
+    assert lifecycle.RunState("r", tmp_path, "running", step=30, total_steps=10).progress == 1.0

@@ -134,6 +134,16 @@ def source_version(source: str) -> str:
     return "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files if p.is_file())
 
 
+def model_card(model: BertForPreTraining, tokenizer: BertTokenizer) -> str:
+    """One line on a model: its sizes, vocabulary, position embeddings and which pre-training heads it has."""
+    config = model.config
+    heads = [name for name, has in (("MLM", model.has_mlm_head), ("NSP", model.has_nsp_head)) if has]
+    parts = [f"{config.num_hidden_layers} layers", f"{config.num_attention_heads} heads",
+             f"hidden {config.hidden_size}", f"vocabulary {tokenizer.vocab_size}",
+             f"{config.position_embedding_type} positions", f"heads: {', '.join(heads) or 'none'}"]  # fmt: skip
+    return " · ".join(parts)
+
+
 def effective_max_length(model: BertForPreTraining, max_length: int) -> int:
     """max_length capped by the model's position table (a tiny model may know only 128 positions)."""
     return int(min(max_length, model.config.max_position_embeddings))

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from bertviz_lite.inspection.analysis import neuron_view, softmax, unique_labels
+from bertviz_lite.limits import clamp
 from bertviz_lite.text.tokenization import BertTokenizer
 
 
@@ -91,7 +92,7 @@ def step_number(key: str) -> int:
 
 def clamp_step(step: int) -> int:
     """A 1-based step number kept within 1..len(STEPS)."""
-    return min(max(int(step), 1), len(STEPS))
+    return clamp(int(step), 1, len(STEPS))
 
 
 # ---------------------------------------------------------------- questions

@@ -96,6 +96,14 @@ def snapshot_path(run_dir: str | os.PathLike, step: int) -> Path:
     return RunFolder(run_dir).snapshot(step)
 
 
+def file_version(path: str | os.PathLike) -> int:
+    """The file's modification time in ns, 0 when it is missing: a rewritten snapshot is a new cache entry."""
+    try:
+        return Path(path).stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
 def save_snapshot(
     run_dir: str | os.PathLike, step: int, attentions: torch.Tensor, tokens: list[str],
     token_type_ids: list[int] | None = None, texts: tuple[str, str] = ("", ""), predictions: dict | None = None,

@@ -29,6 +29,14 @@ def default_mask_position(encoding: Encoding) -> int | None:
     return (words or ordinary or [None])[-1]
 
 
+def default_masks(encoding: Encoding) -> tuple[int, ...]:
+    """What to mask before a pick: none if the text has a typed [MASK], else the default position."""
+    if masked_positions(encoding.tokens):
+        return ()
+    position = default_mask_position(encoding)
+    return () if position is None else (position,)
+
+
 def masked_positions(tokens: Sequence[str]) -> list[int]:
     """Positions that hold [MASK]: picked in the app, or typed as [MASK] in the text."""
     return [i for i, token in enumerate(tokens) if token == MASK_TOKEN]

@@ -19,6 +19,7 @@ head over T tokens scores 1/T on "previous", "next" and "self". These are analys
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,8 +27,12 @@ import numpy as np
 import pandas as pd
 
 from bertviz_lite.inspection import analysis
+from bertviz_lite.inspection.views.attention import ModelView, model_view
+from bertviz_lite.loading.checkpoints import load_snapshot, load_snapshot_predictions
 
 PATTERNS = ("[CLS]", "[SEP]", "previous", "next", "self")
+PATTERN_LABELS = {"[CLS]": "[CLS]", "[SEP]": "[SEP]", "previous": "previous token", "next": "next token",
+                  "self": "itself"}  # fmt: skip
 PAD_TOKEN = "[PAD]"
 COLOUR_SCALES = ("0 to 1", "largest weight of the run")
 
@@ -179,3 +184,35 @@ def colour_range(scale: str, largest_weight: float) -> tuple[float, float]:
     if scale == COLOUR_SCALES[0] or not largest_weight > 0:
         return 0.0, 1.0
     return 0.0, float(min(largest_weight, 1.0))
+
+
+# ---------------------------------------------------------------- reading snapshot files
+
+
+def read_summary(path: str | os.PathLike) -> SnapshotSummary | None:
+    """The summary of one snapshot file, or None when it cannot be read (being written, or not a snapshot)."""
+    try:
+        step, attentions, tokens = load_snapshot(path)
+    except ValueError:
+        return None
+    return summarise_snapshot(step, attentions, tokens, load_snapshot_predictions(path))
+
+
+@dataclass(frozen=True)
+class ReplayFrame:
+    """One snapshot as the replay draws it: every head's map and the model view of them all."""
+
+    attentions: np.ndarray  # [L, H, T, T] float16
+    tokens: list[str]
+    overview: ModelView
+
+
+def replay_frame(path: str | os.PathLike) -> ReplayFrame:
+    """The ReplayFrame of one snapshot file; ValueError when it cannot be read."""
+    _, attentions, tokens = load_snapshot(path)
+    return ReplayFrame(attentions, tokens, model_view(attentions, tokens))
+
+
+def next_step(steps: Sequence[int], step: int | None) -> int | None:
+    """The first of `steps` after `step` (the very first for None); None after the last one: play ends."""
+    return next((s for s in steps if step is None or s > step), None)
