@@ -21,6 +21,7 @@ PAGES = {
         st.Page("pages/explore/3_Attention.py", title="Attention", icon=":material/hub:"),
         st.Page("pages/explore/4_Predictions.py", title="Predictions", icon=":material/lightbulb:"),
         st.Page("pages/explore/5_Beyond_attention.py", title="Beyond attention", icon=":material/troubleshoot:"),
+        st.Page("pages/explore/6_Meaning_in_context.py", title="Meaning in context", icon=":material/translate:"),
     ],
     "Train": [
         st.Page("pages/train/5_Train.py", title="Train", icon=":material/model_training:", url_path="train"),

@@ -73,6 +73,10 @@ def _batches(encodings: Sequence[Encoding], batch_size: int):
         yield rows, ids, mask
 
 
+def _max_length(model: BertForPreTraining) -> int:
+    return min(MAX_LENGTH, model.config.max_position_embeddings)
+
+
 def encode_spans(tokenizer: BertTokenizer, spans: Sequence[WordSpan], max_length: int = MAX_LENGTH):
     """Each span's sentence tokenized once; (encodings of the distinct sentences, sentence number per span, pieces)."""
     texts = list(dict.fromkeys(span.text for span in spans))
@@ -87,7 +91,7 @@ def span_vectors(model: BertForPreTraining, tokenizer: BertTokenizer, spans: Seq
                  num_layers: int | None = None, batch_size: int = BATCH_SIZE) -> tuple[np.ndarray, list[list[int]]]:  # fmt: skip
     """Each span's vector at the embedding output and every layer up to num_layers: [L + 1, N, H] float32,
     the mean over the word's pieces; and the pieces' token positions ([] and a zero vector for a cut word)."""
-    encodings, sentence_of, pieces = encode_spans(tokenizer, spans)
+    encodings, sentence_of, pieces = encode_spans(tokenizer, spans, _max_length(model))
     wanted: dict[int, list[int]] = {}
     for span_number, sentence in enumerate(sentence_of):
         wanted.setdefault(sentence, []).append(span_number)
@@ -104,7 +108,7 @@ def span_vectors(model: BertForPreTraining, tokenizer: BertTokenizer, spans: Seq
 
 def static_vectors(model: BertForPreTraining, tokenizer: BertTokenizer, spans: Sequence[WordSpan]) -> np.ndarray:
     """The context-free baseline: each word's input token embedding (mean over its pieces), no position: [N, H]."""
-    encodings, sentence_of, pieces = encode_spans(tokenizer, spans)
+    encodings, sentence_of, pieces = encode_spans(tokenizer, spans, _max_length(model))
     table = model.bert.embeddings.word_embeddings.weight.detach()
     rows = []
     for span_number, positions in enumerate(pieces):

@@ -79,7 +79,7 @@ def gather_occurrences(index: SenseIndex, word: str, extra_sentences: Sequence[s
         sentence = index.sentences[mention.sentence]
         sense, gloss = (sentence.synset, sentence.gloss) if mention.synset else (UNLABELLED, "")
         found.append(Occurrence(sentence.text, mention.start, mention.end, sense, gloss))
-    forms = index.surface_forms(word)
+    forms = index.irregular_forms(word)
     for line in extra_sentences:
         label, text = user_sentence(line)
         sense = f"{label} ({YOURS})" if label else YOURS

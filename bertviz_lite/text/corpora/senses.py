@@ -79,21 +79,21 @@ class SenseIndex:
         """Where `word` occurs: its labelled sentences first (file order), then sentences where it occurs
         unlabelled (an example of another synset), in any inflection seen or made by morphy's rules."""
         word = word.lower().strip()
-        labelled = [Mention(n, start, end, self.sentences[n].synset) for n, start, end in self.by_word.get(word, ())]
+        labelled = [Mention(n, a, b, self.sentences[n].synset) for n, a, b in self.by_word.get(word, ())]
         seen = {mention.sentence for mention in labelled}
-        forms = self.surface_forms(word)
+        irregular = self.irregular_forms(word)
+        prefixes = {word[:-1] if len(word) > 2 else word, *irregular}  # every written form starts with one
         found = []
         for number, sentence in enumerate(self.sentences):
             if limit is not None and len(labelled) + len(found) >= limit:
                 break
-            if number not in seen and any(form in sentence.text.lower() for form in forms):
-                found += [Mention(number, start, end, None) for start, end in find_word(sentence.text, word, forms)]
+            if number not in seen and any(prefix in sentence.text.lower() for prefix in prefixes):
+                found += [Mention(number, a, b, None) for a, b in find_word(sentence.text, word, irregular)]
         return (labelled + found)[:limit]
 
-    def surface_forms(self, word: str) -> set[str]:
-        """Prefixes every written form of `word` starts with: its stem, and its irregular forms in the index."""
-        irregular = {self.sentences[n].text[start:end].lower() for n, start, end in self.by_word.get(word, ())}
-        return {word[:-1] if len(word) > 2 else word} | {form for form in irregular if not form.startswith(word[:-1])}
+    def irregular_forms(self, word: str) -> set[str]:
+        """How the index writes `word` where it is labelled, beyond the regular rules ("ran" for run)."""
+        return {self.sentences[n].text[a:b].lower() for n, a, b in self.by_word.get(word.lower(), ())}
 
     def senses_of(self, word: str) -> dict[str, int]:
         """Synset id -> number of labelled sentences of `word` (lower case), most sentences first."""
@@ -132,7 +132,10 @@ def base_forms(word: str, pos: str, exceptions: dict[str, dict[str, set[str]]]) 
     forms = {word, *exceptions.get(pos, {}).get(word, ())}
     for suffix, replacement in SUFFIX_RULES[pos]:
         if word.endswith(suffix) and len(word) > len(suffix) + 1:
-            forms.add(word[: -len(suffix)] + replacement)
+            stem = word[: -len(suffix)]
+            forms.add(stem + replacement)
+            if not replacement and len(stem) > 2 and stem[-1] == stem[-2] and stem[-1] not in "aeiouls":
+                forms.add(stem[:-1])  # a doubled consonant: running -> run, hotter -> hot
     return forms
 
 
@@ -148,12 +151,13 @@ def label_words(text: str, pos: str, lemmas: list[str], exceptions) -> tuple[tup
 
 
 def find_word(text: str, word: str, irregular: set[str] = frozenset()) -> list[tuple[int, int]]:
-    """Character spans of `word` in text, inflected or not (regular rules of any part of speech, or `irregular`)."""
+    """Character spans of `word` in text: as written, in a form of `irregular`, or inflected by the noun and verb
+    rules (the adjective rules would read "banker" as a form of bank)."""
     word = word.lower()
     spans = []
     for match in _WORD.finditer(text):
         written = match.group().lower()
-        if written == word or written in irregular or any(word in base_forms(written, pos, {}) for pos in SUFFIX_RULES):
+        if written == word or written in irregular or any(word in base_forms(written, pos, {}) for pos in "nv"):
             spans.append((match.start(), match.end()))
     return spans
 
