@@ -161,7 +161,7 @@ def test_named_user_sentences_are_the_senses_scored(tiny, index):
     assert [o.sense for o in data.occurrences[-8:]] == ["river (your sentence)"] * 4 + ["money (your sentence)"] * 4
     separation = meaning.sense_separation(data)
     assert separation.by_user and separation.num_scored == 8 and separation.chance == 0.5
-    with pytest.raises(ValueError, match="one word"):
+    with pytest.raises(ValueError, match="one word of letters"):
         meaning.word_contexts(model, tokenizer, index, "two words")
     with pytest.raises(ValueError, match="not in the sense index"):
         meaning.word_contexts(model, tokenizer, index, "qwzx")

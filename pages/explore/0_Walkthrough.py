@@ -146,3 +146,8 @@ def step_nsp() -> None:
 RENDER = {"tokens": step_tokens, "ids": step_ids, "embeddings": step_embeddings, "one_head": step_one_head,
           "many_heads": step_many_heads, "residual": step_residual, "mlm": step_mlm, "nsp": step_nsp}  # fmt: skip
 RENDER[current.key]()
+if step == len(walk.STEPS):  # the walk's end leads on to a word's meaning in context, with a guess first
+    st.page_link("pages/explore/6_Meaning_in_context.py", icon=":material/translate:",
+                 query_params={"word": "bank", "preset": "bank"},
+                 label="Next: one word, many meanings. Guess at which layer “bank” by the river and “bank” with money "
+                       "drift furthest apart")  # fmt: skip

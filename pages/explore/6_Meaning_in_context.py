@@ -21,6 +21,7 @@ WORD, EXTRA, LAYER, QUERY, SCOPE = "meaning_word", "meaning_extra", "meaning_lay
 KEPT = {WORD: "bank", EXTRA: "", LAYER: None, SCOPE: None}  # page widgets keep their values across page visits
 OWN, WHOLE = "this word's sentences", "every labelled word of the index"
 K = 10
+QUIZ, GUESS, VERDICT, LINKED = "meaning_quiz", "meaning_guess", "meaning_verdict", "_meaning_link"
 
 
 def keep_picks() -> None:
@@ -45,11 +46,54 @@ def word_contexts(source: str, version: str, word: str, extra: tuple[str, ...]) 
 
 # One pool per model and layer; MiniLM's holds 39,364 × 384 floats (60 MB), so at most two are kept.
 @st.cache_resource(max_entries=2, show_spinner="Running the model on the whole sense index up to this layer (once per "
-                   "model and layer: about a minute for MiniLM on one thread)…")  # fmt: skip
+                   "model and layer; MiniLM's last layer took 1-4 minutes on one busy core, bench/contexts_latency.py)…")  # fmt: skip
 def index_pool(source: str, version: str, layer: int) -> meaning.NeighbourPool:
     """meaning.index_pool on the model of a source: every labelled word of the index at one layer."""
     model, tokenizer = load_model(source, version)
     return meaning.index_pool(model, tokenizer, sense_index(), layer)
+
+
+def apply_word_link() -> None:
+    """?word=bank (and ?preset=bank: labelled sentences and the question first), once per link."""
+    linked = (st.query_params.get("word"), st.query_params.get("preset"))
+    if linked[0] is None or st.session_state.get(LINKED) == linked:
+        return
+    st.session_state[LINKED] = linked
+    try:
+        st.session_state[WORD] = st.session_state[f"_{WORD}"] = meaning.check_word(linked[0])
+    except ValueError as err:
+        st.warning(f"The link's word is not used: {err}")
+        return
+    if linked[1] in meaning.PRESETS:
+        st.session_state[EXTRA] = st.session_state[f"_{EXTRA}"] = "\n".join(meaning.PRESETS[linked[1]])
+        st.session_state[QUIZ] = True
+
+
+def follow_word_in_link(word: str) -> None:
+    """The URL names the word shown, so a copied link opens it."""
+    if st.query_params.get("word") != word:
+        st.query_params["word"] = word
+        st.query_params.pop("preset", None)
+        st.session_state[LINKED] = (word, None)
+
+
+def _reveal(separation: meaning.SenseSeparation) -> None:
+    st.session_state[VERDICT] = meaning.separation_verdict(separation, st.session_state.get(GUESS))
+    st.session_state[QUIZ] = False
+
+
+def ask_first(separation: meaning.SenseSeparation) -> bool:
+    """Predict, then reveal: the question instead of the chart until the learner reveals. True while asking."""
+    question = meaning.separation_question(separation) if st.session_state.get(QUIZ) else None
+    if question is None:
+        verdict = st.session_state.pop(VERDICT, None)
+        if verdict is not None:
+            (st.success if verdict.correct else st.warning)(verdict.message)
+        return False
+    st.radio(f"**Your guess.** {question.prompt}", question.options, index=None, key=GUESS)
+    st.button("Reveal the model's answer", on_click=_reveal, args=(separation,), type="primary",
+              icon=":material/visibility:", key="meaning_reveal")  # fmt: skip
+    return True
 
 
 def _scatter_key() -> str:
@@ -66,6 +110,7 @@ def _pick_point() -> None:
 
 
 ctx = load_context()
+apply_word_link()
 keep_picks()
 num_layers = ctx.model.config.num_hidden_layers
 st.header("Meaning in context", anchor=False)
@@ -90,6 +135,7 @@ try:
 except ValueError as err:
     st.error(str(err))
     st.stop()
+follow_word_in_link(data.word)
 
 separation = meaning.sense_separation(data)
 projection = meaning.context_projection(data, layer)
@@ -100,7 +146,8 @@ with plot:
     show_figure(context_scatter(projection, data.word, chosen, height=430 if is_present() else 480), "meaning_scatter",
                 frame=projection.to_frame, key=_scatter_key(), on_select=_pick_point, selection_mode="points")  # fmt: skip
 with score:
-    show_figure(separation_figure(separation, layer, height=330), "meaning_separation", frame=separation.to_frame)
+    if not ask_first(separation):
+        show_figure(separation_figure(separation, layer, height=330), "meaning_separation", frame=separation.to_frame)
     if not np.isfinite(separation.accuracy).any():
         st.info("To score how well senses separate, it takes two senses with two sentences each: name the senses of "
                 "your sentences in brackets, as in “[river] We sat on the bank.”")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,7 @@ from bertviz_lite.inspection.contexts import (
     static_vectors,
     unit_rows,
 )
+from bertviz_lite.inspection.walkthrough import Question, Verdict, check_answer
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.corpora.senses import SenseIndex, find_word
 from bertviz_lite.text.tokenization import BertTokenizer
@@ -33,11 +34,13 @@ BANK_SENTENCES = (
     "[money] She paid her salary into the bank.", "[money] The bank approved the loan on Monday.",
     "[money] He works as a teller in a bank downtown.", "[money] The bank raised its interest rates again.",
 )  # fmt: skip
+PRESETS = {"bank": BANK_SENTENCES}  # a link's ?preset=bank adds these sentences
 MAX_SENTENCES = 200  # sentences gathered per word (labelled ones first)
 MAX_WORD_CHARS = 40
 YOURS = "your sentence"  # the sense label of a sentence the user typed
 UNLABELLED = "another synset's example"  # the word occurs, but WordNet labels another word of the sentence
 _LABEL = re.compile(r"^\s*\[([^\]]{1,30})\]\s*(.+)$")  # "[river] We sat on the bank."
+_ONE_WORD = re.compile(r"^[^\W\d_]+(?:['-][^\W\d_]+)*$")  # letters, inner hyphens and apostrophes: no markup
 CONTEXT_CHARS = 45  # characters of context on each side in the concordance
 
 
@@ -65,8 +68,9 @@ class Occurrence:
 def check_word(word: str) -> str:
     """The word in lower case, or a ValueError a person can act on."""
     word = word.strip().lower()
-    if not word or len(word) > MAX_WORD_CHARS or len(word.split()) != 1:
-        raise ValueError(f"Type one word (up to {MAX_WORD_CHARS} letters), such as {', '.join(SUGGESTED_WORDS[:4])}.")
+    if len(word) > MAX_WORD_CHARS or not _ONE_WORD.match(word):
+        raise ValueError(f"Type one word of letters (up to {MAX_WORD_CHARS}), such as "
+                         f"{', '.join(SUGGESTED_WORDS[:4])}.")  # fmt: skip
     return word
 
 
@@ -129,7 +133,7 @@ def word_contexts(model: BertForPreTraining, tokenizer: BertTokenizer, index: Se
     """Gather the word's sentences and run the model on them in batches (occurrences cut by truncation dropped)."""
     occurrences = gather_occurrences(index, word, extra_sentences, limit)
     if not occurrences:
-        raise ValueError(f"{word.strip()!r} is not in the sense index's sentences; type a sentence with it below, "
+        raise ValueError(f"“{check_word(word)}” is not in the sense index's sentences; type a sentence with it below, "
                          f"or pick one of {', '.join(SUGGESTED_WORDS[:6])}.")  # fmt: skip
     spans = [WordSpan(o.text, o.start, o.end) for o in occurrences]
     vectors, pieces = span_vectors(model, tokenizer, spans)
@@ -281,3 +285,29 @@ def nearest_neighbours(pool: NeighbourPool, query: np.ndarray, k: int = 10,
     top = np.argpartition(-similarity, k - 1)[:k] if k else np.zeros(0, int)
     top = top[np.lexsort((top, -similarity[top]))]  # highest first; ties in pool order
     return Neighbours(similarity[top], tuple(pool.occurrences[i] for i in top), pool.layer)
+
+
+def separation_question(separation: SenseSeparation) -> Question | None:
+    """Predict, then reveal: at which layer do the senses separate best? None when nothing could be scored."""
+    if not np.isfinite(separation.accuracy).any():
+        return None
+    names = layer_names(len(separation.accuracy) - 1)
+    best = separation.best_layer
+    return Question(
+        prompt=f"At which layer will the senses of “{separation.word}” separate best?",
+        options=tuple(names),
+        answer=names[best],
+        explanation=f"At {names[best]}, {separation.accuracy[best]:.0%} of held-out sentences get their sense right, "
+                    f"against {separation.static:.0%} from the static input embedding and {separation.chance:.0%} "
+                    "by always guessing the commonest sense.",
+    )  # fmt: skip
+
+
+def separation_verdict(separation: SenseSeparation, guess: str | None) -> Verdict:
+    """The learner's guess judged; a layer that ties with the best one counts as right."""
+    question = separation_question(separation)
+    if question is None:
+        raise ValueError("There is no separation score to guess: no two senses have two sentences each.")
+    names = layer_names(len(separation.accuracy) - 1)
+    tied = guess in names and separation.accuracy[names.index(guess)] >= np.nanmax(separation.accuracy) - 1e-9
+    return check_answer(replace(question, answer=guess) if tied else question, guess)
