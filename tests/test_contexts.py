@@ -195,9 +195,13 @@ def test_a_word_pool_ranks_the_other_occurrences(tiny, index):
     model, tokenizer = tiny
     data = meaning.word_contexts(model, tokenizer, index, "bank", limit=20)
     pool = meaning.pool_from_contexts(data, 2)
-    found = meaning.nearest_neighbours(pool, data.vectors[2, 0], k=50, exclude=data.occurrences[0])
-    assert len(found.occurrences) == len(data.occurrences) - 1 and data.occurrences[0] not in found.occurrences
+    query = next(i for i, o in enumerate(data.occurrences) if o.labelled and data.senses.count(o.sense) >= 2)
+    found = meaning.nearest_neighbours(pool, data.vectors[2, query], k=50, exclude=data.occurrences[query])
+    assert len(found.occurrences) == len(data.occurrences) - 1 and data.occurrences[query] not in found.occurrences
     assert np.all(np.diff(found.similarity) <= 0)
+    same = found.to_frame()["same sense"].tolist()
+    assert same == ["yes" if o.sense == data.occurrences[query].sense else "no" for o in found.occurrences]
+    assert same.count("yes") == 1
 
 
 # ---------------------------------------------------------------- projection and figures

@@ -17,8 +17,8 @@ from bertviz_lite.inspection.views.contexts import (
     layer_names,
 )
 
-MAX_LEGEND_SENSES = 8  # more senses are drawn in one grey "other senses" group, so the legend fits a projector
-GLOSS_CHARS = 48
+MAX_LEGEND_SENSES = 6  # more senses are drawn in one grey "other senses" group, so the legend fits a projector
+GLOSS_CHARS = 30
 OTHER = "other WordNet senses"
 GREY, LIGHT_GREY = "#7f7f7f", "#c7c7c7"
 
@@ -105,8 +105,11 @@ def separation_figure(separation: SenseSeparation, layer: int | None = None, hei
                                  name="shown above", marker={"size": 16, "color": "#d62728", "symbol": "circle-open",
                                                              "line": {"width": 3}}, hoverinfo="skip"))  # fmt: skip
     fig.update_layout(
-        title=f"Senses told apart (leave-one-out, {separation.num_scored} sentences, {separation.num_senses} senses)",
+        title="Senses told apart, by layer",
+        xaxis={"title": {"text": f"layer (leave-one-out over {separation.num_scored} sentences, "
+                                 f"{separation.num_senses} senses)"}, "tickangle": 0,
+               "tickvals": names, "ticktext": ["emb.", *(str(i) for i in range(1, len(names)))]},
         yaxis={"title": {"text": "accuracy %"}, "range": [0, 105]}, height=height,
-        margin={"t": 50, "b": 40, "l": 50, "r": 10}, legend={"orientation": "h", "y": -0.25},
+        margin={"t": 50, "b": 40, "l": 50, "r": 10}, legend={"orientation": "h", "y": -0.35},
     )  # fmt: skip
     return fig

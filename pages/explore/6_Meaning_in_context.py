@@ -18,7 +18,8 @@ from pages.common._ui import (
 )
 
 WORD, EXTRA, LAYER, QUERY, SCOPE = "meaning_word", "meaning_extra", "meaning_layer", "meaning_query", "meaning_scope"
-KEPT = {WORD: "bank", EXTRA: "", LAYER: None, SCOPE: None}  # page widgets keep their values across page visits
+UNLABELLED = "meaning_unlabelled"
+KEPT = {WORD: "bank", EXTRA: "", LAYER: None, SCOPE: None, UNLABELLED: False}  # page widgets keep their values across page visits
 OWN, WHOLE = "this word's sentences", "every labelled word of the index"
 K = 10
 QUIZ, GUESS, VERDICT, LINKED = "meaning_quiz", "meaning_guess", "meaning_verdict", "_meaning_link"
@@ -38,10 +39,11 @@ def remember(key: str) -> None:
 
 
 @st.cache_resource(max_entries=8, show_spinner="Running the model on every sentence with the word…")
-def word_contexts(source: str, version: str, word: str, extra: tuple[str, ...]) -> meaning.WordContexts:
-    """meaning.word_contexts on the model of a source, once per word and typed sentences."""
+def word_contexts(source: str, version: str, word: str, extra: tuple[str, ...],
+                  unlabelled: bool) -> meaning.WordContexts:  # fmt: skip
+    """meaning.word_contexts on the model of a source, once per word, typed sentences and choice of sentences."""
     model, tokenizer = load_model(source, version)
-    return meaning.word_contexts(model, tokenizer, sense_index(), word, extra)
+    return meaning.word_contexts(model, tokenizer, sense_index(), word, extra, unlabelled=unlabelled)
 
 
 # One pool per model and layer; MiniLM's holds 39,364 × 384 floats (60 MB), so at most two are kept.
@@ -119,19 +121,22 @@ st.caption(
     "WordNet gives it there. Every occurrence starts from the same input embedding; slide through the layers to see "
     "the sentence pull the senses apart."
 )
-pick_word, pick_layer = st.columns([1, 2], vertical_alignment="bottom")
+pick_word, pick_layer, pick_more = st.columns([2, 4, 1.3], vertical_alignment="bottom")
 word = pick_word.selectbox("Word (pick or type)", meaning.SUGGESTED_WORDS, key=WORD, accept_new_options=True,
                            on_change=remember, args=(WORD,))  # fmt: skip
 clamp_state(LAYER, range(num_layers + 1), num_layers)
 layer = pick_layer.select_slider("Layer (0: the input embeddings)", range(num_layers + 1), value=num_layers, key=LAYER,
                                  format_func=lambda i: meaning.layer_names(num_layers)[i], on_change=remember,
                                  args=(LAYER,))  # fmt: skip
-with st.expander("Add your own sentences"):
+with pick_more.popover("Your sentences", icon=":material/edit_note:", width="stretch"):
+    st.toggle("Also sentences where WordNet labels another word", key=UNLABELLED, on_change=remember,
+              args=(UNLABELLED,), help="The word occurs there, but WordNet's label is for another word of the sentence, "
+              "so its sense is unknown (grey rings).")  # fmt: skip
     st.text_area("One sentence per line; put the sense in brackets first to have it scored, as in "
                  "“[river] We sat on the bank.”", key=EXTRA, on_change=remember, args=(EXTRA,), height=120)
 extra = tuple(line for line in st.session_state.get(EXTRA, "").splitlines() if line.strip())
 try:
-    data = word_contexts(ctx.inputs.source, ctx.inputs.version, word or "", extra)
+    data = word_contexts(ctx.inputs.source, ctx.inputs.version, word or "", extra, st.session_state[UNLABELLED])
 except ValueError as err:
     st.error(str(err))
     st.stop()
@@ -141,13 +146,13 @@ separation = meaning.sense_separation(data)
 projection = meaning.context_projection(data, layer)
 query = st.session_state.get(QUERY, "o0")
 chosen = int(query[1:]) if query.startswith("o") and int(query[1:]) < len(data.occurrences) else None
-plot, score = st.columns([3, 2])
+plot, score = st.columns([5, 3])
 with plot:
-    show_figure(context_scatter(projection, data.word, chosen, height=430 if is_present() else 480), "meaning_scatter",
+    show_figure(context_scatter(projection, data.word, chosen, height=370 if is_present() else 480), "meaning_scatter",
                 frame=projection.to_frame, key=_scatter_key(), on_select=_pick_point, selection_mode="points")  # fmt: skip
 with score:
     if not ask_first(separation):
-        show_figure(separation_figure(separation, layer, height=330), "meaning_separation", frame=separation.to_frame)
+        show_figure(separation_figure(separation, layer, height=300 if is_present() else 330), "meaning_separation", frame=separation.to_frame)
     if not np.isfinite(separation.accuracy).any():
         st.info("To score how well senses separate, it takes two senses with two sentences each: name the senses of "
                 "your sentences in brackets, as in “[river] We sat on the bank.”")
@@ -184,4 +189,8 @@ else:
 pool = meaning.pool_from_contexts(data, layer) if scope == OWN else index_pool(ctx.inputs.source, ctx.inputs.version,
                                                                                 layer)  # fmt: skip
 neighbours = meaning.nearest_neighbours(pool, vector, K, exclude=exclude)
-show_table(neighbours.to_frame(), "meaning_neighbours", hide_index=True)
+show_table(neighbours.to_frame(), "meaning_neighbours", hide_index=True, column_config={
+    "before": st.column_config.TextColumn(width="medium", alignment="right"),  # a concordance: the words line up
+    "word": st.column_config.TextColumn(width="small", alignment="center"),
+    "after": st.column_config.TextColumn(width="medium"), "gloss": st.column_config.TextColumn(width="large"),
+})  # fmt: skip

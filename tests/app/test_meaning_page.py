@@ -38,7 +38,7 @@ def test_bank_shows_its_senses_the_layer_slider_and_the_neighbour_table(model_st
     at = run_meaning(model_state)
     no_exception(at)
     model, tokenizer = loaded(model_state)
-    data = meaning.word_contexts(model, tokenizer, senses.sense_index(), "bank")
+    data = meaning.word_contexts(model, tokenizer, senses.sense_index(), "bank", unlabelled=False)
     layers = model.config.num_hidden_layers
     slider = at.select_slider(key="meaning_layer")
     assert slider.options == meaning.layer_names(layers) and slider.value == layers
@@ -100,7 +100,7 @@ def test_neighbours_over_the_whole_index(monkeypatch):
         from bertviz_lite.loading.pretrained import load
 
         model, tokenizer = load(DEMO)
-        data = meaning.word_contexts(model, tokenizer, small, "bank")
+        data = meaning.word_contexts(model, tokenizer, small, "bank", unlabelled=False)
         pool = meaning.index_pool(model, tokenizer, small, 2)
         expected = meaning.nearest_neighbours(pool, data.vectors[2, 0], 10, exclude=data.occurrences[0]).to_frame()
         table = at.dataframe[0].value

@@ -75,10 +75,12 @@ def check_word(word: str) -> str:
 
 
 def gather_occurrences(index: SenseIndex, word: str, extra_sentences: Sequence[str] = (),
-                       limit: int = MAX_SENTENCES) -> list[Occurrence]:  # fmt: skip
-    """The word's labelled WordNet sentences, then unlabelled ones, up to `limit`; then the user's sentences."""
+                       limit: int = MAX_SENTENCES, unlabelled: bool = True) -> list[Occurrence]:  # fmt: skip
+    """The word's labelled WordNet sentences, then (if `unlabelled`) sentences where WordNet labels another word,
+    up to `limit` in all; then the user's sentences."""
     word = check_word(word)
     found = []
+    limit = limit if unlabelled else min(limit, len(index.by_word.get(word, ())))
     for mention in index.mentions(word, limit):
         sentence = index.sentences[mention.sentence]
         sense, gloss = (sentence.synset, sentence.gloss) if mention.synset else (UNLABELLED, "")
@@ -129,9 +131,10 @@ class WordContexts:
 
 
 def word_contexts(model: BertForPreTraining, tokenizer: BertTokenizer, index: SenseIndex, word: str,
-                  extra_sentences: Sequence[str] = (), limit: int = MAX_SENTENCES) -> WordContexts:  # fmt: skip
+                  extra_sentences: Sequence[str] = (), limit: int = MAX_SENTENCES,
+                  unlabelled: bool = True) -> WordContexts:  # fmt: skip
     """Gather the word's sentences and run the model on them in batches (occurrences cut by truncation dropped)."""
-    occurrences = gather_occurrences(index, word, extra_sentences, limit)
+    occurrences = gather_occurrences(index, word, extra_sentences, limit, unlabelled)
     if not occurrences:
         raise ValueError(f"“{check_word(word)}” is not in the sense index's sentences; type a sentence with it below, "
                          f"or pick one of {', '.join(SUGGESTED_WORDS[:6])}.")  # fmt: skip
@@ -257,12 +260,16 @@ class Neighbours:
     similarity: np.ndarray  # [k], highest first
     occurrences: tuple[Occurrence, ...]
     layer: int
+    query_sense: str | None = None  # the query's sense, when it has one: each neighbour is marked same or not
 
     def to_frame(self) -> pd.DataFrame:
-        """A concordance: left context, the word, right context, its sense and the similarity."""
-        rows = [(rank + 1, round(float(score), 4), _left(o), o.text[o.start : o.end], _right(o), o.sense, o.gloss)
-                for rank, (score, o) in enumerate(zip(self.similarity, self.occurrences, strict=True))]  # fmt: skip
-        return pd.DataFrame(rows, columns=["rank", "similarity", "before", "word", "after", "sense", "gloss"])
+        """A concordance: left context, the word, right context, whether the sense is the query's, gloss, synset."""
+        same = ["" if self.query_sense is None else "yes" if o.sense == self.query_sense else "no"
+                for o in self.occurrences]  # fmt: skip
+        rows = [(rank + 1, round(float(score), 4), _left(o), o.text[o.start : o.end], _right(o), flag, o.gloss, o.sense)
+                for rank, (score, o, flag) in enumerate(zip(self.similarity, self.occurrences, same, strict=True))]  # fmt: skip
+        return pd.DataFrame(rows, columns=["rank", "similarity", "before", "word", "after", "same sense", "gloss",
+                                           "sense"])  # fmt: skip
 
 
 def _left(o: Occurrence) -> str:
@@ -284,7 +291,8 @@ def nearest_neighbours(pool: NeighbourPool, query: np.ndarray, k: int = 10,
     k = min(k, int(np.isfinite(similarity).sum()))
     top = np.argpartition(-similarity, k - 1)[:k] if k else np.zeros(0, int)
     top = top[np.lexsort((top, -similarity[top]))]  # highest first; ties in pool order
-    return Neighbours(similarity[top], tuple(pool.occurrences[i] for i in top), pool.layer)
+    query_sense = exclude.sense if exclude is not None and exclude.labelled else None
+    return Neighbours(similarity[top], tuple(pool.occurrences[i] for i in top), pool.layer, query_sense)
 
 
 def separation_question(separation: SenseSeparation) -> Question | None:
