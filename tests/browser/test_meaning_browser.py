@@ -29,8 +29,11 @@ _FIRST_POINT = """key => {
 
 def test_bank_from_the_walkthrough_link_fits_a_projector(streamlit_url, page):
     page.set_viewport_size({"width": 1280, "height": 720})
-    open_page(page, streamlit_url, "Meaning_in_context?present=1&word=bank&preset=bank")
+    open_page(page, streamlit_url, "?present=1&step=8")  # the walkthrough's last step
+    page.get_by_role("link", name="Next: one word, many meanings").click()
+    wait_for_idle(page)
     wait_for_figure(page, "meaning_scatter_0")
+    assert "word=bank" in page.url and page.locator(".st-key-meaning_guess").count() == 1
     page.screenshot(path=str(ARTIFACTS / "meaning_1280x720_question.png"))
     page.locator('.st-key-meaning_guess [role="radiogroup"] label').last.click()
     wait_for_idle(page)
