@@ -174,7 +174,7 @@ def test_neighbours_over_an_index_equal_a_brute_force_recomputation(tiny, index)
     model, tokenizer = tiny
     small = senses.SenseIndex(index.sentences[:60])
     pool = meaning.index_pool(model, tokenizer, small, layer=1, chunk=32)
-    assert pool.vectors.shape == (sum(len(s.words) for s in small.sentences), 32)
+    assert pool.vectors.shape == (small.num_words, 32)
     query = pool.vectors[7] * 3.0  # length does not matter: cosine
     found = meaning.nearest_neighbours(pool, query, k=5, exclude=pool.occurrences[7])
     scores = []

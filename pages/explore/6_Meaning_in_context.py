@@ -152,7 +152,8 @@ with plot:
                 frame=projection.to_frame, key=_scatter_key(), on_select=_pick_point, selection_mode="points")  # fmt: skip
 with score:
     if not ask_first(separation):
-        show_figure(separation_figure(separation, layer, height=300 if is_present() else 330), "meaning_separation", frame=separation.to_frame)
+        show_figure(separation_figure(separation, layer, height=300 if is_present() else 330), "meaning_separation",
+                    frame=separation.to_frame)
     if not np.isfinite(separation.accuracy).any():
         st.info("To score how well senses separate, it takes two senses with two sentences each: name the senses of "
                 "your sentences in brackets, as in “[river] We sat on the bank.”")
@@ -179,7 +180,7 @@ def _label(option: str) -> str:
 clamp_state(QUERY, options, options[0])
 pick_query, pick_scope = st.columns([3, 2])
 query = pick_query.selectbox("Neighbours of (or click a point above)", options, key=QUERY, format_func=_label)
-total = sum(len(s.words) for s in sense_index().sentences)
+total = sense_index().num_words
 scope = pick_scope.radio("Search among", [OWN, WHOLE], key=SCOPE, horizontal=True, on_change=remember, args=(SCOPE,),
                          format_func=lambda s: f"{s} ({total:,})" if s == WHOLE else s)  # fmt: skip
 if query.startswith("o"):

@@ -95,6 +95,11 @@ class SenseIndex:
         """How the index writes `word` where it is labelled, beyond the regular rules ("ran" for run)."""
         return {self.sentences[n].text[a:b].lower() for n, a, b in self.by_word.get(word.lower(), ())}
 
+    @property
+    def num_words(self) -> int:
+        """Labelled words in all sentences (a sentence may label two)."""
+        return sum(len(sentence.words) for sentence in self.sentences)
+
     def senses_of(self, word: str) -> dict[str, int]:
         """Synset id -> number of labelled sentences of `word` (lower case), most sentences first."""
         counts: dict[str, int] = defaultdict(int)
