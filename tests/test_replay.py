@@ -20,8 +20,8 @@ from bertviz_lite.inspection.views.replay import (
     colour_range,
     next_step,
     pattern_shares,
-    replay,
     read_summary,
+    replay,
     replay_frame,
     summarise_snapshot,
 )

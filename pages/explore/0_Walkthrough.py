@@ -150,3 +150,8 @@ def step_nsp() -> None:
 RENDER = {step.key: globals().get(f"step_{step.key}") for step in walk.STEPS}
 if RENDER[current.key] is not None:
     RENDER[current.key]()
+if step == len(walk.STEPS):  # the walk's end leads on to a word's meaning in context, with a guess first
+    st.page_link("pages/explore/6_Meaning_in_context.py", icon=":material/translate:",
+                 query_params={"word": "bank", "preset": "bank"},
+                 label="Next: one word, many meanings. Guess at which layer “bank” by the river and “bank” with money "
+                       "drift furthest apart")  # fmt: skip

@@ -51,7 +51,7 @@ def colour_ranges(at) -> set[tuple]:
     return {(heat.zmin, heat.zmax), (mosaic.zmin, mosaic.zmax)}
 
 
-def test_the_timelapse_keeps_one_colour_range_and_shows_predictions_and_patterns(root):
+def test_the_replay_keeps_one_colour_range_and_shows_predictions_and_patterns(root):
     make_run(root, "lapse")
     at = open_app(TRAIN, query={"run": "lapse"})
     assert not at.exception and shown_step(at) == STEPS[-1]
