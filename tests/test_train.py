@@ -22,6 +22,7 @@ from bertviz_lite.loading.run_folder import read_metrics, read_status, read_trai
 from bertviz_lite.training.cli import build_parser, main
 from bertviz_lite.training.training_args import TrainingArguments
 from tests.app.tiny_checkpoint import save_tiny
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 # The tiny preset on a smaller corpus and vocabulary, so that a run starts and steps quickly.
@@ -38,14 +39,6 @@ def command(*args: str) -> list[str]:
 
 def environment() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-
-
-def wait_for(condition, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the training process")
-        time.sleep(0.05)
 
 
 def test_cli_trains_the_tiny_preset_and_transformers_loads_the_checkpoint(tmp_path):
@@ -207,7 +200,7 @@ def test_sigterm_finishes_the_step_saves_and_stops(tmp_path):
     args = [*SMALLER, "--steps", "100000", "--log-every", "2", "--save-every", "1000", "--out", str(run)]
     process = subprocess.Popen(command(*args), cwd=tmp_path, env=environment(), stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: len(read_metrics(run, "train")) >= 2)
+        wait_until(lambda: len(read_metrics(run, "train")) >= 2, what="two logged steps")
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
     finally:
@@ -235,7 +228,7 @@ def test_sigkill_while_saving_leaves_the_previous_checkpoint_loadable(tmp_path):
         args = [*SMALLER, "--steps", "100000", "--save-every", "1", "--log-every", "1000", "--out", str(run)]
         process = subprocess.Popen(command(*args), cwd=tmp_path, env=environment(), stderr=subprocess.DEVNULL)
         try:
-            wait_for(lambda run=run: checkpoint_step(run) is not None)
+            wait_until(lambda run=run: checkpoint_step(run) is not None, what="a first checkpoint")
             if moment == "write":
                 _kill_during_a_write(run, process, rng)
             else:
