@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bench._server import (  # one home for the server helpers; bench/page_latency.py uses them too
+from tests.browser.driver import new_page
+from tests.browser.server import (
     ARTIFACTS,
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -48,7 +49,6 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
+    page = new_page(browser, viewport={"width": 1400, "height": 1000})
     yield page
-    context.close()
+    page.context.close()
