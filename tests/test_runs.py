@@ -168,6 +168,7 @@ def test_snapshot_steps_and_hyperparameters_are_read_from_files(tmp_path):
 # ---- real training processes ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_bad_options_end_the_process_and_the_run_shows_failed_with_the_cli_message(tmp_path):
     run_dir = lifecycle.launch_run({**FAST, "steps": 0}, root=tmp_path, name="bad")
     state = wait_until(lambda: (s := lifecycle.run_state(run_dir)).state == "failed" and s, 60, "the run to fail")
@@ -175,6 +176,7 @@ def test_bad_options_end_the_process_and_the_run_shows_failed_with_the_cli_messa
     assert json.loads((run_dir / run_folder.LAUNCH_FILE).read_text())["command"][-1] == str(run_dir)
 
 
+@pytest.mark.slow
 def test_a_run_outlives_its_launcher_obeys_the_limit_and_stops_gracefully(tmp_path):
     # The launcher process exits right away, as an app that is restarted mid-run would.
     launcher = (f"from pathlib import Path; from bertviz_lite.runs import lifecycle; "
