@@ -21,13 +21,14 @@ from tests.browser.server import (
 
 
 @pytest.fixture(scope="session")
-def streamlit_url(browser):
+def streamlit_url(request):
     """Base URL of one streamlit server shared by the session's browser tests."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     port = free_port()
     process = start_streamlit(port, ARTIFACTS / "streamlit.log")
     url = f"http://127.0.0.1:{port}"
     try:
+        browser = request.getfixturevalue("browser")  # chromium starts while the server does
         wait_until_healthy(url, process)
         open_front_page(browser, url)
         yield url
