@@ -24,11 +24,11 @@ _RUN_TRACKER = """(() => {
 })();"""
 # Idle, and either no input yet, or a run started after the last input, or none came within `grace` ms
 # (an input that starts no run, such as an arrow key in a text box).
-_IDLE_AFTER_INPUT = """(grace) => {
+_IDLE_AFTER_INPUT = f"""(grace) => {{
   const runs = window.__bvlRuns;
-  if (!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')) return false;
+  if (!document.querySelector('{IDLE}')) return false;
   return !runs || runs.input < 0 || runs.start > runs.input || performance.now() - runs.input > grace;
-}"""
+}}"""
 NO_RUN_GRACE_MS = 1000
 
 
