@@ -1,6 +1,6 @@
 """Classroom load: one `streamlit run app.py` for a lecture hall, a training run beside it, N visitors.
 
-Starts the app on a free loopback port (bench/_server.py) and times, first, one visitor on the
+Starts the app on a free loopback port (tests/browser/server.py) and times, first, one visitor on the
 fresh server right after /_stcore/health answers. Then it starts one classroom training run as its own
 process (in a temporary folder, killed at the end) and, for each N, lets N visitors start together
 (with a small random jitter). A visitor is not a browser but a client of Streamlit's own websocket
@@ -49,9 +49,9 @@ from websockets.asyncio.client import connect
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench._server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, MINILM  # noqa: E402
 from bertviz_lite.loading.run_folder import read_status  # noqa: E402
+from tests.browser.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 
 LOOPBACK = "127.0.0.1"  # the only address this script talks to
 ATTENTION_PAGE = "Attention"  # url_path of pages/explore/3_Attention.py (app.py gives it no other)

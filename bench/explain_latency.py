@@ -22,7 +22,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._reference import zero_heads_hooks  # noqa: E402
 from bertviz_lite import figures
 from bertviz_lite.inspection import (
     attribution,
@@ -31,6 +30,7 @@ from bertviz_lite.inspection import (
 )
 from bertviz_lite.loading.pretrained import ENGLISH, load  # noqa: E402
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
+from tests.reference import zero_heads_hooks  # noqa: E402
 
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
          "and children play near the old river bank on a warm summer afternoon").split()

@@ -122,7 +122,9 @@ def test_delete_removes_everything(root):
 
 def test_a_training_run_cannot_be_renamed_or_deleted(root):
     # A live process whose command line names the training module stands in for a real run.
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "bertviz_lite.train"])
+    # It lives until its stdin closes: when the test kills it, or when pytest itself ends.
+    process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "bertviz_lite.train"],
+                               stdin=subprocess.PIPE)
     try:
         write_status(root / "tiny", state="running", pid=process.pid, step=3, total_steps=30)
         with pytest.raises(store.CheckpointError, match="still training"):

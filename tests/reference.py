@@ -1,6 +1,6 @@
 """transformers as the reference for a head knock-out: its BERT dropped `head_mask`, so heads are zeroed by hooks.
 
-Shared by bench/explain_latency.py and tests/test_head_mask.py.
+Used by tests/test_head_mask.py, and by bench/explain_latency.py as the same reference.
 """
 
 from __future__ import annotations
