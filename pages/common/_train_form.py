@@ -28,9 +28,11 @@ def apply_preset() -> None:
 
 
 def _field(name: str) -> None:
-    """One option's widget, as its declaration says: a picker for choices, else a number box."""
+    """One option's widget, as its declaration says: a picker for choices, a checkbox for a flag, else a number box."""
     label, help_text, choices = run_options.labels()[name], run_options.option_help()[name], run_options.choices(name)
-    if choices:
+    if isinstance(st.session_state[f"opt_{name}"], bool):
+        st.checkbox(label, key=f"opt_{name}", help=help_text)
+    elif choices:
         st.selectbox(label, choices, key=f"opt_{name}", help=help_text)
     elif isinstance(st.session_state[f"opt_{name}"], float):
         st.number_input(label, key=f"opt_{name}", step=run_options.float_step(name) or 0.01, format="%g",
