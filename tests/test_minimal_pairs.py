@@ -4,7 +4,12 @@ import pytest
 import torch
 
 import bertviz_lite
-from bertviz_lite.minimal_pairs import builtin_minimal_pairs, phenomena, pseudo_log_likelihood, token_log_probs
+from bertviz_lite.minimal_pairs import (
+    builtin_minimal_pairs,
+    phenomena,
+    pseudo_log_likelihood,
+    token_log_probs,
+)
 
 
 @pytest.fixture(scope="module")
@@ -49,4 +54,4 @@ def test_builtin_pairs_cover_five_phenomena_and_differ_in_one_place():
     assert pairs[0].bad == "The key to the cabinets are on the table."
     for pair in pairs:
         good, bad = pair.good.split(), pair.bad.split()
-        assert len(good) == len(bad) and sum(g != b for g, b in zip(good, bad)) == 1, pair
+        assert len(good) == len(bad) and sum(g != b for g, b in zip(good, bad, strict=True)) == 1, pair

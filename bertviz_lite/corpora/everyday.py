@@ -190,8 +190,11 @@ def build_documents(root: Path, sources: Iterable[str] = SOURCES) -> dict[str, l
     for name in sources:
         documents = []
         for document in SOURCES[name][1](root):
-            kept = [s for s in document if s not in seen]
-            seen.update(kept)
+            kept = []
+            for sentence in document:
+                if sentence not in seen:
+                    seen.add(sentence)
+                    kept.append(sentence)
             if kept:
                 documents.append(kept)
         built[name] = documents
