@@ -122,7 +122,7 @@ class TrainingArguments:
         "1024 feed-forward), base (BERT-base sizes)"))
     corpus: str = option("builtin", label="Corpus", group="Run", help=(
         "'builtin' (generated short stories), 'english' (WordNet's definitions and examples, 1.8 M words), "
-        "'everyday' (prose and quotations from Debian packages, 1.3 M words) or a UTF-8 text file: documents "
+        "'everyday' (prose and quotations from Debian packages, 1.1 M words) or a UTF-8 text file: documents "
         "separated by blank lines"))
     num_documents: int = option(3000, label="Built-in stories", group="Data", check="count",
                                 help="stories in the built-in corpus")
