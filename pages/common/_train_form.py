@@ -14,8 +14,8 @@ from bertviz_lite.run_folder import validate_run_name
 from bertviz_lite.training_args import DEVICES, DTYPES, PRESETS, OptionError
 from pages.common._visitor import current_visitor
 
-CORPUS_SOURCES = ("Built-in stories", "English (WordNet)", "Upload a .txt file", "Paste text")
-NAMED_CORPORA = {CORPUS_SOURCES[0]: "builtin", CORPUS_SOURCES[1]: "english"}
+CORPUS_SOURCES = ("Built-in stories", "English (WordNet)", "Everyday English", "Upload a .txt file", "Paste text")
+NAMED_CORPORA = {CORPUS_SOURCES[0]: "builtin", CORPUS_SOURCES[1]: "english", CORPUS_SOURCES[2]: "everyday"}
 INIT_CHOICES = (None, MINILM, *SHIPPED_CHECKPOINTS)  # None: random weights
 DTYPE_LABELS = {"auto": "auto", "fp32": "float32", "bf16": "bf16 autocast"}
 
@@ -56,7 +56,7 @@ def _corpus() -> tuple[str | None, tuple[int, int] | None, str | None]:
     if source in NAMED_CORPORA:
         return None, None, None
     limit_mb = run_options.MAX_CORPUS_BYTES / 1e6
-    if source == CORPUS_SOURCES[2]:
+    if source == CORPUS_SOURCES[3]:
         upload = st.file_uploader(f"Plain UTF-8 text, at most {limit_mb:.0f} MB; blank lines separate documents",
                                   type=["txt"], key="train_corpus_file")  # fmt: skip
         if upload is None:
