@@ -87,3 +87,11 @@ def test_clean_sentence_accepts_prose_only():
 def test_a_missing_package_is_named(tmp_path: Path, capsys):
     assert main([str(tmp_path / "out.txt.gz"), "--root", str(tmp_path)]) == 2
     assert "gnome-user-docs" in capsys.readouterr().err
+
+
+def test_grouped_joins_lone_sentences_of_one_topic_and_keeps_longer_documents_whole():
+    documents = [("a", ["A1."]), ("a", ["A2."]), ("a", []), ("a", ["A3."]), ("b", ["B1."]), ("b", ["B2.", "B3."]),
+                 ("b", ["B4."]), ("b", ["B5."]), ("b", ["B6."])]  # fmt: skip
+    assert list(everyday.grouped(documents, size=2)) == [
+        ["A1.", "A2."], ["A3."], ["B1."], ["B2.", "B3."], ["B4.", "B5."], ["B6."]
+    ]

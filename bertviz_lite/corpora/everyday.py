@@ -40,6 +40,7 @@ FORTUNE_FILES = ("art", "cookie", "education", "food", "fortunes", "goedel", "hu
                  "literature", "love", "magic", "medicine", "miscellaneous", "paradoxum", "people", "pets",
                  "platitudes", "politics", "science", "sports", "wisdom", "work")  # fmt: skip
 MIN_WORDS, MAX_WORDS = 4, 50
+GROUP_SIZE = 4  # one-sentence documents of one topic are joined into documents of up to this many (see `grouped`)
 _NOT_PROSE = re.compile(r"[/\\_=<>{}\[\]|$#@*~^`]|https?:|www\.|\.\w+\(|\s-{1,2}\w")  # paths, code, markup, options
 _ATTRIBUTION = re.compile(r"^\s*--\s*\S")  # "-- Mark Twain" / "--Milton."
 _ELLIPSIS = re.compile(r"\s*\.\s\.\s\.(\s\.)?")  # Webster's ". . ." -> "..."
@@ -134,8 +135,35 @@ def _dict_paragraphs(path: Path) -> list[str]:
     return re.split(r"\n[ \t]*\n", text)
 
 
+def grouped(documents: Iterable[tuple[str, list[str]]], size: int = GROUP_SIZE) -> Iterator[list[str]]:
+    """Runs of one-sentence documents with the same topic key joined into documents of up to `size` sentences.
+
+    A corpus where a third of the sentences stand alone teaches next-sentence prediction a shortcut: such a
+    sentence is never followed, so "reads like a quotation" means NotNext. Joined with their neighbours of
+    the same topic (a fortune file, a WordNet lexicographer file, nearby dictionary headwords) they get
+    topical successors, the kind of continuity BERT's NSP is known to rely on. Longer documents stay whole.
+    """
+    run: list[str] = []
+    last_key = None
+    for key, document in documents:
+        if run and (key != last_key or len(document) > 1 or len(run) == size):
+            yield run
+            run = []
+        last_key = key
+        if len(document) > 1:
+            yield document
+        elif document:
+            run += document
+    if run:
+        yield run
+
+
 def gcide_quotations(root: Path) -> Iterator[list[str]]:
-    """The literary quotations that illustrate GCIDE's (Webster 1913) entries: one document per quotation."""
+    """The literary quotations that illustrate GCIDE's (Webster 1913) entries, neighbouring ones grouped."""
+    return grouped(("gcide", quotation) for quotation in _gcide_quotations(root))
+
+
+def _gcide_quotations(root: Path) -> Iterator[list[str]]:
     for paragraph in _dict_paragraphs(root / GCIDE):
         lines = [line for line in paragraph.split("\n") if line.strip() and not line.strip().startswith("[")]
         if len(lines) < 2 or not re.match(r"^\s{20,}--\s*[A-Z]", lines[-1]):
@@ -153,22 +181,31 @@ def devils_dictionary(root: Path) -> Iterator[list[str]]:
 
 
 def fortunes(root: Path) -> Iterator[list[str]]:
-    """Quotations from the fortune files in FORTUNE_FILES: one document per fortune, attributions removed."""
+    """Quotations from the fortune files in FORTUNE_FILES, attributions removed; one-liners of a file grouped."""
+    return grouped(_fortunes(root))
+
+
+def _fortunes(root: Path) -> Iterator[tuple[str, list[str]]]:
     for name in FORTUNE_FILES:
         text = (root / FORTUNES / name).read_bytes().decode("utf-8", errors="replace")
         for fortune in text.split("\n%\n"):
             lines = [line for line in fortune.split("\n") if not _ATTRIBUTION.match(line)]
-            yield prose_sentences([" ".join(lines)])
+            yield name, prose_sentences([" ".join(lines)])
 
 
 def wordnet_examples(root: Path) -> Iterator[list[str]]:
-    """WordNet's example sentences (not its definitions): one document per synset that has examples."""
+    """WordNet's example sentences (not its definitions): a synset's examples together; lone ones grouped with
+    their neighbours in the same lexicographer file (noun.food, verb.motion, ...)."""
+    return grouped(_wordnet_examples(root))
+
+
+def _wordnet_examples(root: Path) -> Iterator[tuple[str, list[str]]]:
     for name in DATA_FILES.values():
         with open(root / WORDNET / name, encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 synset = parse_synset(line)
                 if synset is not None:
-                    yield prose_sentences(synset[3])
+                    yield f"{name} {line.split()[1]}", prose_sentences(synset[3])  # data file, lexicographer file
 
 
 SOURCES: dict[str, tuple[str, Callable[[Path], Iterator[list[str]]]]] = {
