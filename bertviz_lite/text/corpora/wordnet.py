@@ -1,6 +1,6 @@
 """Build the English corpus from Princeton WordNet 3.0: every synset's definition and examples as prose.
 
-    python -m bertviz_lite.text.corpora.wordnet [/usr/share/wordnet] [bertviz_lite/corpora/english.txt.gz]
+    python -m bertviz_lite.text.corpora.wordnet [/usr/share/wordnet] [bertviz_lite/text/corpora/english.txt.gz]
 
 The WordNet files come from Debian's `wordnet-base` package (`apt-get install wordnet-base`, or
 `apt-get download wordnet-base && dpkg -x wordnet-base_*.deb DIR`, then DIR/usr/share/wordnet).
