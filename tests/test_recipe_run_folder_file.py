@@ -13,7 +13,7 @@ from bertviz_lite.loading import run_folder
 from bertviz_lite.loading.run_folder import RunFile, RunFolder, run_folders
 from bertviz_lite.runs import lifecycle, store, upload
 from bertviz_lite.runs.store import CheckpointError
-from tests.app.tiny_checkpoint import save_tiny
+from tests.app.tiny_checkpoint import save_tiny, zip_of
 
 NOTES = RunFile("notes.md", zipped=True, listed=True, upload_limit=1000)
 TEXT = "# Notes\nLearning rate halved after step 40.\n"
@@ -30,14 +30,6 @@ def checkpoint(tmp_path):
     folder = save_tiny(tmp_path / "root" / "tiny")
     (folder / "notes.md").write_text(TEXT, encoding="utf-8")
     return folder
-
-
-def _zip(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
 
 
 def test_the_file_has_a_path_and_lists_a_folder(declared, tmp_path):
@@ -59,7 +51,7 @@ def test_the_zip_download_carries_it_and_an_upload_takes_it_back(declared, check
 def test_an_upload_holds_it_to_its_declared_limit(declared, checkpoint):
     files = {path.name: path.read_bytes() for path in checkpoint.iterdir()} | {"notes.md": b"x" * 1001}
     with pytest.raises(CheckpointError, match="the most this server accepts for notes.md"):
-        upload.import_zip(_zip(files), "big", root=checkpoint.parent)
+        upload.import_zip(zip_of(files), "big", root=checkpoint.parent)
 
 
 def test_without_the_declaration_the_file_is_neither_listed_zipped_nor_accepted(checkpoint, tmp_path):
@@ -70,4 +62,4 @@ def test_without_the_declaration_the_file_is_neither_listed_zipped_nor_accepted(
     assert "tiny/notes.md" not in zipfile.ZipFile(io.BytesIO(data)).namelist()
     files = {path.name: path.read_bytes() for path in checkpoint.iterdir()}
     with pytest.raises(CheckpointError, match="Refused 'notes.md'"):
-        upload.import_zip(_zip(files), "copy", root=checkpoint.parent)
+        upload.import_zip(zip_of(files), "copy", root=checkpoint.parent)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import io
 import pickle
-import zipfile
 
 import pytest
 
@@ -12,7 +10,7 @@ from bertviz_lite.loading.run_folder import MetricsWriter, write_status
 from bertviz_lite.runs import store
 from bertviz_lite.runs import upload as zip_upload
 from bertviz_lite.server import access
-from tests.app.tiny_checkpoint import save_tiny
+from tests.app.tiny_checkpoint import save_tiny, zip_of
 from tests.app.training_helpers import VISITOR_A, VISITOR_B, open_app, use_checkpoints_folder
 
 PAGE = "pages/train/7_Checkpoints.py"
@@ -82,14 +80,6 @@ def test_demo_tiny_offers_no_rename_or_delete(root):
     at = select(open_app(PAGE), "demo-tiny")
     assert not [b for b in at.button if b.key in ("ckpt_rename", "ckpt_delete")]
     assert "demo-tiny ships with bertviz-lite: it cannot be renamed or deleted." in [c.value for c in at.caption]
-
-
-def zip_of(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
 
 
 def upload(at, file_name: str, data: bytes, name: str | None = None):

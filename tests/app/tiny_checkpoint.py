@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from pathlib import Path
 
 import torch
@@ -42,3 +44,12 @@ def save_tiny(folder: Path, max_positions: int = 64, **sizes) -> Path:
     tokenizer.save_vocab(folder / "vocab.txt")
     save_file(model.hf_state_dict(), str(folder / "model.safetensors"))
     return folder
+
+
+def zip_of(members: dict[str, bytes]) -> bytes:
+    """A zip archive in memory holding these members (name -> bytes), as a browser would upload it."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
