@@ -21,6 +21,7 @@ PAGES = {
         st.Page("pages/explore/3_Attention.py", title="Attention", icon=":material/hub:"),
         st.Page("pages/explore/4_Predictions.py", title="Predictions", icon=":material/lightbulb:"),
         st.Page("pages/explore/5_Beyond_attention.py", title="Beyond attention", icon=":material/troubleshoot:"),
+        st.Page("pages/explore/7_Why_this_word.py", title="Why this word", icon=":material/compare_arrows:"),
     ],
     "Train": [
         st.Page("pages/train/5_Train.py", title="Train", icon=":material/model_training:", url_path="train"),

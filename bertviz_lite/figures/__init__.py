@@ -48,3 +48,8 @@ from bertviz_lite.figures.explain import (  # noqa: E402
 )
 
 __all__ += ["attribution_figure", "knockout_figure", "logit_lens_figure", "norm_heatmap", "special_share_figure"]
+
+# Why this word (issue 20): the contrast layer by layer and activation patching.
+from bertviz_lite.figures.contrast import contrast_lens_figure, patching_heatmap  # noqa: E402
+
+__all__ += ["contrast_lens_figure", "patching_heatmap"]

@@ -28,6 +28,7 @@ from bertviz_lite.model.modeling import BertForPreTraining, BertLayer
 SITES = ("residual", "attention", "feed-forward", "head")
 LAYER_SITES = SITES[1:]  # recorded inside each layer (the residual stream is recorded between layers)
 Edit = Callable[[str, Tensor], Tensor]
+MIN_GAP = 1e-3  # logits: clean and corrupted runs closer than this leave no share to recover
 
 
 def _keep(site: str, value: Tensor) -> Tensor:
@@ -185,9 +186,9 @@ def patching_grid(model: BertForPreTraining, clean: Run, corrupted: Run, site: s
 
 def recovered_share(patched, clean_metric: float, corrupted_metric: float) -> np.ndarray:
     """(patched − corrupted) / (clean − corrupted): 0 = nothing came back, 1 = the clean run's metric; nan when the
-    two runs do not differ."""
+    two runs differ by less than MIN_GAP (a share of nothing)."""
     gap = clean_metric - corrupted_metric
     patched = np.asarray(patched, dtype=np.float64)
-    if abs(gap) < 1e-6:
+    if abs(gap) < MIN_GAP:
         return np.full_like(patched, np.nan)
     return (patched - corrupted_metric) / gap

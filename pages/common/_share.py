@@ -21,7 +21,8 @@ PENDING = "_link_indices"  # layer/head from a link, checked against the model o
 LAYER, HEAD, STEP, PRESENT = "attn_layer", "attn_head", "walk_step", "present"
 # Which URL fields each page uses, by its url_path ("" is the default page, the walkthrough).
 PAGE_FIELDS = {"": ("layer", "head", "step"), "walkthrough": ("layer", "head", "step"), "attention": ("layer", "head"),
-               "beyond_attention": ("layer", "head")}
+               "beyond_attention": ("layer", "head"), "why_this_word": ("target", "foil")}
+WORD_KEYS = {"target": "contrast_target", "foil": "contrast_foil"}  # the Why-this-word page's candidate widgets
 # The widgets that hold a link's layer and head on each page (the Beyond attention page has its own, with
 # "all heads" = -1, which a link leaves out); a link sets both pairs.
 INDEX_KEYS = {"beyond_attention": ("beyond_layer", "beyond_head")}
@@ -36,7 +37,8 @@ def shareable_models() -> list[str]:
 def _set_state(linked: share.SharedState) -> None:
     state = st.session_state
     for key, value in (("sentence_a", linked.text_a), ("sentence_b", linked.text_b),
-                       ("model_picker", linked.model), (PRESENT, linked.present)):  # fmt: skip
+                       ("model_picker", linked.model), (PRESENT, linked.present),
+                       (WORD_KEYS["target"], linked.target), (WORD_KEYS["foil"], linked.foil)):  # fmt: skip
         if value is not None:
             state[key] = value
     if linked.step is not None:
@@ -98,6 +100,7 @@ def current_state(page_path: str) -> share.SharedState:
         text_a=state.get("sentence_a"), text_b=state.get("sentence_b"),
         model=None if model == OTHER_FOLDER else model, layer=field("layer", layer_key), head=field("head", head_key),
         step=field("step", STEP), present=bool(state.get(PRESENT)),
+        target=field("target", WORD_KEYS["target"]) or None, foil=field("foil", WORD_KEYS["foil"]) or None,
     )  # fmt: skip
 
 

@@ -7,6 +7,7 @@ from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residu
 from bertviz_lite.inspection import explore, views
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints
+from pages.common._questions import ask
 from pages.common._share import HEAD, LAYER, STEP
 from pages.common._ui import clamp_number, load_context, show_figure, step_keys, trace_for, view
 
@@ -36,30 +37,6 @@ forward.button("Next", on_click=_go, args=(step + 1,), disabled=step == len(walk
 step_keys("walk_prev", "walk_next")
 facts = walk.step_facts(ctx.model.config, ctx.tokenizer.vocab_size, trace.num_tokens, original)
 st.markdown(walk.step_text(current, facts))
-
-
-def _reveal(key: str, signature: str) -> None:
-    st.session_state[f"walk_reveal_{key}"] = (signature, st.session_state.get(f"walk_choice_{key}"))
-
-
-def _ask_again(key: str) -> None:
-    st.session_state.pop(f"walk_reveal_{key}", None)
-
-
-def ask(question: walk.Question, key: str) -> bool:
-    """The question and a Reveal button; once revealed, whether the learner was right. True when revealed."""
-    stored = st.session_state.get(f"walk_reveal_{key}")
-    if stored and stored[0] == question.signature:
-        verdict = walk.check_answer(question, stored[1])
-        box, again = st.columns([6, 1], vertical_alignment="center")
-        (box.success if verdict.correct else box.warning)(verdict.message)
-        again.button("Ask again", key=f"walk_again_{key}", on_click=_ask_again, args=(key,), width="stretch")
-        return True
-    st.radio(f"**Your guess.** {question.prompt}", question.options, index=None, horizontal=True,
-             key=f"walk_choice_{key}")
-    st.button("Reveal the model's answer", key=f"walk_reveal_button_{key}", on_click=_reveal,
-              args=(key, question.signature), type="primary", icon=":material/visibility:")
-    return False
 
 
 def _switch_model() -> None:

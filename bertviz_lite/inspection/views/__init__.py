@@ -105,3 +105,28 @@ __all__ += [
     "special_share_by_layer",
     "token_attribution",
 ]
+
+# Why this word (issue 20): contrastive predictions and activation patching between sentence A and sentence B.
+from bertviz_lite.inspection.views.contrast import (  # noqa: E402
+    EXAMPLES,
+    ContrastLens,
+    Patching,
+    activation_patching,
+    contrast_attribution,
+    contrast_lens,
+    contrast_question,
+    default_candidates,
+    patching_question,
+)
+
+__all__ += [
+    "EXAMPLES",
+    "ContrastLens",
+    "Patching",
+    "activation_patching",
+    "contrast_attribution",
+    "contrast_lens",
+    "contrast_question",
+    "default_candidates",
+    "patching_question",
+]

@@ -1,0 +1,85 @@
+"""Figures for "Why this word": the contrast layer by layer, activation patching grids, minimal pairs.
+
+Builders only draw: they take a view's data (bertviz_lite.inspection.views.contrast, views.minimal_pairs) and return
+a `go.Figure`. The contrast's attribution is drawn by figures.explain.attribution_figure, as on Beyond attention.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from bertviz_lite.figures._common import DIVERGING, category_axis
+
+if TYPE_CHECKING:
+    from bertviz_lite.inspection.views.contrast import ContrastLens, Patching
+
+TARGET, FOIL = "#1f77b4", "#d62728"  # the two candidates, in every figure of the page
+SITE_TITLES = {
+    "residual": "Residual stream: the hidden state after each layer, restored at one position",
+    "attention": "Attention block output, restored at one position",
+    "feed-forward": "Feed-forward block output, restored at one position",
+    "head": "One attention head's output, restored at every position",
+}
+MAX_CELL_TEXT = 24  # columns up to which every cell prints its share
+
+
+def contrast_lens_figure(data: ContrastLens) -> go.Figure:
+    """Per layer (rows), logit(target) − logit(foil) as a bar coloured by the candidate it favours; both
+    probabilities beside."""
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=[f"logit({data.target}) − logit({data.foil})", "P per layer"])  # fmt: skip
+    difference = data.difference
+    fig.add_trace(go.Bar(
+        x=difference, y=data.layers, orientation="h", marker_color=[TARGET if d >= 0 else FOIL for d in difference],
+        text=[f"{d:+.2f}" for d in difference], textposition="auto", showlegend=False,
+        hovertemplate="%{y}: %{x:+.3f}<extra></extra>",
+    ), row=1, col=1)  # fmt: skip
+    for name, probs, colour in ((data.target, data.target_probs, TARGET), (data.foil, data.foil_probs, FOIL)):
+        fig.add_trace(go.Bar(x=probs, y=data.layers, orientation="h", name=f"P({name})", marker_color=colour,
+                             hovertemplate=f"%{{y}}: P({name}) = %{{x:.4f}}<extra></extra>"), row=1, col=2)
+    largest = max(float(np.abs(difference).max()), 1e-6) * 1.15
+    fig.update_xaxes(range=[-largest, largest], zeroline=True, zerolinewidth=2, row=1, col=1)
+    fig.update_xaxes(range=[0, 1], tickformat=".0%", row=1, col=2)
+    fig.update_yaxes(category_axis(reverse=True), row=1, col=1)
+    fig.update_layout(
+        title=f"Layer by layer at position {data.position}: right of 0 the model prefers “{data.target}”, "
+              f"left of 0 “{data.foil}”",
+        barmode="group", height=max(320, 48 * len(data.layers) + 150), legend={"orientation": "h", "y": -0.12},
+    )  # fmt: skip
+    return fig
+
+
+def _emphasise(labels: list[str], chosen: list[int]) -> list[str]:
+    return [f"<b>{label}</b>" if i in chosen else label for i, label in enumerate(labels)]
+
+
+def patching_heatmap(data: Patching, position: int | None = None) -> go.Figure:
+    """Layers (rows) × positions or heads (columns), the recovered share of the contrast; shares print in the cells.
+
+    The colour range is fixed at −100 % … 100 % (the clean answer fully back is 100 %); bold columns are the
+    tokens that differ, and `position` (the [MASK]) is outlined.
+    """
+    share = np.asarray(data.share, dtype=float)
+    columns = data.columns if data.site == "head" else _emphasise(data.columns, data.differing)
+    text = np.vectorize(lambda s: "" if not np.isfinite(s) else f"{s:.0%}")(share)
+    fig = go.Figure(go.Heatmap(
+        z=share, x=columns, y=data.rows, customdata=data.metric, colorscale=DIVERGING, zmid=0, zmin=-1, zmax=1,
+        text=text, texttemplate="%{text}" if share.shape[1] <= MAX_CELL_TEXT else None,
+        colorbar={"title": {"text": "recovered"}, "tickformat": ".0%"}, xgap=1, ygap=1,
+        hovertemplate="%{y}, %{x}: %{z:.1%} recovered (metric %{customdata:.3f})<extra></extra>",
+    ))  # fmt: skip
+    if position is not None and data.site != "head":
+        fig.add_shape(type="rect", x0=position - 0.5, x1=position + 0.5, y0=-0.5, y1=len(data.rows) - 0.5,
+                      line={"color": "#111111", "width": 2})  # fmt: skip
+    fig.update_layout(
+        title=f"{SITE_TITLES[data.site]}<br><sup>share of {data.label} recovered: clean {data.clean_metric:+.2f}, "
+              f"corrupted {data.corrupted_metric:+.2f}; 0 % = nothing back, 100 % = the clean answer</sup>",
+        height=max(300, 44 * len(data.rows) + 190), margin={"t": 110},
+        xaxis={**category_axis(), "tickangle": -40 if data.site != "head" else 0},
+        yaxis={**category_axis(reverse=True)},
+    )  # fmt: skip
+    return fig

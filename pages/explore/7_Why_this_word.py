@@ -1,0 +1,121 @@
+"""Why this word: which sentence BERT prefers, why one candidate rather than another, and where the difference lives."""
+
+import streamlit as st
+
+from bertviz_lite import figures
+from bertviz_lite.inspection import views
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from pages.common._questions import ask
+from pages.common._share import WORD_KEYS
+from pages.common._ui import load_context, show_figure, show_table, view
+
+TABS = ["Minimal pairs", "Contrastive prediction", "Activation patching"]
+RESTORE = {"residual stream": ("residual",), "attention vs feed-forward": ("attention", "feed-forward"),
+           "heads": ("head",)}  # fmt: skip
+TARGET, FOIL = WORD_KEYS["target"], WORD_KEYS["foil"]
+NO_EXAMPLE = "your own sentences"
+
+ctx = load_context()
+text_a, text_b = ctx.inputs.text_a, ctx.inputs.text_b
+
+st.header("Why this word")
+st.caption(
+    "Sentence A and sentence B from the sidebar are read here as two separate sentences, each on its own. Minimal "
+    "pairs: which one does the model find more natural? Contrastive prediction: at the [MASK] of A, why the target "
+    "word rather than the foil? Activation patching: A is the clean run, B the corrupted one; putting A's states back "
+    "into B's run one at a time shows where the model keeps what tells them apart."
+)
+
+
+def _use_example() -> None:
+    name = st.session_state.get("contrast_example")
+    if name in views.EXAMPLES:
+        a, b, target, foil = views.EXAMPLES[name]
+        st.session_state.update({"sentence_a": a, "sentence_b": b, TARGET: target, FOIL: foil})
+
+
+def shown(data_function, **params):
+    """A view's data, or None after a plain st.error (a sentence without [MASK], lengths that differ, …)."""
+    try:
+        return view(data_function, ctx.inputs, **params)
+    except ValueError as err:
+        st.error(str(err))
+        return None
+
+
+def pick_candidates() -> tuple[str, str] | None:
+    """The target and foil words (typed, or the model's defaults); None when sentence A has no [MASK]."""
+    try:
+        default = view(views.default_candidates, ctx.inputs, text_a=text_a, text_b=text_b, max_length=ctx.max_length)
+    except ValueError as err:
+        default = None
+        st.info(f"{err} Pick an example above, or type [MASK] into sentence A in the sidebar.")
+    pick_target, pick_foil = st.columns(2)
+    hint = ("the model's top guess: ", "B's top guess (or A's second): ")
+    target = pick_target.text_input("Target word", key=TARGET, placeholder=hint[0] + (default[0] if default else "—"),
+                                    help="The word whose logit is explained, against the foil's.")
+    foil = pick_foil.text_input("Foil word", key=FOIL, placeholder=hint[1] + (default[1] if default else "—"),
+                                help="The alternative: why the target rather than this word?")
+    if default is None:
+        return None
+    return (target or "").strip() or default[0], (foil or "").strip() or default[1]
+
+
+example, use = st.columns([4, 1], vertical_alignment="bottom")
+example.selectbox("Example (sentence A = clean, sentence B = corrupted)", [NO_EXAMPLE, *views.EXAMPLES],
+                  key="contrast_example")
+use.button("Use this example", on_click=_use_example, disabled=st.session_state.get("contrast_example") == NO_EXAMPLE,
+           icon=":material/input:", width="stretch")
+if not ctx.model.has_mlm_head:
+    st.info(f"{ctx.inputs.source} has no trained masked-language-model head, so it predicts no words to compare. "
+            f"{DEFAULT_MODEL} has one.")
+    st.stop()
+candidates = pick_candidates()
+tabs = dict(zip(TABS, st.tabs(TABS, key="contrast_view", on_change="rerun"), strict=True))
+
+if tabs["Minimal pairs"].open:
+    with tabs["Minimal pairs"]:
+        st.info("Minimal pairs arrive with the pseudo-log-likelihood (bertviz_lite.inspection.minimal_pairs).")
+
+if tabs["Contrastive prediction"].open:
+    with tabs["Contrastive prediction"]:
+        if candidates is not None:
+            target, foil = candidates
+            lens = shown(views.contrast_lens, text_a=text_a, target=target, foil=foil, max_length=ctx.max_length)
+            if lens is not None and ask(views.contrast_question(lens), "contrast"):
+                show_figure(figures.contrast_lens_figure(lens), "contrast_by_layer", frame=lens.to_frame)
+                st.caption("A logit lens of the difference: the output head reads every layer's hidden state at the "
+                           "[MASK] as if it were the last. The softmax's normaliser cancels in a difference of logits, "
+                           "so logit(target) − logit(foil) = log P(target) − log P(foil).")
+                with st.spinner("Masking each token in turn and integrating gradients…"):
+                    data = shown(views.contrast_attribution, text_a=text_a, target=target, foil=foil,
+                                 max_length=ctx.max_length)
+                if data is not None:
+                    show_figure(figures.attribution_figure(data), "contrast_attribution", frame=data.to_frame)
+                    show_table(data.correlation_frame().round(3), "contrast_attribution_spearman", hide_index=True)
+                    st.caption(
+                        f"Leave-one-out: how much {data.label} drops when each token becomes [MASK]. Integrated "
+                        f"gradients add up to {data.scores['integrated gradients'].sum():.3f}; f(A) − f(all [MASK]) = "
+                        f"{data.score - data.baseline_score:.3f} (off by {data.completeness_error:.2%})."
+                    )
+
+if tabs["Activation patching"].open:
+    with tabs["Activation patching"]:
+        if candidates is not None:
+            target, foil = candidates
+            restore = st.segmented_control("Restore", list(RESTORE), default="residual stream",
+                                           key="contrast_restore") or "residual stream"
+            grids = [shown(views.activation_patching, text_a=text_a, text_b=text_b, target=target, foil=foil,
+                           site=site, max_length=ctx.max_length) for site in RESTORE[restore]]
+            grids = [grid for grid in grids if grid is not None]
+            residual = shown(views.activation_patching, text_a=text_a, text_b=text_b, target=target, foil=foil,
+                             max_length=ctx.max_length) if grids else None
+            lens = view(views.contrast_lens, ctx.inputs, text_a=text_a, target=target, foil=foil,
+                        max_length=ctx.max_length) if residual is not None else None
+            if residual is not None and abs(residual.clean_metric - residual.corrupted_metric) < 0.5:
+                st.warning(f"A and B give nearly the same {residual.label} ({residual.clean_metric:+.2f} against "
+                           f"{residual.corrupted_metric:+.2f}): there is little to recover, and the shares are noisy.")
+            if residual is not None and ask(views.patching_question(residual, lens.position), "patching"):
+                for grid in grids:
+                    show_figure(figures.patching_heatmap(grid, lens.position), f"contrast_patching_{grid.site}",
+                                frame=grid.to_frame)
