@@ -30,9 +30,9 @@ class SharedState:
     head: int | None = None
     step: int | None = None
     present: bool | None = None
-    target: str | None = None  # the candidate word explained, against the foil
-    foil: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    target: str | None = None  # the candidate word explained, against the foil ("Why this word")
+    foil: str | None = None
 
 
 def _text(value: str | None, name: str, notes: list[str], limit: int = MAX_TEXT) -> str | None:
