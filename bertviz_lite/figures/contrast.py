@@ -35,13 +35,13 @@ def contrast_lens_figure(data: ContrastLens) -> go.Figure:
     difference = data.difference
     fig.add_trace(go.Bar(
         x=difference, y=data.layers, orientation="h", marker_color=[TARGET if d >= 0 else FOIL for d in difference],
-        text=[f"{d:+.2f}" for d in difference], textposition="auto", showlegend=False,
+        text=[f"{d:+.2f}" for d in difference], textposition="outside", cliponaxis=False, showlegend=False,
         hovertemplate="%{y}: %{x:+.3f}<extra></extra>",
     ), row=1, col=1)  # fmt: skip
     for name, probs, colour in ((data.target, data.target_probs, TARGET), (data.foil, data.foil_probs, FOIL)):
         fig.add_trace(go.Bar(x=probs, y=data.layers, orientation="h", name=f"P({name})", marker_color=colour,
                              hovertemplate=f"%{{y}}: P({name}) = %{{x:.4f}}<extra></extra>"), row=1, col=2)
-    largest = max(float(np.abs(difference).max()), 1e-6) * 1.15
+    largest = max(float(np.abs(difference).max()), 1e-6) * 1.4  # room for the numbers outside the bars
     fig.update_xaxes(range=[-largest, largest], zeroline=True, zerolinewidth=2, row=1, col=1)
     fig.update_xaxes(range=[0, 1], tickformat=".0%", row=1, col=2)
     fig.update_yaxes(category_axis(reverse=True), row=1, col=1)
@@ -65,7 +65,7 @@ def patching_heatmap(data: Patching, position: int | None = None) -> go.Figure:
     """
     share = np.asarray(data.share, dtype=float)
     columns = data.columns if data.site == "head" else _emphasise(data.columns, data.differing)
-    text = np.vectorize(lambda s: "" if not np.isfinite(s) else f"{s:.0%}")(share)
+    text = [["" if not np.isfinite(s) else f"{s + 0.0:.0%}".replace("-0%", "0%") for s in row] for row in share]
     fig = go.Figure(go.Heatmap(
         z=share, x=columns, y=data.rows, customdata=data.metric, colorscale=DIVERGING, zmid=0, zmin=-1, zmax=1,
         text=text, texttemplate="%{text}" if share.shape[1] <= MAX_CELL_TEXT else None,

@@ -13,7 +13,16 @@ TABS = ["Minimal pairs", "Contrastive prediction", "Activation patching"]
 RESTORE = {"residual stream": ("residual",), "attention vs feed-forward": ("attention", "feed-forward"),
            "heads": ("head",)}  # fmt: skip
 TARGET, FOIL = WORD_KEYS["target"], WORD_KEYS["foil"]
-NO_EXAMPLE = "your own sentences"
+CAPTIONS = {
+    "residual stream": "Each cell: B's run with A's hidden state put back at one position after one layer (row), the "
+                       "rest of B's run left as it was. Bold columns are the tokens that differ; the outlined column is "
+                       "the [MASK] where the candidates compete.",
+    "attention vs feed-forward": "Each cell: B's run with what one layer's attention block (top) or feed-forward block "
+                                 "(bottom) adds at one position taken from A's run. Where a block's cells are strong, "
+                                 "that block moves the difference.",
+    "heads": "Each cell: B's run with one head's output (at every position) taken from A's run. A strong head carries "
+             "what tells the sentences apart; most heads carry nothing.",
+}
 
 ctx = load_context()
 text_a, text_b = ctx.inputs.text_a, ctx.inputs.text_b
@@ -28,10 +37,12 @@ st.caption(
 
 
 def _use_example() -> None:
+    """The picked example goes into the sidebar's sentences and the candidates; the picker empties again."""
     name = st.session_state.get("contrast_example")
     if name in views.EXAMPLES:
         a, b, target, foil = views.EXAMPLES[name]
         st.session_state.update({"sentence_a": a, "sentence_b": b, TARGET: target, FOIL: foil})
+    st.session_state["contrast_example"] = None
 
 
 def shown(data_function, **params):
@@ -61,11 +72,9 @@ def pick_candidates() -> tuple[str, str] | None:
     return (target or "").strip() or default[0], (foil or "").strip() or default[1]
 
 
-example, use = st.columns([4, 1], vertical_alignment="bottom")
-example.selectbox("Example (sentence A = clean, sentence B = corrupted)", [NO_EXAMPLE, *views.EXAMPLES],
-                  key="contrast_example")
-use.button("Use this example", on_click=_use_example, disabled=st.session_state.get("contrast_example") == NO_EXAMPLE,
-           icon=":material/input:", width="stretch")
+st.selectbox("Examples", list(views.EXAMPLES), index=None, key="contrast_example", on_change=_use_example,
+             placeholder="Load an example into sentence A (clean) and sentence B (corrupted)…",
+             help="Each example is a pair of sentences of the same length with a [MASK] in A, and two candidates.")
 if not ctx.model.has_mlm_head:
     st.info(f"{ctx.inputs.source} has no trained masked-language-model head, so it predicts no words to compare. "
             f"{DEFAULT_MODEL} has one.")
@@ -115,7 +124,9 @@ if tabs["Activation patching"].open:
             if residual is not None and abs(residual.clean_metric - residual.corrupted_metric) < 0.5:
                 st.warning(f"A and B give nearly the same {residual.label} ({residual.clean_metric:+.2f} against "
                            f"{residual.corrupted_metric:+.2f}): there is little to recover, and the shares are noisy.")
-            if residual is not None and ask(views.patching_question(residual, lens.position), "patching"):
+            asked = restore == "residual stream"  # the tab's question is about the residual stream
+            if residual is not None and (not asked or ask(views.patching_question(residual, lens.position), "patching")):
+                st.caption(CAPTIONS[restore])
                 for grid in grids:
                     show_figure(figures.patching_heatmap(grid, lens.position), f"contrast_patching_{grid.site}",
                                 frame=grid.to_frame)

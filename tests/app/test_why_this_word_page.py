@@ -57,7 +57,8 @@ def test_every_view_renders_with_its_csv(model_state, tab, restore):
     shown = charts(at)
     assert FIGURES[tab, restore] <= set(shown), (tab, list(shown))
     assert len(at.get("download_button")) >= len(shown)
-    assert "No guess made" in texts(at) + " ".join(el.value for el in at.warning)
+    if restore in (None, "residual stream"):  # the views with a question showed it, then the answer
+        assert "No guess made" in texts(at)
 
 
 def test_the_question_hides_the_figure_until_the_reveal(model_state):
@@ -135,8 +136,8 @@ def test_an_example_fills_both_sentences_and_the_candidates():
     no_exception(at)
     name = "pronoun: woman / man"
     at.selectbox(key="contrast_example").set_value(name).run()
-    at.button[[b.label for b in at.button].index("Use this example")].click().run()
     no_exception(at)
+    assert at.selectbox(key="contrast_example").value is None  # ready for the next pick
     a, b, target, foil = contrast.EXAMPLES[name]
     assert at.session_state["sentence_a"] == a and at.session_state["sentence_b"] == b
     assert at.text_input(key="contrast_target").value == target and at.text_input(key="contrast_foil").value == foil

@@ -250,8 +250,8 @@ def patching_question(data: Patching, position: int) -> Question:
     never = "never (not even after the last layer)"
     answer = data.rows[reached[0]] if reached else never
     return Question(
-        prompt=f"Restore only the {MASK_TOKEN} position's hidden state: from which layer on does it bring back at "
-               "least half of the clean answer?",
+        prompt=f"Put A's hidden state back into B's run at the {MASK_TOKEN} position only: from which layer on does "
+               "that bring back at least half of A's answer?",
         options=(*data.rows, never),
         answer=answer,
         explanation=(f"From {answer} on: before that the {MASK_TOKEN} position does not yet hold what tells the "
