@@ -44,9 +44,15 @@ def test_every_view_opens_from_a_link_and_fits_1280x720(streamlit_url, page, pre
         if restore:
             page.locator(".st-key-contrast_restore").get_by_text(restore, exact=True).click()
             wait_for_idle(page)
-        if page.get_by_role("button", name="Reveal the model's answer").count():
+        asking = page.get_by_role("button", name="Reveal the model's answer")
+        asking.or_(page.locator(f".st-key-{key}")).first.wait_for(timeout=60_000)  # the question, or the figure
+        if asking.count():
             reveal(page)
-        wait_for_figure(page, key)
+        try:
+            wait_for_figure(page, key)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / f"why_failed_{key}.png"))
+            raise
         name = f"why_{'present' if present else 'normal'}_1280x720_{key.removeprefix('contrast_')}"
         page.locator(f".st-key-{key}").scroll_into_view_if_needed()
         page.wait_for_timeout(300)
