@@ -79,10 +79,12 @@ def test_grids_agree_with_single_patched_runs_and_their_corners():
     model = tiny_model()
     clean_ids, corrupted_ids = clean_and_corrupted()
     clean, corrupted = patching.record_run(model, clean_ids), patching.record_run(model, corrupted_ids)
-    target = Target(6, 11, 12)
+    moved = model(clean_ids)[0, 6] - model(corrupted_ids)[0, 6]  # the candidates the corruption moves most apart
+    up, down = int(moved.argmax()), int(moved.argmin())
+    target = Target(6, up, down)
 
     def metric(logits):
-        return float(logits[0, 6, 11] - logits[0, 6, 12])
+        return float(logits[0, 6, up] - logits[0, 6, down])
 
     grid = patching.patching_grid(model, clean, corrupted, "residual", target)
     assert grid.shape == (3, 8)

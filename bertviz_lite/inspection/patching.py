@@ -161,10 +161,19 @@ def _metric(model: BertForPreTraining, final: Tensor, target: Target) -> Tensor:
     return mlm_scores(model, final[:, target.position], target)
 
 
+def _changes_nothing(clean: Run, corrupted: Run, site: str, layer: int, select: Tensor) -> bool:
+    """Whether restoring select leaves the corrupted run as it is (the two runs agree there: an unchanged token's
+    embedding, say), so its metric is the corrupted one without running anything."""
+    return bool(torch.equal(clean.sites[site][layer][0][select[0]], corrupted.sites[site][layer][0][select[0]]))
+
+
 @torch.no_grad()
 def patching_grid(model: BertForPreTraining, clean: Run, corrupted: Run, site: str, target: Target) -> np.ndarray:
     """The metric with each site restored in turn: [L + 1, T] for "residual", [L, T] for "attention" and
-    "feed-forward" (one position each), [L, nh] for "head" (every position); one batch per layer."""
+    "feed-forward" (one position each), [L, nh] for "head" (every position); one batch per layer.
+
+    Restores that change nothing (equal values, or a last hidden state off the target's position) are not run.
+    """
     if site not in SITES:
         raise ValueError(f"unknown patching site {site!r}: one of {', '.join(SITES)}")
     config = model.config
@@ -175,12 +184,15 @@ def patching_grid(model: BertForPreTraining, clean: Run, corrupted: Run, site: s
     else:
         rows = [position_select([[p]], length, config.hidden_size) for p in range(length)]
     chunk = max(1, MAX_BATCH_TOKENS // max(length, 1))
-    grid = np.zeros((layers, len(rows)))
+    grid = np.full((layers, len(rows)), float(_metric(model, corrupted.final, target)[0]))
     for layer in range(layers):
-        for start in range(0, len(rows), chunk):
-            select = torch.cat(rows[start : start + chunk])
-            final = patched_final(model, clean, corrupted, site, layer, select)
-            grid[layer, start : start + len(select)] = _metric(model, final, target).double().numpy()
+        last = site == "residual" and layer == layers - 1  # no layer left: only the target's own position counts
+        needed = [i for i, select in enumerate(rows) if not (last and i != target.position)
+                  and not _changes_nothing(clean, corrupted, site, layer, select)]  # fmt: skip
+        for start in range(0, len(needed), chunk):
+            part = needed[start : start + chunk]
+            final = patched_final(model, clean, corrupted, site, layer, torch.cat([rows[i] for i in part]))
+            grid[layer, part] = _metric(model, final, target).double().numpy()
     return grid
 
 
