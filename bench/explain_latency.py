@@ -208,7 +208,7 @@ def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int) ->
     chosen = attribution.Target(position, *pair)
     trace = explore.trace_pair(model, tokenizer, clean, corrupted)
     print(f"patching: {num_tokens} tokens, {model.config.num_hidden_layers} layers, {clean!r} / {corrupted!r}")
-    for site in patching.SITES:
+    for site in patching.SITES if num_tokens <= views.contrast.MAX_PATCHING_TOKENS else ():  # the page refuses more
         call = lambda site=site: figures.patching_heatmap(explore.from_trace(  # noqa: E731
             views.activation_patching, trace, text_a=clean, text_b=corrupted, target=target, foil=foil, site=site))
         print(f"  view  patching grid, {site:<30s} {median_ms(call, repeats):8.1f} ms")

@@ -37,9 +37,10 @@ EXAMPLES = {
     "agreement across an attractor": ("The keys to the cabinet [MASK] here.", "The key to the cabinets [MASK] here.",
                                       "are", "is"),
 }  # fmt: skip
-# The layers × positions grid runs about T²·L²/2 token-layer passes: 0.2-0.3 s at 16 tokens and 1.8 s at 32 on one
-# busy thread (bench/explain_latency.py), so past 40 tokens it is refused rather than left to hang a lecture.
-MAX_PATCHING_TOKENS = 40
+# The layers × positions grid runs about T²·L²/2 token-layer passes: on one thread of the busy 2-core machine 0.18 s
+# at 16 tokens, 0.55 s at 32, 1.7 s at 64 (bench/explain_latency.py); longer inputs are refused rather than left to
+# hang a lecture.
+MAX_PATCHING_TOKENS = 64
 
 
 def encode_alone(tokenizer: BertTokenizer, sentence: str, max_length: int = 128) -> Encoding:
