@@ -1,6 +1,6 @@
 """Classroom load: one `streamlit run app.py` for a lecture hall, a training run beside it, N visitors.
 
-Starts the app on a free loopback port (bench/_server.py) and times, first, one visitor on the
+Starts the app on a free loopback port (tests/browser/server.py) and times, first, one visitor on the
 fresh server right after /_stcore/health answers. Then it starts one classroom training run as its own
 process (in a temporary folder, killed at the end) and, for each N, lets N visitors start together
 (with a small random jitter). A visitor is not a browser but a client of Streamlit's own websocket
@@ -49,16 +49,16 @@ from websockets.asyncio.client import connect
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench._server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, MINILM  # noqa: E402
 from bertviz_lite.loading.run_folder import read_status  # noqa: E402
+from tests.browser.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 
 LOOPBACK = "127.0.0.1"  # the only address this script talks to
 ATTENTION_PAGE = "Attention"  # url_path of pages/explore/3_Attention.py (app.py gives it no other)
 HEATMAP_KEY = "attention_heatmap"
 SENTENCE_A_KEY = "sentence_a"
 MODEL_KEY = "model_picker"
-MODEL_CARD = " layers · "  # in the sidebar caption written once the model is loaded (pages/common/_ui.py)
+MODEL_CARD = " layers · "  # in the sidebar caption written once the model is loaded (explore.model_card)
 CLIENT = f"websocket protocol client (`websockets` {websockets.__version__}, asyncio; no browser)"
 # Single WordPiece tokens of BERT's uncased vocabulary: (adjective, noun) makes every sentence A new.
 NOUNS = ("cat dog horse bird fish lion tiger bear wolf fox rabbit mouse duck goat sheep cow pig frog snake owl "

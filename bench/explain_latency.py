@@ -28,7 +28,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._reference import restore_hidden_hook, zero_heads_hooks  # noqa: E402
 from bertviz_lite import figures
 from bertviz_lite.inspection import (  # noqa: E402
     attribution,
@@ -38,6 +37,7 @@ from bertviz_lite.inspection import (  # noqa: E402
 )
 from bertviz_lite.loading.pretrained import ENGLISH, load  # noqa: E402
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
+from tests.reference import restore_hidden_hook, zero_heads_hooks  # noqa: E402
 
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
          "and children play near the old river bank on a warm summer afternoon").split()

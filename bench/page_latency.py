@@ -1,6 +1,6 @@
 """Page latency of the Attention page in Debian's chromium: from entering a pair to the figure drawn.
 
-Starts `streamlit run app.py` on a free port (bench/_server.py, as tests/browser does), opens the Attention page with
+Starts `streamlit run app.py` on a free port (tests/browser/server.py, as the browser tests do), opens the Attention page with
 the default model (minilm-english: MiniLM's sizes, 6 layers × 12 heads) and, for pairs of exactly 32, 128 and 512 tokens, times from pressing Enter in
 sentence A to the single-head heatmap drawn with the new pair; then the same for the model view
 (all layers × heads) at 128 tokens. Each pair is new (a different first word), so nothing comes from
@@ -11,7 +11,7 @@ sentence filter): the "× reference" column is load-independent where the second
 
     python bench/page_latency.py [--repeats 5]
 
-Goals (issue 4): < 1.5 s at 32 tokens, < 3 s for the model view at 128 tokens, no freeze at 512.
+Goals: < 1.5 s at 32 tokens, < 3 s for the model view at 128 tokens, no freeze at 512.
 """
 
 from __future__ import annotations
@@ -27,21 +27,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench._server import (  # noqa: E402
+from bertviz_lite.loading.pretrained import load  # noqa: E402
+from tests.browser.driver import new_page, open_page, open_tab, type_into, wait_for_idle  # noqa: E402
+from tests.browser.server import (  # noqa: E402
     ARTIFACTS,
     CHROMIUM,
     CHROMIUM_ARGS,
     free_port,
     open_front_page,
-    open_page,
-    open_tab,
     start_streamlit,
     stop,
-    type_into,
-    wait_for_idle,
     wait_until_healthy,
 )
-from bertviz_lite.loading.pretrained import load  # noqa: E402
 
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
          "and children play near the old river bank on a warm summer afternoon").split()
@@ -147,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             open_front_page(browser, url)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = new_page(browser, viewport={"width": 1400, "height": 1000})
             open_page(page, url, "Attention")
             type_into(page, "max_length", "512")
             wait_for_idle(page)

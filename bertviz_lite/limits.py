@@ -30,6 +30,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 
+def clamp(value: float, low: float, high: float) -> float:
+    """value pulled into low..high (a layer, head, step or slider value that the input no longer offers)."""
+    return min(max(value, low), high)
+
+
 class BertConfig(Protocol):
     """The sizes of a model config these rules read (bertviz_lite.model.config.BertConfig has them)."""
 
@@ -53,6 +58,7 @@ MAX_JSON_BYTES = 1 * MB
 MAX_JSON_DEPTH = 32
 MAX_VOCAB_BYTES = 10 * MB
 MAX_VOCAB_LINES = 1_000_000
+MAX_METRICS_BYTES = 64 * MB  # of an uploaded metrics.jsonl: a 100k-step run logs ~20 MB
 MAX_SAFETENSORS_HEADER_BYTES = 100 * MB
 FLOAT_BYTES = 4  # activations are float32
 WEIGHT_SLACK_BYTES = 1 * MB  # headers, position_ids buffers

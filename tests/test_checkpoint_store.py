@@ -21,7 +21,8 @@ from bertviz_lite.loading.pretrained import load_folder
 from bertviz_lite.loading.run_folder import MetricsWriter, write_status
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.modeling import BertForPreTraining
-from bertviz_lite.runs import store, upload
+from bertviz_lite.runs import lifecycle, store, upload
+from bertviz_lite.server.access import Visitor, new_visitor_id, record_owner
 from bertviz_lite.text.pretraining_data import builtin_corpus
 from bertviz_lite.text.tokenization import BertTokenizer
 
@@ -121,7 +122,9 @@ def test_delete_removes_everything(root):
 
 def test_a_training_run_cannot_be_renamed_or_deleted(root):
     # A live process whose command line names the training module stands in for a real run.
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "bertviz_lite.train"])
+    # It lives until its stdin closes: when the test kills it, or when pytest itself ends.
+    process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "bertviz_lite.train"],
+                               stdin=subprocess.PIPE)
     try:
         write_status(root / "tiny", state="running", pid=process.pid, step=3, total_steps=30)
         with pytest.raises(store.CheckpointError, match="still training"):
@@ -374,3 +377,31 @@ def test_a_rename_or_delete_that_loses_a_race_says_so_without_server_paths(root,
         with pytest.raises(store.CheckpointError) as err:
             call()
         assert "another window" in str(err.value) and str(tmp_path) not in str(err.value)
+
+
+def test_change_refusal_says_why_a_checkpoint_cannot_be_renamed_or_deleted_now(root, monkeypatch):
+    owner, stranger = Visitor(new_visitor_id()), Visitor(new_visitor_id())
+    assert store.change_refusal(store.DEMO, None, root) == store.SHIPPED  # read-only even for the server
+    assert store.change_refusal("tiny", None, root) is None  # a terminal run: the server's
+    assert store.change_refusal("tiny", owner, root) == store.NOT_YOURS
+    record_owner(root / "tiny", owner)
+    assert store.change_refusal("tiny", owner, root) is None
+    assert store.change_refusal("tiny", stranger, root) == store.NOT_YOURS
+    assert store.change_refusal("tiny", Visitor(stranger.id, admin=True), root) is None
+    monkeypatch.setattr(lifecycle, "training_process_alive", lambda pid: pid == 4242)  # its stand-in process
+    write_status(root / "tiny", state="running", pid=4242, step=1, total_steps=7)
+    assert store.change_refusal("tiny", owner, root) == store.TRAINING
+
+
+def test_hyperparameter_table_sets_runs_side_by_side_with_form_labels(root):
+    for name, lr in (("tiny", 0.001), ("other", 0.01)):
+        (root / name).mkdir(exist_ok=True)
+        args = {"args": {"steps": 7, "lr": lr, "out": f"checkpoints/{name}"}, "config": {"hidden_size": 32}}
+        (root / name / "train_args.json").write_text(json.dumps(args))
+    table = store.hyperparameter_table(["tiny", "other"], root)
+    assert list(table.columns) == ["tiny", "other"] and "out" not in table.index
+    assert table.loc["Learning rate"].tolist() == ["0.001", "0.01"]
+    assert table.loc["Steps"].tolist() == ["7", "7"]
+    assert list(store.differing_rows(table).index) == ["Learning rate"]
+    assert store.differing_rows(table[["tiny"]]).shape == (3, 1)  # one run: nothing to compare, every row
+    assert store.hyperparameter_table(["missing"], root).empty

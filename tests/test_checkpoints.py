@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from bertviz_lite.atomic import atomic_write_json, remove_temporary_files
 from bertviz_lite.loading.checkpoints import (
     checkpoint_step,
     save_checkpoint,
@@ -18,11 +19,9 @@ from bertviz_lite.loading.checkpoints import (
 from bertviz_lite.loading.pretrained import load_folder
 from bertviz_lite.loading.run_folder import (
     MetricsWriter,
-    atomic_write_json,
     process_alive,
     read_metrics,
     read_status,
-    remove_temporary_files,
     validate_run_name,
     write_status,
 )

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bertviz_lite.loading.checkpoints import checkpoint_step
 from bertviz_lite.loading.pretrained import load_folder
 from bertviz_lite.loading.run_folder import read_metrics, read_status
@@ -18,6 +20,7 @@ TINY = ["--preset", "tiny", "--num-documents", "150", "--vocab-size", "300", "--
         "--max-position-embeddings", "32", "--quiet"]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_two_cpu_processes_train_with_ddp_and_only_rank_0_writes(tmp_path):
     run = tmp_path / "run"
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",

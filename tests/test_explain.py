@@ -278,3 +278,19 @@ def test_explain_choices_follow_the_heads_and_the_input(tiny):
         assert views.default_choice(pair, [None]) is None and views.explain_choices(alone, model) == []
     finally:
         model.has_mlm_head = True
+
+
+def test_explained_masks_put_one_mask_unless_the_text_has_it_and_none_for_nsp(tiny):
+    _, tokenizer = tiny
+    alone = tokenizer.encode_pair("The cat sat on the [MASK].", None)
+    typed = alone.tokens.index("[MASK]")
+    assert views.explain.explained_masks(alone, typed) == ()
+    assert views.explain.explained_masks(alone, 2) == (2,)
+    assert views.explain.explained_masks(alone, None) == ()
+
+
+def test_the_integrated_gradients_total_is_their_sum(tiny_trace):
+    data = explore.from_trace(views.token_attribution, tiny_trace, position=3)
+    assert data.integrated_gradients_total == pytest.approx(float(data.scores["integrated gradients"].sum()))
+    difference = data.score - data.baseline_score
+    assert data.integrated_gradients_total == pytest.approx(difference, rel=0.05, abs=1e-3)

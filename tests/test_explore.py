@@ -13,15 +13,16 @@ import torch
 from bertviz_lite.figures import (
     attention_heatmap,
     head_view,
-    mosaic_figure,
+    model_view_figure,
     neuron_view_figure,
     rollout_heatmap,
 )
 from bertviz_lite.figures.attention import MAX_TICK_LABELS
-from bertviz_lite.figures.mosaic import PICKER_NAME
+from bertviz_lite.figures.model_view import PICKER_NAME
 from bertviz_lite.inspection import analysis, explore, views
 from bertviz_lite.inspection.explore import from_trace
 from bertviz_lite.inspection.views.attention import HEAD_VIEW_MAX_LINES, HEAD_VIEW_MAX_TOP_K
+from bertviz_lite.inspection.views.predictions import default_masks
 from tests.app.tiny_checkpoint import build_tiny
 from tests.attention_samples import mosaic_tile
 
@@ -184,7 +185,7 @@ def test_head_view_figure_windows_queries_and_keys(trace):
 
 
 def test_model_view_figure_has_one_clickable_point_per_tile(trace):
-    fig = mosaic_figure(from_trace(views.attention_mosaic, trace))
+    fig = model_view_figure(from_trace(views.model_view, trace))
     size = trace.num_tokens  # short input: tiles are not downsampled
     picker = next(t for t in fig.data if t.name == PICKER_NAME)
     assert len(picker.x) == 8 and fig.layout.meta["tile"] == size
@@ -195,7 +196,7 @@ def test_model_view_figure_has_one_clickable_point_per_tile(trace):
         assert head * step < picker.x[index] < head * step + size and layer * step < picker.y[index] < layer * step + size
     assert np.isnan(fig.data[0].z[size]).all()  # a gap row between layers
     assert views.model_view_size(512) == 32 and views.model_view_size(20) == 20
-    frame = from_trace(views.attention_mosaic, trace, max_tokens=4).to_frame()
+    frame = from_trace(views.model_view, trace, max_tokens=4).to_frame()
     assert len(frame) == 8 * 16
     np.testing.assert_allclose(frame.groupby(["layer", "head", "query_index"])["weight"].sum(), 1.0, atol=1e-6)
 
@@ -270,6 +271,22 @@ def test_predictions(tiny):
     assert views.nsp_frame(p)["probability"].sum() == pytest.approx(1.0)
 
 
+def test_model_card_names_sizes_vocabulary_and_heads(tiny):
+    model, tokenizer = tiny
+    config = model.config
+    card = explore.model_card(model, tokenizer)
+    assert card.startswith(f"{config.num_hidden_layers} layers · {config.num_attention_heads} heads · hidden ")
+    assert card.endswith(f"vocabulary {tokenizer.vocab_size} · learned positions · heads: MLM, NSP")
+
+
+def test_default_masks_pick_one_word_unless_the_text_already_has_a_mask(tiny):
+    _, tokenizer = tiny
+    encoding = tokenizer.encode_pair(*PAIR)
+    assert default_masks(encoding) == (views.default_mask_position(encoding),)
+    typed = tokenizer.encode_pair("The cat sat on the [MASK].", PAIR[1])
+    assert default_masks(typed) == ()
+
+
 def test_predictions_without_heads_say_so(trace):
     headless = replace(trace, output=replace(trace.output, mlm_logits=None, nsp_logits=None))
     with pytest.raises(ValueError, match="no trained masked-language-model head"):
@@ -299,4 +316,4 @@ def test_nsp_caption_says_the_pair_is_judged_as_typed_and_gives_the_masked_varia
     assert views.nsp_caption(0.34, 0.53, 0).endswith("Computed on the pair as typed.")
     with_picks = views.nsp_caption(0.34, 0.53, 2)
     assert "as typed, without the 2 tokens picked above masked" in with_picks
-    assert "P(IsNext) would be 53% instead of 34%" in with_picks
+    assert "P(IsNext) would be 53.0% instead of 34.0%" in with_picks

@@ -245,7 +245,7 @@ def test_figures_are_deterministic():
     assert first.to_json() == second.to_json()
 
 
-# ---------------------------------------------------------------- readability (presentation mode, issue 11)
+# ---------------------------------------------------------------- readability (presentation mode)
 
 
 def test_readable_sets_dark_fonts_everywhere_and_larger_ones_for_a_projector():
@@ -308,3 +308,12 @@ def test_embedding_heatmaps_saturate_at_a_robust_range_a_projector_can_show():
     assert fig.layout.coloraxis2.cmax == pytest.approx(norm_limit) and norm_limit < 1
     assert fig.layout.coloraxis.cmax == pytest.approx(np.percentile(np.abs(np.stack(parts[:4])), 98))
     assert "98% of the values" in fig.layout.title.text
+
+
+def test_pca_labels_do_not_pile_up_and_every_token_stays_on_hover():
+    points = np.array([[0.0, 0.0]] * 14 + [[1.0, 1.0], [0.5, 0.0]])
+    tokens = [f"t{i}" for i in range(16)]
+    assert figures.uncluttered_labels(points, tokens) == ["t0"] + [""] * 13 + ["t14", "t15"]
+    scatter = figures.pca_scatter(points, tokens)
+    assert list(scatter.data[0].text) == ["t0"] + [""] * 13 + ["t14", "t15"]
+    assert [row[1] for row in scatter.data[0].customdata] == tokens  # the hover still names every point

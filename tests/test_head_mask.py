@@ -7,12 +7,12 @@ import torch
 import torch.nn.functional as F
 import transformers
 
-from bench._reference import zero_heads_hooks
 from bertviz_lite.inspection.attribution import head_mask
 from bertviz_lite.loading.pretrained import ENGLISH, load
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.modeling import BertForPreTraining
+from tests.reference import zero_heads_hooks
 
 TINY = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
 KNOCKED = ["L0H1", "L1H3", "L1H0"]

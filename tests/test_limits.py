@@ -210,3 +210,8 @@ def test_compressed_or_legacy_torch_files_are_refused(folder, tiny_files):
     refused(lambda: load_folder(folder), "holds compressed records")
     torch.save({"w": torch.zeros(3)}, folder / "pytorch_model.bin", _use_new_zipfile_serialization=False)
     refused(lambda: load_folder(folder), "legacy")
+
+
+def test_clamp_pulls_a_value_into_the_range_and_keeps_one_inside():
+    assert [limits.clamp(value, 1, 8) for value in (-5, 0, 1, 5, 8, 9)] == [1, 1, 1, 5, 8, 8]
+    assert limits.clamp(3, 0, 0) == 0  # an empty range keeps the top: a 1-token input

@@ -5,7 +5,6 @@ import pytest
 import torch
 import transformers
 
-from bench._reference import restore_hidden_hook
 from bertviz_lite import patched_logits
 from bertviz_lite.inspection import patching
 from bertviz_lite.inspection.attribution import Target
@@ -13,6 +12,7 @@ from bertviz_lite.loading.pretrained import ENGLISH, load
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.modeling import BertForPreTraining
+from tests.reference import restore_hidden_hook
 
 TINY = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
 HAS_ENGLISH = (CHECKPOINTS_DIR / ENGLISH / "config.json").is_file()

@@ -140,3 +140,18 @@ def test_hugging_face_cache_discovery_finds_bert_snapshots(tmp_path):
     other.mkdir(parents=True)
     (other / "config.json").write_text('{"model_type": "gpt2"}')
     assert pretrained.huggingface_cache_models(tmp_path / "hub") == [snapshot]
+
+
+def test_hugging_face_snapshot_folders_name_their_repo_and_the_picker_lists_them_after_checkpoints(tmp_path):
+    snapshot = tmp_path / "hub" / "models--someone--tiny-bert" / "snapshots" / "abc123"
+    assert pretrained.huggingface_repo_id(snapshot) == "someone/tiny-bert"
+    assert pretrained.huggingface_repo_id(tmp_path / "my-run") is None
+    assert pretrained.huggingface_repo_id(tmp_path / "snapshots" / "abc") is None  # a run's snapshots/
+    shutil.copytree(copy_minilm(tmp_path), snapshot)
+    (tmp_path / "ckpt" / "mine").mkdir(parents=True)
+    (tmp_path / "ckpt" / "mine" / "config.json").write_text("{}")
+    (tmp_path / "ckpt" / pretrained.DEMO).mkdir()
+    (tmp_path / "ckpt" / pretrained.DEMO / "config.json").write_text("{}")
+    sources = pretrained.model_sources(tmp_path / "ckpt", tmp_path / "hub")
+    assert sources == [*pretrained.BUILT_IN, "mine", str(snapshot)]
+    assert pretrained.BUILT_IN[0] == pretrained.DEFAULT_MODEL

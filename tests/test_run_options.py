@@ -100,3 +100,39 @@ def test_the_form_and_the_trainer_agree_on_the_largest_batch(tmp_path):
     with pytest.raises(OptionError) as trainer:
         Trainer(run_options.check_options({**options, "batch_size": largest + 1}, out=str(tmp_path / "run")))
     assert str(form.value) == str(trainer.value) and not (tmp_path / "run").exists()
+
+
+def test_plan_summary_gives_size_and_steps_and_advises_on_what_usually_disappoints():
+    options = run_options.preset_options("tiny")
+    line = run_options.plan_summary(options, has_cuda=False)
+    size = run_options.model_size(options) / 1e6
+    steps, batch = options["steps"], options["batch_size"]
+    assert line == f"About {size:.2f} M parameters; {steps} steps of {batch} sentence pairs."
+    continued = {**options, "init": "all-MiniLM-L6-v2", "lr": run_options.CONTINUED_PRETRAINING_MAX_LR * 2}
+    assert run_options.plan_summary(continued, has_cuda=True).startswith("all-MiniLM-L6-v2's sizes;")
+    assert "small learning rate" in run_options.plan_summary(continued, has_cuda=True)
+    gentle = {**continued, "lr": run_options.CONTINUED_PRETRAINING_MAX_LR}
+    assert run_options.training_advice(gentle, has_cuda=True) == []
+    base = run_options.preset_options("base")
+    assert run_options.training_advice(base, has_cuda=False) == [
+        "The base preset takes hours on a CPU: try tiny or small first."]
+    assert run_options.training_advice(base, has_cuda=True) == []
+
+
+def test_device_problem_only_for_cuda_without_a_gpu(monkeypatch):
+    monkeypatch.setattr(run_options, "cuda_unavailable_reason", lambda: "no GPU here")
+    assert run_options.device_problem("cuda") == "CUDA cannot be used: no GPU here. Choose auto or CPU."
+    assert run_options.device_problem("cpu") is None and run_options.device_problem("auto") is None
+    monkeypatch.setattr(run_options, "cuda_unavailable_reason", lambda: None)
+    assert run_options.device_problem("cuda") is None
+
+
+def test_check_form_leads_a_refusal_with_the_options_label_and_sends_sizes_only_for_random_weights():
+    options = run_options.preset_options("tiny")
+    assert run_options.check_form(options).steps == options["steps"]
+    with pytest.raises(OptionError, match=rf"^{run_options.labels()['batch_size']}: ") as refused:
+        run_options.check_form({**options, "batch_size": 10**6}, corpus=(3, 12))
+    assert refused.value.option == "batch_size"
+    assert set(run_options.MODEL_FIELDS) <= set(run_options.form_option_names(from_model=False))
+    assert not set(run_options.MODEL_FIELDS) & set(run_options.form_option_names(from_model=True))
+    assert "steps" in run_options.form_option_names(from_model=True)

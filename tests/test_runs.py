@@ -13,30 +13,24 @@ from bertviz_lite.loading import run_folder
 from bertviz_lite.loading.run_folder import read_metrics, write_status
 from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.training.cli import arguments_from_namespace, build_parser
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 # Small enough to start in a few seconds on 2 cores; `steps` is set per test.
 FAST = {"preset": "tiny", "num_documents": 200, "vocab_size": 200, "seq_len": 32, "batch_size": 8,
         "eval_pairs": 32, "log_every": 2, "eval_every": 10, "snapshot_every": 10, "threads": 1}
 
+# A process that lives until its stdin closes: when the test kills it, or when pytest itself ends.
+BLOCK = "import sys; sys.stdin.read()"
+
 
 @pytest.fixture
 def sleeper():
     """A live process whose command line names the training module: a stand-in for a run's process."""
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", lifecycle.TRAIN_MODULE])
+    process = subprocess.Popen([sys.executable, "-c", BLOCK, lifecycle.TRAIN_MODULE], stdin=subprocess.PIPE)
     yield process
     process.kill()
     process.wait()
-
-
-def wait_for(predicate, timeout=60.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise TimeoutError(f"timed out waiting for {what}")
 
 
 # ---- command line --------------------------------------------------------------------------------
@@ -88,15 +82,15 @@ def test_a_running_status_with_a_live_training_process_reads_as_running(tmp_path
 
 def test_process_checks_see_through_exec_zombies_and_reused_pids(sleeper):
     assert lifecycle.training_process_alive(sleeper.pid)  # also in the instant after exec, with no cmdline yet
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    other = subprocess.Popen([sys.executable, "-c", BLOCK], stdin=subprocess.PIPE)
     try:
-        wait_for(lambda: Path(f"/proc/{other.pid}/cmdline").read_bytes(), 10, "the other process to start")
+        wait_until(lambda: Path(f"/proc/{other.pid}/cmdline").read_bytes(), 10, "the other process to start")
         assert not lifecycle.training_process_alive(other.pid)  # a pid now used by another program
     finally:
         other.kill()
         other.wait()
     sleeper.kill()  # not reaped yet (no wait): a zombie, which os.kill(pid, 0) still finds
-    wait_for(lambda: not lifecycle.training_process_alive(sleeper.pid), 10, "the zombie to read as dead")
+    wait_until(lambda: not lifecycle.training_process_alive(sleeper.pid), 10, "the zombie to read as dead")
     assert sleeper.poll() is not None
 
 
@@ -174,26 +168,48 @@ def test_snapshot_steps_and_hyperparameters_are_read_from_files(tmp_path):
 # ---- real training processes ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_bad_options_end_the_process_and_the_run_shows_failed_with_the_cli_message(tmp_path):
     run_dir = lifecycle.launch_run({**FAST, "steps": 0}, root=tmp_path, name="bad")
-    state = wait_for(lambda: (s := lifecycle.run_state(run_dir)).state == "failed" and s, 60, "the run to fail")
+    state = wait_until(lambda: (s := lifecycle.run_state(run_dir)).state == "failed" and s, 60, "the run to fail")
     assert "--steps (0) must be a whole number greater than 0" in state.message
     assert json.loads((run_dir / run_folder.LAUNCH_FILE).read_text())["command"][-1] == str(run_dir)
 
 
+@pytest.mark.slow
 def test_a_run_outlives_its_launcher_obeys_the_limit_and_stops_gracefully(tmp_path):
     # The launcher process exits right away, as an app that is restarted mid-run would.
     launcher = (f"from pathlib import Path; from bertviz_lite.runs import lifecycle; "
                 f"lifecycle.launch_run({dict(FAST, steps=5000)!r}, root=Path({str(tmp_path)!r}), name='long')")
     subprocess.run([sys.executable, "-c", launcher], cwd=REPO, check=True, timeout=60)
     run_dir = tmp_path / "long"
-    wait_for(lambda: lifecycle.run_state(run_dir).state == "running" and len(read_metrics(run_dir, "train")) >= 2,
+    wait_until(lambda: lifecycle.run_state(run_dir).state == "running" and len(read_metrics(run_dir, "train")) >= 2,
              60, "two metrics lines")
     with pytest.raises(lifecycle.RunLimitError, match="long"):
         lifecycle.launch_run({**FAST, "steps": 5}, root=tmp_path, max_runs=1)
     lifecycle.stop_run(run_dir)
-    state = wait_for(lambda: (s := lifecycle.run_state(run_dir)).state != "running" and s, 60, "the run to stop")
+    state = wait_until(lambda: (s := lifecycle.run_state(run_dir)).state != "running" and s, 60, "the run to stop")
     assert state.state == "stopped", state.message
     assert 0 < state.checkpoint_step == state.step < 5000
     assert (run_dir / "model.safetensors").is_file() and (run_dir / run_folder.STOP_FILE).is_file()
     assert lifecycle.active_runs(tmp_path) == []
+
+
+def test_a_new_run_name_must_be_safe_and_free(tmp_path):
+    assert lifecycle.check_new_run_name("fresh", tmp_path) == "fresh"
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(ValueError, match="A run named 'taken' already exists"):
+        lifecycle.check_new_run_name("taken", tmp_path)
+    with pytest.raises(ValueError, match="path separator"):
+        lifecycle.check_new_run_name("../up", tmp_path)
+
+
+def test_run_state_splits_its_message_and_says_the_time_left_while_it_trains(tmp_path):
+    failed = lifecycle.RunState("r", tmp_path, "failed", message="CUDA out of memory\nline 1\nline 2")
+    assert failed.reason == "CUDA out of memory" and failed.details == "line 1\nline 2"
+    assert lifecycle.RunState("r", tmp_path, "finished", message="Done").details == ""
+    running = lifecycle.RunState("r", tmp_path, "running", step=5, total_steps=10, eta_s=125.9)
+    assert running.eta_text == "about 2 min 05 s left" and running.progress == 0.5
+    assert lifecycle.RunState("r", tmp_path, "running", eta_s=42.0).eta_text == "about 42 s left"
+    assert lifecycle.RunState("r", tmp_path, "stopped", eta_s=42.0).eta_text is None
+    assert lifecycle.RunState("r", tmp_path, "running", step=30, total_steps=10).progress == 1.0

@@ -246,6 +246,7 @@ print(json.dumps(tokenizer.convert_ids_to_tokens(list(range(tokenizer.vocab_size
 """
 
 
+@pytest.mark.slow
 def test_training_gives_the_same_vocabulary_in_separate_processes():
     root = Path(__file__).resolve().parents[1]
     vocabularies = []

@@ -22,6 +22,7 @@ from bertviz_lite.loading.run_folder import read_metrics, read_status, read_trai
 from bertviz_lite.training.cli import build_parser, main
 from bertviz_lite.training.training_args import TrainingArguments
 from tests.app.tiny_checkpoint import save_tiny
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 # The tiny preset on a smaller corpus and vocabulary, so that a run starts and steps quickly.
@@ -40,14 +41,7 @@ def environment() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
 
 
-def wait_for(condition, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the training process")
-        time.sleep(0.05)
-
-
+@pytest.mark.slow
 def test_cli_trains_the_tiny_preset_and_transformers_loads_the_checkpoint(tmp_path):
     args = [*TINY, "--steps", "20", "--log-every", "5", "--eval-every", "10", "--snapshot-every", "10", "--out", "run"]
     done = subprocess.run(command(*args), cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=120)
@@ -202,12 +196,13 @@ def test_argparse_errors_exit_2_and_help_lists_every_option(capsys):
     assert build_parser().parse_args(["--preset", "small"]).steps is None  # None: the preset decides
 
 
+@pytest.mark.slow
 def test_sigterm_finishes_the_step_saves_and_stops(tmp_path):
     run = tmp_path / "run"
     args = [*SMALLER, "--steps", "100000", "--log-every", "2", "--save-every", "1000", "--out", str(run)]
     process = subprocess.Popen(command(*args), cwd=tmp_path, env=environment(), stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: len(read_metrics(run, "train")) >= 2)
+        wait_until(lambda: len(read_metrics(run, "train")) >= 2, what="two logged steps")
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
     finally:
@@ -228,6 +223,7 @@ def _kill_during_a_write(run: Path, process: subprocess.Popen, rng: random.Rando
     process.kill()
 
 
+@pytest.mark.slow
 def test_sigkill_while_saving_leaves_the_previous_checkpoint_loadable(tmp_path):
     rng, killed_mid_write = random.Random(0), 0
     for attempt, moment in enumerate(["random", "write", "random", "write", "write"]):
@@ -235,7 +231,7 @@ def test_sigkill_while_saving_leaves_the_previous_checkpoint_loadable(tmp_path):
         args = [*SMALLER, "--steps", "100000", "--save-every", "1", "--log-every", "1000", "--out", str(run)]
         process = subprocess.Popen(command(*args), cwd=tmp_path, env=environment(), stderr=subprocess.DEVNULL)
         try:
-            wait_for(lambda run=run: checkpoint_step(run) is not None)
+            wait_until(lambda run=run: checkpoint_step(run) is not None, what="a first checkpoint")
             if moment == "write":
                 _kill_during_a_write(run, process, rng)
             else:
@@ -249,6 +245,7 @@ def test_sigkill_while_saving_leaves_the_previous_checkpoint_loadable(tmp_path):
     assert killed_mid_write >= 1  # at least one kill landed inside a write of the weights
 
 
+@pytest.mark.slow
 def test_two_runs_with_the_same_seed_give_the_same_vocabulary_losses_and_weights(tmp_path):
     args = [*TINY, "--hidden-size", "32", "--num-attention-heads", "4", "--intermediate-size", "64",
             "--hidden-dropout-prob", "0.1", "--steps", "20", "--log-every", "10", "--eval-every", "20",
@@ -265,6 +262,7 @@ def test_two_runs_with_the_same_seed_give_the_same_vocabulary_losses_and_weights
     assert all(torch.equal(first[key], second[key]) for key in first)
 
 
+@pytest.mark.slow
 def test_init_continues_from_pretrained_weights_with_fresh_heads(tmp_path):
     folder = save_tiny(tmp_path / "encoder", max_positions=64)
     weights = load_file(str(folder / "model.safetensors"))

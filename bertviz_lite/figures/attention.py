@@ -1,4 +1,4 @@
-"""Attention figures: single map, BertViz-style head view, neuron view, head statistics (the model view: mosaic.py)."""
+"""Attention figures: single map, BertViz-style head view, neuron view, head statistics (the model view: model_view.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,11 @@ from bertviz_lite.figures._common import (
     token_axis_height,
 )
 from bertviz_lite.inspection.analysis import unique_labels
+
+# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+__all__ = [
+    "attention_heatmap", "head_statistics_figure", "head_view", "neuron_view_figure", "rollout_heatmap",
+]
 
 if TYPE_CHECKING:
     from bertviz_lite.inspection.views.attention import HeadViewLinks

@@ -17,6 +17,8 @@ from bertviz_lite.figures._common import DIVERGING, category_axis
 if TYPE_CHECKING:
     from bertviz_lite.inspection.views.contrast import ContrastLens, Patching
 
+# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+__all__ = ["contrast_lens_figure", "patching_heatmap"]
 TARGET, FOIL = "#1f77b4", "#d62728"  # the two candidates, in every figure of the page
 SITE_TITLES = {
     "residual": "Residual stream: the hidden state after each layer, restored at one position",

@@ -21,6 +21,11 @@ from bertviz_lite.figures._common import (
 )
 from bertviz_lite.inspection.analysis import EMBEDDING_PARTS, unique_labels
 
+# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+__all__ = [
+    "component_norms_bar", "embedding_parts_figure", "pca_scatter", "position_similarity_heatmap", "uncluttered_labels",
+]
+
 PART_TITLES = ("token embedding", "position embedding", "segment embedding", "sum", "after LayerNorm")
 # Subplot titles short enough not to collide at 1024 px, read left to right as the sum they are.
 SUBPLOT_TITLES = ("token", "+ position", "+ segment", "= sum", "→ LayerNorm")
@@ -151,6 +156,7 @@ def pca_scatter(
         np.zeros(len(tokens), int) if token_type_ids is None else np.asarray(token_type_ids).astype(int)
     )
     check_length(segments, points.shape[0], "segment ids")
+    shown = uncluttered_labels(points, tokens)
     fig = go.Figure()
     for segment, name in ((0, "sentence A"), (1, "sentence B")):
         chosen = np.flatnonzero(segments == segment)
@@ -161,17 +167,34 @@ def pca_scatter(
                     y=points[chosen, 1],
                     name=name,
                     mode="markers+text" if len(tokens) <= 64 else "markers",
-                    text=[tokens[i] for i in chosen],
-                    customdata=chosen,
+                    text=[shown[i] for i in chosen],
+                    customdata=np.stack([chosen, np.array([tokens[i] for i in chosen], dtype=object)], axis=-1),
                     textposition="top center",
                     marker={"color": SEGMENT_COLOURS[segment], "size": 9},
-                    hovertemplate="%{text} (%{customdata})<br>PC1 %{x:.3f}, PC2 %{y:.3f}<extra></extra>",
+                    hovertemplate="%{customdata[1]} (%{customdata[0]})<br>PC1 %{x:.3f}, PC2 %{y:.3f}<extra></extra>",
                 )
             )
     fig.update_layout(
         title=title, xaxis_title="first principal component", yaxis_title="second principal component"
     )
     return fig
+
+
+def uncluttered_labels(points: np.ndarray, tokens: Sequence[str], min_gap: float = 0.06) -> list[str]:
+    """Each point's label, or "" where it would sit on a label already placed (it stays on hover).
+
+    Greedy in token order on the plot's unit square: 14 tokens in one blob showed as one unreadable smear.
+    """
+    span = np.ptp(points, axis=0)
+    unit = (points - points.min(axis=0)) / np.where(span > 0, span, 1.0)
+    placed: list[np.ndarray] = []
+    shown = []
+    for point, token in zip(unit, tokens, strict=True):
+        free = all(np.abs(point - other).max() >= min_gap for other in placed)
+        shown.append(token if free else "")
+        if free:
+            placed.append(point)
+    return shown
 
 
 def _diverging_axis(limit: float, title: str, x: float, length: float) -> dict:

@@ -16,6 +16,11 @@ from bertviz_lite.figures._common import DIVERGING, SEQUENTIAL, category_axis, t
 from bertviz_lite.figures.attention import attention_heatmap
 from bertviz_lite.inspection.analysis import unique_labels
 
+# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+__all__ = [
+    "attribution_figure", "knockout_figure", "logit_lens_figure", "norm_heatmap", "special_share_figure",
+]
+
 if TYPE_CHECKING:
     from bertviz_lite.inspection.views.explain import Attribution, HeadKnockout, LogitLens
     from bertviz_lite.inspection.views.norms import NormAttention

@@ -7,6 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+__all__ = ["token_chip_html"]
+
 # Masking decisions made by the MLM data collator for each position.
 DECISION_CLASSES = {0: "", 1: "bvl-dec-mask", 2: "bvl-dec-random", 3: "bvl-dec-kept"}
 

@@ -7,6 +7,11 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
+# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+__all__ = [
+    "compare_runs", "lr_curve", "metric_curves", "throughput_curve",
+]
+
 
 def _is_number(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

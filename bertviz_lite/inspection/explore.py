@@ -23,10 +23,11 @@ from bertviz_lite.model.outputs import BertTrace
 from bertviz_lite.text.tokenization import UNK_TOKEN, BertTokenizer, Encoding
 
 EMBEDDING_NAMES = ("token", "position", "segment", "sum", "layer_norm")
-# PairTrace attributes a data function may name as parameters (see from_trace).
+# PairTrace attributes a data function may name as parameters (see from_trace), besides the per-layer arrays
+# (attentions, queries, keys, values: outputs.LayerAttention's per_layer names).
 TRACE_FIELDS = (
     "encoding", "input_ids", "tokens", "masked_positions", "segments", "special", "embeddings",
-    "attentions", "queries", "keys", "values", "hidden_states", "mlm_logits", "nsp_logits", "model", "tokenizer",
+    "hidden_states", "mlm_logits", "nsp_logits", "model", "tokenizer",
 )  # fmt: skip
 T = TypeVar("T")
 
@@ -64,13 +65,21 @@ class PairTrace:
         """EMBEDDING_NAMES -> [T, H]."""
         return {name: _batch_one(getattr(self.output.embeddings, name)) for name in EMBEDDING_NAMES}
 
-    # Per layer, as numpy: attentions [L, nh, T, T] (rows sum to 1), queries, keys and values [L, nh, T, hd],
-    # hidden_states [L + 1, T, H] (the embedding output, then each layer's).
-    attentions = cached_property(lambda self: _per_layer(self.output.attentions))
-    queries = cached_property(lambda self: _per_layer(self.output.queries))
-    keys = cached_property(lambda self: _per_layer(self.output.keys))
-    values = cached_property(lambda self: _per_layer(self.output.values))
+    # hidden_states [L + 1, T, H]: the embedding output, then each layer's.
     hidden_states = cached_property(lambda self: _per_layer(self.output.hidden_states))
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        """Per layer, as numpy, made once on first use: attentions [L, nh, T, T] (rows sum to 1), queries, keys and
+        values [L, nh, T, hd], and any other intermediate outputs.LayerAttention declares (BertTrace.per_layer)."""
+        output = self.__dict__.get("output")
+        if output is None or name not in output.per_layer():
+            raise AttributeError(f"PairTrace has no attribute {name!r}")
+        array = self.__dict__[name] = _per_layer(getattr(output, name))
+        return array
+
+    def field_names(self) -> tuple[str, ...]:
+        """The attributes a data function may name as parameters: TRACE_FIELDS and the per-layer arrays."""
+        return (*TRACE_FIELDS, *self.output.per_layer())
 
     @cached_property
     def mlm_logits(self) -> np.ndarray | None:
@@ -105,8 +114,8 @@ def from_trace(data: Callable[..., T], trace: PairTrace, **params) -> T:
     Data functions take plain arrays (attentions, tokens, ...), so they run without a model too;
     this is the one place that hands them a trace's arrays. Explicit params win over the trace.
     """
-    wanted = inspect.signature(data).parameters
-    fields = {name: getattr(trace, name) for name in wanted if name in TRACE_FIELDS and name not in params}
+    wanted, available = inspect.signature(data).parameters, trace.field_names()
+    fields = {name: getattr(trace, name) for name in wanted if name in available and name not in params}
     return data(**fields, **params)
 
 
@@ -123,6 +132,16 @@ def source_version(source: str) -> str:
         return "missing"
     files = [folder / name for name in ("config.json", "vocab.txt", "model.safetensors", "pytorch_model.bin")]
     return "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files if p.is_file())
+
+
+def model_card(model: BertForPreTraining, tokenizer: BertTokenizer) -> str:
+    """One line on a model: its sizes, vocabulary, position embeddings and which pre-training heads it has."""
+    config = model.config
+    heads = [name for name, has in (("MLM", model.has_mlm_head), ("NSP", model.has_nsp_head)) if has]
+    parts = [f"{config.num_hidden_layers} layers", f"{config.num_attention_heads} heads",
+             f"hidden {config.hidden_size}", f"vocabulary {tokenizer.vocab_size}",
+             f"{config.position_embedding_type} positions", f"heads: {', '.join(heads) or 'none'}"]  # fmt: skip
+    return " · ".join(parts)
 
 
 def effective_max_length(model: BertForPreTraining, max_length: int) -> int:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from bertviz_lite.inspection.analysis import neuron_view, softmax, unique_labels
+from bertviz_lite.limits import clamp
 from bertviz_lite.text.tokenization import BertTokenizer
 
 
@@ -50,7 +51,7 @@ STEPS = (
          "A layer has {heads} heads, each with its own q, k and v, so each can look for something different: the "
          "next word, the previous one, [SEP], the same word. Their outputs are joined and mixed. The model stacks "
          "{layers} such layers. Each small square is one head's attention map (rows: queries, columns: keys); "
-         "click one to look at it closely in step 4."),
+         "click one to look at it closely in step {one_head_step}."),
     Step("residual", "The residual stream and the feed-forward network",
          "Each layer does not replace a token's vector: it **adds** to it (the residual connection), first the "
          "attention output, then the output of a small **feed-forward network** applied to every token on its "
@@ -75,6 +76,7 @@ def step_facts(config, vocab_size: int, num_tokens: int, masked_word: str | None
         "hidden": config.hidden_size, "intermediate": config.intermediate_size, "heads": config.num_attention_heads,
         "layers": config.num_hidden_layers, "head_dim": config.hidden_size // config.num_attention_heads,
         "masked": f"here the word “{masked_word}”" if masked_word else "or type [MASK] in a sentence yourself",
+        "one_head_step": step_number("one_head"),
     }  # fmt: skip
 
 
@@ -83,9 +85,14 @@ def step_text(step: Step, facts: dict) -> str:
     return step.text.format(**facts)
 
 
+def step_number(key: str) -> int:
+    """The 1-based number of the step with this key, as the page counts them."""
+    return [step.key for step in STEPS].index(key) + 1
+
+
 def clamp_step(step: int) -> int:
     """A 1-based step number kept within 1..len(STEPS)."""
-    return min(max(int(step), 1), len(STEPS))
+    return clamp(int(step), 1, len(STEPS))
 
 
 # ---------------------------------------------------------------- questions

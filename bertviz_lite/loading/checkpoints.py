@@ -10,7 +10,7 @@ The checkpoint is a Hugging Face BERT folder (model.safetensors, config.json, vo
 `optimizer.safetensors`: AdamW's moments, tensors "<parameter>.exp_avg" and "<parameter>.exp_avg_sq";
     metadata {"step": "<step>"}, the checkpoint step they belong to. `--resume` restores them; when the
     step differs (a kill between the two writes) the moments restart.
-Every file is written to a temporary name and renamed into place (`run_folder.atomic_write_bytes`).
+Every file is written to a temporary name and renamed into place (`bertviz_lite.atomic`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save
 from torch import nn
 
-from bertviz_lite.loading.run_folder import RunFolder, atomic_write_bytes, atomic_write_json
+from bertviz_lite.atomic import atomic_write_bytes, atomic_write_json
+from bertviz_lite.loading.run_folder import RunFolder
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.tokenization import BertTokenizer
 
@@ -93,6 +94,14 @@ def checkpoint_step(folder: str | os.PathLike) -> int | None:
 def snapshot_path(run_dir: str | os.PathLike, step: int) -> Path:
     """`<run>/snapshots/step_000100.safetensors` for step 100."""
     return RunFolder(run_dir).snapshot(step)
+
+
+def file_version(path: str | os.PathLike) -> int:
+    """The file's modification time in ns, 0 when it is missing: a rewritten snapshot is a new cache entry."""
+    try:
+        return Path(path).stat().st_mtime_ns
+    except OSError:
+        return 0
 
 
 def save_snapshot(

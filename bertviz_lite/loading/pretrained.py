@@ -24,6 +24,7 @@ DEMO = "demo-tiny"
 ENGLISH = "minilm-english"
 DEFAULT_MODEL = ENGLISH  # the model the app opens on
 SHIPPED_CHECKPOINTS = (ENGLISH, DEMO)  # in checkpoints/, committed with the repo
+BUILT_IN = (DEFAULT_MODEL, MINILM, *(name for name in SHIPPED_CHECKPOINTS if name != DEFAULT_MODEL))
 # One line each for the model picker.
 DESCRIPTIONS = {
     ENGLISH: "MiniLM + MLM/NSP heads trained here on English (WordNet).",
@@ -174,3 +175,18 @@ def huggingface_cache_models(cache_dir: Path | None = None) -> list[Path]:
         if is_bert and has_weights and (folder / VOCAB_FILE).exists():
             found.append(folder)
     return found
+
+
+def huggingface_repo_id(folder: str | os.PathLike) -> str | None:
+    """"owner/name" of a Hugging Face cache snapshot (models--owner--name/snapshots/<rev>), else None."""
+    path = Path(folder)
+    repo = path.parent.parent.name
+    if path.parent.name != "snapshots" or not repo.startswith("models--"):
+        return None
+    return repo.removeprefix("models--").replace("--", "/")
+
+
+def model_sources(root: Path | None = None, cache_dir: Path | None = None) -> list[str]:
+    """What the model picker offers: built-in models, every checkpoint, then BERT folders in the HF cache."""
+    checkpoints = [name for name in list_checkpoints(root) if name not in BUILT_IN]
+    return [*BUILT_IN, *checkpoints, *(str(path) for path in huggingface_cache_models(cache_dir))]

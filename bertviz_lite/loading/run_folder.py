@@ -48,12 +48,14 @@ import json
 import math
 import os
 import re
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from bertviz_lite.atomic import atomic_write_bytes, atomic_write_json, finite
+from bertviz_lite.limits import MAX_JSON_BYTES, MAX_METRICS_BYTES, MAX_VOCAB_BYTES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKPOINTS_DIR = REPO_ROOT / "checkpoints"  # shipped checkpoints and every run the app starts
@@ -71,16 +73,51 @@ CORPUS_FILE = "corpus.txt"
 STOP_FILE = "STOP"
 SNAPSHOTS_DIR = "snapshots"
 SNAPSHOT_PATTERN = re.compile(r"step_(\d+)\.safetensors")
-CHECKPOINT_FILES = (WEIGHTS_FILE, CONFIG_FILE, VOCAB_FILE)
-# What the app writes into a folder to launch a run, before the trainer starts in it.
-APP_FILES = (LAUNCH_FILE, LOG_FILE, CORPUS_FILE, STOP_FILE, OWNER_FILE)
-RUN_MARKERS = (WEIGHTS_FILE, CONFIG_FILE, METRICS_FILE, STATUS_FILE)  # a folder with one of these holds a run
-LISTING_MARKERS = (CONFIG_FILE, STATUS_FILE, LAUNCH_FILE, TRAIN_ARGS_FILE)  # listed as a run (or checkpoint)
 STATES = ("running", "finished", "stopped", "diverged", "failed")
-# RunFolder's attribute for each file: run.weights is <run>/model.safetensors.
-FILES = {"weights": WEIGHTS_FILE, "config": CONFIG_FILE, "vocab": VOCAB_FILE, "metrics": METRICS_FILE,
-         "status": STATUS_FILE, "train_args": TRAIN_ARGS_FILE, "optimizer": OPTIMIZER_FILE, "launch": LAUNCH_FILE,
-         "owner": OWNER_FILE, "log": LOG_FILE, "corpus": CORPUS_FILE, "stop": STOP_FILE, "snapshots": SNAPSHOTS_DIR}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunFile:
+    """One file of a run folder, and what the app does with it."""
+
+    name: str
+    checkpoint: bool = False  # part of the Hugging Face checkpoint: every zip holds it, and the HF export
+    zipped: bool = False  # also carried by a zip download, and accepted back by an upload
+    upload_limit: int | None = None  # the most bytes an upload may unpack for it (model.safetensors: its config's)
+    listed: bool = False  # its presence lists the folder as a run (or checkpoint) in the app
+    marks_run: bool = False  # its presence means the folder already holds a run: a new one may not start there
+    by_app: bool = False  # written by the app to launch a run, before the trainer starts
+
+
+# Every file, once, under RunFolder's attribute for it: run.weights is <run>/model.safetensors.
+FILES = {
+    "weights": RunFile(WEIGHTS_FILE, checkpoint=True, marks_run=True),
+    "config": RunFile(CONFIG_FILE, checkpoint=True, upload_limit=MAX_JSON_BYTES, listed=True, marks_run=True),
+    "vocab": RunFile(VOCAB_FILE, checkpoint=True, upload_limit=MAX_VOCAB_BYTES),
+    "train_args": RunFile(TRAIN_ARGS_FILE, zipped=True, upload_limit=MAX_JSON_BYTES, listed=True),
+    "metrics": RunFile(METRICS_FILE, zipped=True, upload_limit=MAX_METRICS_BYTES, marks_run=True),
+    "status": RunFile(STATUS_FILE, listed=True, marks_run=True),
+    "optimizer": RunFile(OPTIMIZER_FILE),
+    "launch": RunFile(LAUNCH_FILE, listed=True, by_app=True),
+    "owner": RunFile(OWNER_FILE, by_app=True),
+    "log": RunFile(LOG_FILE, by_app=True),
+    "corpus": RunFile(CORPUS_FILE, by_app=True),
+    "stop": RunFile(STOP_FILE, by_app=True),
+    "snapshots": RunFile(SNAPSHOTS_DIR),
+}
+
+
+def file_names(role: str) -> tuple[str, ...]:
+    """The names of the files with this role (a RunFile flag: "checkpoint", "zipped", "listed", …), in FILES order."""
+    return tuple(file.name for file in FILES.values() if getattr(file, role))
+
+
+def upload_limits() -> dict[str, int]:
+    """The most bytes an upload may unpack, by file name, for the files that declare a limit."""
+    return {file.name: file.upload_limit for file in FILES.values() if file.upload_limit is not None}
+
+
+CHECKPOINT_FILES = file_names("checkpoint")  # model.safetensors, config.json, vocab.txt: what HF loads
 MAX_NAME_LENGTH = 100
 _NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -110,7 +147,7 @@ class RunFolder:
     def __getattr__(self, attribute: str) -> Path:
         """`run.weights`, `run.status`, `run.stop`, …: the path of the file FILES names."""
         if attribute in FILES:
-            return self.path / FILES[attribute]
+            return self.path / FILES[attribute].name
         raise AttributeError(f"RunFolder has no attribute {attribute!r}")
 
     def snapshot(self, step: int) -> Path:
@@ -141,16 +178,16 @@ class RunFolder:
     def is_listed(self) -> bool:
         """A visible folder holding a checkpoint or the files of a launched run."""
         return self.path.is_dir() and not self.name.startswith(".") and any(
-            self.file(name).is_file() for name in LISTING_MARKERS)  # fmt: skip
+            self.file(name).is_file() for name in file_names("listed"))  # fmt: skip
 
     def run_markers(self) -> list[str]:
         """The files present that show the folder already holds a run or a checkpoint."""
-        return [name for name in RUN_MARKERS if self.file(name).exists()]
+        return [name for name in file_names("marks_run") if self.file(name).exists()]
 
     def foreign_files(self) -> list[str]:
         """Names in the folder that neither a run nor the app's launch wrote (temporary files aside)."""
         names = sorted(p.name for p in self.path.iterdir() if not (p.name.startswith(".") and p.name.endswith(".tmp")))
-        return [name for name in names if name not in (*RUN_MARKERS, *APP_FILES)]
+        return [name for name in names if name not in (*file_names("marks_run"), *file_names("by_app"))]
 
 
 def run_folders(root: Path | None = None) -> list[RunFolder]:
@@ -193,80 +230,6 @@ def validate_run_name(name: str) -> str:
     return name
 
 
-def _default_file_mode() -> int:
-    umask = os.umask(0o022)  # read the umask (this sets it, so put it back)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-_FILE_MODE = _default_file_mode()
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write `data` to a hidden temporary file beside `path`, fsync it, then rename it over `path`."""
-    path = Path(path)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as tmp:
-            os.chmod(tmp.fileno(), _FILE_MODE)  # mkstemp makes 0600; give the mode open() would
-            tmp.write(data)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    _fsync_folder(path.parent)
-    return path
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make the rename itself durable (no-op where folders cannot be opened, e.g. Windows)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write_json(path: str | os.PathLike, data: Any) -> Path:
-    """Write `data` as indented JSON, atomically."""
-    return atomic_write_bytes(path, (json.dumps(_finite(data), indent=2) + "\n").encode("utf-8"))
-
-
-def _finite(value: Any) -> Any:
-    """NaN and inf are not JSON: write them as null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def remove_temporary_files(folder: str | os.PathLike, older_than_s: float = 0.0) -> list[Path]:
-    """Delete leftovers of atomic writes that were killed half-way (`.NAME.*.tmp`, also in subfolders).
-
-    `older_than_s`: keep files modified more recently (a write that may still be under way). Returns the removed.
-    """
-    folder, now = Path(folder), time.time()
-    leftovers = []
-    for path in sorted([*folder.glob(".*.tmp"), *folder.glob("*/.*.tmp")]):
-        try:
-            if now - path.stat().st_mtime >= older_than_s:
-                path.unlink()
-                leftovers.append(path)
-        except FileNotFoundError:
-            pass  # renamed into place or removed meanwhile
-    return leftovers
-
-
 class MetricsWriter:
     """Appends one JSON object per line to `<run>/metrics.jsonl`, flushing each line."""
 
@@ -275,7 +238,7 @@ class MetricsWriter:
         self._file = open(self.path, "a", encoding="utf-8")
 
     def write(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(_finite(record)) + "\n")
+        self._file.write(json.dumps(finite(record)) + "\n")
         self._file.flush()
 
     def close(self) -> None:
@@ -350,7 +313,7 @@ def keep_metrics_until(run_dir: str | os.PathLike, step: int) -> list[dict[str, 
     Returns the records kept.
     """
     kept = [record for record in read_metrics(run_dir) if _record_step(record) <= step]
-    text = "".join(json.dumps(_finite(record)) + "\n" for record in kept)
+    text = "".join(json.dumps(finite(record)) + "\n" for record in kept)
     atomic_write_bytes(RunFolder(run_dir).metrics, text.encode("utf-8"))
     return kept
 

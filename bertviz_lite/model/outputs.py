@@ -5,7 +5,7 @@ Shapes: B batch, T tokens, H hidden size, nh heads, hd head size, V vocabulary, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 from torch import Tensor
 
@@ -21,14 +21,28 @@ class EmbeddingParts:
     layer_norm: Tensor
 
 
+def per_layer(name: str):
+    """A LayerAttention field; `name` is its tuple over layers on BertTrace and its array on explore.PairTrace."""
+    return field(metadata={"per_layer": name})
+
+
 @dataclass
 class LayerAttention:
-    """What one layer's self-attention computed, per head: queries, keys, values and probabilities."""
+    """What one layer's self-attention computed, per head: queries, keys, values and probabilities.
 
-    query: Tensor  # (B, nh, T, hd)
-    key: Tensor  # (B, nh, T, hd)
-    value: Tensor  # (B, nh, T, hd)
-    probs: Tensor  # (B, nh, T, T), rows sum to 1
+    A new intermediate is one more field here, recorded in BertSelfAttention.explicit (or BertLayer.explicit);
+    BertTrace and PairTrace offer it under its per_layer name (transformers' names where they exist).
+    """
+
+    query: Tensor = per_layer("queries")  # (B, nh, T, hd)
+    key: Tensor = per_layer("keys")  # (B, nh, T, hd)
+    value: Tensor = per_layer("values")  # (B, nh, T, hd)
+    probs: Tensor = per_layer("attentions")  # (B, nh, T, T), rows sum to 1
+
+
+def per_layer_names(layer: LayerAttention) -> dict[str, str]:
+    """{per-layer name: field name} of a layer's intermediates, e.g. {"attentions": "probs", …}."""
+    return {spec.metadata["per_layer"]: spec.name for spec in fields(layer) if "per_layer" in spec.metadata}
 
 
 @dataclass
@@ -43,11 +57,16 @@ class BertTrace:
     nsp_logits: Tensor | None  # (B, 2), index 0 = IsNext as in Hugging Face; None without an NSP head
     attention_mask: Tensor  # (B, T)
 
-    # Per layer, under transformers' names: attentions (B, nh, T, T) probabilities; queries, keys, values.
-    attentions = property(lambda self: tuple(layer.probs for layer in self.layers))
-    queries = property(lambda self: tuple(layer.query for layer in self.layers))
-    keys = property(lambda self: tuple(layer.key for layer in self.layers))
-    values = property(lambda self: tuple(layer.value for layer in self.layers))
+    def per_layer(self) -> dict[str, str]:
+        """{per-layer name: LayerAttention field} of the intermediates this trace recorded."""
+        return per_layer_names(self.layers[0]) if self.layers else {}
+
+    def __getattr__(self, name: str) -> tuple[Tensor, ...]:
+        """Per layer, under transformers' names: attentions (B, nh, T, T) probabilities; queries, keys, values."""
+        layers = self.__dict__.get("layers", ())
+        if layers and name in (names := per_layer_names(layers[0])):
+            return tuple(getattr(layer, names[name]) for layer in layers)
+        raise AttributeError(f"BertTrace has no attribute {name!r}")
 
 
 @dataclass

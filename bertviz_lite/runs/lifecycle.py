@@ -22,18 +22,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bertviz_lite.atomic import atomic_write_json, remove_temporary_files
+from bertviz_lite.limits import clamp
 from bertviz_lite.loading.checkpoints import checkpoint_step
 from bertviz_lite.loading.run_folder import (
     REPO_ROOT,
     RunFolder,
-    atomic_write_json,
     checkpoints_root,
     new_run_folder,
     process_alive,
     read_json_object,
     read_status,
     read_train_args,
-    remove_temporary_files,
     run_folders,
     validate_run_name,
 )
@@ -73,11 +73,29 @@ class RunState:
         return self.state in ACTIVE_STATES
 
     @property
+    def reason(self) -> str:
+        """The message's first line: why a run failed or diverged comes first (the log's tail follows)."""
+        return self.message.partition("\n")[0]
+
+    @property
+    def details(self) -> str:
+        """The message after its first line (a failed run's log tail), "" when there is none."""
+        return self.message.partition("\n")[2]
+
+    @property
+    def eta_text(self) -> str | None:
+        """"about 2 min 05 s left" while it trains and the trainer gave an estimate, else None."""
+        if self.eta_s is None or not self.active:
+            return None
+        minutes, seconds = divmod(int(self.eta_s), 60)
+        return f"about {minutes} min {seconds:02d} s left" if minutes else f"about {seconds} s left"
+
+    @property
     def progress(self) -> float:
         """Fraction of the steps done, in [0, 1]."""
         if not self.total_steps:
             return 1.0 if self.state == "finished" else 0.0
-        return min(max(self.step / self.total_steps, 0.0), 1.0)
+        return clamp(self.step / self.total_steps, 0.0, 1.0)
 
 
 def max_concurrent_runs() -> int:
@@ -146,6 +164,13 @@ def launch_run(
             shutil.rmtree(run_dir, ignore_errors=True)  # no half-made run folder stays behind
             raise
     return run_dir
+
+
+def check_new_run_name(name: str, root: Path | None = None) -> str:
+    """`name` if a new run may take it (a safe folder name, not taken under root), else ValueError."""
+    if ((root or checkpoints_root()) / validate_run_name(name)).exists():
+        raise ValueError(f"A run named {name!r} already exists: choose another name")
+    return name
 
 
 def _check_run_limit(root: Path, limit: int) -> None:

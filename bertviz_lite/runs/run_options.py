@@ -34,6 +34,9 @@ ENGLISH_SENTENCES = 160_236  # sentences of corpora/english.txt.gz (a test count
 FEWEST_STORY_SENTENCES = 4  # every built-in story has 4 to 8 sentences (a test checks it)
 MAX_COUNTED_STORIES = 100_000  # the form generates at most this many stories (~5 s) to count their sentences
 MODEL_FIELDS = CONFIG_OVERRIDES
+# Continued pre-training above this learning rate usually wipes out what the pretrained model knows.
+CONTINUED_PRETRAINING_MAX_LR = 5e-4
+SLOW_ON_CPU_PRESETS = ("base",)  # presets that take hours without a GPU
 
 
 def training_fields() -> tuple[str, ...]:
@@ -89,6 +92,25 @@ def check_options(options: dict[str, Any], out: str = "preview") -> TrainingArgu
     if unknown:
         raise OptionError(unknown[0], f"unknown option(s): {', '.join(unknown)}")
     return training_args.TrainingArguments(**training, config=config, out=out)
+
+
+def form_option_names(from_model: bool) -> tuple[str, ...]:
+    """The options the form sends: training fields, and model sizes unless it starts from a model."""
+    return (*training_fields(), *(() if from_model else MODEL_FIELDS))
+
+
+def check_form(options: dict[str, Any], corpus: tuple[int, int] | None = None) -> TrainingArguments:
+    """check_options, then check_training_pairs: the arguments, or OptionError led by the option's label.
+
+    `corpus`: (documents, sentences) of a user's text, as for check_training_pairs.
+    """
+    try:
+        args = check_options(options)
+        check_training_pairs(options, corpus)
+    except OptionError as err:
+        label = labels().get(err.option)
+        raise OptionError(err.option, f"{label}: {err}" if label else str(err)) from None
+    return args
 
 
 def command_options(args: TrainingArguments) -> dict[str, Any]:
@@ -181,3 +203,33 @@ def corpus_summary(data: bytes, file_name: str | None = None) -> tuple[int, int]
 def decode_corpus(data: bytes) -> str:
     """The text of an uploaded corpus file once `corpus_summary` accepted its bytes."""
     return data.decode("utf-8-sig")
+
+
+def device_problem(device: str) -> str | None:
+    """Why the chosen device cannot work here, as the form says it; None when it can."""
+    reason = cuda_unavailable_reason() if device == "cuda" else None
+    return f"CUDA cannot be used: {reason}. Choose auto or CPU." if reason else None
+
+
+def training_advice(options: dict[str, Any], has_cuda: bool) -> list[str]:
+    """Warnings about options that usually disappoint: a large lr on a pretrained model, base on a CPU."""
+    advice = []
+    if options.get("init") and options["lr"] > CONTINUED_PRETRAINING_MAX_LR:
+        advice.append("Continued pre-training usually takes a small learning rate (about 1e-4): "
+                      "a large one wipes out what the model knows.")  # fmt: skip
+    if options["preset"] in SLOW_ON_CPU_PRESETS and not has_cuda:
+        advice.append(f"The {options['preset']} preset takes hours on a CPU: try tiny or small first.")
+    return advice
+
+
+def plan_summary(options: dict[str, Any], has_cuda: bool | None = None) -> str:
+    """The form's line about the run these options start: its size, its steps, then any advice.
+
+    has_cuda: whether a CUDA GPU is usable (None: ask torch).
+    """
+    has_cuda = cuda_unavailable_reason() is None if has_cuda is None else has_cuda
+    size = f"About {model_size(options) / 1e6:.2f} M parameters"
+    if options.get("init"):
+        size = f"{options['init']}'s sizes"
+    text = f"{size}; {options['steps']} steps of {options['batch_size']} sentence pairs."
+    return " ".join([text, *training_advice(options, has_cuda)])

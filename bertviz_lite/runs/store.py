@@ -16,27 +16,29 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from bertviz_lite.loading.pretrained import DEMO
 from bertviz_lite.loading.run_folder import (
     CHECKPOINT_FILES,
     CONFIG_FILE,
-    METRICS_FILE,
     SNAPSHOTS_DIR,
-    TRAIN_ARGS_FILE,
     WEIGHTS_FILE,
     checkpoints_root,
+    file_names,
     read_metrics,
     validate_run_name,
 )
-from bertviz_lite.runs.lifecycle import RunState, is_run_folder, list_runs, run_state
+from bertviz_lite.runs.lifecycle import RunState, hyperparameters, is_run_folder, list_runs, run_state
+from bertviz_lite.runs.run_options import labels
 from bertviz_lite.server import access
+from bertviz_lite.training.metrics import TABLE_METRICS
 
 PROTECTED = frozenset({DEMO})
+SHIPPED, NOT_YOURS, TRAINING = "shipped", "not yours", "training"  # why a checkpoint cannot be changed now
 REQUIRED_FILES = CHECKPOINT_FILES
-OPTIONAL_FILES = (TRAIN_ARGS_FILE, METRICS_FILE)
 HF_FILES = REQUIRED_FILES
 SNAPSHOT_MEMBER = re.compile(rf"{SNAPSHOTS_DIR}/[A-Za-z0-9][A-Za-z0-9_.-]*\.(safetensors|json)")
-FINAL_METRICS = ("mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc", "eval_mlm_acc", "eval_nsp_acc")
 
 
 class CheckpointError(ValueError):
@@ -52,11 +54,11 @@ def folder_size(folder: Path) -> int:
 
 
 def final_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
-    """The last logged value of each metric in FINAL_METRICS (train and held-out) in metrics records."""
+    """The last logged value of each metric in TABLE_METRICS (train and held-out) in metrics records."""
     last: dict[str, float] = {}
     for record in records:
-        last.update({k: record[k] for k in FINAL_METRICS if isinstance(record.get(k), int | float)})
-    return {k: last[k] for k in FINAL_METRICS if k in last}
+        last.update({k: record[k] for k in TABLE_METRICS if isinstance(record.get(k), int | float)})
+    return {k: last[k] for k in TABLE_METRICS if k in last}
 
 
 def summary(run: RunState) -> dict[str, Any]:
@@ -78,7 +80,38 @@ def checkpoint_table(root: Path | None = None) -> list[dict[str, Any]]:
     return [summary(run) for run in list_runs(root)]
 
 
+def hyperparameter_table(names: list[str], root: Path | None = None) -> pd.DataFrame:
+    """Runs' hyperparameters side by side as text: a column per run, a row per option named by its form label.
+
+    The output folder (`out`) is left out: the column names say it. Empty when no run has a train_args.json.
+    """
+    root = root or checkpoints_root()
+    table = pd.DataFrame({name: hyperparameters(root / name) for name in names})
+    table = table.drop(index="out", errors="ignore")
+    label_of = labels()
+    table.index = [label_of.get(name, name) for name in table.index]
+    return table.astype(str)
+
+
+def differing_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a hyperparameter table whose values are not all the same (all of them for one run)."""
+    return table[table.nunique(axis=1) > 1] if table.shape[1] > 1 else table
+
+
 # ---- rename and delete ---------------------------------------------------------------------------
+
+
+def change_refusal(name: str, visitor: access.Visitor | None, root: Path | None = None) -> str | None:
+    """Why `visitor` may not rename or delete checkpoint `name` (SHIPPED, NOT_YOURS, TRAINING); None: it may.
+
+    The rules rename_checkpoint and delete_checkpoint enforce: access.may_change, then the run's state.
+    """
+    folder = (root or checkpoints_root()) / name
+    if name in PROTECTED or access.is_shipped(folder):
+        return SHIPPED
+    if not access.may_change(folder, visitor):
+        return NOT_YOURS
+    return TRAINING if run_state(folder).active else None
 
 
 def _existing_folder(root: Path, name: str) -> Path:
@@ -132,6 +165,11 @@ def _move(folder: Path, target: Path, verb: str) -> None:
 # ---- zip download and Hugging Face export --------------------------------------------------------
 
 
+def optional_files() -> tuple[str, ...]:
+    """The run's files a zip carries besides the checkpoint (train_args.json, metrics.jsonl): run_folder.FILES."""
+    return file_names("zipped")
+
+
 def _zip_files(members: list[tuple[Path, str]]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -144,7 +182,7 @@ def _zip_files(members: list[tuple[Path, str]]) -> bytes:
 
 def checkpoint_files(folder: Path) -> list[Path]:
     """The files of a checkpoint that a download carries (exactly what an upload accepts)."""
-    names = [*REQUIRED_FILES, *OPTIONAL_FILES]
+    names = [*REQUIRED_FILES, *optional_files()]
     files = [folder / name for name in names if (folder / name).is_file()]
     snapshots = folder / SNAPSHOTS_DIR
     if snapshots.is_dir():

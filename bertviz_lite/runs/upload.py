@@ -32,32 +32,26 @@ from bertviz_lite.limits import MAX_JSON_BYTES, UPLOAD_SETTING, megabytes
 from bertviz_lite.loading.pretrained import load_folder, without_folder
 from bertviz_lite.loading.run_folder import (
     CONFIG_FILE,
-    METRICS_FILE,
     SNAPSHOTS_DIR,
-    TRAIN_ARGS_FILE,
-    VOCAB_FILE,
     WEIGHTS_FILE,
     checkpoints_root,
     process_alive,
+    upload_limits,
     validate_run_name,
 )
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.runs.store import (
-    OPTIONAL_FILES,
     PROTECTED,
     REQUIRED_FILES,
     SNAPSHOT_MEMBER,
     CheckpointError,
     folder_size,
+    optional_files,
 )
 from bertviz_lite.server import access
 
 MAX_ZIP_BYTES = 1 << 30  # 1 GiB uploaded
 MAX_MEMBERS = 2000
-MAX_METRICS_BYTES = 64 * limits.MB  # a 100k-step run logs ~20 MB
-# Per-file limits of an upload; model.safetensors gets what its config.json can need.
-MEMBER_LIMITS = {CONFIG_FILE: MAX_JSON_BYTES, TRAIN_ARGS_FILE: MAX_JSON_BYTES, VOCAB_FILE: limits.MAX_VOCAB_BYTES,
-                 METRICS_FILE: MAX_METRICS_BYTES}  # fmt: skip
 _STAGING_NAME = re.compile(r"\.upload-(\d+)-(\d+)-")  # .upload-<pid>-<bytes claimed>-<random>
 _STAGING_LOCK = threading.Lock()
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib", ".npy", ".npz")
@@ -101,9 +95,10 @@ def _check_allowed(relative: PurePosixPath) -> None:
             f"Refused {name!r}: pickle-based files ({', '.join(PICKLE_SUFFIXES)}) can run code when loaded; "
             "only safetensors weights are accepted"
         )
-    if name not in (*REQUIRED_FILES, *OPTIONAL_FILES) and not SNAPSHOT_MEMBER.fullmatch(name):
+    accepted = REQUIRED_FILES + optional_files()
+    if name not in accepted and not SNAPSHOT_MEMBER.fullmatch(name):
         raise CheckpointError(
-            f"Refused {name!r}: a checkpoint zip may only hold {', '.join(REQUIRED_FILES + OPTIONAL_FILES)} "
+            f"Refused {name!r}: a checkpoint zip may only hold {', '.join(accepted)} "
             f"and {SNAPSHOTS_DIR}/*.safetensors"
         )
 
@@ -246,8 +241,11 @@ def _extraction_order(member: tuple[zipfile.ZipInfo, PurePosixPath]) -> tuple[bo
 
 
 def _member_limit(name: str, config: BertConfig | None, left: int) -> tuple[int, str]:
-    """(most bytes a member may unpack to, the words for passing it)."""
-    limit = limits.max_weight_bytes(config) if name == WEIGHTS_FILE and config else MEMBER_LIMITS.get(name)
+    """(most bytes a member may unpack to, the words for passing it); per-file limits: run_folder.FILES.
+
+    model.safetensors gets what its config.json can need.
+    """
+    limit = limits.max_weight_bytes(config) if name == WEIGHTS_FILE and config else upload_limits().get(name)
     if limit is None and name.endswith(".json"):
         limit = MAX_JSON_BYTES
     if limit is None or left < limit:

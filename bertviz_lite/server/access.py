@@ -21,8 +21,9 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from bertviz_lite.atomic import atomic_write_json
 from bertviz_lite.loading import pretrained
-from bertviz_lite.loading.run_folder import RunFolder, atomic_write_json, checkpoints_root, read_json_object
+from bertviz_lite.loading.run_folder import RunFolder, checkpoints_root, read_json_object
 
 ADMIN_TOKEN_SETTING = "BERTVIZ_LITE_ADMIN_TOKEN"
 MODEL_ROOTS_SETTING = "BERTVIZ_LITE_MODEL_ROOTS"

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
+from bertviz_lite.limits import clamp
+
 MAX_TEXT = 2000  # characters of a sentence read from a URL (512 tokens need far fewer)
 MAX_INDEX = 1023  # layer, head and step numbers are clamped to the model later; this only bounds the parse
 MAX_WORD = 50  # characters of a candidate word read from a URL
@@ -52,7 +54,7 @@ def _index(value: str | None, name: str, notes: list[str], low: int = 0) -> int 
     except ValueError:
         notes.append(f"The link's {name} ({value[:20]!r}) is not a whole number, so it is ignored.")
         return None
-    clamped = min(max(number, low), MAX_INDEX)
+    clamped = clamp(number, low, MAX_INDEX)
     if clamped != number:
         notes.append(f"The link's {name} {number} is out of range; {clamped} is used.")
     return clamped
@@ -87,7 +89,7 @@ def parse_query(query: Mapping[str, str], allowed_models: Sequence[str], default
 
 def clamp_index(value: int, count: int, name: str) -> tuple[int, str | None]:
     """value kept within 0..count-1, with a note when it had to move (a link made for a bigger model)."""
-    clamped = min(max(value, 0), max(count - 1, 0))
+    clamped = clamp(value, 0, max(count - 1, 0))
     if clamped == value:
         return value, None
     return clamped, f"This model has {count} {name}s (0–{count - 1}); the link's {name} {value} shows as {clamped}."

@@ -7,7 +7,6 @@ Produces the same tokens, ids, type ids and offsets as `transformers.BertTokeniz
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from tokenizers import AddedToken, Tokenizer, decoders, pre_tokenizers, processo
 from tokenizers import Encoding as _RawEncoding
 from tokenizers.models import WordPiece
 
+from bertviz_lite.atomic import atomic_write_bytes
 from bertviz_lite.text.normalization import (
     CLS_TOKEN,
     MASK_TOKEN,
@@ -108,16 +108,7 @@ class BertTokenizer:
         """Write vocab.txt (one token per line, in id order) atomically; returns the path."""
         path = Path(path)
         text = "".join(token + "\n" for token in self.convert_ids_to_tokens(list(range(self.vocab_size))))
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as tmp:
-                tmp.write(text)
-            os.chmod(tmp_name, 0o644)  # mkstemp makes owner-only files; a vocabulary is for everyone
-            os.replace(tmp_name, path)
-        except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
-            raise
-        return path
+        return atomic_write_bytes(path, text.encode("utf-8"))
 
     # ---- vocabulary ---------------------------------------------------------------------------
 

@@ -19,15 +19,14 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from bertviz_lite.atomic import atomic_write_json, remove_temporary_files
 from bertviz_lite.inspection.evaluation import probe_predictions
 from bertviz_lite.loading import checkpoints
 from bertviz_lite.loading.run_folder import (
     MetricsWriter,
     RunFolder,
-    atomic_write_json,
     checkpoints_root,
     keep_metrics_until,
-    remove_temporary_files,
     write_status,
 )
 from bertviz_lite.text.tokenization import BertTokenizer

@@ -13,20 +13,27 @@ import streamlit as st
 from bertviz_lite.inspection import walkthrough
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.server import share
+from pages.common._pages import PAGES, by_url_path
 from pages.common._sidebar import OTHER_FOLDER, model_options
 
 APPLIED = "_link_applied"
 NOTES = "_link_notes"
 PENDING = "_link_indices"  # layer/head from a link, checked against the model once it is loaded
 LAYER, HEAD, STEP, PRESENT = "attn_layer", "attn_head", "walk_step", "present"
-# Which URL fields each page uses, by its url_path ("" is the default page, the walkthrough).
-PAGE_FIELDS = {"": ("layer", "head", "step"), "walkthrough": ("layer", "head", "step"), "attention": ("layer", "head"),
-               "beyond_attention": ("layer", "head"), "why_this_word": ("target", "foil")}
 WORD_KEYS = {"target": "contrast_target", "foil": "contrast_foil"}  # the Why-this-word page's candidate widgets
-# The widgets that hold a link's layer and head on each page (the Beyond attention page has its own, with
-# "all heads" = -1, which a link leaves out); a link sets both pairs.
-INDEX_KEYS = {"beyond_attention": ("beyond_layer", "beyond_head")}
-ALL_HEADS = -1
+ALL_HEADS = -1  # the Beyond attention page's "all heads", which a link leaves out
+
+
+def page_fields(page_path: str) -> tuple[str, ...]:
+    """The URL fields this page's link carries (_pages.PAGES), by its url_path ("" is the default page)."""
+    page = by_url_path(page_path)
+    return page.link_fields if page else ()
+
+
+def index_keys(page_path: str) -> tuple[str, str]:
+    """The widgets that hold this page's layer and head (a link sets every page's pair)."""
+    page = by_url_path(page_path)
+    return page.index_keys if page and page.index_keys else (LAYER, HEAD)
 
 
 def shareable_models() -> list[str]:
@@ -43,7 +50,7 @@ def _set_state(linked: share.SharedState) -> None:
             state[key] = value
     if linked.step is not None:
         state[STEP] = walkthrough.clamp_step(linked.step)
-    pairs = [(LAYER, HEAD), *INDEX_KEYS.values()]
+    pairs = [(LAYER, HEAD), *(page.index_keys for page in PAGES if page.index_keys)]
     indices = {key: value for layer_key, head_key in pairs
                for key, value in ((layer_key, linked.layer), (head_key, linked.head)) if value is not None}  # fmt: skip
     state.update(indices)
@@ -87,10 +94,9 @@ def clamp_linked_indices(num_layers: int, num_heads: int) -> None:
 def current_state(page_path: str) -> share.SharedState:
     """The state this page's link carries."""
     state = st.session_state
-    fields = PAGE_FIELDS.get(page_path.lower(), ())
+    fields = page_fields(page_path)
     model = state.get("model_picker", DEFAULT_MODEL)
-
-    layer_key, head_key = INDEX_KEYS.get(page_path.lower(), (LAYER, HEAD))
+    layer_key, head_key = index_keys(page_path)
 
     def field(name: str, key: str):
         value = state.get(key) if name in fields else None

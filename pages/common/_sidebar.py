@@ -6,24 +6,22 @@ Its widgets are drawn on every run, before the page, so their keys (`present`, `
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import NamedTuple
 
 import streamlit as st
 
 from bertviz_lite.inspection.explore import source_version
 from bertviz_lite.loading.pretrained import (
+    BUILT_IN,
     DEFAULT_MODEL,
     DESCRIPTIONS,
-    MINILM,
-    SHIPPED_CHECKPOINTS,
-    huggingface_cache_models,
-    list_checkpoints,
+    huggingface_repo_id,
+    model_sources,
 )
+from pages.common._state import keep_choice
 from pages.common._visitor import remember_visitor
 
 OTHER_FOLDER = "Another folder…"
-BUILT_IN = (DEFAULT_MODEL, MINILM, *(name for name in SHIPPED_CHECKPOINTS if name != DEFAULT_MODEL))
 MODEL_HELP = " ".join(f"{name}: {DESCRIPTIONS[name]}" for name in BUILT_IN) + (
     " Then your checkpoints, BERT models in the local Hugging Face cache, or any BERT folder."
 )
@@ -48,31 +46,21 @@ class Inputs(NamedTuple):
 
 def model_options() -> list[str]:
     """The built-in models, every checkpoint, BERT folders in the Hugging Face cache, then a free path."""
-    checkpoints = [name for name in list_checkpoints() if name not in BUILT_IN]
-    cached = [str(path) for path in huggingface_cache_models()]
-    return [*BUILT_IN, *checkpoints, *cached, OTHER_FOLDER]
+    return [*model_sources(), OTHER_FOLDER]
 
 
 def model_label(option: str) -> str:
     """How an option reads in the picker."""
     if option in BUILT_IN or option == OTHER_FOLDER:
         return option
-    if "/snapshots/" in option:
-        repo = Path(option).parent.parent.name.removeprefix("models--").replace("--", "/")
-        return f"{repo} (Hugging Face cache)"
-    return f"checkpoint: {option}"
-
-
-def _keep_valid_choice(options: list[str]) -> None:
-    """A checkpoint that disappeared falls back to the default model instead of breaking the selectbox."""
-    if st.session_state.get("model_picker", DEFAULT_MODEL) not in options:
-        st.session_state["model_picker"] = DEFAULT_MODEL
+    repo = huggingface_repo_id(option)
+    return f"{repo} (Hugging Face cache)" if repo else f"checkpoint: {option}"
 
 
 def render_sidebar() -> Inputs:
     """Draw the shared sidebar and return the current inputs."""
     options = model_options()
-    _keep_valid_choice(options)
+    keep_choice("model_picker", options, DEFAULT_MODEL)  # a deleted checkpoint falls back to the default
     with st.sidebar:
         st.toggle("Presentation mode", key="present", help="Large dark text in figures, a compact page and the "
                   "sidebar folded away: for a projector. Also ?present=1 in the URL.")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from types import FunctionType
 from typing import NamedTuple, TypeVar
@@ -10,22 +9,21 @@ from typing import NamedTuple, TypeVar
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 
+from bertviz_lite import figures
 from bertviz_lite.figures.style import readable
-from bertviz_lite.inspection import explore
-from bertviz_lite.loading.pretrained import load
+from bertviz_lite.inspection import analysis, explore
+from bertviz_lite.inspection.views.tabs import ViewTab
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
 from bertviz_lite.model.modeling import BertForPreTraining
-from bertviz_lite.server import access
+from bertviz_lite.server import access, settings
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 from pages.common._share import PRESENT, clamp_linked_indices
 from pages.common._sidebar import Inputs, current_inputs
+from pages.common._state import keep_choice
 
 LOAD_ERRORS = (ValueError, OSError)
-# One intra-op thread by default: on a small machine shared with other work, torch's thread pool
-# made a 32-token trace 5-20x slower (0.2-1 s against 0.04 s, bench/page_latency.py), and a
-# 512-token trace is 0.6 s on one thread. BERTVIZ_LITE_THREADS=N gives the app N threads.
-torch.set_num_threads(max(1, int(os.environ.get("BERTVIZ_LITE_THREADS", "1"))))
+THREADS_PROBLEM = settings.use_app_threads()  # once per process: BERTVIZ_LITE_THREADS (default 1)
 T = TypeVar("T")
 # Presentation mode: a compact header (smaller titles, less space above them, captions hidden) and larger token chips.
 PRESENT_CSS = """<style>
@@ -64,19 +62,11 @@ def _stop_with(message: str) -> None:
     st.stop()
 
 
-def _model_card(model: BertForPreTraining, tokenizer: BertTokenizer) -> None:
-    config = model.config
-    heads = [name for name, ok in (("MLM", model.has_mlm_head), ("NSP", model.has_nsp_head)) if ok]
-    st.sidebar.caption(
-        f"{config.num_hidden_layers} layers · {config.num_attention_heads} heads · hidden {config.hidden_size} · "
-        f"vocabulary {tokenizer.vocab_size} · {config.position_embedding_type} positions · "
-        f"heads: {', '.join(heads) or 'none'}"
-    )
-
-
 def load_context() -> Context:
     """Model, tokenizer and encoding of the current inputs; any problem ends the page with st.error."""
     inputs = current_inputs()
+    if THREADS_PROBLEM:
+        st.warning(THREADS_PROBLEM)
     if not inputs.source:
         _stop_with("Type the path of a model folder in the sidebar.")
     try:
@@ -84,7 +74,7 @@ def load_context() -> Context:
         model, tokenizer = load_model(inputs.source, inputs.version)
     except LOAD_ERRORS as err:
         _stop_with(f"Could not load the model: {err}")
-    _model_card(model, tokenizer)
+    st.sidebar.caption(explore.model_card(model, tokenizer))
     clamp_linked_indices(model.config.num_hidden_layers, model.config.num_attention_heads)
     max_length = explore.effective_max_length(model, inputs.max_length)
     if max_length < inputs.max_length:
@@ -179,23 +169,71 @@ def show_figure(fig: go.Figure, name: str, frame: pd.DataFrame | Callable[[], pd
     return event
 
 
+def show_declared_tabs(declared: Sequence[ViewTab], tabs: dict, inputs: Inputs, masked: tuple[int, ...] = (),
+                       **picks) -> None:
+    """Draw the open one of the tabs declared with a data function and a builder (views/tabs.py): figure + CSV.
+
+    tabs: the page's st.tabs by title; picks: the page's pickers (layer, head, which), passed where the data
+    function takes them.
+    """
+    for tab in declared:
+        if not tab.drawn_by_page and tabs[tab.title].open:
+            with tabs[tab.title]:
+                data = view(tab.data, inputs, masked, **tab.params(**picks))
+                show_figure(getattr(figures, tab.figure)(data), tab.name, frame=data.to_frame)
+
+
 def show_table(frame: pd.DataFrame, name: str, **kwargs) -> None:
     """A dataframe with its own CSV button."""
     st.dataframe(frame, key=f"{name}_table", **kwargs)
     csv_button(frame, name, name)
 
 
-def clamp_state(key: str, options: Sequence, default) -> None:
-    """Reset a stored widget value that the input no longer offers (layer 5 of a 2-layer model).
+def renewing_key(name: str, bare_first: bool = True) -> str:
+    """A chart key that changes after each tile click (on_tile_click's renew): a new key clears the selection,
+    so the same tile can be clicked again. bare_first: `name` itself before the first click, else `name_0`."""
+    clicks = st.session_state.get(f"{name}_clicks", 0)
+    return name if bare_first and not clicks else f"{name}_{clicks}"
 
-    Widgets still get their default through value/index/default: the browser shows that default
-    until the first value set through session state arrives, and may send it back meanwhile.
+
+def on_tile_click(key: str, layers: int, heads: int, picked: Callable[[int, int], None],
+                  renew: str | None = None) -> Callable[[], None]:  # fmt: skip
+    """The on_select callback of the model-view chart `key`: a clicked tile calls picked(layer, head).
+
+    renew: the name given to renewing_key; its click count goes up, so the chart gets a new key.
     """
-    if key in st.session_state and st.session_state[key] not in options:
-        st.session_state[key] = default
+    def clicked() -> None:
+        tile = explore.model_view_selection(st.session_state[key].selection, layers, heads)
+        if tile is not None:
+            picked(*tile)
+            if renew:
+                st.session_state[f"{renew}_clicks"] = st.session_state.get(f"{renew}_clicks", 0) + 1
+
+    return clicked
 
 
-def clamp_number(key: str, low: int, high: int) -> None:
-    """Pull a stored slider/number value back into [low, high] (the input got shorter, say)."""
-    if key in st.session_state and not low <= st.session_state[key] <= high:
-        st.session_state[key] = min(max(st.session_state[key], low), high)
+def _use_default_model() -> None:
+    st.session_state["model_picker"] = DEFAULT_MODEL
+
+
+def switch_model_button(key: str | None = None) -> bool:
+    """A button that picks DEFAULT_MODEL (it has both heads) in the sidebar; returns whether it is here."""
+    available = DEFAULT_MODEL in list_checkpoints()
+    st.button(f"Switch to {DEFAULT_MODEL}", on_click=_use_default_model, disabled=not available,
+              type="primary", key=key)  # fmt: skip
+    return available
+
+
+def head_pickers(prefix: str, has_sentence_b: bool, layers: int, heads: Sequence[int], default_head: int = 0,
+                 head_label: Callable[[int], str] = str) -> tuple[str, int, int]:  # fmt: skip
+    """Sentence filter, layer and head pickers in a row (keys `<prefix>_filter|layer|head`)."""
+    filters = list(analysis.SENTENCE_FILTERS) if has_sentence_b else ["All"]
+    keep_choice(f"{prefix}_filter", filters, "All")
+    keep_choice(f"{prefix}_layer", range(layers), 0)
+    keep_choice(f"{prefix}_head", heads, default_head)
+    pick_filter, pick_layer, pick_head = st.columns([2, 1, 1])
+    which = pick_filter.segmented_control("Sentences (query → key)", filters, default="All",
+                                          key=f"{prefix}_filter") or "All"  # fmt: skip
+    layer = pick_layer.selectbox("Layer", range(layers), key=f"{prefix}_layer")
+    head = pick_head.selectbox("Head", heads, key=f"{prefix}_head", format_func=head_label)
+    return which, layer, head

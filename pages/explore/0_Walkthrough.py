@@ -1,20 +1,29 @@
-"""Walkthrough: one sentence pair through BERT in eight steps; some steps ask the learner before the model answers."""
+"""Walkthrough: one sentence pair through BERT, step by step (walkthrough.STEPS); some ask the learner first."""
 
 import streamlit as st
 
-from bertviz_lite.figures import embedding_parts_figure, mosaic_figure, nsp_bar, token_chip_html, topk_bar
+from bertviz_lite.figures import embedding_parts_figure, model_view_figure, nsp_bar, token_chip_html, topk_bar
 from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
-from bertviz_lite.inspection import explore, views
+from bertviz_lite.inspection import views
 from bertviz_lite.inspection import walkthrough as walk
-from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints
+from bertviz_lite.inspection.views.predictions import default_masks
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages.common._questions import ask
 from pages.common._share import HEAD, LAYER, STEP
-from pages.common._ui import clamp_number, load_context, show_figure, step_keys, trace_for, view
+from pages.common._state import clamp_number
+from pages.common._ui import (
+    load_context,
+    on_tile_click,
+    show_figure,
+    step_keys,
+    switch_model_button,
+    trace_for,
+    view,
+)
 
 ctx = load_context()
 encoding = ctx.encoding
-typed = views.masked_positions(encoding.tokens)
-masked = tuple(p for p in [views.default_mask_position(encoding)] if p is not None and not typed)
+masked = default_masks(encoding)
 trace = trace_for(ctx, masked)
 query = (views.masked_positions(trace.tokens) or [None])[0]
 original = encoding.tokens[query] if masked else None
@@ -39,15 +48,12 @@ facts = walk.step_facts(ctx.model.config, ctx.tokenizer.vocab_size, trace.num_to
 st.markdown(walk.step_text(current, facts))
 
 
-def _switch_model() -> None:
-    st.session_state["model_picker"] = DEFAULT_MODEL
 
 
 def no_head(kind: str) -> None:
     st.info(f"{ctx.inputs.source} has no trained {kind} head (it was fine-tuned for sentence embeddings, and these "
             f"layers were dropped), so it cannot show this step. {DEFAULT_MODEL} is the same encoder with both heads.")
-    st.button(f"Switch to {DEFAULT_MODEL}", on_click=_switch_model, disabled=DEFAULT_MODEL not in list_checkpoints(),
-              type="primary", key="walk_switch_model")
+    switch_model_button(key="walk_switch_model")
 
 
 def step_tokens() -> None:
@@ -79,18 +85,17 @@ def step_one_head() -> None:
     pick_head.selectbox("Head", range(num_heads), index=0, key=HEAD)
 
 
-def _open_head() -> None:
+def _open_head(layer: int, head: int) -> None:
     """A clicked tile opens that head in the one-head step."""
-    picked = explore.model_view_selection(st.session_state["walk_model_view"].selection, num_layers, num_heads)
-    if picked is not None:
-        st.session_state[LAYER], st.session_state[HEAD] = picked
-        st.session_state[STEP] = walk.STEP_KEYS.index("one_head") + 1
+    st.session_state[LAYER], st.session_state[HEAD] = layer, head
+    st.session_state[STEP] = walk.step_number("one_head")
 
 
 def step_many_heads() -> None:
-    mosaic = view(views.attention_mosaic, ctx.inputs, masked)
-    show_figure(mosaic_figure(mosaic, tile_size=min(80, 520 // num_layers)), "walk_model_view", frame=mosaic.to_frame,
-                on_select=_open_head, selection_mode="points")
+    overview = view(views.model_view, ctx.inputs, masked)
+    show_figure(model_view_figure(overview, tile_size=min(80, 520 // num_layers)), "walk_model_view",
+                frame=overview.to_frame, on_select=on_tile_click("walk_model_view", num_layers, num_heads, _open_head),
+                selection_mode="points")
 
 
 def step_residual() -> None:
@@ -120,6 +125,12 @@ def step_nsp() -> None:
         show_figure(nsp_bar(probability), "walk_nsp", frame=views.nsp_frame(probability))
 
 
-RENDER = {"tokens": step_tokens, "ids": step_ids, "embeddings": step_embeddings, "one_head": step_one_head,
-          "many_heads": step_many_heads, "residual": step_residual, "mlm": step_mlm, "nsp": step_nsp}  # fmt: skip
-RENDER[current.key]()
+# A step declared in walk.STEPS is drawn by step_<its key> above; a step without such a function shows its text only.
+RENDER = {step.key: globals().get(f"step_{step.key}") for step in walk.STEPS}
+if RENDER[current.key] is not None:
+    RENDER[current.key]()
+if step == len(walk.STEPS):  # the walk's end leads on to a word's meaning in context, with a guess first
+    st.page_link("pages/explore/6_Meaning_in_context.py", icon=":material/translate:",
+                 query_params={"word": "bank", "preset": "bank"},
+                 label="Next: one word, many meanings. Guess at which layer “bank” by the river and “bank” with money "
+                       "drift furthest apart")  # fmt: skip

@@ -5,7 +5,8 @@ import streamlit as st
 from bertviz_lite import figures
 from bertviz_lite.inspection import analysis, views
 from bertviz_lite.inspection.explore import EMBEDDING_NAMES
-from pages.common._ui import clamp_number, clamp_state, load_context, show_figure, trace_for, view
+from pages.common._state import clamp_number, keep_choice
+from pages.common._ui import load_context, show_figure, trace_for, view
 
 WINDOW = 64  # tokens per heatmap page: 512 × 384 × 5 cells would be a slow figure
 
@@ -41,7 +42,7 @@ for column, similarity, name in zip(st.columns(2), views.position_similarity(ctx
 
 st.subheader("Token vectors in 2-D")
 choices = views.vector_choices(ctx.model.config.num_hidden_layers)
-clamp_state("pca_vectors", choices, choices[-1])
+keep_choice("pca_vectors", choices, choices[-1])
 choice = st.selectbox("Vectors", choices, index=len(choices) - 1, key="pca_vectors")
 projection = view(views.token_projection, ctx.inputs, choice=choice)
 show_figure(figures.pca_scatter(projection.points, projection.tokens, projection.sentence, title=projection.title),

@@ -6,18 +6,21 @@ from bertviz_lite import figures
 from bertviz_lite.figures.attention import STAT_TITLES
 from bertviz_lite.figures.head_view_script import head_view_hover_script
 from bertviz_lite.inspection import analysis, explore, views
+from bertviz_lite.inspection.views import tabs as declared
+from pages.common._state import clamp_number, keep_choice, keep_choices
 from pages.common._ui import (
-    clamp_number,
-    clamp_state,
+    head_pickers,
     is_present,
     load_context,
+    on_tile_click,
+    renewing_key,
+    show_declared_tabs,
     show_figure,
     show_table,
     trace_for,
     view,
 )
 
-TABS = ["Heatmap", "Head view", "Model view", "Neuron view", "Head statistics", "Rollout"]
 HEAD_VIEW_WINDOW = 64  # tokens (queries and keys) drawn at once in the head view of a long input
 ALL_TOKENS = -1
 
@@ -35,14 +38,7 @@ if not is_present():  # the compact presentation header keeps the figure above t
     st.page_link("pages/explore/5_Beyond_attention.py", icon=":material/troubleshoot:",
                  label="Weights alone can mislead: weigh them by what each token passes on, and test them against "
                        "ablation, on Beyond attention")  # fmt: skip
-filters = list(analysis.SENTENCE_FILTERS) if trace.has_sentence_b else ["All"]
-clamp_state("attn_filter", filters, "All")
-clamp_state("attn_layer", range(num_layers), 0)
-clamp_state("attn_head", range(num_heads), 0)
-pick_filter, pick_layer, pick_head = st.columns([2, 1, 1])
-which = pick_filter.segmented_control("Sentences (query → key)", filters, default="All", key="attn_filter") or "All"
-layer = pick_layer.selectbox("Layer", range(num_layers), key="attn_layer")
-head = pick_head.selectbox("Head", range(num_heads), key="attn_head")
+which, layer, head = head_pickers("attn", trace.has_sentence_b, num_layers, range(num_heads))
 
 
 def single_head(layer: int, head: int, which: str, name: str, axis_titles: bool = True) -> None:
@@ -57,23 +53,14 @@ def _focus_clicked_token() -> None:
     st.session_state["hv_focus"] = ALL_TOKENS if picked is None else start + picked
 
 
-def _model_view_key() -> str:
-    """Each click gives the model view a new key, which clears its selection: a tile clicked again opens again."""
-    clicks = st.session_state.get("model_view_clicks", 0)
-    return "model_view" if not clicks else f"model_view_{clicks}"
-
-
-def _open_tile() -> None:
-    picked = explore.model_view_selection(st.session_state[_model_view_key()].selection, num_layers, num_heads)
-    if picked is not None:
-        st.session_state["attn_layer"], st.session_state["attn_head"] = picked
-        st.session_state["model_view_clicks"] = st.session_state.get("model_view_clicks", 0) + 1
+def _open_head(layer: int, head: int) -> None:
+    """A clicked tile opens that head beside the model view."""
+    st.session_state["attn_layer"], st.session_state["attn_head"] = layer, head
 
 
 def head_view_controls() -> tuple:
     """The head view's pickers: heads, token window, focus token and line threshold."""
-    if "hv_heads" in st.session_state:
-        st.session_state["hv_heads"] = [h for h in st.session_state["hv_heads"] if h < num_heads]
+    keep_choices("hv_heads", range(num_heads))
     heads = st.multiselect("Heads (or click the legend)", range(num_heads), default=list(range(num_heads)),
                            key="hv_heads", format_func=lambda h: f"head {h}")
     window = None
@@ -84,7 +71,7 @@ def head_view_controls() -> tuple:
         window = explore.token_window(count, start, HEAD_VIEW_WINDOW)
     shown = range(count) if window is None else range(window.start, window.stop)
     st.session_state["hv_window_start"] = shown.start  # for the click callback
-    clamp_state("hv_focus", [ALL_TOKENS, *shown], ALL_TOKENS)
+    keep_choice("hv_focus", [ALL_TOKENS, *shown], ALL_TOKENS)
     pick_focus, pick_weight = st.columns([2, 1])
     focus = pick_focus.selectbox("Focus on one query token", [ALL_TOKENS, *shown], key="hv_focus",
                                  format_func=lambda i: "all tokens" if i == ALL_TOKENS else labels[i])
@@ -93,7 +80,8 @@ def head_view_controls() -> tuple:
     return heads, window, focus, min_weight
 
 
-tabs = dict(zip(TABS, st.tabs(TABS, key="attn_view", on_change="rerun"), strict=True))
+titles = declared.titles(declared.ATTENTION_TABS)
+tabs = dict(zip(titles, st.tabs(titles, key="attn_view", on_change="rerun"), strict=True))
 if tabs["Heatmap"].open:
     with tabs["Heatmap"]:
         single_head(layer, head, which, "attention_heatmap")
@@ -118,22 +106,24 @@ if tabs["Head view"].open:
 
 if tabs["Model view"].open:
     with tabs["Model view"]:
-        mosaic = view(views.attention_mosaic, ctx.inputs)
+        overview = view(views.model_view, ctx.inputs)
         st.caption(
             "Every layer (rows) and head (columns). Click a tile to open that head beside it."
-            + (f" Tiles are averaged into {mosaic.tile} × {mosaic.tile} blocks of tokens." if mosaic.tile < count else "")
+            + (f" Tiles are averaged into {overview.tile} × {overview.tile} blocks of tokens." if overview.tile < count else "")
         )
         grid, opened = st.columns([3, 2])  # the opened head beside the grid, not below the fold
         with grid:
             # Tiles as wide as the column allows (12 heads in 3/5 of a screen): a taller figure only left a gap.
-            show_figure(figures.mosaic_figure(mosaic, tile_size=max(24, min(80, 460 // num_heads))), "model_view",
-                        frame=mosaic.to_frame, key=_model_view_key(), on_select=_open_tile, selection_mode="points")
+            key = renewing_key("model_view")
+            show_figure(figures.model_view_figure(overview, tile_size=max(24, min(80, 460 // num_heads))), "model_view",
+                        frame=overview.to_frame, key=key, selection_mode="points",
+                        on_select=on_tile_click(key, num_layers, num_heads, _open_head, renew="model_view"))
         with opened:
             single_head(layer, head, "All", "model_view_head", axis_titles=False)
 
 if tabs["Neuron view"].open:
     with tabs["Neuron view"]:
-        clamp_state("nv_query", range(count), min(1, count - 1))
+        keep_choice("nv_query", range(count), min(1, count - 1))
         query = st.selectbox("Query token", range(count), index=min(1, count - 1), key="nv_query",
                              format_func=lambda i: labels[i])
         st.caption(
@@ -164,3 +154,5 @@ if tabs["Rollout"].open:
         flow = view(analysis.attention_rollout, ctx.inputs)[after - 1]
         show_figure(figures.rollout_heatmap(flow, trace.tokens, title=f"Attention rollout after layer {after}"),
                     "rollout", frame=lambda: analysis.attention_to_csv_frame(flow, trace.tokens))
+
+show_declared_tabs(declared.ATTENTION_TABS, tabs, ctx.inputs, layer=layer, head=head, which=which)

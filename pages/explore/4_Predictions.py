@@ -4,8 +4,10 @@ import streamlit as st
 
 from bertviz_lite import figures
 from bertviz_lite.inspection import analysis, views
-from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints
-from pages.common._ui import load_context, show_figure, trace_for
+from bertviz_lite.inspection.views.predictions import default_masks
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from pages.common._state import new_input
+from pages.common._ui import load_context, show_figure, switch_model_button, trace_for
 
 ctx = load_context()
 encoding = ctx.encoding
@@ -17,22 +19,14 @@ if not (ctx.model.has_mlm_head or ctx.model.has_nsp_head):
         "embeddings, and its masked-word (MLM) and next-sentence (NSP) layers were dropped, so it cannot guess "
         f"masked words. {DEFAULT_MODEL} is the same encoder with both heads trained in this project."
     )
-    available = DEFAULT_MODEL in list_checkpoints()
-
-    def _switch() -> None:
-        st.session_state["model_picker"] = DEFAULT_MODEL
-
-    st.button(f"Switch to {DEFAULT_MODEL}", on_click=_switch, disabled=not available, type="primary")
-    if not available:
+    if not switch_model_button():
         st.caption(f"checkpoints/{DEFAULT_MODEL} is missing from this install (see the README).")
     st.stop()
 
 labels = analysis.unique_labels(encoding.tokens)
 maskable = views.maskable_positions(encoding)
-typed = views.masked_positions(encoding.tokens)
-default = [] if typed else [p for p in [views.default_mask_position(encoding)] if p is not None]
-if st.session_state.get("pred_mask_input") != ctx.inputs:  # new text: positions mean other tokens now
-    st.session_state["pred_mask_input"] = ctx.inputs
+default = list(default_masks(encoding))
+if new_input("pred_mask_input", ctx.inputs):  # new text: positions mean other tokens now
     st.session_state["pred_mask"] = default
 left, right = st.columns([3, 1])
 chosen = left.multiselect("Tokens to mask (or type [MASK] in a sentence)", maskable, default=default,

@@ -3,13 +3,24 @@
 import streamlit as st
 
 from bertviz_lite import figures
-from bertviz_lite.inspection import analysis, attribution, explore, views
+from bertviz_lite.inspection import analysis, attribution, views
+from bertviz_lite.inspection.views import tabs as declared
+from bertviz_lite.inspection.views.explain import explained_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
-from bertviz_lite.text.tokenization import MASK_TOKEN
 from pages.common._share import ALL_HEADS
-from pages.common._ui import clamp_state, load_context, show_figure, show_table, trace_for, view
+from pages.common._state import keep_choice, keep_choices, new_input
+from pages.common._ui import (
+    head_pickers,
+    load_context,
+    on_tile_click,
+    renewing_key,
+    show_declared_tabs,
+    show_figure,
+    show_table,
+    trace_for,
+    view,
+)
 
-TABS = ["Norm-weighted attention", "Attribution", "Head knock-out", "Layer by layer"]
 NSP = -1  # the "Explain" option for the next-sentence decision
 
 
@@ -17,7 +28,6 @@ ctx = load_context()
 encoding, model = ctx.encoding, ctx.model
 num_layers, num_heads = model.config.num_hidden_layers, model.config.num_attention_heads
 labels = analysis.unique_labels(encoding.tokens)
-has_b = any(s == 1 for s in encoding.sequence_ids if s is not None)  # the sentence filter needs a B
 
 st.header("Beyond attention")
 st.caption(
@@ -36,15 +46,13 @@ def pick_target(where=st) -> tuple[int | None, tuple[int, ...]] | None:
         return None
     options = [NSP if choice is None else choice for choice in choices]  # a selectbox reads None as "nothing picked"
     default = options[choices.index(views.default_choice(encoding, choices))]
-    if st.session_state.get("beyond_target_input") != ctx.inputs:  # new text: positions mean other tokens now
-        st.session_state["beyond_target_input"] = ctx.inputs
+    if new_input("beyond_target_input", ctx.inputs):  # new text: positions mean other tokens now
         st.session_state["beyond_target"] = default
-    clamp_state("beyond_target", options, default)
+    keep_choice("beyond_target", options, default)
     picked = where.selectbox("Explain", options, index=options.index(default), key="beyond_target",
                           format_func=lambda i: "next-sentence decision (NSP)" if i == NSP else f"[MASK] at {labels[i]}")
-    if picked == NSP:
-        return None, ()
-    return picked, () if encoding.tokens[picked] == MASK_TOKEN else (picked,)
+    position = None if picked == NSP else picked
+    return position, explained_masks(encoding, position)
 
 
 def shown(data_function, masked: tuple[int, ...] = (), **params):
@@ -56,22 +64,16 @@ def shown(data_function, masked: tuple[int, ...] = (), **params):
         return None
 
 
-def _model_view_key() -> str:
-    """A new chart key after each click clears the chart's selection, so the same tile can be clicked again."""
-    return f"beyond_model_view_{st.session_state.get('beyond_model_view_clicks', 0)}"
+def _toggle_head(layer: int, head: int) -> None:
+    """A clicked tile knocks that head out, or brings it back."""
+    name = attribution.head_name(layer, head)
+    chosen = st.session_state.get("beyond_heads", [])
+    st.session_state["beyond_heads"] = [h for h in chosen if h != name] if name in chosen else [*chosen, name]
 
 
-def _toggle_clicked_head() -> None:
-    picked = explore.model_view_selection(st.session_state[_model_view_key()].selection, num_layers, num_heads)
-    if picked is not None:
-        name = attribution.head_name(*picked)
-        chosen = st.session_state.get("beyond_heads", [])
-        st.session_state["beyond_heads"] = [h for h in chosen if h != name] if name in chosen else [*chosen, name]
-        st.session_state["beyond_model_view_clicks"] = st.session_state.get("beyond_model_view_clicks", 0) + 1
-
-
-trace_for(ctx)
-tabs = dict(zip(TABS, st.tabs(TABS, key="beyond_view", on_change="rerun"), strict=True))
+trace = trace_for(ctx)
+titles = declared.titles(declared.BEYOND_ATTENTION_TABS)
+tabs = dict(zip(titles, st.tabs(titles, key="beyond_view", on_change="rerun"), strict=True))
 
 if tabs["Norm-weighted attention"].open:
     with tabs["Norm-weighted attention"]:
@@ -80,16 +82,9 @@ if tabs["Norm-weighted attention"].open:
             "the head's slice of the attention output projection. Its size ‖α f(x)‖ counts both the weight and the "
             "vector it weighs. For all heads, the norm of the heads' summed vectors ‖Σ_h α f(x)‖ is shown."
         )
-        filters = list(analysis.SENTENCE_FILTERS) if has_b else ["All"]
-        clamp_state("beyond_filter", filters, "All")
-        clamp_state("beyond_layer", range(num_layers), 0)
-        clamp_state("beyond_head", [ALL_HEADS, *range(num_heads)], ALL_HEADS)
-        pick_filter, pick_layer, pick_head = st.columns([2, 1, 1])
-        which = pick_filter.segmented_control("Sentences (query → key)", filters, default="All",
-                                              key="beyond_filter") or "All"
-        layer = pick_layer.selectbox("Layer", range(num_layers), key="beyond_layer")
-        head = pick_head.selectbox("Head", [ALL_HEADS, *range(num_heads)], key="beyond_head",
-                                   format_func=lambda h: "all heads" if h == ALL_HEADS else f"head {h}")
+        heads = [ALL_HEADS, *range(num_heads)]
+        which, layer, head = head_pickers("beyond", trace.has_sentence_b, num_layers, heads, ALL_HEADS,
+                                          lambda h: "all heads" if h == ALL_HEADS else f"head {h}")
         data = shown(views.norm_attention, layer=layer, head=None if head == ALL_HEADS else head, which=which)
         if data is not None:
             st.info(data.note())
@@ -123,7 +118,8 @@ if tabs["Attribution"].open:
                 show_figure(figures.attribution_figure(data), "beyond_attribution", frame=data.to_frame)
                 show_table(data.correlation_frame().round(3), "beyond_attribution_spearman", hide_index=True)
                 st.caption(
-                    f"Completeness: the integrated gradients add up to {data.scores['integrated gradients'].sum():.4f}; "
+                    f"Completeness: the integrated gradients add up to "
+                    f"{data.integrated_gradients_total:.4f}; "
                     f"f(input) − f(baseline) = {data.score:.4f} − ({data.baseline_score:.4f}) = "
                     f"{data.score - data.baseline_score:.4f} (off by {data.completeness_error:.2%} with {data.steps} steps)."
                 )
@@ -134,8 +130,7 @@ if tabs["Head knock-out"].open:
         if target is not None:
             position, masked = target
             names = [attribution.head_name(layer, head) for layer in range(num_layers) for head in range(num_heads)]
-            if "beyond_heads" in st.session_state:
-                st.session_state["beyond_heads"] = [h for h in st.session_state["beyond_heads"] if h in names]
+            keep_choices("beyond_heads", names)
             chosen = st.multiselect("Heads to knock out (or click tiles in the model view below)", names, default=[],
                                     key="beyond_heads")
             heads = tuple(sorted(chosen, key=names.index))  # one cache entry per set of heads
@@ -145,10 +140,12 @@ if tabs["Head knock-out"].open:
                            "it adds nothing to its layer's output, and the layers above see the difference.")
                 show_figure(figures.knockout_figure(data), "beyond_knockout", frame=data.to_frame)
             with st.expander("Model view: click a tile to knock that head out (or bring it back)"):
-                mosaic = view(views.attention_mosaic, ctx.inputs, masked)
-                show_figure(figures.mosaic_figure(mosaic, tile_size=min(80, 480 // num_layers)), "beyond_model_view",
-                            frame=mosaic.to_frame, key=_model_view_key(), on_select=_toggle_clicked_head,
-                            selection_mode="points")
+                overview = view(views.model_view, ctx.inputs, masked)
+                key = renewing_key("beyond_model_view", bare_first=False)
+                show_figure(figures.model_view_figure(overview, tile_size=min(80, 480 // num_layers)), "beyond_model_view",
+                            frame=overview.to_frame, key=key, selection_mode="points",
+                            on_select=on_tile_click(key, num_layers, num_heads, _toggle_head,
+                                                    renew="beyond_model_view"))
 
 if tabs["Layer by layer"].open:
     with tabs["Layer by layer"]:
@@ -162,3 +159,5 @@ if tabs["Layer by layer"].open:
                     f"last. The final answer is {data.answer!r}; the bars show how early the model settles on it."
                 )
                 show_figure(figures.logit_lens_figure(data), "beyond_logit_lens", frame=data.to_frame)
+
+show_declared_tabs(declared.BEYOND_ATTENTION_TABS, tabs, ctx.inputs)

@@ -4,12 +4,12 @@ import streamlit as st
 
 from bertviz_lite import figures
 from bertviz_lite.inspection import views
+from bertviz_lite.inspection.views import tabs as declared
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages.common._questions import ask
 from pages.common._share import WORD_KEYS
 from pages.common._ui import load_context, show_figure, show_table, view
 
-TABS = ["Minimal pairs", "Contrastive prediction", "Activation patching"]
 RESTORE = {"residual stream": ("residual",), "attention vs feed-forward": ("attention", "feed-forward"),
            "heads": ("head",)}  # fmt: skip
 TARGET, FOIL = WORD_KEYS["target"], WORD_KEYS["foil"]
@@ -80,7 +80,8 @@ if not ctx.model.has_mlm_head:
             f"{DEFAULT_MODEL} has one.")
     st.stop()
 candidates = pick_candidates()
-tabs = dict(zip(TABS, st.tabs(TABS, key="contrast_view", on_change="rerun"), strict=True))
+titles = declared.titles(declared.WHY_THIS_WORD_TABS)
+tabs = dict(zip(titles, st.tabs(titles, key="contrast_view", on_change="rerun"), strict=True))
 
 if tabs["Minimal pairs"].open:
     with tabs["Minimal pairs"]:

@@ -3,8 +3,9 @@
 import streamlit as st
 
 from bertviz_lite.runs import lifecycle
-from pages.common._runs_ui import attention_replay, live_view, select_run
-from pages.common._train_form import new_run_form
+from pages.train._form import new_run_form
+from pages.train._live import live_view, select_run
+from pages.train._replay import attention_replay
 
 st.header("Train a BERT")
 st.caption(

@@ -1,21 +1,13 @@
 """Compare runs: overlay the curves of several runs and set their hyperparameters side by side."""
 
-import pandas as pd
 import streamlit as st
 
 from bertviz_lite.figures.training import compare_runs
-from bertviz_lite.loading.run_folder import checkpoints_root, read_metrics
-from bertviz_lite.runs import lifecycle
-from bertviz_lite.runs.run_options import labels
+from bertviz_lite.loading.run_folder import read_metrics
+from bertviz_lite.runs import lifecycle, store
+from bertviz_lite.training.metrics import METRICS
+from pages.common._state import keep_choices
 from pages.common._ui import plotly_config
-
-METRICS = {
-    "mlm_loss": "MLM loss (train)", "nsp_loss": "NSP loss (train)", "loss": "Total loss (train)",
-    "eval_mlm_loss": "MLM loss (held-out)", "eval_nsp_loss": "NSP loss (held-out)",
-    "mlm_acc": "MLM accuracy (train)", "nsp_acc": "NSP accuracy (train)",
-    "eval_mlm_acc": "MLM accuracy (held-out)", "eval_nsp_acc": "NSP accuracy (held-out)",
-    "lr": "Learning rate", "tokens_per_s": "Tokens per second",
-}  # fmt: skip
 
 st.header("Compare runs")
 records = {run.name: read_metrics(run.path) for run in lifecycle.list_runs()}
@@ -25,25 +17,23 @@ if not records:
     st.stop()
 names = list(records)
 st.session_state.setdefault("compare_runs", names[:2])
-st.session_state["compare_runs"] = [name for name in st.session_state["compare_runs"] if name in names]
+keep_choices("compare_runs", names)
 chosen = st.multiselect("Runs", names, key="compare_runs")
-metric = st.selectbox("Metric", list(METRICS), key="compare_metric", format_func=METRICS.get)
+metric = st.selectbox("Metric", list(METRICS), key="compare_metric",
+                      format_func=lambda key: METRICS[key].label)  # fmt: skip
 if not chosen:
     st.info("Choose one or more runs.")
     st.stop()
-figure = compare_runs({name: records[name] for name in chosen}, metric, title=METRICS[metric],
+figure = compare_runs({name: records[name] for name in chosen}, metric, title=METRICS[metric].label,
                       log_y=st.toggle("Log scale", key="compare_log"))  # fmt: skip
 st.plotly_chart(figure, key="compare_chart", config=plotly_config("compare_runs"))
 
 st.subheader("Hyperparameters")
-table = pd.DataFrame({name: lifecycle.hyperparameters(checkpoints_root() / name) for name in chosen})
+table = store.hyperparameter_table(chosen)
 if table.empty:
     st.info("These runs have no train_args.json (uploaded checkpoints, or runs that never started).")
     st.stop()
-table = table.drop(index="out", errors="ignore")  # the folder: the column names say it
 st.session_state.setdefault("compare_differ", True)
-if st.toggle("Only the hyperparameters that differ", key="compare_differ") and len(chosen) > 1:
-    table = table[table.astype(str).nunique(axis=1) > 1]
-label_of = labels()
-table.index = [label_of.get(name, name) for name in table.index]
-st.dataframe(table.astype(str), key="compare_table", width="stretch")
+if st.toggle("Only the hyperparameters that differ", key="compare_differ"):
+    table = store.differing_rows(table)
+st.dataframe(table, key="compare_table", width="stretch")

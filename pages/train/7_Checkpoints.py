@@ -7,19 +7,16 @@ import streamlit as st
 
 from bertviz_lite.loading.run_folder import checkpoints_root
 from bertviz_lite.runs import store, upload
-from bertviz_lite.server import access
+from bertviz_lite.training.metrics import METRICS, TABLE_METRICS
+from pages.common._state import keep_choice
 from pages.common._visitor import admin_login, current_visitor
 
 COLUMNS = {
     "name": st.column_config.TextColumn("Name"),
     "state": st.column_config.TextColumn("State"),
     "steps": st.column_config.NumberColumn("Steps"),
-    "mlm_loss": st.column_config.NumberColumn("MLM loss", format="%.3f"),
-    "nsp_loss": st.column_config.NumberColumn("NSP loss", format="%.3f"),
-    "mlm_acc": st.column_config.NumberColumn("MLM acc.", format="percent"),
-    "nsp_acc": st.column_config.NumberColumn("NSP acc.", format="percent"),
-    "eval_mlm_acc": st.column_config.NumberColumn("Held-out MLM acc.", format="percent"),
-    "eval_nsp_acc": st.column_config.NumberColumn("Held-out NSP acc.", format="percent"),
+    **{key: st.column_config.NumberColumn(METRICS[key].column_label, format="percent" if METRICS[key].percent
+                                          else "%.3f") for key in TABLE_METRICS},
     "size_mb": st.column_config.NumberColumn("Size (MB)", format="%.2f"),
     "date": st.column_config.TextColumn("Date"),
     "loadable": st.column_config.CheckboxColumn("Has weights"),
@@ -70,10 +67,9 @@ def add_upload(data: bytes) -> None:
     notify("success", f"Added **{name}**: it is in the model picker now.")
 
 
-def manage(row: dict) -> None:
-    """Buttons for one checkpoint."""
+def use_and_download(row: dict) -> None:
+    """Use on the explore pages, download the zip, export for transformers: open to every visitor."""
     name, folder = row["name"], checkpoints_root() / row["name"]
-    protected, busy = name in store.PROTECTED, row["state"] in ("starting", "running")
     columns = st.columns(3)
     columns[0].button("Use on explore pages", key="ckpt_use", on_click=use_on_explore, args=(name,),
                       disabled=not row["loadable"], icon=":material/visibility:", type="primary")  # fmt: skip
@@ -85,14 +81,20 @@ def manage(row: dict) -> None:
                                on_click="ignore", disabled=not row["loadable"], icon=":material/ios_share:",
                                help="model.safetensors, config.json and vocab.txt: "
                                     "transformers' BertForPreTraining.from_pretrained loads the folder.")  # fmt: skip
-    if protected:
+
+
+def rename_and_delete(name: str) -> None:
+    """Rename and Delete, when store.change_refusal allows them (disabled while the run trains)."""
+    refusal = store.change_refusal(name, current_visitor())
+    if refusal == store.SHIPPED:
         st.caption(f"{name} ships with bertviz-lite: it cannot be renamed or deleted.")
         return
-    if not access.may_change(folder, current_visitor()):
+    if refusal == store.NOT_YOURS:
         st.caption(f"{name} was started or uploaded by someone else: only they (or the admin) can rename or "
                    "delete it. You can still use it, download it and export it.")  # fmt: skip
         admin_login()
         return
+    busy = refusal == store.TRAINING
     if busy:
         st.caption(f"{name} is training: stop it on the Train page before renaming or deleting it.")
     left, right = st.columns(2)
@@ -106,15 +108,15 @@ def manage(row: dict) -> None:
 
 
 def upload_form() -> None:
-    upload = st.file_uploader("A zip of a checkpoint folder: model.safetensors, config.json, vocab.txt "
+    chosen = st.file_uploader("A zip of a checkpoint folder: model.safetensors, config.json, vocab.txt "
                               "(and optionally train_args.json, metrics.jsonl, snapshots/)", type=["zip"],
                               key=f"ckpt_upload_{st.session_state.get('ckpt_upload_round', 0)}")  # fmt: skip
-    if upload is None:
+    if chosen is None:
         return
-    data = upload.getvalue()
-    if st.session_state.get("ckpt_upload_for") != upload.file_id:
-        st.session_state["ckpt_upload_for"] = upload.file_id
-        st.session_state["ckpt_upload_name"] = upload.suggested_name(upload.name, data)
+    data = chosen.getvalue()
+    if st.session_state.get("ckpt_upload_for") != chosen.file_id:
+        st.session_state["ckpt_upload_for"] = chosen.file_id
+        st.session_state["ckpt_upload_name"] = upload.suggested_name(chosen.name, data)
     st.text_input("Name of the new checkpoint", key="ckpt_upload_name")
     st.button("Add checkpoint", key="ckpt_add", on_click=add_upload, args=(data,), icon=":material/upload:")
 
@@ -129,11 +131,11 @@ if rows:
     st.dataframe(table, key="ckpt_table", hide_index=True, width="stretch",
                  column_config={k: v for k, v in COLUMNS.items() if k in table})  # fmt: skip
     names = [row["name"] for row in rows]
-    if st.session_state.get("ckpt_selected") not in names:
-        st.session_state["ckpt_selected"] = names[0]
+    keep_choice("ckpt_selected", names, names[0], start=True)
     st.subheader("Manage")
     selected = st.selectbox("Checkpoint", names, key="ckpt_selected")
-    manage(rows[names.index(selected)])
+    use_and_download(rows[names.index(selected)])
+    rename_and_delete(selected)
 else:
     st.info("No checkpoint yet: train one on the Train page, or upload a zip below.")
 st.subheader("Upload a checkpoint")

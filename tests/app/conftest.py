@@ -16,17 +16,19 @@ from streamlit.testing.v1 import AppTest
 from bertviz_lite.loading.pretrained import DEMO, MINILM, load
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.server import access
+from pages.common._pages import EXPLORE, pages_in
 from pages.common._sidebar import OTHER_FOLDER
 from tests.app.tiny_checkpoint import save_tiny
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-PAGES = {
-    "tokens": "pages/explore/1_Tokens.py",
-    "embeddings": "pages/explore/2_Embeddings.py",
-    "attention": "pages/explore/3_Attention.py",
-    "predictions": "pages/explore/4_Predictions.py",
-    "walkthrough": "pages/explore/0_Walkthrough.py",  # the default page
-}
+
+
+def explore_pages() -> dict[str, str]:
+    """The explore pages' scripts by name (tokens, attention, walkthrough…), as _pages.PAGES declares them."""
+    return {page.name: page.script for page in pages_in(EXPLORE)}
+
+
+PAGES = explore_pages()
 PAIR = ("The cat sat on the mat because it was tired.", "It fell asleep in the warm sun.")
 HAS_DEMO = (CHECKPOINTS_DIR / DEMO / "config.json").is_file()
 _CHIP = re.compile(r'<span class="bvl-chip ([^"]*)" title="[^"]*">(.*?)<span class="bvl-meta">(\d+) · (\d+)</span>')

@@ -7,12 +7,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lite.inspection import explore
+from bertviz_lite.inspection.views.tabs import BEYOND_ATTENTION_TABS, titles
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO, MINILM
 from tests.app.conftest import APP, HAS_DEMO, PAIR, array, charts, no_exception, texts
 from tests.app.tiny_checkpoint import save_tiny
 
 PAGE = "pages/explore/5_Beyond_attention.py"
-TABS = ["Norm-weighted attention", "Attribution", "Head knock-out", "Layer by layer"]
+TABS = titles(BEYOND_ATTENTION_TABS)
 FIGURES = {
     "Norm-weighted attention": {"beyond_raw_attention", "beyond_norm_attention", "beyond_special_share"},
     "Attribution": {"beyond_attribution"},

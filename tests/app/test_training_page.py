@@ -141,6 +141,7 @@ def test_user_corpora_are_checked(root):
     assert errors(at) == ["Corpus: latin1.txt is not UTF-8 text: save it as UTF-8 and try again."]
 
 
+@pytest.mark.slow
 def test_a_run_continues_minilm_on_the_english_corpus(root):
     at = fill_form(open_app(TRAIN), steps=2, log_every=1, eval_every=2, snapshot_every=2, lr=1e-4)
     at.radio(key="train_corpus_source").set_value("English (WordNet)").run()
@@ -154,6 +155,7 @@ def test_a_run_continues_minilm_on_the_english_corpus(root):
     assert args["config"]["hidden_size"] == 384 and args["num_parameters"] > 20e6
 
 
+@pytest.mark.slow
 def test_a_tiny_run_trains_live_and_its_checkpoint_is_selectable(root):
     at = fill_form(open_app(TRAIN), steps=30)
     at.text_input(key="train_run_name").set_value("live").run()
@@ -188,6 +190,7 @@ def test_a_tiny_run_trains_live_and_its_checkpoint_is_selectable(root):
     assert any(card in caption.value for caption in at.sidebar.caption)
 
 
+@pytest.mark.slow
 def test_a_run_on_pasted_text_survives_an_app_restart_refuses_a_second_start_and_stops(root):
     first = fill_form(open_app(TRAIN), steps=5000)
     first.text_input(key="train_run_name").set_value("long").run()

@@ -13,7 +13,6 @@ from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO
 from tests.app.conftest import APP, HAS_DEMO, array, charts, no_exception, texts
 
 PAGE = "pages/explore/7_Why_this_word.py"
-TABS = ["Minimal pairs", "Contrastive prediction", "Activation patching"]
 CAPITAL = contrast.EXAMPLES["capital: Paris / Rome"]
 # demo-tiny splits most words into pieces: this pair keeps the same length there
 AGREEMENT = contrast.EXAMPLES["agreement across an attractor"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import time
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,7 @@ import plotly.io
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lite.loading import run_folder
+from tests.waiting import wait_until
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 # Two classroom visitors (ids as the app hands them out).
@@ -76,10 +76,15 @@ def state_shown(at: AppTest) -> str | None:
 
 def rerun_until(at: AppTest, predicate, timeout: float = 60.0, what: str = "condition") -> AppTest:
     """Rerun the script (as the fragment's timer would) until predicate(at) holds."""
-    deadline = time.monotonic() + timeout
-    while not predicate(at):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}; state shown: {state_shown(at)}")
-        time.sleep(0.5)
+
+    def holds_or_rerun() -> bool:
+        if predicate(at):
+            return True
         at.run()
+        return False
+
+    try:
+        wait_until(holds_or_rerun, timeout, what, every=0.5)
+    except TimeoutError as error:
+        raise TimeoutError(f"{error}; state shown: {state_shown(at)}") from None
     return at

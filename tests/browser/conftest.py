@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bench._server import (  # one home for the server helpers; bench/page_latency.py uses them too
+from tests.browser.driver import new_page
+from tests.browser.server import (
     ARTIFACTS,
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -20,13 +21,14 @@ from bench._server import (  # one home for the server helpers; bench/page_laten
 
 
 @pytest.fixture(scope="session")
-def streamlit_url(browser):
+def streamlit_url(request):
     """Base URL of one streamlit server shared by the session's browser tests."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     port = free_port()
     process = start_streamlit(port, ARTIFACTS / "streamlit.log")
     url = f"http://127.0.0.1:{port}"
     try:
+        browser = request.getfixturevalue("browser")  # chromium starts while the server does
         wait_until_healthy(url, process)
         open_front_page(browser, url)
         yield url
@@ -48,7 +50,6 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
+    page = new_page(browser, viewport={"width": 1400, "height": 1000})
     yield page
-    context.close()
+    page.context.close()

@@ -1,12 +1,76 @@
 """Driving the app in chromium: type into the sidebar, wait for a run to finish, wait for a plotly figure.
 
-Used by tests/browser/. The basic actions (type, wait for the run, open a page or a tab) live in
-bench/_server.py, which bench/page_latency.py uses too; they are re-exported here.
+Used by tests/browser/ and by bench/page_latency.py. Every wait here is on a state of the page (a script
+run finished, a figure drawn, a point hovered), never a fixed time.
 """
 
 from __future__ import annotations
 
-from bench._server import IDLE, open_page, open_tab, type_into, wait_for_idle  # noqa: F401 (re-exported)
+from bertviz_lite.figures.mosaic import PICKER_NAME
+
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+# Installed in every page of a context (new_page): the times of the last user input and of the last script
+# run that started, so that wait_for_idle can tell "the run this input started has ended" from "no run yet".
+# `change` is the time of the last change of the script state (or of the page's start).
+_RUN_TRACKER = """(() => {
+  if (window.__bvlRuns) return;
+  const runs = window.__bvlRuns = {input: -1, start: -1, change: performance.now()};
+  for (const type of ['pointerdown', 'keydown', 'input', 'change'])
+    addEventListener(type, () => { runs.input = performance.now(); }, true);
+  new MutationObserver(records => {
+    runs.change = performance.now();
+    if (records.some(r => r.target.getAttribute('data-test-script-state') === 'running')) runs.start = runs.change;
+  }).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});
+})();"""
+# Idle, and either no input yet, or a run started after the last input, or none came within `grace` ms
+# (an input that starts no run, such as an arrow key in a text box).
+_IDLE_AFTER_INPUT = f"""(grace) => {{
+  const runs = window.__bvlRuns;
+  if (!document.querySelector('{IDLE}')) return false;
+  return !runs || runs.input < 0 || runs.start > runs.input || performance.now() - runs.input > grace;
+}}"""
+NO_RUN_GRACE_MS = 1000
+
+
+def new_page(browser, **context_options):
+    """A page in a new browser context (a new streamlit session) that wait_for_idle can follow."""
+    context = browser.new_context(**context_options)
+    context.add_init_script(_RUN_TRACKER)
+    return context.new_page()
+
+
+def type_into(page, key: str, text: str) -> None:
+    """Replace the text of the sidebar text input with this key and submit it (Enter)."""
+    box = page.locator(f".st-key-{key} input")
+    box.fill(text)
+    box.press("Enter")
+
+
+def wait_for_idle(page, timeout_ms: float = 60_000) -> None:
+    """Wait until the script run that the last action started has finished."""
+    page.wait_for_function(_IDLE_AFTER_INPUT, arg=NO_RUN_GRACE_MS, timeout=timeout_ms, polling=25)
+
+
+def wait_for_quiet(page, quiet_ms: float, timeout_ms: float = 60_000) -> None:
+    """Wait until no script run has started or ended for `quiet_ms` (the app's start-up reruns have settled)."""
+    page.wait_for_function(
+        f"""() => !!document.querySelector('{IDLE}') && performance.now() - window.__bvlRuns.change > {quiet_ms}""",
+        timeout=timeout_ms, polling=50,
+    )
+
+
+def open_page(page, base_url: str, url_path: str = "") -> None:
+    """Load a page in a new session and wait for its first run to draw something in the main area."""
+    page.goto(f"{base_url}/{url_path}")
+    page.locator('[data-testid="stMain"] [data-testid="stHeading"], [data-testid="stMain"] [data-testid="stAlert"]')\
+        .first.wait_for(timeout=60_000)
+    wait_for_idle(page)
+
+
+def open_tab(page, label: str) -> None:
+    page.get_by_role("tab", name=label).click()
+    wait_for_idle(page)
+
 
 EXCEPTION = '[data-testid="stException"]'
 
@@ -33,10 +97,33 @@ def screenshot(page, path, max_height: int = 9000) -> None:
         "() => Math.max(...[...document.querySelectorAll('[data-testid=\"stMain\"] *')]"
         ".slice(0, 1).map(e => e.scrollHeight), document.body.scrollHeight)"
     )
-    page.set_viewport_size({"width": size["width"], "height": int(min(max(height, size["height"]), max_height))})
-    page.wait_for_timeout(400)  # plotly charts re-lay themselves out after the resize
+    resize(page, size["width"], int(min(max(height, size["height"]), max_height)))
     page.screenshot(path=str(path))
     page.set_viewport_size(size)
+
+
+# True once every shown plotly chart in the main area has its layout width equal to its box's width, with no
+# change since the last poll: the charts have re-laid themselves out after a resize.
+_LAYOUT_SETTLED = """() => {
+  const plots = [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+    .map(gd => [gd.getBoundingClientRect(), gd._fullLayout, gd]).filter(([r]) => r.width > 0);
+  if (plots.some(([r, l, gd]) => !l || !gd.querySelector('.main-svg') || Math.abs(l.width - r.width) > 2)) return false;
+  const sizes = JSON.stringify(plots.map(([r, l]) => [r.width, r.height, l.width, l.height]));
+  const settled = window.__bvlSizes === sizes;
+  window.__bvlSizes = sizes;
+  return settled;
+}"""
+
+
+def wait_for_charts(page, timeout_ms: float = 30_000) -> None:
+    """Wait until every plotly chart shown in the main area is drawn to its box's width and stays so."""
+    page.wait_for_function(_LAYOUT_SETTLED, timeout=timeout_ms, polling=100)
+
+
+def resize(page, width: int, height: int) -> None:
+    """Set the viewport size and wait until the plotly charts have re-laid themselves out to it."""
+    page.set_viewport_size({"width": width, "height": height})
+    wait_for_charts(page)
 
 
 # Page coordinates of point `index` of the trace named `name` in the figure under `.st-key-<key>`.
@@ -49,24 +136,28 @@ _POINT_XY = """([key, name, index]) => {
 }"""
 
 
-def click_model_view_tile(page, layer: int, head: int, num_heads: int, key: str = "model_view") -> None:
-    """Click the centre of one tile of the model view and wait for the rerun it triggers."""
-    page.locator(f".st-key-{key}").scroll_into_view_if_needed()
-    x, y = page.evaluate(_POINT_XY, [key, "tile picker", layer * num_heads + head])
-    page.mouse.move(x, y)
-    page.wait_for_timeout(200)
-    page.mouse.click(x, y)
-    wait_for_idle(page)
+# True once plotly reports point `index` of the trace named `name` as hovered (a click then selects it).
+_HOVERED = """([key, name, index]) => {
+  const gd = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+  return (gd && gd._hoverdata || []).some(p => p.data && p.data.name === name && p.pointNumber === index);
+}"""
 
 
 def click_point(page, key: str, trace_name: str, index: int) -> None:
-    """Click point `index` of the named trace of a plotly chart, then wait for the rerun."""
+    """Hover point `index` of the named trace until plotly has it, click it, and wait for the rerun."""
+    wait_for_figure(page, key)
     page.locator(f".st-key-{key}").scroll_into_view_if_needed()
     x, y = page.evaluate(_POINT_XY, [key, trace_name, index])
+    page.mouse.move(x - 3, y - 3)  # a move onto the point, even when the mouse already rests there
     page.mouse.move(x, y)
-    page.wait_for_timeout(200)
+    page.wait_for_function(_HOVERED, arg=[key, trace_name, index], timeout=10_000, polling=25)
     page.mouse.click(x, y)
     wait_for_idle(page)
+
+
+def click_model_view_tile(page, layer: int, head: int, num_heads: int, key: str = "model_view") -> None:
+    """Click the centre of one tile of the model view and wait for the rerun it triggers."""
+    click_point(page, key, PICKER_NAME, layer * num_heads + head)
 
 
 def go_to(page, title: str) -> None:

@@ -7,9 +7,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from bertviz_lite.inspection.views.tabs import ATTENTION_TABS, titles
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DESCRIPTIONS, ENGLISH, MINILM
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
-from tests.browser.conftest import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
     choose_option,
@@ -18,20 +18,23 @@ from tests.browser.driver import (
     go_to,
     open_page,
     open_tab,
+    resize,
     screenshot,
     selected_option,
     tick_labels,
     type_into,
+    wait_for_charts,
     wait_for_figure,
     wait_for_idle,
 )
+from tests.browser.server import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 
 A = "The quick brown fox jumps over the lazy dog."
 B = "It was not amused at all."
 PAGES = ["Tokens and masking", "Embeddings", "Attention", "Predictions"]
-TABS = ["Head view", "Model view", "Neuron view", "Head statistics", "Rollout"]
+TABS = titles(ATTENTION_TABS)[1:]  # after the Heatmap, which a visit opens
 NUM_TOKENS = 20  # [CLS] + 10 pieces of A + [SEP] + 7 of B + [SEP] with MiniLM's vocabulary
 
 
@@ -54,7 +57,7 @@ def test_typed_pair_reaches_the_attention_figure_and_every_page(streamlit_url, p
         screenshot(page, ARTIFACTS / f"attention_{tab.lower().replace(' ', '_')}.png")
     for title in PAGES:
         go_to(page, title)
-        page.wait_for_timeout(500)  # let plotly finish drawing before the screenshot
+        wait_for_charts(page)  # plotly has finished drawing before the screenshot
         assert_no_exception(page)
         assert page.locator(".st-key-sentence_a input").input_value() == A  # the pair survives page changes
         screenshot(page, ARTIFACTS / f"page_{title.split()[0].lower()}.png")
@@ -96,7 +99,8 @@ def test_head_view_hover_lights_up_a_token_and_a_legend_click_shows_one_head(str
     open_tab(page, "Head view")
     wait_for_figure(page, "head_view")
     page.locator(".st-key-head_view").scroll_into_view_if_needed()
-    page.wait_for_timeout(500)  # the hover script attaches within 0.4 s
+    page.wait_for_function("() => document.querySelector('.st-key-head_view .js-plotly-plot').__bvlHighlight",
+                           timeout=10_000)  # the hover script has attached (it looks every 0.4 s)
     x, y = page.evaluate(_TOKEN_XY, ["queries", 2])
     page.mouse.move(x, y)
     page.wait_for_function("() => document.querySelectorAll('.st-key-head_view .bvl-highlight path').length > 0",
@@ -172,8 +176,7 @@ def test_fresh_session_opens_on_minilm_english_and_fills_in_paris(streamlit_url,
     assert tick_labels(page, "nsp") == ["IsNext", "NotNext"]
     assert_no_exception(page)
     for width, height in SIZES:
-        page.set_viewport_size({"width": width, "height": height})
-        page.wait_for_timeout(400)  # plotly charts re-lay themselves out after the resize
+        resize(page, width, height)
         page.screenshot(path=str(ARTIFACTS / f"predictions_paris_{width}x{height}.png"))  # what a user first sees
         screenshot(page, ARTIFACTS / f"predictions_paris_{width}x{height}_full.png")
         assert tick_labels(page, key)[:5] == labels[:5]  # still readable after the re-layout

@@ -13,8 +13,16 @@ from playwright.sync_api import expect
 from bertviz_lite.inspection.walkthrough import STEPS
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
-from tests.browser.conftest import ARTIFACTS
-from tests.browser.driver import EXCEPTION, click_model_view_tile, open_page, selected_option, wait_for_idle
+from tests.browser.driver import (
+    EXCEPTION,
+    click_model_view_tile,
+    open_page,
+    resize,
+    selected_option,
+    wait_for_idle,
+    wait_for_quiet,
+)
+from tests.browser.server import ARTIFACTS
 
 pytestmark = [
     pytest.mark.browser,
@@ -98,8 +106,7 @@ SIZES = [(1280, 720), (1024, 768), (1920, 1080)]
 def look_at_every_size(page, name: str, tops: dict, found: dict) -> None:
     """At each screen size: the main figure's top, a screenshot, and any overlapping figure texts."""
     for width, height in SIZES:
-        page.set_viewport_size({"width": width, "height": height})
-        page.wait_for_timeout(400)  # plotly re-lays its charts out after a resize
+        resize(page, width, height)
         tops[(width, height)][name] = figure_box(page)[0]
         page.screenshot(path=str(ARTIFACTS / f"present_{width}x{height}_{name}.png"))
         if overlaps(page):
@@ -178,12 +185,10 @@ def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_
             page.get_by_role("tab", name=tab).click()
         figure_box(page)
         for width, height in SIZES:
-            page.set_viewport_size({"width": width, "height": height})
-            page.wait_for_timeout(400)  # plotly re-lays its charts out after a resize
+            resize(page, width, height)
             found.update({f"{path}/{tab} {width}x{height}": overlaps(page)} if overlaps(page) else {})
         screenshot_name = f"normal_1024x768_{path.lower()}_{(tab or 'page').lower().replace(' ', '_')}.png"
-        page.set_viewport_size({"width": 1024, "height": 768})
-        page.wait_for_timeout(400)
+        resize(page, 1024, 768)
         page.screenshot(path=str(ARTIFACTS / screenshot_name))
     assert not found, found
     assert_no_exception(page)
@@ -223,7 +228,7 @@ def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside(str
     heading = page.get_by_role("heading", level=2).first
     expect(heading).to_contain_text("Step 2 of 8")
     page.wait_for_function("() => window.__bvlStepKeys === true", timeout=10_000)  # the page's key script is in
-    page.wait_for_timeout(1000)  # a key pressed in the app's first second, before its start-up reruns settle, is lost
+    wait_for_quiet(page, 1000)  # a key pressed before the app's start-up reruns settle is lost
     for key, step in (("PageDown", 3), ("ArrowRight", 4), ("PageUp", 3), ("ArrowLeft", 2)):
         page.keyboard.press(key)
         expect(heading).to_contain_text(f"Step {step} of 8")

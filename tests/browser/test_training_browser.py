@@ -6,15 +6,16 @@ deleted at the end, through the page, or by the fixture if the test failed half-
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 
 import pytest
+from playwright.sync_api import expect
 
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.training.training_args import PRESETS
-from tests.browser.conftest import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
     click_model_view_tile,
@@ -23,6 +24,8 @@ from tests.browser.driver import (
     selected_option,
     wait_for_idle,
 )
+from tests.browser.server import ARTIFACTS
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -40,10 +43,8 @@ def run_name():
     folder = CHECKPOINTS_DIR / name
     if folder.exists():
         lifecycle.stop_run(folder)
-        for _ in range(100):
-            if not lifecycle.run_state(folder).active:
-                break
-            lifecycle.time.sleep(0.1)
+        with contextlib.suppress(TimeoutError):  # removed all the same
+            wait_until(lambda: not lifecycle.run_state(folder).active, 10, "the run to stop")
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -96,6 +97,8 @@ def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
     page.locator(".st-key-train_stop").wait_for(state="detached", timeout=60_000)
     layers, heads = (PRESETS["tiny"]["config"][k] for k in ("num_hidden_layers", "num_attention_heads"))
     click_model_view_tile(page, layer=layers - 1, head=heads - 1, num_heads=heads, key="replay_mosaic")
+    for key, value in (("replay_layer", layers - 1), ("replay_head", heads - 1)):  # the state the click must give
+        expect(page.locator(f".st-key-{key} input[role='combobox']")).to_have_value(f"{value}")
     assert (selected_option(page, "replay_layer"), selected_option(page, "replay_head")) == (f"{layers - 1}", f"{heads - 1}")
     screenshot(page, ARTIFACTS / "train_stopped.png")
 

@@ -3,130 +3,30 @@
 A data function takes plain arrays and labels (parameters named like PairTrace fields, such as
 `attentions` or `tokens`, are filled from a trace by explore.from_trace) and returns the arrays and
 labels its figure draws, usually as a small dataclass with a to_frame() for the CSV download.
+
+`views.attention_map` and the rest: every name a module here lists in its `__all__` is offered here too,
+so a new view module needs no edit in this file.
 """
 
-from bertviz_lite.inspection.views.attention import (
-    AttentionMap,
-    AttentionMosaic,
-    HeadViewLinks,
-    NeuronData,
-    attention_map,
-    attention_mosaic,
-    head_view_links,
-    head_view_min_weight,
-    head_view_top_k,
-    model_view_size,
-    neuron_data,
-    select_links,
-)
-from bertviz_lite.inspection.views.embeddings import (
-    EmbeddingWindow,
-    PositionSimilarity,
-    TokenProjection,
-    embedding_sum_error,
-    embedding_window,
-    position_similarity,
-    position_tables,
-    token_projection,
-    vector_choices,
-    vectors_for,
-)
-from bertviz_lite.inspection.views.predictions import (
-    default_mask_position,
-    is_next_probability,
-    maskable_positions,
-    masked_positions,
-    nsp_caption,
-    nsp_frame,
-    prediction_title,
-    top_predictions,
-)
-from bertviz_lite.inspection.views.tokens import encoding_frame, mask_encoding, masking_frame
+from __future__ import annotations
 
-__all__ = [
-    "AttentionMap",
-    "AttentionMosaic",
-    "EmbeddingWindow",
-    "HeadViewLinks",
-    "NeuronData",
-    "PositionSimilarity",
-    "TokenProjection",
-    "attention_map",
-    "attention_mosaic",
-    "default_mask_position",
-    "embedding_sum_error",
-    "embedding_window",
-    "encoding_frame",
-    "head_view_links",
-    "head_view_min_weight",
-    "head_view_top_k",
-    "is_next_probability",
-    "mask_encoding",
-    "maskable_positions",
-    "masked_positions",
-    "masking_frame",
-    "model_view_size",
-    "neuron_data",
-    "nsp_caption",
-    "nsp_frame",
-    "position_similarity",
-    "position_tables",
-    "prediction_title",
-    "select_links",
-    "token_projection",
-    "top_predictions",
-    "vector_choices",
-    "vectors_for",
-]
+import importlib
+import pkgutil
+from types import ModuleType
 
-# Beyond attention weights (issue 12): norm-weighted attention, attribution, head knock-out, logit lens.
-from bertviz_lite.inspection.views.explain import (  # noqa: E402
-    Attribution,
-    HeadKnockout,
-    LogitLens,
-    default_choice,
-    explain_choices,
-    head_knockout,
-    logit_lens,
-    token_attribution,
-)
-from bertviz_lite.inspection.views.norms import NormAttention, norm_attention, special_share_by_layer  # noqa: E402
 
-__all__ += [
-    "Attribution",
-    "HeadKnockout",
-    "LogitLens",
-    "NormAttention",
-    "default_choice",
-    "explain_choices",
-    "head_knockout",
-    "logit_lens",
-    "norm_attention",
-    "special_share_by_layer",
-    "token_attribution",
-]
+def public_names(package: str, path: list[str]) -> dict[str, object]:
+    """Every name the package's modules list in their `__all__`, by name; two modules may not offer one name."""
+    found: dict[str, object] = {}
+    owners: dict[str, str] = {}
+    for info in pkgutil.iter_modules(path):
+        module: ModuleType = importlib.import_module(f"{package}.{info.name}")
+        for name in getattr(module, "__all__", ()):
+            if name in owners or name == info.name:
+                raise ImportError(f"{package}: {name!r} is offered by {owners.get(name, info.name)} and {info.name}")
+            found[name], owners[name] = getattr(module, name), info.name
+    return found
 
-# Why this word (issue 20): contrastive predictions and activation patching between sentence A and sentence B.
-from bertviz_lite.inspection.views.contrast import (  # noqa: E402
-    EXAMPLES,
-    ContrastLens,
-    Patching,
-    activation_patching,
-    contrast_attribution,
-    contrast_lens,
-    contrast_question,
-    default_candidates,
-    patching_question,
-)
 
-__all__ += [
-    "EXAMPLES",
-    "ContrastLens",
-    "Patching",
-    "activation_patching",
-    "contrast_attribution",
-    "contrast_lens",
-    "contrast_question",
-    "default_candidates",
-    "patching_question",
-]
+globals().update(public_names(__name__, __path__))
+__all__ = sorted(public_names(__name__, __path__))

@@ -15,6 +15,13 @@ import pandas as pd
 
 from bertviz_lite.inspection import analysis
 
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+__all__ = [
+    "AttentionMap", "ModelView", "HeadViewLinks", "NeuronData", "attention_map",
+    "model_view", "head_view_links", "head_view_min_weight", "head_view_top_k", "model_view_size",
+    "neuron_data", "select_links",
+]
+
 # Line budget of the head view: above it, fewer lines per query are drawn (keeps 512 tokens smooth).
 HEAD_VIEW_MAX_LINES = 8000
 HEAD_VIEW_MAX_TOP_K = 20
@@ -200,7 +207,7 @@ def head_view_links(
 
 
 @dataclass(frozen=True)
-class AttentionMosaic:
+class ModelView:
     """Every layer and head of one input, each averaged into tile × tile blocks of tokens."""
 
     tiles: np.ndarray  # [L, nh, G, G] float32; each tile's rows sum to 1
@@ -224,7 +231,7 @@ def model_view_size(num_tokens: int) -> int:
     return min(num_tokens, MODEL_VIEW_MAX_TILE)
 
 
-def attention_mosaic(attentions, tokens: Sequence[str], max_tokens: int | None = None) -> AttentionMosaic:
+def model_view(attentions, tokens: Sequence[str], max_tokens: int | None = None) -> ModelView:
     """[L, nh, T, T] attention -> every head block-averaged (analysis.downsample_attention).
 
     Tiles have min(T, max_tokens) groups a side; by default model_view_size(T).
@@ -240,7 +247,7 @@ def attention_mosaic(attentions, tokens: Sequence[str], max_tokens: int | None =
     labels: list[str] = []
     for layer, head in np.ndindex(num_layers, num_heads):
         tiles[layer, head], labels = analysis.downsample_attention(attentions[layer, head], size, tokens)
-    return AttentionMosaic(tiles, labels)
+    return ModelView(tiles, labels)
 
 
 # ---------------------------------------------------------------- neuron view

@@ -27,6 +27,18 @@ from bertviz_lite.inspection.walkthrough import Question
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.tokenization import MASK_TOKEN, BertTokenizer, Encoding
 
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+__all__ = [
+    "EXAMPLES",
+    "ContrastLens",
+    "Patching",
+    "activation_patching",
+    "contrast_attribution",
+    "contrast_lens",
+    "contrast_question",
+    "default_candidates",
+    "patching_question",
+]
 # Built-in clean / corrupted pairs of equal length in minilm-english's vocabulary, each with a [MASK] in A, and the
 # two candidates: (A, B, target, foil).
 EXAMPLES = {

@@ -17,6 +17,13 @@ from bertviz_lite.inspection import analysis
 from bertviz_lite.inspection.explore import EMBEDDING_NAMES, token_window
 from bertviz_lite.model.modeling import BertForPreTraining
 
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+__all__ = [
+    "EmbeddingWindow", "PositionSimilarity", "TokenProjection", "embedding_sum_error",
+    "embedding_window", "position_similarity", "position_tables", "token_projection", "vector_choices",
+    "vectors_for",
+]
+
 
 def _long_frame(matrix: np.ndarray, rows: dict, column: str, value: str) -> pd.DataFrame:
     """A [R, C] matrix as one row per cell: the row columns given in `rows` (each [R]), `column`, `value`."""

@@ -23,7 +23,13 @@ from bertviz_lite.inspection.views.predictions import (
     masked_positions,
 )
 from bertviz_lite.model.modeling import BertForPreTraining
-from bertviz_lite.text.tokenization import BertTokenizer, Encoding
+from bertviz_lite.text.tokenization import MASK_TOKEN, BertTokenizer, Encoding
+
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+__all__ = [
+    "Attribution", "HeadKnockout", "LogitLens", "default_choice", "explain_choices", "head_knockout",
+    "logit_lens", "token_attribution",
+]
 
 NSP_LABELS = ("IsNext", "NotNext")
 LOO = "leave-one-out"
@@ -46,6 +52,13 @@ def default_choice(encoding: Encoding, choices: Sequence[int | None]) -> int | N
         if candidate is not None and candidate in choices:
             return candidate
     return choices[0] if choices else None
+
+
+def explained_masks(encoding: Encoding, position: int | None) -> tuple[int, ...]:
+    """Where to put [MASK] to explain `position`: there, unless the text holds one; nowhere for NSP (None)."""
+    if position is None or encoding.tokens[position] == MASK_TOKEN:
+        return ()
+    return (position,)
 
 
 def _needs_head(model: BertForPreTraining, position: int | None) -> None:
@@ -100,6 +113,11 @@ class Attribution:
     baseline_score: float  # f(every token [MASK])
     completeness_error: float  # |Σ IG − (f(x) − f(baseline))| / |f(x) − f(baseline)|
     steps: int
+
+    @property
+    def integrated_gradients_total(self) -> float:
+        """Σ IG over the tokens: completeness says it equals f(input) − f(baseline)."""
+        return float(self.scores["integrated gradients"].sum())
 
     def to_frame(self) -> pd.DataFrame:
         """One row per token: index, token, compared, then one column per method."""

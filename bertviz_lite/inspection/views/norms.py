@@ -17,6 +17,11 @@ from bertviz_lite.inspection.attribution import attention_output_weights, norm_w
 from bertviz_lite.inspection.views.attention import SentenceCut
 from bertviz_lite.model.modeling import BertForPreTraining
 
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+__all__ = [
+    "NormAttention", "norm_attention", "special_share_by_layer",
+]
+
 SPECIAL = ("[CLS]", "[SEP]")
 
 

@@ -10,6 +10,12 @@ import pandas as pd
 from bertviz_lite.inspection.analysis import softmax
 from bertviz_lite.text.tokenization import MASK_TOKEN, BertTokenizer, Encoding
 
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+__all__ = [
+    "default_mask_position", "is_next_probability", "maskable_positions", "masked_positions",
+    "nsp_caption", "nsp_frame", "prediction_title", "top_predictions",
+]
+
 
 def maskable_positions(encoding: Encoding) -> list[int]:
     """Positions of ordinary tokens (not [CLS]/[SEP]), the ones a user may mask."""
@@ -21,6 +27,14 @@ def default_mask_position(encoding: Encoding) -> int | None:
     ordinary = maskable_positions(encoding)
     words = [i for i in ordinary if encoding.sequence_ids[i] == 0 and encoding.tokens[i].isalpha()]
     return (words or ordinary or [None])[-1]
+
+
+def default_masks(encoding: Encoding) -> tuple[int, ...]:
+    """What to mask before a pick: none if the text has a typed [MASK], else the default position."""
+    if masked_positions(encoding.tokens):
+        return ()
+    position = default_mask_position(encoding)
+    return () if position is None else (position,)
 
 
 def masked_positions(tokens: Sequence[str]) -> list[int]:
@@ -67,4 +81,4 @@ def nsp_caption(p_as_typed: float, p_with_picks: float, picked: int) -> str:
         return text + "."
     tokens = "token" if picked == 1 else "tokens"
     return (f"{text}, without the {picked} {tokens} picked above masked (with them masked, "
-            f"P(IsNext) would be {p_with_picks:.0%} instead of {p_as_typed:.0%}).")
+            f"P(IsNext) would be {p_with_picks:.1%} instead of {p_as_typed:.1%}).")

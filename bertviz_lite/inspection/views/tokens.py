@@ -9,6 +9,9 @@ from bertviz_lite.model.modeling import IGNORE_INDEX
 from bertviz_lite.text.masking import DECISION_NAMES, MaskingResult, mask_tokens
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+__all__ = ["encoding_frame", "mask_encoding", "masking_frame"]
+
 
 def encoding_frame(encoding: Encoding) -> pd.DataFrame:
     """One row per token: token, id, segment, position, attention mask, source word."""

@@ -1,4 +1,4 @@
-"""Figures of the training time-lapse: the replay with one fixed colour range, predictions and head patterns over steps."""
+"""Figures of the training replay: one head and the model view on one fixed colour range, predictions and head patterns over steps."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import plotly.graph_objects as go
 
 from bertviz_lite.figures._common import SEQUENTIAL
 from bertviz_lite.figures.attention import attention_heatmap
-from bertviz_lite.figures.mosaic import mosaic_figure
+from bertviz_lite.figures.model_view import model_view_figure
 from bertviz_lite.figures.predictions import topk_bar
-from bertviz_lite.inspection.views.attention import AttentionMosaic
-from bertviz_lite.inspection.views.timelapse import HeadSpecialisation, PredictionSeries
+from bertviz_lite.inspection.views.attention import ModelView
+from bertviz_lite.inspection.views.replay import HeadSpecialisation, PredictionSeries
 
 ANSWER_COLOUR, GUESS_COLOUR = "#2ca02c", "#1f77b4"
 
@@ -30,9 +30,9 @@ def replay_heatmap(weights, tokens: Sequence[str], zrange: tuple[float, float]) 
     return _fix_colours(attention_heatmap(weights, tokens, title=""), zrange)
 
 
-def replay_mosaic(mosaic: AttentionMosaic, zrange: tuple[float, float]) -> go.Figure:
-    """The clickable layers × heads mosaic at one step, coloured on the fixed zrange."""
-    return _fix_colours(mosaic_figure(mosaic), zrange)
+def replay_model_view(model_view: ModelView, zrange: tuple[float, float]) -> go.Figure:
+    """The clickable layers × heads model_view at one step, coloured on the fixed zrange."""
+    return _fix_colours(model_view_figure(model_view), zrange)
 
 
 def _step_marker(fig: go.Figure, step: int | None) -> go.Figure:

@@ -1,4 +1,4 @@
-"""The Train page's time-lapse in AppTest, on run folders whose snapshots are written directly (no training)."""
+"""The Train page's attention replay in AppTest, on run folders whose snapshots are written directly (no training)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lite.inspection.views.timelapse import COLOUR_SCALES, pattern_shares
+from bertviz_lite.inspection.views.replay import COLOUR_SCALES, pattern_shares
 from bertviz_lite.loading.checkpoints import save_snapshot
 from bertviz_lite.loading.run_folder import write_status
 from tests.app.training_helpers import array, chart, open_app, traces, use_checkpoints_folder
@@ -51,7 +51,7 @@ def colour_ranges(at) -> set[tuple]:
     return {(heat.zmin, heat.zmax), (mosaic.zmin, mosaic.zmax)}
 
 
-def test_the_timelapse_keeps_one_colour_range_and_shows_predictions_and_patterns(root):
+def test_the_replay_keeps_one_colour_range_and_shows_predictions_and_patterns(root):
     make_run(root, "lapse")
     at = open_app(TRAIN, query={"run": "lapse"})
     assert not at.exception and shown_step(at) == STEPS[-1]

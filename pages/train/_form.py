@@ -9,7 +9,6 @@ from __future__ import annotations
 import streamlit as st
 
 from bertviz_lite.loading.pretrained import MINILM, SHIPPED_CHECKPOINTS
-from bertviz_lite.loading.run_folder import checkpoints_root, validate_run_name
 from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.training.training_args import DEVICES, DTYPES, PRESETS, OptionError
 from pages.common._visitor import current_visitor
@@ -80,7 +79,7 @@ def _device() -> str | None:
                       help=run_options.option_help()["device"])  # fmt: skip
     if reason:
         st.caption(f"CUDA is not available: {reason}.")
-    return f"CUDA cannot be used: {reason}. Choose auto or CPU." if device == "cuda" and reason else None
+    return run_options.device_problem(device)
 
 
 def _run_name() -> str | None:
@@ -90,10 +89,10 @@ def _run_name() -> str | None:
     if not name:
         return None
     try:
-        validate_run_name(name)
+        lifecycle.check_new_run_name(name)
     except ValueError as err:
         return str(err)
-    return f"A run named {name!r} already exists: choose another name" if (checkpoints_root() / name).exists() else None
+    return None
 
 
 def _start_from() -> None:
@@ -105,20 +104,16 @@ def _start_from() -> None:
 
 def form_options() -> dict:
     """The form's flat options dict (threads excluded); model sizes are left out when starting from a model."""
-    model_fields = () if st.session_state.get("opt_init") else run_options.MODEL_FIELDS
-    names = (*run_options.training_fields(), *model_fields)
+    names = run_options.form_option_names(from_model=bool(st.session_state.get("opt_init")))
     return {name: st.session_state[f"opt_{name}"] for name in names}
 
 
 def _check(options: dict, corpus: tuple[int, int] | None) -> tuple[run_options.TrainingArguments | None, str | None]:
     """The run's arguments, or the trainer's refusal (options, then the pairs the corpus gives) as a message."""
     try:
-        args = run_options.check_options(options)
-        run_options.check_training_pairs(options, corpus)
-        return args, None
+        return run_options.check_form(options, corpus), None
     except OptionError as err:
-        label = run_options.labels().get(err.option)
-        return None, f"{label}: {err}" if label else str(err)
+        return None, str(err)
 
 
 def _start(options: dict, corpus_text: str | None, name: str) -> None:
@@ -135,17 +130,8 @@ def _start(options: dict, corpus_text: str | None, name: str) -> None:
     st.query_params["run"] = run_dir.name
 
 
-@st.fragment
-def new_run_form() -> None:
-    """Draw the form and its Start button (disabled while an option is invalid).
-
-    A fragment: typing an option reruns the form only, not the charts of the run shown below it.
-    """
-    if st.session_state.pop("train_started", False):
-        st.rerun(scope="app")  # the page below switches to the new run
-    if "opt_steps" not in st.session_state:
-        st.session_state.setdefault("train_preset", "tiny")
-        apply_preset()
+def _top_row() -> list[str | None]:
+    """Preset, start from, device and dtype, run name, threads; returns the device's and the name's errors."""
     top = st.columns([1, 1, 2, 1, 1])
     with top[0]:
         st.selectbox("Preset", list(PRESETS), key="train_preset", on_change=apply_preset,
@@ -154,11 +140,16 @@ def new_run_form() -> None:
         _start_from()
     with top[2]:
         errors = [_device()]
-        st.radio(run_options.labels()["dtype"], DTYPES, key="opt_dtype", horizontal=True, format_func=DTYPE_LABELS.get,
-                 help=run_options.option_help()["dtype"])  # fmt: skip
+        st.radio(run_options.labels()["dtype"], DTYPES, key="opt_dtype", horizontal=True,
+                 format_func=DTYPE_LABELS.get, help=run_options.option_help()["dtype"])  # fmt: skip
     with top[3]:
         errors.append(_run_name())
     top[4].number_input("CPU threads (0: PyTorch's default)", min_value=0, max_value=256, step=1, key="opt_threads")
+    return errors
+
+
+def _option_columns() -> None:
+    """Every declared option in three columns; the model's sizes only when it starts from random weights."""
     columns = st.columns(3)
     with columns[0]:
         if st.session_state.get("opt_init"):
@@ -172,6 +163,21 @@ def new_run_form() -> None:
         _section("Logging")
     with columns[2]:
         _section("Optimisation")
+
+
+@st.fragment
+def new_run_form() -> None:
+    """Draw the form and its Start button (disabled while an option is invalid).
+
+    A fragment: typing an option reruns the form only, not the charts of the run shown below it.
+    """
+    if st.session_state.pop("train_started", False):
+        st.rerun(scope="app")  # the page below switches to the new run
+    if "opt_steps" not in st.session_state:
+        st.session_state.setdefault("train_preset", "tiny")
+        apply_preset()
+    errors = _top_row()
+    _option_columns()
     corpus_text, corpus, corpus_error = _corpus()
     options = form_options()
     args, option_error = _check(options, corpus)
@@ -179,7 +185,7 @@ def new_run_form() -> None:
     for error in errors:
         st.error(error)
     if args is not None:
-        _summary(options)
+        st.caption(run_options.plan_summary(options))
     launch = {**run_options.command_options(args), "threads": st.session_state["opt_threads"] or None} if args else {}
     st.button("Start training", key="train_start", type="primary", icon=":material/play_arrow:",
               disabled=bool(errors), on_click=_start,
@@ -187,13 +193,3 @@ def new_run_form() -> None:
     notice = st.session_state.pop("train_notice", None)
     if notice:
         (st.error if notice[0] == "error" else st.success)(notice[1])
-
-
-def _summary(options: dict) -> None:
-    size = f"{options['init']}'s sizes" if options.get("init") else f"About {run_options.model_size(options) / 1e6:.2f} M parameters"
-    text = f"{size}; {options['steps']} steps of {options['batch_size']} sentence pairs."
-    if options.get("init") and options["lr"] > 5e-4:
-        text += " Continued pre-training usually takes a small learning rate (about 1e-4): a large one wipes out what the model knows."
-    if options["preset"] == "base" and run_options.cuda_unavailable_reason():
-        text += " The base preset takes hours on a CPU: try tiny or small first."
-    st.caption(text)

@@ -1,4 +1,4 @@
-"""The training time-lapse: pattern shares on hand-made maps, a fixed colour range, predictions over steps."""
+"""The training replay: pattern shares on hand-made maps, a fixed colour range, predictions over steps."""
 
 from __future__ import annotations
 
@@ -6,23 +6,27 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_lite.figures.timelapse import (
+from bertviz_lite.figures.replay import (
     guesses_bar,
     prediction_curves,
     replay_heatmap,
-    replay_mosaic,
+    replay_model_view,
     specialisation_heatmap,
 )
-from bertviz_lite.inspection.views.attention import attention_mosaic
-from bertviz_lite.inspection.views.timelapse import (
+from bertviz_lite.inspection.views.attention import model_view
+from bertviz_lite.inspection.views.replay import (
     COLOUR_SCALES,
     PATTERNS,
     colour_range,
+    next_step,
     pattern_shares,
+    read_summary,
+    replay,
+    replay_frame,
     summarise_snapshot,
-    timelapse,
 )
 from bertviz_lite.loading.checkpoints import (
+    file_version,
     load_snapshot,
     load_snapshot_predictions,
     save_snapshot,
@@ -83,14 +87,14 @@ def test_the_colour_range_is_the_same_on_every_steps_figures():
     rng = np.random.default_rng(0)
     steps = [np.full((2, 2, 6, 6), 1 / 6)]  # an untrained model: every weight about 1/T
     steps += [rng.dirichlet(np.full(6, alpha), size=(2, 2, 6)) for alpha in (1.0, 0.1)]
-    lapse = timelapse([summarise_snapshot(i * 10, att, TOKENS) for i, att in enumerate(steps)])
+    lapse = replay([summarise_snapshot(i * 10, att, TOKENS) for i, att in enumerate(steps)])
     assert lapse.largest_weight == pytest.approx(max(float(att.max()) for att in steps))
     for scale in COLOUR_SCALES:
         zrange = colour_range(scale, lapse.largest_weight)
         ranges = set()
         for att in steps:
             heat = replay_heatmap(att[1, 0], TOKENS, zrange).data[0]
-            mosaic = replay_mosaic(attention_mosaic(att, TOKENS), zrange).data[0]
+            mosaic = replay_model_view(model_view(att, TOKENS), zrange).data[0]
             ranges |= {(heat.zmin, heat.zmax), (mosaic.zmin, mosaic.zmax)}
             assert heat.zauto is False and mosaic.zauto is False
         assert ranges == {zrange}
@@ -113,7 +117,7 @@ def test_predictions_over_steps_from_saved_snapshots(tmp_path):
     for step in (100, 0, 50):
         path = snapshot_path(tmp_path, step)
         summaries.append(summarise_snapshot(*load_snapshot(path), load_snapshot_predictions(path)))
-    series = timelapse(summaries).predictions
+    series = replay(summaries).predictions
     assert series.steps == (50, 100) and series.missing_steps == (0,) and series.answer == "b"
     frame = series.to_frame()
     assert list(frame.columns) == ["step", "answer", "answer_prob", "is_next_prob",
@@ -132,14 +136,14 @@ def test_predictions_over_steps_from_saved_snapshots(tmp_path):
 
 
 def test_a_run_without_predictions_gives_an_empty_series():
-    lapse = timelapse([summarise_snapshot(0, np.full((1, 1, 6, 6), 1 / 6), TOKENS)])
+    lapse = replay([summarise_snapshot(0, np.full((1, 1, 6, 6), 1 / 6), TOKENS)])
     assert lapse.predictions.steps == () and lapse.predictions.missing_steps == (0,)
     assert lapse.predictions.to_frame().empty
 
 
 def test_specialisation_over_steps_frame_and_figure():
     heads = [stack(shifted(6, 0), shifted(6, -1)), stack(shifted(6, -1), shifted(6, -1))]
-    lapse = timelapse([summarise_snapshot(step, att, TOKENS) for step, att in zip((0, 20), heads, strict=True)])
+    lapse = replay([summarise_snapshot(step, att, TOKENS) for step, att in zip((0, 20), heads, strict=True)])
     spec = lapse.specialisation
     assert spec.steps == (0, 20) and spec.shares.shape == (2, 1, 2, len(PATTERNS))
     frame = spec.to_frame()
@@ -152,3 +156,26 @@ def test_specialisation_over_steps_frame_and_figure():
     assert (fig.data[0].zmin, fig.data[0].zmax) == (0, 1)
     with pytest.raises(ValueError, match="pattern"):
         spec.pattern("middle")
+
+
+def test_snapshot_files_read_back_as_summaries_and_frames_and_unreadable_ones_say_so(tmp_path):
+    attention = torch.softmax(torch.randn(2, 3, 6, 6), -1)
+    path = save_snapshot(tmp_path, 40, attention, TOKENS, predictions=prediction(40))
+    summary = read_summary(path)
+    assert summary.step == 40 and summary.shares.shape == (2, 3, len(PATTERNS))
+    assert summary.predictions["answer"] == "b" and summary.largest_weight == pytest.approx(
+        float(attention.half().max()), abs=1e-3)
+    frame = replay_frame(path)
+    assert frame.attentions.shape == (2, 3, 6, 6) and frame.tokens == TOKENS
+    assert frame.overview.tiles.shape[:2] == (2, 3)
+    assert file_version(path) == path.stat().st_mtime_ns and file_version(tmp_path / "gone") == 0
+    broken = tmp_path / "snapshots" / "step_000050.safetensors"
+    broken.write_bytes(b"half written")
+    assert read_summary(broken) is None
+    with pytest.raises(ValueError, match="not a readable attention snapshot"):
+        replay_frame(broken)
+
+
+def test_play_moves_to_the_next_saved_step_and_ends_after_the_last():
+    steps = [0, 50, 100]
+    assert [next_step(steps, step) for step in (None, 0, 50, 100, 70)] == [0, 50, 100, None, 100]

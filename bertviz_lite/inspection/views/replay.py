@@ -1,9 +1,9 @@
-"""The data of the training time-lapse: what the probe pair's snapshots say over a run's steps.
+"""The data of the training replay: what the probe pair's snapshots say over a run's steps.
 
 A run saves, every few steps, the probe pair's attention [L, H, T, T] and (when the model has MLM/NSP
 heads) the heads' answers on it (`checkpoints.save_snapshot`). Each snapshot is summarised once
-(`summarise_snapshot`: a few numbers per head, its largest weight, its predictions); `timelapse`
-gathers the summaries into series over steps. Figures: `bertviz_lite.figures.timelapse`.
+(`summarise_snapshot`: a few numbers per head, its largest weight, its predictions); `replay`
+gathers the summaries into series over steps. Figures: `bertviz_lite.figures.replay`.
 
 Pattern shares (`pattern_shares`), per layer and head, on one snapshot's attention A [T, T]:
     the query rows are every position whose token is not [PAD];
@@ -19,6 +19,7 @@ head over T tokens scores 1/T on "previous", "next" and "self". These are analys
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,8 +27,12 @@ import numpy as np
 import pandas as pd
 
 from bertviz_lite.inspection import analysis
+from bertviz_lite.inspection.views.attention import ModelView, model_view
+from bertviz_lite.loading.checkpoints import load_snapshot, load_snapshot_predictions
 
 PATTERNS = ("[CLS]", "[SEP]", "previous", "next", "self")
+PATTERN_LABELS = {"[CLS]": "[CLS]", "[SEP]": "[SEP]", "previous": "previous token", "next": "next token",
+                  "self": "itself"}  # fmt: skip
 PAD_TOKEN = "[PAD]"
 COLOUR_SCALES = ("0 to 1", "largest weight of the run")
 
@@ -59,7 +64,7 @@ def pattern_shares(attentions, tokens: Sequence[str]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class SnapshotSummary:
-    """What the time-lapse keeps of one snapshot: a few numbers per head, not its [L, H, T, T] maps."""
+    """What the replay keeps of one snapshot: a few numbers per head, not its [L, H, T, T] maps."""
 
     step: int
     shares: np.ndarray  # [L, H, P] pattern_shares
@@ -155,8 +160,8 @@ def predictions_over_steps(summaries: Sequence[SnapshotSummary]) -> PredictionSe
 
 
 @dataclass(frozen=True)
-class Timelapse:
-    """Everything the time-lapse draws over the steps of a run, from its snapshot summaries."""
+class Replay:
+    """Everything the replay draws over the steps of a run, from its snapshot summaries."""
 
     steps: tuple[int, ...]
     specialisation: HeadSpecialisation
@@ -164,11 +169,11 @@ class Timelapse:
     largest_weight: float  # over every snapshot: the top of the "largest weight of the run" colour scale
 
 
-def timelapse(summaries: Sequence[SnapshotSummary]) -> Timelapse:
+def replay(summaries: Sequence[SnapshotSummary]) -> Replay:
     """Gather snapshot summaries (any order) into the series over steps."""
     summaries = sorted(summaries, key=lambda s: s.step)
     largest = max((s.largest_weight for s in summaries), default=1.0)
-    return Timelapse(tuple(s.step for s in summaries), head_specialisation(summaries),
+    return Replay(tuple(s.step for s in summaries), head_specialisation(summaries),
                      predictions_over_steps(summaries), largest)  # fmt: skip
 
 
@@ -179,3 +184,35 @@ def colour_range(scale: str, largest_weight: float) -> tuple[float, float]:
     if scale == COLOUR_SCALES[0] or not largest_weight > 0:
         return 0.0, 1.0
     return 0.0, float(min(largest_weight, 1.0))
+
+
+# ---------------------------------------------------------------- reading snapshot files
+
+
+def read_summary(path: str | os.PathLike) -> SnapshotSummary | None:
+    """The summary of one snapshot file, or None when it cannot be read (being written, or not a snapshot)."""
+    try:
+        step, attentions, tokens = load_snapshot(path)
+    except ValueError:
+        return None
+    return summarise_snapshot(step, attentions, tokens, load_snapshot_predictions(path))
+
+
+@dataclass(frozen=True)
+class ReplayFrame:
+    """One snapshot as the replay draws it: every head's map and the model view of them all."""
+
+    attentions: np.ndarray  # [L, H, T, T] float16
+    tokens: list[str]
+    overview: ModelView
+
+
+def replay_frame(path: str | os.PathLike) -> ReplayFrame:
+    """The ReplayFrame of one snapshot file; ValueError when it cannot be read."""
+    _, attentions, tokens = load_snapshot(path)
+    return ReplayFrame(attentions, tokens, model_view(attentions, tokens))
+
+
+def next_step(steps: Sequence[int], step: int | None) -> int | None:
+    """The first of `steps` after `step` (the very first for None); None after the last one: play ends."""
+    return next((s for s in steps if step is None or s > step), None)

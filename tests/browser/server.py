@@ -1,6 +1,7 @@
-"""A `streamlit run app.py` on a free port and the few browser actions the page benchmarks need.
+"""A `streamlit run app.py` on a free port, and Debian's chromium to open it.
 
-The one home of these helpers: tests/browser (conftest.py, driver.py) import them from here, so bench/ never imports the tests.
+Used by tests/browser/conftest.py and by the benchmarks that drive the app (bench/page_latency.py,
+bench/classroom_load.py).
 """
 
 from __future__ import annotations
@@ -9,15 +10,15 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.waiting import wait_until
+
+REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 
 def free_port() -> int:
@@ -39,18 +40,17 @@ def start_streamlit(port: int, log_path: Path) -> subprocess.Popen:
 
 def wait_until_healthy(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
     """Poll streamlit's health endpoint until it answers "ok" (or the server dies)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def healthy() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"streamlit exited with code {process.returncode}")
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    return
+                return response.read().strip() == b"ok"
         except OSError:
-            pass
-        time.sleep(0.25)
-    raise TimeoutError(f"streamlit did not answer on {url} within {timeout:.0f} s")
+            return False
+
+    wait_until(healthy, timeout, f"streamlit to answer on {url}", every=0.25)
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -72,29 +72,3 @@ def open_front_page(browser, url: str) -> None:
         front.get_by_label("Sentence A").wait_for(timeout=60_000)
     finally:
         context.close()
-
-
-def type_into(page, key: str, text: str) -> None:
-    """Replace the text of the sidebar text input with this key and submit it (Enter)."""
-    box = page.locator(f".st-key-{key} input")
-    box.fill(text)
-    box.press("Enter")
-
-
-def wait_for_idle(page, timeout_ms: float = 60_000) -> None:
-    """Wait until the script run that the last action started has finished."""
-    page.wait_for_timeout(150)
-    page.locator(IDLE).wait_for(state="attached", timeout=timeout_ms)
-
-
-def open_page(page, base_url: str, url_path: str = "") -> None:
-    """Load a page in a new session and wait for its first run to draw something in the main area."""
-    page.goto(f"{base_url}/{url_path}")
-    page.locator('[data-testid="stMain"] [data-testid="stHeading"], [data-testid="stMain"] [data-testid="stAlert"]')\
-        .first.wait_for(timeout=60_000)
-    wait_for_idle(page)
-
-
-def open_tab(page, label: str) -> None:
-    page.get_by_role("tab", name=label).click()
-    wait_for_idle(page)

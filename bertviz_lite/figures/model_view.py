@@ -1,7 +1,7 @@
 """Model view as ONE heatmap: every layer × head tile in a grid, plus one clickable point per tile.
 
 L × H subplots (6 × 12 = 72 axis pairs) take plotly.js seconds to lay out. Here the tiles of
-views.attention_mosaic are pasted into one matrix (NaN gaps between them), so the browser draws a
+views.model_view are pasted into one matrix (NaN gaps between them), so the browser draws a
 single image. Plotly heatmaps cannot be selected, scatter points can: an invisible point at the
 centre of each tile carries customdata (layer, head), and with hovermode "closest" and
 hoverdistance -1 the point of the tile under the mouse is the one hovered and clicked
@@ -14,7 +14,10 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bertviz_lite.figures._common import SEQUENTIAL
-from bertviz_lite.inspection.views.attention import AttentionMosaic
+from bertviz_lite.inspection.views.attention import ModelView
+
+# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+__all__ = ["model_view_figure"]
 
 PICKER_NAME = "tile picker"
 
@@ -23,10 +26,10 @@ def _paste(tiles: np.ndarray, gap: int) -> np.ndarray:
     """[L, H, G, G] tiles -> one float32 matrix; tile (l, h) at rows l*(G+gap)… and columns h*(G+gap)…, NaN between."""
     num_layers, num_heads, size, _ = tiles.shape
     step = size + gap
-    mosaic = np.full((num_layers * step - gap, num_heads * step - gap), np.nan, dtype=np.float32)
+    matrix = np.full((num_layers * step - gap, num_heads * step - gap), np.nan, dtype=np.float32)
     for layer, head in np.ndindex(num_layers, num_heads):
-        mosaic[layer * step : layer * step + size, head * step : head * step + size] = tiles[layer, head]
-    return mosaic
+        matrix[layer * step : layer * step + size, head * step : head * step + size] = tiles[layer, head]
+    return matrix
 
 
 def _picker(num_layers: int, num_heads: int, size: int, step: int) -> go.Scatter:
@@ -54,13 +57,13 @@ def _grid_axis(count: int, size: int, step: int, prefix: str, **extra) -> dict:
     }  # fmt: skip
 
 
-def mosaic_figure(mosaic: AttentionMosaic, tile_size: int = 80, gap: int = 1) -> go.Figure:
-    """All layers (rows) × heads (columns) of an AttentionMosaic as one clickable heatmap."""
-    num_layers, num_heads, size, _ = mosaic.tiles.shape
+def model_view_figure(model_view: ModelView, tile_size: int = 80, gap: int = 1) -> go.Figure:
+    """All layers (rows) × heads (columns) of a ModelView as one clickable heatmap."""
+    num_layers, num_heads, size, _ = model_view.tiles.shape
     step = size + gap
     fig = go.Figure(
         [
-            go.Heatmap(z=_paste(mosaic.tiles, gap), colorscale=SEQUENTIAL, zmin=0, hoverinfo="skip", name="attention",
+            go.Heatmap(z=_paste(model_view.tiles, gap), colorscale=SEQUENTIAL, zmin=0, hoverinfo="skip", name="attention",
                        colorbar={"title": {"text": "weight"}}),
             _picker(num_layers, num_heads, size, step),
         ]

@@ -1,0 +1,68 @@
+"""Every page of the app, declared once: app.py's navigation, each page's link fields (_share.py) and the
+tests' page lists all come from PAGES."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+import streamlit as st
+
+EXPLORE, TRAIN = "Explore a sentence pair", "Train"
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    """One page: its script, how the navigation shows it, and what its shared link carries."""
+
+    script: str  # from the repository root
+    title: str
+    icon: str
+    section: str
+    url_path: str | None = None  # None: Streamlit's, from the file name (3_Attention.py → Attention)
+    link_fields: tuple[str, ...] = ()  # of share.QUERY_KEYS, besides the pair, the model and presentation mode
+    index_keys: tuple[str, str] | None = None  # its own layer and head widgets, when not attn_layer / attn_head
+    default: bool = False  # the page at the app's root URL
+
+    @property
+    def name(self) -> str:
+        """Its URL path in lower case (walkthrough, attention, train…): how _share and the tests name it."""
+        return (self.url_path or re.sub(r"^[0-9]*_", "", PurePosixPath(self.script).stem)).lower()
+
+
+PAGES = (
+    PageSpec("pages/explore/0_Walkthrough.py", "Walkthrough", ":material/school:", EXPLORE,
+             link_fields=("layer", "head", "step"), default=True),
+    PageSpec("pages/explore/1_Tokens.py", "Tokens and masking", ":material/token:", EXPLORE),
+    PageSpec("pages/explore/2_Embeddings.py", "Embeddings", ":material/scatter_plot:", EXPLORE),
+    PageSpec("pages/explore/3_Attention.py", "Attention", ":material/hub:", EXPLORE, link_fields=("layer", "head")),
+    PageSpec("pages/explore/4_Predictions.py", "Predictions", ":material/lightbulb:", EXPLORE),
+    PageSpec("pages/explore/5_Beyond_attention.py", "Beyond attention", ":material/troubleshoot:", EXPLORE,
+             link_fields=("layer", "head"), index_keys=("beyond_layer", "beyond_head")),
+    PageSpec("pages/explore/6_Meaning_in_context.py", "Meaning in context", ":material/translate:", EXPLORE),
+    PageSpec("pages/explore/7_Why_this_word.py", "Why this word", ":material/compare_arrows:", EXPLORE,
+             link_fields=("target", "foil")),
+    PageSpec("pages/train/5_Train.py", "Train", ":material/model_training:", TRAIN, url_path="train"),
+    PageSpec("pages/train/6_Compare_runs.py", "Compare runs", ":material/compare:", TRAIN, url_path="compare"),
+    PageSpec("pages/train/7_Checkpoints.py", "Checkpoints", ":material/inventory_2:", TRAIN, url_path="checkpoints"),
+)
+
+
+def pages_in(section: str) -> list[PageSpec]:
+    return [page for page in PAGES if page.section == section]
+
+
+def by_url_path(url_path: str) -> PageSpec | None:
+    """The page at this URL path ("" is the default page), in any case."""
+    return next((page for page in PAGES if page.name == url_path.lower() or (page.default and not url_path)), None)
+
+
+def navigation() -> dict[str, list[st.Page]]:
+    """st.navigation's argument: the pages by section, in order."""
+    sections: dict[str, list[st.Page]] = {}
+    for page in PAGES:
+        extra = {"url_path": page.url_path} if page.url_path else {}
+        sections.setdefault(page.section, []).append(
+            st.Page(page.script, title=page.title, icon=page.icon, default=page.default, **extra))
+    return sections

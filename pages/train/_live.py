@@ -1,0 +1,120 @@
+"""The Train page's run picker (kept in the URL) and live view: state, progress, Stop, final numbers, curves.
+
+The live view is a fragment that reruns itself every REFRESH_S seconds while the run trains and reads
+only files (status.json, metrics.jsonl): there is no loop in the script, and a reload, another tab or a
+restarted app shows the same run from disk.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from bertviz_lite.figures.training import lr_curve, metric_curves, throughput_curve
+from bertviz_lite.loading.run_folder import RunFolder, read_metrics
+from bertviz_lite.runs import lifecycle
+from bertviz_lite.runs.store import final_metrics
+from bertviz_lite.server import access
+from bertviz_lite.training import metrics
+from pages.common._state import keep_choice
+from pages.common._ui import plotly_config
+from pages.common._visitor import current_visitor
+
+REFRESH_S = 2.0
+STATE_COLOURS = {"starting": "blue", "running": "blue", "finished": "green", "stopped": "orange",
+                 "diverged": "red", "failed": "red", "ready": "gray"}  # fmt: skip
+QUERY_KEY = "run"
+
+
+def state_badge(state: str) -> str:
+    """Markdown for a coloured state label."""
+    return f":{STATE_COLOURS.get(state, 'gray')}-badge[{state}]"
+
+
+def _remember_run(key: str) -> None:
+    st.query_params[QUERY_KEY] = st.session_state[key]
+
+
+def select_run(choices: list[lifecycle.RunState], key: str = "train_run") -> lifecycle.RunState:
+    """A run picker whose choice lives in the URL (?run=NAME), so a reload or another tab shows the same run."""
+    names = [run.name for run in choices]
+    wanted = st.query_params.get(QUERY_KEY)
+    if wanted in names:
+        st.session_state[key] = wanted
+    elif wanted:
+        st.warning(f"There is no run named {wanted!r} here (renamed or deleted?); showing another one.")
+    keep_choice(key, names, names[0], start=True)
+    name = st.selectbox("Run", names, key=key, on_change=_remember_run, args=(key,),
+                        help="Newest first. The page's address names the run: share it or reload it.")  # fmt: skip
+    st.query_params[QUERY_KEY] = name
+    return choices[names.index(name)]
+
+
+def live_view(run_dir: Path) -> None:
+    """State, progress, Stop and curves of one run; refreshed every REFRESH_S seconds only while it trains."""
+    active = lifecycle.run_state(run_dir).active
+    st.fragment(run_every=REFRESH_S if active else None)(_live_panel)(run_dir, active)
+
+
+def _live_panel(run_dir: Path, was_active: bool) -> None:
+    run = lifecycle.run_state(run_dir)
+    if was_active and not run.active:
+        st.rerun()  # a full rerun redraws the fragment without the timer, with the final numbers
+    _status(run)
+    records = read_metrics(run_dir)
+    if not records:
+        st.info("Waiting for the first metrics line…" if run.active else "This run logged no metrics.")
+        return
+    if not run.active:
+        _final_metrics(records)
+    _curves(records)
+
+
+def _stop(run_dir) -> None:
+    try:
+        lifecycle.stop_run(run_dir, visitor=current_visitor())
+    except PermissionError as err:
+        st.session_state["train_notice"] = ("error", str(err))
+
+
+def _status(run: lifecycle.RunState) -> None:
+    left, right = st.columns([4, 1])
+    left.markdown(f"**{run.name}** {state_badge(run.state)}")
+    if run.active:
+        mine = access.may_change(run.path, current_visitor())
+        right.button("Stop", key="train_stop", icon=":material/stop:", on_click=_stop, args=(run.path,),
+                     disabled=not mine, help="Finish the current step, save the checkpoint and stop." if mine
+                     else "Another visitor started this run: only they (or the admin) can stop it.")  # fmt: skip
+    eta = f" · {run.eta_text}" if run.eta_text else ""
+    st.progress(run.progress, text=f"Step {run.step} of {run.total_steps or '?'}{eta}")
+    if run.state in ("failed", "diverged"):
+        st.error(f"The run {run.state}: {run.reason}")  # st.error wraps
+        if run.details:
+            st.code(run.details, language=None, wrap_lines=True)  # the log's tail, wrapped: long lines stay readable
+    elif run.state in ("finished", "stopped"):
+        st.success(run.message)
+    elif run.message:
+        st.caption(run.message)
+    if run.active and RunFolder(run.path).stop_requested():
+        st.caption("Stopping: the run finishes its current step and saves…")
+
+
+def _final_metrics(records: list[dict]) -> None:
+    shown = metrics.headline(final_metrics(records))
+    for column, (label, value) in zip(st.columns(max(len(shown), 1)), shown, strict=False):
+        column.metric(label, value)
+
+
+def _curves(records: list[dict]) -> None:
+    figures = {
+        "train_loss_chart": metric_curves(records, metrics.LOSS_CURVES, "Loss: train and held-out"),
+        "train_accuracy_chart": metric_curves(records, metrics.ACCURACY_CURVES,
+                                              "Accuracy: train and held-out"),  # fmt: skip
+        "train_lr_chart": lr_curve(records, "lr"),
+        "train_speed_chart": throughput_curve(records, metric="tokens_per_s"),
+    }
+    columns = st.columns(2) + st.columns(2)
+    for column, (key, figure) in zip(columns, figures.items(), strict=True):
+        figure.update_layout(height=330, margin={"t": 50, "b": 40})
+        column.plotly_chart(figure, key=key, config=plotly_config(key))
