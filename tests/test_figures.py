@@ -307,7 +307,7 @@ def test_embedding_heatmaps_saturate_at_a_robust_range_a_projector_can_show():
     norm_limit = float(np.percentile(np.abs(parts[4]), 98))
     assert fig.layout.coloraxis2.cmax == pytest.approx(norm_limit) and norm_limit < 1
     assert fig.layout.coloraxis.cmax == pytest.approx(np.percentile(np.abs(np.stack(parts[:4])), 98))
-    assert "98% of the values" in fig.layout.title.text
+    assert "98% inside" in fig.layout.coloraxis.colorbar.title.text
 
 
 def test_pca_labels_do_not_pile_up_and_every_token_stays_on_hover():

@@ -76,13 +76,13 @@ def embedding_parts_figure(
     # Colour bars lie flat under the plots (under the raw parts, and under LayerNorm): upright ones at the
     # right collided with each other and with the last plot on a 1024-px screen.
     fig.update_layout(
-        title={"text": "Embedding parts: token + position + segment = sum → LayerNorm<br><sup>blue below 0, red above;"
-                       f" full colour at ±{raw_limit:.2g} (raw) and ±{norm_limit:.2g} (LayerNorm), where"
-                       f" {ROBUST_PERCENTILE:g}% of the values lie</sup>"},
+        title="Embedding parts: token + position + segment = sum → LayerNorm",
         height=height + 90,
         margin={"t": 90, "b": 125, "r": 20},
-        coloraxis=_diverging_axis(raw_limit, "raw parts", x=0.34, length=0.62),
-        coloraxis2=_diverging_axis(norm_limit, "LayerNorm", x=0.84, length=0.3),
+        # What the colours mean, on the bars: blue below 0, red above, full colour where 98% of the values lie.
+        coloraxis=_diverging_axis(raw_limit, f"raw parts: blue < 0 < red, full at ±{raw_limit:.2g} ({ROBUST_PERCENTILE:g}% inside)",
+                                  x=0.34, length=0.62),
+        coloraxis2=_diverging_axis(norm_limit, f"LayerNorm: full at ±{norm_limit:.2g}", x=0.84, length=0.3),
     )
     fig.update_yaxes(**category_axis(reverse=True))
     fig.update_xaxes(title_text="hidden dimension", row=rows, col=(cols + 1) // 2)  # one title, under the middle

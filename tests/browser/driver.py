@@ -6,7 +6,7 @@ run finished, a figure drawn, a point hovered), never a fixed time.
 
 from __future__ import annotations
 
-from bertviz_lite.figures.mosaic import PICKER_NAME
+from bertviz_lite.figures.model_view import PICKER_NAME
 
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 # Installed in every page of a context (new_page): the times of the last user input and of the last script

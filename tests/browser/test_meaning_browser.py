@@ -8,7 +8,15 @@ import pytest
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from tests.browser.conftest import ARTIFACTS
-from tests.browser.driver import EXCEPTION, open_page, selected_option, wait_for_figure, wait_for_idle
+from tests.browser.driver import (
+    EXCEPTION,
+    click_point,
+    open_page,
+    selected_option,
+    wait_for_charts,
+    wait_for_figure,
+    wait_for_idle,
+)
 from tests.browser.test_presentation import overlaps
 
 pytestmark = [
@@ -53,16 +61,13 @@ def test_a_clicked_point_lists_its_neighbours(streamlit_url, page):
     page.set_viewport_size({"width": 1280, "height": 720})
     open_page(page, streamlit_url, "Meaning_in_context?present=1&word=bank")
     wait_for_figure(page, "meaning_scatter_0")
-    name, number, x, y = page.evaluate(_FIRST_POINT, "meaning_scatter_0")
-    page.mouse.move(x, y)
-    page.wait_for_timeout(200)
-    page.mouse.click(x, y)
-    wait_for_idle(page)
+    name, number, _, _ = page.evaluate(_FIRST_POINT, "meaning_scatter_0")
+    click_point(page, "meaning_scatter_0", name, 0)  # the first point of the first trace
     wait_for_figure(page, "meaning_scatter_1")  # the click moved the chart to a new key (selection cleared)
     shown = selected_option(page, "meaning_query")
     assert "[" in shown and "]" in shown, shown  # the occurrence, its word in brackets
     page.locator('[data-testid="stMain"] [data-testid="stDataFrame"]').last.scroll_into_view_if_needed()
-    page.wait_for_timeout(300)
+    wait_for_charts(page)
     page.screenshot(path=str(ARTIFACTS / "meaning_1280x720_neighbours.png"))
     assert page.locator(EXCEPTION).count() == 0
     assert number >= 0 and name
