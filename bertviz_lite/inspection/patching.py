@@ -82,6 +82,24 @@ def record_run(model: BertForPreTraining, input_ids: Tensor, token_type_ids: Ten
     return Run(sites, mask)
 
 
+def restored_layer(layer: BertLayer, clean: Run, corrupted: Run, site: str, index: int, select: Tensor) -> Tensor:
+    """Layer `index` of the corrupted run with one in-layer site restored where select (N, T, H) is True: (N, T, H).
+
+    What comes before the site is the same in every patched run, so it is read from the corrupted run's record
+    instead of being run again N times (layer_forward's arithmetic, from the site on).
+    """
+    def value(name: str) -> Tensor:
+        recorded = corrupted.sites[name][index]
+        return torch.where(select, clean.sites[name][index], recorded) if name == site else recorded
+
+    residual = corrupted.sites["residual"][index]
+    attention = layer.attention.output.dense(value("head")) if site == "head" else value("attention")
+    hidden = layer.attention.output.LayerNorm(attention + residual)
+    ran_attention = site in ("head", "attention")
+    feed_forward = layer.output.dense(layer.intermediate(hidden)) if ran_attention else value("feed-forward")
+    return layer.output.LayerNorm(feed_forward + hidden)
+
+
 @torch.no_grad()
 def patched_final(model: BertForPreTraining, clean: Run, corrupted: Run, site: str, layer: int,
                   select: Tensor) -> Tensor:  # fmt: skip
@@ -95,11 +113,7 @@ def patched_final(model: BertForPreTraining, clean: Run, corrupted: Run, site: s
         hidden = torch.where(select, clean.sites[site][layer], corrupted.sites[site][layer])
         start = layer
     else:
-        def restore(name: str, value: Tensor) -> Tensor:
-            return torch.where(select, clean.sites[site][layer], value) if name == site else value
-
-        hidden = corrupted.sites["residual"][layer].expand(select.shape[0], -1, -1)
-        hidden, start = layer_forward(layers[layer], hidden, corrupted.mask, restore), layer + 1
+        hidden, start = restored_layer(layers[layer], clean, corrupted, site, layer, select), layer + 1
     for index in range(start, len(layers)):
         hidden = layer_forward(layers[index], hidden, corrupted.mask)
     return hidden
