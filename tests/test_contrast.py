@@ -1,5 +1,7 @@
 """The contrast views: logit(target) − logit(foil) layer by layer, its attribution, and the patching grid's data."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -95,11 +97,14 @@ def test_the_patching_view_is_the_grid_as_recovered_shares(demo):
     grid = patching.patching_grid(model, clean, corrupted, "residual", Target(position, *tokenizer.convert_tokens_to_ids([target, foil])))
     np.testing.assert_allclose(data.metric, grid)
     np.testing.assert_allclose(data.share, (grid - data.corrupted_metric) / (data.clean_metric - data.corrupted_metric))
-    assert data.share[-1, position] == pytest.approx(1.0, abs=1e-5)
+    assert data.share[-1, position] == pytest.approx(1.0, abs=1e-5) and data.position == position
     assert data.differing and all(" · " in data.columns[i] for i in data.differing)
     frame = data.to_frame()
     assert len(frame) == data.share.size and list(frame.columns) == ["site", "layer", "position", "metric", "recovered_share"]
     heads = contrast.activation_patching(model, tokenizer, A, B, target, foil, site="head")
     assert heads.columns == [f"head {h}" for h in range(model.config.num_attention_heads)]
-    question = contrast.patching_question(data, position)
+    assert data.note() is None or abs(data.clean_metric - data.corrupted_metric) < contrast.NOISY_GAP
+    close = dataclasses.replace(data, clean_metric=1.2, corrupted_metric=1.0)
+    assert "A and B give nearly the same logit(" in close.note() and "(+1.20 against +1.00)" in close.note()
+    question = contrast.patching_question(data)
     assert question.answer in question.options and question.options[0] == "embeddings"

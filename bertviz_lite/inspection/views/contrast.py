@@ -53,6 +53,7 @@ EXAMPLES = {
 # at 16 tokens, 0.55 s at 32, 1.7 s at 64 (bench/explain_latency.py); longer inputs are refused rather than left to
 # hang a lecture.
 MAX_PATCHING_TOKENS = 64
+NOISY_GAP = 0.5  # logits: clean and corrupted runs closer than this leave shares of little
 
 
 def encode_alone(tokenizer: BertTokenizer, sentence: str, max_length: int = 128) -> Encoding:
@@ -67,8 +68,8 @@ def mask_position(encoding: Encoding) -> int:
     for position, token in enumerate(encoding.tokens):
         if token == MASK_TOKEN:
             return position
-    raise ValueError(f"Sentence A has no {MASK_TOKEN}: type {MASK_TOKEN} where the two candidate words would go, "
-                     "or pick an example.")  # fmt: skip
+    raise ValueError(f"Sentence A has no {MASK_TOKEN}: type {MASK_TOKEN} in sentence A where the two candidate words "
+                     "would go, or load an example.")  # fmt: skip
 
 
 def candidate_id(tokenizer: BertTokenizer, word: str) -> int:
@@ -218,6 +219,14 @@ class Patching:
     corrupted_metric: float
     label: str  # "logit('france') − logit('italy') at position 6"
     differing: list[int]  # positions where the two sentences' tokens differ
+    position: int  # the [MASK] where the candidates compete
+
+    def note(self) -> str | None:
+        """A warning when the two runs barely differ in the metric (little to recover, noisy shares)."""
+        if abs(self.clean_metric - self.corrupted_metric) >= NOISY_GAP:
+            return None
+        return (f"A and B give nearly the same {self.label} ({self.clean_metric:+.2f} against "
+                f"{self.corrupted_metric:+.2f}): there is little to recover, and the shares are noisy.")  # fmt: skip
 
     def to_frame(self) -> pd.DataFrame:
         """One row per patched run: layer, position or head, the metric and the recovered share."""
@@ -253,12 +262,12 @@ def activation_patching(model: BertForPreTraining, tokenizer: BertTokenizer, tex
     differing = [i for i, (a, b) in enumerate(zip(clean_encoding.tokens, corrupted_encoding.tokens, strict=True)) if a != b]
     return Patching(site, rows, _columns(site, clean_encoding, corrupted_encoding, model.config.num_attention_heads),
                     grid, patching.recovered_share(grid, *ends), ends[0], ends[1], target_label(tokenizer, chosen),
-                    differing)
+                    differing, chosen.position)
 
 
-def patching_question(data: Patching, position: int) -> Question:
+def patching_question(data: Patching) -> Question:
     """From which layer on does restoring the [MASK] position alone bring back most of the clean answer?"""
-    column = data.share[:, position]
+    column = data.share[:, data.position]
     reached = [i for i, share in enumerate(column) if share >= 0.5]
     never = "never (not even after the last layer)"
     answer = data.rows[reached[0]] if reached else never
