@@ -241,3 +241,16 @@ def test_collate_is_deterministic_with_a_generator(tokenizer):
     first, again, other = _collate(tokenizer, pairs, 1), _collate(tokenizer, pairs, 1), _collate(tokenizer, pairs, 2)
     assert all(torch.equal(first[key], again[key]) for key in first)
     assert not torch.equal(first["input_ids"], other["input_ids"])
+
+
+def test_collate_with_whole_word_mask_masks_a_word_with_all_its_pieces(tokenizer):
+    pairs = [("The cat sat on the mat today.", "It purred loudly at the dog.", IS_NEXT)] * 400
+    batch = _collate(tokenizer, pairs, max_length=64, whole_word_mask=True)
+    tokens = tokenizer.encode_pair(*pairs[0][:2]).tokens
+    pieces = [i for i, token in enumerate(tokens) if token.startswith("##")]
+    assert pieces, tokens  # the demo vocabulary splits some word of the pair
+    chosen = batch["labels"] != -100
+    for i in pieces:
+        assert torch.equal(chosen[:, i], chosen[:, i - 1]) or tokens[i - 1] == "[SEP]"
+    eligible = (batch["special_tokens_mask"] == 0).sum().item()
+    assert 0.08 < chosen.sum().item() / eligible < 0.25

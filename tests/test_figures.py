@@ -8,7 +8,7 @@ import pytest
 
 from bertviz_lite import figures
 from bertviz_lite.figures.tokens import chip_classes
-from bertviz_lite.inspection import analysis
+from bertviz_lite.inspection import analysis, views
 from bertviz_lite.inspection.views import select_links
 from tests.attention_samples import SEGMENTS, TOKENS, random_attention
 
@@ -317,3 +317,17 @@ def test_pca_labels_do_not_pile_up_and_every_token_stays_on_hover():
     scatter = figures.pca_scatter(points, tokens)
     assert list(scatter.data[0].text) == ["t0"] + [""] * 13 + ["t14", "t15"]
     assert [row[1] for row in scatter.data[0].customdata] == tokens  # the hover still names every point
+
+
+def test_view_builders_draw_their_dataclass_as_the_array_builders_do():
+    rng = np.random.default_rng(1)
+    attentions = rng.dirichlet(np.ones(len(TOKENS)), size=(2, 2, len(TOKENS)))
+    flow = views.rollout(attentions, TOKENS, after=2)
+    np.testing.assert_allclose(flow.flow, analysis.attention_rollout(attentions)[1])
+    fig = figures.rollout_figure(flow)
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z), flow.flow)
+    assert fig.layout.title.text == "Attention rollout after layer 2"
+    assert len(flow.to_frame()) == len(TOKENS) ** 2
+    special = [t in ('[CLS]', '[SEP]') for t in TOKENS]
+    block = views.attention_map(attentions, TOKENS, np.array(SEGMENTS), special, layer=1, head=0)
+    np.testing.assert_array_equal(np.asarray(figures.attention_map_figure(block).data[0].z), block.weights)

@@ -115,3 +115,37 @@ def test_shape_mismatch_is_refused():
     ids, special = _batch(rows=2, length=10, pad_from=8)
     with pytest.raises(ValueError, match="special_tokens_mask has shape"):
         _mask(ids, special[:, :5])
+
+
+def _words_batch(rows: int = 4000) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """[CLS] w1 w1## w1## w2 w2## [SEP] b1## b1## [SEP] [PAD]: words of 3, 2 and 2 pieces (b1 starts segment B)."""
+    ids = torch.tensor([[CLS_ID, 10, 11, 12, 20, 21, SEP_ID, 30, 31, SEP_ID, PAD_ID]]).repeat(rows, 1)
+    special = torch.tensor([[1, 0, 0, 0, 0, 0, 1, 0, 0, 1, 1]], dtype=torch.bool).repeat(rows, 1)
+    continuation = torch.tensor([[0, 0, 1, 1, 0, 1, 0, 1, 1, 0, 0]], dtype=torch.bool).repeat(rows, 1)
+    return ids, special, continuation
+
+
+def test_whole_word_masking_chooses_all_pieces_of_a_word_together():
+    ids, special, continuation = _words_batch()
+    chosen = _mask(ids, special, continuation_mask=continuation).labels != -100
+    words = ([1, 2, 3], [4, 5], [7, 8])  # a "##" piece right after [SEP] starts a word of its own
+    for word in words:
+        assert (chosen[:, word] == chosen[:, word[:1]]).all()
+        assert chosen[:, word[0]].float().mean().item() == pytest.approx(0.15, abs=0.02)  # each word with mask_prob
+    assert not chosen[:, [0, 6, 9, 10]].any()
+    assert (chosen[:, 1] != chosen[:, 4]).any()  # words are drawn independently
+
+
+def test_whole_word_masking_keeps_the_80_10_10_rule_per_token():
+    ids, special, continuation = _words_batch(20000)
+    result = _mask(ids, special, continuation_mask=continuation, random_token_ids=torch.arange(5, VOCAB_SIZE))
+    decisions = result.decisions[result.labels != -100]
+    assert (decisions == MASKED).float().mean().item() == pytest.approx(0.8, abs=0.02)
+    assert (decisions == RANDOM).float().mean().item() == pytest.approx(0.1, abs=0.02)
+
+
+def test_whole_word_masking_on_one_sentence():
+    ids, special, continuation = (t[0] for t in _words_batch(1))
+    chosen = _mask(ids, special, seed=3, mask_prob=0.9, continuation_mask=continuation).labels != -100
+    assert chosen.shape == ids.shape
+    assert chosen[1] == chosen[2] == chosen[3] and chosen[4] == chosen[5]

@@ -7,7 +7,7 @@ import pytest
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.runs import run_options
-from bertviz_lite.text.corpora import english_corpus
+from bertviz_lite.text.corpora import english_corpus, everyday_corpus
 from bertviz_lite.text.pretraining_data import builtin_corpus, split_train_eval
 from bertviz_lite.training.trainer import Trainer
 from bertviz_lite.training.training_args import PRESETS, OptionError
@@ -66,6 +66,7 @@ def test_train_pair_count_is_what_split_train_eval_keeps():
 
 def test_the_corpus_counts_the_form_relies_on():
     assert sum(len(document) for document in english_corpus()) == run_options.ENGLISH_SENTENCES
+    assert sum(len(document) for document in everyday_corpus()) == run_options.NAMED_CORPUS_SENTENCES["everyday"]
     stories = builtin_corpus(seed=3, num_documents=2000)
     assert min(len(story) for story in stories) == run_options.FEWEST_STORY_SENTENCES
     assert run_options.builtin_sentences(3, 2000) == sum(len(story) for story in stories)

@@ -48,10 +48,9 @@ def test_the_command_line_parses_back_to_the_same_arguments(tmp_path):
     assert parsed == args
 
 
-def test_option_flags_skip_none_and_refuse_booleans():
+def test_option_flags_skip_none_and_false_and_give_true_flags_alone():
     assert lifecycle.option_flags({"steps": 5, "lr": None, "corpus": "builtin"}) == ["--steps", "5", "--corpus", "builtin"]
-    with pytest.raises(ValueError, match="flag"):
-        lifecycle.option_flags({"quiet": True})
+    assert lifecycle.option_flags({"whole_word_mask": True, "quiet": False, "steps": 2}) == ["--whole-word-mask", "--steps", "2"]
 
 
 # ---- states from the run folder ------------------------------------------------------------------

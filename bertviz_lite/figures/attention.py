@@ -26,10 +26,11 @@ from bertviz_lite.inspection.analysis import unique_labels
 # What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
 __all__ = [
     "attention_heatmap", "head_statistics_figure", "head_view", "neuron_view_figure", "rollout_heatmap",
+    "attention_map_figure", "neuron_figure", "rollout_figure",
 ]
 
 if TYPE_CHECKING:
-    from bertviz_lite.inspection.views.attention import HeadViewLinks
+    from bertviz_lite.inspection.views.attention import AttentionMap, HeadViewLinks, NeuronData, Rollout
 
 ATTENTION_HOVER = "%{y} → %{x}: %{z:.3f}<extra></extra>"
 STAT_TITLES = {
@@ -337,3 +338,21 @@ def head_statistics_figure(df: pd.DataFrame, value: str = "entropy") -> go.Figur
         yaxis={**category_axis(reverse=True), "title": {"text": "layer"}},
     )
     return fig
+
+
+# ---- builders that take their view's data (pages hand them the dataclass, never its unpacked arrays) ----
+
+
+def attention_map_figure(block: AttentionMap, axis_titles: bool = True) -> go.Figure:
+    """One head's attention map (views.attention_map), rows queries and columns keys."""
+    return attention_heatmap(block.weights, block.query_tokens, block.key_tokens, block.title, axis_titles=axis_titles)
+
+
+def neuron_figure(neuron: NeuronData) -> go.Figure:
+    """The neuron view of one query (views.neuron_data)."""
+    return neuron_view_figure(neuron.steps, neuron.tokens, neuron.query_index)
+
+
+def rollout_figure(data: Rollout) -> go.Figure:
+    """Attention rollout after one layer (views.rollout)."""
+    return rollout_heatmap(data.flow, data.tokens, title=data.title)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -21,9 +22,13 @@ from bertviz_lite.figures._common import (
 )
 from bertviz_lite.inspection.analysis import EMBEDDING_PARTS, unique_labels
 
+if TYPE_CHECKING:
+    from bertviz_lite.inspection.views.embeddings import EmbeddingWindow, PositionSimilarity, TokenProjection
+
 # What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
 __all__ = [
     "component_norms_bar", "embedding_parts_figure", "pca_scatter", "position_similarity_heatmap", "uncluttered_labels",
+    "embedding_window_figure", "position_similarity_figure", "token_projection_figure",
 ]
 
 PART_TITLES = ("token embedding", "position embedding", "segment embedding", "sum", "after LayerNorm")
@@ -203,3 +208,21 @@ def _diverging_axis(limit: float, title: str, x: float, length: float) -> dict:
     colorbar = {"title": {"text": title, "side": "right"}, "orientation": "h", "x": x, "xanchor": "center",
                 "len": length, "thickness": 14, "yref": "container", "y": 0.01, "yanchor": "bottom"}  # fmt: skip
     return {"colorscale": DIVERGING, "cmid": 0, "cmin": -limit, "cmax": limit, "colorbar": colorbar}
+
+
+# ---- builders that take their view's data (pages hand them the dataclass, never its unpacked arrays) ----
+
+
+def embedding_window_figure(window: EmbeddingWindow, layout: str = "row") -> go.Figure:
+    """The five embedding stages of a window of tokens (views.embedding_window)."""
+    return embedding_parts_figure(*window.parts, tokens=window.tokens, layout=layout)
+
+
+def position_similarity_figure(similarity: PositionSimilarity) -> go.Figure:
+    """Cosine similarity of one table's position vectors (views.position_similarity)."""
+    return position_similarity_heatmap(similarity.matrix, title=similarity.title)
+
+
+def token_projection_figure(projection: TokenProjection) -> go.Figure:
+    """Token vectors on their first two principal components (views.token_projection)."""
+    return pca_scatter(projection.points, projection.tokens, projection.sentence, title=projection.title)

@@ -19,6 +19,7 @@ from bertviz_lite.inspection.analysis import unique_labels
 # What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
 __all__ = [
     "attribution_figure", "knockout_figure", "logit_lens_figure", "norm_heatmap", "special_share_figure",
+    "weights_heatmap",
 ]
 
 if TYPE_CHECKING:
@@ -27,6 +28,12 @@ if TYPE_CHECKING:
 
 BEFORE, AFTER = "#1f77b4", "#d62728"
 WEIGHTING_COLOURS = {"attention weight": "#1f77b4", "norm-weighted": "#ff7f0e"}
+
+
+def weights_heatmap(data: NormAttention) -> go.Figure:
+    """The attention weights α beside their norm-weighted map (the heads' mean when no head is picked)."""
+    title = ("α, heads' mean · " if data.head is None else "α · ") + data.where
+    return attention_heatmap(data.raw, data.query_tokens, data.key_tokens, title)
 
 
 def norm_heatmap(data: NormAttention) -> go.Figure:

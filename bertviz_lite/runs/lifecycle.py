@@ -107,14 +107,13 @@ def max_concurrent_runs() -> int:
 
 
 def option_flags(options: Mapping[str, Any]) -> list[str]:
-    """`{"hidden_size": 64, "preset": "tiny"}` -> `["--hidden-size", "64", "--preset", "tiny"]`; None is skipped."""
+    """`{"hidden_size": 64, "preset": "tiny", "whole_word_mask": True}` -> `["--hidden-size", "64", "--preset",
+    "tiny", "--whole-word-mask"]`; None and False are skipped (a flag is given only when set)."""
     flags = []
     for key, value in options.items():
-        if value is None:
+        if value is None or value is False:
             continue
-        if isinstance(value, bool):
-            raise ValueError(f"option {key!r} is a flag; pass it only when set, as a string")
-        flags += [f"--{key.replace('_', '-')}", str(value)]
+        flags += [f"--{key.replace('_', '-')}"] + ([] if value is True else [str(value)])
     return flags
 
 

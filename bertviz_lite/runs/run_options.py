@@ -31,6 +31,7 @@ from bertviz_lite.training.training_args import (
 
 MAX_CORPUS_BYTES = 5_000_000
 ENGLISH_SENTENCES = 160_236  # sentences of corpora/english.txt.gz (a test counts them)
+NAMED_CORPUS_SENTENCES = {"english": ENGLISH_SENTENCES, "everyday": 96_870}  # everyday.txt.gz's, counted too
 FEWEST_STORY_SENTENCES = 4  # every built-in story has 4 to 8 sentences (a test checks it)
 MAX_COUNTED_STORIES = 100_000  # the form generates at most this many stories (~5 s) to count their sentences
 MODEL_FIELDS = CONFIG_OVERRIDES
@@ -140,13 +141,13 @@ def check_training_pairs(options: dict[str, Any], corpus: tuple[int, int] | None
     """OptionError if the corpus cannot give the pairs a batch needs, as the trainer would refuse it.
 
     `corpus`: (documents, sentences) of a user's text, from `corpus_summary` (then options["corpus"] is not
-    read); without it, the built-in or English corpus that options["corpus"] names (a file is not read here).
+    read); without it, the built-in, English or everyday corpus that options["corpus"] names (a file is not read here).
     """
     if corpus is not None:
         _check_documents(corpus[0])
         sentences = corpus[1]
-    elif options["corpus"] == "english":
-        sentences = ENGLISH_SENTENCES
+    elif options["corpus"] in NAMED_CORPUS_SENTENCES:
+        sentences = NAMED_CORPUS_SENTENCES[options["corpus"]]
     elif options["corpus"] == "builtin":
         sentences = _builtin_sentences_needed(options)
     else:

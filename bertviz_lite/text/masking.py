@@ -1,4 +1,4 @@
-"""BERT's masked-language-model corruption: choose 15% of tokens, then 80% [MASK] / 10% random / 10% kept."""
+"""BERT's masked-language-model corruption: choose 15% of tokens (or of whole words), then 80% [MASK] / 10% random / 10% kept."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ def mask_tokens(
     generator: torch.Generator | None = None,
     random_token_ids: torch.Tensor | None = None,
     attention_mask: torch.Tensor | None = None,
+    continuation_mask: torch.Tensor | None = None,
 ) -> MaskingResult:
     """Corrupt input_ids for masked language modelling, as in BERT and HF's DataCollatorForLanguageModeling.
 
@@ -43,14 +44,20 @@ def mask_tokens(
         generator: makes the result reproducible; must live on input_ids' device.
         random_token_ids: ids to draw random replacements from (e.g. all non-special ids).
         attention_mask: optional; positions where it is 0 are never chosen either.
+        continuation_mask: whole-word masking when given: True where a token continues the word before it
+            (a "##" piece); each word is chosen with mask_prob and then all its pieces are, so the model
+            cannot fill a piece from the rest of its own word. The 80/10/10 draw stays per token, as in BERT.
     Returns:
         MaskingResult with input_ids (masked copy), labels and decisions, all shaped like input_ids.
     """
-    _check_arguments(input_ids, special_tokens_mask, mask_prob, vocab_size, attention_mask)
+    _check_arguments(input_ids, special_tokens_mask, mask_prob, vocab_size, attention_mask, continuation_mask)
     eligible = ~special_tokens_mask.bool()
     if attention_mask is not None:
         eligible &= attention_mask.bool()
-    chosen = _bernoulli(eligible.float() * mask_prob, generator)
+    if continuation_mask is None:
+        chosen = _bernoulli(eligible.float() * mask_prob, generator)
+    else:
+        chosen = _choose_whole_words(eligible, continuation_mask.bool(), mask_prob, generator)
     to_mask = chosen & _bernoulli(torch.full_like(chosen, 0.8, dtype=torch.float), generator)
     to_random = chosen & ~to_mask & _bernoulli(torch.full_like(chosen, 0.5, dtype=torch.float), generator)
     pool = _random_pool(random_token_ids, vocab_size, input_ids.device)
@@ -65,6 +72,22 @@ def mask_tokens(
     decisions[to_mask] = MASKED
     decisions[to_random] = RANDOM
     return MaskingResult(input_ids=masked, labels=labels, decisions=decisions)
+
+
+def _choose_whole_words(
+    eligible: torch.Tensor, continuation: torch.Tensor, mask_prob: float, generator: torch.Generator | None
+) -> torch.Tensor:
+    """Choose each word (a start token and the "##" pieces after it) with mask_prob; True on all its tokens."""
+    shape = eligible.shape
+    eligible, continuation = eligible.reshape(-1, shape[-1]), continuation.reshape(-1, shape[-1])  # (B, T)
+    previous_eligible = torch.nn.functional.pad(eligible[:, :-1], (1, 0), value=False)
+    starts = eligible & (~continuation | ~previous_eligible)  # a piece after [SEP] or padding starts a word
+    word = starts.long().cumsum(dim=1)  # (B, T): 1 for the first word of the row, 2 for the next, ...
+    start_chosen = _bernoulli(starts.float() * mask_prob, generator)
+    word_chosen = torch.zeros(eligible.shape[0], eligible.shape[1] + 1, dtype=torch.bool, device=eligible.device)
+    word_chosen.scatter_(1, word * starts, start_chosen & starts)  # column 0 collects the non-starts (False)
+    chosen = word_chosen.gather(1, word) & eligible & (word > 0)
+    return chosen.reshape(shape)
 
 
 def _bernoulli(probabilities: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
@@ -87,6 +110,7 @@ def _check_arguments(
     mask_prob: float,
     vocab_size: int,
     attention_mask: torch.Tensor | None,
+    continuation_mask: torch.Tensor | None = None,
 ) -> None:
     """Refuse values that would silently give wrong masks."""
     if not 0.0 < mask_prob < 1.0:
@@ -95,6 +119,8 @@ def _check_arguments(
         raise ValueError(f"vocab_size ({vocab_size}) must be at least 1.")
     if input_ids.dtype != torch.long:
         raise ValueError(f"input_ids must be a LongTensor of token ids, got dtype {input_ids.dtype}.")
-    for name, other in (("special_tokens_mask", special_tokens_mask), ("attention_mask", attention_mask)):
+    others = (("special_tokens_mask", special_tokens_mask), ("attention_mask", attention_mask),
+              ("continuation_mask", continuation_mask))  # fmt: skip
+    for name, other in others:
         if other is not None and other.shape != input_ids.shape:
             raise ValueError(f"{name} has shape {tuple(other.shape)} but input_ids has {tuple(input_ids.shape)}.")

@@ -185,7 +185,9 @@ class PretrainingCollator:
     tokenizer: BertTokenizer
     max_length: int = 128
     mask_prob: float = 0.15
+    whole_word_mask: bool = False  # choose whole words: a "##" piece is masked with the rest of its word
     _random_token_ids: torch.Tensor = field(init=False, repr=False)
+    _is_continuation: torch.Tensor = field(init=False, repr=False)  # (vocab_size,) True for "##" pieces
 
     def __post_init__(self) -> None:
         if not 0.0 < self.mask_prob < 1.0:
@@ -193,6 +195,8 @@ class PretrainingCollator:
         special = set(self.tokenizer.all_special_ids)
         ids = [i for i in range(self.tokenizer.vocab_size) if i not in special]
         self._random_token_ids = torch.tensor(ids, dtype=torch.long)
+        tokens = self.tokenizer.convert_ids_to_tokens(list(range(self.tokenizer.vocab_size)))
+        self._is_continuation = torch.tensor([token.startswith("##") for token in tokens], dtype=torch.bool)
 
     def __call__(
         self, pairs: Sequence[tuple[str, str, int]], generator: torch.Generator | None = None
@@ -200,10 +204,12 @@ class PretrainingCollator:
         """Returns input_ids, token_type_ids, attention_mask, labels, next_sentence_label, special_tokens_mask."""
         encodings = self.tokenizer.encode_batch_pairs([(a, b) for a, b, _ in pairs], max_length=self.max_length)
         batch = pad_encodings(encodings, self.tokenizer.pad_token_id)
+        continuation = self._is_continuation[batch["input_ids"]] if self.whole_word_mask else None
         masked = mask_tokens(
             batch["input_ids"], batch["special_tokens_mask"].bool(),
             mask_token_id=self.tokenizer.mask_token_id, vocab_size=self.tokenizer.vocab_size,
             mask_prob=self.mask_prob, generator=generator, random_token_ids=self._random_token_ids,
+            continuation_mask=continuation,
         )  # fmt: skip
         batch["input_ids"], batch["labels"] = masked.input_ids, masked.labels
         batch["next_sentence_label"] = torch.tensor([label for _, _, label in pairs], dtype=torch.long)

@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     for spec in option_fields():  # each option's help, choices and default are declared on its field
         default = spec.default
         help_text = spec.metadata["help"] + ("" if default is None else f" (default: {default})")
+        if isinstance(default, bool):  # a flag: given means True
+            parser.add_argument(_flag(spec.name), action="store_true", help=spec.metadata["help"])
+            continue
         parser.add_argument(_flag(spec.name), type=_option_type(spec), choices=spec.metadata["choices"],
                             default=default, help=help_text)  # fmt: skip
     group = parser.add_argument_group("model config overrides (default: the preset's)")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as torch_dist
 
-from bertviz_lite.text.corpora import english_corpus
+from bertviz_lite.text.corpora import english_corpus, everyday_corpus
 from bertviz_lite.text.pretraining_data import (
     PretrainingCollator,
     builtin_corpus,
@@ -28,6 +28,8 @@ def load_documents(args: TrainingArguments) -> list[list[str]]:
             return builtin_corpus(seed=args.seed, num_documents=args.num_documents)
         if args.corpus == "english":
             return english_corpus()
+        if args.corpus == "everyday":
+            return everyday_corpus()
         return read_corpus(args.corpus)
     except (OSError, ValueError) as err:
         raise OptionError("corpus", f"corpus ({args.corpus!r}): {err}") from None
@@ -98,5 +100,5 @@ def prepare_data(args: TrainingArguments, documents: list[list[str]], tokenizer:
 
 
 def collator(args: TrainingArguments, tokenizer: BertTokenizer) -> PretrainingCollator:
-    """Builds masked batches of args.seq_len tokens, masking args.mask_prob of them."""
-    return PretrainingCollator(tokenizer, args.seq_len, args.mask_prob)
+    """Builds masked batches of args.seq_len tokens, masking args.mask_prob of them (of whole words with --whole-word-mask)."""
+    return PretrainingCollator(tokenizer, args.seq_len, args.mask_prob, whole_word_mask=args.whole_word_mask)

@@ -121,8 +121,9 @@ class TrainingArguments:
         "within 2 minutes on 2 CPU cores, attention snapshot every 20 steps), small (4 layers, 256 hidden, 4 heads, "
         "1024 feed-forward), base (BERT-base sizes)"))
     corpus: str = option("builtin", label="Corpus", group="Run", help=(
-        "'builtin' (generated short stories), 'english' (WordNet's definitions and examples, 1.8 M words) or a "
-        "UTF-8 text file: documents separated by blank lines"))
+        "'builtin' (generated short stories), 'english' (WordNet's definitions and examples, 1.8 M words), "
+        "'everyday' (prose and quotations from Debian packages, 1.1 M words) or a UTF-8 text file: documents "
+        "separated by blank lines"))
     num_documents: int = option(3000, label="Built-in stories", group="Data", check="count",
                                 help="stories in the built-in corpus")
     init: str | None = option(None, label="Start from", group="Run", help=(
@@ -145,6 +146,9 @@ class TrainingArguments:
                                   help="clip the gradient norm to this")
     mask_prob: float = option(0.15, label="Mask probability", group="Data", check="fraction", step=0.01,
                               help="fraction of tokens chosen for masked-language modelling")
+    whole_word_mask: bool = option(False, label="Whole-word masking", group="Data", help=(
+        "choose whole words for masked-language modelling: all WordPiece pieces of a chosen word are predicted "
+        "together, so a piece cannot be filled in from the rest of its own word"))
     eval_fraction: float = option(0.05, label="Held-out fraction", group="Data", check="fraction", step=0.01,
                                   help="fraction of the sentence pairs held out for evaluation")
     eval_pairs: int = option(512, label="Held-out pairs", group="Data", check="count",
@@ -219,7 +223,7 @@ def _validate_arguments(args: TrainingArguments) -> None:
         _check_declared(spec, getattr(args, spec.name))
     _check(args.seq_len >= 8, "seq_len", f"seq_len ({args.seq_len}) must be at least 8 tokens")
     _check(isinstance(args.corpus, str) and bool(args.corpus.strip()), "corpus",
-           "corpus is empty: give 'builtin', 'english' or the path of a UTF-8 text file")  # fmt: skip
+           "corpus is empty: give 'builtin', 'english', 'everyday' or the path of a UTF-8 text file")  # fmt: skip
     _check(args.init is None or (isinstance(args.init, str) and bool(args.init.strip())), "init",
            "init is empty: give a model name such as 'all-MiniLM-L6-v2' or a model folder")  # fmt: skip
     _check(args.init is None or not args.config, "config",

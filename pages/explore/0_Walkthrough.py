@@ -2,7 +2,13 @@
 
 import streamlit as st
 
-from bertviz_lite.figures import embedding_parts_figure, model_view_figure, nsp_bar, token_chip_html, topk_bar
+from bertviz_lite.figures import (
+    embedding_window_figure,
+    model_view_figure,
+    nsp_bar,
+    token_chip_html,
+    topk_bar,
+)
 from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
 from bertviz_lite.inspection import views
 from bertviz_lite.inspection import walkthrough as walk
@@ -67,7 +73,7 @@ def step_ids() -> None:
 
 def step_embeddings() -> None:
     window = view(views.embedding_window, ctx.inputs, masked, start=0, size=48)
-    show_figure(embedding_parts_figure(*window.parts, tokens=window.tokens), "walk_embeddings", frame=window.to_frame)
+    show_figure(embedding_window_figure(window), "walk_embeddings", frame=window.to_frame)
 
 
 def step_one_head() -> None:

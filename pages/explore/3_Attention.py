@@ -43,8 +43,7 @@ which, layer, head = head_pickers("attn", trace.has_sentence_b, num_layers, rang
 
 def single_head(layer: int, head: int, which: str, name: str, axis_titles: bool = True) -> None:
     block = view(views.attention_map, ctx.inputs, layer=layer, head=head, which=which)
-    show_figure(figures.attention_heatmap(block.weights, block.query_tokens, block.key_tokens, block.title,
-                                          axis_titles=axis_titles), name, frame=block.to_frame)
+    show_figure(figures.attention_map_figure(block, axis_titles=axis_titles), name, frame=block.to_frame)
 
 
 def _focus_clicked_token() -> None:
@@ -131,7 +130,7 @@ if tabs["Neuron view"].open:
             "product, the dot product and its scaled version, the softmax, and the value-weighted sum."
         )
         neuron = view(views.neuron_data, ctx.inputs, layer=layer, head=head, query_index=query)
-        show_figure(figures.neuron_view_figure(neuron.steps, neuron.tokens, neuron.query_index), "neuron_view",
+        show_figure(figures.neuron_figure(neuron), "neuron_view",
                     frame=neuron.to_frame)
 
 if tabs["Head statistics"].open:
@@ -151,8 +150,7 @@ if tabs["Rollout"].open:
         if num_layers > 1:  # a slider needs two values
             clamp_number("rollout_layer", 1, num_layers)
             after = st.slider("After layer", 1, num_layers, num_layers, key="rollout_layer")
-        flow = view(analysis.attention_rollout, ctx.inputs)[after - 1]
-        show_figure(figures.rollout_heatmap(flow, trace.tokens, title=f"Attention rollout after layer {after}"),
-                    "rollout", frame=lambda: analysis.attention_to_csv_frame(flow, trace.tokens))
+        flow = view(views.rollout, ctx.inputs, after=after)
+        show_figure(figures.rollout_figure(flow), "rollout", frame=flow.to_frame)
 
 show_declared_tabs(declared.ATTENTION_TABS, tabs, ctx.inputs, layer=layer, head=head, which=which)

@@ -90,9 +90,7 @@ if tabs["Norm-weighted attention"].open:
             st.info(data.note())
             raw_column, norm_column = st.columns(2)
             with raw_column:
-                title = ("α, heads' mean · " if data.head is None else "α · ") + data.where
-                show_figure(figures.attention_heatmap(data.raw, data.query_tokens, data.key_tokens, title),
-                            "beyond_raw_attention", frame=data.to_frame)
+                show_figure(figures.weights_heatmap(data), "beyond_raw_attention", frame=data.to_frame)
             with norm_column:
                 show_figure(figures.norm_heatmap(data), "beyond_norm_attention", frame=data.to_frame)
             show_table(data.shares().round(4), "beyond_norm_shares", hide_index=True)

@@ -13,8 +13,8 @@ from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.training.training_args import DEVICES, DTYPES, PRESETS, OptionError
 from pages.common._visitor import current_visitor
 
-CORPUS_SOURCES = ("Built-in stories", "English (WordNet)", "Upload a .txt file", "Paste text")
-NAMED_CORPORA = {CORPUS_SOURCES[0]: "builtin", CORPUS_SOURCES[1]: "english"}
+CORPUS_SOURCES = ("Built-in stories", "English (WordNet)", "Everyday English", "Upload a .txt file", "Paste text")
+NAMED_CORPORA = {CORPUS_SOURCES[0]: "builtin", CORPUS_SOURCES[1]: "english", CORPUS_SOURCES[2]: "everyday"}
 INIT_CHOICES = (None, MINILM, *SHIPPED_CHECKPOINTS)  # None: random weights
 DTYPE_LABELS = {"auto": "auto", "fp32": "float32", "bf16": "bf16 autocast"}
 
@@ -27,9 +27,11 @@ def apply_preset() -> None:
 
 
 def _field(name: str) -> None:
-    """One option's widget, as its declaration says: a picker for choices, else a number box."""
+    """One option's widget, as its declaration says: a picker for choices, a checkbox for a flag, else a number box."""
     label, help_text, choices = run_options.labels()[name], run_options.option_help()[name], run_options.choices(name)
-    if choices:
+    if isinstance(st.session_state[f"opt_{name}"], bool):
+        st.checkbox(label, key=f"opt_{name}", help=help_text)
+    elif choices:
         st.selectbox(label, choices, key=f"opt_{name}", help=help_text)
     elif isinstance(st.session_state[f"opt_{name}"], float):
         st.number_input(label, key=f"opt_{name}", step=run_options.float_step(name) or 0.01, format="%g",
@@ -53,7 +55,7 @@ def _corpus() -> tuple[str | None, tuple[int, int] | None, str | None]:
     if source in NAMED_CORPORA:
         return None, None, None
     limit_mb = run_options.MAX_CORPUS_BYTES / 1e6
-    if source == CORPUS_SOURCES[2]:
+    if source == CORPUS_SOURCES[3]:
         upload = st.file_uploader(f"Plain UTF-8 text, at most {limit_mb:.0f} MB; blank lines separate documents",
                                   type=["txt"], key="train_corpus_file")  # fmt: skip
         if upload is None:

@@ -57,7 +57,7 @@ def errors(at) -> list[str]:
 
 def test_the_form_has_a_widget_for_every_cli_option(root):
     at = open_app(TRAIN)
-    keys = {widget.key for kind in ("number_input", "selectbox", "radio") for widget in getattr(at, kind)}
+    keys = {widget.key for kind in ("number_input", "selectbox", "radio", "checkbox") for widget in getattr(at, kind)}
     expected = {f"opt_{name}" for name in (*run_options.training_fields(), *run_options.MODEL_FIELDS, "threads")}
     assert expected - {"opt_corpus", "opt_preset"} <= keys  # corpus: its own radio; preset: train_preset
     assert {"train_preset", "train_corpus_source"} <= keys

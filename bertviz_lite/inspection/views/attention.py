@@ -19,7 +19,7 @@ from bertviz_lite.inspection import analysis
 __all__ = [
     "AttentionMap", "ModelView", "HeadViewLinks", "NeuronData", "attention_map",
     "model_view", "head_view_links", "head_view_min_weight", "head_view_top_k", "model_view_size",
-    "neuron_data", "select_links",
+    "neuron_data", "select_links", "Rollout", "rollout",
 ]
 
 # Line budget of the head view: above it, fewer lines per query are drawn (keeps 512 tokens smooth).
@@ -278,3 +278,25 @@ def neuron_data(queries, keys, values, tokens: Sequence[str], layer: int, head: 
     """analysis.neuron_view of one head ([L, nh, T, hd] queries, keys, values) and query token."""
     steps = analysis.neuron_view(queries[layer, head], keys[layer, head], values[layer, head], query_index)
     return NeuronData(steps, list(tokens), query_index)
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """Attention rollout after one layer: row i, how much each input token flows into token i."""
+
+    flow: np.ndarray  # [T, T]
+    tokens: list[str]
+    after: int  # layers multiplied in, 1 … L
+
+    @property
+    def title(self) -> str:
+        return f"Attention rollout after layer {self.after}"
+
+    def to_frame(self) -> pd.DataFrame:
+        """Long table: query_index, query, key_index, key, weight."""
+        return analysis.attention_to_csv_frame(self.flow, self.tokens)
+
+
+def rollout(attentions: np.ndarray, tokens: Sequence[str], after: int) -> Rollout:
+    """analysis.attention_rollout of the trace's attentions [L, H, T, T], after layer `after` (1 … L)."""
+    return Rollout(analysis.attention_rollout(attentions)[after - 1], list(tokens), after)

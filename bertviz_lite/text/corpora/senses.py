@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from bertviz_lite.text.corpora.wordnet import DATA_FILES, DEFAULT_SOURCE, parse_synset
+from bertviz_lite.text.corpora.wordnet import DEFAULT_SOURCE, build_from_wordnet, parse_synset, synset_lines
 
 SENSES_PATH = Path(__file__).resolve().parent / "senses.jsonl.gz"
 EXCEPTION_FILES = {"n": "noun.exc", "v": "verb.exc", "a": "adj.exc", "r": "adv.exc"}
@@ -170,15 +170,12 @@ def find_word(text: str, word: str, irregular: set[str] = frozenset()) -> list[t
 def sense_sentences(source: Path = DEFAULT_SOURCE) -> Iterator[SenseSentence]:
     """Every example sentence of every synset, with its labelled words (possibly none), in file order."""
     exceptions = read_exceptions(source)
-    for name in DATA_FILES.values():
-        with open(source / name, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                parsed = parse_synset(line)
-                if parsed is None or not parsed[3]:
-                    continue
-                synset, pos, lemmas = synset_lemmas(line)
-                for text in parsed[3]:
-                    yield SenseSentence(synset, pos, parsed[2], text, label_words(text, pos, lemmas, exceptions))
+    for line in synset_lines(source):
+        parsed = parse_synset(line)
+        if parsed is not None and parsed[3]:
+            synset, pos, lemmas = synset_lemmas(line)
+            for text in parsed[3]:
+                yield SenseSentence(synset, pos, parsed[2], text, label_words(text, pos, lemmas, exceptions))
 
 
 def write_index(source: Path = DEFAULT_SOURCE, output: Path = SENSES_PATH) -> tuple[int, int]:
@@ -207,14 +204,8 @@ def sense_index() -> SenseIndex:
 
 
 def main(argv: list[str]) -> int:
-    source = Path(argv[0]) if argv else DEFAULT_SOURCE
-    output = Path(argv[1]) if len(argv) > 1 else SENSES_PATH
-    if not (source / "data.noun").is_file():
-        print(f"error: no WordNet data.noun in {source}: install Debian's wordnet-base", file=sys.stderr)
-        return 2
-    num_sentences, num_words = write_index(source, output)
-    print(f"{output}: {num_sentences} sentences, {num_words} labelled words")
-    return 0
+    return build_from_wordnet(argv, SENSES_PATH, lambda source, output: "{} sentences, {} labelled words".format(
+        *write_index(source, output)))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Build the English corpus from Princeton WordNet 3.0: every synset's definition and examples as prose.
 
-    python -m bertviz_lite.text.corpora.wordnet [/usr/share/wordnet] [bertviz_lite/corpora/english.txt.gz]
+    python -m bertviz_lite.text.corpora.wordnet [/usr/share/wordnet] [bertviz_lite/text/corpora/english.txt.gz]
 
 The WordNet files come from Debian's `wordnet-base` package (`apt-get install wordnet-base`, or
 `apt-get download wordnet-base && dpkg -x wordnet-base_*.deb DIR`, then DIR/usr/share/wordnet).
@@ -13,7 +13,7 @@ from __future__ import annotations
 import gzip
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 DATA_FILES = {"n": "data.noun", "v": "data.verb", "a": "data.adj", "r": "data.adv"}
@@ -63,16 +63,20 @@ def _with_article(lemma: str, definition: str) -> str:
     return ("an " if lemma[0].lower() in "aeiou" else "a ") + lemma
 
 
-def documents(source: Path = DEFAULT_SOURCE) -> Iterator[list[str]]:
-    """One document per synset with a definition: [definition sentence, example, ...]."""
+def synset_lines(source: Path = DEFAULT_SOURCE) -> Iterator[str]:
+    """Every line of the four data files (nouns, verbs, adjectives, adverbs), in file order."""
     for name in DATA_FILES.values():
         with open(source / name, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                synset = parse_synset(line)
-                if synset is None or not synset[2]:
-                    continue
-                pos, lemma, definition, examples = synset
-                yield [definition_sentence(pos, lemma, definition), *examples]
+            yield from handle
+
+
+def documents(source: Path = DEFAULT_SOURCE) -> Iterator[list[str]]:
+    """One document per synset with a definition: [definition sentence, example, ...]."""
+    for line in synset_lines(source):
+        synset = parse_synset(line)
+        if synset is not None and synset[2]:
+            pos, lemma, definition, examples = synset
+            yield [definition_sentence(pos, lemma, definition), *examples]
 
 
 def write_corpus(source: Path = DEFAULT_SOURCE, output: Path = DEFAULT_OUTPUT) -> tuple[int, int]:
@@ -83,15 +87,20 @@ def write_corpus(source: Path = DEFAULT_SOURCE, output: Path = DEFAULT_OUTPUT) -
     return len(docs), sum(len(doc) for doc in docs)
 
 
-def main(argv: list[str]) -> int:
+def build_from_wordnet(argv: list[str], default_output: Path, write: Callable[[Path, Path], str]) -> int:
+    """A builder's command line: [WORDNET_DIR] [OUTPUT]; `write(source, output)` says what it wrote."""
     source = Path(argv[0]) if argv else DEFAULT_SOURCE
-    output = Path(argv[1]) if len(argv) > 1 else DEFAULT_OUTPUT
+    output = Path(argv[1]) if len(argv) > 1 else default_output
     if not (source / "data.noun").is_file():
         print(f"error: no WordNet data.noun in {source}: install Debian's wordnet-base", file=sys.stderr)
         return 2
-    num_docs, num_sentences = write_corpus(source, output)
-    print(f"{output}: {num_docs} documents, {num_sentences} sentences")
+    print(f"{output}: {write(source, output)}")
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return build_from_wordnet(argv, DEFAULT_OUTPUT, lambda source, output: "{} documents, {} sentences".format(
+        *write_corpus(source, output)))
 
 
 if __name__ == "__main__":
