@@ -8,7 +8,8 @@ vocabulary), both run alternately in the same process with the same weights and 
 ours / transformers is printed (goal: <= 1.0). Goal per view: < 1.5 s at
 32 tokens. transformers 5 has no head_mask argument: its heads are zeroed by a hook on BertSelfAttention.
 
-Activation patching (`--patching-tokens`, default 16): the full grids of a clean/corrupted pair, ours batched per
+Pseudo-log-likelihood of a 15-token sentence (goal < 0.5 s on one thread), ours against transformers running the
+same masked copies in one batch. Activation patching (`--patching-tokens`, default 16): the full grids of a clean/corrupted pair, ours batched per
 layer and starting at the patched layer, against transformers running every patched input in full with a forward
 hook that puts the clean state back (one batch of T inputs per layer, as TransformerLens would). Goal: the
 layers × positions grid < 3 s on one thread at 16 tokens.
@@ -212,6 +213,13 @@ def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int) ->
         call = lambda site=site: figures.patching_heatmap(explore.from_trace(  # noqa: E731
             views.activation_patching, trace, text_a=clean, text_b=corrupted, target=target, foil=foil, site=site))
         print(f"  view  patching grid, {site:<30s} {median_ms(call, repeats):8.1f} ms")
+    for name, data, figure in (("contrast layer by layer", views.contrast_lens, figures.contrast_lens_figure),
+                               ("contrast attribution (LOO + IG 32)", views.contrast_attribution,
+                                figures.attribution_figure)):
+        call = lambda data=data, figure=figure: figure(  # noqa: E731
+            explore.from_trace(data, trace, text_a=clean, target=target, foil=foil))
+        print(f"  view  {name:<44s} {median_ms(call, repeats):8.1f} ms")
+
     def ours(site):
         return lambda: patching.patching_grid(model, patching.record_run(model, ids[0]), patching.record_run(model, ids[1]),
                                               site, chosen)  # fmt: skip
@@ -227,6 +235,38 @@ def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int) ->
               f"ratio={ours_ms / theirs_ms:.3f}")
     print(f"  residual grid at {num_tokens} tokens: {results['residual']:.0f} ms (goal < 3000 ms)")
     return results["residual"]
+
+
+PLL_SENTENCE = "the keys to the cabinet in the hall are on the table."  # 15 tokens with [CLS] and [SEP]
+
+
+def pll_rows(model, tokenizer, reference, repeats: int) -> float:
+    """Print the pseudo-log-likelihood's latency, ours against transformers masking the same copies; returns ours (ms)."""
+    from bertviz_lite.inspection.minimal_pairs import pseudo_log_likelihood
+
+    encoding = tokenizer.encode_pair(PLL_SENTENCE, None)
+    ids = encoding.to_tensors()["input_ids"]
+    positions = torch.arange(1, ids.shape[1] - 1)
+    masked = ids.repeat(len(positions), 1)
+    masked[torch.arange(len(positions)), positions] = tokenizer.mask_token_id
+
+    def theirs() -> float:
+        with torch.inference_mode():
+            logits = reference(input_ids=masked, token_type_ids=torch.zeros_like(masked)).prediction_logits
+            picked = logits[torch.arange(len(positions)), positions].double().log_softmax(-1)
+            return float(picked[torch.arange(len(positions)), ids[0, positions]].sum())
+
+    ours_value, theirs_value = pseudo_log_likelihood(model, tokenizer, PLL_SENTENCE), theirs()
+    print(f"pseudo-log-likelihood: {len(encoding)} tokens, {PLL_SENTENCE!r}: ours {ours_value:.4f}, "
+          f"transformers {theirs_value:.4f}")
+    ours_ms, theirs_ms = interleaved_medians(lambda: pseudo_log_likelihood(model, tokenizer, PLL_SENTENCE), theirs,
+                                             repeats)  # fmt: skip
+    print(f"  model pseudo-log-likelihood ({len(positions)} masked copies)        ours={ours_ms:8.1f} ms "
+          f"transformers={theirs_ms:8.1f} ms ratio={ours_ms / theirs_ms:.3f} (goal < 500 ms)")
+    view = lambda: figures.pair_likelihood_figure(views.pair_likelihood(model, tokenizer, PLL_SENTENCE,  # noqa: E731
+                                                                       PLL_SENTENCE.replace(" are ", " is ")))
+    print(f"  view  minimal pair (two sentences' PLL + figure)  {median_ms(view, repeats):8.1f} ms")
+    return ours_ms
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -276,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                 hook.remove()
     for num_tokens in args.patching_tokens:
         patching_rows(model, tokenizer, reference, num_tokens, args.repeats)
+    pll_rows(model, tokenizer, reference, args.repeats)
     print(f"worst_ratio={worst_ratio:.3f}")
     return 0
 

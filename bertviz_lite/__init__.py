@@ -10,6 +10,7 @@ The package is a house of rooms, each a sub-package, importing only from the roo
 → server → runs. This file only names the public entry points.
 """
 
+from bertviz_lite.inspection.minimal_pairs import pseudo_log_likelihood
 from bertviz_lite.inspection.patching import patched_logits
 from bertviz_lite.loading.pretrained import load
 from bertviz_lite.model.config import BertConfig
@@ -30,4 +31,5 @@ __all__ = [
     "load",
     "mask_tokens",
     "patched_logits",
+    "pseudo_log_likelihood",
 ]

@@ -45,6 +45,14 @@ def _use_example() -> None:
     st.session_state["contrast_example"] = None
 
 
+def _use_pair() -> None:
+    """The picked built-in minimal pair goes into the sidebar's sentences; the picker empties again."""
+    picked = views.builtin_pair_choices().get(st.session_state.get("contrast_pair"))
+    if picked:
+        st.session_state["sentence_a"], st.session_state["sentence_b"] = picked
+    st.session_state["contrast_pair"] = None
+
+
 def shown(data_function, **params):
     """A view's data, or None after a plain st.error (a sentence without [MASK], lengths that differ, …)."""
     try:
@@ -54,21 +62,21 @@ def shown(data_function, **params):
         return None
 
 
-def pick_candidates() -> tuple[str, str] | None:
-    """The target and foil words (typed, or the model's defaults); None when sentence A has no [MASK]."""
+def pick_candidates() -> tuple[str, str] | str:
+    """The target and foil words at A's [MASK] (typed, or the model's defaults), or why there are none."""
     try:
         default = view(views.default_candidates, ctx.inputs, text_a=text_a, text_b=text_b, max_length=ctx.max_length)
     except ValueError as err:
-        default = None
-        st.info(f"{err} Pick an example above, or type [MASK] into sentence A in the sidebar.")
+        default, reason = None, str(err)
     pick_target, pick_foil = st.columns(2)
-    hint = ("the model's top guess: ", "B's top guess (or A's second): ")
-    target = pick_target.text_input("Target word", key=TARGET, placeholder=hint[0] + (default[0] if default else "—"),
-                                    help="The word whose logit is explained, against the foil's.")
-    foil = pick_foil.text_input("Foil word", key=FOIL, placeholder=hint[1] + (default[1] if default else "—"),
+    hint = ("the model's top guess: ", "B's top guess (or A's second): ") if default else ("", "")
+    shown_default = default or ("needs a [MASK] in sentence A", "needs a [MASK] in sentence A")
+    target = pick_target.text_input("Target word at A's [MASK]", key=TARGET, placeholder=hint[0] + shown_default[0],
+                                    help="The word whose logit is explained, against the foil's (contrast and patching).")
+    foil = pick_foil.text_input("Foil word", key=FOIL, placeholder=hint[1] + shown_default[1],
                                 help="The alternative: why the target rather than this word?")
     if default is None:
-        return None
+        return reason
     return (target or "").strip() or default[0], (foil or "").strip() or default[1]
 
 
@@ -85,11 +93,23 @@ tabs = dict(zip(titles, st.tabs(titles, key="contrast_view", on_change="rerun"),
 
 if tabs["Minimal pairs"].open:
     with tabs["Minimal pairs"]:
-        st.info("Minimal pairs arrive with the pseudo-log-likelihood (bertviz_lite.inspection.minimal_pairs).")
+        st.selectbox("Built-in minimal pairs", list(views.builtin_pair_choices()), index=None, key="contrast_pair",
+                     on_change=_use_pair, placeholder="Load a built-in minimal pair into sentences A and B…",
+                     help="Pairs generated from templates (bertviz_lite/inspection/minimal_pairs.py): agreement across "
+                          "an attractor, determiner–noun agreement, irregular past forms, argument structure, negative "
+                          "polarity. Which sentence is the grammatical one alternates between A and B.")
+        data = shown(views.pair_likelihood, text_a=text_a, text_b=text_b, max_length=ctx.max_length)
+        if data is not None and ask(views.pair_likelihood_question(data), "minimal_pair"):
+            show_figure(figures.pair_likelihood_figure(data), "contrast_minimal_pair", frame=data.to_frame)
+            st.caption("Pseudo-log-likelihood (Salazar et al., 2020): each token of a sentence is replaced by [MASK] in "
+                       "turn and the model's log P of the original token is added up; each sentence is scored alone. "
+                       "Bars are surprisals −log P, so the sentence with the shorter bars in total is the preferred one.")
 
 if tabs["Contrastive prediction"].open:
     with tabs["Contrastive prediction"]:
-        if candidates is not None:
+        if isinstance(candidates, str):
+            st.info(candidates)
+        else:
             target, foil = candidates
             lens = shown(views.contrast_lens, text_a=text_a, target=target, foil=foil, max_length=ctx.max_length)
             if lens is not None and ask(views.contrast_question(lens), "contrast"):
@@ -111,23 +131,19 @@ if tabs["Contrastive prediction"].open:
 
 if tabs["Activation patching"].open:
     with tabs["Activation patching"]:
-        if candidates is not None:
+        if isinstance(candidates, str):
+            st.info(candidates)
+        else:
             target, foil = candidates
             restore = st.segmented_control("Restore", list(RESTORE), default="residual stream",
                                            key="contrast_restore") or "residual stream"
             grids = [shown(views.activation_patching, text_a=text_a, text_b=text_b, target=target, foil=foil,
                            site=site, max_length=ctx.max_length) for site in RESTORE[restore]]
             grids = [grid for grid in grids if grid is not None]
-            residual = shown(views.activation_patching, text_a=text_a, text_b=text_b, target=target, foil=foil,
-                             max_length=ctx.max_length) if grids else None
-            lens = view(views.contrast_lens, ctx.inputs, text_a=text_a, target=target, foil=foil,
-                        max_length=ctx.max_length) if residual is not None else None
-            if residual is not None and abs(residual.clean_metric - residual.corrupted_metric) < 0.5:
-                st.warning(f"A and B give nearly the same {residual.label} ({residual.clean_metric:+.2f} against "
-                           f"{residual.corrupted_metric:+.2f}): there is little to recover, and the shares are noisy.")
+            if grids and grids[0].note():
+                st.warning(grids[0].note())
             asked = restore == "residual stream"  # the tab's question is about the residual stream
-            if residual is not None and (not asked or ask(views.patching_question(residual, lens.position), "patching")):
+            if grids and (not asked or ask(views.patching_question(grids[0]), "patching")):
                 st.caption(CAPTIONS[restore])
                 for grid in grids:
-                    show_figure(figures.patching_heatmap(grid, lens.position), f"contrast_patching_{grid.site}",
-                                frame=grid.to_frame)
+                    show_figure(figures.patching_heatmap(grid), f"contrast_patching_{grid.site}", frame=grid.to_frame)

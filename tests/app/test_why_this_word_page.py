@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from bertviz_lite import patched_logits
 from bertviz_lite.inspection.views import contrast
+from bertviz_lite.inspection.views.sentence_pair import builtin_pair_choices as contrast_choices
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO
 from tests.app.conftest import APP, HAS_DEMO, array, charts, no_exception, texts
 
@@ -16,7 +17,9 @@ PAGE = "pages/explore/7_Why_this_word.py"
 CAPITAL = contrast.EXAMPLES["capital: Paris / Rome"]
 # demo-tiny splits most words into pieces: this pair keeps the same length there
 AGREEMENT = contrast.EXAMPLES["agreement across an attractor"]
+PAIR = ("The keys to the cabinet are on the table.", "The keys to the cabinet is on the table.")
 FIGURES = {
+    ("Minimal pairs", None): {"contrast_minimal_pair"},
     ("Contrastive prediction", None): {"contrast_by_layer", "contrast_attribution"},
     ("Activation patching", "residual stream"): {"contrast_patching_residual"},
     ("Activation patching", "attention vs feed-forward"): {"contrast_patching_attention", "contrast_patching_feed-forward"},
@@ -50,7 +53,8 @@ def open_page(state: dict, reveal: bool = True, **extra) -> AppTest:
 
 @pytest.mark.parametrize(("tab", "restore"), list(FIGURES))
 def test_every_view_renders_with_its_csv(model_state, tab, restore):
-    at = open_page(model_state, contrast_view=tab, **({"contrast_restore": restore} if restore else {}))
+    state = {**model_state, **(dict(zip(("sentence_a", "sentence_b"), PAIR, strict=True)) if tab == "Minimal pairs" else {})}
+    at = open_page(state, contrast_view=tab, **({"contrast_restore": restore} if restore else {}))
     no_exception(at)
     assert not at.error, texts(at)
     shown = charts(at)
@@ -152,3 +156,33 @@ def test_a_link_carries_both_sentences_and_the_candidates():
     no_exception(at)
     assert at.text_input(key="contrast_target").value == target and at.text_input(key="contrast_foil").value == foil
     assert at.query_params["target"] == target and at.query_params["foil"] == foil and at.query_params["a"] == a
+
+
+def test_minimal_pairs_show_each_sentences_pll_token_by_token(model_state, loaded):
+    from bertviz_lite.inspection.minimal_pairs import pseudo_log_likelihood
+
+    at = open_page({**model_state, "sentence_a": PAIR[0], "sentence_b": PAIR[1]}, contrast_view="Minimal pairs")
+    no_exception(at)
+    model, tokenizer = loaded(model_state)
+    bars = charts(at)["contrast_minimal_pair"]["data"]
+    for trace, sentence in zip(bars, PAIR, strict=True):
+        assert -array(trace["y"]).sum() == pytest.approx(pseudo_log_likelihood(model, tokenizer, sentence), abs=1e-4)
+    colours = [trace["marker"]["color"] for trace in bars]
+    assert all("#ff7f0e" in c for c in colours)  # the tokens where the sentences differ are marked in each
+    assert sum(c.count("#ff7f0e") for c in colours) < sum(len(c) for c in colours)  # …and only those
+
+
+def test_a_built_in_minimal_pair_fills_both_sentences():
+    at = open_page({"model_picker": DEFAULT_MODEL}, reveal=False, contrast_view="Minimal pairs")
+    label = at.selectbox(key="contrast_pair").options[1]
+    at.selectbox(key="contrast_pair").set_value(label).run()
+    no_exception(at)
+    a, b = contrast_choices()[label]
+    assert (at.session_state["sentence_a"], at.session_state["sentence_b"]) == (a, b)
+    assert at.radio(key="walk_choice_minimal_pair").options == ["A", "B"]
+
+
+def test_a_sentence_with_a_mask_is_not_scored_as_a_minimal_pair(model_state):
+    at = open_page(model_state, contrast_view="Minimal pairs")
+    no_exception(at)
+    assert "sentence A has a [MASK] in it" in texts(at) and not charts(at)

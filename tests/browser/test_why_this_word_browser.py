@@ -26,6 +26,7 @@ pytestmark = [
 
 A, B, TARGET, FOIL = EXAMPLES["capital: Paris / Rome"]
 LINK = f"Why_this_word?a={quote(A)}&b={quote(B)}&target={TARGET}&foil={FOIL}&model={DEFAULT_MODEL}"
+PAIR = ("The keys to the cabinet are on the table.", "The keys to the cabinet is on the table.")
 VIEWS = [("Contrastive prediction", None, "contrast_by_layer"),
          ("Activation patching", None, "contrast_patching_residual"),
          ("Activation patching", "heads", "contrast_patching_head"),
@@ -64,3 +65,23 @@ def test_every_view_opens_from_a_link_and_fits_1280x720(streamlit_url, page, pre
             found[name] = overlaps(page)
         assert page.locator(EXCEPTION).count() == 0, page.locator(EXCEPTION).first.inner_text()
     assert not found, found
+
+
+@pytest.mark.parametrize("present", [False, True], ids=["normal", "present"])
+def test_a_minimal_pair_from_a_link_lights_up_where_the_sentences_differ(streamlit_url, page, present):
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, streamlit_url, f"Why_this_word?a={quote(PAIR[0])}&b={quote(PAIR[1])}&model={DEFAULT_MODEL}"
+                                   + ("&present=1" if present else ""))
+    open_tab(page, "Minimal pairs")
+    page.get_by_role("button", name="Reveal the model's answer").wait_for(timeout=60_000)
+    reveal(page)
+    wait_for_figure(page, "contrast_minimal_pair")
+    page.locator(".st-key-contrast_minimal_pair").scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    name = f"why_{'present' if present else 'normal'}_1280x720_minimal_pair"
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    screenshot(page, ARTIFACTS / f"{name}_page.png")
+    ticks = page.locator(".st-key-contrast_minimal_pair .xaxislayer-above text").all_text_contents()
+    assert "are (6)" in ticks and "is (6)" in ticks, ticks  # bold, orange: the differing token
+    assert not overlaps(page), overlaps(page)
+    assert page.locator(EXCEPTION).count() == 0
