@@ -1,4 +1,5 @@
-"""Latency of each Beyond-attention view (data + figure) on minilm-english, and of its model runs against transformers.
+"""Latency of each Beyond-attention and Why-this-word view (data + figure) on minilm-english, and of its model runs
+against transformers.
 
 Every view is timed from a cached trace, as the page computes it: explore.from_trace(data function) and its
 figure builder. Where transformers can do the same model work (a forward with heads zeroed, the leave-one-out
@@ -7,7 +8,13 @@ vocabulary), both run alternately in the same process with the same weights and 
 ours / transformers is printed (goal: <= 1.0). Goal per view: < 1.5 s at
 32 tokens. transformers 5 has no head_mask argument: its heads are zeroed by a hook on BertSelfAttention.
 
-    python bench/explain_latency.py [--repeats 15] [--threads 1] [--lengths 32 64]
+Pseudo-log-likelihood of a 15-token sentence (goal < 0.5 s on one thread), ours against transformers running the
+same masked copies in one batch. Activation patching (`--patching-tokens`, default 16): the full grids of a clean/corrupted pair, ours batched per
+layer and starting at the patched layer, against transformers running every patched input in full with a forward
+hook that puts the clean state back (one batch of T inputs per layer, as TransformerLens would). Goal: the
+layers × positions grid < 3 s on one thread at 16 tokens.
+
+    python bench/explain_latency.py [--repeats 15] [--threads 1] [--lengths 32 64] [--patching-tokens 16]
 """
 
 from __future__ import annotations
@@ -23,14 +30,15 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bertviz_lite import figures
-from bertviz_lite.inspection import (
+from bertviz_lite.inspection import (  # noqa: E402
     attribution,
     explore,
-    views,  # noqa: E402
+    patching,
+    views,
 )
 from bertviz_lite.loading.pretrained import ENGLISH, load  # noqa: E402
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
-from tests.reference import zero_heads_hooks  # noqa: E402
+from tests.reference import restore_hidden_hook, zero_heads_hooks  # noqa: E402
 
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
          "and children play near the old river bank on a warm summer afternoon").split()
@@ -127,11 +135,146 @@ def transformers_pairs(model, tokenizer, reference, inputs: dict, position: int)
     }
 
 
+def patching_pair(tokenizer, num_tokens: int) -> tuple[str, str, str, str]:
+    """A clean/corrupted pair of num_tokens tokens each (specials included) differing in the subject, with a [MASK]."""
+    filler = [WORDS[i % len(WORDS)] for i in range(max(0, num_tokens - 10))]
+    clean = " ".join([*filler, "and", "paris", "is", "the", "capital", "of", "[MASK]", "."])
+    corrupted = clean.replace("paris", "rome", 1)
+    lengths = {len(tokenizer.encode_pair(text, None)) for text in (clean, corrupted)}
+    if lengths != {num_tokens}:
+        raise ValueError(f"the patching pair has {lengths} tokens, not {num_tokens}")
+    return clean, corrupted, "france", "italy"
+
+
+def hf_patching_grid(reference, clean_ids, corrupted_ids, position: int, pair: list[int]) -> list:
+    """The layers × positions grid with transformers: per layer, T full runs, row p restoring position p by a hook."""
+    length = clean_ids.shape[1]
+    with torch.inference_mode():
+        clean_states = reference.bert(input_ids=clean_ids, output_hidden_states=True).hidden_states
+        rows = []
+        for layer in range(reference.config.num_hidden_layers + 1):
+            hook = restore_hidden_hook(reference, layer, torch.eye(length, dtype=torch.bool), clean_states[layer])
+            try:
+                hidden = reference.bert(input_ids=corrupted_ids.expand(length, -1)).last_hidden_state[:, position]
+            finally:
+                hook.remove()
+            logits = reference.cls.predictions(hidden)[:, pair]  # the head on the explained position only, as ours
+            rows.append(logits[:, 0] - logits[:, 1])
+    return rows
+
+
+def hf_head_grid(reference, clean_ids, corrupted_ids, position: int, pair: list[int]) -> list:
+    """The layers × heads grid with transformers: per layer, nh full runs, row h restoring head h's context."""
+    config = reference.config
+    heads, size = config.num_attention_heads, config.hidden_size // config.num_attention_heads
+    clean_context = {}
+
+    def keep(layer):
+        def hook(module, args, output):
+            clean_context[layer] = output[0]
+        return hook
+
+    def restore(select, layer):
+        def hook(module, args, output):
+            return (torch.where(select, clean_context[layer], output[0]), *output[1:])
+        return hook
+
+    attention = [layer.attention.self for layer in reference.bert.encoder.layer]
+    select = torch.zeros(heads, 1, config.hidden_size, dtype=torch.bool)
+    for head in range(heads):
+        select[head, :, head * size : (head + 1) * size] = True
+    rows = []
+    with torch.inference_mode():
+        handles = [module.register_forward_hook(keep(i)) for i, module in enumerate(attention)]
+        reference.bert(input_ids=clean_ids)
+        for handle in handles:
+            handle.remove()
+        for layer, module in enumerate(attention):
+            handle = module.register_forward_hook(restore(select, layer))
+            try:
+                hidden = reference.bert(input_ids=corrupted_ids.expand(heads, -1)).last_hidden_state[:, position]
+            finally:
+                handle.remove()
+            logits = reference.cls.predictions(hidden)[:, pair]
+            rows.append(logits[:, 0] - logits[:, 1])
+    return rows
+
+
+def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int) -> float:
+    """Print the patching views' latency and our grids against transformers'; returns the residual grid's ms."""
+    clean, corrupted, target, foil = patching_pair(tokenizer, num_tokens)
+    ids = [tokenizer.encode_pair(text, None).to_tensors()["input_ids"] for text in (clean, corrupted)]
+    position = tokenizer.encode_pair(clean, None).tokens.index("[MASK]")
+    pair = tokenizer.convert_tokens_to_ids([target, foil])
+    chosen = attribution.Target(position, *pair)
+    trace = explore.trace_pair(model, tokenizer, clean, corrupted)
+    print(f"patching: {num_tokens} tokens, {model.config.num_hidden_layers} layers, {clean!r} / {corrupted!r}")
+    for site in patching.SITES if num_tokens <= views.contrast.MAX_PATCHING_TOKENS else ():  # the page refuses more
+        call = lambda site=site: figures.patching_heatmap(explore.from_trace(  # noqa: E731
+            views.activation_patching, trace, text_a=clean, text_b=corrupted, target=target, foil=foil, site=site))
+        print(f"  view  patching grid, {site:<30s} {median_ms(call, repeats):8.1f} ms")
+    for name, data, figure in (("contrast layer by layer", views.contrast_lens, figures.contrast_lens_figure),
+                               ("contrast attribution (LOO + IG 32)", views.contrast_attribution,
+                                figures.attribution_figure)):
+        call = lambda data=data, figure=figure: figure(  # noqa: E731
+            explore.from_trace(data, trace, text_a=clean, target=target, foil=foil))
+        print(f"  view  {name:<44s} {median_ms(call, repeats):8.1f} ms")
+
+    def ours(site):
+        return lambda: patching.patching_grid(model, patching.record_run(model, ids[0]), patching.record_run(model, ids[1]),
+                                              site, chosen)  # fmt: skip
+    # Same numbers first: our grid and transformers' hooked runs agree.
+    theirs = torch.stack(hf_patching_grid(reference, *ids, position, pair)).numpy()
+    print(f"  residual grid, largest |ours − transformers| = {abs(ours('residual')() - theirs).max():.2e}")
+    results = {}
+    for name, site, hf in (("layers × positions (residual stream)", "residual", hf_patching_grid),
+                           ("layers × heads (head outputs)", "head", hf_head_grid)):
+        ours_ms, theirs_ms = interleaved_medians(ours(site), lambda hf=hf: hf(reference, *ids, position, pair), repeats)
+        results[site] = ours_ms
+        print(f"  model patching grid, {name:<40s} ours={ours_ms:8.1f} ms transformers={theirs_ms:8.1f} ms "
+              f"ratio={ours_ms / theirs_ms:.3f}")
+    print(f"  residual grid at {num_tokens} tokens: {results['residual']:.0f} ms (goal < 3000 ms)")
+    return results["residual"]
+
+
+PLL_SENTENCE = "the keys to the cabinet in the hall are on the table."  # 15 tokens with [CLS] and [SEP]
+
+
+def pll_rows(model, tokenizer, reference, repeats: int) -> float:
+    """Print the pseudo-log-likelihood's latency, ours against transformers masking the same copies; returns ours (ms)."""
+    from bertviz_lite.inspection.minimal_pairs import pseudo_log_likelihood
+
+    encoding = tokenizer.encode_pair(PLL_SENTENCE, None)
+    ids = encoding.to_tensors()["input_ids"]
+    positions = torch.arange(1, ids.shape[1] - 1)
+    masked = ids.repeat(len(positions), 1)
+    masked[torch.arange(len(positions)), positions] = tokenizer.mask_token_id
+
+    def theirs() -> float:
+        with torch.inference_mode():
+            logits = reference(input_ids=masked, token_type_ids=torch.zeros_like(masked)).prediction_logits
+            picked = logits[torch.arange(len(positions)), positions].double().log_softmax(-1)
+            return float(picked[torch.arange(len(positions)), ids[0, positions]].sum())
+
+    ours_value, theirs_value = pseudo_log_likelihood(model, tokenizer, PLL_SENTENCE), theirs()
+    print(f"pseudo-log-likelihood: {len(encoding)} tokens, {PLL_SENTENCE!r}: ours {ours_value:.4f}, "
+          f"transformers {theirs_value:.4f}")
+    ours_ms, theirs_ms = interleaved_medians(lambda: pseudo_log_likelihood(model, tokenizer, PLL_SENTENCE), theirs,
+                                             repeats)  # fmt: skip
+    print(f"  model pseudo-log-likelihood ({len(positions)} masked copies)        ours={ours_ms:8.1f} ms "
+          f"transformers={theirs_ms:8.1f} ms ratio={ours_ms / theirs_ms:.3f} (goal < 500 ms)")
+    view = lambda: figures.pair_likelihood_figure(views.pair_likelihood(model, tokenizer, PLL_SENTENCE,  # noqa: E731
+                                                                       PLL_SENTENCE.replace(" are ", " is ")))
+    print(f"  view  minimal pair (two sentences' PLL + figure)  {median_ms(view, repeats):8.1f} ms")
+    return ours_ms
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--threads", type=int, default=1, help="the app's default (BERTVIZ_LITE_THREADS) is 1")
-    parser.add_argument("--lengths", type=int, nargs="+", default=[32, 64])
+    parser.add_argument("--lengths", type=int, nargs="*", default=[32, 64])
+    parser.add_argument("--patching-tokens", type=int, nargs="*", default=[16])
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
@@ -171,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             for hook in hooks:
                 hook.remove()
+    for num_tokens in args.patching_tokens:
+        patching_rows(model, tokenizer, reference, num_tokens, args.repeats)
+    pll_rows(model, tokenizer, reference, args.repeats)
     print(f"worst_ratio={worst_ratio:.3f}")
     return 0
 

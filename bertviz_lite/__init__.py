@@ -10,6 +10,8 @@ The package is a house of rooms, each a sub-package, importing only from the roo
 → server → runs. This file only names the public entry points.
 """
 
+from bertviz_lite.inspection.minimal_pairs import pseudo_log_likelihood
+from bertviz_lite.inspection.patching import patched_logits
 from bertviz_lite.loading.pretrained import load
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.modeling import BertForPreTraining, BertModel
@@ -28,4 +30,6 @@ __all__ = [
     "LayerAttention",
     "load",
     "mask_tokens",
+    "patched_logits",
+    "pseudo_log_likelihood",
 ]

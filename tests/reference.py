@@ -1,12 +1,14 @@
-"""transformers as the reference for a head knock-out: its BERT dropped `head_mask`, so heads are zeroed by hooks.
+"""transformers as the reference where it has no argument for the job: forward hooks zero heads or patch activations.
 
-Used by tests/test_head_mask.py, and by bench/explain_latency.py as the same reference.
+Its BERT dropped `head_mask`, so heads are zeroed by hooks; activation patching restores a hidden state by a hook.
+Used by tests/test_head_mask.py and tests/test_patching.py, and by bench/explain_latency.py as the same reference.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+import torch
 from torch import nn
 
 
@@ -30,3 +32,18 @@ def zero_heads_hooks(reference: nn.Module, knocked: Iterable[tuple[int, int]]) -
 
     layers = reference.bert.encoder.layer
     return [layer.attention.self.register_forward_hook(hook_for(index)) for index, layer in enumerate(layers)]
+
+
+def restore_hidden_hook(reference: nn.Module, layer: int, select: torch.Tensor, clean_hidden: torch.Tensor):
+    """A forward hook that puts clean_hidden (1 or B, T, H) back where select (B, T) is True, after `layer`.
+
+    Layer 0 is the embedding output (hooked on `bert.embeddings`), layer l the output of `bert.encoder.layer[l-1]`:
+    activation patching as TransformerLens does it, on transformers' BertForPreTraining. Returns the handle.
+    """
+    def hook(module, args, output):
+        hidden = output[0] if isinstance(output, tuple) else output
+        hidden = torch.where(select[..., None], clean_hidden, hidden)
+        return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
+
+    module = reference.bert.embeddings if layer == 0 else reference.bert.encoder.layer[layer - 1]
+    return module.register_forward_hook(hook)

@@ -39,3 +39,13 @@ def test_clamp_index_to_the_model_and_empty_links():
 def test_a_long_sentence_is_cut_in_the_link_too():
     query = share.query_for(share.SharedState(text_a="word " * 5000, text_b="short"))
     assert len(query["a"]) == share.MAX_TEXT and query["b"] == "short"
+
+
+def test_the_candidate_words_of_why_this_word_travel_in_a_link_cut_to_a_word():
+    state = share.parse_query({"a": "Paris is the capital of [MASK].", "target": "france", "foil": "x" * 80},
+                              MODELS, "minilm-english")
+    assert state.target == "france" and state.foil == "x" * share.MAX_WORD
+    assert "The foil word in the link was 80 characters long; it is cut to 50." in state.notes
+    link = share.share_link("http://host:8501", "why_this_word", state)
+    back = share.parse_query({k: v[0] for k, v in parse_qs(urlparse(link).query).items()}, MODELS, "minilm-english")
+    assert (back.text_a, back.target, back.foil) == (state.text_a, "france", state.foil)

@@ -2,7 +2,8 @@
 
 Torch and numpy in, numpy out; no Streamlit. Shapes: L layers, nh heads, T tokens, H hidden size, hd head size,
 N a batch of variants of one input. The explained quantity ("target") is a log-probability: of one token at
-one MLM position, or of IsNext from the NSP head.
+one MLM position, or of IsNext from the NSP head; or a contrast: logit(token) − logit(foil) at one MLM position
+("why *he* rather than *she*?"), which equals log P(token) − log P(foil).
 """
 
 from __future__ import annotations
@@ -25,14 +26,20 @@ MAX_BATCH_TOKENS = 2048  # tokens per batch of IG points or leave-one-out copies
 
 @dataclass(frozen=True)
 class Target:
-    """What is explained: log P(token_id) at an MLM position, or log P(IsNext) when position is None."""
+    """What is explained: log P(token_id) at an MLM position, or log P(IsNext) when position is None.
+
+    With a foil_id, the contrast logit(token_id) − logit(foil_id) at the position instead.
+    """
 
     position: int | None
     token_id: int | None = None
+    foil_id: int | None = None
 
     def __post_init__(self):
         if self.position is not None and self.token_id is None:
             raise ValueError("an MLM target needs the token whose probability is explained")
+        if self.foil_id is not None and (self.position is None or self.foil_id == self.token_id):
+            raise ValueError("a contrast needs an MLM position and two different candidate tokens")
 
 
 # ---------------------------------------------------------------- norm-weighted attention
@@ -85,8 +92,21 @@ def target_scores(model: BertForPreTraining, summed: Tensor, attention_mask: Ten
     hidden = model.bert.encoder(hidden, additive_mask(mask, hidden.dtype))
     if target.position is None:
         return F.log_softmax(model.cls.seq_relationship(model.bert.pooler(hidden)), dim=-1)[:, 0]
-    logits = model.cls.predictions(hidden[:, target.position])
-    return F.log_softmax(logits, dim=-1)[:, target.token_id]
+    return mlm_scores(model, hidden[:, target.position], target)
+
+
+def mlm_scores(model: BertForPreTraining, hidden: Tensor, target: Target) -> Tensor:
+    """An MLM target's score (N,) from the hidden states (N, H) at its position; differentiable.
+
+    A contrast projects onto its two candidates only (the softmax's normaliser cancels in the difference).
+    """
+    head = model.cls.predictions
+    transformed = head.transform(hidden)
+    if target.foil_id is None:
+        return F.log_softmax(F.linear(transformed, head.decoder.weight, head.bias), dim=-1)[:, target.token_id]
+    pair = [target.token_id, target.foil_id]
+    logits = F.linear(transformed, head.decoder.weight[pair], head.bias[pair])  # (N, 2)
+    return logits[:, 0] - logits[:, 1]
 
 
 def _chunks(count: int, tokens: int) -> list[slice]:

@@ -1,6 +1,7 @@
 """Shareable links: the view's state as URL query parameters, and untrusted parameters read back safely.
 
-A lecturer prepares `?a=…&b=…&model=…&layer=…&head=…&step=…&present=1`; anyone who opens it sees the
+A lecturer prepares `?a=…&b=…&model=…&layer=…&head=…&step=…&present=1` (and `target=…&foil=…`, the two
+candidate words of "Why this word"); anyone who opens it sees the
 same pair, model, layer, head, walkthrough step and presentation mode. A URL is typed by strangers, so
 `parse_query` accepts only models the sidebar offers, cuts long text and keeps numbers in range, and
 says in plain sentences what it changed.
@@ -16,7 +17,8 @@ from bertviz_lite.limits import clamp
 
 MAX_TEXT = 2000  # characters of a sentence read from a URL (512 tokens need far fewer)
 MAX_INDEX = 1023  # layer, head and step numbers are clamped to the model later; this only bounds the parse
-QUERY_KEYS = ("a", "b", "model", "layer", "head", "step", "present")
+MAX_WORD = 50  # characters of a candidate word read from a URL
+QUERY_KEYS = ("a", "b", "model", "layer", "head", "step", "present", "target", "foil")
 
 
 @dataclass(frozen=True)
@@ -31,14 +33,16 @@ class SharedState:
     step: int | None = None
     present: bool | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    target: str | None = None  # the candidate word explained, against the foil ("Why this word")
+    foil: str | None = None
 
 
-def _text(value: str | None, name: str, notes: list[str]) -> str | None:
+def _text(value: str | None, name: str, notes: list[str], limit: int = MAX_TEXT) -> str | None:
     if value is None:
         return None
-    if len(value) > MAX_TEXT:
-        notes.append(f"Sentence {name} in the link was {len(value):,} characters long; it is cut to {MAX_TEXT:,}.")
-        return value[:MAX_TEXT]
+    if len(value) > limit:
+        notes.append(f"{name} in the link was {len(value):,} characters long; it is cut to {limit:,}.")
+        return value[:limit]
     return value
 
 
@@ -70,13 +74,15 @@ def parse_query(query: Mapping[str, str], allowed_models: Sequence[str], default
     notes: list[str] = []
     present = query.get("present")
     return SharedState(
-        text_a=_text(query.get("a"), "A", notes),
-        text_b=_text(query.get("b"), "B", notes),
+        text_a=_text(query.get("a"), "Sentence A", notes),
+        text_b=_text(query.get("b"), "Sentence B", notes),
         model=_model(query.get("model"), allowed_models, default_model, notes),
         layer=_index(query.get("layer"), "layer", notes),
         head=_index(query.get("head"), "head", notes),
         step=_index(query.get("step"), "step", notes, low=1),
         present=None if present is None else present.strip().lower() in ("1", "true", "yes", "on"),
+        target=_text(query.get("target"), "The target word", notes, MAX_WORD),
+        foil=_text(query.get("foil"), "The foil word", notes, MAX_WORD),
         notes=tuple(notes),
     )
 
@@ -96,7 +102,8 @@ def query_for(state: SharedState) -> dict[str, str]:
     """
     cut = {key: None if text is None else text[:MAX_TEXT] for key, text in (("a", state.text_a), ("b", state.text_b))}
     values = {"a": cut["a"], "b": cut["b"], "model": state.model, "layer": state.layer,
-              "head": state.head, "step": state.step, "present": "1" if state.present else None}  # fmt: skip
+              "head": state.head, "step": state.step, "present": "1" if state.present else None,
+              "target": state.target and state.target[:MAX_WORD], "foil": state.foil and state.foil[:MAX_WORD]}  # fmt: skip
     return {key: str(value) for key, value in values.items() if value is not None}
 
 

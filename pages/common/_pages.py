@@ -41,6 +41,8 @@ PAGES = (
     PageSpec("pages/explore/5_Beyond_attention.py", "Beyond attention", ":material/troubleshoot:", EXPLORE,
              link_fields=("layer", "head"), index_keys=("beyond_layer", "beyond_head")),
     PageSpec("pages/explore/6_Meaning_in_context.py", "Meaning in context", ":material/translate:", EXPLORE),
+    PageSpec("pages/explore/7_Why_this_word.py", "Why this word", ":material/compare_arrows:", EXPLORE,
+             link_fields=("target", "foil")),
     PageSpec("pages/train/5_Train.py", "Train", ":material/model_training:", TRAIN, url_path="train"),
     PageSpec("pages/train/6_Compare_runs.py", "Compare runs", ":material/compare:", TRAIN, url_path="compare"),
     PageSpec("pages/train/7_Checkpoints.py", "Checkpoints", ":material/inventory_2:", TRAIN, url_path="checkpoints"),

@@ -20,6 +20,7 @@ APPLIED = "_link_applied"
 NOTES = "_link_notes"
 PENDING = "_link_indices"  # layer/head from a link, checked against the model once it is loaded
 LAYER, HEAD, STEP, PRESENT = "attn_layer", "attn_head", "walk_step", "present"
+WORD_KEYS = {"target": "contrast_target", "foil": "contrast_foil"}  # the Why-this-word page's candidate widgets
 ALL_HEADS = -1  # the Beyond attention page's "all heads", which a link leaves out
 
 
@@ -43,7 +44,8 @@ def shareable_models() -> list[str]:
 def _set_state(linked: share.SharedState) -> None:
     state = st.session_state
     for key, value in (("sentence_a", linked.text_a), ("sentence_b", linked.text_b),
-                       ("model_picker", linked.model), (PRESENT, linked.present)):  # fmt: skip
+                       ("model_picker", linked.model), (PRESENT, linked.present),
+                       (WORD_KEYS["target"], linked.target), (WORD_KEYS["foil"], linked.foil)):  # fmt: skip
         if value is not None:
             state[key] = value
     if linked.step is not None:
@@ -104,6 +106,7 @@ def current_state(page_path: str) -> share.SharedState:
         text_a=state.get("sentence_a"), text_b=state.get("sentence_b"),
         model=None if model == OTHER_FOLDER else model, layer=field("layer", layer_key), head=field("head", head_key),
         step=field("step", STEP), present=bool(state.get(PRESENT)),
+        target=field("target", WORD_KEYS["target"]) or None, foil=field("foil", WORD_KEYS["foil"]) or None,
     )  # fmt: skip
 
 

@@ -14,6 +14,7 @@ from bertviz_lite.inspection import views
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.inspection.views.predictions import default_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from pages.common._questions import ask
 from pages.common._share import HEAD, LAYER, STEP
 from pages.common._state import clamp_number
 from pages.common._ui import (
@@ -53,28 +54,6 @@ facts = walk.step_facts(ctx.model.config, ctx.tokenizer.vocab_size, trace.num_to
 st.markdown(walk.step_text(current, facts))
 
 
-def _reveal(key: str, signature: str) -> None:
-    st.session_state[f"walk_reveal_{key}"] = (signature, st.session_state.get(f"walk_choice_{key}"))
-
-
-def _ask_again(key: str) -> None:
-    st.session_state.pop(f"walk_reveal_{key}", None)
-
-
-def ask(question: walk.Question, key: str) -> bool:
-    """The question and a Reveal button; once revealed, whether the learner was right. True when revealed."""
-    stored = st.session_state.get(f"walk_reveal_{key}")
-    if stored and stored[0] == question.signature:
-        verdict = walk.check_answer(question, stored[1])
-        box, again = st.columns([6, 1], vertical_alignment="center")
-        (box.success if verdict.correct else box.warning)(verdict.message)
-        again.button("Ask again", key=f"walk_again_{key}", on_click=_ask_again, args=(key,), width="stretch")
-        return True
-    st.radio(f"**Your guess.** {question.prompt}", question.options, index=None, horizontal=True,
-             key=f"walk_choice_{key}")
-    st.button("Reveal the model's answer", key=f"walk_reveal_button_{key}", on_click=_reveal,
-              args=(key, question.signature), type="primary", icon=":material/visibility:")
-    return False
 
 
 def no_head(kind: str) -> None:

@@ -68,18 +68,28 @@ def _needs_head(model: BertForPreTraining, position: int | None) -> None:
         raise ValueError("This model has no trained masked-language-model head, so it predicts no words to explain.")
 
 
-def explained_target(mlm_logits, position: int | None) -> Target:
-    """The model's top prediction at an MLM position (or the NSP decision when position is None)."""
+def explained_target(mlm_logits, position: int | None, token_id: int | None = None,
+                     foil_id: int | None = None) -> Target:  # fmt: skip
+    """The model's top prediction at an MLM position (or the NSP decision when position is None).
+
+    token_id / foil_id: explain that token instead, or the contrast logit(token_id) − logit(foil_id).
+    """
     if position is None:
         return Target(None)
-    return Target(position, int(np.argmax(np.asarray(mlm_logits)[position])))
+    if token_id is None:
+        token_id = int(np.argmax(np.asarray(mlm_logits)[position]))
+    return Target(position, token_id, foil_id)
 
 
 def target_label(tokenizer: BertTokenizer, target: Target) -> str:
-    """"log P(IsNext)" or "log P('capital') at position 4"."""
+    """"log P(IsNext)", "log P('capital') at position 4" or "logit('he') − logit('she') at position 4"."""
     if target.position is None:
         return "log P(IsNext)"
-    return f"log P({tokenizer.convert_ids_to_tokens([target.token_id])[0]!r}) at position {target.position}"
+    token = tokenizer.convert_ids_to_tokens([target.token_id])[0]
+    if target.foil_id is not None:
+        foil = tokenizer.convert_ids_to_tokens([target.foil_id])[0]
+        return f"logit({token!r}) − logit({foil!r}) at position {target.position}"
+    return f"log P({token!r}) at position {target.position}"
 
 
 def _inputs(input_ids, segments) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -134,17 +144,19 @@ def _attention_scores(attentions, values, model: BertForPreTraining, row: int) -
 
 
 def token_attribution(model: BertForPreTraining, tokenizer: BertTokenizer, input_ids, segments, tokens: Sequence[str], attentions,
-                      values, mlm_logits, position: int | None = None, steps: int = 32) -> Attribution:  # fmt: skip
+                      values, mlm_logits, position: int | None = None, steps: int = 32, token_id: int | None = None,
+                      foil_id: int | None = None) -> Attribution:  # fmt: skip
     """Leave-one-out ([MASK] in place of each token, the model run again) against attention, rollout, norms and gradients.
 
     Integrated gradients run on the summed input embeddings from a baseline with every token [MASK]
-    (positions and segments kept), over `steps` trapezoid intervals.
+    (positions and segments kept), over `steps` trapezoid intervals. The explained quantity is the top
+    prediction's log-probability, token_id's, or with a foil_id the contrast logit(token_id) − logit(foil_id).
     """
     _needs_head(model, position)
     if len(tokens) > MAX_ATTRIBUTION_TOKENS:
         raise ValueError(f"Attribution runs the model once per token, so it takes at most {MAX_ATTRIBUTION_TOKENS} "
                          f"tokens; this input has {len(tokens)}. Lower the max length or shorten the sentences.")
-    target = explained_target(mlm_logits, position)
+    target = explained_target(mlm_logits, position, token_id, foil_id)
     ids, segment_ids, mask = _inputs(input_ids, segments)
     loo, _ = attribution.leave_one_out(model, ids, segment_ids, mask, target, tokenizer.mask_token_id)
     baseline = torch.full_like(ids, tokenizer.mask_token_id)
@@ -213,6 +225,11 @@ def head_knockout(model: BertForPreTraining, tokenizer: BertTokenizer, input_ids
 # ---------------------------------------------------------------- logit lens
 
 
+def layer_names(num_layers: int) -> list[str]:
+    """The hidden states' names: "embeddings", "after layer 0", … (layers counted from 0, as on the Attention page)."""
+    return ["embeddings", *(f"after layer {i}" for i in range(num_layers))]
+
+
 @dataclass(frozen=True)
 class LogitLens:
     """The output head applied to every layer's hidden state: its top predictions and the final answer's probability."""
@@ -234,14 +251,17 @@ class LogitLens:
 
 
 @torch.no_grad()
-def _layer_probabilities(model: BertForPreTraining, hidden_states, position: int | None) -> np.ndarray:
-    """[L + 1, V] MLM probabilities at position, or [L + 1, 2] NSP probabilities, from each layer's hidden state."""
+def layer_logits(model: BertForPreTraining, hidden_states, position: int | None) -> torch.Tensor:
+    """[L + 1, V] MLM logits at position, or [L + 1, 2] NSP logits, from each layer's hidden state [L + 1, T, H]."""
     hidden = torch.as_tensor(np.asarray(hidden_states), dtype=torch.float32)  # [L + 1, T, H]
     if position is None:
-        logits = model.cls.seq_relationship(model.bert.pooler(hidden))
-    else:
-        logits = model.cls.predictions(hidden[:, position])
-    return logits.softmax(-1).double().numpy()
+        return model.cls.seq_relationship(model.bert.pooler(hidden))
+    return model.cls.predictions(hidden[:, position])
+
+
+def _layer_probabilities(model: BertForPreTraining, hidden_states, position: int | None) -> np.ndarray:
+    """[L + 1, V] MLM probabilities at position, or [L + 1, 2] NSP probabilities, from each layer's hidden state."""
+    return layer_logits(model, hidden_states, position).softmax(-1).double().numpy()
 
 
 def logit_lens(model: BertForPreTraining, tokenizer: BertTokenizer, hidden_states, position: int | None = None,
@@ -253,6 +273,5 @@ def logit_lens(model: BertForPreTraining, tokenizer: BertTokenizer, hidden_state
     names = NSP_LABELS if position is None else None
     top_tokens = [[names[i] for i in row] if names else tokenizer.convert_ids_to_tokens(row.tolist()) for row in top]
     answer = int(top[-1, 0])
-    layers = ["embeddings", *(f"after layer {i}" for i in range(probs.shape[0] - 1))]
-    return LogitLens(layers, top_tokens, np.take_along_axis(probs, top, axis=-1), top_tokens[-1][0], probs[:, answer],
+    return LogitLens(layer_names(probs.shape[0] - 1), top_tokens, np.take_along_axis(probs, top, axis=-1), top_tokens[-1][0], probs[:, answer],
                      position)

@@ -54,6 +54,12 @@ BEYOND_ATTENTION_TABS = (
     ViewTab("Head knock-out"),
     ViewTab("Layer by layer"),
 )
+# The Why this word page (pages/explore/7_Why_this_word.py).
+WHY_THIS_WORD_TABS = (
+    ViewTab("Minimal pairs"),
+    ViewTab("Contrastive prediction"),
+    ViewTab("Activation patching"),
+)
 
 
 def titles(tabs: tuple[ViewTab, ...]) -> list[str]:
