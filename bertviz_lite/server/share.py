@@ -1,7 +1,7 @@
 """Shareable links: the view's state as URL query parameters, and untrusted parameters read back safely.
 
-A lecturer prepares `?a=…&b=…&model=…&layer=…&head=…&step=…&present=1`; anyone who opens it sees the
-same pair, model, layer, head, walkthrough step and presentation mode. A URL is typed by strangers, so
+A lecturer prepares `?a=…&b=…&model=…&layer=…&head=…&filter=…&tab=…&step=…&present=1`; anyone who opens it
+sees the same pair, model, layer, head, sentence filter, open tab, walkthrough step and presentation mode. A URL is typed by strangers, so
 `parse_query` accepts only models the sidebar offers, cuts long text and keeps numbers in range, and
 says in plain sentences what it changed.
 """
@@ -12,11 +12,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
+from bertviz_lite.inspection.analysis import SENTENCE_FILTERS
+from bertviz_lite.inspection.views.tabs import ALL_TABS
 from bertviz_lite.limits import clamp
 
 MAX_TEXT = 2000  # characters of a sentence read from a URL (512 tokens need far fewer)
 MAX_INDEX = 1023  # layer, head and step numbers are clamped to the model later; this only bounds the parse
-QUERY_KEYS = ("a", "b", "model", "layer", "head", "step", "present")
+QUERY_KEYS = ("a", "b", "model", "layer", "head", "filter", "tab", "step", "present")
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,8 @@ class SharedState:
     model: str | None = None
     layer: int | None = None
     head: int | None = None
+    which: str | None = None  # the sentence filter (query → key): All, A→A, A→B, B→A, B→B
+    tab: str | None = None  # the open tab's title (views/tabs.py)
     step: int | None = None
     present: bool | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -65,6 +69,13 @@ def _model(value: str | None, allowed: Sequence[str], default: str, notes: list[
     return default
 
 
+def _choice(value: str | None, name: str, allowed: Sequence[str], notes: list[str]) -> str | None:
+    if value is None or value in allowed:
+        return value
+    notes.append(f"The link's {name} ({value[:40]!r}) is not one of {', '.join(allowed)}, so it is ignored.")
+    return None
+
+
 def parse_query(query: Mapping[str, str], allowed_models: Sequence[str], default_model: str) -> SharedState:
     """Validated state from URL query parameters (a mapping of str to str), with notes on what was changed."""
     notes: list[str] = []
@@ -75,6 +86,8 @@ def parse_query(query: Mapping[str, str], allowed_models: Sequence[str], default
         model=_model(query.get("model"), allowed_models, default_model, notes),
         layer=_index(query.get("layer"), "layer", notes),
         head=_index(query.get("head"), "head", notes),
+        which=_choice(query.get("filter"), "sentence filter", SENTENCE_FILTERS, notes),
+        tab=_choice(query.get("tab"), "tab", [tab.title for tab in ALL_TABS], notes),
         step=_index(query.get("step"), "step", notes, low=1),
         present=None if present is None else present.strip().lower() in ("1", "true", "yes", "on"),
         notes=tuple(notes),
@@ -95,8 +108,9 @@ def query_for(state: SharedState) -> dict[str, str]:
     Sentences are cut to MAX_TEXT, as parse_query would cut them: a pasted book must not make a 100 kB URL.
     """
     cut = {key: None if text is None else text[:MAX_TEXT] for key, text in (("a", state.text_a), ("b", state.text_b))}
-    values = {"a": cut["a"], "b": cut["b"], "model": state.model, "layer": state.layer,
-              "head": state.head, "step": state.step, "present": "1" if state.present else None}  # fmt: skip
+    values = {"a": cut["a"], "b": cut["b"], "model": state.model, "layer": state.layer, "head": state.head,
+              "filter": state.which, "tab": state.tab, "step": state.step,
+              "present": "1" if state.present else None}  # fmt: skip
     return {key: str(value) for key, value in values.items() if value is not None}
 
 

@@ -48,6 +48,11 @@ def _set_state(linked: share.SharedState) -> None:
             state[key] = value
     if linked.step is not None:
         state[STEP] = walkthrough.clamp_step(linked.step)
+    for page in PAGES:  # a tab and a filter go to every page that has them (the link does not say which page)
+        if page.tab_key and linked.tab in {tab.title for tab in page.tabs}:
+            state[page.tab_key] = linked.tab
+        if page.filter_key and linked.which is not None:
+            state[page.filter_key] = linked.which
     pairs = [(LAYER, HEAD), *(page.index_keys for page in PAGES if page.index_keys)]
     indices = {key: value for layer_key, head_key in pairs
                for key, value in ((layer_key, linked.layer), (head_key, linked.head)) if value is not None}  # fmt: skip
@@ -95,14 +100,16 @@ def current_state(page_path: str) -> share.SharedState:
     fields = page_fields(page_path)
     model = state.get("model_picker", DEFAULT_MODEL)
     layer_key, head_key = index_keys(page_path)
+    page = by_url_path(page_path)
 
-    def field(name: str, key: str):
-        value = state.get(key) if name in fields else None
+    def field(name: str, key: str | None):
+        value = state.get(key) if name in fields and key else None
         return None if value == ALL_HEADS and name == "head" else value
 
     return share.SharedState(
         text_a=state.get("sentence_a"), text_b=state.get("sentence_b"),
         model=None if model == OTHER_FOLDER else model, layer=field("layer", layer_key), head=field("head", head_key),
+        which=field("filter", page and page.filter_key), tab=field("tab", page and page.tab_key),
         step=field("step", STEP), present=bool(state.get(PRESENT)),
     )  # fmt: skip
 
@@ -125,6 +132,7 @@ def link_control(page_path: str) -> None:
     link = share.share_link(base or "http://localhost:8501", page_path, current_state(page_path))
     with st.sidebar.expander("Copy link to this view", icon=":material/link:"):
         st.code(link, language=None, wrap_lines=True)
-        st.caption("Opens this page with the same pair, model, layer, head, step and presentation mode."
+        st.caption("Opens this page with the same pair, model, layer, head, sentence filter, tab, step and "
+                   "presentation mode."
                    + (" A model typed as a folder is not part of the link." if
                       st.session_state.get("model_picker") == OTHER_FOLDER else ""))

@@ -13,18 +13,19 @@ import streamlit as st
 from bertviz_lite import figures
 from bertviz_lite.figures.style import readable
 from bertviz_lite.inspection import analysis, explore
-from bertviz_lite.inspection.views.tabs import ViewTab
+from bertviz_lite.inspection.views.tabs import ViewTab, glossary
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.server import access, settings
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 from pages.common._share import PRESENT, clamp_linked_indices
 from pages.common._sidebar import Inputs, current_inputs
-from pages.common._state import keep_choice
+from pages.common._state import KEEP, keep_choice
 
 LOAD_ERRORS = (ValueError, OSError)
 THREADS_PROBLEM = settings.use_app_threads()  # once per process: BERTVIZ_LITE_THREADS (default 1)
 T = TypeVar("T")
+KEPT_TAB = "_kept_"  # prefix of the plain key that remembers a page's open tab
 # Presentation mode: a compact header (smaller titles, less space above them, captions hidden) and larger token chips.
 PRESENT_CSS = """<style>
 [data-testid="stMainBlockContainer"] {padding-top: 3.4rem; padding-bottom: 2rem;}
@@ -169,6 +170,30 @@ def show_figure(fig: go.Figure, name: str, frame: pd.DataFrame | Callable[[], pd
     return event
 
 
+def declared_tabs(declared: Sequence[ViewTab], key: str) -> dict:
+    """The page's st.tabs by title, the open one kept across page visits, its one line on top in presentation mode.
+
+    st.tabs has no persist_state: the open tab is copied to a plain key, which brings it back after a visit.
+    """
+    state, kept = st.session_state, f"{KEPT_TAB}{key}"
+    if key not in state and kept in state:
+        state[key] = state[kept]
+    titles = [tab.title for tab in declared]
+    tabs = dict(zip(titles, st.tabs(titles, key=key, on_change="rerun"), strict=True))
+    state[kept] = state.get(key, titles[0])
+    for tab in declared:
+        if tabs[tab.title].open:
+            with tabs[tab.title]:
+                about(tab)
+    return tabs
+
+
+def about(tab: ViewTab) -> None:
+    """In presentation mode, the view's one plain line, with its symbols explained on hover."""
+    if is_present() and tab.about:
+        st.markdown(tab.about, help=glossary(tab) or None)
+
+
 def show_declared_tabs(declared: Sequence[ViewTab], tabs: dict, inputs: Inputs, masked: tuple[int, ...] = (),
                        **picks) -> None:
     """Draw the open one of the tabs declared with a data function and a builder (views/tabs.py): figure + CSV.
@@ -233,7 +258,7 @@ def head_pickers(prefix: str, has_sentence_b: bool, layers: int, heads: Sequence
     keep_choice(f"{prefix}_head", heads, default_head)
     pick_filter, pick_layer, pick_head = st.columns([2, 1, 1])
     which = pick_filter.segmented_control("Sentences (query → key)", filters, default="All",
-                                          key=f"{prefix}_filter") or "All"  # fmt: skip
-    layer = pick_layer.selectbox("Layer", range(layers), key=f"{prefix}_layer")
-    head = pick_head.selectbox("Head", heads, key=f"{prefix}_head", format_func=head_label)
+                                          key=f"{prefix}_filter", persist_state=KEEP) or "All"  # fmt: skip
+    layer = pick_layer.selectbox("Layer", range(layers), key=f"{prefix}_layer", persist_state=KEEP)
+    head = pick_head.selectbox("Head", heads, key=f"{prefix}_head", format_func=head_label, persist_state=KEEP)
     return which, layer, head

@@ -9,7 +9,7 @@ from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.inspection.views.predictions import default_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages.common._share import HEAD, LAYER, STEP
-from pages.common._state import clamp_number
+from pages.common._state import KEEP, clamp_number
 from pages.common._ui import (
     load_context,
     on_tile_click,
@@ -102,8 +102,8 @@ def step_one_head() -> None:
         data = view(walk.one_head_data, ctx.inputs, masked, layer=layer, head=head, query_index=target)
         show_figure(one_head_figure(data), "walk_one_head", frame=data.to_frame)
     pick_layer, pick_head, _ = st.columns([1, 1, 4])
-    pick_layer.selectbox("Layer", range(num_layers), index=num_layers // 2, key=LAYER)
-    pick_head.selectbox("Head", range(num_heads), index=0, key=HEAD)
+    pick_layer.selectbox("Layer", range(num_layers), index=num_layers // 2, key=LAYER, persist_state=KEEP)
+    pick_head.selectbox("Head", range(num_heads), index=0, key=HEAD, persist_state=KEEP)
 
 
 def _open_head(layer: int, head: int) -> None:

@@ -4,6 +4,7 @@ import streamlit as st
 
 from bertviz_lite.figures import token_chip_html
 from bertviz_lite.inspection import views
+from pages.common._state import KEEP
 from pages.common._ui import load_context, show_table
 
 ctx = load_context()
@@ -23,8 +24,8 @@ st.caption(
     "80% of the time, a random token 10%, and stays as it is 10%. The model must predict the original (the MLM label)."
 )
 left, right, button = st.columns([3, 2, 1], vertical_alignment="bottom")
-mask_prob = left.slider("Probability of choosing a token", 0.05, 0.95, 0.15, 0.05, key="mask_prob")
-right.number_input("Seed", min_value=0, value=0, step=1, key="mask_seed")
+mask_prob = left.slider("Probability of choosing a token", 0.05, 0.95, 0.15, 0.05, key="mask_prob", persist_state=KEEP)
+right.number_input("Seed", min_value=0, value=0, step=1, key="mask_seed", persist_state=KEEP)
 
 
 def _resample() -> None:

@@ -5,7 +5,7 @@ import streamlit as st
 from bertviz_lite import figures
 from bertviz_lite.inspection import analysis, views
 from bertviz_lite.inspection.explore import EMBEDDING_NAMES
-from pages.common._state import clamp_number, keep_choice
+from pages.common._state import KEEP, clamp_number, keep_choice
 from pages.common._ui import load_context, show_figure, trace_for, view
 
 WINDOW = 64  # tokens per heatmap page: 512 × 384 × 5 cells would be a slow figure
@@ -22,7 +22,7 @@ st.caption(
 start = 0
 if count > WINDOW:
     clamp_number("emb_start", 0, count - WINDOW)
-    start = st.slider(f"First token shown ({WINDOW} at a time)", 0, count - WINDOW, 0, key="emb_start")
+    start = st.slider(f"First token shown ({WINDOW} at a time)", 0, count - WINDOW, 0, key="emb_start", persist_state=KEEP)
 window = view(views.embedding_window, ctx.inputs, start=start, size=WINDOW)
 show_figure(figures.embedding_parts_figure(*window.parts, tokens=window.tokens), "embedding_parts", frame=window.to_frame)
 st.caption(f"Check: largest |sum − (token + position + segment)| = {views.embedding_sum_error(trace.embeddings):.2e}.")
@@ -33,7 +33,7 @@ show_figure(figures.component_norms_bar(norms), "embedding_norms", frame=norms)
 st.subheader("Position embeddings")
 max_positions = ctx.model.config.max_position_embeddings
 clamp_number("emb_positions", 2, max_positions)
-positions = st.number_input("Positions compared", 2, max_positions, min(64, max_positions), key="emb_positions")
+positions = st.number_input("Positions compared", 2, max_positions, min(64, max_positions), key="emb_positions", persist_state=KEEP)
 for column, similarity, name in zip(st.columns(2), views.position_similarity(ctx.model, positions),
                                     ("position_similarity_model", "position_similarity_sinusoidal"), strict=True):
     with column:
@@ -43,7 +43,7 @@ for column, similarity, name in zip(st.columns(2), views.position_similarity(ctx
 st.subheader("Token vectors in 2-D")
 choices = views.vector_choices(ctx.model.config.num_hidden_layers)
 keep_choice("pca_vectors", choices, choices[-1])
-choice = st.selectbox("Vectors", choices, index=len(choices) - 1, key="pca_vectors")
+choice = st.selectbox("Vectors", choices, index=len(choices) - 1, key="pca_vectors", persist_state=KEEP)
 projection = view(views.token_projection, ctx.inputs, choice=choice)
 show_figure(figures.pca_scatter(projection.points, projection.tokens, projection.sentence, title=projection.title),
             "pca", frame=projection.to_frame)

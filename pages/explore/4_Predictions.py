@@ -6,7 +6,7 @@ from bertviz_lite import figures
 from bertviz_lite.inspection import analysis, views
 from bertviz_lite.inspection.views.predictions import default_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
-from pages.common._state import new_input
+from pages.common._state import KEEP, new_input
 from pages.common._ui import load_context, show_figure, switch_model_button, trace_for
 
 ctx = load_context()
@@ -30,8 +30,8 @@ if new_input("pred_mask_input", ctx.inputs):  # new text: positions mean other t
     st.session_state["pred_mask"] = default
 left, right = st.columns([3, 1])
 chosen = left.multiselect("Tokens to mask (or type [MASK] in a sentence)", maskable, default=default,
-                          key="pred_mask", format_func=lambda i: labels[i])
-k = right.number_input("Top k", 1, 30, 10, key="pred_k")
+                          key="pred_mask", persist_state=KEEP, format_func=lambda i: labels[i])
+k = right.number_input("Top k", 1, 30, 10, key="pred_k", persist_state=KEEP)
 trace = trace_for(ctx, chosen)
 
 # Side by side, so both fit a 1280 × 720 screen.

@@ -8,8 +8,9 @@ from bertviz_lite.inspection.views import tabs as declared
 from bertviz_lite.inspection.views.explain import explained_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages.common._share import ALL_HEADS
-from pages.common._state import keep_choice, keep_choices, new_input
+from pages.common._state import KEEP, keep_choice, keep_choices, new_input
 from pages.common._ui import (
+    declared_tabs,
     head_pickers,
     load_context,
     on_tile_click,
@@ -49,7 +50,7 @@ def pick_target(where=st) -> tuple[int | None, tuple[int, ...]] | None:
     if new_input("beyond_target_input", ctx.inputs):  # new text: positions mean other tokens now
         st.session_state["beyond_target"] = default
     keep_choice("beyond_target", options, default)
-    picked = where.selectbox("Explain", options, index=options.index(default), key="beyond_target",
+    picked = where.selectbox("Explain", options, index=options.index(default), key="beyond_target", persist_state=KEEP,
                           format_func=lambda i: "next-sentence decision (NSP)" if i == NSP else f"[MASK] at {labels[i]}")
     position = None if picked == NSP else picked
     return position, explained_masks(encoding, position)
@@ -72,8 +73,7 @@ def _toggle_head(layer: int, head: int) -> None:
 
 
 trace = trace_for(ctx)
-titles = declared.titles(declared.BEYOND_ATTENTION_TABS)
-tabs = dict(zip(titles, st.tabs(titles, key="beyond_view", on_change="rerun"), strict=True))
+tabs = declared_tabs(declared.BEYOND_ATTENTION_TABS, "beyond_view")
 
 if tabs["Norm-weighted attention"].open:
     with tabs["Norm-weighted attention"]:
@@ -105,7 +105,7 @@ if tabs["Attribution"].open:
         target = pick_target(pick)
         if target is not None:
             position, masked = target
-            steps = pick_steps.select_slider("Integrated-gradients steps", [32, 64, 128], value=32, key="beyond_steps")
+            steps = pick_steps.select_slider("Integrated-gradients steps", [32, 64, 128], value=32, key="beyond_steps", persist_state=KEEP)
             with st.spinner("Masking each token in turn and integrating gradients…"):
                 data = shown(views.token_attribution, masked, position=position, steps=steps)
             if data is not None:
@@ -132,7 +132,7 @@ if tabs["Head knock-out"].open:
             names = [attribution.head_name(layer, head) for layer in range(num_layers) for head in range(num_heads)]
             keep_choices("beyond_heads", names)
             chosen = st.multiselect("Heads to knock out (or click tiles in the model view below)", names, default=[],
-                                    key="beyond_heads")
+                                    key="beyond_heads", persist_state=KEEP)
             heads = tuple(sorted(chosen, key=names.index))  # one cache entry per set of heads
             data = shown(views.head_knockout, masked, heads=heads, position=position, k=5)
             if data is not None:
