@@ -25,6 +25,8 @@ from pages.common._state import KEEP, keep_choice
 LOAD_ERRORS = (ValueError, OSError)
 THREADS_PROBLEM = settings.use_app_threads()  # once per process: BERTVIZ_LITE_THREADS (default 1)
 T = TypeVar("T")
+# Presentation mode is a slide of 1280 × 720 (or 1024 × 768): a figure ends by SLIDE_BOTTOM px from the top.
+SLIDE_BOTTOM, SLIDE_TOP = 704, 240
 KEPT_TAB = "_kept_"  # prefix of the plain key that remembers a page's open tab
 # Presentation mode: a compact header (smaller titles, less space above them, captions hidden) and larger token chips.
 PRESENT_CSS = """<style>
@@ -160,12 +162,15 @@ def presentation_style() -> None:
 
 
 def show_figure(fig: go.Figure, name: str, frame: pd.DataFrame | Callable[[], pd.DataFrame], key: str | None = None,
-                **chart_args):  # fmt: skip
+                slide_top: int = SLIDE_TOP, **chart_args):  # fmt: skip
     """st.plotly_chart with readable fonts (larger in presentation mode) and the PNG button, then a CSV button.
 
     key: the chart's widget key when it is not `name` (a new key clears a chart's selection).
+    slide_top: where the figure starts on a 1280 × 720 screen in presentation mode (px from the top); the figure
+    is made short enough for its bottom to show too (the server cannot read the screen: this is the slide's size).
     """
-    event = st.plotly_chart(readable(fig, is_present()), key=key or name, config=plotly_config(name), **chart_args)
+    fig = readable(fig, is_present(), max_height=SLIDE_BOTTOM - slide_top)
+    event = st.plotly_chart(fig, key=key or name, config=plotly_config(name), **chart_args)
     csv_button(frame, name, name)
     return event
 

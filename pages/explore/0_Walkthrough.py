@@ -11,6 +11,7 @@ from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages.common._share import HEAD, LAYER, STEP
 from pages.common._state import KEEP, clamp_number
 from pages.common._ui import (
+    is_present,
     load_context,
     on_tile_click,
     show_figure,
@@ -60,7 +61,7 @@ def ask(question: walk.Question, key: str) -> bool:
     stored = st.session_state.get(f"walk_reveal_{key}")
     if stored and stored[0] == question.signature:
         verdict = walk.check_answer(question, stored[1])
-        box, again = st.columns([6, 1], vertical_alignment="center")
+        box, again = st.columns([5, 1.4], vertical_alignment="center")
         (box.success if verdict.correct else box.warning)(verdict.message)
         again.button("Ask again", key=f"walk_again_{key}", on_click=_ask_again, args=(key,), width="stretch")
         return True
@@ -88,7 +89,8 @@ def step_ids() -> None:
 
 def step_embeddings() -> None:
     window = view(views.embedding_window, ctx.inputs, masked, start=0, size=48)
-    show_figure(embedding_parts_figure(*window.parts, tokens=window.tokens), "walk_embeddings", frame=window.to_frame)
+    show_figure(embedding_parts_figure(*window.parts, tokens=window.tokens), "walk_embeddings", frame=window.to_frame,
+                slide_top=210)
 
 
 def step_one_head() -> None:
@@ -98,10 +100,17 @@ def step_one_head() -> None:
     head = st.session_state.get(HEAD, 0)
     target = 0 if query is None else query
     question = view(walk.attention_question, ctx.inputs, masked, layer=layer, head=head, query=target)
-    if ask(question, "attention"):
+    if is_present():  # a slide: the pickers beside the question, so that they show with the figure
+        pick_layer, pick_head, question_box = st.columns([1, 1, 6], vertical_alignment="bottom")
+    else:
+        question_box = st.container()
+    with question_box:
+        revealed = ask(question, "attention")
+    if revealed:
         data = view(walk.one_head_data, ctx.inputs, masked, layer=layer, head=head, query_index=target)
-        show_figure(one_head_figure(data), "walk_one_head", frame=data.to_frame)
-    pick_layer, pick_head, _ = st.columns([1, 1, 4])
+        show_figure(one_head_figure(data), "walk_one_head", frame=data.to_frame, slide_top=315)
+    if not is_present():
+        pick_layer, pick_head, _ = st.columns([1, 1, 4])
     pick_layer.selectbox("Layer", range(num_layers), index=num_layers // 2, key=LAYER, persist_state=KEEP)
     pick_head.selectbox("Head", range(num_heads), index=0, key=HEAD, persist_state=KEEP)
 
@@ -116,12 +125,12 @@ def step_many_heads() -> None:
     overview = view(views.model_view, ctx.inputs, masked)
     show_figure(model_view_figure(overview, tile_size=min(80, 520 // num_layers)), "walk_model_view",
                 frame=overview.to_frame, on_select=on_tile_click("walk_model_view", num_layers, num_heads, _open_head),
-                selection_mode="points")
+                selection_mode="points", slide_top=235)
 
 
 def step_residual() -> None:
     changes = view(walk.residual_changes, ctx.inputs, masked)
-    show_figure(residual_figure(changes), "walk_residual", frame=changes.to_frame)
+    show_figure(residual_figure(changes), "walk_residual", frame=changes.to_frame, slide_top=235)
 
 
 def step_mlm() -> None:
@@ -133,7 +142,7 @@ def step_mlm() -> None:
     if ask(question, "mlm"):
         top = views.top_predictions(trace.mlm_logits, ctx.tokenizer, query, 10)
         show_figure(topk_bar(top["token"].tolist(), top["probability"], title=views.prediction_title(encoding, query)),
-                    "walk_mlm", frame=top)
+                    "walk_mlm", frame=top, slide_top=285)
 
 
 def step_nsp() -> None:

@@ -4,13 +4,15 @@ import streamlit as st
 
 from bertviz_lite.figures import token_chip_html
 from bertviz_lite.inspection import views
+from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
 from pages.common._state import KEEP
-from pages.common._ui import load_context, show_table
+from pages.common._ui import about, load_context, show_table
 
 ctx = load_context()
 encoding = ctx.encoding
 
 st.header("Tokens")
+about(PAGE_ABOUT["tokens"])  # presentation mode: one plain line on what the page shows
 st.caption(
     "BERT reads [CLS] A [SEP] B [SEP]. Each chip is one WordPiece token; beneath it, its position · segment id "
     "(0 = sentence A, 1 = sentence B). Italic chips starting with ## continue the word before them."

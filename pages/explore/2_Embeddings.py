@@ -5,8 +5,9 @@ import streamlit as st
 from bertviz_lite import figures
 from bertviz_lite.inspection import analysis, views
 from bertviz_lite.inspection.explore import EMBEDDING_NAMES
+from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
 from pages.common._state import KEEP, clamp_number, keep_choice
-from pages.common._ui import load_context, show_figure, trace_for, view
+from pages.common._ui import about, load_context, show_figure, trace_for, view
 
 WINDOW = 64  # tokens per heatmap page: 512 × 384 × 5 cells would be a slow figure
 
@@ -15,6 +16,7 @@ trace = trace_for(ctx)
 count = trace.num_tokens
 
 st.header("Embeddings")
+about(PAGE_ABOUT["embeddings"])  # presentation mode: one plain line on what the page shows
 st.caption(
     "BERT's input vector for each token is the sum of three learned vectors: the token's own embedding, one for "
     "its position and one for its segment (A or B). LayerNorm then rescales each sum to mean 0 and variance 1."
@@ -24,7 +26,8 @@ if count > WINDOW:
     clamp_number("emb_start", 0, count - WINDOW)
     start = st.slider(f"First token shown ({WINDOW} at a time)", 0, count - WINDOW, 0, key="emb_start", persist_state=KEEP)
 window = view(views.embedding_window, ctx.inputs, start=start, size=WINDOW)
-show_figure(figures.embedding_parts_figure(*window.parts, tokens=window.tokens), "embedding_parts", frame=window.to_frame)
+show_figure(figures.embedding_parts_figure(*window.parts, tokens=window.tokens), "embedding_parts", frame=window.to_frame,
+            slide_top=160)
 st.caption(f"Check: largest |sum − (token + position + segment)| = {views.embedding_sum_error(trace.embeddings):.2e}.")
 
 norms = analysis.embedding_component_norms(*(trace.embeddings[n] for n in EMBEDDING_NAMES), tokens=trace.tokens)

@@ -30,8 +30,10 @@ trace = trace_for(ctx)
 num_layers, num_heads, count = trace.attentions.shape[0], trace.attentions.shape[1], trace.num_tokens
 labels = analysis.unique_labels(trace.tokens)
 
-st.header("Attention")
-st.caption(
+# Presentation mode: the title and the pickers share a row, so that the figure's bottom stays on the slide.
+title_box, picker_box = st.columns([1, 4], vertical_alignment="bottom") if is_present() else (st.container(),) * 2
+title_box.header("Attention")
+title_box.caption(
     "Each head turns every token into a query, a key and a value. A query's softmax(q · k / √d) over all keys is "
     "its attention row: how much of each token's value it takes. Rows are queries, columns keys; each row sums to 1."
 )
@@ -39,13 +41,14 @@ if not is_present():  # the compact presentation header keeps the figure above t
     st.page_link("pages/explore/5_Beyond_attention.py", icon=":material/troubleshoot:",
                  label="Weights alone can mislead: weigh them by what each token passes on, and test them against "
                        "ablation, on Beyond attention")  # fmt: skip
-which, layer, head = head_pickers("attn", trace.has_sentence_b, num_layers, range(num_heads))
+with picker_box:
+    which, layer, head = head_pickers("attn", trace.has_sentence_b, num_layers, range(num_heads))
 
 
 def single_head(layer: int, head: int, which: str, name: str, axis_titles: bool = True) -> None:
     block = view(views.attention_map, ctx.inputs, layer=layer, head=head, which=which)
     show_figure(figures.attention_heatmap(block.weights, block.query_tokens, block.key_tokens, block.title,
-                                          axis_titles=axis_titles), name, frame=block.to_frame)
+                                          axis_titles=axis_titles), name, frame=block.to_frame, slide_top=230)
 
 
 def _focus_clicked_token() -> None:

@@ -5,14 +5,16 @@ import streamlit as st
 from bertviz_lite import figures
 from bertviz_lite.inspection import analysis, views
 from bertviz_lite.inspection.views.predictions import default_masks
+from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages.common._state import KEEP, new_input
-from pages.common._ui import load_context, show_figure, switch_model_button, trace_for
+from pages.common._ui import about, load_context, show_figure, switch_model_button, trace_for
 
 ctx = load_context()
 encoding = ctx.encoding
 
 st.header("Predictions")
+about(PAGE_ABOUT["predictions"])  # presentation mode: one plain line on what the page shows
 if not (ctx.model.has_mlm_head or ctx.model.has_nsp_head):
     st.info(
         f"{ctx.inputs.source} is an encoder without BERT's pre-training heads: it was fine-tuned to make sentence "

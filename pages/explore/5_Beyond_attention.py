@@ -12,6 +12,7 @@ from pages.common._state import KEEP, keep_choice, keep_choices, new_input
 from pages.common._ui import (
     declared_tabs,
     head_pickers,
+    is_present,
     load_context,
     on_tile_click,
     renewing_key,
@@ -87,14 +88,15 @@ if tabs["Norm-weighted attention"].open:
                                           lambda h: "all heads" if h == ALL_HEADS else f"head {h}")
         data = shown(views.norm_attention, layer=layer, head=None if head == ALL_HEADS else head, which=which)
         if data is not None:
-            st.info(data.note())
+            above = None if is_present() else st.container()  # presentation mode: the figures first, then the note
             raw_column, norm_column = st.columns(2)
             with raw_column:
                 title = ("α, heads' mean · " if data.head is None else "α · ") + data.where
                 show_figure(figures.attention_heatmap(data.raw, data.query_tokens, data.key_tokens, title),
-                            "beyond_raw_attention", frame=data.to_frame)
+                            "beyond_raw_attention", frame=data.to_frame, slide_top=300)
             with norm_column:
-                show_figure(figures.norm_heatmap(data), "beyond_norm_attention", frame=data.to_frame)
+                show_figure(figures.norm_heatmap(data), "beyond_norm_attention", frame=data.to_frame, slide_top=300)
+            (above or st).info(data.note())
             show_table(data.shares().round(4), "beyond_norm_shares", hide_index=True)
         shares = view(views.special_share_by_layer, ctx.inputs)
         show_figure(figures.special_share_figure(shares), "beyond_special_share", frame=shares)

@@ -35,7 +35,7 @@ pytestmark = [
 ]
 
 EXPLORE = {"Tokens": "tokens", "Embeddings": "embeddings", "Attention": "attention", "Predictions": "predictions",
-           "Beyond_attention": "beyond_attention"}
+           "Beyond_attention": "beyond_attention", "Meaning_in_context": "meaning_in_context"}
 QUESTION_STEPS = {"one_head", "mlm", "nsp"}
 # Top and height of the first figure in the main area: a plotly chart, or the token chips (an HTML figure).
 # Charts are drawn one by one, so the first chart element is found first and then waited for.

@@ -91,6 +91,8 @@ PAGE_ABOUT = {
                                               "up; colour = value of each dimension."),
     "predictions": ViewTab("Predictions", about="Left: the model's guesses for hidden words; right: does "
                                                 "sentence B follow A?", symbols=("IsNext",)),
+    "meaning_in_context": ViewTab("Meaning in context", about="One word in many sentences: dots close together "
+                                                              "= the model reads the word alike there."),
 }
 
 ALL_TABS = ATTENTION_TABS + BEYOND_ATTENTION_TABS  # what a link's `tab` may name
