@@ -11,14 +11,14 @@ from pathlib import Path
 
 import streamlit as st
 
-from bertviz_lite.figures.training import lr_curve, metric_curves, throughput_curve
+from bertviz_lite.figures.training import curve_frame, lr_curve, metric_curves, throughput_curve
 from bertviz_lite.loading.run_folder import RunFolder, read_metrics
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.runs.store import final_metrics
 from bertviz_lite.server import access
 from bertviz_lite.training import metrics
 from pages.common._state import keep_choice
-from pages.common._ui import plotly_config
+from pages.common._ui import show_figure
 from pages.common._visitor import current_visitor
 
 REFRESH_S = 2.0
@@ -68,7 +68,7 @@ def _live_panel(run_dir: Path, was_active: bool) -> None:
         return
     if not run.active:
         _final_metrics(records)
-    _curves(records)
+    _curves(records, run.name)
 
 
 def _stop(run_dir) -> None:
@@ -106,15 +106,19 @@ def _final_metrics(records: list[dict]) -> None:
         column.metric(label, value)
 
 
-def _curves(records: list[dict]) -> None:
+def _curves(records: list[dict], name: str) -> None:
+    """Loss, accuracy, learning rate and speed, two by two, in projector style, each with its numbers as CSV."""
+    labels = {key: metric.label for key, metric in metrics.METRICS.items()}
     figures = {
-        "train_loss_chart": metric_curves(records, metrics.LOSS_CURVES, "Loss: train and held-out"),
-        "train_accuracy_chart": metric_curves(records, metrics.ACCURACY_CURVES,
-                                              "Accuracy: train and held-out"),  # fmt: skip
-        "train_lr_chart": lr_curve(records, "lr"),
-        "train_speed_chart": throughput_curve(records, metric="tokens_per_s"),
+        "train_loss_chart": (metric_curves(records, metrics.LOSS_CURVES, "Loss: train and held-out",
+                                           labels=labels), metrics.LOSS_CURVES),  # fmt: skip
+        "train_accuracy_chart": (metric_curves(records, metrics.ACCURACY_CURVES, "Accuracy: train and held-out",
+                                               labels=labels), metrics.ACCURACY_CURVES),  # fmt: skip
+        "train_lr_chart": (lr_curve(records, "lr"), ("lr",)),
+        "train_speed_chart": (throughput_curve(records, metric="tokens_per_s"), ("tokens_per_s",)),
     }
     columns = st.columns(2) + st.columns(2)
-    for column, (key, figure) in zip(columns, figures.items(), strict=True):
+    for column, (key, (figure, shown)) in zip(columns, figures.items(), strict=True):
         figure.update_layout(height=330, margin={"t": 50, "b": 40})
-        column.plotly_chart(figure, key=key, config=plotly_config(key))
+        with column:
+            show_figure(figure, key, frame=lambda shown=shown: curve_frame({name: records}, shown))
