@@ -3,8 +3,10 @@
 import streamlit as st
 
 from bertviz_lite.runs import lifecycle
+from bertviz_lite.server import access
+from pages.common._visitor import admin_login, current_visitor
 from pages.train._form import new_run_form
-from pages.train._live import live_view, select_run
+from pages.train._live import apply_claim, claim_link, live_view, select_run
 from pages.train._replay import attention_replay
 
 st.header("Train a BERT")
@@ -34,7 +36,11 @@ if not choices:
 # A run to show: its curves come first (what a class looks at), the form folds away below them.
 st.subheader("Watch a run")
 run = select_run(choices)
+apply_claim(run.path)
 live_view(run.path)
+claim_link(run.path)
+if not access.may_change(run.path, current_visitor()):
+    admin_login()  # the other way to a run started elsewhere (shown only when the server has an admin token)
 start_form()
 st.subheader("Attention replay")
 st.caption("The attention of one fixed sentence pair, saved every few steps: watch the heads form.")

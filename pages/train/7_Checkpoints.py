@@ -86,17 +86,19 @@ def use_and_download(row: dict) -> None:
 def rename_and_delete(name: str) -> None:
     """Rename and Delete, when store.change_refusal allows them (disabled while the run trains)."""
     refusal = store.change_refusal(name, current_visitor())
+    # Why a control is missing or disabled is said with st.info, not a caption: presentation mode hides captions.
     if refusal == store.SHIPPED:
-        st.caption(f"{name} ships with bertviz-lite: it cannot be renamed or deleted.")
+        st.info(f"{name} ships with bertviz-lite: it cannot be renamed or deleted.")
         return
     if refusal == store.NOT_YOURS:
-        st.caption(f"{name} was started or uploaded by someone else: only they (or the admin) can rename or "
-                   "delete it. You can still use it, download it and export it.")  # fmt: skip
+        st.info(f"{name} was started or uploaded on another browser: only its owner, a browser that opened the "
+                "owner's claim link (on the Train page), or the admin can rename or delete it. You can still use it, "
+                "download it and export it.", icon=":material/lock:")  # fmt: skip
         admin_login()
         return
     busy = refusal == store.TRAINING
     if busy:
-        st.caption(f"{name} is training: stop it on the Train page before renaming or deleting it.")
+        st.info(f"{name} is training: stop it on the Train page before renaming or deleting it.")
     left, right = st.columns(2)
     with left:
         st.text_input("New name", key="ckpt_new_name", placeholder="letters, digits, . _ -")

@@ -25,6 +25,7 @@ REFRESH_S = 2.0
 STATE_COLOURS = {"starting": "blue", "running": "blue", "finished": "green", "stopped": "orange",
                  "diverged": "red", "failed": "red", "ready": "gray"}  # fmt: skip
 QUERY_KEY = "run"
+CLAIM_KEY = "claim"
 
 
 def state_badge(state: str) -> str:
@@ -78,14 +79,44 @@ def _stop(run_dir) -> None:
         st.session_state["train_notice"] = ("error", str(err))
 
 
+NOT_MINE = ("Started on another browser: only its owner, a browser that opened the owner's claim link, or the "
+            "admin may stop, rename or delete it.")
+
+
+def apply_claim(run_dir: Path) -> None:
+    """A claim link (?run=NAME&claim=CODE) opened here makes this browser an owner of the run, once."""
+    code = st.query_params.get(CLAIM_KEY)
+    if code is None:
+        return
+    del st.query_params[CLAIM_KEY]  # not left in the address bar, nor in links copied from it
+    try:
+        st.success(access.claim(run_dir, current_visitor(), code))
+    except PermissionError as err:
+        st.error(str(err))
+
+
+def claim_link(run_dir: Path) -> None:
+    """For the run's owner: the link that makes another browser (the lecture hall's) an owner too."""
+    code = access.claim_code(run_dir, current_visitor())
+    if code is None:
+        return
+    base = (st.context.url or "http://localhost:8501").split("?")[0]
+    with st.expander("Control this run from another browser", icon=":material/devices:"):
+        st.code(f"{base}?{QUERY_KEY}={run_dir.name}&{CLAIM_KEY}={code}", language=None, wrap_lines=True)
+        st.markdown("Open this link on the other browser (the lecture hall's computer, say): it may then stop, "
+                    "rename and delete this run too. Keep it to yourself.")  # fmt: skip
+
+
 def _status(run: lifecycle.RunState) -> None:
     left, right = st.columns([4, 1])
     left.markdown(f"**{run.name}** {state_badge(run.state)}")
+    mine = access.may_change(run.path, current_visitor())
     if run.active:
-        mine = access.may_change(run.path, current_visitor())
         right.button("Stop", key="train_stop", icon=":material/stop:", on_click=_stop, args=(run.path,),
                      disabled=not mine, help="Finish the current step, save the checkpoint and stop." if mine
-                     else "Another visitor started this run: only they (or the admin) can stop it.")  # fmt: skip
+                     else NOT_MINE)  # fmt: skip
+        if not mine:  # said on the page, not only on hover: presentation mode hides captions, a projector has no hover
+            st.info(NOT_MINE, icon=":material/lock:")
     eta = f" · {run.eta_text}" if run.eta_text else ""
     st.progress(run.progress, text=f"Step {run.step} of {run.total_steps or '?'}{eta}")
     if run.state in ("failed", "diverged"):

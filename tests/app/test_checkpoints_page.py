@@ -81,7 +81,7 @@ def test_rename_and_delete_with_confirmation(root):
 def test_demo_tiny_offers_no_rename_or_delete(root):
     at = select(open_app(PAGE), "demo-tiny")
     assert not [b for b in at.button if b.key in ("ckpt_rename", "ckpt_delete")]
-    assert "demo-tiny ships with bertviz-lite: it cannot be renamed or deleted." in [c.value for c in at.caption]
+    assert "demo-tiny ships with bertviz-lite: it cannot be renamed or deleted." in [i.value for i in at.info]
 
 
 def zip_of(members: dict[str, bytes]) -> bytes:
@@ -127,7 +127,7 @@ def test_another_visitor_cannot_rename_or_delete_but_the_admin_can(root, monkeyp
     at = select(open_app(PAGE, visitor=VISITOR_B), "mine")
     assert not at.exception
     assert not [b for b in at.button if b.key in ("ckpt_rename", "ckpt_delete")]
-    assert any("someone else" in caption.value for caption in at.caption)
+    assert any("on another browser" in info.value for info in at.info)
     with pytest.raises(PermissionError, match="another visitor's"):
         store.delete_checkpoint("mine", visitor=access.Visitor(VISITOR_B))
     assert names(root) == ["demo-tiny", "mine"]

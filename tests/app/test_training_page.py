@@ -16,6 +16,7 @@ from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.server import access
 from bertviz_lite.training.metrics import METRICS
 from tests.app.training_helpers import (
+    VISITOR_A,
     VISITOR_B,
     array,
     chart,
@@ -296,3 +297,31 @@ def test_compare_labels_its_axis_in_words_and_offers_the_numbers(root):
     at.selectbox(key="compare_metric").set_value("eval_nsp_acc").run()
     assert chart(at, "compare_chart").layout.yaxis.title.text == "NSP accuracy (held-out)"
     assert any(button.proto.id.endswith("-compare_runs_csv") for button in at.get("download_button"))
+
+
+def test_a_lecturer_claims_their_run_on_the_projectors_browser_with_the_owners_link(root):
+    fake_run(root, "lecture", 0.001, [(2, 5.0), (4, 4.0)])
+    trainer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", lifecycle.TRAIN_MODULE])
+    try:
+        write_status(root / "lecture", state="running", message="Training", step=4, total_steps=10, pid=trainer.pid)
+        access.record_owner(root / "lecture", access.Visitor(VISITOR_A))
+        claim_on_another_browser()
+    finally:
+        trainer.kill()
+        trainer.wait()
+
+
+def claim_on_another_browser() -> None:
+    """The owner's page shows a claim link; the projector's browser opens it and may then stop the run."""
+    laptop = open_app(TRAIN, {"run": "lecture"})
+    link = next(code.value for code in laptop.code if "claim=" in code.value)
+    code = link.split("claim=")[1]
+    projector = open_app(TRAIN, {"run": "lecture"}, visitor=VISITOR_B)
+    assert projector.button(key="train_stop").disabled
+    assert any("Started on another browser" in info.value for info in projector.info)  # said, not only on hover
+    assert not [c for c in projector.code if "claim=" in c.value]  # only the owner sees the link
+    projector = open_app(TRAIN, {"run": "lecture", "claim": code}, visitor=VISITOR_B)
+    assert "yours on this browser too" in projector.success[0].value and "claim" not in projector.query_params
+    assert not projector.button(key="train_stop").disabled
+    wrong = open_app(TRAIN, {"run": "lecture", "claim": "x" * 32}, visitor="c" * 24)
+    assert "does not fit lecture" in wrong.error[0].value and wrong.button(key="train_stop").disabled
