@@ -45,7 +45,8 @@ def readable(fig: go.Figure, present: bool = False, max_height: int | None = Non
     sizes = font_sizes(present)
     tick = {"size": sizes.tick, "color": TEXT_COLOUR}
     fig.update_layout(font={"size": sizes.base, "color": TEXT_COLOUR}, legend_font=tick,
-                      title_font={"size": sizes.title, "color": TEXT_COLOUR})  # fmt: skip
+                      title_font={"size": sizes.title, "color": TEXT_COLOUR},
+                      hoverlabel_font_size=sizes.tick)  # plotly's 11-px hover boxes are hard to read  # fmt: skip
     for axis in _axes(fig):
         axis.tickfont = tick
         axis.title.font = {"size": sizes.axis_title, "color": TEXT_COLOUR}

@@ -35,6 +35,7 @@ PRESENT_CSS = """<style>
 [data-testid="stMain"] h3 {font-size: 1.2rem; padding: 0.2rem 0;}
 [data-testid="stMain"] [data-testid="stCaptionContainer"] {display: none;}
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] p {font-size: 1.1rem;}
+[data-testid="stHeader"] {background: transparent;}  /* it hid the top of the walkthrough's Previous/Next */
 .bvl-chips {font-size: 20px;} .bvl-chip .bvl-meta {font-size: 14px; opacity: 0.85;}
 </style>"""
 
@@ -255,15 +256,18 @@ def switch_model_button(key: str | None = None) -> bool:
 
 
 def head_pickers(prefix: str, has_sentence_b: bool, layers: int, heads: Sequence[int], default_head: int = 0,
-                 head_label: Callable[[int], str] = str) -> tuple[str, int, int]:  # fmt: skip
-    """Sentence filter, layer and head pickers in a row (keys `<prefix>_filter|layer|head`)."""
+                 head_label: Callable[[int], str] = str,
+                 on_head: Callable[[], None] | None = None) -> tuple[str, int, int]:  # fmt: skip
+    """Sentence filter, layer and head pickers in a row (keys `<prefix>_filter|layer|head`); on_head: called
+    when the head picked changes."""
     filters = list(analysis.SENTENCE_FILTERS) if has_sentence_b else ["All"]
     keep_choice(f"{prefix}_filter", filters, "All")
     keep_choice(f"{prefix}_layer", range(layers), 0)
     keep_choice(f"{prefix}_head", heads, default_head)
-    pick_filter, pick_layer, pick_head = st.columns([2, 1, 1])
+    pick_filter, pick_layer, pick_head = st.columns([3, 1, 1])  # five filter buttons fit at 1024 px with a sidebar
     which = pick_filter.segmented_control("Sentences (query → key)", filters, default="All",
                                           key=f"{prefix}_filter", persist_state=KEEP) or "All"  # fmt: skip
     layer = pick_layer.selectbox("Layer", range(layers), key=f"{prefix}_layer", persist_state=KEEP)
-    head = pick_head.selectbox("Head", heads, key=f"{prefix}_head", format_func=head_label, persist_state=KEEP)
+    head = pick_head.selectbox("Head", heads, key=f"{prefix}_head", format_func=head_label, persist_state=KEEP,
+                               on_change=on_head)
     return which, layer, head

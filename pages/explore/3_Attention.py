@@ -39,10 +39,10 @@ title_box.caption(
 )
 if not is_present():  # the compact presentation header keeps the figure above the fold
     st.page_link("pages/explore/5_Beyond_attention.py", icon=":material/troubleshoot:",
-                 label="Weights alone can mislead: weigh them by what each token passes on, and test them against "
-                       "ablation, on Beyond attention")  # fmt: skip
+                 label="Weights alone can mislead: see Beyond attention")  # fmt: skip
 with picker_box:
-    which, layer, head = head_pickers("attn", trace.has_sentence_b, num_layers, range(num_heads))
+    which, layer, head = head_pickers("attn", trace.has_sentence_b, num_layers, range(num_heads),
+                                      on_head=lambda: _show_in_head_view(st.session_state["attn_head"]))
 
 
 def single_head(layer: int, head: int, which: str, name: str, axis_titles: bool = True) -> None:
@@ -55,6 +55,11 @@ def _focus_clicked_token() -> None:
     picked = explore.clicked_token(st.session_state["head_view"].selection)
     start = st.session_state.get("hv_window_start", 0)
     st.session_state["hv_focus"] = ALL_TOKENS if picked is None else start + picked
+
+
+def _show_in_head_view(head: int) -> None:
+    """A head picked above is the one the head view shows (its legend and multiselect bring the others back)."""
+    st.session_state["hv_heads"] = [head]
 
 
 def _open_head(layer: int, head: int) -> None:

@@ -290,3 +290,11 @@ def test_the_pair_persists_across_pages_and_models_switch_cleanly(tiny_folder):
     no_exception(at)
     assert (at.session_state["attn_layer"], at.session_state["attn_head"]) == (0, 0)
     assert "knows 64 positions" in texts(at)
+
+
+def test_the_head_picker_chooses_the_head_the_head_view_shows():
+    at = run_app({"model_picker": DEMO} if HAS_DEMO else {}, "attention", attn_view="Head view")
+    assert not at.exception
+    at.selectbox(key="attn_head").set_value(1).run()
+    assert at.multiselect(key="hv_heads").value == [1]
+    assert {trace["legendgroup"] for trace in charts(at)["head_view"]["data"] if trace.get("legendgroup")} == {"head 1"}

@@ -187,7 +187,7 @@ def test_the_url_follows_the_user_and_bad_values_are_tamed(streamlit_url, page):
 
 NORMAL_VIEWS = [("Embeddings", None), ("Attention", "Heatmap"), ("Attention", "Neuron view"),
                 ("Attention", "Model view"), ("Attention", "Head view"), ("Predictions", None),
-                ("Beyond_attention", None)]
+                ("Beyond_attention", None), ("Beyond_attention", "Attribution"), ("Beyond_attention", "Layer by layer")]
 
 
 def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_url, page):
