@@ -27,6 +27,16 @@ def test_a_link_carries_the_sentence_filter_and_the_open_tab():
     assert "sentence filter ('C→D') is not one of All, A→A" in bad.notes[0] and "tab" in bad.notes[1]
 
 
+def test_a_link_carries_the_token_the_masked_positions_and_the_knocked_out_heads():
+    state = share.SharedState(token=-1, masked=(3, 7), knocked=("L0H1", "L5H11"))
+    query = share.query_for(state)
+    assert query == {"token": "-1", "masked": "3,7", "knocked": "L0H1,L5H11"}
+    assert share.parse_query(query, MODELS, "minilm-english") == state
+    bad = share.parse_query({"masked": "1,x", "knocked": "L0H1,rm -rf", "token": "-5"}, MODELS, "minilm-english")
+    assert bad.masked is None and bad.knocked is None and bad.token == -1
+    assert len(share.parse_query({"masked": ",".join(["1"] * 500)}, MODELS, "m").masked) == share.MAX_LIST
+
+
 def test_untrusted_values_are_replaced_cut_or_clamped_with_a_note():
     state = share.parse_query({"model": "/etc/passwd", "layer": "-2", "head": "1e9", "step": "0",
                                "a": "x" * 5000, "present": "no"}, MODELS, "minilm-english")  # fmt: skip

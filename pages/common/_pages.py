@@ -28,6 +28,9 @@ class PageSpec:
     filter_key: str | None = None  # its sentence filter widget (the link's `filter`)
     tabs: tuple[ViewTab, ...] = ()  # its declared tabs (views/tabs.py) ...
     tab_key: str | None = None  # ... and the st.tabs key holding the open one (the link's `tab`)
+    token_key: str | None = None  # its token picker (the link's `token`)
+    masked_key: str | None = None  # its masked-tokens picker (the link's `masked`)
+    knocked_key: str | None = None  # its knocked-out heads picker (the link's `knocked`)
     default: bool = False  # the page at the app's root URL
 
     @property
@@ -42,12 +45,14 @@ PAGES = (
     PageSpec("pages/explore/1_Tokens.py", "Tokens and masking", ":material/token:", EXPLORE),
     PageSpec("pages/explore/2_Embeddings.py", "Embeddings", ":material/scatter_plot:", EXPLORE),
     PageSpec("pages/explore/3_Attention.py", "Attention", ":material/hub:", EXPLORE,
-             link_fields=("layer", "head", "filter", "tab"), filter_key="attn_filter", tabs=ATTENTION_TABS,
-             tab_key="attn_view"),
-    PageSpec("pages/explore/4_Predictions.py", "Predictions", ":material/lightbulb:", EXPLORE),
+             link_fields=("layer", "head", "filter", "tab", "token"), filter_key="attn_filter", tabs=ATTENTION_TABS,
+             tab_key="attn_view", token_key="nv_query"),
+    PageSpec("pages/explore/4_Predictions.py", "Predictions", ":material/lightbulb:", EXPLORE,
+             link_fields=("masked",), masked_key="pred_mask"),
     PageSpec("pages/explore/5_Beyond_attention.py", "Beyond attention", ":material/troubleshoot:", EXPLORE,
-             link_fields=("layer", "head", "filter", "tab"), index_keys=("beyond_layer", "beyond_head"),
-             filter_key="beyond_filter", tabs=BEYOND_ATTENTION_TABS, tab_key="beyond_view"),
+             link_fields=("layer", "head", "filter", "tab", "token", "knocked"), index_keys=("beyond_layer", "beyond_head"),
+             filter_key="beyond_filter", tabs=BEYOND_ATTENTION_TABS, tab_key="beyond_view", token_key="beyond_target",
+             knocked_key="beyond_heads"),
     PageSpec("pages/explore/6_Meaning_in_context.py", "Meaning in context", ":material/translate:", EXPLORE),
     PageSpec("pages/train/5_Train.py", "Train", ":material/model_training:", TRAIN, url_path="train"),
     PageSpec("pages/train/6_Compare_runs.py", "Compare runs", ":material/compare:", TRAIN, url_path="compare"),

@@ -7,7 +7,7 @@ from bertviz_lite.inspection import analysis, attribution, views
 from bertviz_lite.inspection.views import tabs as declared
 from bertviz_lite.inspection.views.explain import explained_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
-from pages.common._share import ALL_HEADS
+from pages.common._share import ALL_HEADS, from_link
 from pages.common._state import KEEP, keep_choice, keep_choices, new_input
 from pages.common._ui import (
     declared_tabs,
@@ -48,7 +48,7 @@ def pick_target(where=st) -> tuple[int | None, tuple[int, ...]] | None:
         return None
     options = [NSP if choice is None else choice for choice in choices]  # a selectbox reads None as "nothing picked"
     default = options[choices.index(views.default_choice(encoding, choices))]
-    if new_input("beyond_target_input", ctx.inputs):  # new text: positions mean other tokens now
+    if new_input("beyond_target_input", ctx.inputs) and not from_link("beyond_target"):  # new text: other tokens
         st.session_state["beyond_target"] = default
     keep_choice("beyond_target", options, default)
     picked = where.selectbox("Explain", options, index=options.index(default), key="beyond_target", persist_state=KEEP,
