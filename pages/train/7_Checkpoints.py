@@ -22,6 +22,8 @@ COLUMNS = {
     "loadable": st.column_config.CheckboxColumn("Has weights"),
 }
 
+COMPACT = ("name", "state", "steps", "eval_mlm_acc", "eval_nsp_acc")  # what fits beside the sidebar at 1024 px
+
 
 def notify(kind: str, text: str) -> None:
     st.session_state["ckpt_notice"] = (kind, text)
@@ -130,7 +132,11 @@ if notice:
     (st.error if notice[0] == "error" else st.success)(notice[1])
 if rows:
     table = pd.DataFrame(rows)
+    # A few columns by default: all thirteen were cut off on a 1024-px screen with the sidebar open.
+    every = st.toggle("All columns", key="ckpt_all_columns", help="Train and held-out losses and accuracies, "
+                      "size, date and whether the folder has weights.")  # fmt: skip
     st.dataframe(table, key="ckpt_table", hide_index=True, width="stretch",
+                 column_order=None if every else [k for k in COMPACT if k in table],
                  column_config={k: v for k, v in COLUMNS.items() if k in table})  # fmt: skip
     names = [row["name"] for row in rows]
     keep_choice("ckpt_selected", names, names[0], start=True)

@@ -50,6 +50,9 @@ def test_the_table_lists_every_run_with_its_numbers(root):
     assert (row["state"], row["steps"], row["mlm_loss"], row["eval_nsp_acc"]) == ("finished", 20, 3.5, 0.65)
     assert row["size_mb"] == round(store.folder_size(root / "mine") / 1e6, 2) > 0
     assert table.loc["demo-tiny", "state"] == "ready"
+    assert list(at.dataframe[0].proto.column_order) == ["name", "state", "steps", "eval_mlm_acc", "eval_nsp_acc"]
+    at.toggle(key="ckpt_all_columns").set_value(True).run()
+    assert list(at.dataframe[0].proto.column_order) == []  # every column
 
 
 def test_use_on_explore_pages_sets_the_model_picker(root):

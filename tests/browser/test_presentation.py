@@ -216,6 +216,14 @@ def test_a_walkthrough_tile_click_opens_that_head_in_step_four(streamlit_url, pa
     page.wait_for_function("() => location.search.includes('layer=3') && location.search.includes('head=7')",
                            timeout=10_000)
     expect(page.locator('[data-testid="stMain"] [data-testid="stRadio"]')).to_contain_text("layer 3, head 7")
+    heading = page.get_by_role("heading", level=2).first
+    page.get_by_role("button", name="Next").click()
+    expect(heading).to_contain_text("Step 5 of 8")
+    wait_for_idle(page)
+    page.get_by_role("button", name="Previous").click()
+    expect(heading).to_contain_text("Step 4 of 8")
+    wait_for_idle(page)
+    assert selected_option(page, "attn_layer") == "3" and selected_option(page, "attn_head") == "7"  # kept
     assert_no_exception(page)
 
 
