@@ -82,3 +82,28 @@ def test_model_sources_are_names_or_fenced_folders(root):
     for source in ("bertviz_lite", "../checkpoints", "/etc", "~", "mine/../../x"):
         with pytest.raises(ValueError, match="only from the server's checkpoints folder"):
             access.check_model_source(source)
+
+
+def test_a_lecturer_claims_their_run_on_a_second_browser_with_the_owners_link(root):
+    laptop, projector, student = (Visitor(access.new_visitor_id()) for _ in range(3))
+    run = root / "lecture"
+    run.mkdir()
+    access.record_owner(run, laptop)
+    assert access.claim_code(run, projector) is None  # only the owner sees the code
+    code = access.claim_code(run, laptop)
+    assert code and code == access.claim_code(run, laptop) and laptop.id not in code
+    assert code not in (run / "owner.json").read_text()  # the folder keeps only its digest
+    with pytest.raises(PermissionError, match="does not fit lecture"):
+        access.claim(run, student, "0" * 32)
+    assert not access.may_change(run, student)
+    assert "yours on this browser too" in access.claim(run, projector, code)
+    assert access.may_change(run, projector) and access.may_change(run, laptop)
+    assert "already yours" in access.claim(run, projector, code)
+    assert access.claim_code(run, projector) is None  # a claimer does not hand the run on
+
+
+def test_a_terminal_run_has_no_claim_link(root):
+    run = root / "cli"
+    run.mkdir()
+    with pytest.raises(PermissionError):
+        access.claim(run, Visitor(access.new_visitor_id()), "")

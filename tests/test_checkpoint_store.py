@@ -405,3 +405,11 @@ def test_hyperparameter_table_sets_runs_side_by_side_with_form_labels(root):
     assert list(store.differing_rows(table).index) == ["Learning rate"]
     assert store.differing_rows(table[["tiny"]]).shape == (3, 1)  # one run: nothing to compare, every row
     assert store.hyperparameter_table(["missing"], root).empty
+
+
+def test_a_run_continued_from_a_model_is_not_called_by_its_base_preset(root):
+    (root / "continued").mkdir(exist_ok=True)
+    args = {"args": {"preset": "tiny", "init": "minilm", "steps": 7}, "config": {"hidden_size": 384}}
+    (root / "continued" / "train_args.json").write_text(json.dumps(args))
+    table = store.hyperparameter_table(["continued"], root)
+    assert table.loc["Preset", "continued"] == "continued from minilm (options based on tiny)"

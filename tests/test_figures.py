@@ -331,3 +331,18 @@ def test_view_builders_draw_their_dataclass_as_the_array_builders_do():
     special = [t in ('[CLS]', '[SEP]') for t in TOKENS]
     block = views.attention_map(attentions, TOKENS, np.array(SEGMENTS), special, layer=1, head=0)
     np.testing.assert_array_equal(np.asarray(figures.attention_map_figure(block).data[0].z), block.weights)
+
+
+def test_training_curves_read_as_people_say_them_and_give_their_numbers():
+    from bertviz_lite.figures.training import compare_runs, curve_frame, metric_curves
+    from bertviz_lite.training.metrics import METRICS
+
+    records = [{"step": 1, "eval_nsp_acc": 0.5}, {"step": 2, "eval_nsp_acc": 0.75}, {"step": 3, "loss": 1.0}]
+    labels = {key: metric.label for key, metric in METRICS.items()}
+    fig = metric_curves(records, ["eval_nsp_acc"], labels=labels)
+    assert fig.data[0].name == "NSP accuracy (held-out)" and fig.layout.yaxis.title.text == "NSP accuracy (held-out)"
+    fig = compare_runs({"a": records}, "eval_nsp_acc", label=METRICS["eval_nsp_acc"].label)
+    assert fig.layout.yaxis.title.text == "NSP accuracy (held-out)"
+    frame = curve_frame({"a": records, "b": records[:1]}, ["eval_nsp_acc"])
+    assert frame.values.tolist() == [["a", "eval_nsp_acc", 1, 0.5], ["a", "eval_nsp_acc", 2, 0.75],
+                                     ["b", "eval_nsp_acc", 1, 0.5]]

@@ -10,11 +10,31 @@ MODELS = ["minilm-english", "all-MiniLM-L6-v2", "demo-tiny"]
 def test_a_good_link_reads_back_exactly():
     state = share.parse_query({"a": "Hi there.", "b": "", "model": "demo-tiny", "layer": "1", "head": "3",
                                "step": "4", "present": "1"}, MODELS, "minilm-english")  # fmt: skip
-    assert state == share.SharedState("Hi there.", "", "demo-tiny", 1, 3, 4, True, ())
+    assert state == share.SharedState("Hi there.", "", "demo-tiny", layer=1, head=3, step=4, present=True)
     link = share.share_link("http://host:8501/", "Attention", state)
     assert link.startswith("http://host:8501/Attention?")
     assert share.parse_query({k: v[0] for k, v in parse_qs(urlparse(link).query).items()} | {"b": ""},
                              MODELS, "minilm-english") == state
+
+
+def test_a_link_carries_the_sentence_filter_and_the_open_tab():
+    state = share.SharedState(layer=2, head=5, which="A→B", tab="Model view")
+    query = share.query_for(state)
+    assert query == {"layer": "2", "head": "5", "filter": "A→B", "tab": "Model view"}
+    assert share.parse_query(query, MODELS, "minilm-english") == state
+    bad = share.parse_query({"filter": "C→D", "tab": "<script>"}, MODELS, "minilm-english")
+    assert bad.which is None and bad.tab is None
+    assert "sentence filter ('C→D') is not one of All, A→A" in bad.notes[0] and "tab" in bad.notes[1]
+
+
+def test_a_link_carries_the_token_the_masked_positions_and_the_knocked_out_heads():
+    state = share.SharedState(token=-1, masked=(3, 7), knocked=("L0H1", "L5H11"))
+    query = share.query_for(state)
+    assert query == {"token": "-1", "masked": "3,7", "knocked": "L0H1,L5H11"}
+    assert share.parse_query(query, MODELS, "minilm-english") == state
+    bad = share.parse_query({"masked": "1,x", "knocked": "L0H1,rm -rf", "token": "-5"}, MODELS, "minilm-english")
+    assert bad.masked is None and bad.knocked is None and bad.token == -1
+    assert len(share.parse_query({"masked": ",".join(["1"] * 500)}, MODELS, "m").masked) == share.MAX_LIST
 
 
 def test_untrusted_values_are_replaced_cut_or_clamped_with_a_note():

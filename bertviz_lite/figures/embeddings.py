@@ -206,7 +206,9 @@ def _diverging_axis(limit: float, title: str, x: float, length: float) -> dict:
     """A colour axis centred on 0 from -limit to +limit, its colour bar flat at the figure's bottom, centred at `x`."""
     # Title at the bar's left end ("right" is what plotly calls that side of a flat bar; "top" drew it on the bar).
     colorbar = {"title": {"text": title, "side": "right"}, "orientation": "h", "x": x, "xanchor": "center",
-                "len": length, "thickness": 14, "yref": "container", "y": 0.01, "yanchor": "bottom"}  # fmt: skip
+                "len": length, "thickness": 14, "yref": "container", "y": 0.01, "yanchor": "bottom",
+                # three ticks only: a short bar's five ticks stacked into each other at 1024 px in presentation mode
+                "tickvals": [-limit, 0, limit], "ticktext": [f"−{limit:.2g}", "0", f"{limit:.2g}"]}  # fmt: skip
     return {"colorscale": DIVERGING, "cmid": 0, "cmin": -limit, "cmax": limit, "colorbar": colorbar}
 
 

@@ -68,11 +68,14 @@ def attribution_figure(data: Attribution) -> go.Figure:
         z=scaled, x=headers, y=unique_labels(data.tokens), customdata=raw, colorscale=DIVERGING, zmid=0, zmin=-1, zmax=1,
         hovertemplate="%{y} · %{x}: %{customdata:.4g}<extra></extra>", colorbar={"title": {"text": "÷ max |score|"}},
     ))  # fmt: skip
+    # The title at the figure's top edge and room below it for the rotated two-line headers (a narrow screen
+    # rotates them further, so they reach higher).
     fig.update_layout(
-        title=f"What {data.label} rests on<br><sup>each column ÷ its largest |score|; ρ: Spearman with leave-one-out "
-              "over this input's tokens</sup>",
-        height=token_axis_height(len(data.tokens), per_token=20) + 80,
-        xaxis={**category_axis(), "side": "top"}, yaxis={**category_axis(reverse=True), "dtick": 1}, margin={"t": 170},
+        title={"text": f"What {data.label} rests on<br><sup>each column ÷ its largest |score|; ρ: Spearman with "
+                       "leave-one-out over this input's tokens</sup>", "yref": "container", "y": 1, "yanchor": "top",
+               "pad": {"t": 26}},
+        height=token_axis_height(len(data.tokens), per_token=20) + 140,
+        xaxis={**category_axis(), "side": "top"}, yaxis={**category_axis(reverse=True), "dtick": 1}, margin={"t": 210},
     )  # fmt: skip
     return fig
 
@@ -111,6 +114,7 @@ def logit_lens_figure(data: LogitLens) -> go.Figure:
     ranks = [f"rank {r + 1}" for r in range(data.top_probs.shape[1])]
     fig.add_trace(go.Heatmap(
         z=data.top_probs, x=ranks, y=labels, text=data.top_tokens, texttemplate="%{text}", colorscale=SEQUENTIAL,
+        textfont={"size": 13},  # plotly shrinks cell text to fit, to about 8 px on a 1024-px screen
         zmin=0, zmax=1, customdata=data.top_tokens, colorbar={"title": {"text": "P"}, "x": 1.02},
         hovertemplate="%{y}, %{x}: %{customdata} (%{z:.3f})<extra></extra>",
     ), row=1, col=1)  # fmt: skip

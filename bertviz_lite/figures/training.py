@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+import pandas as pd
 import plotly.graph_objects as go
 
 # What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
 __all__ = [
-    "compare_runs", "lr_curve", "metric_curves", "throughput_curve",
+    "compare_runs", "curve_frame", "lr_curve", "metric_curves", "throughput_curve",
 ]
 
 
@@ -35,24 +36,38 @@ def _line_chart(traces: list[go.Scatter], title: str, x: str, y_title: str, log_
     return fig
 
 
+def _name(metric: str, labels: Mapping[str, str] | None) -> str:
+    return (labels or {}).get(metric) or metric.replace("_", " ")
+
+
 def metric_curves(
     records: Sequence[Mapping],
     metrics: Sequence[str],
     title: str = "Training metrics",
     x: str = "step",
     log_y: bool = False,
+    labels: Mapping[str, str] | None = None,
 ) -> go.Figure:
-    """One line per metric against x; records missing a metric (or holding NaN/None) are skipped."""
+    """One line per metric against x; records missing a metric (or holding NaN/None) are skipped.
+
+    labels: how people read each metric key ("MLM accuracy (held-out)" for eval_mlm_acc); else the key, spaced.
+    """
     traces = []
     for metric in metrics:
         xs, ys = metric_points(records, metric, x)
         traces.append(
-            go.Scatter(
-                x=xs, y=ys, mode="lines+markers" if len(xs) < 50 else "lines", name=metric.replace("_", " ")
-            )
+            go.Scatter(x=xs, y=ys, mode="lines+markers" if len(xs) < 50 else "lines", name=_name(metric, labels))
         )
-    y_title = metrics[0].replace("_", " ") if len(metrics) == 1 else "value"
+    y_title = _name(metrics[0], labels) if len(metrics) == 1 else "value"
     return _line_chart(traces, title, x, y_title, log_y)
+
+
+def curve_frame(runs: Mapping[str, Sequence[Mapping]], metrics: Sequence[str], x: str = "step") -> pd.DataFrame:
+    """The numbers behind the curves, long form: one row per run, metric and x (the charts' CSV)."""
+    rows = [{"run": name, "metric": metric, x: px, "value": py}
+            for name, records in runs.items() for metric in metrics
+            for px, py in zip(*metric_points(records, metric, x), strict=True)]  # fmt: skip
+    return pd.DataFrame(rows, columns=["run", "metric", x, "value"])
 
 
 def compare_runs(
@@ -61,13 +76,14 @@ def compare_runs(
     x: str = "step",
     title: str | None = None,
     log_y: bool = False,
+    label: str | None = None,
 ) -> go.Figure:
-    """One line per run (keyed by run name) for the same metric."""
+    """One line per run (keyed by run name) for the same metric; label: how people read it (the y axis)."""
     traces = []
     for name, records in runs.items():
         xs, ys = metric_points(records, metric, x)
         traces.append(go.Scatter(x=xs, y=ys, mode="lines", name=str(name)))
-    label = metric.replace("_", " ")
+    label = label or metric.replace("_", " ")
     return _line_chart(traces, title or f"{label} by run", x, label, log_y)
 
 

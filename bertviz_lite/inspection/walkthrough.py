@@ -46,7 +46,7 @@ STEPS = (
          "In each layer, every token makes a **query** q, a **key** k and a **value** v (three learned projections). "
          "The query of one token is compared with every key: the score is q · k / √d (d = {head_dim}). A "
          "**softmax** turns the scores into weights that sum to 1, and the token's output is the **weighted sum of "
-         "the values**: it takes most from the tokens it attends to. Pick the layer and head below the figure."),
+         "the values**: it takes most from the tokens it attends to. Pick another layer and head to compare."),
     Step("many_heads", "Many heads, many layers",
          "A layer has {heads} heads, each with its own q, k and v, so each can look for something different: the "
          "next word, the previous one, [SEP], the same word. Their outputs are joined and mixed. The model stacks "

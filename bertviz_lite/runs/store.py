@@ -86,11 +86,22 @@ def hyperparameter_table(names: list[str], root: Path | None = None) -> pd.DataF
     The output folder (`out`) is left out: the column names say it. Empty when no run has a train_args.json.
     """
     root = root or checkpoints_root()
-    table = pd.DataFrame({name: hyperparameters(root / name) for name in names})
+    table = pd.DataFrame({name: _as_shown(hyperparameters(root / name)) for name in names})
     table = table.drop(index="out", errors="ignore")
     label_of = labels()
     table.index = [label_of.get(name, name) for name in table.index]
     return table.astype(str)
+
+
+def _as_shown(options: dict) -> dict:
+    """A run's options as the table shows them: a run that continued from a model names it as its preset.
+
+    The CLI records the preset it started from ("tiny"), but such a run's sizes and weights come from the model
+    (MiniLM's 384 × 6 × 12, say): "tiny" beside them would mislead.
+    """
+    if options.get("init") and options.get("preset"):
+        return {**options, "preset": f"continued from {options['init']} (options based on {options['preset']})"}
+    return options
 
 
 def differing_rows(table: pd.DataFrame) -> pd.DataFrame:

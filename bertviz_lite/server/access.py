@@ -70,9 +70,48 @@ def record_owner(folder: str | os.PathLike, visitor: Visitor | None) -> None:
 
 
 def is_owner(folder: str | os.PathLike, visitor: Visitor) -> bool:
-    """Whether `visitor` created `folder`."""
+    """Whether `visitor` created `folder`, or claimed it with its owner's claim link (another device)."""
     record = read_json_object(RunFolder(folder).owner) or {}
-    return hmac.compare_digest(str(record.get("owner", "")), _digest(visitor.id))
+    mine = _digest(visitor.id)
+    owners = [str(record.get("owner", "")), *(str(o) for o in record.get("claimed_by", []) if isinstance(o, str))]
+    return any(hmac.compare_digest(owner, mine) for owner in owners)
+
+
+# ---- claiming a run on a second device ------------------------------------------------------------
+# A lecturer starts a run on a laptop and presents from another browser. The owner's page shows a claim
+# link with a code derived from the owner's secret id (HMAC), so the code reveals nothing of the id; the run
+# folder keeps only the code's digest. Whoever opens the link becomes an owner too (Stop, Rename, Delete).
+MAX_CLAIMS = 8  # browsers that may claim one run (a lecturer's devices, not a class)
+CLAIM_FIELD = "claim"
+
+
+def claim_code(folder: str | os.PathLike, visitor: Visitor) -> str | None:
+    """The claim code of `folder` for its owner (None for anyone else); its digest is recorded on first use."""
+    run = RunFolder(folder)
+    record = read_json_object(run.owner) or {}
+    if not record.get("owner") or not hmac.compare_digest(str(record["owner"]), _digest(visitor.id)):
+        return None
+    code = hmac.new(visitor.id.encode(), f"claim:{Path(folder).name}".encode(), hashlib.sha256).hexdigest()[:32]
+    if record.get(CLAIM_FIELD) != _digest(code):
+        atomic_write_json(run.owner, {**record, CLAIM_FIELD: _digest(code)})
+    return code
+
+
+def claim(folder: str | os.PathLike, visitor: Visitor, code: str) -> str:
+    """Make `visitor` an owner of `folder` with its claim code; raises PermissionError in plain words."""
+    run = RunFolder(folder)
+    record = read_json_object(run.owner) or {}
+    expected = str(record.get(CLAIM_FIELD, ""))
+    if not expected or not isinstance(code, str) or not hmac.compare_digest(expected, _digest(code[:64])):
+        raise PermissionError(f"This claim link does not fit {Path(folder).name}: ask its owner for the link "
+                              "their Train page shows, or type the admin token.")  # fmt: skip
+    if is_owner(folder, visitor):
+        return f"{Path(folder).name} is already yours on this browser."
+    claimed = [o for o in record.get("claimed_by", []) if isinstance(o, str)]
+    if len(claimed) >= MAX_CLAIMS:
+        raise PermissionError(f"{Path(folder).name} has been claimed by {MAX_CLAIMS} browsers already.")
+    atomic_write_json(run.owner, {**record, "claimed_by": [*claimed, _digest(visitor.id)]})
+    return f"{Path(folder).name} is yours on this browser too: you may stop, rename and delete it."
 
 
 def is_shipped(folder: str | os.PathLike) -> bool:

@@ -9,6 +9,13 @@ from pathlib import PurePosixPath
 
 import streamlit as st
 
+from bertviz_lite.inspection.views.tabs import (
+    ATTENTION_TABS,
+    BEYOND_ATTENTION_TABS,
+    WHY_THIS_WORD_TABS,
+    ViewTab,
+)
+
 EXPLORE, TRAIN = "Explore a sentence pair", "Train"
 
 
@@ -23,6 +30,12 @@ class PageSpec:
     url_path: str | None = None  # None: Streamlit's, from the file name (3_Attention.py → Attention)
     link_fields: tuple[str, ...] = ()  # of share.QUERY_KEYS, besides the pair, the model and presentation mode
     index_keys: tuple[str, str] | None = None  # its own layer and head widgets, when not attn_layer / attn_head
+    filter_key: str | None = None  # its sentence filter widget (the link's `filter`)
+    tabs: tuple[ViewTab, ...] = ()  # its declared tabs (views/tabs.py) ...
+    tab_key: str | None = None  # ... and the st.tabs key holding the open one (the link's `tab`)
+    token_key: str | None = None  # its token picker (the link's `token`)
+    masked_key: str | None = None  # its masked-tokens picker (the link's `masked`)
+    knocked_key: str | None = None  # its knocked-out heads picker (the link's `knocked`)
     default: bool = False  # the page at the app's root URL
 
     @property
@@ -36,13 +49,18 @@ PAGES = (
              link_fields=("layer", "head", "step"), default=True),
     PageSpec("pages/explore/1_Tokens.py", "Tokens and masking", ":material/token:", EXPLORE),
     PageSpec("pages/explore/2_Embeddings.py", "Embeddings", ":material/scatter_plot:", EXPLORE),
-    PageSpec("pages/explore/3_Attention.py", "Attention", ":material/hub:", EXPLORE, link_fields=("layer", "head")),
-    PageSpec("pages/explore/4_Predictions.py", "Predictions", ":material/lightbulb:", EXPLORE),
+    PageSpec("pages/explore/3_Attention.py", "Attention", ":material/hub:", EXPLORE,
+             link_fields=("layer", "head", "filter", "tab", "token"), filter_key="attn_filter", tabs=ATTENTION_TABS,
+             tab_key="attn_view", token_key="nv_query"),
+    PageSpec("pages/explore/4_Predictions.py", "Predictions", ":material/lightbulb:", EXPLORE,
+             link_fields=("masked",), masked_key="pred_mask"),
     PageSpec("pages/explore/5_Beyond_attention.py", "Beyond attention", ":material/troubleshoot:", EXPLORE,
-             link_fields=("layer", "head"), index_keys=("beyond_layer", "beyond_head")),
+             link_fields=("layer", "head", "filter", "tab", "token", "knocked"), index_keys=("beyond_layer", "beyond_head"),
+             filter_key="beyond_filter", tabs=BEYOND_ATTENTION_TABS, tab_key="beyond_view", token_key="beyond_target",
+             knocked_key="beyond_heads"),
     PageSpec("pages/explore/6_Meaning_in_context.py", "Meaning in context", ":material/translate:", EXPLORE),
     PageSpec("pages/explore/7_Why_this_word.py", "Why this word", ":material/compare_arrows:", EXPLORE,
-             link_fields=("target", "foil")),
+             link_fields=("tab", "target", "foil"), tabs=WHY_THIS_WORD_TABS, tab_key="contrast_view"),
     PageSpec("pages/train/5_Train.py", "Train", ":material/model_training:", TRAIN, url_path="train"),
     PageSpec("pages/train/6_Compare_runs.py", "Compare runs", ":material/compare:", TRAIN, url_path="compare"),
     PageSpec("pages/train/7_Checkpoints.py", "Checkpoints", ":material/inventory_2:", TRAIN, url_path="checkpoints"),

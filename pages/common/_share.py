@@ -18,7 +18,8 @@ from pages.common._sidebar import OTHER_FOLDER, model_options
 
 APPLIED = "_link_applied"
 NOTES = "_link_notes"
-PENDING = "_link_indices"  # layer/head from a link, checked against the model once it is loaded
+PENDING = "_link_indices"
+FROM_LINK = "_link_picks"  # the picks a link set that a page would otherwise reset for a new input  # layer/head from a link, checked against the model once it is loaded
 LAYER, HEAD, STEP, PRESENT = "attn_layer", "attn_head", "walk_step", "present"
 WORD_KEYS = {"target": "contrast_target", "foil": "contrast_foil"}  # the Why-this-word page's candidate widgets
 ALL_HEADS = -1  # the Beyond attention page's "all heads", which a link leaves out
@@ -50,6 +51,16 @@ def _set_state(linked: share.SharedState) -> None:
             state[key] = value
     if linked.step is not None:
         state[STEP] = walkthrough.clamp_step(linked.step)
+    for page in PAGES:  # a tab and a filter go to every page that has them (the link does not say which page)
+        if page.tab_key and linked.tab in {tab.title for tab in page.tabs}:
+            state[page.tab_key] = linked.tab
+        if page.filter_key and linked.which is not None:
+            state[page.filter_key] = linked.which
+        for key, value in ((page.token_key, linked.token), (page.knocked_key, linked.knocked),
+                           (page.masked_key, linked.masked)):  # fmt: skip
+            if key and value is not None:  # checked against the input by the page (keep_choice, keep_choices)
+                state[key] = list(value) if isinstance(value, tuple) else value
+                state[FROM_LINK] = {*state.get(FROM_LINK, set()), key}
     pairs = [(LAYER, HEAD), *(page.index_keys for page in PAGES if page.index_keys)]
     indices = {key: value for layer_key, head_key in pairs
                for key, value in ((layer_key, linked.layer), (head_key, linked.head)) if value is not None}  # fmt: skip
@@ -91,20 +102,37 @@ def clamp_linked_indices(num_layers: int, num_heads: int) -> None:
             st.warning(note)
 
 
+def _listed(values) -> tuple | None:
+    return None if values is None else tuple(values)
+
+
+def from_link(key: str) -> bool:
+    """Whether this pick was set by the link this session opened with, and not yet used (once per key)."""
+    keys = st.session_state.get(FROM_LINK, set())
+    if key not in keys:
+        return False
+    st.session_state[FROM_LINK] = keys - {key}
+    return True
+
+
 def current_state(page_path: str) -> share.SharedState:
     """The state this page's link carries."""
     state = st.session_state
     fields = page_fields(page_path)
     model = state.get("model_picker", DEFAULT_MODEL)
     layer_key, head_key = index_keys(page_path)
+    page = by_url_path(page_path)
 
-    def field(name: str, key: str):
-        value = state.get(key) if name in fields else None
+    def field(name: str, key: str | None):
+        value = state.get(key) if name in fields and key else None
         return None if value == ALL_HEADS and name == "head" else value
 
     return share.SharedState(
         text_a=state.get("sentence_a"), text_b=state.get("sentence_b"),
         model=None if model == OTHER_FOLDER else model, layer=field("layer", layer_key), head=field("head", head_key),
+        which=field("filter", page and page.filter_key), tab=field("tab", page and page.tab_key),
+        token=field("token", page and page.token_key),
+        masked=_listed(field("masked", page and page.masked_key)), knocked=_listed(field("knocked", page and page.knocked_key)),
         step=field("step", STEP), present=bool(state.get(PRESENT)),
         target=field("target", WORD_KEYS["target"]) or None, foil=field("foil", WORD_KEYS["foil"]) or None,
     )  # fmt: skip
@@ -128,6 +156,7 @@ def link_control(page_path: str) -> None:
     link = share.share_link(base or "http://localhost:8501", page_path, current_state(page_path))
     with st.sidebar.expander("Copy link to this view", icon=":material/link:"):
         st.code(link, language=None, wrap_lines=True)
-        st.caption("Opens this page with the same pair, model, layer, head, step and presentation mode."
+        st.caption("Opens this page with the same pair, model, layer, head, sentence filter, tab, token, masked "
+                   "tokens, knocked-out heads, step and presentation mode."
                    + (" A model typed as a folder is not part of the link." if
                       st.session_state.get("model_picker") == OTHER_FOLDER else ""))

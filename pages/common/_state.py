@@ -8,6 +8,10 @@ import streamlit as st
 
 from bertviz_lite.limits import clamp
 
+# persist_state of every pick (layer, head, filter, token, knock-out set…): Streamlit keeps its value across visits
+# to other pages instead of dropping the state of widgets a run does not draw. (st.tabs with a key keeps its own.)
+KEEP = "session"
+
 
 def keep_choice(key: str, options: Sequence, default, start: bool = False) -> None:
     """Reset a stored widget value that the input no longer offers (layer 5 of a 2-layer model).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import FunctionType
 from typing import NamedTuple, TypeVar
 
@@ -13,27 +14,24 @@ import streamlit as st
 from bertviz_lite import figures
 from bertviz_lite.figures.style import readable
 from bertviz_lite.inspection import analysis, explore
-from bertviz_lite.inspection.views.tabs import ViewTab
+from bertviz_lite.inspection.views.tabs import ViewTab, glossary
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.server import access, settings
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 from pages.common._share import PRESENT, clamp_linked_indices
 from pages.common._sidebar import Inputs, current_inputs
-from pages.common._state import keep_choice
+from pages.common._state import KEEP, keep_choice
 
 LOAD_ERRORS = (ValueError, OSError)
 THREADS_PROBLEM = settings.use_app_threads()  # once per process: BERTVIZ_LITE_THREADS (default 1)
 T = TypeVar("T")
+# Presentation mode is a slide of 1280 × 720 (or 1024 × 768): a figure ends by SLIDE_BOTTOM px from the top.
+SLIDE_BOTTOM, SLIDE_TOP = 704, 240
+ASSETS = Path(__file__).resolve().parent / "assets"  # the presentation CSS and the clicker script
+KEPT_TAB = "_kept_"  # prefix of the plain key that remembers a page's open tab
 # Presentation mode: a compact header (smaller titles, less space above them, captions hidden) and larger token chips.
-PRESENT_CSS = """<style>
-[data-testid="stMainBlockContainer"] {padding-top: 3.4rem; padding-bottom: 2rem;}
-[data-testid="stMain"] h2 {font-size: 1.45rem; padding: 0 0 0.2rem 0;}
-[data-testid="stMain"] h3 {font-size: 1.2rem; padding: 0.2rem 0;}
-[data-testid="stMain"] [data-testid="stCaptionContainer"] {display: none;}
-[data-testid="stMain"] [data-testid="stMarkdownContainer"] p {font-size: 1.1rem;}
-.bvl-chips {font-size: 20px;} .bvl-chip .bvl-meta {font-size: 14px; opacity: 0.85;}
-</style>"""
+PRESENT_CSS = "<style>" + (ASSETS / "present.css").read_text(encoding="utf-8") + "</style>"
 
 
 class Context(NamedTuple):
@@ -124,27 +122,13 @@ def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, ke
                        key=f"{key}_csv", on_click="ignore", icon=":material/download:")
 
 
-# A presenter's clicker sends PageDown/PageUp (or the arrow keys): they press the page's Next/Previous buttons.
-_STEP_KEYS_JS = """<script>
-(() => {
-  if (window.__bvlStepKeys) return;
-  window.__bvlStepKeys = true;
-  const buttons = {ArrowRight: "__NEXT__", PageDown: "__NEXT__", ArrowLeft: "__PREV__", PageUp: "__PREV__"};
-  document.addEventListener("keydown", event => {
-    const typing = event.target.closest && event.target.closest("input, textarea, [contenteditable], [role=slider]");
-    const key = buttons[event.key];
-    if (!key || typing || event.altKey || event.ctrlKey || event.metaKey) return;
-    const button = document.querySelector(`.st-key-${key} button`);
-    if (button && !button.disabled) { event.preventDefault(); button.click(); }
-  }, true);  // capture: the app's scroll container would otherwise see the key first
-})();
-</script>"""
 
 
 def step_keys(previous_key: str, next_key: str) -> None:
     """Arrow keys and PageUp/PageDown press the buttons with these keys (a clicker moves the walkthrough)."""
-    script = _STEP_KEYS_JS.replace("__NEXT__", next_key).replace("__PREV__", previous_key)
-    st.html(script, unsafe_allow_javascript=True)
+    script = (ASSETS / "step_keys.js").read_text(encoding="utf-8")
+    st.html("<script>" + script.replace("__NEXT__", next_key).replace("__PREV__", previous_key) + "</script>",
+            unsafe_allow_javascript=True)
 
 
 def is_present() -> bool:
@@ -159,14 +143,41 @@ def presentation_style() -> None:
 
 
 def show_figure(fig: go.Figure, name: str, frame: pd.DataFrame | Callable[[], pd.DataFrame], key: str | None = None,
-                **chart_args):  # fmt: skip
+                slide_top: int = SLIDE_TOP, **chart_args):  # fmt: skip
     """st.plotly_chart with readable fonts (larger in presentation mode) and the PNG button, then a CSV button.
 
     key: the chart's widget key when it is not `name` (a new key clears a chart's selection).
+    slide_top: where the figure starts on a 1280 × 720 screen in presentation mode (px from the top); the figure
+    is made short enough for its bottom to show too (the server cannot read the screen: this is the slide's size).
     """
-    event = st.plotly_chart(readable(fig, is_present()), key=key or name, config=plotly_config(name), **chart_args)
+    fig = readable(fig, is_present(), max_height=SLIDE_BOTTOM - slide_top)
+    event = st.plotly_chart(fig, key=key or name, config=plotly_config(name), **chart_args)
     csv_button(frame, name, name)
     return event
+
+
+def declared_tabs(declared: Sequence[ViewTab], key: str) -> dict:
+    """The page's st.tabs by title, the open one kept across page visits, its one line on top in presentation mode.
+
+    st.tabs has no persist_state: the open tab is copied to a plain key, which brings it back after a visit.
+    """
+    state, kept = st.session_state, f"{KEPT_TAB}{key}"
+    if key not in state and kept in state:
+        state[key] = state[kept]
+    titles = [tab.title for tab in declared]
+    tabs = dict(zip(titles, st.tabs(titles, key=key, on_change="rerun"), strict=True))
+    state[kept] = state.get(key, titles[0])
+    for tab in declared:
+        if tabs[tab.title].open:
+            with tabs[tab.title]:
+                about(tab)
+    return tabs
+
+
+def about(tab: ViewTab) -> None:
+    """In presentation mode, the view's one plain line, with its symbols explained on hover."""
+    if is_present() and tab.about:
+        st.markdown(tab.about, help=glossary(tab) or None)
 
 
 def show_declared_tabs(declared: Sequence[ViewTab], tabs: dict, inputs: Inputs, masked: tuple[int, ...] = (),
@@ -225,15 +236,18 @@ def switch_model_button(key: str | None = None) -> bool:
 
 
 def head_pickers(prefix: str, has_sentence_b: bool, layers: int, heads: Sequence[int], default_head: int = 0,
-                 head_label: Callable[[int], str] = str) -> tuple[str, int, int]:  # fmt: skip
-    """Sentence filter, layer and head pickers in a row (keys `<prefix>_filter|layer|head`)."""
+                 head_label: Callable[[int], str] = str,
+                 on_head: Callable[[], None] | None = None) -> tuple[str, int, int]:  # fmt: skip
+    """Sentence filter, layer and head pickers in a row (keys `<prefix>_filter|layer|head`); on_head: called
+    when the head picked changes."""
     filters = list(analysis.SENTENCE_FILTERS) if has_sentence_b else ["All"]
     keep_choice(f"{prefix}_filter", filters, "All")
     keep_choice(f"{prefix}_layer", range(layers), 0)
     keep_choice(f"{prefix}_head", heads, default_head)
-    pick_filter, pick_layer, pick_head = st.columns([2, 1, 1])
+    pick_filter, pick_layer, pick_head = st.columns([3, 1, 1])  # five filter buttons fit at 1024 px with a sidebar
     which = pick_filter.segmented_control("Sentences (query → key)", filters, default="All",
-                                          key=f"{prefix}_filter") or "All"  # fmt: skip
-    layer = pick_layer.selectbox("Layer", range(layers), key=f"{prefix}_layer")
-    head = pick_head.selectbox("Head", heads, key=f"{prefix}_head", format_func=head_label)
+                                          key=f"{prefix}_filter", persist_state=KEEP) or "All"  # fmt: skip
+    layer = pick_layer.selectbox("Layer", range(layers), key=f"{prefix}_layer", persist_state=KEEP)
+    head = pick_head.selectbox("Head", heads, key=f"{prefix}_head", format_func=head_label, persist_state=KEEP,
+                               on_change=on_head)
     return which, layer, head

@@ -14,10 +14,10 @@ from bertviz_lite.inspection import views
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.inspection.views.predictions import default_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
-from pages.common._questions import ask
 from pages.common._share import HEAD, LAYER, STEP
-from pages.common._state import clamp_number
+from pages.common._state import KEEP, clamp_number
 from pages.common._ui import (
+    is_present,
     load_context,
     on_tile_click,
     show_figure,
@@ -26,6 +26,7 @@ from pages.common._ui import (
     trace_for,
     view,
 )
+from pages.explore._questions import ask
 
 ctx = load_context()
 encoding = ctx.encoding
@@ -73,7 +74,7 @@ def step_ids() -> None:
 
 def step_embeddings() -> None:
     window = view(views.embedding_window, ctx.inputs, masked, start=0, size=48)
-    show_figure(embedding_window_figure(window), "walk_embeddings", frame=window.to_frame)
+    show_figure(embedding_window_figure(window), "walk_embeddings", frame=window.to_frame, slide_top=210)
 
 
 def step_one_head() -> None:
@@ -83,12 +84,19 @@ def step_one_head() -> None:
     head = st.session_state.get(HEAD, 0)
     target = 0 if query is None else query
     question = view(walk.attention_question, ctx.inputs, masked, layer=layer, head=head, query=target)
-    if ask(question, "attention"):
+    if is_present():  # a slide: the pickers beside the question, so that they show with the figure
+        pick_layer, pick_head, question_box = st.columns([1, 1, 6], vertical_alignment="bottom")
+    else:
+        question_box = st.container()
+    with question_box:
+        revealed = ask(question, "attention")
+    if revealed:
         data = view(walk.one_head_data, ctx.inputs, masked, layer=layer, head=head, query_index=target)
-        show_figure(one_head_figure(data), "walk_one_head", frame=data.to_frame)
-    pick_layer, pick_head, _ = st.columns([1, 1, 4])
-    pick_layer.selectbox("Layer", range(num_layers), index=num_layers // 2, key=LAYER)
-    pick_head.selectbox("Head", range(num_heads), index=0, key=HEAD)
+        show_figure(one_head_figure(data), "walk_one_head", frame=data.to_frame, slide_top=315)
+    if not is_present():
+        pick_layer, pick_head, _ = st.columns([1, 1, 4])
+    pick_layer.selectbox("Layer", range(num_layers), index=num_layers // 2, key=LAYER, persist_state=KEEP)
+    pick_head.selectbox("Head", range(num_heads), index=0, key=HEAD, persist_state=KEEP)
 
 
 def _open_head(layer: int, head: int) -> None:
@@ -101,12 +109,12 @@ def step_many_heads() -> None:
     overview = view(views.model_view, ctx.inputs, masked)
     show_figure(model_view_figure(overview, tile_size=min(80, 520 // num_layers)), "walk_model_view",
                 frame=overview.to_frame, on_select=on_tile_click("walk_model_view", num_layers, num_heads, _open_head),
-                selection_mode="points")
+                selection_mode="points", slide_top=235)
 
 
 def step_residual() -> None:
     changes = view(walk.residual_changes, ctx.inputs, masked)
-    show_figure(residual_figure(changes), "walk_residual", frame=changes.to_frame)
+    show_figure(residual_figure(changes), "walk_residual", frame=changes.to_frame, slide_top=235)
 
 
 def step_mlm() -> None:
@@ -118,7 +126,7 @@ def step_mlm() -> None:
     if ask(question, "mlm"):
         top = views.top_predictions(trace.mlm_logits, ctx.tokenizer, query, 10)
         show_figure(topk_bar(top["token"].tolist(), top["probability"], title=views.prediction_title(encoding, query)),
-                    "walk_mlm", frame=top)
+                    "walk_mlm", frame=top, slide_top=285)
 
 
 def step_nsp() -> None:

@@ -4,12 +4,15 @@ import streamlit as st
 
 from bertviz_lite.figures import token_chip_html
 from bertviz_lite.inspection import views
-from pages.common._ui import load_context, show_table
+from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
+from pages.common._state import KEEP
+from pages.common._ui import about, load_context, show_table
 
 ctx = load_context()
 encoding = ctx.encoding
 
 st.header("Tokens")
+about(PAGE_ABOUT["tokens"])  # presentation mode: one plain line on what the page shows
 st.caption(
     "BERT reads [CLS] A [SEP] B [SEP]. Each chip is one WordPiece token; beneath it, its position · segment id "
     "(0 = sentence A, 1 = sentence B). Italic chips starting with ## continue the word before them."
@@ -23,8 +26,8 @@ st.caption(
     "80% of the time, a random token 10%, and stays as it is 10%. The model must predict the original (the MLM label)."
 )
 left, right, button = st.columns([3, 2, 1], vertical_alignment="bottom")
-mask_prob = left.slider("Probability of choosing a token", 0.05, 0.95, 0.15, 0.05, key="mask_prob")
-right.number_input("Seed", min_value=0, value=0, step=1, key="mask_seed")
+mask_prob = left.slider("Probability of choosing a token", 0.05, 0.95, 0.15, 0.05, key="mask_prob", persist_state=KEEP)
+right.number_input("Seed", min_value=0, value=0, step=1, key="mask_seed", persist_state=KEEP)
 
 
 def _resample() -> None:

@@ -5,8 +5,9 @@ import streamlit as st
 from bertviz_lite import figures
 from bertviz_lite.inspection import analysis, views
 from bertviz_lite.inspection.explore import EMBEDDING_NAMES
-from pages.common._state import clamp_number, keep_choice
-from pages.common._ui import load_context, show_figure, trace_for, view
+from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
+from pages.common._state import KEEP, clamp_number, keep_choice
+from pages.common._ui import about, load_context, show_figure, trace_for, view
 
 WINDOW = 64  # tokens per heatmap page: 512 × 384 × 5 cells would be a slow figure
 
@@ -15,6 +16,7 @@ trace = trace_for(ctx)
 count = trace.num_tokens
 
 st.header("Embeddings")
+about(PAGE_ABOUT["embeddings"])  # presentation mode: one plain line on what the page shows
 st.caption(
     "BERT's input vector for each token is the sum of three learned vectors: the token's own embedding, one for "
     "its position and one for its segment (A or B). LayerNorm then rescales each sum to mean 0 and variance 1."
@@ -22,9 +24,9 @@ st.caption(
 start = 0
 if count > WINDOW:
     clamp_number("emb_start", 0, count - WINDOW)
-    start = st.slider(f"First token shown ({WINDOW} at a time)", 0, count - WINDOW, 0, key="emb_start")
+    start = st.slider(f"First token shown ({WINDOW} at a time)", 0, count - WINDOW, 0, key="emb_start", persist_state=KEEP)
 window = view(views.embedding_window, ctx.inputs, start=start, size=WINDOW)
-show_figure(figures.embedding_window_figure(window), "embedding_parts", frame=window.to_frame)
+show_figure(figures.embedding_window_figure(window), "embedding_parts", frame=window.to_frame, slide_top=160)
 st.caption(f"Check: largest |sum − (token + position + segment)| = {views.embedding_sum_error(trace.embeddings):.2e}.")
 
 norms = analysis.embedding_component_norms(*(trace.embeddings[n] for n in EMBEDDING_NAMES), tokens=trace.tokens)
@@ -33,7 +35,7 @@ show_figure(figures.component_norms_bar(norms), "embedding_norms", frame=norms)
 st.subheader("Position embeddings")
 max_positions = ctx.model.config.max_position_embeddings
 clamp_number("emb_positions", 2, max_positions)
-positions = st.number_input("Positions compared", 2, max_positions, min(64, max_positions), key="emb_positions")
+positions = st.number_input("Positions compared", 2, max_positions, min(64, max_positions), key="emb_positions", persist_state=KEEP)
 for column, similarity, name in zip(st.columns(2), views.position_similarity(ctx.model, positions),
                                     ("position_similarity_model", "position_similarity_sinusoidal"), strict=True):
     with column:
@@ -43,7 +45,7 @@ for column, similarity, name in zip(st.columns(2), views.position_similarity(ctx
 st.subheader("Token vectors in 2-D")
 choices = views.vector_choices(ctx.model.config.num_hidden_layers)
 keep_choice("pca_vectors", choices, choices[-1])
-choice = st.selectbox("Vectors", choices, index=len(choices) - 1, key="pca_vectors")
+choice = st.selectbox("Vectors", choices, index=len(choices) - 1, key="pca_vectors", persist_state=KEEP)
 projection = view(views.token_projection, ctx.inputs, choice=choice)
 show_figure(figures.token_projection_figure(projection),
             "pca", frame=projection.to_frame)

@@ -7,8 +7,9 @@ from bertviz_lite.figures.attention import STAT_TITLES
 from bertviz_lite.figures.head_view_script import head_view_hover_script
 from bertviz_lite.inspection import analysis, explore, views
 from bertviz_lite.inspection.views import tabs as declared
-from pages.common._state import clamp_number, keep_choice, keep_choices
+from pages.common._state import KEEP, clamp_number, keep_choice, keep_choices
 from pages.common._ui import (
+    declared_tabs,
     head_pickers,
     is_present,
     load_context,
@@ -29,27 +30,36 @@ trace = trace_for(ctx)
 num_layers, num_heads, count = trace.attentions.shape[0], trace.attentions.shape[1], trace.num_tokens
 labels = analysis.unique_labels(trace.tokens)
 
-st.header("Attention")
-st.caption(
+# Presentation mode: the title and the pickers share a row, so that the figure's bottom stays on the slide.
+title_box, picker_box = st.columns([1, 4], vertical_alignment="bottom") if is_present() else (st.container(),) * 2
+title_box.header("Attention")
+title_box.caption(
     "Each head turns every token into a query, a key and a value. A query's softmax(q · k / √d) over all keys is "
     "its attention row: how much of each token's value it takes. Rows are queries, columns keys; each row sums to 1."
 )
 if not is_present():  # the compact presentation header keeps the figure above the fold
     st.page_link("pages/explore/5_Beyond_attention.py", icon=":material/troubleshoot:",
-                 label="Weights alone can mislead: weigh them by what each token passes on, and test them against "
-                       "ablation, on Beyond attention")  # fmt: skip
-which, layer, head = head_pickers("attn", trace.has_sentence_b, num_layers, range(num_heads))
+                 label="Weights alone can mislead: see Beyond attention")  # fmt: skip
+with picker_box:
+    which, layer, head = head_pickers("attn", trace.has_sentence_b, num_layers, range(num_heads),
+                                      on_head=lambda: _show_in_head_view(st.session_state["attn_head"]))
 
 
 def single_head(layer: int, head: int, which: str, name: str, axis_titles: bool = True) -> None:
     block = view(views.attention_map, ctx.inputs, layer=layer, head=head, which=which)
-    show_figure(figures.attention_map_figure(block, axis_titles=axis_titles), name, frame=block.to_frame)
+    show_figure(figures.attention_map_figure(block, axis_titles=axis_titles), name, frame=block.to_frame,
+                slide_top=230)
 
 
 def _focus_clicked_token() -> None:
     picked = explore.clicked_token(st.session_state["head_view"].selection)
     start = st.session_state.get("hv_window_start", 0)
     st.session_state["hv_focus"] = ALL_TOKENS if picked is None else start + picked
+
+
+def _show_in_head_view(head: int) -> None:
+    """A head picked above is the one the head view shows (its legend and multiselect bring the others back)."""
+    st.session_state["hv_heads"] = [head]
 
 
 def _open_head(layer: int, head: int) -> None:
@@ -61,26 +71,25 @@ def head_view_controls() -> tuple:
     """The head view's pickers: heads, token window, focus token and line threshold."""
     keep_choices("hv_heads", range(num_heads))
     heads = st.multiselect("Heads (or click the legend)", range(num_heads), default=list(range(num_heads)),
-                           key="hv_heads", format_func=lambda h: f"head {h}")
+                           key="hv_heads", persist_state=KEEP, format_func=lambda h: f"head {h}")
     window = None
     if count > 2 * HEAD_VIEW_WINDOW:
         clamp_number("hv_start", 0, count - HEAD_VIEW_WINDOW)
         start = st.slider(f"Tokens shown: from ({HEAD_VIEW_WINDOW} at a time; lines to tokens outside are not "
-                          "drawn)", 0, count - HEAD_VIEW_WINDOW, 0, key="hv_start")
+                          "drawn)", 0, count - HEAD_VIEW_WINDOW, 0, key="hv_start", persist_state=KEEP)
         window = explore.token_window(count, start, HEAD_VIEW_WINDOW)
     shown = range(count) if window is None else range(window.start, window.stop)
     st.session_state["hv_window_start"] = shown.start  # for the click callback
     keep_choice("hv_focus", [ALL_TOKENS, *shown], ALL_TOKENS)
     pick_focus, pick_weight = st.columns([2, 1])
-    focus = pick_focus.selectbox("Focus on one query token", [ALL_TOKENS, *shown], key="hv_focus",
+    focus = pick_focus.selectbox("Focus on one query token", [ALL_TOKENS, *shown], key="hv_focus", persist_state=KEEP,
                                  format_func=lambda i: "all tokens" if i == ALL_TOKENS else labels[i])
     min_weight = pick_weight.slider("Hide lines lighter than", 0.0, 0.5, views.head_view_min_weight(len(shown)),
-                                    0.01, key="hv_min_weight", help="The default is 1 / tokens: uniform attention.")
+                                    0.01, key="hv_min_weight", persist_state=KEEP, help="The default is 1 / tokens: uniform attention.")
     return heads, window, focus, min_weight
 
 
-titles = declared.titles(declared.ATTENTION_TABS)
-tabs = dict(zip(titles, st.tabs(titles, key="attn_view", on_change="rerun"), strict=True))
+tabs = declared_tabs(declared.ATTENTION_TABS, "attn_view")
 if tabs["Heatmap"].open:
     with tabs["Heatmap"]:
         single_head(layer, head, which, "attention_heatmap")
@@ -123,7 +132,7 @@ if tabs["Model view"].open:
 if tabs["Neuron view"].open:
     with tabs["Neuron view"]:
         keep_choice("nv_query", range(count), min(1, count - 1))
-        query = st.selectbox("Query token", range(count), index=min(1, count - 1), key="nv_query",
+        query = st.selectbox("Query token", range(count), index=min(1, count - 1), key="nv_query", persist_state=KEEP,
                              format_func=lambda i: labels[i])
         st.caption(
             f"Layer {layer}, head {head}: the query vector of {labels[query]}, every key, their element-wise "
@@ -136,7 +145,7 @@ if tabs["Neuron view"].open:
 if tabs["Head statistics"].open:
     with tabs["Head statistics"]:
         stats = view(analysis.head_statistics, ctx.inputs)
-        value = st.selectbox("Statistic", list(STAT_TITLES), key="stat_value", format_func=STAT_TITLES.get)
+        value = st.selectbox("Statistic", list(STAT_TITLES), key="stat_value", persist_state=KEEP, format_func=STAT_TITLES.get)
         show_figure(figures.head_statistics_figure(stats, value), "head_statistics", frame=stats)
         show_table(stats.round(4), "head_statistics_table", hide_index=True)
 
@@ -149,7 +158,7 @@ if tabs["Rollout"].open:
         after = num_layers
         if num_layers > 1:  # a slider needs two values
             clamp_number("rollout_layer", 1, num_layers)
-            after = st.slider("After layer", 1, num_layers, num_layers, key="rollout_layer")
+            after = st.slider("After layer", 1, num_layers, num_layers, key="rollout_layer", persist_state=KEEP)
         flow = view(views.rollout, ctx.inputs, after=after)
         show_figure(figures.rollout_figure(flow), "rollout", frame=flow.to_frame)
 

@@ -5,14 +5,17 @@ import streamlit as st
 from bertviz_lite import figures
 from bertviz_lite.inspection import analysis, views
 from bertviz_lite.inspection.views.predictions import default_masks
+from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
-from pages.common._state import new_input
-from pages.common._ui import load_context, show_figure, switch_model_button, trace_for
+from pages.common._share import from_link
+from pages.common._state import KEEP, keep_choices, new_input
+from pages.common._ui import about, load_context, show_figure, switch_model_button, trace_for
 
 ctx = load_context()
 encoding = ctx.encoding
 
 st.header("Predictions")
+about(PAGE_ABOUT["predictions"])  # presentation mode: one plain line on what the page shows
 if not (ctx.model.has_mlm_head or ctx.model.has_nsp_head):
     st.info(
         f"{ctx.inputs.source} is an encoder without BERT's pre-training heads: it was fine-tuned to make sentence "
@@ -26,12 +29,13 @@ if not (ctx.model.has_mlm_head or ctx.model.has_nsp_head):
 labels = analysis.unique_labels(encoding.tokens)
 maskable = views.maskable_positions(encoding)
 default = list(default_masks(encoding))
-if new_input("pred_mask_input", ctx.inputs):  # new text: positions mean other tokens now
+if new_input("pred_mask_input", ctx.inputs) and not from_link("pred_mask"):  # new text: positions mean other tokens
     st.session_state["pred_mask"] = default
+keep_choices("pred_mask", maskable)  # a link's positions past this input's end
 left, right = st.columns([3, 1])
 chosen = left.multiselect("Tokens to mask (or type [MASK] in a sentence)", maskable, default=default,
-                          key="pred_mask", format_func=lambda i: labels[i])
-k = right.number_input("Top k", 1, 30, 10, key="pred_k")
+                          key="pred_mask", persist_state=KEEP, format_func=lambda i: labels[i])
+k = right.number_input("Top k", 1, 30, 10, key="pred_k", persist_state=KEEP)
 trace = trace_for(ctx, chosen)
 
 # Side by side, so both fit a 1280 × 720 screen.

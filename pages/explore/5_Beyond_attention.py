@@ -7,10 +7,12 @@ from bertviz_lite.inspection import analysis, attribution, views
 from bertviz_lite.inspection.views import tabs as declared
 from bertviz_lite.inspection.views.explain import explained_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
-from pages.common._share import ALL_HEADS
-from pages.common._state import keep_choice, keep_choices, new_input
+from pages.common._share import ALL_HEADS, from_link
+from pages.common._state import KEEP, keep_choice, keep_choices, new_input
 from pages.common._ui import (
+    declared_tabs,
     head_pickers,
+    is_present,
     load_context,
     on_tile_click,
     renewing_key,
@@ -46,10 +48,10 @@ def pick_target(where=st) -> tuple[int | None, tuple[int, ...]] | None:
         return None
     options = [NSP if choice is None else choice for choice in choices]  # a selectbox reads None as "nothing picked"
     default = options[choices.index(views.default_choice(encoding, choices))]
-    if new_input("beyond_target_input", ctx.inputs):  # new text: positions mean other tokens now
+    if new_input("beyond_target_input", ctx.inputs) and not from_link("beyond_target"):  # new text: other tokens
         st.session_state["beyond_target"] = default
     keep_choice("beyond_target", options, default)
-    picked = where.selectbox("Explain", options, index=options.index(default), key="beyond_target",
+    picked = where.selectbox("Explain", options, index=options.index(default), key="beyond_target", persist_state=KEEP,
                           format_func=lambda i: "next-sentence decision (NSP)" if i == NSP else f"[MASK] at {labels[i]}")
     position = None if picked == NSP else picked
     return position, explained_masks(encoding, position)
@@ -72,8 +74,7 @@ def _toggle_head(layer: int, head: int) -> None:
 
 
 trace = trace_for(ctx)
-titles = declared.titles(declared.BEYOND_ATTENTION_TABS)
-tabs = dict(zip(titles, st.tabs(titles, key="beyond_view", on_change="rerun"), strict=True))
+tabs = declared_tabs(declared.BEYOND_ATTENTION_TABS, "beyond_view")
 
 if tabs["Norm-weighted attention"].open:
     with tabs["Norm-weighted attention"]:
@@ -87,12 +88,14 @@ if tabs["Norm-weighted attention"].open:
                                           lambda h: "all heads" if h == ALL_HEADS else f"head {h}")
         data = shown(views.norm_attention, layer=layer, head=None if head == ALL_HEADS else head, which=which)
         if data is not None:
-            st.info(data.note())
+            above = None if is_present() else st.container()  # presentation mode: the figures first, then the note
             raw_column, norm_column = st.columns(2)
             with raw_column:
-                show_figure(figures.weights_heatmap(data), "beyond_raw_attention", frame=data.to_frame)
+                show_figure(figures.weights_heatmap(data), "beyond_raw_attention", frame=data.to_frame,
+                            slide_top=300)
             with norm_column:
-                show_figure(figures.norm_heatmap(data), "beyond_norm_attention", frame=data.to_frame)
+                show_figure(figures.norm_heatmap(data), "beyond_norm_attention", frame=data.to_frame, slide_top=300)
+            (above or st).info(data.note())
             show_table(data.shares().round(4), "beyond_norm_shares", hide_index=True)
         shares = view(views.special_share_by_layer, ctx.inputs)
         show_figure(figures.special_share_figure(shares), "beyond_special_share", frame=shares)
@@ -103,7 +106,7 @@ if tabs["Attribution"].open:
         target = pick_target(pick)
         if target is not None:
             position, masked = target
-            steps = pick_steps.select_slider("Integrated-gradients steps", [32, 64, 128], value=32, key="beyond_steps")
+            steps = pick_steps.select_slider("Integrated-gradients steps", [32, 64, 128], value=32, key="beyond_steps", persist_state=KEEP)
             with st.spinner("Masking each token in turn and integrating gradients…"):
                 data = shown(views.token_attribution, masked, position=position, steps=steps)
             if data is not None:
@@ -130,7 +133,7 @@ if tabs["Head knock-out"].open:
             names = [attribution.head_name(layer, head) for layer in range(num_layers) for head in range(num_heads)]
             keep_choices("beyond_heads", names)
             chosen = st.multiselect("Heads to knock out (or click tiles in the model view below)", names, default=[],
-                                    key="beyond_heads")
+                                    key="beyond_heads", persist_state=KEEP)
             heads = tuple(sorted(chosen, key=names.index))  # one cache entry per set of heads
             data = shown(views.head_knockout, masked, heads=heads, position=position, k=5)
             if data is not None:

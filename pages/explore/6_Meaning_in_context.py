@@ -6,9 +6,11 @@ import streamlit as st
 
 from bertviz_lite.figures.contexts import context_scatter, separation_figure
 from bertviz_lite.inspection.views import contexts as meaning
+from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
 from bertviz_lite.text.corpora.senses import sense_index
 from pages.common._state import keep_choice
 from pages.common._ui import (
+    about,
     is_present,
     load_context,
     load_model,
@@ -116,6 +118,7 @@ apply_word_link()
 keep_picks()
 num_layers = ctx.model.config.num_hidden_layers
 st.header("Meaning in context", anchor=False)
+about(PAGE_ABOUT["meaning_in_context"])  # presentation mode: one plain line on what the page shows
 st.caption(
     "One word, many sentences: each point is the word's vector in one WordNet example sentence, coloured by the sense "
     "WordNet gives it there. Every occurrence starts from the same input embedding; slide through the layers to see "

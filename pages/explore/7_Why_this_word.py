@@ -6,9 +6,9 @@ from bertviz_lite import figures
 from bertviz_lite.inspection import views
 from bertviz_lite.inspection.views import tabs as declared
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
-from pages.common._questions import ask
 from pages.common._share import WORD_KEYS
-from pages.common._ui import load_context, show_figure, show_table, view
+from pages.common._ui import declared_tabs, load_context, show_figure, show_table, view
+from pages.explore._questions import ask
 
 RESTORE = {"residual stream": ("residual",), "attention vs feed-forward": ("attention", "feed-forward"),
            "heads": ("head",)}  # fmt: skip
@@ -88,8 +88,7 @@ if not ctx.model.has_mlm_head:
             f"{DEFAULT_MODEL} has one.")
     st.stop()
 candidates = pick_candidates()
-titles = declared.titles(declared.WHY_THIS_WORD_TABS)
-tabs = dict(zip(titles, st.tabs(titles, key="contrast_view", on_change="rerun"), strict=True))
+tabs = declared_tabs(declared.WHY_THIS_WORD_TABS, "contrast_view")
 
 if tabs["Minimal pairs"].open:
     with tabs["Minimal pairs"]:

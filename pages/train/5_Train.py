@@ -3,8 +3,10 @@
 import streamlit as st
 
 from bertviz_lite.runs import lifecycle
+from bertviz_lite.server import access
+from pages.common._visitor import admin_login, current_visitor
 from pages.train._form import new_run_form
-from pages.train._live import live_view, select_run
+from pages.train._live import apply_claim, claim_link, live_view, select_run
 from pages.train._replay import attention_replay
 
 st.header("Train a BERT")
@@ -15,18 +17,31 @@ st.caption(
 )
 choices = [run for run in lifecycle.list_runs() if run.state != "ready"]
 training = [run for run in choices if run.active]
-with st.expander("Start a new run", expanded=not training, icon=":material/add:"):
-    if len(training) >= lifecycle.max_concurrent_runs():
-        st.info(f"{', '.join(run.name for run in training)} is training, and at most {lifecycle.max_concurrent_runs()} "
-                "run(s) may train at once: a new run can start when it ends or is stopped.")  # fmt: skip
-    new_run_form()
+
+
+def start_form() -> None:
+    """The new-run form in an expander: open while there is no run to show, folded away below one otherwise."""
+    with st.expander("Start a new run", expanded=not choices, icon=":material/add:"):
+        if len(training) >= lifecycle.max_concurrent_runs():
+            st.info(f"{', '.join(run.name for run in training)} is training, and at most "
+                    f"{lifecycle.max_concurrent_runs()} run(s) may train at once: a new run can start when it ends or "
+                    "is stopped.")  # fmt: skip
+        new_run_form()
+
 
 if not choices:
+    start_form()
     st.info("No training run yet: start one above.")
     st.stop()
+# A run to show: its curves come first (what a class looks at), the form folds away below them.
 st.subheader("Watch a run")
 run = select_run(choices)
+apply_claim(run.path)
 live_view(run.path)
+claim_link(run.path)
+if not access.may_change(run.path, current_visitor()):
+    admin_login()  # the other way to a run started elsewhere (shown only when the server has an admin token)
+start_form()
 st.subheader("Attention replay")
 st.caption("The attention of one fixed sentence pair, saved every few steps: watch the heads form.")
 attention_replay(run.path)

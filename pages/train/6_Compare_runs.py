@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-from bertviz_lite.figures.training import compare_runs
+from bertviz_lite.figures.training import compare_runs, curve_frame
 from bertviz_lite.loading.run_folder import read_metrics
 from bertviz_lite.runs import lifecycle, store
 from bertviz_lite.training.metrics import METRICS
 from pages.common._state import keep_choices
-from pages.common._ui import plotly_config
+from pages.common._ui import show_figure
 
 st.header("Compare runs")
 records = {run.name: read_metrics(run.path) for run in lifecycle.list_runs()}
@@ -24,9 +24,10 @@ metric = st.selectbox("Metric", list(METRICS), key="compare_metric",
 if not chosen:
     st.info("Choose one or more runs.")
     st.stop()
-figure = compare_runs({name: records[name] for name in chosen}, metric, title=METRICS[metric].label,
+runs = {name: records[name] for name in chosen}
+figure = compare_runs(runs, metric, title=METRICS[metric].label, label=METRICS[metric].label,
                       log_y=st.toggle("Log scale", key="compare_log"))  # fmt: skip
-st.plotly_chart(figure, key="compare_chart", config=plotly_config("compare_runs"))
+show_figure(figure, "compare_runs", frame=lambda: curve_frame(runs, [metric]), key="compare_chart")
 
 st.subheader("Hyperparameters")
 table = store.hyperparameter_table(chosen)

@@ -22,6 +22,8 @@ COLUMNS = {
     "loadable": st.column_config.CheckboxColumn("Has weights"),
 }
 
+COMPACT = ("name", "state", "steps", "eval_mlm_acc", "eval_nsp_acc")  # what fits beside the sidebar at 1024 px
+
 
 def notify(kind: str, text: str) -> None:
     st.session_state["ckpt_notice"] = (kind, text)
@@ -86,17 +88,19 @@ def use_and_download(row: dict) -> None:
 def rename_and_delete(name: str) -> None:
     """Rename and Delete, when store.change_refusal allows them (disabled while the run trains)."""
     refusal = store.change_refusal(name, current_visitor())
+    # Why a control is missing or disabled is said with st.info, not a caption: presentation mode hides captions.
     if refusal == store.SHIPPED:
-        st.caption(f"{name} ships with bertviz-lite: it cannot be renamed or deleted.")
+        st.info(f"{name} ships with bertviz-lite: it cannot be renamed or deleted.")
         return
     if refusal == store.NOT_YOURS:
-        st.caption(f"{name} was started or uploaded by someone else: only they (or the admin) can rename or "
-                   "delete it. You can still use it, download it and export it.")  # fmt: skip
+        st.info(f"{name} was started or uploaded on another browser: only its owner, a browser that opened the "
+                "owner's claim link (on the Train page), or the admin can rename or delete it. You can still use it, "
+                "download it and export it.", icon=":material/lock:")  # fmt: skip
         admin_login()
         return
     busy = refusal == store.TRAINING
     if busy:
-        st.caption(f"{name} is training: stop it on the Train page before renaming or deleting it.")
+        st.info(f"{name} is training: stop it on the Train page before renaming or deleting it.")
     left, right = st.columns(2)
     with left:
         st.text_input("New name", key="ckpt_new_name", placeholder="letters, digits, . _ -")
@@ -128,7 +132,11 @@ if notice:
     (st.error if notice[0] == "error" else st.success)(notice[1])
 if rows:
     table = pd.DataFrame(rows)
+    # A few columns by default: all thirteen were cut off on a 1024-px screen with the sidebar open.
+    every = st.toggle("All columns", key="ckpt_all_columns", help="Train and held-out losses and accuracies, "
+                      "size, date and whether the folder has weights.")  # fmt: skip
     st.dataframe(table, key="ckpt_table", hide_index=True, width="stretch",
+                 column_order=None if every else [k for k in COMPACT if k in table],
                  column_config={k: v for k, v in COLUMNS.items() if k in table})  # fmt: skip
     names = [row["name"] for row in rows]
     keep_choice("ckpt_selected", names, names[0], start=True)

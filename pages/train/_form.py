@@ -15,14 +15,15 @@ from pages.common._visitor import current_visitor
 
 CORPUS_SOURCES = ("Built-in stories", "English (WordNet)", "Everyday English", "Upload a .txt file", "Paste text")
 NAMED_CORPORA = {CORPUS_SOURCES[0]: "builtin", CORPUS_SOURCES[1]: "english", CORPUS_SOURCES[2]: "everyday"}
-INIT_CHOICES = (None, MINILM, *SHIPPED_CHECKPOINTS)  # None: random weights
+RANDOM = "random weights"  # the `init` option's None, as the picker shows it (a None value reads "Choose an option")
+INIT_CHOICES = (RANDOM, MINILM, *SHIPPED_CHECKPOINTS)
 DTYPE_LABELS = {"auto": "auto", "fp32": "float32", "bf16": "bf16 autocast"}
 
 
 def apply_preset() -> None:
     """Fill every option with the chosen preset's values (on_change of the preset picker)."""
     for name, value in run_options.preset_options(st.session_state["train_preset"]).items():
-        st.session_state[f"opt_{name}"] = value
+        st.session_state[f"opt_{name}"] = RANDOM if name == "init" and value is None else value
     st.session_state.setdefault("opt_threads", 0)
 
 
@@ -99,15 +100,21 @@ def _run_name() -> str | None:
 
 def _start_from() -> None:
     """Random weights, or continue pre-training a pretrained model (its sizes and vocabulary are kept)."""
-    st.selectbox(run_options.labels()["init"], INIT_CHOICES, key="opt_init",
-                 format_func=lambda choice: "random weights" if choice is None else choice,
-                 help=run_options.option_help()["init"])  # fmt: skip
+    if st.session_state.get("opt_init") is None:  # a preset or a link that says "no model"
+        st.session_state["opt_init"] = RANDOM
+    st.selectbox(run_options.labels()["init"], INIT_CHOICES, key="opt_init", help=run_options.option_help()["init"])
+
+
+def start_model() -> str | None:
+    """The model the run continues from, or None for random weights."""
+    init = st.session_state.get("opt_init")
+    return None if init in (None, RANDOM) else init
 
 
 def form_options() -> dict:
     """The form's flat options dict (threads excluded); model sizes are left out when starting from a model."""
-    names = run_options.form_option_names(from_model=bool(st.session_state.get("opt_init")))
-    return {name: st.session_state[f"opt_{name}"] for name in names}
+    names = run_options.form_option_names(from_model=start_model() is not None)
+    return {name: start_model() if name == "init" else st.session_state[f"opt_{name}"] for name in names}
 
 
 def _check(options: dict, corpus: tuple[int, int] | None) -> tuple[run_options.TrainingArguments | None, str | None]:
@@ -154,9 +161,9 @@ def _option_columns() -> None:
     """Every declared option in three columns; the model's sizes only when it starts from random weights."""
     columns = st.columns(3)
     with columns[0]:
-        if st.session_state.get("opt_init"):
+        if start_model():
             st.markdown("**Model**")
-            st.caption(f"Sizes, vocabulary and weights come from {st.session_state['opt_init']}; "
+            st.caption(f"Sizes, vocabulary and weights come from {start_model()}; "
                        "missing MLM/NSP heads start fresh.")  # fmt: skip
         else:
             _section("Model")

@@ -11,20 +11,21 @@ from pathlib import Path
 
 import streamlit as st
 
-from bertviz_lite.figures.training import lr_curve, metric_curves, throughput_curve
+from bertviz_lite.figures.training import curve_frame, lr_curve, metric_curves, throughput_curve
 from bertviz_lite.loading.run_folder import RunFolder, read_metrics
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.runs.store import final_metrics
 from bertviz_lite.server import access
 from bertviz_lite.training import metrics
 from pages.common._state import keep_choice
-from pages.common._ui import plotly_config
+from pages.common._ui import show_figure
 from pages.common._visitor import current_visitor
 
 REFRESH_S = 2.0
 STATE_COLOURS = {"starting": "blue", "running": "blue", "finished": "green", "stopped": "orange",
                  "diverged": "red", "failed": "red", "ready": "gray"}  # fmt: skip
 QUERY_KEY = "run"
+CLAIM_KEY = "claim"
 
 
 def state_badge(state: str) -> str:
@@ -68,7 +69,7 @@ def _live_panel(run_dir: Path, was_active: bool) -> None:
         return
     if not run.active:
         _final_metrics(records)
-    _curves(records)
+    _curves(records, run.name)
 
 
 def _stop(run_dir) -> None:
@@ -78,14 +79,44 @@ def _stop(run_dir) -> None:
         st.session_state["train_notice"] = ("error", str(err))
 
 
+NOT_MINE = ("Started on another browser: only its owner, a browser that opened the owner's claim link, or the "
+            "admin may stop, rename or delete it.")
+
+
+def apply_claim(run_dir: Path) -> None:
+    """A claim link (?run=NAME&claim=CODE) opened here makes this browser an owner of the run, once."""
+    code = st.query_params.get(CLAIM_KEY)
+    if code is None:
+        return
+    del st.query_params[CLAIM_KEY]  # not left in the address bar, nor in links copied from it
+    try:
+        st.success(access.claim(run_dir, current_visitor(), code))
+    except PermissionError as err:
+        st.error(str(err))
+
+
+def claim_link(run_dir: Path) -> None:
+    """For the run's owner: the link that makes another browser (the lecture hall's) an owner too."""
+    code = access.claim_code(run_dir, current_visitor())
+    if code is None:
+        return
+    base = (st.context.url or "http://localhost:8501").split("?")[0]
+    with st.expander("Control this run from another browser", icon=":material/devices:"):
+        st.code(f"{base}?{QUERY_KEY}={run_dir.name}&{CLAIM_KEY}={code}", language=None, wrap_lines=True)
+        st.markdown("Open this link on the other browser (the lecture hall's computer, say): it may then stop, "
+                    "rename and delete this run too. Keep it to yourself.")  # fmt: skip
+
+
 def _status(run: lifecycle.RunState) -> None:
     left, right = st.columns([4, 1])
     left.markdown(f"**{run.name}** {state_badge(run.state)}")
+    mine = access.may_change(run.path, current_visitor())
     if run.active:
-        mine = access.may_change(run.path, current_visitor())
         right.button("Stop", key="train_stop", icon=":material/stop:", on_click=_stop, args=(run.path,),
                      disabled=not mine, help="Finish the current step, save the checkpoint and stop." if mine
-                     else "Another visitor started this run: only they (or the admin) can stop it.")  # fmt: skip
+                     else NOT_MINE)  # fmt: skip
+        if not mine:  # said on the page, not only on hover: presentation mode hides captions, a projector has no hover
+            st.info(NOT_MINE, icon=":material/lock:")
     eta = f" · {run.eta_text}" if run.eta_text else ""
     st.progress(run.progress, text=f"Step {run.step} of {run.total_steps or '?'}{eta}")
     if run.state in ("failed", "diverged"):
@@ -106,15 +137,19 @@ def _final_metrics(records: list[dict]) -> None:
         column.metric(label, value)
 
 
-def _curves(records: list[dict]) -> None:
+def _curves(records: list[dict], name: str) -> None:
+    """Loss, accuracy, learning rate and speed, two by two, in projector style, each with its numbers as CSV."""
+    labels = {key: metric.label for key, metric in metrics.METRICS.items()}
     figures = {
-        "train_loss_chart": metric_curves(records, metrics.LOSS_CURVES, "Loss: train and held-out"),
-        "train_accuracy_chart": metric_curves(records, metrics.ACCURACY_CURVES,
-                                              "Accuracy: train and held-out"),  # fmt: skip
-        "train_lr_chart": lr_curve(records, "lr"),
-        "train_speed_chart": throughput_curve(records, metric="tokens_per_s"),
+        "train_loss_chart": (metric_curves(records, metrics.LOSS_CURVES, "Loss: train and held-out",
+                                           labels=labels), metrics.LOSS_CURVES),  # fmt: skip
+        "train_accuracy_chart": (metric_curves(records, metrics.ACCURACY_CURVES, "Accuracy: train and held-out",
+                                               labels=labels), metrics.ACCURACY_CURVES),  # fmt: skip
+        "train_lr_chart": (lr_curve(records, "lr"), ("lr",)),
+        "train_speed_chart": (throughput_curve(records, metric="tokens_per_s"), ("tokens_per_s",)),
     }
     columns = st.columns(2) + st.columns(2)
-    for column, (key, figure) in zip(columns, figures.items(), strict=True):
+    for column, (key, (figure, shown)) in zip(columns, figures.items(), strict=True):
         figure.update_layout(height=330, margin={"t": 50, "b": 40})
-        column.plotly_chart(figure, key=key, config=plotly_config(key))
+        with column:
+            show_figure(figure, key, frame=lambda shown=shown: curve_frame({name: records}, shown))

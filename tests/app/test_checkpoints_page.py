@@ -48,6 +48,9 @@ def test_the_table_lists_every_run_with_its_numbers(root):
     assert (row["state"], row["steps"], row["mlm_loss"], row["eval_nsp_acc"]) == ("finished", 20, 3.5, 0.65)
     assert row["size_mb"] == round(store.folder_size(root / "mine") / 1e6, 2) > 0
     assert table.loc["demo-tiny", "state"] == "ready"
+    assert list(at.dataframe[0].proto.column_order) == ["name", "state", "steps", "eval_mlm_acc", "eval_nsp_acc"]
+    at.toggle(key="ckpt_all_columns").set_value(True).run()
+    assert list(at.dataframe[0].proto.column_order) == []  # every column
 
 
 def test_use_on_explore_pages_sets_the_model_picker(root):
@@ -79,7 +82,7 @@ def test_rename_and_delete_with_confirmation(root):
 def test_demo_tiny_offers_no_rename_or_delete(root):
     at = select(open_app(PAGE), "demo-tiny")
     assert not [b for b in at.button if b.key in ("ckpt_rename", "ckpt_delete")]
-    assert "demo-tiny ships with bertviz-lite: it cannot be renamed or deleted." in [c.value for c in at.caption]
+    assert "demo-tiny ships with bertviz-lite: it cannot be renamed or deleted." in [i.value for i in at.info]
 
 
 def upload(at, file_name: str, data: bytes, name: str | None = None):
@@ -117,7 +120,7 @@ def test_another_visitor_cannot_rename_or_delete_but_the_admin_can(root, monkeyp
     at = select(open_app(PAGE, visitor=VISITOR_B), "mine")
     assert not at.exception
     assert not [b for b in at.button if b.key in ("ckpt_rename", "ckpt_delete")]
-    assert any("someone else" in caption.value for caption in at.caption)
+    assert any("on another browser" in info.value for info in at.info)
     with pytest.raises(PermissionError, match="another visitor's"):
         store.delete_checkpoint("mine", visitor=access.Visitor(VISITOR_B))
     assert names(root) == ["demo-tiny", "mine"]

@@ -290,3 +290,31 @@ def test_the_pair_persists_across_pages_and_models_switch_cleanly(tiny_folder):
     no_exception(at)
     assert (at.session_state["attn_layer"], at.session_state["attn_head"]) == (0, 0)
     assert "knows 64 positions" in texts(at)
+
+
+def test_the_head_picker_chooses_the_head_the_head_view_shows():
+    at = run_app({"model_picker": DEMO} if HAS_DEMO else {}, "attention", attn_view="Head view")
+    assert not at.exception
+    at.selectbox(key="attn_head").set_value(1).run()
+    assert at.multiselect(key="hv_heads").value == [1]
+    assert {trace["legendgroup"] for trace in charts(at)["head_view"]["data"] if trace.get("legendgroup")} == {"head 1"}
+
+
+def _opened_with(page: str, query: dict) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"a": PAIR[0], "b": PAIR[1], **query})
+    at.switch_page(PAGES[page])
+    return at.run()
+
+
+def test_a_link_reopens_the_masked_tokens_the_knocked_out_heads_and_the_picked_token():
+    predictions = _opened_with("predictions", {"masked": "2,4,999"})
+    assert not predictions.exception
+    assert predictions.multiselect(key="pred_mask").value == [2, 4]  # 999 is past this input's end
+    assert {"predictions_2", "predictions_4"} <= set(charts(predictions))
+    beyond = _opened_with("beyond_attention", {"tab": "Head knock-out", "knocked": "L0H1,L1H0", "token": "-1"})
+    assert not beyond.exception
+    assert beyond.multiselect(key="beyond_heads").value == ["L0H1", "L1H0"]
+    assert beyond.selectbox(key="beyond_target").value == -1  # the next-sentence decision
+    neuron = _opened_with("attention", {"tab": "Neuron view", "token": "3"})
+    assert neuron.selectbox(key="nv_query").value == 3

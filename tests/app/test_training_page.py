@@ -14,7 +14,9 @@ from bertviz_lite.loading.pretrained import MINILM
 from bertviz_lite.loading.run_folder import read_metrics, read_status, read_train_args, write_status
 from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.server import access
+from bertviz_lite.training.metrics import METRICS
 from tests.app.training_helpers import (
+    VISITOR_A,
     VISITOR_B,
     array,
     chart,
@@ -168,7 +170,8 @@ def test_a_tiny_run_trains_live_and_its_checkpoint_is_selectable(root):
         shown = traces(at, key)
         for metric in metrics:
             logged = [(r["step"], r[metric]) for r in records if metric in r]
-            xs, ys = shown[metric.replace("_", " ")]
+            labelled = key in ("train_loss_chart", "train_accuracy_chart")  # lines named as people say them
+            xs, ys = shown[METRICS[metric].label if labelled else metric.replace("_", " ")]
             assert len(xs) >= 2 and list(zip(xs, ys, strict=True)) == logged, (key, metric)
     assert [m.label for m in at.metric] == ["MLM loss", "NSP loss", "held-out MLM accuracy", "held-out NSP accuracy"]
     assert at.success[0].value == read_status(root / "live")["message"]
@@ -204,7 +207,7 @@ def test_a_run_on_pasted_text_survives_an_app_restart_refuses_a_second_start_and
     del first  # the app goes away; the run is its own process and keeps writing
     at = open_app(TRAIN, query={"run": "long"})  # a restarted app, or another tab, with the run in its URL
     assert at.selectbox(key="train_run").value == "long" and state_shown(at) == "running"
-    assert len(traces(at, "train_loss_chart")["mlm loss"][0]) >= 2
+    assert len(traces(at, "train_loss_chart")["MLM loss (train)"][0]) >= 2
     fill_form(at, steps=30).button(key="train_start").click().run()
     assert any("1 run already training (long); at most 1 at once" in error for error in errors(at))
     assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == ["long"]
@@ -270,3 +273,55 @@ def test_compare_overlays_runs_and_tabulates_their_hyperparameters(root):
     assert list(table.index) == ["Learning rate"] and table.loc["Learning rate"].tolist() == ["0.001", "0.01"]
     at.toggle(key="compare_differ").set_value(False).run()
     assert set(at.dataframe[0].value.index) == {"Hidden size", "Learning rate", "Steps"}
+
+
+def test_with_a_run_its_curves_come_first_the_form_folds_away_and_every_chart_has_its_numbers(root):
+    fake_run(root, "a", 0.001, [(2, 5.0), (4, 4.0)])
+    write_status(root / "a", state="finished", message="Finished 10 steps.", step=10, total_steps=10)
+    at = open_app(TRAIN, {"run": "a"})
+    assert not at.exception
+    kinds = [type(element).__name__ for element in at.main.children.values()]
+    assert kinds.index("Subheader") < kinds.index("Expander")  # "Watch a run" and its curves, then the form
+    form = at.expander[0]
+    assert form.label == "Start a new run" and form.proto.expanded is False
+    assert at.selectbox(key="opt_init").value == "random weights"
+    buttons = [button.proto.id for button in at.get("download_button")]
+    assert all(any(id_.endswith(f"-{key}_csv") for id_ in buttons) for key in CURVES), buttons
+    labels = {trace.name for trace in chart(at, "train_loss_chart").data}
+    assert "MLM loss (train)" in labels
+
+
+def test_compare_labels_its_axis_in_words_and_offers_the_numbers(root):
+    fake_run(root, "a", 0.001, [(2, 5.0), (4, 4.0)])
+    at = open_app(COMPARE)
+    at.selectbox(key="compare_metric").set_value("eval_nsp_acc").run()
+    assert chart(at, "compare_chart").layout.yaxis.title.text == "NSP accuracy (held-out)"
+    assert any(button.proto.id.endswith("-compare_runs_csv") for button in at.get("download_button"))
+
+
+def test_a_lecturer_claims_their_run_on_the_projectors_browser_with_the_owners_link(root):
+    fake_run(root, "lecture", 0.001, [(2, 5.0), (4, 4.0)])
+    trainer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", lifecycle.TRAIN_MODULE])
+    try:
+        write_status(root / "lecture", state="running", message="Training", step=4, total_steps=10, pid=trainer.pid)
+        access.record_owner(root / "lecture", access.Visitor(VISITOR_A))
+        claim_on_another_browser()
+    finally:
+        trainer.kill()
+        trainer.wait()
+
+
+def claim_on_another_browser() -> None:
+    """The owner's page shows a claim link; the projector's browser opens it and may then stop the run."""
+    laptop = open_app(TRAIN, {"run": "lecture"})
+    link = next(code.value for code in laptop.code if "claim=" in code.value)
+    code = link.split("claim=")[1]
+    projector = open_app(TRAIN, {"run": "lecture"}, visitor=VISITOR_B)
+    assert projector.button(key="train_stop").disabled
+    assert any("Started on another browser" in info.value for info in projector.info)  # said, not only on hover
+    assert not [c for c in projector.code if "claim=" in c.value]  # only the owner sees the link
+    projector = open_app(TRAIN, {"run": "lecture", "claim": code}, visitor=VISITOR_B)
+    assert "yours on this browser too" in projector.success[0].value and "claim" not in projector.query_params
+    assert not projector.button(key="train_stop").disabled
+    wrong = open_app(TRAIN, {"run": "lecture", "claim": "x" * 32}, visitor="c" * 24)
+    assert "does not fit lecture" in wrong.error[0].value and wrong.button(key="train_stop").disabled

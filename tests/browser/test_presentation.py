@@ -15,8 +15,12 @@ from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from tests.browser.driver import (
     EXCEPTION,
+    choose_option,
     click_model_view_tile,
+    go_to,
+    new_page,
     open_page,
+    open_tab,
     resize,
     selected_option,
     wait_for_idle,
@@ -31,7 +35,7 @@ pytestmark = [
 ]
 
 EXPLORE = {"Tokens": "tokens", "Embeddings": "embeddings", "Attention": "attention", "Predictions": "predictions",
-           "Beyond_attention": "beyond_attention"}
+           "Beyond_attention": "beyond_attention", "Meaning_in_context": "meaning_in_context"}
 QUESTION_STEPS = {"one_head", "mlm", "nsp"}
 # Top and height of the first figure in the main area: a plotly chart, or the token chips (an HTML figure).
 # Charts are drawn one by one, so the first chart element is found first and then waited for.
@@ -103,17 +107,23 @@ def reveal(page) -> None:
 SIZES = [(1280, 720), (1024, 768), (1920, 1080)]
 
 
+SLIDE_SIZES = [(1280, 720), (1024, 768)]  # a projector's screens: the whole key figure must show on them
+
+
 def look_at_every_size(page, name: str, tops: dict, found: dict) -> None:
-    """At each screen size: the main figure's top, a screenshot, and any overlapping figure texts."""
+    """At each screen size: the main figure's top and bottom, a screenshot, and any overlapping figure texts."""
     for width, height in SIZES:
         resize(page, width, height)
-        tops[(width, height)][name] = figure_box(page)[0]
+        top, figure_height = figure_box(page)
+        tops[(width, height)][name] = (top, top + figure_height)
         page.screenshot(path=str(ARTIFACTS / f"present_{width}x{height}_{name}.png"))
         if overlaps(page):
             found[f"{name} {width}x{height}"] = overlaps(page)
 
 
-def test_presentation_mode_puts_every_main_figure_above_the_fold(streamlit_url, page):
+def test_presentation_mode_shows_every_key_figure_whole_like_a_slide(streamlit_url, page):
+    """Every walkthrough step (after Reveal) and every explore page's default view: the key figure's top and
+    bottom within the screen at 1280x720 and 1024x768, without scrolling."""
     tops: dict = {size: {} for size in SIZES}
     found: dict = {}
     page.set_viewport_size({"width": 1280, "height": 720})
@@ -132,10 +142,14 @@ def test_presentation_mode_puts_every_main_figure_above_the_fold(streamlit_url, 
         look_at_every_size(page, path, tops, found)
         assert_no_exception(page)
     for (width, height), by_view in tops.items():
-        (ARTIFACTS / f"present_{width}x{height}_figure_tops.txt").write_text(
-            "".join(f"{name}: {top:.0f} px\n" for name, top in by_view.items()), encoding="utf-8")
-    low = {name: top for name, top in tops[(1280, 720)].items() if not 0 <= top <= 720 - 200}
+        (ARTIFACTS / f"present_{width}x{height}_figure_boxes.txt").write_text(
+            "".join(f"{name}: top {top:.0f} px, bottom {bottom:.0f} px of {height}\n"
+                    for name, (top, bottom) in by_view.items()), encoding="utf-8")
+    low = {name: top for name, (top, _) in tops[(1280, 720)].items() if not 0 <= top <= 720 - 200}
     assert not low, f"figure tops below 520 px at 1280x720 (at least 200 px of figure must show): {low}"
+    cut = {f"{name} {width}x{height}": round(bottom) for width, height in SLIDE_SIZES
+           for name, (_, bottom) in tops[(width, height)].items() if bottom > height}  # fmt: skip
+    assert not cut, f"figure bottoms below the screen (scrolling needed): {cut}"
     assert not found, found
 
 
@@ -173,7 +187,7 @@ def test_the_url_follows_the_user_and_bad_values_are_tamed(streamlit_url, page):
 
 NORMAL_VIEWS = [("Embeddings", None), ("Attention", "Heatmap"), ("Attention", "Neuron view"),
                 ("Attention", "Model view"), ("Attention", "Head view"), ("Predictions", None),
-                ("Beyond_attention", None)]
+                ("Beyond_attention", None), ("Beyond_attention", "Attribution"), ("Beyond_attention", "Layer by layer")]
 
 
 def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_url, page):
@@ -202,6 +216,14 @@ def test_a_walkthrough_tile_click_opens_that_head_in_step_four(streamlit_url, pa
     page.wait_for_function("() => location.search.includes('layer=3') && location.search.includes('head=7')",
                            timeout=10_000)
     expect(page.locator('[data-testid="stMain"] [data-testid="stRadio"]')).to_contain_text("layer 3, head 7")
+    heading = page.get_by_role("heading", level=2).first
+    page.get_by_role("button", name="Next").click()
+    expect(heading).to_contain_text("Step 5 of 8")
+    wait_for_idle(page)
+    page.get_by_role("button", name="Previous").click()
+    expect(heading).to_contain_text("Step 4 of 8")
+    wait_for_idle(page)
+    assert selected_option(page, "attn_layer") == "3" and selected_option(page, "attn_head") == "7"  # kept
     assert_no_exception(page)
 
 
@@ -238,3 +260,52 @@ def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside(str
     expect(heading).to_contain_text("Step 2 of 8")
     assert_no_exception(page)
     assert outside == []  # a lecture hall may have no internet (the favicon was a Google font icon)
+
+
+def pick_filter(page, key: str, label: str) -> None:
+    page.locator(f".st-key-{key} button", has_text=label).click()
+    wait_for_idle(page)
+
+
+def expect_filter(page, key: str, label: str) -> None:
+    """The segmented control with this key shows `label` as the picked option."""
+    expect(page.locator(f'.st-key-{key} button[aria-checked="true"]')).to_have_text(label, timeout=30_000)
+
+
+def test_picks_survive_a_visit_to_another_page(streamlit_url, page):
+    open_page(page, streamlit_url, "Attention")
+    choose_option(page, "attn_layer", "2")
+    choose_option(page, "attn_head", "5")
+    pick_filter(page, "attn_filter", "A→A")
+    open_tab(page, "Rollout")
+    go_to(page, "Predictions")
+    expect(page.get_by_role("heading", level=2).first).to_contain_text("Predictions")
+    go_to(page, "Attention")
+    expect(page.get_by_role("tab", name="Rollout")).to_have_attribute("aria-selected", "true")
+    page.screenshot(path=str(ARTIFACTS / "picks_after_a_visit.png"))
+    expect(page.locator(".st-key-attn_layer input[role='combobox']")).to_have_value("2")
+    assert selected_option(page, "attn_layer") == "2" and selected_option(page, "attn_head") == "5"
+    expect_filter(page, "attn_filter", "A→A")
+    assert_no_exception(page)
+
+
+def test_a_copied_link_reopens_the_tab_and_the_filter_in_a_fresh_browser(streamlit_url, page, browser):
+    open_page(page, streamlit_url, "Attention")
+    choose_option(page, "attn_layer", "3")
+    pick_filter(page, "attn_filter", "A→B")
+    open_tab(page, "Model view")
+    page.wait_for_function("() => location.search.includes('tab=Model')", timeout=10_000)
+    link = page.locator('[data-testid="stSidebar"] [data-testid="stCode"] code').first.text_content()
+    assert "tab=Model+view" in link and "filter=A" in link and "layer=3" in link, link
+    fresh = new_page(browser, viewport={"width": 1280, "height": 720})
+    try:
+        fresh.goto(link)
+        expect(fresh.get_by_role("tab", name="Model view")).to_have_attribute("aria-selected", "true", timeout=60_000)
+        wait_for_idle(fresh)
+        expect_filter(fresh, "attn_filter", "A→B")
+        assert selected_option(fresh, "attn_layer") == "3"
+        fresh.wait_for_function("() => document.querySelector('.st-key-model_view .js-plotly-plot')?._fullLayout",
+                                timeout=60_000)
+        assert_no_exception(fresh)
+    finally:
+        fresh.context.close()

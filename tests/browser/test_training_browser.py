@@ -73,6 +73,9 @@ def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
     if len(busy) >= lifecycle.max_concurrent_runs():
         pytest.skip(f"{busy[0].name} is training in checkpoints/: the server allows no second run now")
     open_page(page, streamlit_url, "train")
+    form = page.locator('[data-testid="stExpander"] details', has_text="Start a new run")
+    if form.get_attribute("open") is None:  # with a run to show, its curves come first and the form is folded
+        form.locator("summary").click()
     for key, value in OPTIONS.items():
         set_number(page, f"opt_{key}", value)
     page.locator(".st-key-train_run_name input").fill(run_name)

@@ -23,7 +23,7 @@ def ask(question: Question, key: str) -> bool:
     stored = st.session_state.get(f"walk_reveal_{key}")
     if stored and stored[0] == question.signature:
         verdict = check_answer(question, stored[1])
-        box, again = st.columns([6, 1], vertical_alignment="center")
+        box, again = st.columns([5, 1.4], vertical_alignment="center")
         (box.success if verdict.correct else box.warning)(verdict.message)
         again.button("Ask again", key=f"walk_again_{key}", on_click=_ask_again, args=(key,), width="stretch")
         return True
