@@ -110,6 +110,9 @@ def separation_figure(separation: SenseSeparation, layer: int | None = None, hei
                                  f"{separation.num_senses} senses)"}, "tickangle": 0,
                "tickvals": names, "ticktext": ["emb.", *(str(i) for i in range(1, len(names)))]},
         yaxis={"title": {"text": "accuracy %"}, "range": [0, 105]}, height=height,
-        margin={"t": 50, "b": 40, "l": 50, "r": 10}, legend={"orientation": "h", "y": -0.35},
+        # The legend sits at the figure's bottom edge in pixels, under the axis title at any height (placed as a share
+        # of the plot, it ran into the title when presentation mode made the chart shorter).
+        margin={"t": 50, "b": 110, "l": 50, "r": 10},
+        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom"},
     )  # fmt: skip
     return fig
