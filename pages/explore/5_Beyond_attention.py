@@ -118,12 +118,7 @@ if tabs["Attribution"].open:
                 )
                 show_figure(figures.attribution_figure(data), "beyond_attribution", frame=data.to_frame)
                 show_table(data.correlation_frame().round(3), "beyond_attribution_spearman", hide_index=True)
-                st.caption(
-                    f"Completeness: the integrated gradients add up to "
-                    f"{data.integrated_gradients_total:.4f}; "
-                    f"f(input) − f(baseline) = {data.score:.4f} − ({data.baseline_score:.4f}) = "
-                    f"{data.score - data.baseline_score:.4f} (off by {data.completeness_error:.2%} with {data.steps} steps)."
-                )
+                st.caption(data.completeness_note())
 
 if tabs["Head knock-out"].open:
     with tabs["Head knock-out"]:

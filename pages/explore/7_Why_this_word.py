@@ -122,11 +122,8 @@ if tabs["Contrastive prediction"].open:
                 if data is not None:
                     show_figure(figures.attribution_figure(data), "contrast_attribution", frame=data.to_frame)
                     show_table(data.correlation_frame().round(3), "contrast_attribution_spearman", hide_index=True)
-                    st.caption(
-                        f"Leave-one-out: how much {data.label} drops when each token becomes [MASK]. Integrated "
-                        f"gradients add up to {data.scores['integrated gradients'].sum():.3f}; f(A) − f(all [MASK]) = "
-                        f"{data.score - data.baseline_score:.3f} (off by {data.completeness_error:.2%})."
-                    )
+                    st.caption(f"Leave-one-out: how much {data.label} drops when each token becomes [MASK]. "
+                               + data.completeness_note())
 
 if tabs["Activation patching"].open:
     with tabs["Activation patching"]:

@@ -301,7 +301,9 @@ def test_compare_labels_its_axis_in_words_and_offers_the_numbers(root):
 
 def test_a_lecturer_claims_their_run_on_the_projectors_browser_with_the_owners_link(root):
     fake_run(root, "lecture", 0.001, [(2, 5.0), (4, 4.0)])
-    trainer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", lifecycle.TRAIN_MODULE])
+    # A stand-in training process: it lives until its stdin closes (the test kills it, or pytest ends).
+    trainer = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", lifecycle.TRAIN_MODULE],
+                               stdin=subprocess.PIPE)
     try:
         write_status(root / "lecture", state="running", message="Training", step=4, total_steps=10, pid=trainer.pid)
         access.record_owner(root / "lecture", access.Visitor(VISITOR_A))

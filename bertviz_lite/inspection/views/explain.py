@@ -119,6 +119,13 @@ class Attribution:
         """Σ IG over the tokens: completeness says it equals f(input) − f(baseline)."""
         return float(self.scores["integrated gradients"].sum())
 
+    def completeness_note(self) -> str:
+        """One sentence checking the integrated gradients: their sum against f(input) − f(baseline)."""
+        gap = self.score - self.baseline_score
+        return (f"Completeness: the integrated gradients add up to {self.integrated_gradients_total:.4f}; "
+                f"f(input) − f(baseline) = {self.score:.4f} − ({self.baseline_score:.4f}) = {gap:.4f} "
+                f"(off by {self.completeness_error:.2%} with {self.steps} steps).")
+
     def to_frame(self) -> pd.DataFrame:
         """One row per token: index, token, compared, then one column per method."""
         frame = pd.DataFrame({"index": np.arange(len(self.tokens)), "token": self.tokens, "compared": self.compared})
