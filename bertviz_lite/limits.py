@@ -60,6 +60,11 @@ MAX_VOCAB_BYTES = 10 * MB
 MAX_VOCAB_LINES = 1_000_000
 MAX_METRICS_BYTES = 64 * MB  # of an uploaded metrics.jsonl: a 100k-step run logs ~20 MB
 MAX_SAFETENSORS_HEADER_BYTES = 100 * MB
+MAX_METRICS_READ_BYTES = 8 * MB  # of metrics.jsonl read back for a page: its last 8 MB
+MAX_METRICS_READ_LINES = 50_000  # … and at most its last 50,000 lines
+MAX_POINTS_DRAWN = 2000  # points per curve: longer curves are downsampled before they are drawn
+MAX_RECORDED_NUMBER = 1e15  # a logged loss, rate, time or count past this is not a measurement
+MAX_STEP = 10**12  # a step, step count or pid past this is not a training run's
 FLOAT_BYTES = 4  # activations are float32
 WEIGHT_SLACK_BYTES = 1 * MB  # headers, position_ids buffers
 
@@ -258,3 +263,23 @@ def check_weight_file(path: Path, config: BertConfig) -> None:
             safetensors_header_length(handle.read(9), size, name)
     else:
         _check_torch_zip(path, budget, name)
+
+
+# ---- numbers read back from run folders ----------------------------------------------------------
+
+
+def recorded_number(value: Any, bound: float = MAX_RECORDED_NUMBER) -> int | float | None:
+    """`value` if it is a finite int or float (not a bool) of at most `bound` in size, else None.
+
+    JSON turns a 400-digit literal into an int no float can hold: it is refused here, not by an OverflowError later.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, int):
+        return value if -bound <= value <= bound else None
+    return value if math.isfinite(value) and abs(value) <= bound else None
+
+
+def recorded_count(value: Any) -> int | None:
+    """`value` if it is an int in 0..MAX_STEP (a step, a step count, a pid), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_STEP else None

@@ -9,6 +9,7 @@ session (so it outlives page reruns, closed tabs and app restarts) with its outp
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -37,12 +38,14 @@ from bertviz_lite.loading.run_folder import (
     run_folders,
     validate_run_name,
 )
+from bertviz_lite.loading.run_records import MAX_TEXT_FIELD
 from bertviz_lite.server import access
 
 MAX_RUNS_ENV = "BERTVIZ_LITE_MAX_RUNS"
 DEFAULT_MAX_RUNS = 1
 TRAIN_MODULE = "bertviz_lite.train"
 ACTIVE_STATES = ("starting", "running")
+MAX_HYPERPARAMETERS = 200  # rows a run's train_args.json may bring to the comparison table
 STALE_TMP_S = 60.0  # a hidden .tmp file this old in a run that no longer trains is a killed write's leftover
 _ERROR_LINE = re.compile(r"(?:^|: )error: (.+)$")  # the CLI's one-line errors, argparse's included
 # Popen objects of the runs this process launched, so that finished children are reaped (not zombies).
@@ -338,6 +341,20 @@ def snapshot_steps(run_dir: str | os.PathLike) -> list[int]:
 
 def hyperparameters(run_dir: str | os.PathLike) -> dict[str, Any]:
     """A run's model sizes and training options from train_args.json, flat (config first), or {}."""
-    train_args = read_train_args(run_dir) or {}
+    train_args = read_train_args(run_dir) or {}  # "config" and "args" are dicts (run_folder checks them)
     config, args = train_args.get("config") or {}, train_args.get("args") or {}
-    return {**config, **{k: v for k, v in args.items() if k not in config}}
+    merged = {**config, **{k: v for k, v in args.items() if k not in config}}
+    return {str(k)[:MAX_TEXT_FIELD]: _shown(v) for k, v in list(merged.items())[:MAX_HYPERPARAMETERS]}
+
+
+def _shown(value: Any) -> Any:
+    """A hyperparameter as read, or as short text when it is not a plain value (a list, a 400-digit number)."""
+    if _small(value):
+        return value
+    text = value if isinstance(value, str) else json.dumps(value)[:MAX_TEXT_FIELD] if isinstance(value, list | dict) \
+        else f"a {len(str(value))}-digit number"
+    return text if len(text) <= MAX_TEXT_FIELD else text[: MAX_TEXT_FIELD - 1] + "…"
+
+
+def _small(value: Any) -> bool:
+    return value is None or isinstance(value, bool | float) or (isinstance(value, int) and abs(value) < 10**30)

@@ -26,6 +26,7 @@ from bertviz_lite.loading.run_folder import (
     WEIGHTS_FILE,
     checkpoints_root,
     file_names,
+    load_metrics,
     read_metrics,
     validate_run_name,
 )
@@ -76,8 +77,16 @@ def summary(run: RunState) -> dict[str, Any]:
 
 
 def checkpoint_table(root: Path | None = None) -> list[dict[str, Any]]:
-    """Summaries of every run folder under the root, newest first."""
-    return [summary(run) for run in list_runs(root)]
+    """Summaries of every run folder under the root, newest first; a folder that cannot be read is a bare row."""
+    return [_summary_or_bare(run) for run in list_runs(root)]
+
+
+def _summary_or_bare(run: RunState) -> dict[str, Any]:
+    """One bad folder (deleted meanwhile, unreadable) keeps its row, so that its owner can still delete it."""
+    try:
+        return summary(run)
+    except (OSError, ValueError, OverflowError, TypeError):
+        return {"name": run.name, "state": run.state, "steps": None, "size_mb": None, "date": "", "loadable": False}
 
 
 def hyperparameter_table(names: list[str], root: Path | None = None) -> pd.DataFrame:
@@ -91,6 +100,19 @@ def hyperparameter_table(names: list[str], root: Path | None = None) -> pd.DataF
     label_of = labels()
     table.index = [label_of.get(name, name) for name in table.index]
     return table.astype(str)
+
+
+def compared_metrics(names: list[str], root: Path | None = None) -> tuple[dict[str, list[dict]], list[str]]:
+    """The valid metrics records of the named runs that logged any, and one sentence per run on lines left out."""
+    root = root or checkpoints_root()
+    records, notes = {}, []
+    for name in names:
+        metrics = load_metrics(root / name)
+        if metrics.records:
+            records[name] = metrics.records
+        if metrics.note:
+            notes.append(f"{name}: {metrics.note}.")
+    return records, notes
 
 
 def differing_rows(table: pd.DataFrame) -> pd.DataFrame:
