@@ -17,6 +17,7 @@ from bertviz_lite.inspection.views.tabs import ViewTab
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.server import access, settings
+from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 from pages.common._share import PRESENT, clamp_linked_indices
 from pages.common._sidebar import Inputs, current_inputs
@@ -58,7 +59,7 @@ def get_trace(inputs: Inputs, masked: tuple[int, ...] = ()) -> explore.PairTrace
 
 
 def _stop_with(message: str) -> None:
-    st.error(message)
+    st.error(plain_markdown(message))  # it may quote a typed path or sentence
     st.stop()
 
 
@@ -84,7 +85,7 @@ def load_context() -> Context:
     except ValueError as err:
         _stop_with(str(err))
     for note in explore.input_warnings(encoding, max_length):
-        st.warning(note)
+        st.warning(note)  # the package's own sentences, quoting no typed text
     return Context(inputs, model, tokenizer, encoding, max_length)
 
 

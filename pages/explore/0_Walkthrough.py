@@ -8,6 +8,7 @@ from bertviz_lite.inspection import views
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.inspection.views.predictions import default_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from bertviz_lite.text.display import plain_markdown
 from pages.common._share import HEAD, LAYER, STEP
 from pages.common._state import clamp_number
 from pages.common._ui import (
@@ -61,18 +62,18 @@ def ask(question: walk.Question, key: str) -> bool:
     if stored and stored[0] == question.signature:
         verdict = walk.check_answer(question, stored[1])
         box, again = st.columns([6, 1], vertical_alignment="center")
-        (box.success if verdict.correct else box.warning)(verdict.message)
+        (box.success if verdict.correct else box.warning)(plain_markdown(verdict.message))
         again.button("Ask again", key=f"walk_again_{key}", on_click=_ask_again, args=(key,), width="stretch")
         return True
-    st.radio(f"**Your guess.** {question.prompt}", question.options, index=None, horizontal=True,
-             key=f"walk_choice_{key}")
+    st.radio(f"**Your guess.** {plain_markdown(question.prompt)}", question.options, index=None, horizontal=True,
+             key=f"walk_choice_{key}", format_func=plain_markdown)  # options are vocab tokens: shown as text
     st.button("Reveal the model's answer", key=f"walk_reveal_button_{key}", on_click=_reveal,
               args=(key, question.signature), type="primary", icon=":material/visibility:")
     return False
 
 
 def no_head(kind: str) -> None:
-    st.info(f"{ctx.inputs.source} has no trained {kind} head (it was fine-tuned for sentence embeddings, and these "
+    st.info(f"{plain_markdown(ctx.inputs.source)} has no trained {kind} head (it was fine-tuned for sentence embeddings, and these "
             f"layers were dropped), so it cannot show this step. {DEFAULT_MODEL} is the same encoder with both heads.")
     switch_model_button(key="walk_switch_model")
 

@@ -7,6 +7,7 @@ import streamlit as st
 from bertviz_lite.figures.contexts import context_scatter, separation_figure
 from bertviz_lite.inspection.views import contexts as meaning
 from bertviz_lite.text.corpora.senses import sense_index
+from bertviz_lite.text.display import plain_markdown
 from pages.common._state import keep_choice
 from pages.common._ui import (
     is_present,
@@ -64,7 +65,7 @@ def apply_word_link() -> None:
     try:
         st.session_state[WORD] = st.session_state[f"_{WORD}"] = meaning.check_word(linked[0])
     except ValueError as err:
-        st.warning(f"The link's word is not used: {err}")
+        st.warning(f"The link's word is not used: {plain_markdown(err)}")
         return
     if linked[1] in meaning.PRESETS:
         st.session_state[EXTRA] = st.session_state[f"_{EXTRA}"] = "\n".join(meaning.PRESETS[linked[1]])

@@ -10,6 +10,7 @@ import streamlit as st
 
 from bertviz_lite.loading.pretrained import MINILM, SHIPPED_CHECKPOINTS
 from bertviz_lite.runs import lifecycle, run_options
+from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training.training_args import DEVICES, DTYPES, PRESETS, OptionError
 from pages.common._visitor import current_visitor
 
@@ -154,7 +155,7 @@ def _option_columns() -> None:
     with columns[0]:
         if st.session_state.get("opt_init"):
             st.markdown("**Model**")
-            st.caption(f"Sizes, vocabulary and weights come from {st.session_state['opt_init']}; "
+            st.caption(f"Sizes, vocabulary and weights come from {plain_markdown(st.session_state['opt_init'])}; "
                        "missing MLM/NSP heads start fresh.")  # fmt: skip
         else:
             _section("Model")
