@@ -51,6 +51,10 @@ MB = 1 << 20
 MAX_PARAMETERS_SETTING = "BERTVIZ_LITE_MAX_PARAMETERS"
 MAX_ACTIVATION_SETTING = "BERTVIZ_LITE_MAX_ACTIVATION_MB"
 UPLOAD_SETTING = "BERTVIZ_LITE_UPLOAD_MB"
+TRAIN_MEMORY_SETTING = "BERTVIZ_LITE_TRAIN_MEMORY_MB"
+TRAIN_EXAMPLES_SETTING = "BERTVIZ_LITE_MAX_TRAIN_EXAMPLES"
+DEFAULT_TRAIN_MEMORY_MB = 8192  # BERT-base at batch 32 × 128 tokens needs about 6 GB by training_memory_bytes
+DEFAULT_MAX_TRAIN_EXAMPLES = 1_000_000  # steps × batch of one app-launched run: the base preset is 320,000
 DEFAULT_MAX_PARAMETERS = 400_000_000
 DEFAULT_MAX_ACTIVATION_MB = 1024
 DEFAULT_UPLOAD_MB = 1024
@@ -101,6 +105,16 @@ def upload_budget_bytes() -> int:
     return int(_setting(UPLOAD_SETTING, DEFAULT_UPLOAD_MB) * MB)
 
 
+def max_training_memory_bytes() -> int:
+    """The most memory one app-launched training run may need (setting BERTVIZ_LITE_TRAIN_MEMORY_MB)."""
+    return int(_setting(TRAIN_MEMORY_SETTING, DEFAULT_TRAIN_MEMORY_MB) * MB)
+
+
+def max_training_examples() -> int:
+    """The most steps × batch size of one app-launched run (setting BERTVIZ_LITE_MAX_TRAIN_EXAMPLES)."""
+    return int(_setting(TRAIN_EXAMPLES_SETTING, DEFAULT_MAX_TRAIN_EXAMPLES))
+
+
 def amount(count: int) -> str:
     """A large count in words: 10^18, 7.1 billion, 340 M, 12345."""
     if count >= 10**15:
@@ -135,6 +149,33 @@ def activation_bytes(config: BertConfig) -> int:
     kept = (4 * layers + 6) * t * h  # q, k, v and output of each layer; the five embedding parts
     working = heads * t * t + t * (config.intermediate_size + config.vocab_size)  # scores, FFN, MLM logits
     return FLOAT_BYTES * (attentions + kept + working)
+
+
+def training_memory_bytes(config: BertConfig, batch_size: int, seq_len: int) -> int:
+    """Float32 bytes one training step needs, about: weights, gradients and AdamW's two moments (16 bytes a
+    parameter), and the activations kept for the backward pass at batch × sequence length."""
+    t, h, i = seq_len, config.hidden_size, config.intermediate_size
+    per_layer = t * (10 * h + 2 * i) + 2 * config.num_attention_heads * t * t  # q/k/v/out, FFN, scores, probs
+    per_example = config.num_hidden_layers * per_layer + t * (2 * config.vocab_size + 4 * h)  # + MLM logits
+    return 16 * parameter_count(config) + FLOAT_BYTES * batch_size * per_example
+
+
+def check_training_budget(config: BertConfig, batch_size: int, seq_len: int, steps: int) -> None:
+    """Refuse, in a sentence, a run whose memory or steps × batch passes this server's limits."""
+    need, most = training_memory_bytes(config, batch_size, seq_len), max_training_memory_bytes()
+    if need > most:
+        raise ValueError(
+            f"This run would need about {megabytes(need)} of memory (weights, optimizer state and activations at "
+            f"batch {batch_size} × {seq_len} tokens); this server allows {megabytes(most)} per run "
+            f"(the setting {TRAIN_MEMORY_SETTING}). Use a smaller batch, sequence length or model."
+        )
+    examples, limit = steps * batch_size, max_training_examples()
+    if examples > limit:
+        raise ValueError(
+            f"{amount(steps)} steps × batch {batch_size} is {amount(examples)} examples; a run started here may "
+            f"train on at most {amount(limit)} (the setting {TRAIN_EXAMPLES_SETTING}). Use fewer steps, or "
+            "train from a terminal."
+        )
 
 
 def check_model_size(config: BertConfig, source: str = "config.json") -> None:

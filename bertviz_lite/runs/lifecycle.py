@@ -39,6 +39,7 @@ from bertviz_lite.loading.run_folder import (
     validate_run_name,
 )
 from bertviz_lite.loading.run_records import MAX_TEXT_FIELD
+from bertviz_lite.runs import run_options
 from bertviz_lite.server import access
 
 MAX_RUNS_ENV = "BERTVIZ_LITE_MAX_RUNS"
@@ -146,14 +147,18 @@ def launch_run(
     Args:
         options: CLI options without dashes (`{"preset": "tiny", "steps": 30}`); `corpus_text`, when
             given, is written to `<run>/corpus.txt` and passed as `--corpus`.
-        max_runs: runs allowed at once (default `max_concurrent_runs()`); RunLimitError beyond it.
-        owner: the app's visitor who starts it: only they (or the admin) may stop, rename or delete it.
+        max_runs: runs allowed at once (default `max_concurrent_runs()`); RunLimitError beyond it, and when the
+            visitor already has a run training. The admin always gets a slot: the runs in the way are stopped.
+        owner: the app's visitor who starts it: only they (or the admin) may stop, rename or delete it; a run
+            with an owner must fit run_options.check_budget (memory, steps × batch); terminal runs need not.
     """
     root = root or checkpoints_root()
+    if owner is not None:  # a run started in the app: within the server's memory and steps × batch budget
+        run_options.check_budget(run_options.check_options(run_options.declared_options(options)))
     root.mkdir(parents=True, exist_ok=True)
     limit = max_runs or max_concurrent_runs()
     with _launch_lock(root):
-        _check_run_limit(root, limit)
+        _check_run_limit(root, limit, owner)
         run_dir = root / validate_run_name(name) if name else new_run_folder(root).path
         run_dir.mkdir()  # FileExistsError on a clash: never reuse a folder
         try:
@@ -176,14 +181,22 @@ def check_new_run_name(name: str, root: Path | None = None) -> str:
     return name
 
 
-def _check_run_limit(root: Path, limit: int) -> None:
+def _check_run_limit(root: Path, limit: int, owner: access.Visitor | None = None) -> None:
     active = active_runs(root)
+    if owner is not None and owner.admin:
+        for run in active[limit - 1:]:  # the lecturer preempts: these save and stop while the new run starts
+            stop_run(run.path)
+        return
     if len(active) >= limit:
         names = ", ".join(run.name for run in active)
         raise RunLimitError(
             f"{len(active)} run{'s' if len(active) > 1 else ''} already training ({names}); at most {limit} "
             f"at once. Stop it or wait until it finishes (the limit is the {MAX_RUNS_ENV} setting)."
         )
+    own = [run.name for run in active if owner is not None and access.is_owner(run.path, owner)]
+    if own:
+        raise RunLimitError(f"You already have a run training ({own[0]}): one run per visitor at a time. "
+                            "Stop it or wait until it finishes.")  # fmt: skip
 
 
 def _start_process(run_dir: Path, command: list[str]) -> subprocess.Popen:

@@ -20,7 +20,7 @@ from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training import metrics
 from pages.common._state import keep_choice
 from pages.common._ui import plotly_config
-from pages.common._visitor import current_visitor
+from pages.common._visitor import admin_login, current_visitor
 
 REFRESH_S = 2.0
 STATE_COLOURS = {"starting": "blue", "running": "blue", "finished": "green", "stopped": "orange",
@@ -87,6 +87,8 @@ def _status(run: lifecycle.RunState) -> None:
         right.button("Stop", key="train_stop", icon=":material/stop:", on_click=_stop, args=(run.path,),
                      disabled=not mine, help="Finish the current step, save the checkpoint and stop." if mine
                      else "Another visitor started this run: only they (or the admin) can stop it.")  # fmt: skip
+        if not mine:
+            admin_login()  # the lecturer can stop any run
     eta = f" · {run.eta_text}" if run.eta_text else ""
     st.progress(run.progress, text=f"Step {run.step} of {run.total_steps or '?'}{eta}")
     if run.state in ("failed", "diverged"):
