@@ -53,6 +53,12 @@ MAX_ACTIVATION_SETTING = "BERTVIZ_LITE_MAX_ACTIVATION_MB"
 UPLOAD_SETTING = "BERTVIZ_LITE_UPLOAD_MB"
 TRAIN_MEMORY_SETTING = "BERTVIZ_LITE_TRAIN_MEMORY_MB"
 TRAIN_EXAMPLES_SETTING = "BERTVIZ_LITE_MAX_TRAIN_EXAMPLES"
+VISITOR_DISK_SETTING = "BERTVIZ_LITE_VISITOR_DISK_MB"
+DISK_SETTING = "BERTVIZ_LITE_DISK_MB"
+DEFAULT_VISITOR_DISK_MB = 2048  # uploads and runs of one visitor
+DEFAULT_DISK_MB = 20480  # uploads and runs of all visitors together (shipped checkpoints and terminal runs aside)
+MAX_SNAPSHOTS = 200  # snapshot files of one run (an upload's, or what an app run's steps / snapshot_every make)
+MAX_SNAPSHOTS_BYTES = 256 * MB  # all snapshot files of one upload together
 DEFAULT_TRAIN_MEMORY_MB = 8192  # BERT-base at batch 32 × 128 tokens needs about 6 GB by training_memory_bytes
 DEFAULT_MAX_TRAIN_EXAMPLES = 1_000_000  # steps × batch of one app-launched run: the base preset is 320,000
 DEFAULT_MAX_PARAMETERS = 400_000_000
@@ -108,6 +114,16 @@ def upload_budget_bytes() -> int:
 def max_training_memory_bytes() -> int:
     """The most memory one app-launched training run may need (setting BERTVIZ_LITE_TRAIN_MEMORY_MB)."""
     return int(_setting(TRAIN_MEMORY_SETTING, DEFAULT_TRAIN_MEMORY_MB) * MB)
+
+
+def visitor_disk_bytes() -> int:
+    """The most disk one visitor's uploads and runs may use (setting BERTVIZ_LITE_VISITOR_DISK_MB)."""
+    return int(_setting(VISITOR_DISK_SETTING, DEFAULT_VISITOR_DISK_MB) * MB)
+
+
+def total_disk_bytes() -> int:
+    """The most disk all visitors' uploads and runs may use together (setting BERTVIZ_LITE_DISK_MB)."""
+    return int(_setting(DISK_SETTING, DEFAULT_DISK_MB) * MB)
 
 
 def max_training_examples() -> int:

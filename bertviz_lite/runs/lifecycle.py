@@ -39,7 +39,7 @@ from bertviz_lite.loading.run_folder import (
     validate_run_name,
 )
 from bertviz_lite.loading.run_records import MAX_TEXT_FIELD
-from bertviz_lite.runs import run_options
+from bertviz_lite.runs import quota, run_options
 from bertviz_lite.server import access
 
 MAX_RUNS_ENV = "BERTVIZ_LITE_MAX_RUNS"
@@ -154,7 +154,9 @@ def launch_run(
     """
     root = root or checkpoints_root()
     if owner is not None:  # a run started in the app: within the server's memory and steps × batch budget
-        run_options.check_budget(run_options.check_options(run_options.declared_options(options)))
+        args = run_options.check_options(run_options.declared_options(options))
+        run_options.check_budget(args)
+        quota.check_disk(owner, run_options.disk_estimate(args), "this run", root)
     root.mkdir(parents=True, exist_ok=True)
     limit = max_runs or max_concurrent_runs()
     with _launch_lock(root):

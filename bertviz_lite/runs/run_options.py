@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from bertviz_lite.limits import check_training_budget, parameter_count
+from bertviz_lite.limits import MAX_SNAPSHOTS, amount, check_training_budget, parameter_count
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.text.pretraining_data import builtin_corpus, documents_from_text, read_corpus
 from bertviz_lite.training import training_args
@@ -129,6 +129,16 @@ def check_budget(args: TrainingArguments) -> None:
         check_training_budget(config, args.batch_size, args.seq_len, args.steps)
     except ValueError as err:
         raise OptionError("batch_size", str(err)) from None
+    snapshots = args.steps // args.snapshot_every + 1 if args.snapshot_every else 0
+    if snapshots > MAX_SNAPSHOTS:
+        raise OptionError("snapshot_every", f"{amount(args.steps)} steps with a snapshot every {args.snapshot_every} "
+                          f"make {amount(snapshots)} snapshots; a run started here may keep at most {MAX_SNAPSHOTS}: "
+                          f"take one every {-(-args.steps // (MAX_SNAPSHOTS - 1))} steps or more")  # fmt: skip
+
+
+def disk_estimate(args: TrainingArguments) -> int:
+    """Bytes a run's folder will hold, about: float32 weights and AdamW's two moments (12 bytes a parameter)."""
+    return 12 * parameter_count(args.bert_config(args.vocab_size))
 
 
 def command_options(args: TrainingArguments) -> dict[str, Any]:

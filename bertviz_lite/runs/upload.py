@@ -28,7 +28,7 @@ import zlib
 from pathlib import Path, PurePosixPath
 
 from bertviz_lite import limits
-from bertviz_lite.limits import MAX_JSON_BYTES, UPLOAD_SETTING, megabytes
+from bertviz_lite.limits import MAX_JSON_BYTES, MAX_SNAPSHOTS, MAX_SNAPSHOTS_BYTES, UPLOAD_SETTING, megabytes
 from bertviz_lite.loading.pretrained import load_folder, without_folder
 from bertviz_lite.loading.run_folder import (
     CONFIG_FILE,
@@ -40,6 +40,7 @@ from bertviz_lite.loading.run_folder import (
     validate_run_name,
 )
 from bertviz_lite.model.config import BertConfig
+from bertviz_lite.runs import quota
 from bertviz_lite.runs.store import (
     PROTECTED,
     REQUIRED_FILES,
@@ -122,10 +123,23 @@ def plan_members(archive: zipfile.ZipFile) -> tuple[list[tuple[zipfile.ZipInfo, 
         raise CheckpointError("The zip holds the same file twice")
     for path in relative:
         _check_allowed(path)
+    _check_snapshots([info for info, path in zip(files, relative, strict=True) if path.parts[0] == SNAPSHOTS_DIR])
     missing = [name for name in REQUIRED_FILES if PurePosixPath(name) not in relative]
     if missing:
         raise CheckpointError(f"The zip has no {', '.join(missing)}: a checkpoint needs {', '.join(REQUIRED_FILES)}")
     return list(zip(files, relative, strict=True)), top
+
+
+def _check_snapshots(snapshots: list[zipfile.ZipInfo]) -> None:
+    """At most MAX_SNAPSHOTS snapshot files, of at most MAX_SNAPSHOTS_BYTES together (as the zip declares them;
+    the bytes written are counted against that total as they unpack)."""
+    if len(snapshots) > MAX_SNAPSHOTS:
+        raise CheckpointError(f"The zip holds {len(snapshots)} snapshot files; a checkpoint may bring at most "
+                              f"{MAX_SNAPSHOTS}")  # fmt: skip
+    total = sum(info.file_size for info in snapshots)
+    if total > MAX_SNAPSHOTS_BYTES:
+        raise CheckpointError(f"The zip's snapshots unpack to {megabytes(total)}; a checkpoint may bring at most "
+                              f"{megabytes(MAX_SNAPSHOTS_BYTES)} of them")  # fmt: skip
 
 
 def _check_first_bytes(name: str, head: bytes, size: int) -> None:
@@ -178,6 +192,7 @@ def import_zip(data: bytes, name: str, root: Path | None = None, owner: access.V
     members, _ = plan_members(archive)
     root.mkdir(parents=True, exist_ok=True)
     claim = sum(info.file_size for info, _ in members)
+    quota.check_disk(owner, claim, "this upload", root)
     staging = _make_staging(root, claim)
     try:
         _extract_all(archive, members, staging, claim)
