@@ -8,7 +8,22 @@ import streamlit.components.v1 as components
 from bertviz_lite.server import access
 
 COOKIE = "bvl_visitor"
+ALIAS_COOKIE = "bvl_visitor_also"  # ids of tabs that opened before the first one's cookie was written
 COOKIE_MAX_AGE_S = 180 * 24 * 3600
+# Tabs opened at the same moment each get an id before any has a cookie. The first to run this keeps its id in
+# COOKIE; a later one finds it and adds its own id to ALIAS_COOKIE, so that on the next page load the browser is one
+# visitor owning what every one of its tabs made (access.Visitor.aliases).
+_COOKIE_SCRIPT = """<script>
+const doc = window.parent.document, id = %(id)r, tail = "; path=/; max-age=%(age)d; SameSite=Strict";
+const read = (name) => (doc.cookie.match(new RegExp("(?:^|; )" + name + "=([^;]*)")) || [])[1];
+const first = read(%(cookie)r);
+if (!first) {
+  doc.cookie = %(cookie)r + "=" + id + tail;
+} else if (first !== id) {
+  const ids = (read(%(alias)r) || "").split(".").filter((x) => x && x !== id).slice(-%(keep)d);
+  doc.cookie = %(alias)r + "=" + [...ids, id].join(".") + tail;
+}
+</script>"""
 
 
 def current_visitor() -> access.Visitor:
@@ -16,7 +31,15 @@ def current_visitor() -> access.Visitor:
     if "visitor_id" not in st.session_state:
         cookie = st.context.cookies.get(COOKIE)
         st.session_state["visitor_id"] = cookie if access.is_visitor_id(cookie) else access.new_visitor_id()
-    return access.Visitor(st.session_state["visitor_id"], admin=st.session_state.get("visitor_admin", False))
+    visitor_id = st.session_state["visitor_id"]
+    aliases = access.aliases_from_cookie(st.context.cookies.get(ALIAS_COOKIE), visitor_id)
+    return access.Visitor(visitor_id, admin=st.session_state.get("visitor_admin", False), aliases=aliases)
+
+
+def cookie_script(visitor_id: str) -> str:
+    """The script that keeps the first tab's id in the cookie and a later tab's id as an alias of it."""
+    return _COOKIE_SCRIPT % {"id": visitor_id, "age": COOKIE_MAX_AGE_S, "cookie": COOKIE, "alias": ALIAS_COOKIE,
+                             "keep": access.MAX_ALIASES - 1}  # fmt: skip
 
 
 def remember_visitor() -> None:
@@ -25,8 +48,22 @@ def remember_visitor() -> None:
     if st.session_state.get("visitor_cookie_set") or st.context.cookies.get(COOKIE) == visitor.id:
         return
     st.session_state["visitor_cookie_set"] = True
-    cookie = f"{COOKIE}={visitor.id}; path=/; max-age={COOKIE_MAX_AGE_S}; SameSite=Strict"
-    components.html(f"<script>window.parent.document.cookie = {cookie!r};</script>", height=0)
+    components.html(cookie_script(visitor.id), height=0)
+
+
+def _try_admin_token() -> None:
+    """Checked once per typed token (not on every rerun): each wrong one counts against the rate limit."""
+    token = st.session_state.get("admin_token") or ""
+    st.session_state["admin_token"] = ""  # the secret does not stay in the page
+    if not token:
+        return
+    try:
+        right = access.check_admin_token(current_visitor().id, token)
+    except access.AdminLockout as err:
+        st.session_state["admin_notice"] = str(err)
+        return
+    st.session_state["visitor_admin"] = right
+    st.session_state["admin_notice"] = None if right else "That is not the admin token."
 
 
 def admin_login() -> None:
@@ -36,10 +73,7 @@ def admin_login() -> None:
     if st.session_state.get("visitor_admin"):
         st.caption("You are the admin: you may change every run and upload.")
         return
-    token = st.text_input("Admin token", type="password", key="admin_token",
-                          help="Set by whoever runs the server; lets you manage every visitor's runs.")  # fmt: skip
-    if token:
-        if access.is_admin_token(token):
-            st.session_state["visitor_admin"] = True
-            st.rerun()
-        st.error("That is not the admin token.")
+    st.text_input("Admin token", type="password", key="admin_token", on_change=_try_admin_token,
+                  help="Set by whoever runs the server; lets you manage every visitor's runs.")  # fmt: skip
+    if notice := st.session_state.get("admin_notice"):
+        st.error(notice)
