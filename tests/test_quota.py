@@ -22,9 +22,9 @@ def checkpoint_zip(tmp_path_factory) -> bytes:
     return store.checkpoint_zip(save_tiny(tmp_path_factory.mktemp("src") / "tiny"))
 
 
-def with_snapshots(data: bytes, count: int, size: int) -> bytes:
+def with_snapshots(data: bytes, count: int, size: int, method: int = zipfile.ZIP_DEFLATED) -> bytes:
     buffer = io.BytesIO(data)
-    with zipfile.ZipFile(buffer, "a", zipfile.ZIP_DEFLATED) as archive:
+    with zipfile.ZipFile(buffer, "a", method) as archive:
         for i in range(count):
             archive.writestr(f"tiny/snapshots/step_{i:06d}.json", b" " * size)
     return buffer.getvalue()
@@ -73,3 +73,24 @@ def test_a_run_is_refused_when_its_owner_is_over_quota(tmp_path, checkpoint_zip,
     monkeypatch.setenv(limits.VISITOR_DISK_SETTING, str(len(checkpoint_zip) / limits.MB))
     with pytest.raises(quota.QuotaError, match="this run needs"):
         lifecycle.launch_run({"preset": "tiny", "steps": 20}, root=tmp_path, owner=A)
+
+
+def test_an_upload_is_read_from_the_uploaded_file_without_a_copy(tmp_path, checkpoint_zip):
+    """The page hands the uploaded file itself (Streamlit's UploadedFile is a BytesIO): no bytes copy is made."""
+
+    class NoCopy(io.BytesIO):
+        def getvalue(self):
+            raise AssertionError("getvalue() copies the upload")
+
+        largest = 0
+
+        def read(self, size=-1):
+            data = super().read(size)
+            NoCopy.largest = max(NoCopy.largest, len(data))
+            return data
+
+    data = with_snapshots(checkpoint_zip, 4, 1 << 20, zipfile.ZIP_STORED)  # 4 MB
+    assert zip_upload.suggested_name("x.zip", NoCopy(data)) == "tiny"
+    zip_upload.import_zip(NoCopy(data), "from-file", root=tmp_path, owner=A)
+    assert (tmp_path / "from-file" / "model.safetensors").is_file()
+    assert NoCopy.largest <= (1 << 20) + (1 << 16) < len(data) / 3  # read piecewise, never the whole zip at once

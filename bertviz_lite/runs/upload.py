@@ -26,6 +26,7 @@ import threading
 import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from bertviz_lite import limits
 from bertviz_lite.limits import MAX_JSON_BYTES, MAX_SNAPSHOTS, MAX_SNAPSHOTS_BYTES, UPLOAD_SETTING, megabytes
@@ -58,11 +59,15 @@ _STAGING_LOCK = threading.Lock()
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib", ".npy", ".npz")
 
 
-def _open_zip(data: bytes) -> zipfile.ZipFile:
-    if len(data) > MAX_ZIP_BYTES:
-        raise CheckpointError(f"The zip is {len(data) / 1e6:.0f} MB; the limit is {MAX_ZIP_BYTES / 1e6:.0f} MB")
+def _open_zip(data: bytes | BinaryIO) -> zipfile.ZipFile:
+    """The zip in `data`: bytes, or a seekable binary file (the uploaded file itself: no second copy in memory)."""
+    source = io.BytesIO(data) if isinstance(data, bytes | bytearray) else data
+    size = source.seek(0, io.SEEK_END)
+    source.seek(0)
+    if size > MAX_ZIP_BYTES:
+        raise CheckpointError(f"The zip is {size / 1e6:.0f} MB; the limit is {MAX_ZIP_BYTES / 1e6:.0f} MB")
     try:
-        return zipfile.ZipFile(io.BytesIO(data))
+        return zipfile.ZipFile(source)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError) as err:
         raise CheckpointError(f"This is not a readable zip file ({err})") from None
 
@@ -170,7 +175,7 @@ def _extract_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Pat
     return written
 
 
-def suggested_name(filename: str, data: bytes | None = None) -> str:
+def suggested_name(filename: str, data: bytes | BinaryIO | None = None) -> str:
     """A safe default name for an upload: the zip's top folder or file name, cleaned."""
     stem = Path(filename).stem
     if data is not None:
@@ -183,7 +188,7 @@ def suggested_name(filename: str, data: bytes | None = None) -> str:
     return cleaned or "uploaded"
 
 
-def import_zip(data: bytes, name: str, root: Path | None = None, owner: access.Visitor | None = None) -> Path:
+def import_zip(data: bytes | BinaryIO, name: str, root: Path | None = None, owner: access.Visitor | None = None) -> Path:
     """Validate an uploaded checkpoint zip and add it as `<root>/<name>`; CheckpointError says why not."""
     root = root or checkpoints_root()
     target = root / validate_run_name(name)

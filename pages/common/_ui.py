@@ -37,6 +37,9 @@ PRESENT_CSS = """<style>
 </style>"""
 
 
+CACHE_TTL_S = 600  # traces and views nobody asked for in 10 minutes are dropped: a class that left frees its memory
+
+
 class Context(NamedTuple):
     inputs: Inputs
     model: BertForPreTraining
@@ -51,7 +54,8 @@ def load_model(source: str, version: str = "") -> tuple[BertForPreTraining, Bert
     return load(source)
 
 
-@st.cache_resource(max_entries=4, show_spinner="Running the model…")  # a 512-token MiniLM trace is ~100 MB
+# A 512-token MiniLM trace is ~100 MB: two are kept (the pages of one input share one), for at most CACHE_TTL_S.
+@st.cache_resource(max_entries=2, ttl=CACHE_TTL_S, show_spinner="Running the model…")
 def get_trace(inputs: Inputs, masked: tuple[int, ...] = ()) -> explore.PairTrace:
     """One traced forward pass per input, shared by every figure on every page."""
     model, tokenizer = load_model(inputs.source, inputs.version)
@@ -97,7 +101,8 @@ def trace_for(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
         _stop_with(str(err))
 
 
-@st.cache_resource(max_entries=32, show_spinner=False,  # shared, read-only: a rollout of 512 tokens is 12 MB
+@st.cache_resource(max_entries=16, ttl=CACHE_TTL_S, show_spinner=False,  # shared, read-only; at 512 tokens a
+                   # rollout is 12 MB, a model view's tiles up to ~75 MB: 16 entries stay near 1 GB at worst
                    hash_funcs={FunctionType: lambda data: f"{data.__module__}.{data.__qualname__}"})
 def view(data: Callable[..., T], inputs: Inputs, masked: tuple[int, ...] = (), **params) -> T:
     """A view's data on the cached trace of inputs: explore.from_trace(data, trace, **params), computed once.

@@ -39,7 +39,7 @@ def remember(key: str) -> None:
     st.session_state[f"_{key}"] = st.session_state[key]
 
 
-@st.cache_resource(max_entries=8, show_spinner="Running the model on every sentence with the word…")
+@st.cache_resource(max_entries=8, ttl=600, show_spinner="Running the model on every sentence with the word…")
 def word_contexts(source: str, version: str, word: str, extra: tuple[str, ...],
                   unlabelled: bool) -> meaning.WordContexts:  # fmt: skip
     """meaning.word_contexts on the model of a source, once per word, typed sentences and choice of sentences."""
