@@ -13,7 +13,7 @@ times until the heatmap with its words arrives.
 
 Per N it prints p50/p95/max seconds to the new figure and to the first page (connect to heatmap),
 errors (exceptions or st.error shown by the app, timeouts, disconnects), the server's RSS and peak
-RSS, and, from the order in which the deltas of a script run arrive, where a run's time went.
+RSS; at the end, its RSS when the visitors arrived, its peak, and --settle seconds after they left; and, from the order in which the deltas of a script run arrive, where a run's time went.
 
 Goals (issue "One server for a lecture hall", 2 cores): N = 30 with p95 < 5 s and no errors; a
 fresh server's first page < 2 s.
@@ -264,6 +264,15 @@ def server_memory_mib(pid: int) -> tuple[float, float]:
     return kib("VmRSS") / 1024, kib("VmHWM") / 1024
 
 
+def memory_after_leaving(pid: int, rss_start: float, settle_s: float) -> str:
+    """The server's RSS when the visitors arrived, its peak, and settle_s seconds after the last one left."""
+    peak = server_memory_mib(pid)[1]
+    time.sleep(settle_s)
+    after = server_memory_mib(pid)[0]
+    return (f"Server RSS: {rss_start:.0f} MiB at start (after the first page), peak {peak:.0f} MiB, "
+            f"{after:.0f} MiB {settle_s:.0f} s after the visitors left ({after - rss_start:+.0f} MiB)")
+
+
 def start_training(run_dir: Path, steps: int) -> subprocess.Popen:
     """One classroom training run as its own process, as a user would start it, writing only to run_dir."""
     command = [sys.executable, "-m", "bertviz_lite.train", "--preset", "classroom", "--steps", str(steps),
@@ -413,6 +422,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warm-up", action="store_true",
                         help="enable and call /_stcore/script-health-check before the first visitor")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--settle", type=float, default=30.0,
+                        help="seconds to wait after the last visitor left before reading the server's RSS again")
     args = parser.parse_args(argv)
     if max(args.visitors) + sum(args.visitors) >= len(NOUNS) * len(ADJECTIVES):
         parser.error(f"at most {len(NOUNS) * len(ADJECTIVES) - 1} visitors in all")
@@ -451,13 +462,16 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_training:
                 training = start_training(run_dir, args.train_steps)
                 print(f"Training run (--preset classroom --threads 1): {wait_for_training(run_dir, training)}")
+            rss_start = server_memory_mib(server.pid)[0]
             print(HEADER, flush=True)
             rows, rounds = load_rounds(port, server.pid, run_dir, args, deadline)
+            memory = memory_after_leaving(server.pid, rss_start, args.settle)
+            print(memory, flush=True)
         finally:
             if training is not None:
                 stop(training)
             stop(server)
-    print(f"\n{describe_machine()}\n{HEADER}\n" + "\n".join(rows) + f"\n\n{goals(cold, rounds)}")
+    print(f"\n{describe_machine()}\n{HEADER}\n" + "\n".join(rows) + f"\n\n{memory}\n{goals(cold, rounds)}")
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import zipfile
 
 import pytest
@@ -94,3 +95,11 @@ def test_an_upload_is_read_from_the_uploaded_file_without_a_copy(tmp_path, check
     zip_upload.import_zip(NoCopy(data), "from-file", root=tmp_path, owner=A)
     assert (tmp_path / "from-file" / "model.safetensors").is_file()
     assert NoCopy.largest <= (1 << 20) + (1 << 16) < len(data) / 3  # read piecewise, never the whole zip at once
+
+
+def test_a_staging_folder_of_a_stopped_server_is_removed_when_the_page_lists(tmp_path):
+    dead_pid = 2**22 + 12345  # above pid_max on Linux: no such process
+    (tmp_path / f".upload-{dead_pid}-100-abc").mkdir()
+    (tmp_path / f".upload-{os.getpid()}-100-def").mkdir()  # an upload of this server, in progress
+    assert zip_upload.remove_abandoned_staging(tmp_path) == [f".upload-{dead_pid}-100-abc"]
+    assert [p.name for p in tmp_path.iterdir()] == [f".upload-{os.getpid()}-100-def"]

@@ -78,3 +78,28 @@ def test_train_args_of_the_wrong_types_read_as_empty(tmp_path):
 def test_json_files_past_the_limit_are_not_read(tmp_path):
     (tmp_path / "status.json").write_text('{"state": "finished", "message": "' + "x" * limits.MAX_JSON_BYTES + '"}')
     assert read_status(tmp_path) is None
+
+
+def test_a_checkpoint_named_like_a_folder_of_the_working_directory_loads_the_checkpoint(tmp_path, monkeypatch):
+    from bertviz_lite.loading import pretrained
+
+    (tmp_path / "cwd" / "bench").mkdir(parents=True)  # the server's own ./bench
+    (tmp_path / "checkpoints" / "bench").mkdir(parents=True)  # an upload named "bench"
+    monkeypatch.chdir(tmp_path / "cwd")
+    monkeypatch.setattr(run_folder, "CHECKPOINTS_DIR", tmp_path / "checkpoints")
+    assert pretrained.resolve_source("bench") == tmp_path / "checkpoints" / "bench"
+
+
+def test_finished_training_processes_are_reaped(monkeypatch):
+    import subprocess
+    import sys
+    import time
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    monkeypatch.setitem(lifecycle._CHILDREN, child.pid, child)
+    for _ in range(100):
+        if open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[-1].split()[0] == "Z":
+            break
+        time.sleep(0.05)
+    assert child.pid in lifecycle.reap_children()
+    assert child.returncode == 0 and child.pid not in lifecycle._CHILDREN

@@ -305,8 +305,18 @@ def is_run_folder(path: Path) -> bool:
     return RunFolder(path).is_listed()
 
 
+def reap_children() -> list[int]:
+    """Collect the exit status of this server's finished training processes (else they stay zombies)."""
+    done = [pid for pid, child in list(_CHILDREN.items()) if child.poll() is not None]
+    for pid in done:
+        _CHILDREN.pop(pid, None)
+    return done
+
+
 def list_runs(root: Path | None = None) -> list[RunState]:
-    """Every run folder under the root, newest first; stale .tmp files of runs that no longer train are removed."""
+    """Every run folder under the root, newest first; stale .tmp files of runs that no longer train are removed,
+    and finished training processes of this server are reaped."""
+    reap_children()
     states = [run_state(folder.path) for folder in run_folders(root)]
     for state in states:
         if not state.active:

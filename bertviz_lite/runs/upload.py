@@ -230,15 +230,24 @@ def _make_staging(root: Path, claim: int) -> Path:
         return Path(tempfile.mkdtemp(prefix=f".upload-{os.getpid()}-{claim}-", dir=root))
 
 
+def remove_abandoned_staging(root: Path | None = None) -> list[str]:
+    """Remove the staging folders of servers that stopped mid-upload; returns their names."""
+    removed = []
+    for folder in (root or checkpoints_root()).glob(".upload-*"):
+        match = _STAGING_NAME.match(folder.name)
+        if match and not process_alive(int(match[1])):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+    return removed
+
+
 def _claimed_by_others(root: Path) -> int:
     """Bytes claimed by staging folders under root; those of processes that died are removed."""
+    remove_abandoned_staging(root)
     total = 0
     for folder in root.glob(".upload-*"):
         match = _STAGING_NAME.match(folder.name)
-        if match and not process_alive(int(match[1])):
-            shutil.rmtree(folder, ignore_errors=True)  # left by a server that stopped mid-upload
-        else:
-            total += int(match[2]) if match else folder_size(folder)
+        total += int(match[2]) if match else folder_size(folder)
     return total
 
 

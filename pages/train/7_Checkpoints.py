@@ -125,6 +125,7 @@ def upload_form() -> None:
 
 
 st.header("Checkpoints")
+upload.remove_abandoned_staging()  # a server stopped mid-upload left its staging folder
 rows = store.checkpoint_table()
 notice = st.session_state.pop("ckpt_notice", None)
 if notice:
