@@ -103,3 +103,22 @@ def test_a_staging_folder_of_a_stopped_server_is_removed_when_the_page_lists(tmp
     (tmp_path / f".upload-{os.getpid()}-100-def").mkdir()  # an upload of this server, in progress
     assert zip_upload.remove_abandoned_staging(tmp_path) == [f".upload-{dead_pid}-100-abc"]
     assert [p.name for p in tmp_path.iterdir()] == [f".upload-{os.getpid()}-100-def"]
+
+
+def test_a_zip_download_carries_no_server_paths(tmp_path, monkeypatch):
+    import json as json_module
+    import sys
+
+    from bertviz_lite.loading import run_folder
+
+    root = tmp_path / "checkpoints"
+    monkeypatch.setattr(run_folder, "CHECKPOINTS_DIR", root)
+    folder = save_tiny(root / "pasted")
+    corpus = str(folder / "corpus.txt")
+    train_args = {"args": {"corpus": corpus, "out": str(folder)},
+                  "command": f"{sys.executable} -m bertviz_lite.train --corpus {corpus} --out {folder}"}  # fmt: skip
+    (folder / "train_args.json").write_text(json_module.dumps(train_args))
+    with zipfile.ZipFile(io.BytesIO(store.checkpoint_zip(folder))) as archive:
+        text = archive.read("pasted/train_args.json").decode()
+    assert str(tmp_path) not in text and sys.executable not in text
+    assert json_module.loads(text)["args"] == {"corpus": "checkpoints/pasted/corpus.txt", "out": "checkpoints/pasted"}

@@ -7,9 +7,11 @@ train_args.json, metrics.jsonl and snapshots/*.safetensors|json); `bertviz_lite.
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import shutil
+import sys
 import time
 import zipfile
 from datetime import datetime
@@ -22,7 +24,9 @@ from bertviz_lite.loading.pretrained import DEMO
 from bertviz_lite.loading.run_folder import (
     CHECKPOINT_FILES,
     CONFIG_FILE,
+    REPO_ROOT,
     SNAPSHOTS_DIR,
+    TRAIN_ARGS_FILE,
     WEIGHTS_FILE,
     checkpoints_root,
     file_names,
@@ -198,8 +202,19 @@ def _zip_files(members: list[tuple[Path, str]]) -> bytes:
         for path, arcname in members:
             # Weights barely compress: store them, deflate the text files.
             method = zipfile.ZIP_STORED if path.suffix == ".safetensors" else zipfile.ZIP_DEFLATED
-            archive.write(path, arcname, compress_type=method)
+            if path.name == TRAIN_ARGS_FILE:
+                archive.writestr(arcname, _without_server_paths(path.read_text(encoding="utf-8")), compress_type=method)
+            else:
+                archive.write(path, arcname, compress_type=method)
     return buffer.getvalue()
+
+
+def _without_server_paths(text: str) -> str:
+    """train_args.json as a download carries it: the server's folders and Python left out of paths and commands."""
+    for prefix, short in ((sys.executable, "python"), (f"{checkpoints_root()}{os.sep}", "checkpoints/"),
+                          (f"{REPO_ROOT}{os.sep}", ""), (str(Path.home()), "~")):  # fmt: skip
+        text = text.replace(json.dumps(prefix)[1:-1], short)
+    return text
 
 
 def checkpoint_files(folder: Path) -> list[Path]:
