@@ -17,6 +17,7 @@ from bertviz_lite.inspection.views.tabs import ViewTab
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.server import access, settings
+from bertviz_lite.server.memory import release_memory
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 from pages.common._share import PRESENT, clamp_linked_indices
@@ -37,6 +38,7 @@ PRESENT_CSS = """<style>
 </style>"""
 
 
+GC_FROM_TOKENS = 256  # inputs this long take seconds to trace, so a full collection (~0.3 s) first is cheap
 CACHE_TTL_S = 600  # traces and views nobody asked for in 10 minutes are dropped: a class that left frees its memory
 
 
@@ -58,6 +60,10 @@ def load_model(source: str, version: str = "") -> tuple[BertForPreTraining, Bert
 @st.cache_resource(max_entries=2, ttl=CACHE_TTL_S, show_spinner="Running the model…")
 def get_trace(inputs: Inputs, masked: tuple[int, ...] = ()) -> explore.PairTrace:
     """One traced forward pass per input, shared by every figure on every page."""
+    if inputs.max_length >= GC_FROM_TOKENS:
+        # Traces dropped from this cache can sit in reference cycles until a full collection, which postScriptGC
+        # no longer runs after every script (it cost 30 visitors' latency): long inputs collect before a new one.
+        release_memory()
     model, tokenizer = load_model(inputs.source, inputs.version)
     return explore.trace_pair(model, tokenizer, inputs.text_a, inputs.text_b, inputs.max_length, masked)
 
