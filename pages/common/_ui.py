@@ -60,12 +60,13 @@ def load_model(source: str, version: str = "") -> tuple[BertForPreTraining, Bert
 @st.cache_resource(max_entries=2, ttl=CACHE_TTL_S, show_spinner="Running the model…")
 def get_trace(inputs: Inputs, masked: tuple[int, ...] = ()) -> explore.PairTrace:
     """One traced forward pass per input, shared by every figure on every page."""
-    if inputs.max_length >= GC_FROM_TOKENS:
-        # Traces dropped from this cache can sit in reference cycles until a full collection, which postScriptGC
-        # no longer runs after every script (it cost 30 visitors' latency): long inputs collect before a new one.
-        release_memory()
     model, tokenizer = load_model(inputs.source, inputs.version)
-    return explore.trace_pair(model, tokenizer, inputs.text_a, inputs.text_b, inputs.max_length, masked)
+    trace = explore.trace_pair(model, tokenizer, inputs.text_a, inputs.text_b, inputs.max_length, masked)
+    if inputs.max_length >= GC_FROM_TOKENS:
+        # A long trace's working memory (and traces dropped from this cache, which can sit in reference cycles until
+        # a full collection, no longer run after every script: postScriptGC cost 30 visitors' latency) goes back now.
+        release_memory()
+    return trace
 
 
 def _stop_with(message: str) -> None:

@@ -90,3 +90,10 @@ def test_compare_runs_renders_every_poisoned_run(root):
     assert "huge-loss" in notes and "skipped" in notes
     table = at.dataframe[0].value
     assert "wrong-types" in table.columns
+
+
+def test_the_train_page_shows_a_run_with_a_poisoned_status(root):
+    (root / "huge-loss" / "status.json").write_text(f'{{"state": "finished", "step": {HUGE}, "message": "done"}}')
+    for name in ["huge-status", "huge-loss"]:
+        at = open_app("pages/train/5_Train.py", query={"run": name})
+        assert not at.exception and at.selectbox(key="train_run").value == name
