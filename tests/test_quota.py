@@ -34,7 +34,7 @@ def with_snapshots(data: bytes, count: int, size: int, method: int = zipfile.ZIP
 def test_a_zip_of_1000_snapshot_files_of_spaces_is_refused(tmp_path, checkpoint_zip):
     data = with_snapshots(checkpoint_zip, 1000, 1 << 20)
     assert len(data) < 20_000_000  # the 1.24 MB zip that wrote 1,000 MB
-    with pytest.raises(store.CheckpointError, match="holds 1000 snapshot files; a checkpoint may bring at most 200"):
+    with pytest.raises(store.CheckpointError, match="holds 1000 snapshot files; a checkpoint may bring at most 250"):
         zip_upload.import_zip(data, "spaces", root=tmp_path, owner=A)
     assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == []
 
@@ -64,7 +64,7 @@ def test_the_class_shares_a_total_quota(tmp_path, checkpoint_zip, monkeypatch):
         zip_upload.import_zip(checkpoint_zip, "two", root=tmp_path, owner=B)
 
 
-def test_an_app_run_keeps_at_most_200_snapshots():
+def test_an_app_run_keeps_at_most_250_snapshots():
     with pytest.raises(OptionError, match="make 1,?001 snapshots|make 1001 snapshots"):
         run_options.check_form({**run_options.preset_options("tiny"), "snapshot_every": 1})
 
