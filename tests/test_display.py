@@ -54,3 +54,11 @@ def test_csv_cells_that_start_a_formula_are_neutralised():
     assert [cell[:1] for cell in back["token"][:4]] == ["'"] * 4 and back["token"][4] == "cat"
     assert back["probability"].tolist() == [0.1, 0.2, 0.3, 0.2, 0.2]
     assert plain_cell(-1.0) == -1.0
+
+
+def test_a_vocab_token_in_the_attention_figures_is_no_link():
+    from bertviz_lite.figures.attention import attention_heatmap
+
+    token = '<a href="https://evil.example">x</a>'
+    fig = attention_heatmap(np.full((2, 2), 0.5), ["[CLS]", token])
+    assert all("<a" not in str(label) for label in [*fig.data[0].x, *fig.data[0].y])

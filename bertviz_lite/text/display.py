@@ -33,8 +33,14 @@ def plain_markdown(text: object) -> str:
 
 
 def plain_label(text: object) -> str:
-    """`text` for a plotly title, tick label or hover text: `<`, `>`, `&` and quotes as entities (no `<a href>`)."""
-    return html.escape(str(text))
+    """`text` for a plotly title, tick label or hover text: `<`, `>` and `&` as entities (no `<a href>`); plotly
+    shows the entities as the characters, so an ordinary token looks the same."""
+    return html.escape(str(text), quote=False)
+
+
+def plain_labels(texts) -> list[str]:
+    """plain_label of each text: the token labels of a figure's axis or markers."""
+    return [plain_label(text) for text in texts]
 
 
 def plain_cell(value: object) -> object:
