@@ -20,6 +20,7 @@ from bertviz_lite.figures._common import (
     token_axis_height,
 )
 from bertviz_lite.inspection.analysis import EMBEDDING_PARTS, unique_labels
+from bertviz_lite.text.display import plain_labels
 
 # What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
 __all__ = [
@@ -66,7 +67,7 @@ def embedding_parts_figure(
         horizontal_spacing=0.02,
         vertical_spacing=0.04,
     )
-    labels = unique_labels(tokens)
+    labels = plain_labels(unique_labels(tokens))
     for i, part in enumerate(parts):
         axis = "coloraxis2" if i == 4 else "coloraxis"
         row, col = (1, i + 1) if layout == "row" else (i + 1, 1)
@@ -91,7 +92,7 @@ def embedding_parts_figure(
 
 def component_norms_bar(df: pd.DataFrame) -> go.Figure:
     """Grouped bars of the L2 norm of each embedding part per token (from embedding_component_norms)."""
-    labels = unique_labels(df["token"].astype(str).tolist())
+    labels = plain_labels(unique_labels(df["token"].astype(str).tolist()))
     fig = go.Figure()
     for column, name in EMBEDDING_PARTS.items():
         if column in df:
