@@ -13,7 +13,7 @@ times until the heatmap with its words arrives.
 
 Per N it prints p50/p95/max seconds to the new figure and to the first page (connect to heatmap),
 errors (exceptions or st.error shown by the app, timeouts, disconnects), the server's RSS and peak
-RSS, and, from the order in which the deltas of a script run arrive, where a run's time went.
+RSS; at the end, its RSS when the visitors arrived, its peak, and --settle seconds after they left; and, from the order in which the deltas of a script run arrive, where a run's time went.
 
 Goals (issue "One server for a lecture hall", 2 cores): N = 30 with p95 < 5 s and no errors; a
 fresh server's first page < 2 s.
@@ -58,6 +58,8 @@ ATTENTION_PAGE = "Attention"  # url_path of pages/explore/3_Attention.py (app.py
 HEATMAP_KEY = "attention_heatmap"
 SENTENCE_A_KEY = "sentence_a"
 MODEL_KEY = "model_picker"
+MAX_LENGTH_KEY = "max_length"
+LONG_FILLER = "and then the story went on for a long while without any end in sight " * 40  # > 512 tokens
 MODEL_CARD = " layers · "  # in the sidebar caption written once the model is loaded (explore.model_card)
 CLIENT = f"websocket protocol client (`websockets` {websockets.__version__}, asyncio; no browser)"
 # Single WordPiece tokens of BERT's uncased vocabulary: (adjective, noun) makes every sentence A new.
@@ -172,8 +174,8 @@ async def script_run(ws, back: BackMsg, markers: tuple[str, ...], timeout: float
     return run
 
 
-def rerun_request(page_name: str = "", page_hash: str = "", widgets: dict[str, str] | None = None) -> BackMsg:
-    """A BackMsg asking to run the page, with string widget values keyed by widget id."""
+def rerun_request(page_name: str = "", page_hash: str = "", widgets: dict[str, str | int] | None = None) -> BackMsg:
+    """A BackMsg asking to run the page, with string (or int: a number input's) widget values keyed by widget id."""
     back = BackMsg()
     back.rerun_script.query_string = ""
     back.rerun_script.page_name = page_name
@@ -181,11 +183,15 @@ def rerun_request(page_name: str = "", page_hash: str = "", widgets: dict[str, s
     for widget_id, value in (widgets or {}).items():
         state = back.rerun_script.widget_states.widgets.add()
         state.id = widget_id
-        state.string_value = value
+        if isinstance(value, int):
+            state.int_value = value
+        else:
+            state.string_value = value
     return back
 
 
-async def _visit_steps(ws, outcome: Visit, started: float, sentence: str, markers, model: str, timeout: float):
+async def _visit_steps(ws, outcome: Visit, started: float, sentence: str, markers, model: str, timeout: float,
+                       long_input: bool = False):
     """First page, optionally another model, then the timed new sentence A."""
     outcome.stage = "first page"
     first = await script_run(ws, rerun_request(page_name=ATTENTION_PAGE), (), timeout)
@@ -199,6 +205,9 @@ async def _visit_steps(ws, outcome: Visit, started: float, sentence: str, marker
         widgets[ids[MODEL_KEY]] = model
         outcome.runs.append(await script_run(ws, rerun_request(page_hash=page_hash, widgets=widgets), (), timeout))
     outcome.stage = "new figure"
+    if long_input:  # the issue's memory case: 512-token inputs, each one new
+        widgets[ids[MAX_LENGTH_KEY]] = 512
+        sentence = f"{sentence} {LONG_FILLER}"
     widgets[ids[SENTENCE_A_KEY]] = sentence
     new = await script_run(ws, rerun_request(page_hash=page_hash, widgets=widgets), markers, timeout)
     outcome.runs.append(new)
@@ -215,7 +224,7 @@ async def visit(port: int, sentence: str, markers: tuple[str, str], args, delay:
         # No proxy (loopback only); no protocol pings, as a browser sends none.
         async with connect(url, subprotocols=["streamlit"], max_size=None, proxy=None, ping_interval=None,
                            open_timeout=args.timeout) as ws:
-            await _visit_steps(ws, outcome, started, sentence, markers, args.model, args.timeout)
+            await _visit_steps(ws, outcome, started, sentence, markers, args.model, args.timeout, args.long)
     except (TimeoutError, asyncio.TimeoutError) as err:
         outcome.errors.append(f"timeout ({outcome.stage}): {str(err) or f'no answer within {args.timeout:g} s'}")
     except websockets.ConnectionClosed as err:
@@ -262,6 +271,15 @@ def server_memory_mib(pid: int) -> tuple[float, float]:
         return math.nan, math.nan
     kib = lambda name: float(fields[name][0]) if name in fields else math.nan  # noqa: E731
     return kib("VmRSS") / 1024, kib("VmHWM") / 1024
+
+
+def memory_after_leaving(pid: int, rss_start: float, settle_s: float) -> str:
+    """The server's RSS when the visitors arrived, its peak, and settle_s seconds after the last one left."""
+    peak = server_memory_mib(pid)[1]
+    time.sleep(settle_s)
+    after = server_memory_mib(pid)[0]
+    return (f"Server RSS: {rss_start:.0f} MiB at start (after the first page), peak {peak:.0f} MiB, "
+            f"{after:.0f} MiB {settle_s:.0f} s after the visitors left ({after - rss_start:+.0f} MiB)")
 
 
 def start_training(run_dir: Path, steps: int) -> subprocess.Popen:
@@ -413,6 +431,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warm-up", action="store_true",
                         help="enable and call /_stcore/script-health-check before the first visitor")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--long", action="store_true",
+                        help="512-token inputs: each visitor's new sentence A is padded and max length set to 512")
+    parser.add_argument("--settle", type=float, default=30.0,
+                        help="seconds to wait after the last visitor left before reading the server's RSS again")
     args = parser.parse_args(argv)
     if max(args.visitors) + sum(args.visitors) >= len(NOUNS) * len(ADJECTIVES):
         parser.error(f"at most {len(NOUNS) * len(ADJECTIVES) - 1} visitors in all")
@@ -451,13 +473,16 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_training:
                 training = start_training(run_dir, args.train_steps)
                 print(f"Training run (--preset classroom --threads 1): {wait_for_training(run_dir, training)}")
+            rss_start = server_memory_mib(server.pid)[0]
             print(HEADER, flush=True)
             rows, rounds = load_rounds(port, server.pid, run_dir, args, deadline)
+            memory = memory_after_leaving(server.pid, rss_start, args.settle)
+            print(memory, flush=True)
         finally:
             if training is not None:
                 stop(training)
             stop(server)
-    print(f"\n{describe_machine()}\n{HEADER}\n" + "\n".join(rows) + f"\n\n{goals(cold, rounds)}")
+    print(f"\n{describe_machine()}\n{HEADER}\n" + "\n".join(rows) + f"\n\n{memory}\n{goals(cold, rounds)}")
     return 0
 
 

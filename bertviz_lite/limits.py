@@ -25,6 +25,7 @@ import json
 import math
 import os
 import re
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any, Protocol
@@ -51,6 +52,16 @@ MB = 1 << 20
 MAX_PARAMETERS_SETTING = "BERTVIZ_LITE_MAX_PARAMETERS"
 MAX_ACTIVATION_SETTING = "BERTVIZ_LITE_MAX_ACTIVATION_MB"
 UPLOAD_SETTING = "BERTVIZ_LITE_UPLOAD_MB"
+TRAIN_MEMORY_SETTING = "BERTVIZ_LITE_TRAIN_MEMORY_MB"
+TRAIN_EXAMPLES_SETTING = "BERTVIZ_LITE_MAX_TRAIN_EXAMPLES"
+VISITOR_DISK_SETTING = "BERTVIZ_LITE_VISITOR_DISK_MB"
+DISK_SETTING = "BERTVIZ_LITE_DISK_MB"
+DEFAULT_VISITOR_DISK_MB = 2048  # uploads and runs of one visitor
+DEFAULT_DISK_MB = 20480  # uploads and runs of all visitors together (shipped checkpoints and terminal runs aside)
+MAX_SNAPSHOTS = 250  # snapshot files of one run (an upload's, or what an app run's steps / snapshot_every make)
+MAX_SNAPSHOTS_BYTES = 256 * MB  # all snapshot files of one upload together
+DEFAULT_TRAIN_MEMORY_MB = 8192  # BERT-base at batch 32 × 128 tokens needs about 6 GB by training_memory_bytes
+DEFAULT_MAX_TRAIN_EXAMPLES = 1_000_000  # steps × batch of one app-launched run: the base preset is 320,000
 DEFAULT_MAX_PARAMETERS = 400_000_000
 DEFAULT_MAX_ACTIVATION_MB = 1024
 DEFAULT_UPLOAD_MB = 1024
@@ -60,6 +71,13 @@ MAX_VOCAB_BYTES = 10 * MB
 MAX_VOCAB_LINES = 1_000_000
 MAX_METRICS_BYTES = 64 * MB  # of an uploaded metrics.jsonl: a 100k-step run logs ~20 MB
 MAX_SAFETENSORS_HEADER_BYTES = 100 * MB
+MAX_METRICS_READ_BYTES = 8 * MB  # of metrics.jsonl read back for a page: its last 8 MB
+MAX_METRICS_READ_LINES = 50_000  # … and at most its last 50,000 lines
+MAX_POINTS_DRAWN = 2000  # points per curve: longer curves are downsampled before they are drawn
+# A logged number must be a finite float: a 400-digit literal is refused, a diverging run's 1e30 loss or learning
+# rate is kept (that divergence is what the curves must show).
+MAX_RECORDED_NUMBER = sys.float_info.max
+MAX_STEP = 10**12  # a step, step count or pid past this is not a training run's
 FLOAT_BYTES = 4  # activations are float32
 WEIGHT_SLACK_BYTES = 1 * MB  # headers, position_ids buffers
 
@@ -96,6 +114,26 @@ def upload_budget_bytes() -> int:
     return int(_setting(UPLOAD_SETTING, DEFAULT_UPLOAD_MB) * MB)
 
 
+def max_training_memory_bytes() -> int:
+    """The most memory one app-launched training run may need (setting BERTVIZ_LITE_TRAIN_MEMORY_MB)."""
+    return int(_setting(TRAIN_MEMORY_SETTING, DEFAULT_TRAIN_MEMORY_MB) * MB)
+
+
+def visitor_disk_bytes() -> int:
+    """The most disk one visitor's uploads and runs may use (setting BERTVIZ_LITE_VISITOR_DISK_MB)."""
+    return int(_setting(VISITOR_DISK_SETTING, DEFAULT_VISITOR_DISK_MB) * MB)
+
+
+def total_disk_bytes() -> int:
+    """The most disk all visitors' uploads and runs may use together (setting BERTVIZ_LITE_DISK_MB)."""
+    return int(_setting(DISK_SETTING, DEFAULT_DISK_MB) * MB)
+
+
+def max_training_examples() -> int:
+    """The most steps × batch size of one app-launched run (setting BERTVIZ_LITE_MAX_TRAIN_EXAMPLES)."""
+    return int(_setting(TRAIN_EXAMPLES_SETTING, DEFAULT_MAX_TRAIN_EXAMPLES))
+
+
 def amount(count: int) -> str:
     """A large count in words: 10^18, 7.1 billion, 340 M, 12345."""
     if count >= 10**15:
@@ -130,6 +168,33 @@ def activation_bytes(config: BertConfig) -> int:
     kept = (4 * layers + 6) * t * h  # q, k, v and output of each layer; the five embedding parts
     working = heads * t * t + t * (config.intermediate_size + config.vocab_size)  # scores, FFN, MLM logits
     return FLOAT_BYTES * (attentions + kept + working)
+
+
+def training_memory_bytes(config: BertConfig, batch_size: int, seq_len: int) -> int:
+    """Float32 bytes one training step needs, about: weights, gradients and AdamW's two moments (16 bytes a
+    parameter), and the activations kept for the backward pass at batch × sequence length."""
+    t, h, i = seq_len, config.hidden_size, config.intermediate_size
+    per_layer = t * (10 * h + 2 * i) + 2 * config.num_attention_heads * t * t  # q/k/v/out, FFN, scores, probs
+    per_example = config.num_hidden_layers * per_layer + t * (2 * config.vocab_size + 4 * h)  # + MLM logits
+    return 16 * parameter_count(config) + FLOAT_BYTES * batch_size * per_example
+
+
+def check_training_budget(config: BertConfig, batch_size: int, seq_len: int, steps: int) -> None:
+    """Refuse, in a sentence, a run whose memory or steps × batch passes this server's limits."""
+    need, most = training_memory_bytes(config, batch_size, seq_len), max_training_memory_bytes()
+    if need > most:
+        raise ValueError(
+            f"This run would need about {megabytes(need)} of memory (weights, optimizer state and activations at "
+            f"batch {batch_size} × {seq_len} tokens); this server allows {megabytes(most)} per run "
+            f"(the setting {TRAIN_MEMORY_SETTING}). Use a smaller batch, sequence length or model."
+        )
+    examples, limit = steps * batch_size, max_training_examples()
+    if examples > limit:
+        raise ValueError(
+            f"{amount(steps)} steps × batch {batch_size} is {amount(examples)} examples; a run started here may "
+            f"train on at most {amount(limit)} (the setting {TRAIN_EXAMPLES_SETTING}). Use fewer steps, or "
+            "train from a terminal."
+        )
 
 
 def check_model_size(config: BertConfig, source: str = "config.json") -> None:
@@ -258,3 +323,23 @@ def check_weight_file(path: Path, config: BertConfig) -> None:
             safetensors_header_length(handle.read(9), size, name)
     else:
         _check_torch_zip(path, budget, name)
+
+
+# ---- numbers read back from run folders ----------------------------------------------------------
+
+
+def recorded_number(value: Any, bound: float = MAX_RECORDED_NUMBER) -> int | float | None:
+    """`value` if it is a finite int or float (not a bool) of at most `bound` in size, else None.
+
+    JSON turns a 400-digit literal into an int no float can hold: it is refused here, not by an OverflowError later.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, int):
+        return value if -bound <= value <= bound else None
+    return value if math.isfinite(value) and abs(value) <= bound else None
+
+
+def recorded_count(value: Any) -> int | None:
+    """`value` if it is an int in 0..MAX_STEP (a step, a step count, a pid), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_STEP else None

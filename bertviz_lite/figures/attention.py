@@ -22,6 +22,7 @@ from bertviz_lite.figures._common import (
     token_axis_height,
 )
 from bertviz_lite.inspection.analysis import unique_labels
+from bertviz_lite.text.display import plain_labels
 
 # What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
 __all__ = [
@@ -64,8 +65,8 @@ def attention_heatmap(
     fig = go.Figure(
         go.Heatmap(
             z=attn,
-            x=unique_labels(k_tokens),
-            y=unique_labels(q_tokens),
+            x=plain_labels(unique_labels(k_tokens)),  # a vocab token may hold <a href=…>: shown as text
+            y=plain_labels(unique_labels(q_tokens)),
             colorscale=SEQUENTIAL,
             zmin=0,
             hovertemplate=ATTENTION_HOVER,
@@ -166,7 +167,7 @@ def _token_column(links: HeadViewLinks, x: float, side: str) -> go.Scatter:
         x=np.full(length, x),
         y=np.arange(length),
         mode="markers+text" if length <= 128 else "markers",
-        text=list(tokens),
+        text=plain_labels(tokens),
         customdata=np.arange(length),
         hovertext=_strongest_lines(links, side),
         textposition=f"middle {side}",
@@ -283,7 +284,7 @@ def neuron_view_figure(neuron: dict, tokens: Sequence[str], query_index: int) ->
     keys = np.asarray(neuron["keys"])
     length = keys.shape[0]
     check_length(tokens, length, "tokens")
-    labels = unique_labels(tokens)
+    labels = plain_labels(unique_labels(tokens))
     middle = max(0.5, min(0.9, length / (length + 4)))
     fig = make_subplots(
         rows=3,

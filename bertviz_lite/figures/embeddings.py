@@ -21,6 +21,7 @@ from bertviz_lite.figures._common import (
     token_axis_height,
 )
 from bertviz_lite.inspection.analysis import EMBEDDING_PARTS, unique_labels
+from bertviz_lite.text.display import plain_labels
 
 if TYPE_CHECKING:
     from bertviz_lite.inspection.views.embeddings import EmbeddingWindow, PositionSimilarity, TokenProjection
@@ -71,7 +72,7 @@ def embedding_parts_figure(
         horizontal_spacing=0.02,
         vertical_spacing=0.04,
     )
-    labels = unique_labels(tokens)
+    labels = plain_labels(unique_labels(tokens))
     for i, part in enumerate(parts):
         axis = "coloraxis2" if i == 4 else "coloraxis"
         row, col = (1, i + 1) if layout == "row" else (i + 1, 1)
@@ -96,7 +97,7 @@ def embedding_parts_figure(
 
 def component_norms_bar(df: pd.DataFrame) -> go.Figure:
     """Grouped bars of the L2 norm of each embedding part per token (from embedding_component_norms)."""
-    labels = unique_labels(df["token"].astype(str).tolist())
+    labels = plain_labels(unique_labels(df["token"].astype(str).tolist()))
     fig = go.Figure()
     for column, name in EMBEDDING_PARTS.items():
         if column in df:

@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bertviz_lite.figures._common import category_axis
+from bertviz_lite.text.display import plain_label
 
 # What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
 __all__ = ["nsp_bar", "topk_bar"]
@@ -19,7 +20,7 @@ def topk_bar(tokens: Sequence[str], probs: Sequence[float], title: str = "Top pr
     if len(tokens) != probs.size:
         raise ValueError(f"got {len(tokens)} tokens but {probs.size} probabilities")
     order = np.argsort(-probs, kind="stable")
-    labels = [str(tokens[i]) for i in order]
+    labels = [plain_label(tokens[i]) for i in order]  # a vocab token may hold <a href=…>: shown as text
     fig = go.Figure(
         go.Bar(
             x=probs[order],
@@ -33,7 +34,7 @@ def topk_bar(tokens: Sequence[str], probs: Sequence[float], title: str = "Top pr
         )
     )
     fig.update_layout(
-        title=title,
+        title=plain_label(title),
         xaxis={"title": {"text": "probability"}, "range": [0, max(1e-9, float(probs.max(initial=0)) * 1.18)]},
         yaxis={**category_axis(reverse=True), "title": {"text": "token"}},
         height=max(250, 28 * probs.size + 110),
@@ -67,7 +68,7 @@ def nsp_bar(p_is_next: float, title: str = "Next-sentence prediction: does sente
     # five were rotated and stacked on each other in a narrow column (1024 px, beside the MLM chart).
     ticks = [0, 0.5, 1]
     fig.update_layout(
-        title=title,
+        title=plain_label(title),
         xaxis={"title": {"text": "probability"}, "range": [0, 1.2], "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks],
                "tickangle": 0},
         yaxis={**category_axis(reverse=True), "title": {"text": ""}},  # empty, yet it keeps the labels' left margin

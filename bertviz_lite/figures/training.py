@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
+
+from bertviz_lite.limits import MAX_POINTS_DRAWN, recorded_number
 
 # What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
 __all__ = [
@@ -15,13 +16,21 @@ __all__ = [
 
 
 def _is_number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return recorded_number(value) is not None  # a 400-digit int is no number to draw (math.isfinite overflows)
+
+
+def downsample(xs: list, ys: list, max_points: int = MAX_POINTS_DRAWN) -> tuple[list, list]:
+    """At most `max_points` evenly spaced points of a curve, its first and last kept."""
+    if len(xs) <= max_points:
+        return xs, ys
+    picks = sorted({round(i * (len(xs) - 1) / (max_points - 1)) for i in range(max_points)})
+    return [xs[i] for i in picks], [ys[i] for i in picks]
 
 
 def metric_points(records: Sequence[Mapping], metric: str, x: str = "step") -> tuple[list, list]:
-    """(xs, ys) of the records that hold a finite number for both x and metric."""
+    """(xs, ys) of the records that hold a finite number for both x and metric, downsampled to MAX_POINTS_DRAWN."""
     pairs = [(r[x], r[metric]) for r in records if _is_number(r.get(x)) and _is_number(r.get(metric))]
-    return [p[0] for p in pairs], [p[1] for p in pairs]
+    return downsample([p[0] for p in pairs], [p[1] for p in pairs])
 
 
 def _line_chart(traces: list[go.Scatter], title: str, x: str, y_title: str, log_y: bool) -> go.Figure:

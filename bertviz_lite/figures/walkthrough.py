@@ -11,6 +11,7 @@ from plotly.subplots import make_subplots
 from bertviz_lite.figures._common import SEGMENT_COLOURS, SEQUENTIAL, category_axis, check_length
 from bertviz_lite.inspection.analysis import unique_labels
 from bertviz_lite.inspection.walkthrough import OneHead, ResidualChanges
+from bertviz_lite.text.display import plain_labels
 
 MAX_ID_COLUMNS = 48  # tokens shown in the ids table; beyond that the labels no longer fit a screen
 
@@ -40,7 +41,7 @@ def ids_figure(tokens: Sequence[str], positions: Sequence[int], segments: Sequen
 
 def one_head_figure(data: OneHead) -> go.Figure:
     """Three bar charts over the keys of one query: q · k / √d, the softmax weight, and |weight × value|."""
-    labels = unique_labels(data.tokens)
+    labels = plain_labels(unique_labels(data.tokens))
     titles = ("1. score q · k / √d", "2. softmax: weight", "3. |weight × value|")
     fig = make_subplots(rows=1, cols=3, shared_yaxes=True, subplot_titles=titles, horizontal_spacing=0.04)
     colours = ("#7f7f7f", "#1f77b4", "#2ca02c")
@@ -62,7 +63,7 @@ def residual_figure(data: ResidualChanges) -> go.Figure:
     check_length(data.tokens, change.shape[1], "tokens")
     layers = [f"layer {i}" for i in range(1, change.shape[0] + 1)]
     fig = go.Figure(
-        go.Heatmap(z=change, x=unique_labels(data.tokens), y=layers, colorscale=SEQUENTIAL, zmin=0,
+        go.Heatmap(z=change, x=plain_labels(unique_labels(data.tokens)), y=layers, colorscale=SEQUENTIAL, zmin=0,
                    colorbar={"title": {"text": "change"}},
                    hovertemplate="%{y}, %{x}: changed by %{z:.0%}<extra></extra>")
     )  # fmt: skip

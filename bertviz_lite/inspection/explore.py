@@ -20,6 +20,7 @@ import torch
 from bertviz_lite.loading.pretrained import MINILM, resolve_source
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.model.outputs import BertTrace
+from bertviz_lite.text.display import plain_frame
 from bertviz_lite.text.tokenization import UNK_TOKEN, BertTokenizer, Encoding
 
 EMBEDDING_NAMES = ("token", "position", "segment", "sum", "layer_norm")
@@ -238,5 +239,6 @@ def clicked_token(selection: dict | None) -> int | None:
 
 
 def csv_bytes(frame: pd.DataFrame, index: bool = False) -> bytes:
-    """A DataFrame as UTF-8 CSV bytes for st.download_button."""
-    return frame.to_csv(index=index).encode("utf-8")
+    """A DataFrame as UTF-8 CSV bytes for st.download_button; text cells that a spreadsheet would run as a formula
+    (`=HYPERLINK(…)` from a vocab token) start with a ' instead."""
+    return plain_frame(frame).to_csv(index=index).encode("utf-8")

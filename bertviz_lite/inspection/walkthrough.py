@@ -15,6 +15,7 @@ import pandas as pd
 
 from bertviz_lite.inspection.analysis import neuron_view, softmax, unique_labels
 from bertviz_lite.limits import clamp
+from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.text.tokenization import BertTokenizer
 
 
@@ -75,7 +76,7 @@ def step_facts(config, vocab_size: int, num_tokens: int, masked_word: str | None
         "vocab": vocab_size, "tokens": num_tokens, "positions": config.max_position_embeddings,
         "hidden": config.hidden_size, "intermediate": config.intermediate_size, "heads": config.num_attention_heads,
         "layers": config.num_hidden_layers, "head_dim": config.hidden_size // config.num_attention_heads,
-        "masked": f"here the word “{masked_word}”" if masked_word else "or type [MASK] in a sentence yourself",
+        "masked": f"here the word “{plain_markdown(masked_word)}”" if masked_word else "or type [MASK] in a sentence yourself",
         "one_head_step": step_number("one_head"),
     }  # fmt: skip
 

@@ -27,6 +27,7 @@ from safetensors.torch import load_file, save
 from torch import nn
 
 from bertviz_lite.atomic import atomic_write_bytes, atomic_write_json
+from bertviz_lite.limits import recorded_count
 from bertviz_lite.loading.run_folder import RunFolder
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.tokenization import BertTokenizer
@@ -86,7 +87,7 @@ def checkpoint_step(folder: str | os.PathLike) -> int | None:
     """The training step recorded in `<folder>/model.safetensors`, or None if absent or unreadable."""
     try:
         with safe_open(str(RunFolder(folder).weights), framework="pt") as handle:
-            return int((handle.metadata() or {}).get("step"))
+            return recorded_count(int((handle.metadata() or {}).get("step")))
     except (OSError, SafetensorError, TypeError, ValueError):
         return None
 

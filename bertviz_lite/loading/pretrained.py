@@ -125,13 +125,16 @@ def load_minilm(check_sha256: bool = True) -> tuple[BertForPreTraining, BertToke
 
 
 def resolve_source(source: str | os.PathLike) -> Path:
-    """A checkpoint name in checkpoints/ or a folder path -> the folder."""
+    """A checkpoint name in checkpoints/ or a folder path -> the folder.
+
+    A plain name is a checkpoint first: an upload named `bench` is checkpoints/bench, not the server's ./bench.
+    """
+    named = checkpoints_root() / str(source)
+    if str(source) and "/" not in str(source) and os.sep not in str(source) and named.is_dir():
+        return named
     path = Path(source).expanduser()
     if path.is_dir():
         return path
-    named = checkpoints_root() / str(source)
-    if str(source) and "/" not in str(source) and named.is_dir():
-        return named
     raise FileNotFoundError(f"No model named {str(source)!r}: not a checkpoint in checkpoints/ and not a folder")
 
 

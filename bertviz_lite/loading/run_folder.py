@@ -55,7 +55,14 @@ from pathlib import Path
 from typing import Any
 
 from bertviz_lite.atomic import atomic_write_bytes, atomic_write_json, finite
-from bertviz_lite.limits import MAX_JSON_BYTES, MAX_METRICS_BYTES, MAX_VOCAB_BYTES
+from bertviz_lite.limits import (
+    MAX_JSON_BYTES,
+    MAX_METRICS_BYTES,
+    MAX_METRICS_READ_BYTES,
+    MAX_METRICS_READ_LINES,
+    MAX_VOCAB_BYTES,
+)
+from bertviz_lite.loading.run_records import Metrics, parse_metrics, read_tail, valid_status, valid_train_args
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKPOINTS_DIR = REPO_ROOT / "checkpoints"  # shipped checkpoints and every run the app starts
@@ -245,25 +252,24 @@ class MetricsWriter:
         self._file.close()
 
 
-def read_metrics(run_dir: str | os.PathLike, split: str | None = None) -> list[dict[str, Any]]:
-    """The records of `<run>/metrics.jsonl`, optionally only one split ("train" or "eval").
+def load_metrics(run_dir: str | os.PathLike, split: str | None = None, capped: bool = True) -> Metrics:
+    """The valid records of `<run>/metrics.jsonl` (optionally one split), counting the lines skipped.
 
-    Lines that do not parse (the last one, while it is being written) are skipped.
+    A run folder may be an upload: a line is kept only when it is a JSON object whose numbers are finite and
+    plausible (limits.recorded_number, a step by limits.recorded_count) and whose texts are short. `capped`:
+    read only the file's tail (MAX_METRICS_READ_BYTES, MAX_METRICS_READ_LINES), as every page does.
+    The last line may be half-written while a run trains: it is skipped without counting.
     """
-    path = RunFolder(run_dir).metrics
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return []
-    records = []
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and (split is None or record.get("split") == split):
-            records.append(record)
-    return records
+        text, truncated = read_tail(RunFolder(run_dir).metrics, MAX_METRICS_READ_BYTES if capped else None)
+    except OSError:
+        return Metrics([])
+    return parse_metrics(text, split, max_lines=MAX_METRICS_READ_LINES if capped else None, truncated=truncated)
+
+
+def read_metrics(run_dir: str | os.PathLike, split: str | None = None) -> list[dict[str, Any]]:
+    """The valid records of `<run>/metrics.jsonl`, optionally only one split ("train" or "eval"): see load_metrics."""
+    return load_metrics(run_dir, split).records
 
 
 def write_status(run_dir: str | os.PathLike, **fields: Any) -> dict[str, Any]:
@@ -276,8 +282,12 @@ def write_status(run_dir: str | os.PathLike, **fields: Any) -> dict[str, Any]:
 
 
 def read_status(run_dir: str | os.PathLike) -> dict[str, Any] | None:
-    """`<run>/status.json` as a dict, or None when it is absent or unreadable."""
-    return read_json_object(RunFolder(run_dir).status)
+    """`<run>/status.json` as a dict, or None when it is absent, unreadable or its state is not one of STATES.
+
+    Fields of the wrong type or size (a 400-digit step, a list for a pid) read as None; the message is cut short.
+    """
+    status = read_json_object(RunFolder(run_dir).status)
+    return valid_status(status) if status is not None and status.get("state") in STATES else None
 
 
 def process_alive(pid: int | None) -> bool:
@@ -294,17 +304,26 @@ def process_alive(pid: int | None) -> bool:
 
 
 def read_train_args(run_dir: str | os.PathLike) -> dict[str, Any] | None:
-    """`<run>/train_args.json` as a dict, or None when it is absent or unreadable."""
-    return read_json_object(RunFolder(run_dir).train_args)
+    """`<run>/train_args.json` as a dict, or None when it is absent or unreadable.
+
+    "args" and "config", when present, are objects: another type (an upload's `"config": [1, 2]`) reads as {}.
+    """
+    train_args = read_json_object(RunFolder(run_dir).train_args)
+    return valid_train_args(train_args) if train_args is not None else None
 
 
 def read_json_object(path: Path) -> dict[str, Any] | None:
-    """A JSON file holding an object, as a dict; None when it is absent, unreadable or not an object."""
+    """A JSON file holding an object, as a dict; None when it is absent, unreadable, past MAX_JSON_BYTES or not
+    an object."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_JSON_BYTES + 1)
+        if len(data) > MAX_JSON_BYTES:
+            return None
+        value = json.loads(data.decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
         return None
-    return data if isinstance(data, dict) else None
+    return value if isinstance(value, dict) else None
 
 
 def keep_metrics_until(run_dir: str | os.PathLike, step: int) -> list[dict[str, Any]]:
@@ -312,7 +331,7 @@ def keep_metrics_until(run_dir: str | os.PathLike, step: int) -> list[dict[str, 
 
     Returns the records kept.
     """
-    kept = [record for record in read_metrics(run_dir) if _record_step(record) <= step]
+    kept = [record for record in load_metrics(run_dir, capped=False).records if _record_step(record) <= step]
     text = "".join(json.dumps(finite(record)) + "\n" for record in kept)
     atomic_write_bytes(RunFolder(run_dir).metrics, text.encode("utf-8"))
     return kept

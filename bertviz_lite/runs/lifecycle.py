@@ -9,6 +9,7 @@ session (so it outlives page reruns, closed tabs and app restarts) with its outp
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -37,12 +38,15 @@ from bertviz_lite.loading.run_folder import (
     run_folders,
     validate_run_name,
 )
+from bertviz_lite.loading.run_records import MAX_TEXT_FIELD
+from bertviz_lite.runs import quota, run_options
 from bertviz_lite.server import access
 
 MAX_RUNS_ENV = "BERTVIZ_LITE_MAX_RUNS"
 DEFAULT_MAX_RUNS = 1
 TRAIN_MODULE = "bertviz_lite.train"
 ACTIVE_STATES = ("starting", "running")
+MAX_HYPERPARAMETERS = 200  # rows a run's train_args.json may bring to the comparison table
 STALE_TMP_S = 60.0  # a hidden .tmp file this old in a run that no longer trains is a killed write's leftover
 _ERROR_LINE = re.compile(r"(?:^|: )error: (.+)$")  # the CLI's one-line errors, argparse's included
 # Popen objects of the runs this process launched, so that finished children are reaped (not zombies).
@@ -142,14 +146,20 @@ def launch_run(
     Args:
         options: CLI options without dashes (`{"preset": "tiny", "steps": 30}`); `corpus_text`, when
             given, is written to `<run>/corpus.txt` and passed as `--corpus`.
-        max_runs: runs allowed at once (default `max_concurrent_runs()`); RunLimitError beyond it.
-        owner: the app's visitor who starts it: only they (or the admin) may stop, rename or delete it.
+        max_runs: runs allowed at once (default `max_concurrent_runs()`); RunLimitError beyond it, and when the
+            visitor already has a run training. The admin always gets a slot: the runs in the way are stopped.
+        owner: the app's visitor who starts it: only they (or the admin) may stop, rename or delete it; a run
+            with an owner must fit run_options.check_budget (memory, steps × batch); terminal runs need not.
     """
     root = root or checkpoints_root()
+    if owner is not None:  # a run started in the app: within the server's memory and steps × batch budget
+        args = run_options.check_options(run_options.declared_options(options))
+        run_options.check_budget(args)
+        quota.check_disk(owner, run_options.disk_estimate(args), "this run", root)
     root.mkdir(parents=True, exist_ok=True)
     limit = max_runs or max_concurrent_runs()
     with _launch_lock(root):
-        _check_run_limit(root, limit)
+        _check_run_limit(root, limit, owner)
         run_dir = root / validate_run_name(name) if name else new_run_folder(root).path
         run_dir.mkdir()  # FileExistsError on a clash: never reuse a folder
         try:
@@ -172,14 +182,22 @@ def check_new_run_name(name: str, root: Path | None = None) -> str:
     return name
 
 
-def _check_run_limit(root: Path, limit: int) -> None:
+def _check_run_limit(root: Path, limit: int, owner: access.Visitor | None = None) -> None:
     active = active_runs(root)
+    if owner is not None and owner.admin:
+        for run in active[limit - 1:]:  # the lecturer preempts: these save and stop while the new run starts
+            stop_run(run.path)
+        return
     if len(active) >= limit:
         names = ", ".join(run.name for run in active)
         raise RunLimitError(
             f"{len(active)} run{'s' if len(active) > 1 else ''} already training ({names}); at most {limit} "
             f"at once. Stop it or wait until it finishes (the limit is the {MAX_RUNS_ENV} setting)."
         )
+    own = [run.name for run in active if owner is not None and access.is_owner(run.path, owner)]
+    if own:
+        raise RunLimitError(f"You already have a run training ({own[0]}): one run per visitor at a time. "
+                            "Stop it or wait until it finishes.")  # fmt: skip
 
 
 def _start_process(run_dir: Path, command: list[str]) -> subprocess.Popen:
@@ -286,8 +304,18 @@ def is_run_folder(path: Path) -> bool:
     return RunFolder(path).is_listed()
 
 
+def reap_children() -> list[int]:
+    """Collect the exit status of this server's finished training processes (else they stay zombies)."""
+    done = [pid for pid, child in list(_CHILDREN.items()) if child.poll() is not None]
+    for pid in done:
+        _CHILDREN.pop(pid, None)
+    return done
+
+
 def list_runs(root: Path | None = None) -> list[RunState]:
-    """Every run folder under the root, newest first; stale .tmp files of runs that no longer train are removed."""
+    """Every run folder under the root, newest first; stale .tmp files of runs that no longer train are removed,
+    and finished training processes of this server are reaped."""
+    reap_children()
     states = [run_state(folder.path) for folder in run_folders(root)]
     for state in states:
         if not state.active:
@@ -337,6 +365,20 @@ def snapshot_steps(run_dir: str | os.PathLike) -> list[int]:
 
 def hyperparameters(run_dir: str | os.PathLike) -> dict[str, Any]:
     """A run's model sizes and training options from train_args.json, flat (config first), or {}."""
-    train_args = read_train_args(run_dir) or {}
+    train_args = read_train_args(run_dir) or {}  # "config" and "args" are dicts (run_folder checks them)
     config, args = train_args.get("config") or {}, train_args.get("args") or {}
-    return {**config, **{k: v for k, v in args.items() if k not in config}}
+    merged = {**config, **{k: v for k, v in args.items() if k not in config}}
+    return {str(k)[:MAX_TEXT_FIELD]: _shown(v) for k, v in list(merged.items())[:MAX_HYPERPARAMETERS]}
+
+
+def _shown(value: Any) -> Any:
+    """A hyperparameter as read, or as short text when it is not a plain value (a list, a 400-digit number)."""
+    if _small(value):
+        return value
+    text = value if isinstance(value, str) else json.dumps(value)[:MAX_TEXT_FIELD] if isinstance(value, list | dict) \
+        else f"a {len(str(value))}-digit number"
+    return text if len(text) <= MAX_TEXT_FIELD else text[: MAX_TEXT_FIELD - 1] + "…"
+
+
+def _small(value: Any) -> bool:
+    return value is None or isinstance(value, bool | float) or (isinstance(value, int) and abs(value) < 10**30)

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from bertviz_lite.limits import parameter_count
+from bertviz_lite.limits import MAX_SNAPSHOTS, amount, check_training_budget, parameter_count
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.text.pretraining_data import builtin_corpus, documents_from_text, read_corpus
 from bertviz_lite.training import training_args
@@ -108,10 +108,38 @@ def check_form(options: dict[str, Any], corpus: tuple[int, int] | None = None) -
     try:
         args = check_options(options)
         check_training_pairs(options, corpus)
+        check_budget(args)  # after the corpus: "more than the pairs of the corpus" is the plainer reason
     except OptionError as err:
         label = labels().get(err.option)
         raise OptionError(err.option, f"{label}: {err}" if label else str(err)) from None
     return args
+
+
+def declared_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The options a TrainingArguments holds (a launch also passes `threads`, a CLI-only flag)."""
+    return {k: v for k, v in options.items() if k in training_fields() or k in MODEL_FIELDS}
+
+
+def check_budget(args: TrainingArguments) -> None:
+    """OptionError (on the batch size) when the run passes the server's memory or steps × batch limits.
+
+    A run continued from pretrained weights (`init`) is estimated with the sizes its options give, not its own.
+    """
+    config = args.bert_config(args.vocab_size)
+    try:
+        check_training_budget(config, args.batch_size, args.seq_len, args.steps)
+    except ValueError as err:
+        raise OptionError("batch_size", str(err)) from None
+    snapshots = args.steps // args.snapshot_every + 1 if args.snapshot_every else 0
+    if snapshots > MAX_SNAPSHOTS:
+        raise OptionError("snapshot_every", f"{amount(args.steps)} steps with a snapshot every {args.snapshot_every} "
+                          f"make {amount(snapshots)} snapshots; a run started here may keep at most {MAX_SNAPSHOTS}: "
+                          f"take one every {-(-args.steps // (MAX_SNAPSHOTS - 1))} steps or more")  # fmt: skip
+
+
+def disk_estimate(args: TrainingArguments) -> int:
+    """Bytes a run's folder will hold, about: float32 weights and AdamW's two moments (12 bytes a parameter)."""
+    return 12 * parameter_count(args.bert_config(args.vocab_size))
 
 
 def command_options(args: TrainingArguments) -> dict[str, Any]:

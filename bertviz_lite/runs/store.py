@@ -7,9 +7,11 @@ train_args.json, metrics.jsonl and snapshots/*.safetensors|json); `bertviz_lite.
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import shutil
+import sys
 import time
 import zipfile
 from datetime import datetime
@@ -22,10 +24,13 @@ from bertviz_lite.loading.pretrained import DEMO
 from bertviz_lite.loading.run_folder import (
     CHECKPOINT_FILES,
     CONFIG_FILE,
+    REPO_ROOT,
     SNAPSHOTS_DIR,
+    TRAIN_ARGS_FILE,
     WEIGHTS_FILE,
     checkpoints_root,
     file_names,
+    load_metrics,
     read_metrics,
     validate_run_name,
 )
@@ -76,8 +81,16 @@ def summary(run: RunState) -> dict[str, Any]:
 
 
 def checkpoint_table(root: Path | None = None) -> list[dict[str, Any]]:
-    """Summaries of every run folder under the root, newest first."""
-    return [summary(run) for run in list_runs(root)]
+    """Summaries of every run folder under the root, newest first; a folder that cannot be read is a bare row."""
+    return [_summary_or_bare(run) for run in list_runs(root)]
+
+
+def _summary_or_bare(run: RunState) -> dict[str, Any]:
+    """One bad folder (deleted meanwhile, unreadable) keeps its row, so that its owner can still delete it."""
+    try:
+        return summary(run)
+    except (OSError, ValueError, OverflowError, TypeError):
+        return {"name": run.name, "state": run.state, "steps": None, "size_mb": None, "date": "", "loadable": False}
 
 
 def hyperparameter_table(names: list[str], root: Path | None = None) -> pd.DataFrame:
@@ -102,6 +115,19 @@ def _as_shown(options: dict) -> dict:
     if options.get("init") and options.get("preset"):
         return {**options, "preset": f"continued from {options['init']} (options based on {options['preset']})"}
     return options
+
+
+def compared_metrics(names: list[str], root: Path | None = None) -> tuple[dict[str, list[dict]], list[str]]:
+    """The valid metrics records of the named runs that logged any, and one sentence per run on lines left out."""
+    root = root or checkpoints_root()
+    records, notes = {}, []
+    for name in names:
+        metrics = load_metrics(root / name)
+        if metrics.records:
+            records[name] = metrics.records
+        if metrics.note:
+            notes.append(f"{name}: {metrics.note}.")
+    return records, notes
 
 
 def differing_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -187,8 +213,19 @@ def _zip_files(members: list[tuple[Path, str]]) -> bytes:
         for path, arcname in members:
             # Weights barely compress: store them, deflate the text files.
             method = zipfile.ZIP_STORED if path.suffix == ".safetensors" else zipfile.ZIP_DEFLATED
-            archive.write(path, arcname, compress_type=method)
+            if path.name == TRAIN_ARGS_FILE:
+                archive.writestr(arcname, _without_server_paths(path.read_text(encoding="utf-8")), compress_type=method)
+            else:
+                archive.write(path, arcname, compress_type=method)
     return buffer.getvalue()
+
+
+def _without_server_paths(text: str) -> str:
+    """train_args.json as a download carries it: the server's folders and Python left out of paths and commands."""
+    for prefix, short in ((sys.executable, "python"), (f"{checkpoints_root()}{os.sep}", "checkpoints/"),
+                          (f"{REPO_ROOT}{os.sep}", ""), (str(Path.home()), "~")):  # fmt: skip
+        text = text.replace(json.dumps(prefix)[1:-1], short)
+    return text
 
 
 def checkpoint_files(folder: Path) -> list[Path]:

@@ -26,9 +26,10 @@ import threading
 import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from bertviz_lite import limits
-from bertviz_lite.limits import MAX_JSON_BYTES, UPLOAD_SETTING, megabytes
+from bertviz_lite.limits import MAX_JSON_BYTES, MAX_SNAPSHOTS, MAX_SNAPSHOTS_BYTES, UPLOAD_SETTING, megabytes
 from bertviz_lite.loading.pretrained import load_folder, without_folder
 from bertviz_lite.loading.run_folder import (
     CONFIG_FILE,
@@ -40,6 +41,7 @@ from bertviz_lite.loading.run_folder import (
     validate_run_name,
 )
 from bertviz_lite.model.config import BertConfig
+from bertviz_lite.runs import quota
 from bertviz_lite.runs.store import (
     PROTECTED,
     REQUIRED_FILES,
@@ -57,11 +59,15 @@ _STAGING_LOCK = threading.Lock()
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib", ".npy", ".npz")
 
 
-def _open_zip(data: bytes) -> zipfile.ZipFile:
-    if len(data) > MAX_ZIP_BYTES:
-        raise CheckpointError(f"The zip is {len(data) / 1e6:.0f} MB; the limit is {MAX_ZIP_BYTES / 1e6:.0f} MB")
+def _open_zip(data: bytes | BinaryIO) -> zipfile.ZipFile:
+    """The zip in `data`: bytes, or a seekable binary file (the uploaded file itself: no second copy in memory)."""
+    source = io.BytesIO(data) if isinstance(data, bytes | bytearray) else data
+    size = source.seek(0, io.SEEK_END)
+    source.seek(0)
+    if size > MAX_ZIP_BYTES:
+        raise CheckpointError(f"The zip is {size / 1e6:.0f} MB; the limit is {MAX_ZIP_BYTES / 1e6:.0f} MB")
     try:
-        return zipfile.ZipFile(io.BytesIO(data))
+        return zipfile.ZipFile(source)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError) as err:
         raise CheckpointError(f"This is not a readable zip file ({err})") from None
 
@@ -122,10 +128,23 @@ def plan_members(archive: zipfile.ZipFile) -> tuple[list[tuple[zipfile.ZipInfo, 
         raise CheckpointError("The zip holds the same file twice")
     for path in relative:
         _check_allowed(path)
+    _check_snapshots([info for info, path in zip(files, relative, strict=True) if path.parts[0] == SNAPSHOTS_DIR])
     missing = [name for name in REQUIRED_FILES if PurePosixPath(name) not in relative]
     if missing:
         raise CheckpointError(f"The zip has no {', '.join(missing)}: a checkpoint needs {', '.join(REQUIRED_FILES)}")
     return list(zip(files, relative, strict=True)), top
+
+
+def _check_snapshots(snapshots: list[zipfile.ZipInfo]) -> None:
+    """At most MAX_SNAPSHOTS snapshot files, of at most MAX_SNAPSHOTS_BYTES together (as the zip declares them;
+    the bytes written are counted against that total as they unpack)."""
+    if len(snapshots) > MAX_SNAPSHOTS:
+        raise CheckpointError(f"The zip holds {len(snapshots)} snapshot files; a checkpoint may bring at most "
+                              f"{MAX_SNAPSHOTS}")  # fmt: skip
+    total = sum(info.file_size for info in snapshots)
+    if total > MAX_SNAPSHOTS_BYTES:
+        raise CheckpointError(f"The zip's snapshots unpack to {megabytes(total)}; a checkpoint may bring at most "
+                              f"{megabytes(MAX_SNAPSHOTS_BYTES)} of them")  # fmt: skip
 
 
 def _check_first_bytes(name: str, head: bytes, size: int) -> None:
@@ -156,7 +175,7 @@ def _extract_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Pat
     return written
 
 
-def suggested_name(filename: str, data: bytes | None = None) -> str:
+def suggested_name(filename: str, data: bytes | BinaryIO | None = None) -> str:
     """A safe default name for an upload: the zip's top folder or file name, cleaned."""
     stem = Path(filename).stem
     if data is not None:
@@ -169,7 +188,7 @@ def suggested_name(filename: str, data: bytes | None = None) -> str:
     return cleaned or "uploaded"
 
 
-def import_zip(data: bytes, name: str, root: Path | None = None, owner: access.Visitor | None = None) -> Path:
+def import_zip(data: bytes | BinaryIO, name: str, root: Path | None = None, owner: access.Visitor | None = None) -> Path:
     """Validate an uploaded checkpoint zip and add it as `<root>/<name>`; CheckpointError says why not."""
     root = root or checkpoints_root()
     target = root / validate_run_name(name)
@@ -178,6 +197,7 @@ def import_zip(data: bytes, name: str, root: Path | None = None, owner: access.V
     members, _ = plan_members(archive)
     root.mkdir(parents=True, exist_ok=True)
     claim = sum(info.file_size for info, _ in members)
+    quota.check_disk(owner, claim, "this upload", root)
     staging = _make_staging(root, claim)
     try:
         _extract_all(archive, members, staging, claim)
@@ -210,15 +230,24 @@ def _make_staging(root: Path, claim: int) -> Path:
         return Path(tempfile.mkdtemp(prefix=f".upload-{os.getpid()}-{claim}-", dir=root))
 
 
+def remove_abandoned_staging(root: Path | None = None) -> list[str]:
+    """Remove the staging folders of servers that stopped mid-upload; returns their names."""
+    removed = []
+    for folder in (root or checkpoints_root()).glob(".upload-*"):
+        match = _STAGING_NAME.match(folder.name)
+        if match and not process_alive(int(match[1])):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+    return removed
+
+
 def _claimed_by_others(root: Path) -> int:
     """Bytes claimed by staging folders under root; those of processes that died are removed."""
+    remove_abandoned_staging(root)
     total = 0
     for folder in root.glob(".upload-*"):
         match = _STAGING_NAME.match(folder.name)
-        if match and not process_alive(int(match[1])):
-            shutil.rmtree(folder, ignore_errors=True)  # left by a server that stopped mid-upload
-        else:
-            total += int(match[2]) if match else folder_size(folder)
+        total += int(match[2]) if match else folder_size(folder)
     return total
 
 

@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import os
 import re
 import secrets
+import threading
+import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +32,11 @@ from bertviz_lite.loading.run_folder import RunFolder, checkpoints_root, read_js
 ADMIN_TOKEN_SETTING = "BERTVIZ_LITE_ADMIN_TOKEN"
 MODEL_ROOTS_SETTING = "BERTVIZ_LITE_MODEL_ROOTS"
 _VISITOR_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
+MAX_ALIASES = 8  # other ids one browser got from tabs opened at the same moment (kept in a second cookie)
+ADMIN_WINDOW_S = 600.0  # wrong admin tokens are counted over the last 10 minutes
+ADMIN_TRIES_PER_VISITOR = 5  # … at most this many per visitor
+ADMIN_TRIES_IN_TOTAL = 20  # … and this many from everyone together (a guesser with many cookies)
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,7 @@ class Visitor:
 
     id: str
     admin: bool = False
+    aliases: tuple[str, ...] = ()  # ids the same browser was given by tabs opened at once: also this visitor's
 
 
 def new_visitor_id() -> str:
@@ -46,6 +56,14 @@ def new_visitor_id() -> str:
 def is_visitor_id(value: object) -> bool:
     """Whether a value read back from a browser looks like an id we handed out."""
     return isinstance(value, str) and bool(_VISITOR_ID.fullmatch(value))
+
+
+def aliases_from_cookie(value: object, own_id: str = "") -> tuple[str, ...]:
+    """The valid ids of the alias cookie ("id1.id2"), at most MAX_ALIASES, without `own_id`."""
+    if not isinstance(value, str):
+        return ()
+    ids = [part for part in value.split(".")[:MAX_ALIASES] if is_visitor_id(part) and part != own_id]
+    return tuple(dict.fromkeys(ids))
 
 
 def admin_token_configured() -> bool:
@@ -59,6 +77,46 @@ def is_admin_token(token: str | None) -> bool:
     return bool(expected) and bool(token) and hmac.compare_digest(token.encode(), expected.encode())
 
 
+class AdminLockout(PermissionError):
+    """Too many wrong admin tokens lately; the message says when to try again."""
+
+
+_failures: dict[str, deque[float]] = {}  # visitor digest -> times of its wrong tokens
+_all_failures: deque[float] = deque()
+_failures_lock = threading.Lock()
+
+
+def check_admin_token(visitor_id: str, token: str, now: float | None = None) -> bool:
+    """is_admin_token, rate-limited: ADMIN_TRIES_PER_VISITOR wrong tokens per visitor and ADMIN_TRIES_IN_TOTAL
+    from everyone in ADMIN_WINDOW_S, then AdminLockout (the token is not even compared). Failures are logged."""
+    now = time.monotonic() if now is None else now
+    who = _digest(visitor_id)
+    with _failures_lock:
+        mine = _failures.setdefault(who, deque())
+        for times in (mine, _all_failures):
+            while times and times[0] <= now - ADMIN_WINDOW_S:
+                times.popleft()
+        if len(mine) >= ADMIN_TRIES_PER_VISITOR or len(_all_failures) >= ADMIN_TRIES_IN_TOTAL:
+            wait = (mine if len(mine) >= ADMIN_TRIES_PER_VISITOR else _all_failures)[0] + ADMIN_WINDOW_S - now
+            log.warning("admin token refused without checking: visitor %s is locked out", who[:12])
+            raise AdminLockout(f"Too many wrong admin tokens: try again in {max(1, round(wait / 60))} min.")
+        if is_admin_token(token):
+            mine.clear()
+            return True
+        mine.append(now)
+        _all_failures.append(now)
+        log.warning("wrong admin token from visitor %s (%d of %d allowed in %d min; %d from everyone)", who[:12],
+                    len(mine), ADMIN_TRIES_PER_VISITOR, ADMIN_WINDOW_S // 60, len(_all_failures))  # fmt: skip
+        return False
+
+
+def forget_admin_failures() -> None:
+    """Clear the failure counts (a server restart does the same)."""
+    with _failures_lock:
+        _failures.clear()
+        _all_failures.clear()
+
+
 def _digest(visitor_id: str) -> str:
     return hashlib.sha256(visitor_id.encode()).hexdigest()
 
@@ -70,11 +128,12 @@ def record_owner(folder: str | os.PathLike, visitor: Visitor | None) -> None:
 
 
 def is_owner(folder: str | os.PathLike, visitor: Visitor) -> bool:
-    """Whether `visitor` created `folder`, or claimed it with its owner's claim link (another device)."""
+    """Whether `visitor` (or a tab it opened at the same time) created `folder`, or claimed it with its owner's
+    claim link (another device)."""
     record = read_json_object(RunFolder(folder).owner) or {}
-    mine = _digest(visitor.id)
+    mine = [_digest(visitor_id) for visitor_id in (visitor.id, *visitor.aliases)]
     owners = [str(record.get("owner", "")), *(str(o) for o in record.get("claimed_by", []) if isinstance(o, str))]
-    return any(hmac.compare_digest(owner, mine) for owner in owners)
+    return any(hmac.compare_digest(owner, digest) for owner in owners for digest in mine)
 
 
 # ---- claiming a run on a second device ------------------------------------------------------------

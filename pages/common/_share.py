@@ -13,6 +13,7 @@ import streamlit as st
 from bertviz_lite.inspection import walkthrough
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.server import share
+from bertviz_lite.text.display import plain_markdown
 from pages.common._pages import PAGES, by_url_path
 from pages.common._sidebar import OTHER_FOLDER, model_options
 
@@ -87,7 +88,7 @@ def apply_link() -> None:
 def show_link_notes() -> None:
     """What a link asked for that could not be honoured, once, as warnings."""
     for note in st.session_state.pop(NOTES, []):
-        st.warning(note)
+        st.warning(plain_markdown(note))  # a note quotes what the link said
 
 
 def clamp_linked_indices(num_layers: int, num_heads: int) -> None:
@@ -99,7 +100,7 @@ def clamp_linked_indices(num_layers: int, num_heads: int) -> None:
         st.session_state[key], note = share.clamp_index(value, count, name)
         if note and note not in notes:  # both pages' widgets moved the same way: say it once
             notes.append(note)
-            st.warning(note)
+            st.warning(plain_markdown(note))  # a note quotes what the link said
 
 
 def _listed(values) -> tuple | None:

@@ -18,6 +18,8 @@ from bertviz_lite.inspection.views.tabs import ViewTab, glossary
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.server import access, settings
+from bertviz_lite.server.memory import release_memory
+from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 from pages.common._share import PRESENT, clamp_linked_indices
 from pages.common._sidebar import Inputs, current_inputs
@@ -34,6 +36,10 @@ KEPT_TAB = "_kept_"  # prefix of the plain key that remembers a page's open tab
 PRESENT_CSS = "<style>" + (ASSETS / "present.css").read_text(encoding="utf-8") + "</style>"
 
 
+GC_FROM_TOKENS = 256  # inputs this long take seconds to trace, so a full collection (~0.3 s) first is cheap
+CACHE_TTL_S = 600  # traces and views nobody asked for in 10 minutes are dropped: a class that left frees its memory
+
+
 class Context(NamedTuple):
     inputs: Inputs
     model: BertForPreTraining
@@ -48,15 +54,21 @@ def load_model(source: str, version: str = "") -> tuple[BertForPreTraining, Bert
     return load(source)
 
 
-@st.cache_resource(max_entries=4, show_spinner="Running the model…")  # a 512-token MiniLM trace is ~100 MB
+# A 512-token MiniLM trace is ~100 MB: two are kept (the pages of one input share one), for at most CACHE_TTL_S.
+@st.cache_resource(max_entries=2, ttl=CACHE_TTL_S, show_spinner="Running the model…")
 def get_trace(inputs: Inputs, masked: tuple[int, ...] = ()) -> explore.PairTrace:
     """One traced forward pass per input, shared by every figure on every page."""
     model, tokenizer = load_model(inputs.source, inputs.version)
-    return explore.trace_pair(model, tokenizer, inputs.text_a, inputs.text_b, inputs.max_length, masked)
+    trace = explore.trace_pair(model, tokenizer, inputs.text_a, inputs.text_b, inputs.max_length, masked)
+    if inputs.max_length >= GC_FROM_TOKENS:
+        # A long trace's working memory (and traces dropped from this cache, which can sit in reference cycles until
+        # a full collection, no longer run after every script: postScriptGC cost 30 visitors' latency) goes back now.
+        release_memory()
+    return trace
 
 
 def _stop_with(message: str) -> None:
-    st.error(message)
+    st.error(plain_markdown(message))  # it may quote a typed path or sentence
     st.stop()
 
 
@@ -82,7 +94,7 @@ def load_context() -> Context:
     except ValueError as err:
         _stop_with(str(err))
     for note in explore.input_warnings(encoding, max_length):
-        st.warning(note)
+        st.warning(note)  # the package's own sentences, quoting no typed text
     return Context(inputs, model, tokenizer, encoding, max_length)
 
 
@@ -94,7 +106,8 @@ def trace_for(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
         _stop_with(str(err))
 
 
-@st.cache_resource(max_entries=32, show_spinner=False,  # shared, read-only: a rollout of 512 tokens is 12 MB
+@st.cache_resource(max_entries=16, ttl=CACHE_TTL_S, show_spinner=False,  # shared, read-only; at 512 tokens a
+                   # rollout is 12 MB, a model view's tiles up to ~75 MB: 16 entries stay near 1 GB at worst
                    hash_funcs={FunctionType: lambda data: f"{data.__module__}.{data.__qualname__}"})
 def view(data: Callable[..., T], inputs: Inputs, masked: tuple[int, ...] = (), **params) -> T:
     """A view's data on the cached trace of inputs: explore.from_trace(data, trace, **params), computed once.

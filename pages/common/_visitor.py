@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
-import streamlit.components.v1 as components
 
 from bertviz_lite.server import access
 
 COOKIE = "bvl_visitor"
+ALIAS_COOKIE = "bvl_visitor_also"  # ids of tabs that opened before the first one's cookie was written
 COOKIE_MAX_AGE_S = 180 * 24 * 3600
+# Tabs opened at the same moment each get an id before any has a cookie. The first to run this keeps its id in
+# COOKIE; a later one finds it and adds its own id to ALIAS_COOKIE, so that on the next page load the browser is one
+# visitor owning what every one of its tabs made (access.Visitor.aliases).
+_COOKIE_SCRIPT = (Path(__file__).resolve().parent / "assets" / "visitor_cookie.js").read_text(encoding="utf-8")
 
 
 def current_visitor() -> access.Visitor:
@@ -16,7 +22,15 @@ def current_visitor() -> access.Visitor:
     if "visitor_id" not in st.session_state:
         cookie = st.context.cookies.get(COOKIE)
         st.session_state["visitor_id"] = cookie if access.is_visitor_id(cookie) else access.new_visitor_id()
-    return access.Visitor(st.session_state["visitor_id"], admin=st.session_state.get("visitor_admin", False))
+    visitor_id = st.session_state["visitor_id"]
+    aliases = access.aliases_from_cookie(st.context.cookies.get(ALIAS_COOKIE), visitor_id)
+    return access.Visitor(visitor_id, admin=st.session_state.get("visitor_admin", False), aliases=aliases)
+
+
+def cookie_script(visitor_id: str) -> str:
+    """The script that keeps the first tab's id in the cookie and a later tab's id as an alias of it."""
+    return _COOKIE_SCRIPT % {"id": visitor_id, "age": COOKIE_MAX_AGE_S, "cookie": COOKIE, "alias": ALIAS_COOKIE,
+                             "keep": access.MAX_ALIASES - 1}  # fmt: skip
 
 
 def remember_visitor() -> None:
@@ -25,21 +39,4 @@ def remember_visitor() -> None:
     if st.session_state.get("visitor_cookie_set") or st.context.cookies.get(COOKIE) == visitor.id:
         return
     st.session_state["visitor_cookie_set"] = True
-    cookie = f"{COOKIE}={visitor.id}; path=/; max-age={COOKIE_MAX_AGE_S}; SameSite=Strict"
-    components.html(f"<script>window.parent.document.cookie = {cookie!r};</script>", height=0)
-
-
-def admin_login() -> None:
-    """A small form for the server's admin token (only when the server has one)."""
-    if not access.admin_token_configured():
-        return
-    if st.session_state.get("visitor_admin"):
-        st.caption("You are the admin: you may change every run and upload.")
-        return
-    token = st.text_input("Admin token", type="password", key="admin_token",
-                          help="Set by whoever runs the server; lets you manage every visitor's runs.")  # fmt: skip
-    if token:
-        if access.is_admin_token(token):
-            st.session_state["visitor_admin"] = True
-            st.rerun()
-        st.error("That is not the admin token.")
+    st.html(f"<script>{cookie_script(visitor.id)}</script>", unsafe_allow_javascript=True)

@@ -14,6 +14,7 @@ from bertviz_lite.inspection import views
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.inspection.views.predictions import default_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from bertviz_lite.text.display import plain_markdown
 from pages.common._share import HEAD, LAYER, STEP
 from pages.common._state import KEEP, clamp_number
 from pages.common._ui import (
@@ -58,7 +59,7 @@ st.markdown(walk.step_text(current, facts))
 
 
 def no_head(kind: str) -> None:
-    st.info(f"{ctx.inputs.source} has no trained {kind} head (it was fine-tuned for sentence embeddings, and these "
+    st.info(f"{plain_markdown(ctx.inputs.source)} has no trained {kind} head (it was fine-tuned for sentence embeddings, and these "
             f"layers were dropped), so it cannot show this step. {DEFAULT_MODEL} is the same encoder with both heads.")
     switch_model_button(key="walk_switch_model")
 

@@ -7,6 +7,7 @@ from bertviz_lite.inspection import analysis, attribution, views
 from bertviz_lite.inspection.views import tabs as declared
 from bertviz_lite.inspection.views.explain import explained_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from bertviz_lite.text.display import plain_markdown
 from pages.common._share import ALL_HEADS, from_link
 from pages.common._state import KEEP, keep_choice, keep_choices, new_input
 from pages.common._ui import (
@@ -43,7 +44,7 @@ def pick_target(where=st) -> tuple[int | None, tuple[int, ...]] | None:
     """The prediction to explain (None: NSP) and the positions to mask for it; None when there is nothing."""
     choices = views.explain_choices(encoding, model)
     if not choices:
-        st.info(f"{ctx.inputs.source} has no trained MLM or NSP head (or there is no sentence B for NSP), so there is "
+        st.info(f"{plain_markdown(ctx.inputs.source)} has no trained MLM or NSP head (or there is no sentence B for NSP), so there is "
                 f"no prediction to explain. {DEFAULT_MODEL} has both.")
         return None
     options = [NSP if choice is None else choice for choice in choices]  # a selectbox reads None as "nothing picked"
@@ -62,7 +63,7 @@ def shown(data_function, masked: tuple[int, ...] = (), **params):
     try:
         return view(data_function, ctx.inputs, masked, **params)
     except ValueError as err:
-        st.error(str(err))
+        st.error(plain_markdown(err))
         return None
 
 

@@ -8,6 +8,7 @@ from bertviz_lite.figures.contexts import context_scatter, separation_figure
 from bertviz_lite.inspection.views import contexts as meaning
 from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
 from bertviz_lite.text.corpora.senses import sense_index
+from bertviz_lite.text.display import plain_markdown
 from pages.common._state import keep_choice
 from pages.common._ui import (
     about,
@@ -40,7 +41,7 @@ def remember(key: str) -> None:
     st.session_state[f"_{key}"] = st.session_state[key]
 
 
-@st.cache_resource(max_entries=8, show_spinner="Running the model on every sentence with the word…")
+@st.cache_resource(max_entries=8, ttl=600, show_spinner="Running the model on every sentence with the word…")
 def word_contexts(source: str, version: str, word: str, extra: tuple[str, ...],
                   unlabelled: bool) -> meaning.WordContexts:  # fmt: skip
     """meaning.word_contexts on the model of a source, once per word, typed sentences and choice of sentences."""
@@ -66,7 +67,7 @@ def apply_word_link() -> None:
     try:
         st.session_state[WORD] = st.session_state[f"_{WORD}"] = meaning.check_word(linked[0])
     except ValueError as err:
-        st.warning(f"The link's word is not used: {err}")
+        st.warning(f"The link's word is not used: {plain_markdown(err)}")
         return
     if linked[1] in meaning.PRESETS:
         st.session_state[EXTRA] = st.session_state[f"_{EXTRA}"] = "\n".join(meaning.PRESETS[linked[1]])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from bertviz_lite.inspection.walkthrough import Question, check_answer
+from bertviz_lite.text.display import plain_markdown
 
 
 def _reveal(key: str, signature: str) -> None:
@@ -24,11 +25,11 @@ def ask(question: Question, key: str) -> bool:
     if stored and stored[0] == question.signature:
         verdict = check_answer(question, stored[1])
         box, again = st.columns([5, 1.4], vertical_alignment="center")
-        (box.success if verdict.correct else box.warning)(verdict.message)
+        (box.success if verdict.correct else box.warning)(plain_markdown(verdict.message))
         again.button("Ask again", key=f"walk_again_{key}", on_click=_ask_again, args=(key,), width="stretch")
         return True
-    st.radio(f"**Your guess.** {question.prompt}", question.options, index=None, horizontal=True,
-             key=f"walk_choice_{key}")
+    st.radio(f"**Your guess.** {plain_markdown(question.prompt)}", question.options, index=None, horizontal=True,
+             key=f"walk_choice_{key}", format_func=plain_markdown)  # options are vocab tokens: shown as text
     st.button("Reveal the model's answer", key=f"walk_reveal_button_{key}", on_click=_reveal,
               args=(key, question.signature), type="primary", icon=":material/visibility:")
     return False

@@ -4,7 +4,8 @@ import streamlit as st
 
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.server import access
-from pages.common._visitor import admin_login, current_visitor
+from pages.common._visitor import current_visitor
+from pages.train._admin import admin_login
 from pages.train._form import new_run_form
 from pages.train._live import apply_claim, claim_link, live_view, select_run
 from pages.train._replay import attention_replay

@@ -3,15 +3,13 @@
 import streamlit as st
 
 from bertviz_lite.figures.training import compare_runs, curve_frame
-from bertviz_lite.loading.run_folder import read_metrics
 from bertviz_lite.runs import lifecycle, store
 from bertviz_lite.training.metrics import METRICS
 from pages.common._state import keep_choices
 from pages.common._ui import show_figure
 
 st.header("Compare runs")
-records = {run.name: read_metrics(run.path) for run in lifecycle.list_runs()}
-records = {name: lines for name, lines in records.items() if lines}
+records, notes = store.compared_metrics([run.name for run in lifecycle.list_runs()])
 if not records:
     st.info("No run has logged metrics yet: start one on the Train page.")
     st.stop()
@@ -28,6 +26,8 @@ runs = {name: records[name] for name in chosen}
 figure = compare_runs(runs, metric, title=METRICS[metric].label, label=METRICS[metric].label,
                       log_y=st.toggle("Log scale", key="compare_log"))  # fmt: skip
 show_figure(figure, "compare_runs", frame=lambda: curve_frame(runs, [metric]), key="compare_chart")
+for note in notes:
+    st.caption(note)
 
 st.subheader("Hyperparameters")
 table = store.hyperparameter_table(chosen)

@@ -9,7 +9,8 @@ from bertviz_lite.loading.run_folder import checkpoints_root
 from bertviz_lite.runs import store, upload
 from bertviz_lite.training.metrics import METRICS, TABLE_METRICS
 from pages.common._state import keep_choice
-from pages.common._visitor import admin_login, current_visitor
+from pages.common._visitor import current_visitor
+from pages.train._admin import admin_login
 
 COLUMNS = {
     "name": st.column_config.TextColumn("Name"),
@@ -57,10 +58,13 @@ def delete(name: str) -> None:
     notify("success", f"Deleted **{name}**.")
 
 
-def add_upload(data: bytes) -> None:
+def add_upload(uploader_key: str) -> None:
     name = st.session_state["ckpt_upload_name"].strip()
+    chosen = st.session_state.get(uploader_key)
+    if chosen is None:
+        return
     try:
-        upload.import_zip(data, name, owner=current_visitor())
+        upload.import_zip(chosen, name, owner=current_visitor())  # read from the upload itself: no copy kept
     except (ValueError, OSError) as err:
         notify("error", f"Upload refused: {err}")
         return
@@ -112,20 +116,21 @@ def rename_and_delete(name: str) -> None:
 
 
 def upload_form() -> None:
+    key = f"ckpt_upload_{st.session_state.get('ckpt_upload_round', 0)}"
     chosen = st.file_uploader("A zip of a checkpoint folder: model.safetensors, config.json, vocab.txt "
                               "(and optionally train_args.json, metrics.jsonl, snapshots/)", type=["zip"],
-                              key=f"ckpt_upload_{st.session_state.get('ckpt_upload_round', 0)}")  # fmt: skip
+                              key=key)  # fmt: skip
     if chosen is None:
         return
-    data = chosen.getvalue()
     if st.session_state.get("ckpt_upload_for") != chosen.file_id:
         st.session_state["ckpt_upload_for"] = chosen.file_id
-        st.session_state["ckpt_upload_name"] = upload.suggested_name(chosen.name, data)
+        st.session_state["ckpt_upload_name"] = upload.suggested_name(chosen.name, chosen)
     st.text_input("Name of the new checkpoint", key="ckpt_upload_name")
-    st.button("Add checkpoint", key="ckpt_add", on_click=add_upload, args=(data,), icon=":material/upload:")
+    st.button("Add checkpoint", key="ckpt_add", on_click=add_upload, args=(key,), icon=":material/upload:")
 
 
 st.header("Checkpoints")
+upload.remove_abandoned_staging()  # a server stopped mid-upload left its staging folder
 rows = store.checkpoint_table()
 notice = st.session_state.pop("ckpt_notice", None)
 if notice:

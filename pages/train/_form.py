@@ -10,6 +10,7 @@ import streamlit as st
 
 from bertviz_lite.loading.pretrained import MINILM, SHIPPED_CHECKPOINTS
 from bertviz_lite.runs import lifecycle, run_options
+from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training.training_args import DEVICES, DTYPES, PRESETS, OptionError
 from pages.common._visitor import current_visitor
 
@@ -163,7 +164,7 @@ def _option_columns() -> None:
     with columns[0]:
         if start_model():
             st.markdown("**Model**")
-            st.caption(f"Sizes, vocabulary and weights come from {start_model()}; "
+            st.caption(f"Sizes, vocabulary and weights come from {plain_markdown(start_model())}; "
                        "missing MLM/NSP heads start fresh.")  # fmt: skip
         else:
             _section("Model")

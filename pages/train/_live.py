@@ -16,10 +16,12 @@ from bertviz_lite.loading.run_folder import RunFolder, read_metrics
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.runs.store import final_metrics
 from bertviz_lite.server import access
+from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training import metrics
 from pages.common._state import keep_choice
 from pages.common._ui import show_figure
 from pages.common._visitor import current_visitor
+from pages.train._admin import admin_login
 
 REFRESH_S = 2.0
 STATE_COLOURS = {"starting": "blue", "running": "blue", "finished": "green", "stopped": "orange",
@@ -44,7 +46,7 @@ def select_run(choices: list[lifecycle.RunState], key: str = "train_run") -> lif
     if wanted in names:
         st.session_state[key] = wanted
     elif wanted:
-        st.warning(f"There is no run named {wanted!r} here (renamed or deleted?); showing another one.")
+        st.warning(f"There is no run named “{plain_markdown(wanted)}” here (renamed or deleted?); showing another one.")
     keep_choice(key, names, names[0], start=True)
     name = st.selectbox("Run", names, key=key, on_change=_remember_run, args=(key,),
                         help="Newest first. The page's address names the run: share it or reload it.")  # fmt: skip
@@ -117,10 +119,11 @@ def _status(run: lifecycle.RunState) -> None:
                      else NOT_MINE)  # fmt: skip
         if not mine:  # said on the page, not only on hover: presentation mode hides captions, a projector has no hover
             st.info(NOT_MINE, icon=":material/lock:")
+            admin_login()  # the lecturer can stop any run
     eta = f" · {run.eta_text}" if run.eta_text else ""
     st.progress(run.progress, text=f"Step {run.step} of {run.total_steps or '?'}{eta}")
     if run.state in ("failed", "diverged"):
-        st.error(f"The run {run.state}: {run.reason}")  # st.error wraps
+        st.error(f"The run {run.state}: {plain_markdown(run.reason)}")  # st.error wraps
         if run.details:
             st.code(run.details, language=None, wrap_lines=True)  # the log's tail, wrapped: long lines stay readable
     elif run.state in ("finished", "stopped"):

@@ -195,7 +195,7 @@ def test_a_tiny_run_trains_live_and_its_checkpoint_is_selectable(root):
 
 @pytest.mark.slow
 def test_a_run_on_pasted_text_survives_an_app_restart_refuses_a_second_start_and_stops(root):
-    first = fill_form(open_app(TRAIN), steps=5000)
+    first = fill_form(open_app(TRAIN), steps=5000, snapshot_every=50)  # at most 250 snapshots (issue 22)
     first.text_input(key="train_run_name").set_value("long").run()
     first.radio(key="train_corpus_source").set_value("Paste text").run()
     first.text_area(key="train_corpus_text").set_value(CORPUS).run()

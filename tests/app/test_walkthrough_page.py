@@ -10,6 +10,7 @@ from bertviz_lite.inspection import explore, views
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO, MINILM
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
+from bertviz_lite.text.display import plain_markdown
 from pages.common._sidebar import OTHER_FOLDER
 from tests.app.conftest import APP, HAS_DEMO, PAIR, array, charts, no_exception, run_app, texts
 
@@ -75,8 +76,8 @@ def test_attention_question_right_then_wrong(walk_state, loaded):
     at.button(key="walk_again_attention").click().run()
     wrong = next(option for option in question.options if option != question.answer)
     reveal(at, "attention", wrong)
-    assert at.warning[0].value.startswith(f"Not this time: you said {wrong}.")
-    assert question.explanation in at.warning[0].value
+    assert at.warning[0].value.startswith(plain_markdown(f"Not this time: you said {wrong}."))
+    assert plain_markdown(question.explanation) in at.warning[0].value  # tokens shown as text (issue 22)
 
 
 def test_nsp_question_right_and_wrong(walk_state, loaded):
