@@ -105,11 +105,12 @@ def separation_figure(separation: SenseSeparation, layer: int | None = None, hei
                                  name="shown above", marker={"size": 16, "color": "#d62728", "symbol": "circle-open",
                                                              "line": {"width": 3}}, hoverinfo="skip"))  # fmt: skip
     fig.update_layout(
-        title="Senses told apart, by layer",
+        title="Senses told apart: accuracy by layer",
         xaxis={"title": {"text": f"layer (leave-one-out over {separation.num_scored} sentences, "
                                  f"{separation.num_senses} senses)"}, "tickangle": 0,
                "tickvals": names, "ticktext": ["emb.", *(str(i) for i in range(1, len(names)))]},
-        yaxis={"title": {"text": "accuracy %"}, "range": [0, 105]}, height=height,
+        # The unit on the ticks, not in a rotated axis title: on a short slide that title ran into the chart's own.
+        yaxis={"ticksuffix": "%", "range": [0, 105]}, height=height,
         # The legend sits at the figure's bottom edge in pixels, under the axis title at any height (placed as a share
         # of the plot, it ran into the title when presentation mode made the chart shorter).
         margin={"t": 50, "b": 110, "l": 50, "r": 10},

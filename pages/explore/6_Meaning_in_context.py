@@ -155,10 +155,10 @@ with plot:
     show_figure(context_scatter(projection, data.word, chosen, height=370 if is_present() else 480), "meaning_scatter",
                 frame=projection.to_frame, key=_scatter_key(), on_select=_pick_point, selection_mode="points")  # fmt: skip
 with score:
+    below_verdict = st.session_state.get(VERDICT) is not None  # then it starts lower on a slide than the scatter
     if not ask_first(separation):
-        # Below the verdict of the question, so it starts lower on a slide than the scatter beside it.
         show_figure(separation_figure(separation, layer, height=330 if is_present() else 400), "meaning_separation",
-                    frame=separation.to_frame, slide_top=460)
+                    frame=separation.to_frame, **({"slide_top": 460} if below_verdict else {}))
     if not np.isfinite(separation.accuracy).any():
         st.info("To score how well senses separate, it takes two senses with two sentences each: name the senses of "
                 "your sentences in brackets, as in “[river] We sat on the bank.”")
