@@ -379,4 +379,3 @@ def attention_to_csv_frame(
             "weight": attn.ravel(),
         }
     )
-
