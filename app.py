@@ -15,12 +15,8 @@ from pages.common._sidebar import render_sidebar
 from pages.common._ui import presentation_style
 
 apply_link()  # a shared link's state (?a=…&layer=…&present=1), on a session's first run
-st.set_page_config(
-    page_title="bertviz-lite",
-    page_icon="🔎",
-    layout="wide",  # an emoji: a material icon is fetched from Google
-    initial_sidebar_state="collapsed" if st.session_state.get(PRESENT) else "auto",
-)
+st.set_page_config(page_title="bertviz-lite", page_icon="🔎", layout="wide",  # an emoji: a material icon is fetched from Google
+                   initial_sidebar_state="collapsed" if st.session_state.get(PRESENT) else "auto")
 page = st.navigation(navigation())
 render_sidebar()
 presentation_style()

@@ -29,22 +29,11 @@ from bertviz_lite.training.training_args import TrainingArguments  # noqa: E402
 RUNS = {"fp32 seed 0": ("fp32", 0), "fp32 seed 1": ("fp32", 1), "bf16 seed 0": ("bf16", 0)}
 
 
-def held_out_losses(
-    preset: str, dtype: str, seed: int, steps: int | None, eval_every: int
-) -> tuple[dict, float]:
+def held_out_losses(preset: str, dtype: str, seed: int, steps: int | None, eval_every: int) -> tuple[dict, float]:
     """{step: held-out loss} of one run, and its wall seconds."""
     with tempfile.TemporaryDirectory() as folder:
-        args = TrainingArguments(
-            preset=preset,
-            dtype=dtype,
-            seed=seed,
-            steps=steps,
-            eval_every=eval_every,
-            snapshot_every=10**9,
-            save_every=0,
-            device="cpu",
-            out=f"{folder}/run",
-        )
+        args = TrainingArguments(preset=preset, dtype=dtype, seed=seed, steps=steps, eval_every=eval_every,
+                                 snapshot_every=10**9, save_every=0, device="cpu", out=f"{folder}/run")  # fmt: skip
         trainer = Trainer(args)
         started = time.perf_counter()
         trainer.train()
@@ -63,9 +52,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(options.threads)
     curves, seconds = {}, {}
     for name, (dtype, seed) in RUNS.items():
-        curves[name], seconds[name] = held_out_losses(
-            options.preset, dtype, seed, options.steps, options.eval_every
-        )
+        curves[name], seconds[name] = held_out_losses(options.preset, dtype, seed, options.steps, options.eval_every)
     steps = sorted(curves["fp32 seed 0"])
     print(f"preset={options.preset} threads={torch.get_num_threads()} torch={torch.__version__}")
     print("step  " + "  ".join(f"{name:>12s}" for name in RUNS))

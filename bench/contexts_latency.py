@@ -47,9 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--word", default="go", help="a word with about 200 sentences in the index (go: 200)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument(
-        "--layers", type=int, nargs="*", default=None, help="index layers to build (default: last)"
-    )
+    parser.add_argument("--layers", type=int, nargs="*", default=None, help="index layers to build (default: last)")
     options = parser.parse_args(argv)
     torch.set_num_threads(options.threads)
     model, tokenizer = load(options.model)
@@ -62,21 +60,14 @@ def main(argv: list[str] | None = None) -> None:
         seconds, data = timed(lambda: word_to_data(model, tokenizer, index, options.word))
         times.append(seconds)
     median = statistics.median(times)
-    print(
-        f"word={options.word} sentences={len(data.occurrences)} word_to_data_s={median:.2f} "
-        f"max_s={max(times):.2f} goal_s={GOAL_S} met={median < GOAL_S}"
-    )
+    print(f"word={options.word} sentences={len(data.occurrences)} word_to_data_s={median:.2f} "
+          f"max_s={max(times):.2f} goal_s={GOAL_S} met={median < GOAL_S}")  # fmt: skip
     for layer in options.layers or [model.config.num_hidden_layers]:
         seconds, pool = timed(lambda layer=layer: meaning.index_pool(model, tokenizer, index, layer))
-        query_s, _ = timed(
-            lambda pool=pool, layer=layer: meaning.nearest_neighbours(
-                pool, data.vectors[layer, 0], 10, exclude=data.occurrences[0]
-            )
-        )
-        print(
-            f"index_pool_layer={layer} words={len(pool.occurrences)} build_s={seconds:.1f} "
-            f"memory_mb={pool.nbytes / 2**20:.1f} query_ms={query_s * 1e3:.0f}"
-        )
+        query_s, _ = timed(lambda pool=pool, layer=layer: meaning.nearest_neighbours(pool, data.vectors[layer, 0], 10,
+                                                                         exclude=data.occurrences[0]))  # fmt: skip
+        print(f"index_pool_layer={layer} words={len(pool.occurrences)} build_s={seconds:.1f} "
+              f"memory_mb={pool.nbytes / 2**20:.1f} query_ms={query_s * 1e3:.0f}")  # fmt: skip
 
 
 if __name__ == "__main__":

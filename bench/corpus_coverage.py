@@ -42,19 +42,14 @@ def main() -> None:
         pieces = encoding.input_ids[1:-1]
         seen_ids.update(pieces)
         word_ids = {w for w in encoding.word_ids if w is not None}
-        unknown_words = {
-            w
-            for w, i in zip(encoding.word_ids, encoding.input_ids, strict=True)
-            if w is not None and i == tokenizer.unk_token_id
-        }
+        unknown_words = {w for w, i in zip(encoding.word_ids, encoding.input_ids, strict=True)
+                         if w is not None and i == tokenizer.unk_token_id}  # fmt: skip
         words += len(word_ids) * count
         unknown += len(unknown_words) * count
         split += sum(n > 1 for n in Counter(w for w in encoding.word_ids if w is not None).values()) * count
     used = len(seen_ids - set(tokenizer.all_special_ids))
     print(f"corpus={path.name}")
-    print(
-        f"documents={len(documents)} sentences={len(sentences)} words={sum(len(s.split()) for s in sentences)}"
-    )
+    print(f"documents={len(documents)} sentences={len(sentences)} words={sum(len(s.split()) for s in sentences)}")
     print(f"compressed_mb={path.stat().st_size / 1e6:.2f}")
     print(f"words_known={1 - unknown / words:.5f} ({unknown} of {words} basic-tokenizer words give [UNK])")
     print(f"words_one_piece={1 - split / words:.4f} (the rest are spelt with 2 or more WordPiece pieces)")

@@ -33,13 +33,8 @@ from bertviz_lite.loading.pretrained import DEFAULT_MODEL  # noqa: E402
 from bertviz_lite.text.corpora import english_corpus, everyday_corpus  # noqa: E402
 
 SET_PATH = Path(__file__).resolve().parent / "english_quality_set.json"
-GOALS = {
-    "cloze_top1": (">=", 0.55),
-    "cloze_top5": (">=", 0.85),
-    "copy_rate": ("<=", 0.10),
-    "nsp": (">=", 0.85),
-    "minimal_pairs": (">=", 0.75),
-}
+GOALS = {"cloze_top1": (">=", 0.55), "cloze_top5": (">=", 0.85), "copy_rate": ("<=", 0.10), "nsp": (">=", 0.85),
+         "minimal_pairs": (">=", 0.75)}  # fmt: skip
 
 
 def _normal(text: str) -> str:
@@ -48,12 +43,8 @@ def _normal(text: str) -> str:
 
 def overlap_with_corpora(held_out: dict) -> int:
     """How many held-out sentences (cloze filled with each answer, NSP sentences) occur in a shipped corpus."""
-    corpus = {
-        _normal(s) for documents in (english_corpus(), everyday_corpus()) for doc in documents for s in doc
-    }
-    texts = [
-        item["text"].replace("[MASK]", answer) for item in held_out["cloze"] for answer in item["answers"]
-    ]
+    corpus = {_normal(s) for documents in (english_corpus(), everyday_corpus()) for doc in documents for s in doc}
+    texts = [item["text"].replace("[MASK]", answer) for item in held_out["cloze"] for answer in item["answers"]]
     texts += [pair[key] for pair in held_out["nsp"] for key in ("a", "b")]
     return sum(_normal(text) in corpus for text in texts)
 
@@ -103,18 +94,11 @@ def evaluate(source: str, held_out: dict, verbose: bool) -> None:
         return
     started = time.perf_counter()
     cloze = cloze_scores(model, tokenizer, held_out["cloze"])
-    scores = {
-        **{k: v for k, v in cloze.items() if k != "wrong"},
-        "nsp": nsp_accuracy(model, tokenizer, held_out["nsp"]),
-        **minimal_pair_scores(model, tokenizer),
-    }
+    scores = {**{k: v for k, v in cloze.items() if k != "wrong"}, "nsp": nsp_accuracy(model, tokenizer, held_out["nsp"]),
+              **minimal_pair_scores(model, tokenizer)}  # fmt: skip
     for key, value in scores.items():
         print(f"{key}={value:.3f}")
-    met = [
-        key
-        for key, (way, goal) in GOALS.items()
-        if (scores[key] >= goal if way == ">=" else scores[key] <= goal)
-    ]
+    met = [key for key, (way, goal) in GOALS.items() if (scores[key] >= goal if way == ">=" else scores[key] <= goal)]
     print(f"goals_met={len(met)}/{len(GOALS)} ({', '.join(met) or 'none'})")
     print(f"seconds={time.perf_counter() - started:.1f}")
     for line in cloze["wrong"] if verbose else []:
@@ -123,25 +107,15 @@ def evaluate(source: str, held_out: dict, verbose: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--model",
-        action="append",
-        help=f"a model name or folder; repeat to compare (default: {DEFAULT_MODEL})",
-    )
+    parser.add_argument("--model", action="append", help=f"a model name or folder; repeat to compare (default: {DEFAULT_MODEL})")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for PyTorch (default: 2)")
-    parser.add_argument(
-        "--verbose", action="store_true", help="also list the cloze sentences whose first guess was wrong"
-    )
-    parser.add_argument(
-        "--no-overlap-check", action="store_true", help="skip reading the corpora for overlap"
-    )
+    parser.add_argument("--verbose", action="store_true", help="also list the cloze sentences whose first guess was wrong")
+    parser.add_argument("--no-overlap-check", action="store_true", help="skip reading the corpora for overlap")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     held_out = json.loads(SET_PATH.read_text(encoding="utf-8"))
-    print(
-        f"cloze_sentences={len(held_out['cloze'])} nsp_pairs={len(held_out['nsp'])} "
-        f"minimal_pairs={len(builtin_minimal_pairs())}"
-    )
+    print(f"cloze_sentences={len(held_out['cloze'])} nsp_pairs={len(held_out['nsp'])} "
+          f"minimal_pairs={len(builtin_minimal_pairs())}")  # fmt: skip
     if not args.no_overlap_check:
         print(f"overlap={overlap_with_corpora(held_out)}")
     for source in args.model or [DEFAULT_MODEL]:

@@ -40,10 +40,8 @@ from bertviz_lite.loading.pretrained import ENGLISH, load  # noqa: E402
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from tests.reference import restore_hidden_hook, zero_heads_hooks  # noqa: E402
 
-WORDS = (
-    "the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
-    "and children play near the old river bank on a warm summer afternoon"
-).split()
+WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
+         "and children play near the old river bank on a warm summer afternoon").split()
 KNOCKED = ("L0H3", "L2H7", "L5H0", "L5H11")
 STEPS = 32
 
@@ -80,25 +78,16 @@ def interleaved_medians(ours, theirs, repeats: int) -> tuple[float, float]:
 
 def view_timers(trace: explore.PairTrace, position: int) -> dict:
     """name -> a call that computes one view's data and draws its figure, as the page does."""
-
     def timer(data_function, figure, **params):
         return lambda: figure(explore.from_trace(data_function, trace, **params))
 
     return {
         "norm-weighted attention (all heads)": timer(views.norm_attention, figures.norm_heatmap, layer=2),
-        "norm-weighted attention (one head)": timer(
-            views.norm_attention, figures.norm_heatmap, layer=2, head=0
-        ),
+        "norm-weighted attention (one head)": timer(views.norm_attention, figures.norm_heatmap, layer=2, head=0),
         "[CLS]/[SEP] share by layer": timer(views.special_share_by_layer, figures.special_share_figure),
-        "attribution, MLM": timer(
-            views.token_attribution, figures.attribution_figure, position=position, steps=STEPS
-        ),
-        "attribution, NSP": timer(
-            views.token_attribution, figures.attribution_figure, position=None, steps=STEPS
-        ),
-        "head knock-out (4 heads)": timer(
-            views.head_knockout, figures.knockout_figure, heads=KNOCKED, position=position
-        ),
+        "attribution, MLM": timer(views.token_attribution, figures.attribution_figure, position=position, steps=STEPS),
+        "attribution, NSP": timer(views.token_attribution, figures.attribution_figure, position=None, steps=STEPS),
+        "head knock-out (4 heads)": timer(views.head_knockout, figures.knockout_figure, heads=KNOCKED, position=position),
         "layer by layer, MLM": timer(views.logit_lens, figures.logit_lens_figure, position=position),
     }
 
@@ -109,9 +98,7 @@ def transformers_pairs(model, tokenizer, reference, inputs: dict, position: int)
     length = ids.shape[1]
     target_id = int(model.trace(ids, segments, mask).mlm_logits[0, position].argmax())
     target = attribution.Target(position, target_id)
-    head_mask = attribution.head_mask(
-        KNOCKED, model.config.num_hidden_layers, model.config.num_attention_heads
-    )
+    head_mask = attribution.head_mask(KNOCKED, model.config.num_hidden_layers, model.config.num_attention_heads)
     variants = ids.repeat(length + 1, 1)
     variants[torch.arange(length), torch.arange(length)] = tokenizer.mask_token_id
     baseline = torch.full_like(ids, tokenizer.mask_token_id)
@@ -122,9 +109,7 @@ def transformers_pairs(model, tokenizer, reference, inputs: dict, position: int)
         with torch.inference_mode():
             reference(**inputs)
 
-    def target_log_probs(
-        **encoder_inputs,
-    ):  # the vocabulary projection at the explained position only, as ours
+    def target_log_probs(**encoder_inputs):  # the vocabulary projection at the explained position only, as ours
         hidden = reference.bert(**encoder_inputs).last_hidden_state
         return torch.log_softmax(reference.cls.predictions(hidden[:, position]), -1)[:, target_id]
 
@@ -140,18 +125,13 @@ def transformers_pairs(model, tokenizer, reference, inputs: dict, position: int)
         torch.autograd.grad(score, points)
 
     return {
-        "forward with 4 heads zeroed": (
-            lambda: model.trace(ids, segments, mask, head_mask=head_mask),
-            hf_knockout,
-        ),
+        "forward with 4 heads zeroed": (lambda: model.trace(ids, segments, mask, head_mask=head_mask), hf_knockout),
         f"leave-one-out batch ({length + 1} inputs)": (
             lambda: attribution.leave_one_out(model, ids, segments, mask, target, tokenizer.mask_token_id),
-            hf_leave_one_out,
-        ),
+            hf_leave_one_out),
         f"integrated gradients ({STEPS} steps)": (
             lambda: attribution.integrated_gradients(model, ids, segments, mask, target, baseline, STEPS),
-            hf_integrated_gradients,
-        ),
+            hf_integrated_gradients),
     }
 
 
@@ -173,18 +153,12 @@ def hf_patching_grid(reference, clean_ids, corrupted_ids, position: int, pair: l
         clean_states = reference.bert(input_ids=clean_ids, output_hidden_states=True).hidden_states
         rows = []
         for layer in range(reference.config.num_hidden_layers + 1):
-            hook = restore_hidden_hook(
-                reference, layer, torch.eye(length, dtype=torch.bool), clean_states[layer]
-            )
+            hook = restore_hidden_hook(reference, layer, torch.eye(length, dtype=torch.bool), clean_states[layer])
             try:
-                hidden = reference.bert(input_ids=corrupted_ids.expand(length, -1)).last_hidden_state[
-                    :, position
-                ]
+                hidden = reference.bert(input_ids=corrupted_ids.expand(length, -1)).last_hidden_state[:, position]
             finally:
                 hook.remove()
-            logits = reference.cls.predictions(hidden)[
-                :, pair
-            ]  # the head on the explained position only, as ours
+            logits = reference.cls.predictions(hidden)[:, pair]  # the head on the explained position only, as ours
             rows.append(logits[:, 0] - logits[:, 1])
     return rows
 
@@ -198,13 +172,11 @@ def hf_head_grid(reference, clean_ids, corrupted_ids, position: int, pair: list[
     def keep(layer):
         def hook(module, args, output):
             clean_context[layer] = output[0]
-
         return hook
 
     def restore(select, layer):
         def hook(module, args, output):
             return (torch.where(select, clean_context[layer], output[0]), *output[1:])
-
         return hook
 
     attention = [layer.attention.self for layer in reference.bert.encoder.layer]
@@ -220,9 +192,7 @@ def hf_head_grid(reference, clean_ids, corrupted_ids, position: int, pair: list[
         for layer, module in enumerate(attention):
             handle = module.register_forward_hook(restore(select, layer))
             try:
-                hidden = reference.bert(input_ids=corrupted_ids.expand(heads, -1)).last_hidden_state[
-                    :, position
-                ]
+                hidden = reference.bert(input_ids=corrupted_ids.expand(heads, -1)).last_hidden_state[:, position]
             finally:
                 handle.remove()
             logits = reference.cls.predictions(hidden)[:, pair]
@@ -238,56 +208,31 @@ def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int) ->
     pair = tokenizer.convert_tokens_to_ids([target, foil])
     chosen = attribution.Target(position, *pair)
     trace = explore.trace_pair(model, tokenizer, clean, corrupted)
-    print(
-        f"patching: {num_tokens} tokens, {model.config.num_hidden_layers} layers, {clean!r} / {corrupted!r}"
-    )
-    for site in (
-        patching.SITES if num_tokens <= views.contrast.MAX_PATCHING_TOKENS else ()
-    ):  # the page refuses more
-
-        def call(site=site):
-            data = explore.from_trace(
-                views.activation_patching,
-                trace,
-                text_a=clean,
-                text_b=corrupted,
-                target=target,
-                foil=foil,
-                site=site,
-            )
-            return figures.patching_heatmap(data)
-
+    print(f"patching: {num_tokens} tokens, {model.config.num_hidden_layers} layers, {clean!r} / {corrupted!r}")
+    for site in patching.SITES if num_tokens <= views.contrast.MAX_PATCHING_TOKENS else ():  # the page refuses more
+        call = lambda site=site: figures.patching_heatmap(explore.from_trace(  # noqa: E731
+            views.activation_patching, trace, text_a=clean, text_b=corrupted, target=target, foil=foil, site=site))
         print(f"  view  patching grid, {site:<30s} {median_ms(call, repeats):8.1f} ms")
-    for name, data, figure in (
-        ("contrast layer by layer", views.contrast_lens, figures.contrast_lens_figure),
-        ("contrast attribution (LOO + IG 32)", views.contrast_attribution, figures.attribution_figure),
-    ):
+    for name, data, figure in (("contrast layer by layer", views.contrast_lens, figures.contrast_lens_figure),
+                               ("contrast attribution (LOO + IG 32)", views.contrast_attribution,
+                                figures.attribution_figure)):
         call = lambda data=data, figure=figure: figure(  # noqa: E731
-            explore.from_trace(data, trace, text_a=clean, target=target, foil=foil)
-        )
+            explore.from_trace(data, trace, text_a=clean, target=target, foil=foil))
         print(f"  view  {name:<44s} {median_ms(call, repeats):8.1f} ms")
 
     def ours(site):
-        return lambda: patching.patching_grid(
-            model, patching.record_run(model, ids[0]), patching.record_run(model, ids[1]), site, chosen
-        )
-
+        return lambda: patching.patching_grid(model, patching.record_run(model, ids[0]), patching.record_run(model, ids[1]),
+                                              site, chosen)  # fmt: skip
     # Same numbers first: our grid and transformers' hooked runs agree.
     theirs = torch.stack(hf_patching_grid(reference, *ids, position, pair)).numpy()
     print(f"  residual grid, largest |ours − transformers| = {abs(ours('residual')() - theirs).max():.2e}")
     results = {}
-    for name, site, hf in (
-        ("layers × positions (residual stream)", "residual", hf_patching_grid),
-        ("layers × heads (head outputs)", "head", hf_head_grid),
-    ):
-        ours_ms, theirs_ms = interleaved_medians(
-            ours(site), lambda hf=hf: hf(reference, *ids, position, pair), repeats
-        )
+    for name, site, hf in (("layers × positions (residual stream)", "residual", hf_patching_grid),
+                           ("layers × heads (head outputs)", "head", hf_head_grid)):
+        ours_ms, theirs_ms = interleaved_medians(ours(site), lambda hf=hf: hf(reference, *ids, position, pair), repeats)
         results[site] = ours_ms
-        print(
-            f"  model patching grid, {name:<40s} ours={ours_ms:8.1f} ms transformers={theirs_ms:8.1f} ms "
-            f"ratio={ours_ms / theirs_ms:.3f}"
-        )
+        print(f"  model patching grid, {name:<40s} ours={ours_ms:8.1f} ms transformers={theirs_ms:8.1f} ms "
+              f"ratio={ours_ms / theirs_ms:.3f}")
     print(f"  residual grid at {num_tokens} tokens: {results['residual']:.0f} ms (goal < 3000 ms)")
     return results["residual"]
 
@@ -312,22 +257,14 @@ def pll_rows(model, tokenizer, reference, repeats: int) -> float:
             return float(picked[torch.arange(len(positions)), ids[0, positions]].sum())
 
     ours_value, theirs_value = pseudo_log_likelihood(model, tokenizer, PLL_SENTENCE), theirs()
-    print(
-        f"pseudo-log-likelihood: {len(encoding)} tokens, {PLL_SENTENCE!r}: ours {ours_value:.4f}, "
-        f"transformers {theirs_value:.4f}"
-    )
-    ours_ms, theirs_ms = interleaved_medians(
-        lambda: pseudo_log_likelihood(model, tokenizer, PLL_SENTENCE), theirs, repeats
-    )
-    print(
-        f"  model pseudo-log-likelihood ({len(positions)} masked copies)        ours={ours_ms:8.1f} ms "
-        f"transformers={theirs_ms:8.1f} ms ratio={ours_ms / theirs_ms:.3f} (goal < 500 ms)"
-    )
-
-    def view():
-        sentences = (PLL_SENTENCE, PLL_SENTENCE.replace(" are ", " is "))
-        return figures.pair_likelihood_figure(views.pair_likelihood(model, tokenizer, *sentences))
-
+    print(f"pseudo-log-likelihood: {len(encoding)} tokens, {PLL_SENTENCE!r}: ours {ours_value:.4f}, "
+          f"transformers {theirs_value:.4f}")
+    ours_ms, theirs_ms = interleaved_medians(lambda: pseudo_log_likelihood(model, tokenizer, PLL_SENTENCE), theirs,
+                                             repeats)  # fmt: skip
+    print(f"  model pseudo-log-likelihood ({len(positions)} masked copies)        ours={ours_ms:8.1f} ms "
+          f"transformers={theirs_ms:8.1f} ms ratio={ours_ms / theirs_ms:.3f} (goal < 500 ms)")
+    view = lambda: figures.pair_likelihood_figure(views.pair_likelihood(model, tokenizer, PLL_SENTENCE,  # noqa: E731
+                                                                       PLL_SENTENCE.replace(" are ", " is ")))
     print(f"  view  minimal pair (two sentences' PLL + figure)  {median_ms(view, repeats):8.1f} ms")
     return ours_ms
 
@@ -335,9 +272,7 @@ def pll_rows(model, tokenizer, reference, repeats: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument(
-        "--threads", type=int, default=1, help="the app's default (BERTVIZ_LITE_THREADS) is 1"
-    )
+    parser.add_argument("--threads", type=int, default=1, help="the app's default (BERTVIZ_LITE_THREADS) is 1")
     parser.add_argument("--lengths", type=int, nargs="*", default=[32, 64])
     parser.add_argument("--patching-tokens", type=int, nargs="*", default=[16])
     args = parser.parse_args(argv)
@@ -346,9 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import BertForPreTraining
 
     model, tokenizer = load(ENGLISH)
-    reference = BertForPreTraining.from_pretrained(
-        str(CHECKPOINTS_DIR / ENGLISH), attn_implementation="eager", dtype=torch.float32
-    ).eval()
+    reference = BertForPreTraining.from_pretrained(str(CHECKPOINTS_DIR / ENGLISH), attn_implementation="eager",
+                                                   dtype=torch.float32).eval()
     print(f"torch={torch.__version__} threads={args.threads} repeats={args.repeats} model={ENGLISH}")
     worst_ratio = 0.0
     for length in args.lengths:
@@ -363,27 +297,20 @@ def main(argv: list[str] | None = None) -> int:
             slowest = max(slowest, ms)
             print(f"  view  {name:<40s} {ms:8.1f} ms")
         print(f"  slowest view at {trace.num_tokens} tokens: {slowest:.1f} ms (goal < 1500 ms at 32 tokens)")
-        inputs = {
-            "input_ids": torch.as_tensor(trace.input_ids)[None],
-            "token_type_ids": torch.as_tensor(trace.segments)[None],
-            "attention_mask": torch.ones(1, trace.num_tokens, dtype=torch.long),
-        }
+        inputs = {"input_ids": torch.as_tensor(trace.input_ids)[None], "token_type_ids": torch.as_tensor(trace.segments)[None],
+                  "attention_mask": torch.ones(1, trace.num_tokens, dtype=torch.long)}
         knocked = [tuple(int(n) for n in name[1:].split("H")) for name in KNOCKED]
         hooks = zero_heads_hooks(reference, knocked)
         try:
-            for name, (ours, theirs) in transformers_pairs(
-                model, tokenizer, reference, inputs, position
-            ).items():
+            for name, (ours, theirs) in transformers_pairs(model, tokenizer, reference, inputs, position).items():
                 if not name.startswith("forward"):
                     for hook in hooks:
                         hook.remove()
                     hooks = []
                 ours_ms, theirs_ms = interleaved_medians(ours, theirs, args.repeats)
                 worst_ratio = max(worst_ratio, ours_ms / theirs_ms)
-                print(
-                    f"  model {name:<40s} ours={ours_ms:8.1f} ms transformers={theirs_ms:8.1f} ms "
-                    f"ratio={ours_ms / theirs_ms:.3f}"
-                )
+                print(f"  model {name:<40s} ours={ours_ms:8.1f} ms transformers={theirs_ms:8.1f} ms "
+                      f"ratio={ours_ms / theirs_ms:.3f}")
         finally:
             for hook in hooks:
                 hook.remove()

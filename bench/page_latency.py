@@ -40,10 +40,8 @@ from tests.browser.server import (  # noqa: E402
     wait_until_healthy,
 )
 
-WORDS = (
-    "the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
-    "and children play near the old river bank on a warm summer afternoon"
-).split()
+WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
+         "and children play near the old river bank on a warm summer afternoon").split()
 SALTS = "alpha bravo delta echo golf hotel india kilo lima mike oscar papa quebec romeo sierra tango".split()
 
 # Remember the figure's current data, so that "ready" means: new data, drawn.
@@ -117,14 +115,9 @@ def reference(page, tokenizer, repeats: int) -> float:
     return statistics.median(times)
 
 
-def measure(
-    page, tokenizer, num_tokens: int, key: str, images: int, repeats: int, salts
-) -> list[tuple[float, float]]:
+def measure(page, tokenizer, num_tokens: int, key: str, images: int, repeats: int, salts) -> list[tuple[float, float]]:
     rows = num_tokens if key == "attention_heatmap" else None
-    return [
-        time_pair(page, *pair_of(tokenizer, num_tokens, next(salts)), key, rows, images)
-        for _ in range(repeats)
-    ]
+    return [time_pair(page, *pair_of(tokenizer, num_tokens, next(salts)), key, rows, images) for _ in range(repeats)]
 
 
 def report(name: str, goal: str, samples: list[tuple[float, float]], ref: float) -> str:
@@ -174,12 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stop(server)
     load_average = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(
-        f"\n{platform.machine()}, {os.cpu_count()} cores, load average {load_average:.1f} · Python {platform.python_version()}"
-    )
-    print(
-        "| view | median s | max s | × reference | longest browser task s | goal |\n|---|---|---|---|---|---|"
-    )
+    print(f"\n{platform.machine()}, {os.cpu_count()} cores, load average {load_average:.1f} · Python {platform.python_version()}")
+    print("| view | median s | max s | × reference | longest browser task s | goal |\n|---|---|---|---|---|---|")
     print("\n".join(rows))
     return 0
 

@@ -40,12 +40,10 @@ class HuggingFaceStep(nn.Module):
 
     def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor]:
         out = self.model(
-            input_ids=batch["input_ids"],
-            token_type_ids=batch["token_type_ids"],
-            attention_mask=batch["attention_mask"],
-            labels=batch["labels"],
+            input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"],
+            attention_mask=batch["attention_mask"], labels=batch["labels"],
             next_sentence_label=batch["next_sentence_label"],
-        )
+        )  # fmt: skip
         return (out.loss,)
 
 
@@ -90,11 +88,7 @@ def build_models(config: BertConfig, device: torch.device) -> dict[str, nn.Modul
 
 
 def time_steps(
-    step_module: nn.Module,
-    optimizer,
-    batches: list[dict[str, Tensor]],
-    device: torch.device,
-    dtype: str = "auto",
+    step_module: nn.Module, optimizer, batches: list[dict[str, Tensor]], device: torch.device, dtype: str = "auto"
 ) -> float:
     """Seconds for one optimizer step per batch."""
     if device.type == "cuda":
@@ -114,18 +108,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--vocab-size", type=int, default=8000)
-    parser.add_argument(
-        "--dropout", type=float, default=None, help="hidden and attention dropout (default: the preset's)"
-    )
-    parser.add_argument(
-        "--foreach-adamw", action="store_true", help="AdamW(foreach=True) instead of fused, both sides"
-    )
-    parser.add_argument(
-        "--dtype",
-        default="auto",
-        choices=list(DTYPES),
-        help="auto: bf16 autocast on CUDA, float32 on CPU; bf16: autocast on CPU too (both sides)",
-    )
+    parser.add_argument("--dropout", type=float, default=None, help="hidden and attention dropout (default: the preset's)")
+    parser.add_argument("--foreach-adamw", action="store_true", help="AdamW(foreach=True) instead of fused, both sides")
+    parser.add_argument("--dtype", default="auto", choices=list(DTYPES),
+                        help="auto: bf16 autocast on CUDA, float32 on CPU; bf16: autocast on CPU too (both sides)")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--steps-per-rep", type=int, default=4)
     args = parser.parse_args(argv)
@@ -134,9 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     config = BertConfig(**{**PRESETS["small"]["config"], "vocab_size": args.vocab_size})
     if args.dropout is not None:
         config.hidden_dropout_prob = config.attention_probs_dropout_prob = args.dropout
-    tokenizer = BertTokenizer.train(
-        [s for d in builtin_corpus(num_documents=2000) for s in d], args.vocab_size
-    )
+    tokenizer = BertTokenizer.train([s for d in builtin_corpus(num_documents=2000) for s in d], args.vocab_size)
     batches = full_length_batches(tokenizer, args.steps_per_rep, args.batch_size, args.seq_len)
     batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
     tokens = sum(int(b["attention_mask"].sum()) for b in batches)
@@ -157,11 +141,9 @@ def main(argv: list[str] | None = None) -> None:
     medians = {name: statistics.median(values) for name, values in rates.items()}
     cpu = _cpu_name()
     print(f"device={args.device} cpu={cpu!r} threads={torch.get_num_threads()} torch={torch.__version__}")
-    print(
-        f"batch={args.batch_size}x{args.seq_len} vocab={args.vocab_size} masked={masked:.3f} "
-        f"dtype={args.dtype} dropout={config.hidden_dropout_prob} adamw={'foreach' if args.foreach_adamw else 'fused'} "
-        f"reps={args.reps} steps_per_rep={args.steps_per_rep}"
-    )
+    print(f"batch={args.batch_size}x{args.seq_len} vocab={args.vocab_size} masked={masked:.3f} "
+          f"dtype={args.dtype} dropout={config.hidden_dropout_prob} adamw={'foreach' if args.foreach_adamw else 'fused'} "
+          f"reps={args.reps} steps_per_rep={args.steps_per_rep}")  # fmt: skip
     for name, values in rates.items():
         print(f"{name}_tokens_per_s median={medians[name]:.0f} all={[round(v) for v in values]}")
     theirs = max(medians["transformers_eager"], medians["transformers_sdpa"])

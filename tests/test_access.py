@@ -32,9 +32,7 @@ def test_only_the_owner_or_an_admin_may_change_a_folder(root, monkeypatch):
     run.mkdir()
     access.record_owner(run, a)
     assert access.may_change(run, a) and not access.may_change(run, b)
-    assert (
-        access.is_owner(run, a) and a.id not in (run / run_folder.OWNER_FILE).read_text()
-    )  # a digest, not the id
+    assert access.is_owner(run, a) and a.id not in (run / run_folder.OWNER_FILE).read_text()  # a digest, not the id
     with pytest.raises(PermissionError, match="another visitor's"):
         access.check_may_change(run, b, "delete")
     assert access.may_change(run, Visitor(b.id, admin=True))
@@ -55,11 +53,7 @@ def test_terminal_runs_belong_to_the_server_and_shipped_checkpoints_to_nobody(ro
 def test_admin_token_needs_a_server_setting(monkeypatch):
     assert not access.is_admin_token("anything")
     monkeypatch.setenv(access.ADMIN_TOKEN_SETTING, "s3cret-token")
-    assert (
-        access.is_admin_token("s3cret-token")
-        and not access.is_admin_token("s3cret")
-        and not access.is_admin_token(None)
-    )
+    assert access.is_admin_token("s3cret-token") and not access.is_admin_token("s3cret") and not access.is_admin_token(None)
 
 
 def test_folders_load_only_from_allowed_roots_and_say_the_same_either_way(root, tmp_path, monkeypatch):

@@ -34,9 +34,7 @@ def test_forty_wrong_guesses_are_stopped_after_five_and_logged(caplog):
         except access.AdminLockout as err:
             refused += 1
             assert "Too many wrong admin tokens: try again in" in str(err)
-    assert (
-        answers == [False] * access.ADMIN_TRIES_PER_VISITOR and refused == 40 - access.ADMIN_TRIES_PER_VISITOR
-    )
+    assert answers == [False] * access.ADMIN_TRIES_PER_VISITOR and refused == 40 - access.ADMIN_TRIES_PER_VISITOR
     assert sum("wrong admin token from visitor" in r.message for r in caplog.records) == 5
     assert sum("locked out" in r.message for r in caplog.records) == 35
     with pytest.raises(access.AdminLockout):  # locked out: even the right token is not compared
@@ -64,17 +62,13 @@ def test_a_tabs_alias_owns_what_that_tab_made(tmp_path):
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the cookie script")
 def test_two_tabs_opened_at_once_converge_on_the_first_id():
     """Run the cookie script of two tabs (each with its own new id) against one document.cookie jar."""
-    tabs = "\n".join(
-        "{" + _visitor.cookie_script(visitor_id).removeprefix("<script>").removesuffix("</script>") + "}"
-        for visitor_id in (IDS[3], IDS[4])
-    )
+    tabs = "\n".join("{" + _visitor.cookie_script(visitor_id).removeprefix("<script>").removesuffix("</script>") + "}"
+                     for visitor_id in (IDS[3], IDS[4]))  # fmt: skip
     jar = """const jar = {}; const window = {parent: {document: {}}};
 Object.defineProperty(window.parent.document, "cookie", {
   get: () => Object.entries(jar).map(([k, v]) => k + "=" + v).join("; "),
   set: (text) => { const [pair] = text.split(";"); const at = pair.indexOf("="); jar[pair.slice(0, at)] = pair.slice(at + 1); },
 });"""
     code = f"{jar}\n{tabs}\nconsole.log(JSON.stringify(jar));"
-    jar_after = json.loads(
-        subprocess.run(["node", "-e", code], capture_output=True, text=True, check=True).stdout
-    )
+    jar_after = json.loads(subprocess.run(["node", "-e", code], capture_output=True, text=True, check=True).stdout)
     assert jar_after == {_visitor.COOKIE: IDS[3], _visitor.ALIAS_COOKIE: IDS[4]}

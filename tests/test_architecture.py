@@ -13,19 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "bertviz_lite"
 MAX_MODULE_LINES = 400
 # The declared order, bottom first: a module imports from its own room or the rooms before it, never after.
-LAYERS = (
-    "limits",
-    "atomic",
-    "model",
-    "text",
-    "loading",
-    "inspection",
-    "figures",
-    "training",
-    "server",
-    "runs",
-    "train",
-)
+LAYERS = ("limits", "atomic", "model", "text", "loading", "inspection", "figures", "training", "server", "runs", "train")
 FACADE = "bertviz_lite"  # the top-level __init__ names the public entry points and may import any room
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py")
 PAGES = sorted(p for p in (REPO / "pages").rglob("*.py") if p.name != "__init__.py")
@@ -43,20 +31,14 @@ def imported_modules(path: Path, package: Path = PACKAGE) -> Iterator[tuple[str,
         if isinstance(node, ast.Import):
             yield from ((a.name, node.lineno) for a in node.names if a.name.split(".")[0] == root)
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == root:
-            for (
-                alias
-            ) in node.names:  # `from pkg.room import module` imports the module, not the room's __init__
+            for alias in node.names:  # `from pkg.room import module` imports the module, not the room's __init__
                 candidate = f"{node.module}.{alias.name}"
                 yield (candidate if _file_of(candidate, package).exists() else node.module), node.lineno
 
 
 def _file_of(module: str, package: Path) -> Path:
     relative = Path(*module.split(".")[1:])
-    return (
-        package / relative / "__init__.py"
-        if (package / relative).is_dir()
-        else (package / relative).with_suffix(".py")
-    )
+    return package / relative / "__init__.py" if (package / relative).is_dir() else (package / relative).with_suffix(".py")
 
 
 def layer_of(module: str) -> int | None:
@@ -66,9 +48,7 @@ def layer_of(module: str) -> int | None:
 
 
 def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
-    return {
-        module_name(p, package): {m for m, _ in imported_modules(p, package)} for p in package.rglob("*.py")
-    }
+    return {module_name(p, package): {m for m, _ in imported_modules(p, package)} for p in package.rglob("*.py")}
 
 
 def upward_imports(package: Path = PACKAGE) -> list[str]:
@@ -134,23 +114,16 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
 
 
 def test_the_layering_check_catches_an_upward_import_and_a_circle(tmp_path):
-    package = _write(
-        tmp_path,
-        {
-            "bertviz_lite/__init__.py": "",
-            "bertviz_lite/model/__init__.py": "",
-            "bertviz_lite/model/modeling.py": "from bertviz_lite.text import tokenization\n",
-            "bertviz_lite/text/__init__.py": "",
-            "bertviz_lite/text/tokenization.py": "def f():\n    from bertviz_lite.text import masking\n",
-            "bertviz_lite/text/masking.py": "from bertviz_lite.text.tokenization import f\n",
-        },
-    )
-    assert upward_imports(package) == [
-        "bertviz_lite/model/modeling.py:1 imports bertviz_lite.text.tokenization"
-    ]
-    assert import_cycles(import_graph(package)) == [
-        ["bertviz_lite.text.masking", "bertviz_lite.text.tokenization"]
-    ]
+    package = _write(tmp_path, {
+        "bertviz_lite/__init__.py": "",
+        "bertviz_lite/model/__init__.py": "",
+        "bertviz_lite/model/modeling.py": "from bertviz_lite.text import tokenization\n",
+        "bertviz_lite/text/__init__.py": "",
+        "bertviz_lite/text/tokenization.py": "def f():\n    from bertviz_lite.text import masking\n",
+        "bertviz_lite/text/masking.py": "from bertviz_lite.text.tokenization import f\n",
+    })
+    assert upward_imports(package) == ["bertviz_lite/model/modeling.py:1 imports bertviz_lite.text.tokenization"]
+    assert import_cycles(import_graph(package)) == [["bertviz_lite.text.masking", "bertviz_lite.text.tokenization"]]
 
 
 def test_the_house_has_rooms_and_few_loose_modules():
@@ -169,17 +142,11 @@ def test_architecture_draws_the_declared_order():
 def test_architecture_names_every_module_and_page_by_its_path(path):
     text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
     base = PACKAGE if path.is_relative_to(PACKAGE) else REPO
-    assert f"`{path.relative_to(base).as_posix()}`" in text, (
-        f"ARCHITECTURE.md does not name {path.relative_to(REPO)}"
-    )
+    assert f"`{path.relative_to(base).as_posix()}`" in text, f"ARCHITECTURE.md does not name {path.relative_to(REPO)}"
 
 
 def test_no_package_module_is_over_400_lines():
-    long = {
-        str(p.relative_to(REPO)): n
-        for p in MODULES
-        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
-    }
+    long = {str(p.relative_to(REPO)): n for p in MODULES if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
     assert long == {}
 
 
@@ -191,9 +158,6 @@ def test_pages_common_stays_small():
 def test_the_package_never_imports_streamlit_or_pages():
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            )
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(name.split(".")[0] in ("streamlit", "pages") for name in names), path

@@ -12,9 +12,7 @@ from bertviz_lite.inspection.views import contrast
 from bertviz_lite.loading.pretrained import DEMO, load
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 
-pytestmark = pytest.mark.skipif(
-    not (CHECKPOINTS_DIR / DEMO / "config.json").is_file(), reason="demo-tiny is missing"
-)
+pytestmark = pytest.mark.skipif(not (CHECKPOINTS_DIR / DEMO / "config.json").is_file(), reason="demo-tiny is missing")
 A, B = contrast.EXAMPLES["agreement across an attractor"][:2]  # the same length in demo-tiny's vocabulary
 
 
@@ -57,9 +55,7 @@ def test_the_contrast_attribution_is_leave_one_out_of_the_difference(demo):
     for j in (1, 3, position):
         masked = ids.clone()
         masked[0, j] = tokenizer.mask_token_id
-        assert data.scores["leave-one-out"][j] == pytest.approx(
-            difference(ids) - difference(masked), abs=1e-4
-        )
+        assert data.scores["leave-one-out"][j] == pytest.approx(difference(ids) - difference(masked), abs=1e-4)
     assert data.label == f"logit({target!r}) − logit({foil!r}) at position {position}"
     assert data.score == pytest.approx(difference(ids), abs=1e-4)
     assert data.completeness_error < 0.01  # integrated gradients add up to f(x) − f(baseline)
@@ -75,18 +71,14 @@ def test_a_contrast_target_scores_the_logit_difference_and_refuses_nonsense(demo
     torch.testing.assert_close(scores, logits[:, 11] - logits[:, 12], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(plain, logits.log_softmax(-1)[:, 11])
     for bad in (dict(position=None, token_id=None, foil_id=3), dict(position=2, token_id=5, foil_id=5)):
-        with pytest.raises(
-            ValueError, match="a contrast needs an MLM position and two different candidate tokens"
-        ):
+        with pytest.raises(ValueError, match="a contrast needs an MLM position and two different candidate tokens"):
             Target(**bad)
 
 
 def test_candidates_lengths_and_masks_are_checked_in_sentences(demo):
     model, tokenizer = demo
     assert contrast.candidate_id(tokenizer, "the") == tokenizer.convert_tokens_to_ids("the")
-    with pytest.raises(
-        ValueError, match=r"'paris' is not one token of this model's vocabulary \(it becomes pa \+ ##ri"
-    ):
+    with pytest.raises(ValueError, match=r"'paris' is not one token of this model's vocabulary \(it becomes pa \+ ##ri"):
         contrast.candidate_id(tokenizer, "paris")
     with pytest.raises(ValueError, match="the same number of tokens. A has 13"):
         contrast.aligned_pair(tokenizer, "Paris is the capital of [MASK].", "Rome is the capital of [MASK].")
@@ -102,27 +94,13 @@ def test_the_patching_view_is_the_grid_as_recovered_shares(demo):
     data = contrast.activation_patching(model, tokenizer, A, B, target, foil, site="residual")
     position = contrast.mask_position(contrast.encode_alone(tokenizer, A))
     clean, corrupted = (patching.record_run(model, ids_of(tokenizer, s)) for s in (A, B))
-    grid = patching.patching_grid(
-        model,
-        clean,
-        corrupted,
-        "residual",
-        Target(position, *tokenizer.convert_tokens_to_ids([target, foil])),
-    )
+    grid = patching.patching_grid(model, clean, corrupted, "residual", Target(position, *tokenizer.convert_tokens_to_ids([target, foil])))
     np.testing.assert_allclose(data.metric, grid)
-    np.testing.assert_allclose(
-        data.share, (grid - data.corrupted_metric) / (data.clean_metric - data.corrupted_metric)
-    )
+    np.testing.assert_allclose(data.share, (grid - data.corrupted_metric) / (data.clean_metric - data.corrupted_metric))
     assert data.share[-1, position] == pytest.approx(1.0, abs=1e-5) and data.position == position
     assert data.differing and all(" · " in data.columns[i] for i in data.differing)
     frame = data.to_frame()
-    assert len(frame) == data.share.size and list(frame.columns) == [
-        "site",
-        "layer",
-        "position",
-        "metric",
-        "recovered_share",
-    ]
+    assert len(frame) == data.share.size and list(frame.columns) == ["site", "layer", "position", "metric", "recovered_share"]
     heads = contrast.activation_patching(model, tokenizer, A, B, target, foil, site="head")
     assert heads.columns == [f"head {h}" for h in range(model.config.num_attention_heads)]
     assert data.note() is None or abs(data.clean_metric - data.corrupted_metric) < contrast.NOISY_GAP

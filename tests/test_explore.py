@@ -127,12 +127,8 @@ def test_embedding_helpers(tiny, trace):
     np.testing.assert_allclose(sinusoidal, analysis.sinusoidal_position_table(64, 32))
     choices = views.vector_choices(2)
     assert choices[-1] == "after layer 2"
-    np.testing.assert_array_equal(
-        from_trace(views.vectors_for, trace, choice=choices[-1]), trace.hidden_states[2]
-    )
-    np.testing.assert_array_equal(
-        from_trace(views.vectors_for, trace, choice=choices[0]), trace.embeddings["token"]
-    )
+    np.testing.assert_array_equal(from_trace(views.vectors_for, trace, choice=choices[-1]), trace.hidden_states[2])
+    np.testing.assert_array_equal(from_trace(views.vectors_for, trace, choice=choices[0]), trace.embeddings["token"])
     with pytest.raises(ValueError, match="unknown vectors"):
         from_trace(views.vectors_for, trace, choice="nonsense")
 
@@ -160,9 +156,7 @@ def test_head_view_budget_and_mask(trace):
     assert views.head_view_top_k(512, 12) * 512 * 12 <= HEAD_VIEW_MAX_LINES
     assert views.head_view_top_k(512, 12) >= 1
     assert views.head_view_min_weight(22) == 0.04 and views.head_view_min_weight(512) == 0.0
-    assert from_trace(views.head_view_links, trace, layer=1, heads=[0, 3]).to_frame()[
-        "head"
-    ].unique().tolist() == [0, 3]
+    assert from_trace(views.head_view_links, trace, layer=1, heads=[0, 3]).to_frame()["head"].unique().tolist() == [0, 3]
 
 
 def _drawn_lines(fig) -> list:
@@ -171,46 +165,22 @@ def _drawn_lines(fig) -> list:
 
 
 def test_head_view_figure_windows_queries_and_keys(trace):
-    fig = head_view(
-        from_trace(
-            views.head_view_links,
-            trace,
-            layer=1,
-            heads=[0, 2],
-            which="All",
-            window=slice(4, 10),
-            min_weight=0.0,
-        )
-    )
+    fig = head_view(from_trace(views.head_view_links, trace, layer=1, heads=[0, 2], which="All", window=slice(4, 10),
+                               min_weight=0.0))
     columns = [t for t in fig.data if t.mode != "lines"]
     assert [list(c.text) for c in columns] == [trace.tokens[4:10]] * 2
     lines = _drawn_lines(fig)
     assert {t.meta["head"] for t in lines} == {0, 2}
     ys = np.concatenate([np.asarray(t.y, dtype=float) for t in lines])
     assert np.nanmax(ys) < 6 and fig.layout.meta == {"top_k": HEAD_VIEW_MAX_TOP_K, "start": 4, "stop": 10}
-    focused = head_view(
-        from_trace(
-            views.head_view_links,
-            trace,
-            layer=1,
-            heads=[0],
-            which="All",
-            window=slice(4, 10),
-            focus=6,
-            min_weight=0.0,
-        )
-    )
+    focused = head_view(from_trace(views.head_view_links, trace, layer=1, heads=[0], which="All",
+                                   window=slice(4, 10), focus=6, min_weight=0.0))
     starts = np.concatenate([np.asarray(t.y, dtype=float)[0::3] for t in _drawn_lines(focused)])
-    assert set(starts[np.isfinite(starts)].tolist()) == {
-        2.0
-    }  # only the query at position 6 = row 2 of the window
-    a_to_b = head_view(
-        from_trace(views.head_view_links, trace, layer=0, heads=[0], which="A→B", min_weight=0.0)
-    )
+    assert set(starts[np.isfinite(starts)].tolist()) == {2.0}  # only the query at position 6 = row 2 of the window
+    a_to_b = head_view(from_trace(views.head_view_links, trace, layer=0, heads=[0], which="A→B", min_weight=0.0))
     sentence = analysis.sentence_ids(trace.segments, trace.special)
-    segments = np.concatenate(
-        [np.asarray(t.y, dtype=float).reshape(-1, 3)[:, :2] for t in _drawn_lines(a_to_b)]
-    ).astype(int)
+    segments = np.concatenate([np.asarray(t.y, dtype=float).reshape(-1, 3)[:, :2]
+                               for t in _drawn_lines(a_to_b)]).astype(int)
     assert (sentence[segments[:, 0]] == 0).all() and (sentence[segments[:, 1]] == 1).all()
 
 
@@ -220,22 +190,15 @@ def test_model_view_figure_has_one_clickable_point_per_tile(trace):
     picker = next(t for t in fig.data if t.name == PICKER_NAME)
     assert len(picker.x) == 8 and fig.layout.meta["tile"] == size
     for index, (layer, head) in enumerate(picker.customdata):
-        np.testing.assert_allclose(
-            mosaic_tile(fig, layer, head, size), trace.attentions[layer, head], atol=1e-6
-        )
+        np.testing.assert_allclose(mosaic_tile(fig, layer, head, size), trace.attentions[layer, head], atol=1e-6)
         assert (index, layer, head) == (layer * 4 + head, index // 4, index % 4)
         step = size + 1  # the point sits in the middle of its tile
-        assert (
-            head * step < picker.x[index] < head * step + size
-            and layer * step < picker.y[index] < layer * step + size
-        )
+        assert head * step < picker.x[index] < head * step + size and layer * step < picker.y[index] < layer * step + size
     assert np.isnan(fig.data[0].z[size]).all()  # a gap row between layers
     assert views.model_view_size(512) == 32 and views.model_view_size(20) == 20
     frame = from_trace(views.model_view, trace, max_tokens=4).to_frame()
     assert len(frame) == 8 * 16
-    np.testing.assert_allclose(
-        frame.groupby(["layer", "head", "query_index"])["weight"].sum(), 1.0, atol=1e-6
-    )
+    np.testing.assert_allclose(frame.groupby(["layer", "head", "query_index"])["weight"].sum(), 1.0, atol=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -304,9 +267,7 @@ def test_predictions(tiny):
     np.testing.assert_allclose(top["probability"], torch.topk(probs, 5).values.numpy())
     assert top["token"].tolist() == tokenizer.convert_ids_to_tokens(top["id"].tolist())
     p = views.is_next_probability(trace.nsp_logits)
-    assert p == pytest.approx(
-        torch.softmax(torch.tensor(trace.nsp_logits, dtype=torch.float64), -1)[0].item()
-    )
+    assert p == pytest.approx(torch.softmax(torch.tensor(trace.nsp_logits, dtype=torch.float64), -1)[0].item())
     assert views.nsp_frame(p)["probability"].sum() == pytest.approx(1.0)
 
 
@@ -314,9 +275,7 @@ def test_model_card_names_sizes_vocabulary_and_heads(tiny):
     model, tokenizer = tiny
     config = model.config
     card = explore.model_card(model, tokenizer)
-    assert card.startswith(
-        f"{config.num_hidden_layers} layers · {config.num_attention_heads} heads · hidden "
-    )
+    assert card.startswith(f"{config.num_hidden_layers} layers · {config.num_attention_heads} heads · hidden ")
     assert card.endswith(f"vocabulary {tokenizer.vocab_size} · learned positions · heads: MLM, NSP")
 
 

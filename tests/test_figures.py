@@ -107,9 +107,7 @@ def test_head_view_one_legend_group_per_head_and_focus():
     token_columns = [t for t in fig.data if t.mode != "lines"]
     assert [list(t.text) for t in token_columns] == [TOKENS, TOKENS]
     assert "%{text}" in token_columns[0].hovertemplate
-    focused = line_traces(
-        figures.head_view(select_links(attn, TOKENS, heads=[1], focus_token=2, top_k=8, min_weight=0.0))
-    )
+    focused = line_traces(figures.head_view(select_links(attn, TOKENS, heads=[1], focus_token=2, top_k=8, min_weight=0.0)))
     assert {t.legendgroup for t in focused} == {"head 1"}
     assert sum(segment_count(t) for t in focused) == 8
     left_ends = np.concatenate([np.asarray(t.y)[0::3] for t in focused])
@@ -185,9 +183,7 @@ def test_embedding_parts():
     for trace, part in zip(fig.data, parts, strict=True):
         np.testing.assert_array_equal(np.asarray(trace.z), part)
     assert [t.coloraxis for t in fig.data] == ["coloraxis"] * 4 + ["coloraxis2"]
-    assert fig.layout.coloraxis.cmax == pytest.approx(
-        np.percentile(np.abs(np.stack(parts[:4])), 98)
-    )  # robust range
+    assert fig.layout.coloraxis.cmax == pytest.approx(np.percentile(np.abs(np.stack(parts[:4])), 98))  # robust range
     assert (
         figures.embedding_parts_figure(*parts, tokens=TOKENS, layout="column").layout.yaxis5.type
         == "category"
@@ -245,10 +241,7 @@ def test_training_curves_skip_missing_values():
 
 def test_figures_are_deterministic():
     attn = random_attention(2, 8, 8)
-    first, second = (
-        figures.head_view(select_links(attn, TOKENS)),
-        figures.head_view(select_links(attn, TOKENS)),
-    )
+    first, second = figures.head_view(select_links(attn, TOKENS)), figures.head_view(select_links(attn, TOKENS))
     assert first.to_json() == second.to_json()
 
 
@@ -264,13 +257,8 @@ def test_readable_sets_dark_fonts_everywhere_and_larger_ones_for_a_projector():
         height = fig.layout.height
         readable(fig, present)
         axes = [fig.layout[name] for name in fig.layout if name.startswith(("xaxis", "yaxis"))]
-        assert len(axes) == 10 and all(
-            a.tickfont.size == tick and a.tickfont.color == TEXT_COLOUR for a in axes
-        )
-        assert (
-            fig.layout.coloraxis.colorbar.tickfont.size == tick
-            and fig.layout.coloraxis2.colorbar.tickfont.size == tick
-        )
+        assert len(axes) == 10 and all(a.tickfont.size == tick and a.tickfont.color == TEXT_COLOUR for a in axes)
+        assert fig.layout.coloraxis.colorbar.tickfont.size == tick and fig.layout.coloraxis2.colorbar.tickfont.size == tick
         assert all(note.font.size >= tick for note in fig.layout.annotations)
         assert fig.layout.height == (round(height * 16 / 13) if present else height)
     heatmap = readable(figures.attention_heatmap(random_attention(8, 8), TOKENS), True)
@@ -284,9 +272,7 @@ def test_embedding_colour_bars_lie_under_the_plots_and_titles_are_short():
     assert all(bar.orientation == "h" and bar.yref == "container" for bar in bars)
     assert bars[0].x + bars[0].len / 2 < bars[1].x - bars[1].len / 2  # side by side, not overlapping
     assert max(len(note.text) for note in fig.layout.annotations) <= 12
-    assert [a.title.text for a in (fig.layout[f"xaxis{i}"] for i in ("", 2, 3, 4, 5))].count(
-        "hidden dimension"
-    ) == 1
+    assert [a.title.text for a in (fig.layout[f"xaxis{i}"] for i in ("", 2, 3, 4, 5))].count("hidden dimension") == 1
 
 
 def test_head_view_has_sixteen_distinct_colours_a_solo_legend_and_hover_lines():
@@ -310,11 +296,7 @@ def test_prediction_bars_put_their_text_outside_and_nsp_shows_its_one():
     top = figures.topk_bar(["a", "b"], [0.9, 0.1])
     assert top.data[0].textposition == "outside" and top.layout.xaxis.range[1] > 0.9 * 1.15
     nsp = figures.nsp_bar(0.99)
-    assert (
-        1 in nsp.layout.xaxis.tickvals
-        and nsp.layout.xaxis.range[1] > 1
-        and nsp.data[0].textposition == "outside"
-    )
+    assert 1 in nsp.layout.xaxis.tickvals and nsp.layout.xaxis.range[1] > 1 and nsp.data[0].textposition == "outside"
 
 
 def test_embedding_heatmaps_saturate_at_a_robust_range_a_projector_can_show():
@@ -346,7 +328,7 @@ def test_view_builders_draw_their_dataclass_as_the_array_builders_do():
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), flow.flow)
     assert fig.layout.title.text == "Attention rollout after layer 2"
     assert len(flow.to_frame()) == len(TOKENS) ** 2
-    special = [t in ("[CLS]", "[SEP]") for t in TOKENS]
+    special = [t in ('[CLS]', '[SEP]') for t in TOKENS]
     block = views.attention_map(attentions, TOKENS, np.array(SEGMENTS), special, layer=1, head=0)
     np.testing.assert_array_equal(np.asarray(figures.attention_map_figure(block).data[0].z), block.weights)
 
@@ -358,15 +340,9 @@ def test_training_curves_read_as_people_say_them_and_give_their_numbers():
     records = [{"step": 1, "eval_nsp_acc": 0.5}, {"step": 2, "eval_nsp_acc": 0.75}, {"step": 3, "loss": 1.0}]
     labels = {key: metric.label for key, metric in METRICS.items()}
     fig = metric_curves(records, ["eval_nsp_acc"], labels=labels)
-    assert (
-        fig.data[0].name == "NSP accuracy (held-out)"
-        and fig.layout.yaxis.title.text == "NSP accuracy (held-out)"
-    )
+    assert fig.data[0].name == "NSP accuracy (held-out)" and fig.layout.yaxis.title.text == "NSP accuracy (held-out)"
     fig = compare_runs({"a": records}, "eval_nsp_acc", label=METRICS["eval_nsp_acc"].label)
     assert fig.layout.yaxis.title.text == "NSP accuracy (held-out)"
     frame = curve_frame({"a": records, "b": records[:1]}, ["eval_nsp_acc"])
-    assert frame.values.tolist() == [
-        ["a", "eval_nsp_acc", 1, 0.5],
-        ["a", "eval_nsp_acc", 2, 0.75],
-        ["b", "eval_nsp_acc", 1, 0.5],
-    ]
+    assert frame.values.tolist() == [["a", "eval_nsp_acc", 1, 0.5], ["a", "eval_nsp_acc", 2, 0.75],
+                                     ["b", "eval_nsp_acc", 1, 0.5]]

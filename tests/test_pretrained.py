@@ -11,10 +11,7 @@ from bertviz_lite.loading.pretrained import load, load_folder, minilm_dir
 
 PAIRS = [
     ("The cat sat on the mat.", "It was warm and happy."),
-    (
-        "Paris is the capital of France, and it is famous for the Eiffel Tower.",
-        "Many tourists visit every year.",
-    ),
+    ("Paris is the capital of France, and it is famous for the Eiffel Tower.", "Many tourists visit every year."),
     ("A [MASK] barked at the mailman.", None),
 ]
 
@@ -38,11 +35,7 @@ def padded_batch(tokenizer, pairs):
 
 def test_minilm_matches_transformers_on_real_sentence_pairs(minilm, reference):
     model, tokenizer = minilm
-    assert (model.config.num_hidden_layers, model.config.num_attention_heads, model.config.hidden_size) == (
-        6,
-        12,
-        384,
-    )
+    assert (model.config.num_hidden_layers, model.config.num_attention_heads, model.config.hidden_size) == (6, 12, 384)
     batch = padded_batch(tokenizer, PAIRS)
     with torch.no_grad():
         ref = reference(**batch, output_attentions=True)
@@ -66,9 +59,7 @@ def test_minilm_says_it_has_no_pretraining_heads(minilm):
 def copy_minilm(tmp_path, weights=True):
     folder = tmp_path / "bert"
     folder.mkdir()
-    for name in ("config.json", "vocab.txt", "tokenizer_config.json") + (
-        ("model.safetensors",) if weights else ()
-    ):
+    for name in ("config.json", "vocab.txt", "tokenizer_config.json") + (("model.safetensors",) if weights else ()):
         shutil.copy(minilm_dir() / name, folder / name)
     return folder
 

@@ -25,9 +25,7 @@ RECORDED = BertSelfAttention.explicit
 class WithScores(LayerAttention):
     """The real intermediates plus one declared in one place."""
 
-    scores: Tensor = per_layer(
-        "scores"
-    )  # (B, nh, T, T): q · k / √d plus the padding mask, before the softmax
+    scores: Tensor = per_layer("scores")  # (B, nh, T, T): q · k / √d plus the padding mask, before the softmax
 
 
 def explicit_with_scores(self, hidden_states, mask, head_mask=None):
@@ -55,17 +53,11 @@ def _trace(tiny) -> explore.PairTrace:
 
 def test_the_intermediate_arrives_in_pair_trace_as_numpy(declared, tiny):
     trace = _trace(tiny)
-    layers, heads, count = (
-        tiny[0].config.num_hidden_layers,
-        tiny[0].config.num_attention_heads,
-        trace.num_tokens,
-    )
+    layers, heads, count = tiny[0].config.num_hidden_layers, tiny[0].config.num_attention_heads, trace.num_tokens
     assert len(trace.output.scores) == layers and trace.output.scores[0].shape == (1, heads, count, count)
     assert isinstance(trace.scores, np.ndarray) and trace.scores.dtype == np.float32
     assert trace.scores.shape == trace.attentions.shape == (layers, heads, count, count)
-    np.testing.assert_allclose(
-        torch.from_numpy(trace.scores).softmax(-1).numpy(), trace.attentions, atol=1e-6
-    )
+    np.testing.assert_allclose(torch.from_numpy(trace.scores).softmax(-1).numpy(), trace.attentions, atol=1e-6)
 
 
 def test_a_data_function_gets_it_by_naming_it(declared, tiny):

@@ -43,10 +43,8 @@ def test_the_memory_limit_is_a_setting(monkeypatch):
 @pytest.fixture
 def fake_processes(monkeypatch):
     """launch_run without a training process: a launch.json and a run that counts as starting."""
-
     def start(run_dir, command):
         lifecycle.atomic_write_json(RunFolder(run_dir).launch, {"pid": os.getpid(), "command": command})
-
     monkeypatch.setattr(lifecycle, "_start_process", start)
     monkeypatch.setattr(lifecycle, "training_process_alive", lambda pid: pid == os.getpid())
 

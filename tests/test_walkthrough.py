@@ -17,24 +17,9 @@ class FakeTokenizer:
 
 
 def test_eight_steps_in_the_lecture_order_with_texts_that_fill_in():
-    assert walk.STEP_KEYS == (
-        "tokens",
-        "ids",
-        "embeddings",
-        "one_head",
-        "many_heads",
-        "residual",
-        "mlm",
-        "nsp",
-    )
-    config = BertConfig(
-        vocab_size=100,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
+    assert walk.STEP_KEYS == ("tokens", "ids", "embeddings", "one_head", "many_heads", "residual", "mlm", "nsp")
+    config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=64)
     facts = walk.step_facts(config, 100, 8, "dog")
     texts = [walk.step_text(step, facts) for step in walk.STEPS]
     assert all("{" not in text for text in texts)
@@ -55,9 +40,7 @@ def test_attention_question_answer_is_the_heaviest_key_among_the_options():
 def test_check_answer_right_wrong_and_no_guess():
     question = walk.nsp_question(0.8)
     assert question.answer == walk.NSP_OPTIONS[0]
-    assert walk.check_answer(question, walk.NSP_OPTIONS[0]) == walk.Verdict(
-        True, "Right! The model gives 80% that B follows A."
-    )
+    assert walk.check_answer(question, walk.NSP_OPTIONS[0]) == walk.Verdict(True, "Right! The model gives 80% that B follows A.")
     wrong = walk.check_answer(question, walk.NSP_OPTIONS[1])
     assert not wrong.correct and wrong.message.startswith("Not this time: you said No")
     assert not walk.check_answer(question, None).correct

@@ -8,23 +8,9 @@ import plotly.colors as pcolors
 # 16 colours told apart on white (Tableau 10, then six darker or brighter ones): a head keeps its colour in every
 # figure, and 12-16 heads get distinct ones (plotly's own palette repeats after 10 and has near-twins).
 HEAD_COLOURS = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#17becf",
-    "#bcbd22",
-    "#7f7f7f",
-    "#000080",
-    "#ff1493",
-    "#006400",
-    "#b8860b",
-    "#00ced1",
-    "#800000",
-)
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    "#bcbd22", "#7f7f7f", "#000080", "#ff1493", "#006400", "#b8860b", "#00ced1", "#800000",
+)  # fmt: skip
 SEGMENT_COLOURS = {0: "#1f77b4", 1: "#ff7f0e"}
 SEQUENTIAL = "Blues"
 DIVERGING = "RdBu_r"
@@ -70,9 +56,7 @@ def robust_range(*arrays: np.ndarray, percentile: float = ROBUST_PERCENTILE) -> 
     A few large values (LayerNorm's outlier dimensions) would otherwise wash every other cell out to white;
     cells beyond the range are drawn at full colour.
     """
-    values = np.concatenate(
-        [np.abs(np.asarray(a, dtype=float)).ravel() for a in arrays if np.size(a)] or [np.zeros(1)]
-    )
+    values = np.concatenate([np.abs(np.asarray(a, dtype=float)).ravel() for a in arrays if np.size(a)] or [np.zeros(1)])
     limit = float(np.nanpercentile(values, percentile))
     return limit if limit > 0 else symmetric_range(*arrays)
 

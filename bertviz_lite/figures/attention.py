@@ -26,14 +26,8 @@ from bertviz_lite.text.display import plain_labels
 
 # What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
 __all__ = [
-    "attention_heatmap",
-    "head_statistics_figure",
-    "head_view",
-    "neuron_view_figure",
-    "rollout_heatmap",
-    "attention_map_figure",
-    "neuron_figure",
-    "rollout_figure",
+    "attention_heatmap", "head_statistics_figure", "head_view", "neuron_view_figure", "rollout_heatmap",
+    "attention_map_figure", "neuron_figure", "rollout_figure",
 ]
 
 if TYPE_CHECKING:
@@ -55,10 +49,7 @@ MAX_TICK_LABELS = 64  # beyond this, every token label on an axis is unreadable 
 
 
 def attention_heatmap(
-    attn,
-    q_tokens: Sequence[str],
-    k_tokens: Sequence[str] | None = None,
-    title: str = "Attention",
+    attn, q_tokens: Sequence[str], k_tokens: Sequence[str] | None = None, title: str = "Attention",
     axis_titles: bool = True,
 ) -> go.Figure:
     """Heatmap of a [Tq, Tk] attention map; rows are queries, columns keys, z = attn exactly.
@@ -86,22 +77,13 @@ def attention_heatmap(
         title=title,
         height=token_axis_height(attn.shape[0]),
         # automargin: in a narrow column long token labels would otherwise run into the axis titles
-        xaxis={
-            **category_axis(),
-            "title": {"text": "key (attended to)" if axis_titles else ""},
-            "side": "top",
-            "automargin": True,
-        },
-        yaxis={
-            **category_axis(reverse=True),
-            "title": {"text": "query (attending)" if axis_titles else ""},
-            "automargin": True,
-        },
+        xaxis={**category_axis(), "title": {"text": "key (attended to)" if axis_titles else ""}, "side": "top",
+               "automargin": True},
+        yaxis={**category_axis(reverse=True), "title": {"text": "query (attending)" if axis_titles else ""},
+               "automargin": True},
     )
     if title:
-        fig.update_layout(
-            title={"y": 0.995, "yanchor": "top"}, margin={"t": 160}, height=fig.layout.height + 80
-        )
+        fig.update_layout(title={"y": 0.995, "yanchor": "top"}, margin={"t": 160}, height=fig.layout.height + 80)
     if max(attn.shape) > 2 * MAX_TICK_LABELS:
         fig.update_xaxes(nticks=MAX_TICK_LABELS)
         fig.update_yaxes(nticks=MAX_TICK_LABELS)
@@ -131,17 +113,9 @@ def _legend_entry(head: int) -> go.Scatter:
 
     It needs a point: plotly hides a trace without data, legend entry included.
     """
-    return go.Scatter(
-        x=[None],
-        y=[None],
-        mode="lines",
-        name=f"head {head}",
-        legendgroup=f"head {head}",
-        showlegend=True,
-        hoverinfo="skip",
-        meta={"head": head, "level": 0},
-        line={"color": rgba(head_colour(head), 1.0), "width": 3},
-    )
+    return go.Scatter(x=[None], y=[None], mode="lines", name=f"head {head}", legendgroup=f"head {head}", showlegend=True,
+                      hoverinfo="skip", meta={"head": head, "level": 0},
+                      line={"color": rgba(head_colour(head), 1.0), "width": 3})  # fmt: skip
 
 
 def _head_traces(queries: np.ndarray, keys: np.ndarray, weights: np.ndarray, head: int, levels: int) -> list:
@@ -180,10 +154,8 @@ def _strongest_lines(links: HeadViewLinks, side: str) -> list[str]:
         for end, other, weight in zip(ends.tolist(), others.tolist(), weights.tolist(), strict=True):
             found[end].append((weight, f"{links.tokens[other]} {weight:.2f} (head {head})"))
     arrow = "→" if side == "left" else "←"
-    return [
-        "<br>".join(f"{arrow} {text}" for _, text in sorted(lines, reverse=True)[:HOVER_LINES]) or "no lines"
-        for lines in found
-    ]
+    return ["<br>".join(f"{arrow} {text}" for _, text in sorted(lines, reverse=True)[:HOVER_LINES]) or "no lines"
+            for lines in found]  # fmt: skip
 
 
 def _token_column(links: HeadViewLinks, x: float, side: str) -> go.Scatter:
@@ -222,12 +194,8 @@ def head_view(links: HeadViewLinks, levels: int = 5) -> go.Figure:
         title="Head view: each query token (left) to the key tokens it attends to (right)",
         height=token_axis_height(len(tokens), per_token=20, high=4000),
         # One click on a head shows it alone (click it again for all); a double click hides just that head.
-        legend={
-            "title": {"text": "heads: click = only this,<br>again = all"},
-            "itemclick": "toggleothers",
-            "itemdoubleclick": "toggle",
-            "itemsizing": "constant",
-        },
+        legend={"title": {"text": "heads: click = only this,<br>again = all"}, "itemclick": "toggleothers",
+                "itemdoubleclick": "toggle", "itemsizing": "constant"},
         xaxis={"visible": False, "range": [-0.8, 1.8]},
         plot_bgcolor="white",
         yaxis={"visible": False, "autorange": "reversed"},
@@ -298,14 +266,8 @@ def _add_neuron_traces(fig: go.Figure, neuron: dict, labels: list[str], query_in
     products = np.asarray(neuron["products"])
     fig.add_trace(_vector_heatmap(products, labels, symmetric_range(products), "q × k"), row=2, col=2)
     fig.add_traces(_score_bars(neuron, labels), rows=2, cols=3)
-    weights = go.Bar(
-        x=neuron["weights"],
-        y=labels,
-        orientation="h",
-        name="softmax weight",
-        marker_color="#2ca02c",
-        hovertemplate="%{y}: %{x:.3f}<extra></extra>",
-    )
+    weights = go.Bar(x=neuron["weights"], y=labels, orientation="h", name="softmax weight", marker_color="#2ca02c",
+                     hovertemplate="%{y}: %{x:.3f}<extra></extra>")  # fmt: skip
     fig.add_trace(weights, row=2, col=4)
     fig.add_trace(
         _vector_heatmap(neuron["weighted_values"], labels, value_limit, "weight × value"), row=2, col=5
@@ -384,9 +346,7 @@ def head_statistics_figure(df: pd.DataFrame, value: str = "entropy") -> go.Figur
 
 def attention_map_figure(block: AttentionMap, axis_titles: bool = True) -> go.Figure:
     """One head's attention map (views.attention_map), rows queries and columns keys."""
-    return attention_heatmap(
-        block.weights, block.query_tokens, block.key_tokens, block.title, axis_titles=axis_titles
-    )
+    return attention_heatmap(block.weights, block.query_tokens, block.key_tokens, block.title, axis_titles=axis_titles)
 
 
 def neuron_figure(neuron: NeuronData) -> go.Figure:

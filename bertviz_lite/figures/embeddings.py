@@ -28,14 +28,8 @@ if TYPE_CHECKING:
 
 # What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
 __all__ = [
-    "component_norms_bar",
-    "embedding_parts_figure",
-    "pca_scatter",
-    "position_similarity_heatmap",
-    "uncluttered_labels",
-    "embedding_window_figure",
-    "position_similarity_figure",
-    "token_projection_figure",
+    "component_norms_bar", "embedding_parts_figure", "pca_scatter", "position_similarity_heatmap", "uncluttered_labels",
+    "embedding_window_figure", "position_similarity_figure", "token_projection_figure",
 ]
 
 PART_TITLES = ("token embedding", "position embedding", "segment embedding", "sum", "after LayerNorm")
@@ -92,18 +86,12 @@ def embedding_parts_figure(
         height=height + 90,
         margin={"t": 90, "b": 125, "r": 20},
         # What the colours mean, on the bars: blue below 0, red above, full colour where 98% of the values lie.
-        coloraxis=_diverging_axis(
-            raw_limit,
-            f"raw parts: blue < 0 < red, full at ±{raw_limit:.2g} ({ROBUST_PERCENTILE:g}% inside)",
-            x=0.34,
-            length=0.62,
-        ),
+        coloraxis=_diverging_axis(raw_limit, f"raw parts: blue < 0 < red, full at ±{raw_limit:.2g} ({ROBUST_PERCENTILE:g}% inside)",
+                                  x=0.34, length=0.62),
         coloraxis2=_diverging_axis(norm_limit, f"LayerNorm: full at ±{norm_limit:.2g}", x=0.84, length=0.3),
     )
     fig.update_yaxes(**category_axis(reverse=True))
-    fig.update_xaxes(
-        title_text="hidden dimension", row=rows, col=(cols + 1) // 2
-    )  # one title, under the middle
+    fig.update_xaxes(title_text="hidden dimension", row=rows, col=(cols + 1) // 2)  # one title, under the middle
     return fig
 
 
@@ -186,9 +174,7 @@ def pca_scatter(
                     name=name,
                     mode="markers+text" if len(tokens) <= 64 else "markers",
                     text=[shown[i] for i in chosen],
-                    customdata=np.stack(
-                        [chosen, np.array([tokens[i] for i in chosen], dtype=object)], axis=-1
-                    ),
+                    customdata=np.stack([chosen, np.array([tokens[i] for i in chosen], dtype=object)], axis=-1),
                     textposition="top center",
                     marker={"color": SEGMENT_COLOURS[segment], "size": 9},
                     hovertemplate="%{customdata[1]} (%{customdata[0]})<br>PC1 %{x:.3f}, PC2 %{y:.3f}<extra></extra>",
@@ -220,20 +206,10 @@ def uncluttered_labels(points: np.ndarray, tokens: Sequence[str], min_gap: float
 def _diverging_axis(limit: float, title: str, x: float, length: float) -> dict:
     """A colour axis centred on 0 from -limit to +limit, its colour bar flat at the figure's bottom, centred at `x`."""
     # Title at the bar's left end ("right" is what plotly calls that side of a flat bar; "top" drew it on the bar).
-    colorbar = {
-        "title": {"text": title, "side": "right"},
-        "orientation": "h",
-        "x": x,
-        "xanchor": "center",
-        "len": length,
-        "thickness": 14,
-        "yref": "container",
-        "y": 0.01,
-        "yanchor": "bottom",
-        # three ticks only: a short bar's five ticks stacked into each other at 1024 px in presentation mode
-        "tickvals": [-limit, 0, limit],
-        "ticktext": [f"−{limit:.2g}", "0", f"{limit:.2g}"],
-    }
+    colorbar = {"title": {"text": title, "side": "right"}, "orientation": "h", "x": x, "xanchor": "center",
+                "len": length, "thickness": 14, "yref": "container", "y": 0.01, "yanchor": "bottom",
+                # three ticks only: a short bar's five ticks stacked into each other at 1024 px in presentation mode
+                "tickvals": [-limit, 0, limit], "ticktext": [f"−{limit:.2g}", "0", f"{limit:.2g}"]}  # fmt: skip
     return {"colorscale": DIVERGING, "cmid": 0, "cmin": -limit, "cmax": limit, "colorbar": colorbar}
 
 

@@ -53,12 +53,8 @@ def _grid_axis(count: int, size: int, step: int, prefix: str, **extra) -> dict:
     return {
         "tickvals": [i * step + (size - 1) / 2 for i in range(count)],
         "ticktext": [f"{prefix}{i}" for i in range(count)],
-        "showgrid": False,
-        "zeroline": False,
-        "fixedrange": True,
-        "ticks": "",
-        **extra,
-    }
+        "showgrid": False, "zeroline": False, "fixedrange": True, "ticks": "", **extra,
+    }  # fmt: skip
 
 
 def model_view_figure(model_view: ModelView, tile_size: int = 80, gap: int = 1) -> go.Figure:
@@ -67,23 +63,15 @@ def model_view_figure(model_view: ModelView, tile_size: int = 80, gap: int = 1) 
     step = size + gap
     fig = go.Figure(
         [
-            go.Heatmap(
-                z=_paste(model_view.tiles, gap),
-                colorscale=SEQUENTIAL,
-                zmin=0,
-                hoverinfo="skip",
-                name="attention",
-                colorbar={"title": {"text": "weight"}},
-            ),
+            go.Heatmap(z=_paste(model_view.tiles, gap), colorscale=SEQUENTIAL, zmin=0, hoverinfo="skip", name="attention",
+                       colorbar={"title": {"text": "weight"}}),
             _picker(num_layers, num_heads, size, step),
         ]
-    )
+    )  # fmt: skip
     fig.update_layout(
         title="Model view: attention of every layer (rows) and head (columns)",
         xaxis=_grid_axis(num_heads, size, step, "H", side="top", constrain="domain"),
-        yaxis=_grid_axis(
-            num_layers, size, step, "L", autorange="reversed", scaleanchor="x", constrain="domain"
-        ),
+        yaxis=_grid_axis(num_layers, size, step, "L", autorange="reversed", scaleanchor="x", constrain="domain"),
         height=tile_size * num_layers + 140,
         margin={"l": 40, "r": 20, "t": 90, "b": 20},
         plot_bgcolor="white",

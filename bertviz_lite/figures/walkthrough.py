@@ -26,33 +26,16 @@ def ids_figure(tokens: Sequence[str], positions: Sequence[int], segments: Sequen
     text = [list(tokens[:count]), [str(p) for p in positions[:count]], [str(int(s)) for s in segs]]
     colours = [[0, SEGMENT_COLOURS[0] + "33"], [1, SEGMENT_COLOURS[1] + "55"]]
     fig = go.Figure(
-        go.Heatmap(
-            z=np.tile(segs, (3, 1)),
-            x=list(range(count)),
-            y=rows,
-            text=text,
-            texttemplate="%{text}",
-            textfont={"size": 16 if count <= 16 else 14 if count <= 26 else 10, "color": "#111111"},
-            colorscale=colours,
-            zmin=0,
-            zmax=1,
-            showscale=False,
-            xgap=2,
-            ygap=2,
-            hovertemplate="position %{x}, %{y}: %{text}<extra></extra>",
-        )
-    )
+        go.Heatmap(z=np.tile(segs, (3, 1)), x=list(range(count)), y=rows, text=text, texttemplate="%{text}",
+                   textfont={"size": 16 if count <= 16 else 14 if count <= 26 else 10, "color": "#111111"},
+                   colorscale=colours, zmin=0, zmax=1, showscale=False, xgap=2, ygap=2,
+                   hovertemplate="position %{x}, %{y}: %{text}<extra></extra>")
+    )  # fmt: skip
     title = "What BERT reads: token, position id and segment id (blue: sentence A, orange: B)"
     if count < len(tokens):
         title += f"; first {count} of {len(tokens)} tokens"
-    fig.update_layout(
-        title=title,
-        height=260,
-        margin={"t": 60, "b": 20, "l": 110, "r": 20},
-        xaxis={"visible": False},
-        yaxis={**category_axis(reverse=True)},
-        plot_bgcolor="white",
-    )
+    fig.update_layout(title=title, height=260, margin={"t": 60, "b": 20, "l": 110, "r": 20},
+                      xaxis={"visible": False}, yaxis={**category_axis(reverse=True)}, plot_bgcolor="white")  # fmt: skip
     return fig
 
 
@@ -64,24 +47,12 @@ def one_head_figure(data: OneHead) -> go.Figure:
     colours = ("#7f7f7f", "#1f77b4", "#2ca02c")
     values = (data.scores, data.weights, data.contributions)
     for col, (name, value, colour) in enumerate(zip(titles, values, colours, strict=True), start=1):
-        fig.add_trace(
-            go.Bar(
-                x=value,
-                y=labels,
-                orientation="h",
-                marker_color=colour,
-                name=name,
-                showlegend=False,
-                hovertemplate="%{y}: %{x:.3f}<extra>" + name + "</extra>",
-            ),
-            row=1,
-            col=col,
-        )
+        fig.add_trace(go.Bar(x=value, y=labels, orientation="h", marker_color=colour, name=name, showlegend=False,
+                             hovertemplate="%{y}: %{x:.3f}<extra>" + name + "</extra>"), row=1, col=col)  # fmt: skip
     fig.update_yaxes(**category_axis(reverse=True), categoryorder="array", categoryarray=labels)
     fig.update_layout(
         title=f"Layer {data.layer}, head {data.head}: the query of {labels[data.query_index]} against every key",
-        height=max(300, 22 * len(labels) + 130),
-        margin={"t": 90, "b": 30},
+        height=max(300, 22 * len(labels) + 130), margin={"t": 90, "b": 30},
     )
     return fig
 
@@ -92,21 +63,13 @@ def residual_figure(data: ResidualChanges) -> go.Figure:
     check_length(data.tokens, change.shape[1], "tokens")
     layers = [f"layer {i}" for i in range(1, change.shape[0] + 1)]
     fig = go.Figure(
-        go.Heatmap(
-            z=change,
-            x=plain_labels(unique_labels(data.tokens)),
-            y=layers,
-            colorscale=SEQUENTIAL,
-            zmin=0,
-            colorbar={"title": {"text": "change"}},
-            hovertemplate="%{y}, %{x}: changed by %{z:.0%}<extra></extra>",
-        )
-    )
+        go.Heatmap(z=change, x=plain_labels(unique_labels(data.tokens)), y=layers, colorscale=SEQUENTIAL, zmin=0,
+                   colorbar={"title": {"text": "change"}},
+                   hovertemplate="%{y}, %{x}: changed by %{z:.0%}<extra></extra>")
+    )  # fmt: skip
     fig.update_layout(
         title="How much each layer changes each token's vector: |after − before| / |before|",
-        height=max(280, 34 * change.shape[0] + 200),
-        margin={"t": 60},
-        xaxis={**category_axis(), "tickangle": -45},
-        yaxis={**category_axis(reverse=True)},
+        height=max(280, 34 * change.shape[0] + 200), margin={"t": 60},
+        xaxis={**category_axis(), "tickangle": -45}, yaxis={**category_axis(reverse=True)},
     )
     return fig

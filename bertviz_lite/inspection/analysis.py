@@ -379,3 +379,4 @@ def attention_to_csv_frame(
             "weight": attn.ravel(),
         }
     )
+

@@ -27,19 +27,9 @@ EMBEDDING_NAMES = ("token", "position", "segment", "sum", "layer_norm")
 # PairTrace attributes a data function may name as parameters (see from_trace), besides the per-layer arrays
 # (attentions, queries, keys, values: outputs.LayerAttention's per_layer names).
 TRACE_FIELDS = (
-    "encoding",
-    "input_ids",
-    "tokens",
-    "masked_positions",
-    "segments",
-    "special",
-    "embeddings",
-    "hidden_states",
-    "mlm_logits",
-    "nsp_logits",
-    "model",
-    "tokenizer",
-)
+    "encoding", "input_ids", "tokens", "masked_positions", "segments", "special", "embeddings",
+    "hidden_states", "mlm_logits", "nsp_logits", "model", "tokenizer",
+)  # fmt: skip
 T = TypeVar("T")
 
 
@@ -149,14 +139,9 @@ def model_card(model: BertForPreTraining, tokenizer: BertTokenizer) -> str:
     """One line on a model: its sizes, vocabulary, position embeddings and which pre-training heads it has."""
     config = model.config
     heads = [name for name, has in (("MLM", model.has_mlm_head), ("NSP", model.has_nsp_head)) if has]
-    parts = [
-        f"{config.num_hidden_layers} layers",
-        f"{config.num_attention_heads} heads",
-        f"hidden {config.hidden_size}",
-        f"vocabulary {tokenizer.vocab_size}",
-        f"{config.position_embedding_type} positions",
-        f"heads: {', '.join(heads) or 'none'}",
-    ]
+    parts = [f"{config.num_hidden_layers} layers", f"{config.num_attention_heads} heads",
+             f"hidden {config.hidden_size}", f"vocabulary {tokenizer.vocab_size}",
+             f"{config.position_embedding_type} positions", f"heads: {', '.join(heads) or 'none'}"]  # fmt: skip
     return " · ".join(parts)
 
 
@@ -207,15 +192,8 @@ def trace_pair(
         output = model.trace(**inputs)
     ids = inputs["input_ids"][0].numpy()
     tokens = list(tokenizer.convert_ids_to_tokens(ids.tolist()))
-    return PairTrace(
-        encoding=encoding,
-        input_ids=ids,
-        tokens=tokens,
-        masked_positions=masked,
-        output=output,
-        model=model,
-        tokenizer=tokenizer,
-    )
+    return PairTrace(encoding=encoding, input_ids=ids, tokens=tokens, masked_positions=masked, output=output,
+                     model=model, tokenizer=tokenizer)
 
 
 def token_window(num_tokens: int, start: int, size: int) -> slice:

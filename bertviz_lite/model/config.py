@@ -28,9 +28,7 @@ _FLOAT_FIELDS = (*_DROPOUT_FIELDS, "layer_norm_eps", "initializer_range")
 _STRING_FIELDS = ("position_embedding_type",)
 
 
-def _size(
-    default: Any, label: str, help: str, step: float | None = None, choices: tuple[str, ...] | None = None
-) -> Any:
+def _size(default: Any, label: str, help: str, step: float | None = None, choices: tuple[str, ...] | None = None) -> Any:
     """A field a training run may override: its label, help, form step and choices (see `training_args.option`)."""
     metadata = {"label": label, "help": help, "group": "Model", "step": step, "choices": choices}
     return dataclasses.field(default=default, metadata=metadata)
@@ -41,45 +39,25 @@ class BertConfig:
     """Sizes and numerics of a BERT model; defaults are bert-base-uncased."""
 
     vocab_size: int = 30522
-    hidden_size: int = _size(
-        768,
-        "Hidden size",
-        "Width of every token vector (BERT-base: 768). Must be divisible by the number of heads.",
-    )
-    num_hidden_layers: int = _size(
-        12, "Layers", "Transformer layers stacked on the embeddings (BERT-base: 12)."
-    )
-    num_attention_heads: int = _size(
-        12, "Attention heads", "Attention heads per layer; each head works on hidden size / heads dimensions."
-    )
-    intermediate_size: int = _size(
-        3072,
-        "Feed-forward size",
-        "Width of the feed-forward block inside each layer (usually 4 × hidden size).",
-    )
-    max_position_embeddings: int = _size(
-        512, "Max positions", "Longest input the position embeddings cover; at least the sequence length."
-    )
+    hidden_size: int = _size(768, "Hidden size", "Width of every token vector (BERT-base: 768). Must be divisible "
+                                                 "by the number of heads.")  # fmt: skip
+    num_hidden_layers: int = _size(12, "Layers", "Transformer layers stacked on the embeddings (BERT-base: 12).")
+    num_attention_heads: int = _size(12, "Attention heads", "Attention heads per layer; each head works on hidden "
+                                                            "size / heads dimensions.")  # fmt: skip
+    intermediate_size: int = _size(3072, "Feed-forward size", "Width of the feed-forward block inside each layer "
+                                                              "(usually 4 × hidden size).")  # fmt: skip
+    max_position_embeddings: int = _size(512, "Max positions", "Longest input the position embeddings cover; at "
+                                                               "least the sequence length.")  # fmt: skip
     type_vocab_size: int = _size(2, "Segment types", "Segment ids: 2 for sentence A and sentence B.")
-    hidden_dropout_prob: float = _size(
-        0.1, "Hidden dropout", "Dropout after the embeddings, attention output and feed-forward.", 0.05
-    )
-    attention_probs_dropout_prob: float = _size(
-        0.1, "Attention dropout", "Dropout on the attention probabilities.", 0.05
-    )
-    layer_norm_eps: float = _size(
-        1e-12, "LayerNorm epsilon", "Added to the variance in every LayerNorm.", 1e-12
-    )
-    initializer_range: float = _size(
-        0.02, "Initializer std", "Standard deviation of the initial weights.", 0.005
-    )
+    hidden_dropout_prob: float = _size(0.1, "Hidden dropout", "Dropout after the embeddings, attention output and "
+                                                              "feed-forward.", 0.05)  # fmt: skip
+    attention_probs_dropout_prob: float = _size(0.1, "Attention dropout", "Dropout on the attention "
+                                                                          "probabilities.", 0.05)  # fmt: skip
+    layer_norm_eps: float = _size(1e-12, "LayerNorm epsilon", "Added to the variance in every LayerNorm.", 1e-12)
+    initializer_range: float = _size(0.02, "Initializer std", "Standard deviation of the initial weights.", 0.005)
     pad_token_id: int = 0
-    position_embedding_type: str = _size(
-        "learned",
-        "Position embeddings",
-        "learned (BERT) or fixed sinusoidal (Transformer paper)",
-        choices=POSITION_EMBEDDING_TYPES,
-    )
+    position_embedding_type: str = _size("learned", "Position embeddings", "learned (BERT) or fixed sinusoidal "
+                                         "(Transformer paper)", choices=POSITION_EMBEDDING_TYPES)  # fmt: skip
 
     def __post_init__(self) -> None:
         self.validate()
@@ -149,9 +127,7 @@ class BertConfig:
         """Build from our dict or a Hugging Face config.json; unknown keys are ignored."""
         data = dict(data)
         if data.get("model_type", "bert") != "bert":
-            raise ValueError(
-                f"model_type is {_short(data['model_type'])}, not 'bert': this is not a BERT model"
-            )
+            raise ValueError(f"model_type is {_short(data['model_type'])}, not 'bert': this is not a BERT model")
         if data.get("hidden_act", "gelu") != "gelu":
             raise ValueError(f"hidden_act ({_short(data['hidden_act'])}) is not supported; BERT uses 'gelu'")
         position_type = data.pop("bertviz_lite_position_embedding_type", None)

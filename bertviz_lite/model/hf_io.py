@@ -55,13 +55,9 @@ def _check_keys(expected: set[str], given: set[str]) -> set[str]:
             missing -= group
     problems = []
     if missing:
-        problems.append(
-            f"missing keys: {', '.join(sorted(missing)[:8])}" + (" …" if len(missing) > 8 else "")
-        )
+        problems.append(f"missing keys: {', '.join(sorted(missing)[:8])}" + (" …" if len(missing) > 8 else ""))
     if unexpected:
-        problems.append(
-            f"unexpected keys: {', '.join(unexpected[:8])}" + (" …" if len(unexpected) > 8 else "")
-        )
+        problems.append(f"unexpected keys: {', '.join(unexpected[:8])}" + (" …" if len(unexpected) > 8 else ""))
     if problems:
         raise ValueError("These weights do not fit this BERT model: " + "; ".join(problems))
     return absent_groups
@@ -92,9 +88,7 @@ def load_hf_state_dict(model: nn.Module, state_dict: dict[str, Tensor]) -> None:
 
 def hf_state_dict(model: nn.Module) -> dict[str, Tensor]:
     """Weights under BertForPreTraining's names, each its own contiguous tensor (safetensors-ready)."""
-    out = {
-        k: v.detach().clone().contiguous() for k, v in model.state_dict().items() if not _DROPPED.search(k)
-    }
+    out = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items() if not _DROPPED.search(k)}
     out["cls.predictions.decoder.weight"] = out["bert.embeddings.word_embeddings.weight"].clone()
     out["cls.predictions.decoder.bias"] = out["cls.predictions.bias"].clone()
     return out

@@ -40,9 +40,7 @@ class BertEmbeddings(nn.Module):
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.word_embeddings = nn.Embedding(
-            config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id
-        )
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
@@ -238,10 +236,7 @@ class BertModel(nn.Module):
         self.pooler = BertPooler(config)
 
     def prepare_inputs(
-        self,
-        input_ids: Tensor,
-        token_type_ids: Tensor | None,
-        attention_mask: Tensor | None,
+        self, input_ids: Tensor, token_type_ids: Tensor | None, attention_mask: Tensor | None,
         position_ids: Tensor | None,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Fill in the defaults: segment 0, positions 0..T-1, attend to every non-padding token."""
@@ -262,10 +257,7 @@ class BertModel(nn.Module):
         return input_ids, token_type_ids, attention_mask, position_ids
 
     def forward(
-        self,
-        input_ids: Tensor,
-        token_type_ids: Tensor | None = None,
-        attention_mask: Tensor | None = None,
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
         position_ids: Tensor | None = None,
     ) -> BertModelOutput:
         """Fast encoder pass (fused attention kernel)."""
@@ -319,10 +311,7 @@ class BertForPreTraining(nn.Module):
             nn.init.zeros_(module.bias)
 
     def encode(
-        self,
-        input_ids: Tensor,
-        token_type_ids: Tensor | None = None,
-        attention_mask: Tensor | None = None,
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
         position_ids: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Fast encoder pass: (last hidden state (B, T, H), pooled (B, H))."""
@@ -330,11 +319,7 @@ class BertForPreTraining(nn.Module):
         return out.last_hidden_state, out.pooler_output
 
     def forward(
-        self,
-        input_ids: Tensor,
-        token_type_ids: Tensor | None = None,
-        *,
-        attention_mask: Tensor | None = None,
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, *, attention_mask: Tensor | None = None,
         position_ids: Tensor | None = None,
     ) -> Tensor:
         """MLM logits (B, T, V)."""
@@ -342,21 +327,14 @@ class BertForPreTraining(nn.Module):
         return self.cls.predictions(hidden)
 
     def next_sentence_logits(
-        self,
-        input_ids: Tensor,
-        token_type_ids: Tensor | None = None,
-        attention_mask: Tensor | None = None,
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
     ) -> Tensor:
         """NSP logits (B, 2); index 0 = B follows A."""
         _, pooled = self.encode(input_ids, token_type_ids, attention_mask)
         return self.cls.seq_relationship(pooled)
 
     def pretraining_loss(
-        self,
-        input_ids: Tensor,
-        token_type_ids: Tensor,
-        attention_mask: Tensor,
-        labels: Tensor,
+        self, input_ids: Tensor, token_type_ids: Tensor, attention_mask: Tensor, labels: Tensor,
         next_sentence_label: Tensor,
     ) -> PretrainingOutput:
         """MLM + NSP loss; only the masked positions are projected onto the vocabulary."""
@@ -374,13 +352,8 @@ class BertForPreTraining(nn.Module):
 
     @torch.no_grad()
     def trace(
-        self,
-        input_ids: Tensor,
-        token_type_ids: Tensor | None = None,
-        attention_mask: Tensor | None = None,
-        position_ids: Tensor | None = None,
-        heads: bool | None = None,
-        head_mask: Tensor | None = None,
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None, heads: bool | None = None, head_mask: Tensor | None = None,
     ) -> BertTrace:
         """One forward pass that keeps every intermediate (explicit attention, not the fused kernel).
 
@@ -398,14 +371,11 @@ class BertForPreTraining(nn.Module):
         hidden_states, layers = self.bert.encoder.explicit(hidden, mask, head_mask)
         pooled = self.bert.pooler(hidden_states[-1])
         return BertTrace(
-            embeddings=parts,
-            layers=layers,
-            hidden_states=hidden_states,
-            pooled=pooled,
+            embeddings=parts, layers=layers, hidden_states=hidden_states, pooled=pooled,
             mlm_logits=self.cls.predictions(hidden_states[-1]) if _want(heads, self.has_mlm_head) else None,
             nsp_logits=self.cls.seq_relationship(pooled) if _want(heads, self.has_nsp_head) else None,
             attention_mask=attention_mask,
-        )
+        )  # fmt: skip
 
     def num_parameters(self) -> int:
         """Trainable and frozen parameters, the tied matrix counted once."""
@@ -422,3 +392,5 @@ class BertForPreTraining(nn.Module):
         from bertviz_lite.model.hf_io import hf_state_dict
 
         return hf_state_dict(self)
+
+

@@ -63,9 +63,7 @@ class RunState:
 
     name: str
     path: Path
-    state: (
-        str  # starting | running | finished | stopped | diverged | failed | ready (a checkpoint, no status)
-    )
+    state: str  # starting | running | finished | stopped | diverged | failed | ready (a checkpoint, no status)
     message: str = ""
     step: int = 0
     total_steps: int | None = None
@@ -90,7 +88,7 @@ class RunState:
 
     @property
     def eta_text(self) -> str | None:
-        """ "about 2 min 05 s left" while it trains and the trainer gave an estimate, else None."""
+        """"about 2 min 05 s left" while it trains and the trainer gave an estimate, else None."""
         if self.eta_s is None or not self.active:
             return None
         minutes, seconds = divmod(int(self.eta_s), 60)
@@ -140,13 +138,8 @@ def _launch_lock(root: Path) -> Iterator[None]:
 
 
 def launch_run(
-    options: Mapping[str, Any],
-    *,
-    root: Path | None = None,
-    name: str | None = None,
-    corpus_text: str | None = None,
-    max_runs: int | None = None,
-    owner: access.Visitor | None = None,
+    options: Mapping[str, Any], *, root: Path | None = None, name: str | None = None,
+    corpus_text: str | None = None, max_runs: int | None = None, owner: access.Visitor | None = None,
 ) -> Path:
     """Start a training process on a new run folder and return the folder.
 
@@ -192,7 +185,7 @@ def check_new_run_name(name: str, root: Path | None = None) -> str:
 def _check_run_limit(root: Path, limit: int, owner: access.Visitor | None = None) -> None:
     active = active_runs(root)
     if owner is not None and owner.admin:
-        for run in active[limit - 1 :]:  # the lecturer preempts: these save and stop while the new run starts
+        for run in active[limit - 1:]:  # the lecturer preempts: these save and stop while the new run starts
             stop_run(run.path)
         return
     if len(active) >= limit:
@@ -203,10 +196,8 @@ def _check_run_limit(root: Path, limit: int, owner: access.Visitor | None = None
         )
     own = [run.name for run in active if owner is not None and access.is_owner(run.path, owner)]
     if own:
-        raise RunLimitError(
-            f"You already have a run training ({own[0]}): one run per visitor at a time. "
-            "Stop it or wait until it finishes."
-        )
+        raise RunLimitError(f"You already have a run training ({own[0]}): one run per visitor at a time. "
+                            "Stop it or wait until it finishes.")  # fmt: skip
 
 
 def _start_process(run_dir: Path, command: list[str]) -> subprocess.Popen:
@@ -214,14 +205,9 @@ def _start_process(run_dir: Path, command: list[str]) -> subprocess.Popen:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     with open(RunFolder(run_dir).log, "ab") as log:
         process = subprocess.Popen(
-            command,
-            cwd=REPO_ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+            command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
     _CHILDREN[process.pid] = process
     atomic_write_json(
         RunFolder(run_dir).launch, {"pid": process.pid, "command": command, "launched_at": time.time()}
@@ -269,17 +255,10 @@ def run_state(run_dir: str | os.PathLike) -> RunState:
 
 def _from_status(run_dir: Path, status: dict[str, Any], state: str, message: str) -> RunState:
     return RunState(
-        name=run_dir.name,
-        path=run_dir,
-        state=state,
-        message=message,
-        step=int(status.get("step") or 0),
-        total_steps=status.get("total_steps"),
-        eta_s=status.get("eta_s") if state == "running" else None,
-        pid=status.get("pid"),
-        checkpoint_step=status.get("checkpoint_step"),
-        updated_at=status.get("updated_at"),
-    )
+        name=run_dir.name, path=run_dir, state=state, message=message, step=int(status.get("step") or 0),
+        total_steps=status.get("total_steps"), eta_s=status.get("eta_s") if state == "running" else None,
+        pid=status.get("pid"), checkpoint_step=status.get("checkpoint_step"), updated_at=status.get("updated_at"),
+    )  # fmt: skip
 
 
 def _state_without_status(run_dir: Path) -> RunState:
@@ -396,17 +375,10 @@ def _shown(value: Any) -> Any:
     """A hyperparameter as read, or as short text when it is not a plain value (a list, a 400-digit number)."""
     if _small(value):
         return value
-    text = (
-        value
-        if isinstance(value, str)
-        else json.dumps(value)[:MAX_TEXT_FIELD]
-        if isinstance(value, list | dict)
+    text = value if isinstance(value, str) else json.dumps(value)[:MAX_TEXT_FIELD] if isinstance(value, list | dict) \
         else f"a {len(str(value))}-digit number"
-    )
     return text if len(text) <= MAX_TEXT_FIELD else text[: MAX_TEXT_FIELD - 1] + "…"
 
 
 def _small(value: Any) -> bool:
-    return (
-        value is None or isinstance(value, bool | float) or (isinstance(value, int) and abs(value) < 10**30)
-    )
+    return value is None or isinstance(value, bool | float) or (isinstance(value, int) and abs(value) < 10**30)

@@ -45,9 +45,7 @@ class Visitor:
 
     id: str
     admin: bool = False
-    aliases: tuple[
-        str, ...
-    ] = ()  # ids the same browser was given by tabs opened at once: also this visitor's
+    aliases: tuple[str, ...] = ()  # ids the same browser was given by tabs opened at once: also this visitor's
 
 
 def new_visitor_id() -> str:
@@ -107,14 +105,8 @@ def check_admin_token(visitor_id: str, token: str, now: float | None = None) -> 
             return True
         mine.append(now)
         _all_failures.append(now)
-        log.warning(
-            "wrong admin token from visitor %s (%d of %d allowed in %d min; %d from everyone)",
-            who[:12],
-            len(mine),
-            ADMIN_TRIES_PER_VISITOR,
-            ADMIN_WINDOW_S // 60,
-            len(_all_failures),
-        )
+        log.warning("wrong admin token from visitor %s (%d of %d allowed in %d min; %d from everyone)", who[:12],
+                    len(mine), ADMIN_TRIES_PER_VISITOR, ADMIN_WINDOW_S // 60, len(_all_failures))  # fmt: skip
         return False
 
 
@@ -140,10 +132,7 @@ def is_owner(folder: str | os.PathLike, visitor: Visitor) -> bool:
     claim link (another device)."""
     record = read_json_object(RunFolder(folder).owner) or {}
     mine = [_digest(visitor_id) for visitor_id in (visitor.id, *visitor.aliases)]
-    owners = [
-        str(record.get("owner", "")),
-        *(str(o) for o in record.get("claimed_by", []) if isinstance(o, str)),
-    ]
+    owners = [str(record.get("owner", "")), *(str(o) for o in record.get("claimed_by", []) if isinstance(o, str))]
     return any(hmac.compare_digest(owner, digest) for owner in owners for digest in mine)
 
 
@@ -161,9 +150,7 @@ def claim_code(folder: str | os.PathLike, visitor: Visitor) -> str | None:
     record = read_json_object(run.owner) or {}
     if not record.get("owner") or not hmac.compare_digest(str(record["owner"]), _digest(visitor.id)):
         return None
-    code = hmac.new(visitor.id.encode(), f"claim:{Path(folder).name}".encode(), hashlib.sha256).hexdigest()[
-        :32
-    ]
+    code = hmac.new(visitor.id.encode(), f"claim:{Path(folder).name}".encode(), hashlib.sha256).hexdigest()[:32]
     if record.get(CLAIM_FIELD) != _digest(code):
         atomic_write_json(run.owner, {**record, CLAIM_FIELD: _digest(code)})
     return code
@@ -175,10 +162,8 @@ def claim(folder: str | os.PathLike, visitor: Visitor, code: str) -> str:
     record = read_json_object(run.owner) or {}
     expected = str(record.get(CLAIM_FIELD, ""))
     if not expected or not isinstance(code, str) or not hmac.compare_digest(expected, _digest(code[:64])):
-        raise PermissionError(
-            f"This claim link does not fit {Path(folder).name}: ask its owner for the link "
-            "their Train page shows, or type the admin token."
-        )
+        raise PermissionError(f"This claim link does not fit {Path(folder).name}: ask its owner for the link "
+                              "their Train page shows, or type the admin token.")  # fmt: skip
     if is_owner(folder, visitor):
         return f"{Path(folder).name} is already yours on this browser."
     claimed = [o for o in record.get("claimed_by", []) if isinstance(o, str)]
@@ -191,9 +176,7 @@ def claim(folder: str | os.PathLike, visitor: Visitor, code: str) -> str:
 def is_shipped(folder: str | os.PathLike) -> bool:
     """The checkpoints that come with the repository, which nobody changes from the app."""
     path = Path(folder)
-    return (
-        path.name in pretrained.SHIPPED_CHECKPOINTS and path.parent.resolve() == checkpoints_root().resolve()
-    )
+    return path.name in pretrained.SHIPPED_CHECKPOINTS and path.parent.resolve() == checkpoints_root().resolve()
 
 
 def may_change(folder: str | os.PathLike, visitor: Visitor | None) -> bool:
@@ -210,9 +193,7 @@ def check_may_change(folder: str | os.PathLike, visitor: Visitor | None, action:
     name = Path(folder).name
     if is_shipped(folder):
         raise PermissionError(f"{name} ships with the app and is read-only: you cannot {action} it.")
-    raise PermissionError(
-        f"You can only {action} runs and uploads you started yourself; {name} is another visitor's."
-    )
+    raise PermissionError(f"You can only {action} runs and uploads you started yourself; {name} is another visitor's.")
 
 
 def allowed_model_roots() -> list[Path]:

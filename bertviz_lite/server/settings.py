@@ -28,9 +28,8 @@ def app_threads(environ: Mapping[str, str] = os.environ) -> int:
     except ValueError:
         threads = 0
     if threads < 1:
-        raise ValueError(
-            f"{THREADS_SETTING} must be a whole number of threads, 1 or more (it is {value[:20]!r})"
-        )
+        raise ValueError(f"{THREADS_SETTING} must be a whole number of threads, 1 or more "
+                         f"(it is {value[:20]!r})")  # fmt: skip
     return threads
 
 

@@ -58,21 +58,11 @@ def _story_slots(rng: random.Random, setting: dict) -> dict[str, str]:
     thing = rng.choice(sorted(setting["things"]))
     adj = rng.choice(setting["adjectives"])
     return {
-        **PRONOUNS[gender],
-        "name": name,
-        "friend": rng.choice(friends),
-        "place": place,
-        "place2": place2,
-        "thing": thing,
-        "use": setting["things"][thing],
-        "animal": rng.choice(setting["animals"]),
-        "adj": adj,
-        "a_adj": ("an " if adj[0] in "aeiou" else "a ") + adj,
-        "food": rng.choice(setting["foods"]),
-        "about": setting["about"],
-        "activity": rng.choice(setting["activities"]),
-        "home": setting["home"],
-    }
+        **PRONOUNS[gender], "name": name, "friend": rng.choice(friends), "place": place, "place2": place2,
+        "thing": thing, "use": setting["things"][thing], "animal": rng.choice(setting["animals"]),
+        "adj": adj, "a_adj": ("an " if adj[0] in "aeiou" else "a ") + adj, "food": rng.choice(setting["foods"]),
+        "about": setting["about"], "activity": rng.choice(setting["activities"]), "home": setting["home"],
+    }  # fmt: skip
 
 
 # ---- reading user text -------------------------------------------------------------------------
@@ -212,21 +202,15 @@ class PretrainingCollator:
         self, pairs: Sequence[tuple[str, str, int]], generator: torch.Generator | None = None
     ) -> dict[str, torch.Tensor]:
         """Returns input_ids, token_type_ids, attention_mask, labels, next_sentence_label, special_tokens_mask."""
-        encodings = self.tokenizer.encode_batch_pairs(
-            [(a, b) for a, b, _ in pairs], max_length=self.max_length
-        )
+        encodings = self.tokenizer.encode_batch_pairs([(a, b) for a, b, _ in pairs], max_length=self.max_length)
         batch = pad_encodings(encodings, self.tokenizer.pad_token_id)
         continuation = self._is_continuation[batch["input_ids"]] if self.whole_word_mask else None
         masked = mask_tokens(
-            batch["input_ids"],
-            batch["special_tokens_mask"].bool(),
-            mask_token_id=self.tokenizer.mask_token_id,
-            vocab_size=self.tokenizer.vocab_size,
-            mask_prob=self.mask_prob,
-            generator=generator,
-            random_token_ids=self._random_token_ids,
+            batch["input_ids"], batch["special_tokens_mask"].bool(),
+            mask_token_id=self.tokenizer.mask_token_id, vocab_size=self.tokenizer.vocab_size,
+            mask_prob=self.mask_prob, generator=generator, random_token_ids=self._random_token_ids,
             continuation_mask=continuation,
-        )
+        )  # fmt: skip
         batch["input_ids"], batch["labels"] = masked.input_ids, masked.labels
         batch["next_sentence_label"] = torch.tensor([label for _, _, label in pairs], dtype=torch.long)
         return batch
@@ -235,18 +219,10 @@ class PretrainingCollator:
 def pad_encodings(encodings: Sequence[Encoding], pad_token_id: int) -> dict[str, torch.Tensor]:
     """Stack encodings into [B, T] LongTensors, padding to the longest; padding counts as special."""
     length = max(len(encoding.input_ids) for encoding in encodings)
-    pad_values = {
-        "input_ids": pad_token_id,
-        "token_type_ids": 0,
-        "attention_mask": 0,
-        "special_tokens_mask": 1,
-    }
+    pad_values = {"input_ids": pad_token_id, "token_type_ids": 0, "attention_mask": 0, "special_tokens_mask": 1}
     return {
         name: torch.tensor(
-            [
-                getattr(encoding, name) + [value] * (length - len(encoding.input_ids))
-                for encoding in encodings
-            ],
+            [getattr(encoding, name) + [value] * (length - len(encoding.input_ids)) for encoding in encodings],
             dtype=torch.long,
         )
         for name, value in pad_values.items()

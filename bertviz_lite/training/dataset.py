@@ -40,9 +40,7 @@ def probe_pair(documents: Sequence[Sequence[str]]) -> tuple[str, str]:
     return next((doc[0], doc[1]) for doc in documents if len(doc) >= 2)
 
 
-def batch_indices(
-    num_items: int, batch_size: int, seed: int, rank: int = 0, world_size: int = 1
-) -> Iterator[list[int]]:
+def batch_indices(num_items: int, batch_size: int, seed: int, rank: int = 0, world_size: int = 1) -> Iterator[list[int]]:
     """Endless batches of indices: a new shuffle each epoch, each rank its own equal shard, no partial batch."""
     check_batch_size(batch_size, num_items, world_size)
     return _epochs(num_items, batch_size, seed, rank, world_size)
@@ -53,11 +51,8 @@ def check_batch_size(batch_size: int, num_train_pairs: int, world_size: int = 1)
     per_rank = num_train_pairs // world_size
     share = "of the corpus" if world_size == 1 else f"that each of the {world_size} processes gets"
     if per_rank < batch_size:
-        raise OptionError(
-            "batch_size",
-            f"batch_size ({batch_size}) is more than the {per_rank} training pairs "
-            f"{share}: use a smaller batch or a bigger corpus",
-        )
+        raise OptionError("batch_size", f"batch_size ({batch_size}) is more than the {per_rank} training pairs "
+                                        f"{share}: use a smaller batch or a bigger corpus")  # fmt: skip
 
 
 def _epochs(num_items: int, batch_size: int, seed: int, rank: int, world_size: int) -> Iterator[list[int]]:
@@ -94,9 +89,7 @@ class TrainingData:
     probe: tuple[str, str]  # the pair whose attention and predictions are snapshotted
 
 
-def prepare_data(
-    args: TrainingArguments, documents: list[list[str]], tokenizer: BertTokenizer
-) -> TrainingData:
+def prepare_data(args: TrainingArguments, documents: list[list[str]], tokenizer: BertTokenizer) -> TrainingData:
     """Next-sentence pairs split into training and held-out ones (at most args.eval_pairs of those)."""
     try:
         pairs = make_nsp_pairs(documents, seed=args.seed)

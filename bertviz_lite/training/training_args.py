@@ -25,89 +25,31 @@ from bertviz_lite.text.tokenization import MAX_POSITIONS, MIN_TRAIN_VOCAB_SIZE
 
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {
-        "config": {
-            "hidden_size": 128,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "intermediate_size": 512,
-            "max_position_embeddings": 128,
-            "hidden_dropout_prob": 0.0,
-            "attention_probs_dropout_prob": 0.0,
-        },
-        "vocab_size": 1000,
-        "seq_len": 64,
-        "batch_size": 32,
-        "steps": 1000,
-        "lr": 2e-3,
-        "warmup": 30,
-        "log_every": 5,
-        "eval_every": 50,
-        "snapshot_every": 25,
-        "save_every": 100,
+        "config": {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 512,
+                   "max_position_embeddings": 128, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
+        "vocab_size": 1000, "seq_len": 64, "batch_size": 32, "steps": 1000, "lr": 2e-3, "warmup": 30,
+        "log_every": 5, "eval_every": 50, "snapshot_every": 25, "save_every": 100,
     },
     "classroom": {  # the tiny model, sized to finish within 2 minutes on 2 CPU cores: start it, teach, show it
-        "config": {
-            "hidden_size": 128,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "intermediate_size": 512,
-            "max_position_embeddings": 128,
-            "hidden_dropout_prob": 0.0,
-            "attention_probs_dropout_prob": 0.0,
-        },
-        "vocab_size": 1000,
-        "seq_len": 64,
-        "batch_size": 32,
-        "steps": 800,
-        "lr": 2e-3,
-        "warmup": 30,
-        "log_every": 5,
-        "eval_every": 25,
-        "snapshot_every": 20,
-        "save_every": 100,
+        "config": {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 512,
+                   "max_position_embeddings": 128, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
+        "vocab_size": 1000, "seq_len": 64, "batch_size": 32, "steps": 800, "lr": 2e-3, "warmup": 30,
+        "log_every": 5, "eval_every": 25, "snapshot_every": 20, "save_every": 100,
     },
     "small": {
-        "config": {
-            "hidden_size": 256,
-            "num_hidden_layers": 4,
-            "num_attention_heads": 4,
-            "intermediate_size": 1024,
-            "max_position_embeddings": 512,
-        },
-        "vocab_size": 8000,
-        "seq_len": 128,
-        "batch_size": 16,
-        "steps": 2000,
-        "lr": 5e-4,
-        "warmup": 200,
-        "log_every": 10,
-        "eval_every": 200,
-        "snapshot_every": 100,
-        "save_every": 500,
+        "config": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 1024,
+                   "max_position_embeddings": 512},
+        "vocab_size": 8000, "seq_len": 128, "batch_size": 16, "steps": 2000, "lr": 5e-4, "warmup": 200,
+        "log_every": 10, "eval_every": 200, "snapshot_every": 100, "save_every": 500,
     },
     "base": {
-        "config": {
-            "hidden_size": 768,
-            "num_hidden_layers": 12,
-            "num_attention_heads": 12,
-            "intermediate_size": 3072,
-            "max_position_embeddings": 512,
-        },
-        "vocab_size": 30522,
-        "seq_len": 128,
-        "batch_size": 32,
-        "steps": 10000,
-        "lr": 1e-4,
-        "warmup": 1000,
-        "log_every": 20,
-        "eval_every": 500,
-        "snapshot_every": 500,
-        "save_every": 1000,
+        "config": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+                   "max_position_embeddings": 512},
+        "vocab_size": 30522, "seq_len": 128, "batch_size": 32, "steps": 10000, "lr": 1e-4, "warmup": 1000,
+        "log_every": 20, "eval_every": 500, "snapshot_every": 500, "save_every": 1000,
     },
-}
-CONFIG_OVERRIDES = tuple(
-    f.name for f in dataclasses.fields(BertConfig) if f.name not in ("vocab_size", "pad_token_id")
-)
+}  # fmt: skip
+CONFIG_OVERRIDES = tuple(f.name for f in dataclasses.fields(BertConfig) if f.name not in ("vocab_size", "pad_token_id"))
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "fp32", "bf16")  # auto: bf16 autocast on CUDA, float32 on CPU
 GROUPS = ("Run", "Model", "Data", "Optimisation", "Logging")  # the form's sections ("Run": its top row)
@@ -141,25 +83,11 @@ CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "non_negative": (lambda v: is_number(v) and v >= 0, "must be a number, 0 or more"),
     "fraction": (lambda v: is_number(v) and 0 < v < 1, "must be between 0 and 1 (exclusive)"),
 }
-MINIMUMS = {
-    "count": 1,
-    "count_or_zero": 0,
-    "positive": 0.0,
-    "non_negative": 0.0,
-    "fraction": 0.0,
-}  # for the form
+MINIMUMS = {"count": 1, "count_or_zero": 0, "positive": 0.0, "non_negative": 0.0, "fraction": 0.0}  # for the form
 
 
-def option(
-    default: Any,
-    *,
-    help: str,
-    label: str,
-    group: str | None,
-    check: str | None = None,
-    choices: tuple[str, ...] | None = None,
-    step: float | None = None,
-) -> Any:
+def option(default: Any, *, help: str, label: str, group: str | None, check: str | None = None,
+           choices: tuple[str, ...] | None = None, step: float | None = None) -> Any:  # fmt: skip
     """A TrainingArguments field declared with everything the CLI, the form and the comparison show.
 
     Args:
@@ -174,14 +102,8 @@ def option(
     if check is not None and check not in CHECKS:
         raise ValueError(f"check ({check!r}) must be one of {', '.join(CHECKS)}")
     from_preset = default is None and group not in (None, "Run")
-    metadata = {
-        "help": help + (PRESET_DEFAULT if from_preset else ""),
-        "label": label,
-        "group": group,
-        "check": check,
-        "choices": choices,
-        "step": step,
-    }
+    metadata = {"help": help + (PRESET_DEFAULT if from_preset else ""), "label": label, "group": group,
+                "check": check, "choices": choices, "step": step}  # fmt: skip
     return field(default=default, metadata=metadata)
 
 
@@ -194,160 +116,56 @@ def every(label: str, help: str, check: str = "count") -> Any:
 class TrainingArguments:
     """Every option of a run; None means "the preset's value". Validated on creation (OptionError)."""
 
-    preset: str = option(
-        "tiny",
-        label="Preset",
-        group="Run",
-        choices=tuple(PRESETS),
-        help=(
-            "model sizes and training defaults: tiny (2 layers, 128 hidden, 2 heads), classroom (tiny, 800 steps: done "
-            "within 2 minutes on 2 CPU cores, attention snapshot every 20 steps), small (4 layers, 256 hidden, 4 heads, "
-            "1024 feed-forward), base (BERT-base sizes)"
-        ),
-    )
-    corpus: str = option(
-        "builtin",
-        label="Corpus",
-        group="Run",
-        help=(
-            "'builtin' (generated short stories), 'english' (WordNet's definitions and examples, 1.8 M words), "
-            "'everyday' (prose and quotations from Debian packages, 1.1 M words) or a UTF-8 text file: documents "
-            "separated by blank lines"
-        ),
-    )
-    num_documents: int = option(
-        3000, label="Built-in stories", group="Data", check="count", help="stories in the built-in corpus"
-    )
-    init: str | None = option(
-        None,
-        label="Start from",
-        group="Run",
-        help=(
-            "continue pre-training from these weights: 'all-MiniLM-L6-v2', a checkpoint name or a BERT folder; its "
-            "sizes and vocabulary are kept, missing MLM/NSP heads start fresh (random weights when not given)"
-        ),
-    )
-    vocab_size: int | None = option(
-        None,
-        label="Vocabulary size",
-        group="Data",
-        check="count",
-        help="WordPiece vocabulary size, trained on the corpus at the start",
-    )
-    seq_len: int | None = option(
-        None,
-        label="Sequence length",
-        group="Data",
-        check="count",
-        help="maximum tokens of a sentence pair, [CLS] and [SEP]s included",
-    )
-    steps: int | None = option(
-        None, label="Steps", group="Optimisation", check="count", help="optimizer steps"
-    )
-    batch_size: int | None = option(
-        None,
-        label="Batch size",
-        group="Optimisation",
-        check="count",
-        help="sentence pairs per step and per process",
-    )
-    lr: float | None = option(
-        None,
-        label="Learning rate",
-        group="Optimisation",
-        check="positive",
-        step=1e-4,
-        help="peak learning rate of AdamW",
-    )
-    warmup: int | None = option(
-        None,
-        label="Warm-up steps",
-        group="Optimisation",
-        check="count_or_zero",
-        help="steps of linear warm-up, then linear decay to 0",
-    )
-    weight_decay: float = option(
-        0.01,
-        label="Weight decay",
-        group="Optimisation",
-        check="non_negative",
-        step=0.01,
-        help="AdamW weight decay (not on biases and LayerNorm)",
-    )
-    max_grad_norm: float = option(
-        1.0,
-        label="Gradient clipping",
-        group="Optimisation",
-        check="positive",
-        step=0.1,
-        help="clip the gradient norm to this",
-    )
-    mask_prob: float = option(
-        0.15,
-        label="Mask probability",
-        group="Data",
-        check="fraction",
-        step=0.01,
-        help="fraction of tokens chosen for masked-language modelling",
-    )
-    whole_word_mask: bool = option(
-        False,
-        label="Whole-word masking",
-        group="Data",
-        help=(
-            "choose whole words for masked-language modelling: all WordPiece pieces of a chosen word are predicted "
-            "together, so a piece cannot be filled in from the rest of its own word"
-        ),
-    )
-    eval_fraction: float = option(
-        0.05,
-        label="Held-out fraction",
-        group="Data",
-        check="fraction",
-        step=0.01,
-        help="fraction of the sentence pairs held out for evaluation",
-    )
-    eval_pairs: int = option(
-        512,
-        label="Held-out pairs",
-        group="Data",
-        check="count",
-        help="evaluate on at most this many held-out pairs",
-    )
-    seed: int = option(
-        0,
-        label="Seed",
-        group="Optimisation",
-        check="count_or_zero",
-        help=("random seed of the built-in corpus, the initial weights, the data order and the masking"),
-    )
-    device: str = option(
-        "auto", label="Device", group="Run", choices=DEVICES, help="auto (CUDA if available), cpu or cuda"
-    )
-    dtype: str = option(
-        "auto",
-        label="Precision",
-        group="Run",
-        choices=DTYPES,
-        help="auto (bf16 autocast on CUDA, float32 on CPU), fp32, or bf16 (autocast on CPU too)",
-    )
+    preset: str = option("tiny", label="Preset", group="Run", choices=tuple(PRESETS), help=(
+        "model sizes and training defaults: tiny (2 layers, 128 hidden, 2 heads), classroom (tiny, 800 steps: done "
+        "within 2 minutes on 2 CPU cores, attention snapshot every 20 steps), small (4 layers, 256 hidden, 4 heads, "
+        "1024 feed-forward), base (BERT-base sizes)"))
+    corpus: str = option("builtin", label="Corpus", group="Run", help=(
+        "'builtin' (generated short stories), 'english' (WordNet's definitions and examples, 1.8 M words), "
+        "'everyday' (prose and quotations from Debian packages, 1.1 M words) or a UTF-8 text file: documents "
+        "separated by blank lines"))
+    num_documents: int = option(3000, label="Built-in stories", group="Data", check="count",
+                                help="stories in the built-in corpus")
+    init: str | None = option(None, label="Start from", group="Run", help=(
+        "continue pre-training from these weights: 'all-MiniLM-L6-v2', a checkpoint name or a BERT folder; its "
+        "sizes and vocabulary are kept, missing MLM/NSP heads start fresh (random weights when not given)"))
+    vocab_size: int | None = option(None, label="Vocabulary size", group="Data", check="count",
+                                    help="WordPiece vocabulary size, trained on the corpus at the start")
+    seq_len: int | None = option(None, label="Sequence length", group="Data", check="count",
+                                 help="maximum tokens of a sentence pair, [CLS] and [SEP]s included")
+    steps: int | None = option(None, label="Steps", group="Optimisation", check="count", help="optimizer steps")
+    batch_size: int | None = option(None, label="Batch size", group="Optimisation", check="count",
+                                    help="sentence pairs per step and per process")
+    lr: float | None = option(None, label="Learning rate", group="Optimisation", check="positive", step=1e-4,
+                              help="peak learning rate of AdamW")
+    warmup: int | None = option(None, label="Warm-up steps", group="Optimisation", check="count_or_zero",
+                                help="steps of linear warm-up, then linear decay to 0")
+    weight_decay: float = option(0.01, label="Weight decay", group="Optimisation", check="non_negative", step=0.01,
+                                 help="AdamW weight decay (not on biases and LayerNorm)")
+    max_grad_norm: float = option(1.0, label="Gradient clipping", group="Optimisation", check="positive", step=0.1,
+                                  help="clip the gradient norm to this")
+    mask_prob: float = option(0.15, label="Mask probability", group="Data", check="fraction", step=0.01,
+                              help="fraction of tokens chosen for masked-language modelling")
+    whole_word_mask: bool = option(False, label="Whole-word masking", group="Data", help=(
+        "choose whole words for masked-language modelling: all WordPiece pieces of a chosen word are predicted "
+        "together, so a piece cannot be filled in from the rest of its own word"))
+    eval_fraction: float = option(0.05, label="Held-out fraction", group="Data", check="fraction", step=0.01,
+                                  help="fraction of the sentence pairs held out for evaluation")
+    eval_pairs: int = option(512, label="Held-out pairs", group="Data", check="count",
+                             help="evaluate on at most this many held-out pairs")
+    seed: int = option(0, label="Seed", group="Optimisation", check="count_or_zero", help=(
+        "random seed of the built-in corpus, the initial weights, the data order and the masking"))
+    device: str = option("auto", label="Device", group="Run", choices=DEVICES,
+                         help="auto (CUDA if available), cpu or cuda")
+    dtype: str = option("auto", label="Precision", group="Run", choices=DTYPES,
+                        help="auto (bf16 autocast on CUDA, float32 on CPU), fp32, or bf16 (autocast on CPU too)")
     log_every: int | None = every("Log every", "write a metrics line every N steps")
     eval_every: int | None = every("Evaluate every", "evaluate on the held-out pairs every N steps")
-    snapshot_every: int | None = every(
-        "Attention snapshot every", "save the probe pair's attention maps every N steps"
-    )
-    save_every: int | None = every(
-        "Save every", "save the checkpoint every N steps; 0: only at the end", "count_or_zero"
-    )
-    out: str | None = option(
-        None,
-        label="Run folder",
-        group=None,
-        help=(
-            "run folder, e.g. checkpoints/NAME: a new or empty folder, or with --resume the run to continue "
-            "(default: checkpoints/run-<date>-<time>)"
-        ),
-    )
+    snapshot_every: int | None = every("Attention snapshot every", "save the probe pair's attention maps every N steps")
+    save_every: int | None = every("Save every", "save the checkpoint every N steps; 0: only at the end", "count_or_zero")
+    out: str | None = option(None, label="Run folder", group=None, help=(
+        "run folder, e.g. checkpoints/NAME: a new or empty folder, or with --resume the run to continue "
+        "(default: checkpoints/run-<date>-<time>)"))
     config: dict[str, Any] = field(default_factory=dict)  # BertConfig overrides, e.g. {"hidden_size": 64}
 
     def __post_init__(self) -> None:
@@ -370,29 +188,18 @@ class TrainingArguments:
         unknown = sorted(set(self.config) - set(CONFIG_OVERRIDES))
         if unknown:
             raise OptionError("config", f"config has unknown field(s) {', '.join(unknown)}")
-        values = {
-            **PRESETS[self.preset]["config"],
-            **self.config,
-            "vocab_size": vocab_size,
-            "pad_token_id": 0,
-        }
+        values = {**PRESETS[self.preset]["config"], **self.config, "vocab_size": vocab_size, "pad_token_id": 0}
         try:
             config = BertConfig(**values)
         except (TypeError, ValueError) as err:
             raise OptionError(_field_named_in(str(err)), str(err)) from None
         if config.max_position_embeddings < self.seq_len:
-            raise OptionError(
-                "seq_len",
-                f"seq_len ({self.seq_len}) must be at most max_position_embeddings "
-                f"({config.max_position_embeddings})",
-            )
+            raise OptionError("seq_len", f"seq_len ({self.seq_len}) must be at most max_position_embeddings "
+                                         f"({config.max_position_embeddings})")  # fmt: skip
         _check_seq_len_limit(self.seq_len)
         if config.type_vocab_size < 2:
-            raise OptionError(
-                "type_vocab_size",
-                f"type_vocab_size ({config.type_vocab_size}) must be at least 2: "
-                "sentence pairs use segments 0 and 1",
-            )
+            raise OptionError("type_vocab_size", f"type_vocab_size ({config.type_vocab_size}) must be at least 2: "
+                                                 "sentence pairs use segments 0 and 1")  # fmt: skip
         _check_model_size(config, self)
         return config
 
@@ -415,22 +222,13 @@ def _validate_arguments(args: TrainingArguments) -> None:
     for spec in option_fields(type(args)):
         _check_declared(spec, getattr(args, spec.name))
     _check(args.seq_len >= 8, "seq_len", f"seq_len ({args.seq_len}) must be at least 8 tokens")
-    _check(
-        isinstance(args.corpus, str) and bool(args.corpus.strip()),
-        "corpus",
-        "corpus is empty: give 'builtin', 'english', 'everyday' or the path of a UTF-8 text file",
-    )
-    _check(
-        args.init is None or (isinstance(args.init, str) and bool(args.init.strip())),
-        "init",
-        "init is empty: give a model name such as 'all-MiniLM-L6-v2' or a model folder",
-    )
-    _check(
-        args.init is None or not args.config,
-        "config",
-        f"config overrides ({', '.join(sorted(args.config))}) cannot be used with init: the pretrained "
-        "model fixes its sizes",
-    )
+    _check(isinstance(args.corpus, str) and bool(args.corpus.strip()), "corpus",
+           "corpus is empty: give 'builtin', 'english', 'everyday' or the path of a UTF-8 text file")  # fmt: skip
+    _check(args.init is None or (isinstance(args.init, str) and bool(args.init.strip())), "init",
+           "init is empty: give a model name such as 'all-MiniLM-L6-v2' or a model folder")  # fmt: skip
+    _check(args.init is None or not args.config, "config",
+           f"config overrides ({', '.join(sorted(args.config))}) cannot be used with init: the pretrained "
+           "model fixes its sizes")  # fmt: skip
     _validate_sizes(args)
     _validate_out(args.out)
 
@@ -447,35 +245,22 @@ def _check_declared(spec: dataclasses.Field, value: Any) -> None:
 
 def _validate_sizes(args: TrainingArguments) -> None:
     """Checks of sizes the data and the tokenizer need, made before anything is built."""
-    _check(
-        args.vocab_size >= MIN_TRAIN_VOCAB_SIZE,
-        "vocab_size",
-        f"vocab_size ({args.vocab_size}) must be at least {MIN_TRAIN_VOCAB_SIZE}",
-    )
-    _check(
-        args.num_documents >= 2,
-        "num_documents",
-        f"num_documents ({args.num_documents}) must be at least 2: next-sentence pairs need 2 stories",
-    )
+    _check(args.vocab_size >= MIN_TRAIN_VOCAB_SIZE, "vocab_size",
+           f"vocab_size ({args.vocab_size}) must be at least {MIN_TRAIN_VOCAB_SIZE}")  # fmt: skip
+    _check(args.num_documents >= 2, "num_documents",
+           f"num_documents ({args.num_documents}) must be at least 2: next-sentence pairs need 2 stories")  # fmt: skip
 
 
 def _check_seq_len_limit(seq_len: int) -> None:
-    _check(
-        seq_len <= MAX_POSITIONS,
-        "seq_len",
-        f"seq_len ({seq_len}) must be at most {MAX_POSITIONS}, "
-        "the longest sentence pair the tokenizer builds",
-    )
+    _check(seq_len <= MAX_POSITIONS, "seq_len", f"seq_len ({seq_len}) must be at most {MAX_POSITIONS}, "
+                                                "the longest sentence pair the tokenizer builds")  # fmt: skip
 
 
 def _check_init_positions(init: str, seq_len: int) -> None:
     """seq_len must fit the positions of the pretrained model a run starts from (read from its config.json)."""
     positions = pretrained_config(init).max_position_embeddings
-    _check(
-        seq_len <= positions,
-        "seq_len",
-        f"seq_len ({seq_len}) must be at most {positions}, the positions of the pretrained model {init!r}",
-    )
+    _check(seq_len <= positions, "seq_len",
+           f"seq_len ({seq_len}) must be at most {positions}, the positions of the pretrained model {init!r}")  # fmt: skip
     _check_seq_len_limit(seq_len)
 
 
@@ -493,30 +278,16 @@ def _check_model_size(config: BertConfig, args: TrainingArguments) -> None:
     count = parameter_count(config)
     if count > MAX_PARAMETERS:
         preset = {**PRESETS[args.preset]["config"], "vocab_size": PRESETS[args.preset]["vocab_size"]}
-        option = max(
-            (
-                "hidden_size",
-                "intermediate_size",
-                "num_hidden_layers",
-                "max_position_embeddings",
-                "vocab_size",
-            ),
-            key=lambda name: getattr(config, name) / preset[name],
-        )
-        raise OptionError(
-            option,
-            f"{option} ({getattr(config, option)}) makes a model of about {amount(count)} "
-            f"parameters; training allows at most {amount(MAX_PARAMETERS)} (BERT-large has 340 M)",
-        )
+        option = max(("hidden_size", "intermediate_size", "num_hidden_layers", "max_position_embeddings",
+                      "vocab_size"), key=lambda name: getattr(config, name) / preset[name])  # fmt: skip
+        raise OptionError(option, f"{option} ({getattr(config, option)}) makes a model of about {amount(count)} "
+                                  f"parameters; training allows at most {amount(MAX_PARAMETERS)} (BERT-large has 340 M)")  # fmt: skip
     widest = max(config.num_attention_heads * args.seq_len, config.intermediate_size)
     elements = args.batch_size * args.seq_len * widest
-    _check(
-        elements <= MAX_TENSOR_ELEMENTS,
-        "batch_size",
-        f"batch_size ({args.batch_size}) × seq_len ({args.seq_len}) × {widest} (attention scores or feed-forward "
-        f"width) is {elements:,} numbers in one layer's activations, more than {MAX_TENSOR_ELEMENTS:,}: use a "
-        "smaller batch size or sequence length",
-    )
+    _check(elements <= MAX_TENSOR_ELEMENTS, "batch_size",
+           f"batch_size ({args.batch_size}) × seq_len ({args.seq_len}) × {widest} (attention scores or feed-forward "
+           f"width) is {elements:,} numbers in one layer's activations, more than {MAX_TENSOR_ELEMENTS:,}: use a "
+           "smaller batch size or sequence length")  # fmt: skip
 
 
 def _validate_out(out: str) -> None:
@@ -527,6 +298,8 @@ def _validate_out(out: str) -> None:
         validate_run_name(path.name)
     except ValueError as err:
         raise OptionError("out", f"out ({out!r}): {err}") from None
+
+
 
 
 def option_fields(arguments: type | None = None) -> list[dataclasses.Field]:

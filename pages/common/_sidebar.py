@@ -62,35 +62,19 @@ def render_sidebar() -> Inputs:
     options = model_options()
     keep_choice("model_picker", options, DEFAULT_MODEL)  # a deleted checkpoint falls back to the default
     with st.sidebar:
-        st.toggle(
-            "Presentation mode",
-            key="present",
-            help="Large dark text in figures, a compact page and the "
-            "sidebar folded away: for a projector. Also ?present=1 in the URL.",
-        )
+        st.toggle("Presentation mode", key="present", help="Large dark text in figures, a compact page and the "
+                  "sidebar folded away: for a projector. Also ?present=1 in the URL.")
         # Defaults go in as value/index: the default model is options[0].
         st.selectbox("Model", options, key="model_picker", format_func=model_label, help=MODEL_HELP)
         if st.session_state["model_picker"] in DESCRIPTIONS:
             st.caption(DESCRIPTIONS[st.session_state["model_picker"]])
         if st.session_state["model_picker"] == OTHER_FOLDER:
-            st.text_input(
-                "Model folder",
-                DEFAULTS["model_path"],
-                key="model_path",
-                placeholder="/path/to/a/bert/folder",
-                help="A folder with config.json, vocab.txt and model.safetensors (or pytorch_model.bin).",
-            )
+            st.text_input("Model folder", DEFAULTS["model_path"], key="model_path", placeholder="/path/to/a/bert/folder",
+                          help="A folder with config.json, vocab.txt and model.safetensors (or pytorch_model.bin).")
         st.text_input("Sentence A", DEFAULTS["sentence_a"], key="sentence_a")
         st.text_input("Sentence B (optional)", DEFAULTS["sentence_b"], key="sentence_b")
-        st.number_input(
-            "Max length (tokens)",
-            8,
-            512,
-            DEFAULTS["max_length"],
-            step=8,
-            key="max_length",
-            help="[CLS] A [SEP] B [SEP] is cut to this many tokens; the longer sentence loses tokens first.",
-        )
+        st.number_input("Max length (tokens)", 8, 512, DEFAULTS["max_length"], step=8, key="max_length",
+                        help="[CLS] A [SEP] B [SEP] is cut to this many tokens; the longer sentence loses tokens first.")
         remember_visitor()
     return current_inputs()
 
@@ -99,6 +83,4 @@ def current_inputs() -> Inputs:
     """The inputs as they stand in session state."""
     state = {**DEFAULTS, **st.session_state.to_dict()}
     source = state["model_path"].strip() if state["model_picker"] == OTHER_FOLDER else state["model_picker"]
-    return Inputs(
-        source, state["sentence_a"], state["sentence_b"], int(state["max_length"]), source_version(source)
-    )
+    return Inputs(source, state["sentence_a"], state["sentence_b"], int(state["max_length"]), source_version(source))

@@ -37,9 +37,7 @@ PRESENT_CSS = "<style>" + (ASSETS / "present.css").read_text(encoding="utf-8") +
 
 
 GC_FROM_TOKENS = 256  # inputs this long take seconds to trace, so a full collection (~0.3 s) first is cheap
-CACHE_TTL_S = (
-    600  # traces and views nobody asked for in 10 minutes are dropped: a class that left frees its memory
-)
+CACHE_TTL_S = 600  # traces and views nobody asked for in 10 minutes are dropped: a class that left frees its memory
 
 
 class Context(NamedTuple):
@@ -108,13 +106,9 @@ def trace_for(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
         _stop_with(str(err))
 
 
-@st.cache_resource(
-    max_entries=16,
-    ttl=CACHE_TTL_S,
-    show_spinner=False,  # shared, read-only; at 512 tokens a
-    # rollout is 12 MB, a model view's tiles up to ~75 MB: 16 entries stay near 1 GB at worst
-    hash_funcs={FunctionType: lambda data: f"{data.__module__}.{data.__qualname__}"},
-)
+@st.cache_resource(max_entries=16, ttl=CACHE_TTL_S, show_spinner=False,  # shared, read-only; at 512 tokens a
+                   # rollout is 12 MB, a model view's tiles up to ~75 MB: 16 entries stay near 1 GB at worst
+                   hash_funcs={FunctionType: lambda data: f"{data.__module__}.{data.__qualname__}"})
 def view(data: Callable[..., T], inputs: Inputs, masked: tuple[int, ...] = (), **params) -> T:
     """A view's data on the cached trace of inputs: explore.from_trace(data, trace, **params), computed once.
 
@@ -134,28 +128,20 @@ def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, ke
 
     The CSV is only built when the user clicks, so big tables cost nothing until then.
     """
-
     def data() -> bytes:
         return explore.csv_bytes(numbers if isinstance(numbers, pd.DataFrame) else numbers())
 
-    st.download_button(
-        "Numbers as CSV",
-        data=data,
-        file_name=f"{name}.csv",
-        mime="text/csv",
-        key=f"{key}_csv",
-        on_click="ignore",
-        icon=":material/download:",
-    )
+    st.download_button("Numbers as CSV", data=data, file_name=f"{name}.csv", mime="text/csv",
+                       key=f"{key}_csv", on_click="ignore", icon=":material/download:")
+
+
 
 
 def step_keys(previous_key: str, next_key: str) -> None:
     """Arrow keys and PageUp/PageDown press the buttons with these keys (a clicker moves the walkthrough)."""
     script = (ASSETS / "step_keys.js").read_text(encoding="utf-8")
-    st.html(
-        "<script>" + script.replace("__NEXT__", next_key).replace("__PREV__", previous_key) + "</script>",
-        unsafe_allow_javascript=True,
-    )
+    st.html("<script>" + script.replace("__NEXT__", next_key).replace("__PREV__", previous_key) + "</script>",
+            unsafe_allow_javascript=True)
 
 
 def is_present() -> bool:
@@ -169,14 +155,8 @@ def presentation_style() -> None:
         st.html(PRESENT_CSS)
 
 
-def show_figure(
-    fig: go.Figure,
-    name: str,
-    frame: pd.DataFrame | Callable[[], pd.DataFrame],
-    key: str | None = None,
-    slide_top: int = SLIDE_TOP,
-    **chart_args,
-):
+def show_figure(fig: go.Figure, name: str, frame: pd.DataFrame | Callable[[], pd.DataFrame], key: str | None = None,
+                slide_top: int = SLIDE_TOP, **chart_args):  # fmt: skip
     """st.plotly_chart with readable fonts (larger in presentation mode) and the PNG button, then a CSV button.
 
     key: the chart's widget key when it is not `name` (a new key clears a chart's selection).
@@ -213,9 +193,8 @@ def about(tab: ViewTab) -> None:
         st.markdown(tab.about, help=glossary(tab) or None)
 
 
-def show_declared_tabs(
-    declared: Sequence[ViewTab], tabs: dict, inputs: Inputs, masked: tuple[int, ...] = (), **picks
-) -> None:
+def show_declared_tabs(declared: Sequence[ViewTab], tabs: dict, inputs: Inputs, masked: tuple[int, ...] = (),
+                       **picks) -> None:
     """Draw the open one of the tabs declared with a data function and a builder (views/tabs.py): figure + CSV.
 
     tabs: the page's st.tabs by title; picks: the page's pickers (layer, head, which), passed where the data
@@ -241,14 +220,12 @@ def renewing_key(name: str, bare_first: bool = True) -> str:
     return name if bare_first and not clicks else f"{name}_{clicks}"
 
 
-def on_tile_click(
-    key: str, layers: int, heads: int, picked: Callable[[int, int], None], renew: str | None = None
-) -> Callable[[], None]:
+def on_tile_click(key: str, layers: int, heads: int, picked: Callable[[int, int], None],
+                  renew: str | None = None) -> Callable[[], None]:  # fmt: skip
     """The on_select callback of the model-view chart `key`: a clicked tile calls picked(layer, head).
 
     renew: the name given to renewing_key; its click count goes up, so the chart gets a new key.
     """
-
     def clicked() -> None:
         tile = explore.model_view_selection(st.session_state[key].selection, layers, heads)
         if tile is not None:
@@ -266,42 +243,24 @@ def _use_default_model() -> None:
 def switch_model_button(key: str | None = None) -> bool:
     """A button that picks DEFAULT_MODEL (it has both heads) in the sidebar; returns whether it is here."""
     available = DEFAULT_MODEL in list_checkpoints()
-    st.button(
-        f"Switch to {DEFAULT_MODEL}",
-        on_click=_use_default_model,
-        disabled=not available,
-        type="primary",
-        key=key,
-    )
+    st.button(f"Switch to {DEFAULT_MODEL}", on_click=_use_default_model, disabled=not available,
+              type="primary", key=key)  # fmt: skip
     return available
 
 
-def head_pickers(
-    prefix: str,
-    has_sentence_b: bool,
-    layers: int,
-    heads: Sequence[int],
-    default_head: int = 0,
-    head_label: Callable[[int], str] = str,
-    on_head: Callable[[], None] | None = None,
-) -> tuple[str, int, int]:
+def head_pickers(prefix: str, has_sentence_b: bool, layers: int, heads: Sequence[int], default_head: int = 0,
+                 head_label: Callable[[int], str] = str,
+                 on_head: Callable[[], None] | None = None) -> tuple[str, int, int]:  # fmt: skip
     """Sentence filter, layer and head pickers in a row (keys `<prefix>_filter|layer|head`); on_head: called
     when the head picked changes."""
     filters = list(analysis.SENTENCE_FILTERS) if has_sentence_b else ["All"]
     keep_choice(f"{prefix}_filter", filters, "All")
     keep_choice(f"{prefix}_layer", range(layers), 0)
     keep_choice(f"{prefix}_head", heads, default_head)
-    pick_filter, pick_layer, pick_head = st.columns(
-        [3, 1, 1]
-    )  # five filter buttons fit at 1024 px with a sidebar
-    which = (
-        pick_filter.segmented_control(
-            "Sentences (query → key)", filters, default="All", key=f"{prefix}_filter", persist_state=KEEP
-        )
-        or "All"
-    )
+    pick_filter, pick_layer, pick_head = st.columns([3, 1, 1])  # five filter buttons fit at 1024 px with a sidebar
+    which = pick_filter.segmented_control("Sentences (query → key)", filters, default="All",
+                                          key=f"{prefix}_filter", persist_state=KEEP) or "All"  # fmt: skip
     layer = pick_layer.selectbox("Layer", range(layers), key=f"{prefix}_layer", persist_state=KEEP)
-    head = pick_head.selectbox(
-        "Head", heads, key=f"{prefix}_head", format_func=head_label, persist_state=KEEP, on_change=on_head
-    )
+    head = pick_head.selectbox("Head", heads, key=f"{prefix}_head", format_func=head_label, persist_state=KEEP,
+                               on_change=on_head)
     return which, layer, head

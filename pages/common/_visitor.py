@@ -14,9 +14,7 @@ COOKIE_MAX_AGE_S = 180 * 24 * 3600
 # Tabs opened at the same moment each get an id before any has a cookie. The first to run this keeps its id in
 # COOKIE; a later one finds it and adds its own id to ALIAS_COOKIE, so that on the next page load the browser is one
 # visitor owning what every one of its tabs made (access.Visitor.aliases).
-_COOKIE_SCRIPT = (Path(__file__).resolve().parent / "assets" / "visitor_cookie.js").read_text(
-    encoding="utf-8"
-)
+_COOKIE_SCRIPT = (Path(__file__).resolve().parent / "assets" / "visitor_cookie.js").read_text(encoding="utf-8")
 
 
 def current_visitor() -> access.Visitor:
@@ -31,13 +29,8 @@ def current_visitor() -> access.Visitor:
 
 def cookie_script(visitor_id: str) -> str:
     """The script that keeps the first tab's id in the cookie and a later tab's id as an alias of it."""
-    return _COOKIE_SCRIPT % {
-        "id": visitor_id,
-        "age": COOKIE_MAX_AGE_S,
-        "cookie": COOKIE,
-        "alias": ALIAS_COOKIE,
-        "keep": access.MAX_ALIASES - 1,
-    }
+    return _COOKIE_SCRIPT % {"id": visitor_id, "age": COOKIE_MAX_AGE_S, "cookie": COOKIE, "alias": ALIAS_COOKIE,
+                             "keep": access.MAX_ALIASES - 1}  # fmt: skip
 
 
 def remember_visitor() -> None:

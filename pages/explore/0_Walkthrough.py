@@ -47,35 +47,20 @@ def _go(to: int) -> None:
 
 title, back, forward = st.columns([5, 1.4, 1.4], vertical_alignment="center")
 title.header(f"Step {step} of {len(walk.STEPS)}: {current.title}", anchor=False)
-back.button(
-    "Previous",
-    on_click=_go,
-    args=(step - 1,),
-    disabled=step == 1,
-    key="walk_prev",
-    icon=":material/arrow_back:",
-    width="stretch",
-)
-forward.button(
-    "Next",
-    on_click=_go,
-    args=(step + 1,),
-    disabled=step == len(walk.STEPS),
-    key="walk_next",
-    icon=":material/arrow_forward:",
-    type="primary",
-    width="stretch",
-)
+back.button("Previous", on_click=_go, args=(step - 1,), disabled=step == 1, key="walk_prev",
+            icon=":material/arrow_back:", width="stretch")
+forward.button("Next", on_click=_go, args=(step + 1,), disabled=step == len(walk.STEPS), key="walk_next",
+               icon=":material/arrow_forward:", type="primary", width="stretch")
 step_keys("walk_prev", "walk_next")
 facts = walk.step_facts(ctx.model.config, ctx.tokenizer.vocab_size, trace.num_tokens, original)
 st.markdown(walk.step_text(current, facts))
 
 
+
+
 def no_head(kind: str) -> None:
-    st.info(
-        f"{plain_markdown(ctx.inputs.source)} has no trained {kind} head (it was fine-tuned for sentence embeddings, and these "
-        f"layers were dropped), so it cannot show this step. {DEFAULT_MODEL} is the same encoder with both heads."
-    )
+    st.info(f"{plain_markdown(ctx.inputs.source)} has no trained {kind} head (it was fine-tuned for sentence embeddings, and these "
+            f"layers were dropped), so it cannot show this step. {DEFAULT_MODEL} is the same encoder with both heads.")
     switch_model_button(key="walk_switch_model")
 
 
@@ -84,11 +69,8 @@ def step_tokens() -> None:
 
 
 def step_ids() -> None:
-    show_figure(
-        ids_figure(trace.tokens, encoding.position_ids, encoding.token_type_ids),
-        "walk_ids",
-        frame=views.encoding_frame(encoding),
-    )
+    show_figure(ids_figure(trace.tokens, encoding.position_ids, encoding.token_type_ids), "walk_ids",
+                frame=views.encoding_frame(encoding))
 
 
 def step_embeddings() -> None:
@@ -126,14 +108,9 @@ def _open_head(layer: int, head: int) -> None:
 
 def step_many_heads() -> None:
     overview = view(views.model_view, ctx.inputs, masked)
-    show_figure(
-        model_view_figure(overview, tile_size=min(80, 520 // num_layers)),
-        "walk_model_view",
-        frame=overview.to_frame,
-        on_select=on_tile_click("walk_model_view", num_layers, num_heads, _open_head),
-        selection_mode="points",
-        slide_top=235,
-    )
+    show_figure(model_view_figure(overview, tile_size=min(80, 520 // num_layers)), "walk_model_view",
+                frame=overview.to_frame, on_select=on_tile_click("walk_model_view", num_layers, num_heads, _open_head),
+                selection_mode="points", slide_top=235)
 
 
 def step_residual() -> None:
@@ -149,14 +126,8 @@ def step_mlm() -> None:
     question = walk.mlm_question(trace.mlm_logits, ctx.tokenizer, query, original)
     if ask(question, "mlm"):
         top = views.top_predictions(trace.mlm_logits, ctx.tokenizer, query, 10)
-        show_figure(
-            topk_bar(
-                top["token"].tolist(), top["probability"], title=views.prediction_title(encoding, query)
-            ),
-            "walk_mlm",
-            frame=top,
-            slide_top=285,
-        )
+        show_figure(topk_bar(top["token"].tolist(), top["probability"], title=views.prediction_title(encoding, query)),
+                    "walk_mlm", frame=top, slide_top=285)
 
 
 def step_nsp() -> None:
@@ -174,10 +145,7 @@ RENDER = {step.key: globals().get(f"step_{step.key}") for step in walk.STEPS}
 if RENDER[current.key] is not None:
     RENDER[current.key]()
 if step == len(walk.STEPS):  # the walk's end leads on to a word's meaning in context, with a guess first
-    st.page_link(
-        "pages/explore/6_Meaning_in_context.py",
-        icon=":material/translate:",
-        query_params={"word": "bank", "preset": "bank"},
-        label="Next: one word, many meanings. Guess at which layer “bank” by the river and “bank” with money "
-        "drift furthest apart",
-    )
+    st.page_link("pages/explore/6_Meaning_in_context.py", icon=":material/translate:",
+                 query_params={"word": "bank", "preset": "bank"},
+                 label="Next: one word, many meanings. Guess at which layer “bank” by the river and “bank” with money "
+                       "drift furthest apart")  # fmt: skip

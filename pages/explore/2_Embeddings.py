@@ -24,38 +24,28 @@ st.caption(
 start = 0
 if count > WINDOW:
     clamp_number("emb_start", 0, count - WINDOW)
-    start = st.slider(
-        f"First token shown ({WINDOW} at a time)", 0, count - WINDOW, 0, key="emb_start", persist_state=KEEP
-    )
+    start = st.slider(f"First token shown ({WINDOW} at a time)", 0, count - WINDOW, 0, key="emb_start", persist_state=KEEP)
 window = view(views.embedding_window, ctx.inputs, start=start, size=WINDOW)
 show_figure(figures.embedding_window_figure(window), "embedding_parts", frame=window.to_frame, slide_top=160)
-st.caption(
-    f"Check: largest |sum − (token + position + segment)| = {views.embedding_sum_error(trace.embeddings):.2e}."
-)
+st.caption(f"Check: largest |sum − (token + position + segment)| = {views.embedding_sum_error(trace.embeddings):.2e}.")
 
-norms = analysis.embedding_component_norms(
-    *(trace.embeddings[n] for n in EMBEDDING_NAMES), tokens=trace.tokens
-)
+norms = analysis.embedding_component_norms(*(trace.embeddings[n] for n in EMBEDDING_NAMES), tokens=trace.tokens)
 show_figure(figures.component_norms_bar(norms), "embedding_norms", frame=norms)
 
 st.subheader("Position embeddings")
 max_positions = ctx.model.config.max_position_embeddings
 clamp_number("emb_positions", 2, max_positions)
-positions = st.number_input(
-    "Positions compared", 2, max_positions, min(64, max_positions), key="emb_positions", persist_state=KEEP
-)
-for column, similarity, name in zip(
-    st.columns(2),
-    views.position_similarity(ctx.model, positions),
-    ("position_similarity_model", "position_similarity_sinusoidal"),
-    strict=True,
-):
+positions = st.number_input("Positions compared", 2, max_positions, min(64, max_positions), key="emb_positions", persist_state=KEEP)
+for column, similarity, name in zip(st.columns(2), views.position_similarity(ctx.model, positions),
+                                    ("position_similarity_model", "position_similarity_sinusoidal"), strict=True):
     with column:
-        show_figure(figures.position_similarity_figure(similarity), name, frame=similarity.to_frame)
+        show_figure(figures.position_similarity_figure(similarity), name,
+                    frame=similarity.to_frame)
 
 st.subheader("Token vectors in 2-D")
 choices = views.vector_choices(ctx.model.config.num_hidden_layers)
 keep_choice("pca_vectors", choices, choices[-1])
 choice = st.selectbox("Vectors", choices, index=len(choices) - 1, key="pca_vectors", persist_state=KEEP)
 projection = view(views.token_projection, ctx.inputs, choice=choice)
-show_figure(figures.token_projection_figure(projection), "pca", frame=projection.to_frame)
+show_figure(figures.token_projection_figure(projection),
+            "pca", frame=projection.to_frame)

@@ -29,29 +29,18 @@ if not (ctx.model.has_mlm_head or ctx.model.has_nsp_head):
 labels = analysis.unique_labels(encoding.tokens)
 maskable = views.maskable_positions(encoding)
 default = list(default_masks(encoding))
-if new_input("pred_mask_input", ctx.inputs) and not from_link(
-    "pred_mask"
-):  # new text: positions mean other tokens
+if new_input("pred_mask_input", ctx.inputs) and not from_link("pred_mask"):  # new text: positions mean other tokens
     st.session_state["pred_mask"] = default
 keep_choices("pred_mask", maskable)  # a link's positions past this input's end
 left, right = st.columns([3, 1])
-chosen = left.multiselect(
-    "Tokens to mask (or type [MASK] in a sentence)",
-    maskable,
-    default=default,
-    key="pred_mask",
-    persist_state=KEEP,
-    format_func=lambda i: labels[i],
-)
+chosen = left.multiselect("Tokens to mask (or type [MASK] in a sentence)", maskable, default=default,
+                          key="pred_mask", persist_state=KEEP, format_func=lambda i: labels[i])
 k = right.number_input("Top k", 1, 30, 10, key="pred_k", persist_state=KEEP)
 trace = trace_for(ctx, chosen)
 
 # Side by side, so both fit a 1280 × 720 screen.
 mlm_column, nsp_column = (
-    st.columns([3, 2])
-    if ctx.model.has_mlm_head and ctx.model.has_nsp_head
-    else (st.container(), st.container())
-)
+    st.columns([3, 2]) if ctx.model.has_mlm_head and ctx.model.has_nsp_head else (st.container(), st.container()))
 if ctx.model.has_mlm_head:
     with mlm_column:
         st.subheader("Masked words")
@@ -61,11 +50,8 @@ if ctx.model.has_mlm_head:
         for position in positions:
             top = views.top_predictions(trace.mlm_logits, ctx.tokenizer, position, k)
             title = views.prediction_title(encoding, position)
-            show_figure(
-                figures.topk_bar(top["token"].tolist(), top["probability"], title=title),
-                f"predictions_{position}",
-                frame=top,
-            )
+            show_figure(figures.topk_bar(top["token"].tolist(), top["probability"], title=title),
+                        f"predictions_{position}", frame=top)
 
 if ctx.model.has_nsp_head:
     with nsp_column:
@@ -75,11 +61,6 @@ if ctx.model.has_nsp_head:
         else:
             # NSP judges the pair as typed: the tokens picked above are masked for the MLM guesses only.
             probability = views.is_next_probability(trace_for(ctx).nsp_logits)
-            show_figure(
-                figures.nsp_bar(probability, title="Does sentence B follow A?"),
-                "nsp",
-                frame=views.nsp_frame(probability),
-            )
-            st.caption(
-                views.nsp_caption(probability, views.is_next_probability(trace.nsp_logits), len(chosen))
-            )
+            show_figure(figures.nsp_bar(probability, title="Does sentence B follow A?"), "nsp",
+                        frame=views.nsp_frame(probability))
+            st.caption(views.nsp_caption(probability, views.is_next_probability(trace.nsp_logits), len(chosen)))

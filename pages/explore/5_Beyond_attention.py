@@ -44,28 +44,16 @@ def pick_target(where=st) -> tuple[int | None, tuple[int, ...]] | None:
     """The prediction to explain (None: NSP) and the positions to mask for it; None when there is nothing."""
     choices = views.explain_choices(encoding, model)
     if not choices:
-        st.info(
-            f"{plain_markdown(ctx.inputs.source)} has no trained MLM or NSP head (or there is no sentence B for NSP), so there is "
-            f"no prediction to explain. {DEFAULT_MODEL} has both."
-        )
+        st.info(f"{plain_markdown(ctx.inputs.source)} has no trained MLM or NSP head (or there is no sentence B for NSP), so there is "
+                f"no prediction to explain. {DEFAULT_MODEL} has both.")
         return None
-    options = [
-        NSP if choice is None else choice for choice in choices
-    ]  # a selectbox reads None as "nothing picked"
+    options = [NSP if choice is None else choice for choice in choices]  # a selectbox reads None as "nothing picked"
     default = options[choices.index(views.default_choice(encoding, choices))]
-    if new_input("beyond_target_input", ctx.inputs) and not from_link(
-        "beyond_target"
-    ):  # new text: other tokens
+    if new_input("beyond_target_input", ctx.inputs) and not from_link("beyond_target"):  # new text: other tokens
         st.session_state["beyond_target"] = default
     keep_choice("beyond_target", options, default)
-    picked = where.selectbox(
-        "Explain",
-        options,
-        index=options.index(default),
-        key="beyond_target",
-        persist_state=KEEP,
-        format_func=lambda i: "next-sentence decision (NSP)" if i == NSP else f"[MASK] at {labels[i]}",
-    )
+    picked = where.selectbox("Explain", options, index=options.index(default), key="beyond_target", persist_state=KEEP,
+                          format_func=lambda i: "next-sentence decision (NSP)" if i == NSP else f"[MASK] at {labels[i]}")
     position = None if picked == NSP else picked
     return position, explained_masks(encoding, position)
 
@@ -97,28 +85,17 @@ if tabs["Norm-weighted attention"].open:
             "vector it weighs. For all heads, the norm of the heads' summed vectors ‖Σ_h α f(x)‖ is shown."
         )
         heads = [ALL_HEADS, *range(num_heads)]
-        which, layer, head = head_pickers(
-            "beyond",
-            trace.has_sentence_b,
-            num_layers,
-            heads,
-            ALL_HEADS,
-            lambda h: "all heads" if h == ALL_HEADS else f"head {h}",
-        )
+        which, layer, head = head_pickers("beyond", trace.has_sentence_b, num_layers, heads, ALL_HEADS,
+                                          lambda h: "all heads" if h == ALL_HEADS else f"head {h}")
         data = shown(views.norm_attention, layer=layer, head=None if head == ALL_HEADS else head, which=which)
         if data is not None:
-            above = (
-                None if is_present() else st.container()
-            )  # presentation mode: the figures first, then the note
+            above = None if is_present() else st.container()  # presentation mode: the figures first, then the note
             raw_column, norm_column = st.columns(2)
             with raw_column:
-                show_figure(
-                    figures.weights_heatmap(data), "beyond_raw_attention", frame=data.to_frame, slide_top=300
-                )
+                show_figure(figures.weights_heatmap(data), "beyond_raw_attention", frame=data.to_frame,
+                            slide_top=300)
             with norm_column:
-                show_figure(
-                    figures.norm_heatmap(data), "beyond_norm_attention", frame=data.to_frame, slide_top=300
-                )
+                show_figure(figures.norm_heatmap(data), "beyond_norm_attention", frame=data.to_frame, slide_top=300)
             (above or st).info(data.note())
             show_table(data.shares().round(4), "beyond_norm_shares", hide_index=True)
         shares = view(views.special_share_by_layer, ctx.inputs)
@@ -130,9 +107,7 @@ if tabs["Attribution"].open:
         target = pick_target(pick)
         if target is not None:
             position, masked = target
-            steps = pick_steps.select_slider(
-                "Integrated-gradients steps", [32, 64, 128], value=32, key="beyond_steps", persist_state=KEEP
-            )
+            steps = pick_steps.select_slider("Integrated-gradients steps", [32, 64, 128], value=32, key="beyond_steps", persist_state=KEEP)
             with st.spinner("Masking each token in turn and integrating gradients…"):
                 data = shown(views.token_attribution, masked, position=position, steps=steps)
             if data is not None:
@@ -151,38 +126,23 @@ if tabs["Head knock-out"].open:
         target = pick_target()
         if target is not None:
             position, masked = target
-            names = [
-                attribution.head_name(layer, head) for layer in range(num_layers) for head in range(num_heads)
-            ]
+            names = [attribution.head_name(layer, head) for layer in range(num_layers) for head in range(num_heads)]
             keep_choices("beyond_heads", names)
-            chosen = st.multiselect(
-                "Heads to knock out (or click tiles in the model view below)",
-                names,
-                default=[],
-                key="beyond_heads",
-                persist_state=KEEP,
-            )
+            chosen = st.multiselect("Heads to knock out (or click tiles in the model view below)", names, default=[],
+                                    key="beyond_heads", persist_state=KEEP)
             heads = tuple(sorted(chosen, key=names.index))  # one cache entry per set of heads
             data = shown(views.head_knockout, masked, heads=heads, position=position, k=5)
             if data is not None:
-                st.caption(
-                    "A knocked-out head's attention probabilities are multiplied by 0 (transformers' head_mask): "
-                    "it adds nothing to its layer's output, and the layers above see the difference."
-                )
+                st.caption("A knocked-out head's attention probabilities are multiplied by 0 (transformers' head_mask): "
+                           "it adds nothing to its layer's output, and the layers above see the difference.")
                 show_figure(figures.knockout_figure(data), "beyond_knockout", frame=data.to_frame)
             with st.expander("Model view: click a tile to knock that head out (or bring it back)"):
                 overview = view(views.model_view, ctx.inputs, masked)
                 key = renewing_key("beyond_model_view", bare_first=False)
-                show_figure(
-                    figures.model_view_figure(overview, tile_size=min(80, 480 // num_layers)),
-                    "beyond_model_view",
-                    frame=overview.to_frame,
-                    key=key,
-                    selection_mode="points",
-                    on_select=on_tile_click(
-                        key, num_layers, num_heads, _toggle_head, renew="beyond_model_view"
-                    ),
-                )
+                show_figure(figures.model_view_figure(overview, tile_size=min(80, 480 // num_layers)), "beyond_model_view",
+                            frame=overview.to_frame, key=key, selection_mode="points",
+                            on_select=on_tile_click(key, num_layers, num_heads, _toggle_head,
+                                                    renew="beyond_model_view"))
 
 if tabs["Layer by layer"].open:
     with tabs["Layer by layer"]:

@@ -24,11 +24,9 @@ def start_form() -> None:
     """The new-run form in an expander: open while there is no run to show, folded away below one otherwise."""
     with st.expander("Start a new run", expanded=not choices, icon=":material/add:"):
         if len(training) >= lifecycle.max_concurrent_runs():
-            st.info(
-                f"{', '.join(run.name for run in training)} is training, and at most "
-                f"{lifecycle.max_concurrent_runs()} run(s) may train at once: a new run can start when it ends or "
-                "is stopped."
-            )
+            st.info(f"{', '.join(run.name for run in training)} is training, and at most "
+                    f"{lifecycle.max_concurrent_runs()} run(s) may train at once: a new run can start when it ends or "
+                    "is stopped.")  # fmt: skip
         new_run_form()
 
 

@@ -14,13 +14,7 @@ from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training.training_args import DEVICES, DTYPES, PRESETS, OptionError
 from pages.common._visitor import current_visitor
 
-CORPUS_SOURCES = (
-    "Built-in stories",
-    "English (WordNet)",
-    "Everyday English",
-    "Upload a .txt file",
-    "Paste text",
-)
+CORPUS_SOURCES = ("Built-in stories", "English (WordNet)", "Everyday English", "Upload a .txt file", "Paste text")
 NAMED_CORPORA = {CORPUS_SOURCES[0]: "builtin", CORPUS_SOURCES[1]: "english", CORPUS_SOURCES[2]: "everyday"}
 RANDOM = "random weights"  # the `init` option's None, as the picker shows it (a None value reads "Choose an option")
 INIT_CHOICES = (RANDOM, MINILM, *SHIPPED_CHECKPOINTS)
@@ -36,19 +30,14 @@ def apply_preset() -> None:
 
 def _field(name: str) -> None:
     """One option's widget, as its declaration says: a picker for choices, a checkbox for a flag, else a number box."""
-    label, help_text, choices = (
-        run_options.labels()[name],
-        run_options.option_help()[name],
-        run_options.choices(name),
-    )
+    label, help_text, choices = run_options.labels()[name], run_options.option_help()[name], run_options.choices(name)
     if isinstance(st.session_state[f"opt_{name}"], bool):
         st.checkbox(label, key=f"opt_{name}", help=help_text)
     elif choices:
         st.selectbox(label, choices, key=f"opt_{name}", help=help_text)
     elif isinstance(st.session_state[f"opt_{name}"], float):
-        st.number_input(
-            label, key=f"opt_{name}", step=run_options.float_step(name) or 0.01, format="%g", help=help_text
-        )
+        st.number_input(label, key=f"opt_{name}", step=run_options.float_step(name) or 0.01, format="%g",
+                        help=help_text)  # fmt: skip
     else:
         st.number_input(label, key=f"opt_{name}", step=1, format="%d", help=help_text)
 
@@ -62,32 +51,21 @@ def _section(group: str) -> None:
 
 def _corpus() -> tuple[str | None, tuple[int, int] | None, str | None]:
     """(text of a user corpus or None for a named one, its (documents, sentences), error message or None)."""
-    source = st.radio(
-        "Corpus",
-        CORPUS_SOURCES,
-        key="train_corpus_source",
-        horizontal=True,
-        help=run_options.option_help()["corpus"],
-    )
+    source = st.radio("Corpus", CORPUS_SOURCES, key="train_corpus_source", horizontal=True,
+                      help=run_options.option_help()["corpus"])  # fmt: skip
     st.session_state["opt_corpus"] = NAMED_CORPORA.get(source, "builtin")
     if source in NAMED_CORPORA:
         return None, None, None
     limit_mb = run_options.MAX_CORPUS_BYTES / 1e6
     if source == CORPUS_SOURCES[3]:
-        upload = st.file_uploader(
-            f"Plain UTF-8 text, at most {limit_mb:.0f} MB; blank lines separate documents",
-            type=["txt"],
-            key="train_corpus_file",
-        )
+        upload = st.file_uploader(f"Plain UTF-8 text, at most {limit_mb:.0f} MB; blank lines separate documents",
+                                  type=["txt"], key="train_corpus_file")  # fmt: skip
         if upload is None:
             return None, None, "Choose a .txt file for the corpus, or pick the built-in stories."
         data, file_name = upload.getvalue(), upload.name
     else:
-        text = st.text_area(
-            "Your text: sentences end with . ! or ?, blank lines separate documents",
-            key="train_corpus_text",
-            height=150,
-        )
+        text = st.text_area("Your text: sentences end with . ! or ?, blank lines separate documents",
+                            key="train_corpus_text", height=150)  # fmt: skip
         data, file_name = text.encode("utf-8"), None
     try:
         documents, sentences = run_options.corpus_summary(data, file_name)
@@ -101,14 +79,8 @@ def _device() -> str | None:
     """The device picker; returns an error message when the choice cannot work here."""
     reason = run_options.cuda_unavailable_reason()
     labels = {"auto": "auto", "cpu": "CPU", "cuda": "CUDA" if reason is None else "CUDA (not available)"}
-    device = st.radio(
-        "Device",
-        DEVICES,
-        key="opt_device",
-        horizontal=True,
-        format_func=labels.get,
-        help=run_options.option_help()["device"],
-    )
+    device = st.radio("Device", DEVICES, key="opt_device", horizontal=True, format_func=labels.get,
+                      help=run_options.option_help()["device"])  # fmt: skip
     if reason:
         st.caption(f"CUDA is not available: {reason}.")
     return run_options.device_problem(device)
@@ -116,12 +88,8 @@ def _device() -> str | None:
 
 def _run_name() -> str | None:
     """The optional run name; returns an error message when it is unusable."""
-    name = st.text_input(
-        "Run name (optional)",
-        key="train_run_name",
-        placeholder="run-<date>-<time>",
-        help="The folder under checkpoints/ that will hold the run.",
-    ).strip()
+    name = st.text_input("Run name (optional)", key="train_run_name", placeholder="run-<date>-<time>",
+                         help="The folder under checkpoints/ that will hold the run.").strip()  # fmt: skip
     if not name:
         return None
     try:
@@ -135,9 +103,7 @@ def _start_from() -> None:
     """Random weights, or continue pre-training a pretrained model (its sizes and vocabulary are kept)."""
     if st.session_state.get("opt_init") is None:  # a preset or a link that says "no model"
         st.session_state["opt_init"] = RANDOM
-    st.selectbox(
-        run_options.labels()["init"], INIT_CHOICES, key="opt_init", help=run_options.option_help()["init"]
-    )
+    st.selectbox(run_options.labels()["init"], INIT_CHOICES, key="opt_init", help=run_options.option_help()["init"])
 
 
 def start_model() -> str | None:
@@ -152,9 +118,7 @@ def form_options() -> dict:
     return {name: start_model() if name == "init" else st.session_state[f"opt_{name}"] for name in names}
 
 
-def _check(
-    options: dict, corpus: tuple[int, int] | None
-) -> tuple[run_options.TrainingArguments | None, str | None]:
+def _check(options: dict, corpus: tuple[int, int] | None) -> tuple[run_options.TrainingArguments | None, str | None]:
     """The run's arguments, or the trainer's refusal (options, then the pairs the corpus gives) as a message."""
     try:
         return run_options.check_form(options, corpus), None
@@ -165,16 +129,11 @@ def _check(
 def _start(options: dict, corpus_text: str | None, name: str) -> None:
     """Start button: launch the run and point the page (and its URL) at it."""
     try:
-        run_dir = lifecycle.launch_run(
-            options, name=name or None, corpus_text=corpus_text, owner=current_visitor()
-        )
+        run_dir = lifecycle.launch_run(options, name=name or None, corpus_text=corpus_text, owner=current_visitor())
     except (lifecycle.RunLimitError, ValueError, OSError) as err:
         st.session_state["train_notice"] = ("error", str(err))
         return
-    st.session_state["train_notice"] = (
-        "success",
-        f"Started **{run_dir.name}**: it trains in its own process.",
-    )
+    st.session_state["train_notice"] = ("success", f"Started **{run_dir.name}**: it trains in its own process.")
     st.session_state["train_run"] = run_dir.name
     st.session_state["train_run_name"] = ""  # the name is taken now
     st.session_state["train_started"] = True
@@ -185,30 +144,17 @@ def _top_row() -> list[str | None]:
     """Preset, start from, device and dtype, run name, threads; returns the device's and the name's errors."""
     top = st.columns([1, 1, 2, 1, 1])
     with top[0]:
-        st.selectbox(
-            "Preset",
-            list(PRESETS),
-            key="train_preset",
-            on_change=apply_preset,
-            help=run_options.option_help()["preset"],
-        )
+        st.selectbox("Preset", list(PRESETS), key="train_preset", on_change=apply_preset,
+                     help=run_options.option_help()["preset"])  # fmt: skip
     with top[1]:
         _start_from()
     with top[2]:
         errors = [_device()]
-        st.radio(
-            run_options.labels()["dtype"],
-            DTYPES,
-            key="opt_dtype",
-            horizontal=True,
-            format_func=DTYPE_LABELS.get,
-            help=run_options.option_help()["dtype"],
-        )
+        st.radio(run_options.labels()["dtype"], DTYPES, key="opt_dtype", horizontal=True,
+                 format_func=DTYPE_LABELS.get, help=run_options.option_help()["dtype"])  # fmt: skip
     with top[3]:
         errors.append(_run_name())
-    top[4].number_input(
-        "CPU threads (0: PyTorch's default)", min_value=0, max_value=256, step=1, key="opt_threads"
-    )
+    top[4].number_input("CPU threads (0: PyTorch's default)", min_value=0, max_value=256, step=1, key="opt_threads")
     return errors
 
 
@@ -218,10 +164,8 @@ def _option_columns() -> None:
     with columns[0]:
         if start_model():
             st.markdown("**Model**")
-            st.caption(
-                f"Sizes, vocabulary and weights come from {plain_markdown(start_model())}; "
-                "missing MLM/NSP heads start fresh."
-            )
+            st.caption(f"Sizes, vocabulary and weights come from {plain_markdown(start_model())}; "
+                       "missing MLM/NSP heads start fresh.")  # fmt: skip
         else:
             _section("Model")
     with columns[1]:
@@ -252,20 +196,10 @@ def new_run_form() -> None:
         st.error(error)
     if args is not None:
         st.caption(run_options.plan_summary(options))
-    launch = (
-        {**run_options.command_options(args), "threads": st.session_state["opt_threads"] or None}
-        if args
-        else {}
-    )
-    st.button(
-        "Start training",
-        key="train_start",
-        type="primary",
-        icon=":material/play_arrow:",
-        disabled=bool(errors),
-        on_click=_start,
-        args=(launch, corpus_text, st.session_state["train_run_name"].strip()),
-    )
+    launch = {**run_options.command_options(args), "threads": st.session_state["opt_threads"] or None} if args else {}
+    st.button("Start training", key="train_start", type="primary", icon=":material/play_arrow:",
+              disabled=bool(errors), on_click=_start,
+              args=(launch, corpus_text, st.session_state["train_run_name"].strip()))  # fmt: skip
     notice = st.session_state.pop("train_notice", None)
     if notice:
         (st.error if notice[0] == "error" else st.success)(notice[1])

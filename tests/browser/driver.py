@@ -55,17 +55,15 @@ def wait_for_quiet(page, quiet_ms: float, timeout_ms: float = 60_000) -> None:
     """Wait until no script run has started or ended for `quiet_ms` (the app's start-up reruns have settled)."""
     page.wait_for_function(
         f"""() => !!document.querySelector('{IDLE}') && performance.now() - window.__bvlRuns.change > {quiet_ms}""",
-        timeout=timeout_ms,
-        polling=50,
+        timeout=timeout_ms, polling=50,
     )
 
 
 def open_page(page, base_url: str, url_path: str = "") -> None:
     """Load a page in a new session and wait for its first run to draw something in the main area."""
     page.goto(f"{base_url}/{url_path}")
-    page.locator(
-        '[data-testid="stMain"] [data-testid="stHeading"], [data-testid="stMain"] [data-testid="stAlert"]'
-    ).first.wait_for(timeout=60_000)
+    page.locator('[data-testid="stMain"] [data-testid="stHeading"], [data-testid="stMain"] [data-testid="stAlert"]')\
+        .first.wait_for(timeout=60_000)
     wait_for_idle(page)
 
 

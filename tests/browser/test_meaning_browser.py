@@ -21,10 +21,8 @@ from tests.browser.test_presentation import overlaps
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(
-        not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
-        reason=f"checkpoints/{DEFAULT_MODEL} is missing",
-    ),
+    pytest.mark.skipif(not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
+                       reason=f"checkpoints/{DEFAULT_MODEL} is missing"),
 ]
 
 # Bottom of the figure under `.st-key-<key>` in page pixels, and the name and centre of its first trace's first point.

@@ -30,20 +30,12 @@ from tests.browser.server import ARTIFACTS
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(
-        not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
-        reason=f"checkpoints/{DEFAULT_MODEL} is missing",
-    ),
+    pytest.mark.skipif(not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
+                       reason=f"checkpoints/{DEFAULT_MODEL} is missing"),
 ]
 
-EXPLORE = {
-    "Tokens": "tokens",
-    "Embeddings": "embeddings",
-    "Attention": "attention",
-    "Predictions": "predictions",
-    "Beyond_attention": "beyond_attention",
-    "Meaning_in_context": "meaning_in_context",
-}
+EXPLORE = {"Tokens": "tokens", "Embeddings": "embeddings", "Attention": "attention", "Predictions": "predictions",
+           "Beyond_attention": "beyond_attention", "Meaning_in_context": "meaning_in_context"}
 QUESTION_STEPS = {"one_head", "mlm", "nsp"}
 # Top and height of the first figure in the main area: a plotly chart, or the token chips (an HTML figure).
 # Charts are drawn one by one, so the first chart element is found first and then waited for.
@@ -151,20 +143,12 @@ def test_presentation_mode_shows_every_key_figure_whole_like_a_slide(streamlit_u
         assert_no_exception(page)
     for (width, height), by_view in tops.items():
         (ARTIFACTS / f"present_{width}x{height}_figure_boxes.txt").write_text(
-            "".join(
-                f"{name}: top {top:.0f} px, bottom {bottom:.0f} px of {height}\n"
-                for name, (top, bottom) in by_view.items()
-            ),
-            encoding="utf-8",
-        )
+            "".join(f"{name}: top {top:.0f} px, bottom {bottom:.0f} px of {height}\n"
+                    for name, (top, bottom) in by_view.items()), encoding="utf-8")
     low = {name: top for name, (top, _) in tops[(1280, 720)].items() if not 0 <= top <= 720 - 200}
     assert not low, f"figure tops below 520 px at 1280x720 (at least 200 px of figure must show): {low}"
-    cut = {
-        f"{name} {width}x{height}": round(bottom)
-        for width, height in SLIDE_SIZES
-        for name, (_, bottom) in tops[(width, height)].items()
-        if bottom > height
-    }
+    cut = {f"{name} {width}x{height}": round(bottom) for width, height in SLIDE_SIZES
+           for name, (_, bottom) in tops[(width, height)].items() if bottom > height}  # fmt: skip
     assert not cut, f"figure bottoms below the screen (scrolling needed): {cut}"
     assert not found, found
 
@@ -174,9 +158,7 @@ B = "It was not amused at all."
 
 
 def test_a_prepared_link_reproduces_pair_layer_and_head(streamlit_url, page):
-    open_page(
-        page, streamlit_url, f"Attention?a={quote(A)}&b={quote(B)}&model={DEFAULT_MODEL}&layer=2&head=5"
-    )
+    open_page(page, streamlit_url, f"Attention?a={quote(A)}&b={quote(B)}&model={DEFAULT_MODEL}&layer=2&head=5")
     expect(page.locator(".st-key-sentence_a input")).to_have_value(A)
     expect(page.locator(".st-key-sentence_b input")).to_have_value(B)
     assert selected_option(page, "attn_layer") == "2" and selected_option(page, "attn_head") == "5"
@@ -203,17 +185,9 @@ def test_the_url_follows_the_user_and_bad_values_are_tamed(streamlit_url, page):
     assert_no_exception(page)
 
 
-NORMAL_VIEWS = [
-    ("Embeddings", None),
-    ("Attention", "Heatmap"),
-    ("Attention", "Neuron view"),
-    ("Attention", "Model view"),
-    ("Attention", "Head view"),
-    ("Predictions", None),
-    ("Beyond_attention", None),
-    ("Beyond_attention", "Attribution"),
-    ("Beyond_attention", "Layer by layer"),
-]
+NORMAL_VIEWS = [("Embeddings", None), ("Attention", "Heatmap"), ("Attention", "Neuron view"),
+                ("Attention", "Model view"), ("Attention", "Head view"), ("Predictions", None),
+                ("Beyond_attention", None), ("Beyond_attention", "Attribution"), ("Beyond_attention", "Layer by layer")]
 
 
 def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_url, page):
@@ -239,9 +213,8 @@ def test_a_walkthrough_tile_click_opens_that_head_in_step_four(streamlit_url, pa
     figure_box(page)
     click_model_view_tile(page, layer=3, head=7, num_heads=12, key="walk_model_view")
     expect(page.get_by_role("heading", level=2).first).to_contain_text("Step 4 of 8")
-    page.wait_for_function(
-        "() => location.search.includes('layer=3') && location.search.includes('head=7')", timeout=10_000
-    )
+    page.wait_for_function("() => location.search.includes('layer=3') && location.search.includes('head=7')",
+                           timeout=10_000)
     expect(page.locator('[data-testid="stMain"] [data-testid="stRadio"]')).to_contain_text("layer 3, head 7")
     heading = page.get_by_role("heading", level=2).first
     page.get_by_role("button", name="Next").click()
@@ -259,9 +232,8 @@ def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit
     open_page(page, streamlit_url, "Attention?present=1")
     page.get_by_role("tab", name="Head view").click()
     wait_for_idle(page)
-    page.wait_for_function(
-        "() => document.querySelector('.st-key-head_view .js-plotly-plot')?._fullLayout", timeout=30_000
-    )
+    page.wait_for_function("() => document.querySelector('.st-key-head_view .js-plotly-plot')?._fullLayout",
+                           timeout=30_000)
     figure_top = page.locator(".st-key-head_view").bounding_box()["y"]
     assert figure_top < 720 - 200, figure_top
     assert page.locator(".st-key-hv_heads").bounding_box()["y"] > figure_top
@@ -272,20 +244,12 @@ def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit
 
 def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside(streamlit_url, page):
     outside = []
-    page.on(
-        "request",
-        lambda request: (
-            outside.append(request.url)
-            if not request.url.startswith((streamlit_url, "data:", "blob:", "about:"))
-            else None
-        ),
-    )
+    page.on("request", lambda request: outside.append(request.url) if not request.url.startswith(
+        (streamlit_url, "data:", "blob:", "about:")) else None)
     open_page(page, streamlit_url, "?step=2")
     heading = page.get_by_role("heading", level=2).first
     expect(heading).to_contain_text("Step 2 of 8")
-    page.wait_for_function(
-        "() => window.__bvlStepKeys === true", timeout=10_000
-    )  # the page's key script is in
+    page.wait_for_function("() => window.__bvlStepKeys === true", timeout=10_000)  # the page's key script is in
     wait_for_quiet(page, 1000)  # a key pressed before the app's start-up reruns settle is lost
     for key, step in (("PageDown", 3), ("ArrowRight", 4), ("PageUp", 3), ("ArrowLeft", 2)):
         page.keyboard.press(key)
@@ -336,15 +300,12 @@ def test_a_copied_link_reopens_the_tab_and_the_filter_in_a_fresh_browser(streaml
     fresh = new_page(browser, viewport={"width": 1280, "height": 720})
     try:
         fresh.goto(link)
-        expect(fresh.get_by_role("tab", name="Model view")).to_have_attribute(
-            "aria-selected", "true", timeout=60_000
-        )
+        expect(fresh.get_by_role("tab", name="Model view")).to_have_attribute("aria-selected", "true", timeout=60_000)
         wait_for_idle(fresh)
         expect_filter(fresh, "attn_filter", "A→B")
         assert selected_option(fresh, "attn_layer") == "3"
-        fresh.wait_for_function(
-            "() => document.querySelector('.st-key-model_view .js-plotly-plot')?._fullLayout", timeout=60_000
-        )
+        fresh.wait_for_function("() => document.querySelector('.st-key-model_view .js-plotly-plot')?._fullLayout",
+                                timeout=60_000)
         assert_no_exception(fresh)
     finally:
         fresh.context.close()

@@ -29,14 +29,7 @@ from tests.waiting import wait_until
 
 pytestmark = pytest.mark.browser
 
-OPTIONS = {
-    "steps": 5000,
-    "num_documents": 200,
-    "vocab_size": 200,
-    "seq_len": 32,
-    "batch_size": 8,
-    "threads": 1,
-}
+OPTIONS = {"steps": 5000, "num_documents": 200, "vocab_size": 200, "seq_len": 32, "batch_size": 8, "threads": 1}
 POINTS = """() => {
   const gd = document.querySelector('.st-key-train_loss_chart .js-plotly-plot');
   return gd && gd.data && gd.data[0] && gd.data[0].x ? gd.data[0].x.length : 0;
@@ -107,15 +100,9 @@ def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
     page.locator(".st-key-train_stop").wait_for(state="detached", timeout=60_000)
     layers, heads = (PRESETS["tiny"]["config"][k] for k in ("num_hidden_layers", "num_attention_heads"))
     click_model_view_tile(page, layer=layers - 1, head=heads - 1, num_heads=heads, key="replay_mosaic")
-    for key, value in (
-        ("replay_layer", layers - 1),
-        ("replay_head", heads - 1),
-    ):  # the state the click must give
+    for key, value in (("replay_layer", layers - 1), ("replay_head", heads - 1)):  # the state the click must give
         expect(page.locator(f".st-key-{key} input[role='combobox']")).to_have_value(f"{value}")
-    assert (selected_option(page, "replay_layer"), selected_option(page, "replay_head")) == (
-        f"{layers - 1}",
-        f"{heads - 1}",
-    )
+    assert (selected_option(page, "replay_layer"), selected_option(page, "replay_head")) == (f"{layers - 1}", f"{heads - 1}")
     screenshot(page, ARTIFACTS / "train_stopped.png")
 
     open_page(page, streamlit_url, "checkpoints")

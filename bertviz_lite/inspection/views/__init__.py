@@ -23,9 +23,7 @@ def public_names(package: str, path: list[str]) -> dict[str, object]:
         module: ModuleType = importlib.import_module(f"{package}.{info.name}")
         for name in getattr(module, "__all__", ()):
             if name in owners or name == info.name:
-                raise ImportError(
-                    f"{package}: {name!r} is offered by {owners.get(name, info.name)} and {info.name}"
-                )
+                raise ImportError(f"{package}: {name!r} is offered by {owners.get(name, info.name)} and {info.name}")
             found[name], owners[name] = getattr(module, name), info.name
     return found
 

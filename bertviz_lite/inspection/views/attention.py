@@ -17,20 +17,9 @@ from bertviz_lite.inspection import analysis
 
 # What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
 __all__ = [
-    "AttentionMap",
-    "ModelView",
-    "HeadViewLinks",
-    "NeuronData",
-    "attention_map",
-    "model_view",
-    "head_view_links",
-    "head_view_min_weight",
-    "head_view_top_k",
-    "model_view_size",
-    "neuron_data",
-    "select_links",
-    "Rollout",
-    "rollout",
+    "AttentionMap", "ModelView", "HeadViewLinks", "NeuronData", "attention_map",
+    "model_view", "head_view_links", "head_view_min_weight", "head_view_top_k", "model_view_size",
+    "neuron_data", "select_links", "Rollout", "rollout",
 ]
 
 # Line budget of the head view: above it, fewer lines per query are drawn (keeps 512 tokens smooth).
@@ -82,9 +71,8 @@ class AttentionMap(SentenceCut):
         return frame.assign(layer=self.layer, head=self.head)
 
 
-def attention_map(
-    attentions, tokens: Sequence[str], segments, special, layer: int, head: int, which: str = "All"
-) -> AttentionMap:
+def attention_map(attentions, tokens: Sequence[str], segments, special, layer: int, head: int,
+                  which: str = "All") -> AttentionMap:  # fmt: skip
     """One head of [L, nh, T, T] attention, the cells kept by a sentence filter such as "A→B"."""
     mask = analysis.sentence_filter_mask(segments, special, which)
     rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
@@ -102,9 +90,7 @@ class HeadViewLinks:
     attention: np.ndarray  # [nh, W, W] the layer's attention among the drawn tokens (float64)
     tokens: list[str]  # [W] the drawn tokens
     heads: tuple[int, ...]
-    links: tuple[
-        tuple[np.ndarray, np.ndarray, np.ndarray], ...
-    ]  # per head: query, key, weight (window positions)
+    links: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]  # per head: query, key, weight (window positions)
     focus_token: int | None  # the window position whose lines alone are kept, if any
     top_k: int  # most lines kept per query and head
     start: int = 0  # input position of the first drawn token
@@ -211,16 +197,10 @@ def head_view_links(
     mask = analysis.sentence_filter_mask(segments, special, which)[window, window]
     top_k = head_view_top_k(1 if focus is not None else size, max(len(heads), 1))
     return select_links(
-        attentions[layer][:, window, window],
-        tokens[window],
-        heads,
-        mask=mask,
-        top_k=top_k,
+        attentions[layer][:, window, window], tokens[window], heads, mask=mask, top_k=top_k,
         focus_token=None if focus is None else focus - window.start,
-        min_weight=head_view_min_weight(size) if min_weight is None else min_weight,
-        start=window.start,
-        layer=layer,
-    )
+        min_weight=head_view_min_weight(size) if min_weight is None else min_weight, start=window.start, layer=layer,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------- model view
@@ -240,9 +220,7 @@ class ModelView:
     def to_frame(self) -> pd.DataFrame:
         """Long table of every tile: query_index, query, key_index, key (groups), weight, layer, head."""
         frames = [
-            analysis.attention_to_csv_frame(self.tiles[layer, head], self.labels).assign(
-                layer=layer, head=head
-            )
+            analysis.attention_to_csv_frame(self.tiles[layer, head], self.labels).assign(layer=layer, head=head)
             for layer, head in np.ndindex(*self.tiles.shape[:2])
         ]
         return pd.concat(frames, ignore_index=True)
@@ -287,25 +265,16 @@ class NeuronData:
         """Per key token: q·k, q·k/√d, softmax weight; the vectors as key_i / weighted_value_i columns."""
         steps = self.steps
         frame = pd.DataFrame(
-            {
-                "key_index": np.arange(len(self.tokens)),
-                "key": self.tokens,
-                "q_dot_k": steps["dot"],
-                "scaled": steps["scaled"],
-                "weight": steps["weights"],
-            }
-        )
+            {"key_index": np.arange(len(self.tokens)), "key": self.tokens, "q_dot_k": steps["dot"],
+             "scaled": steps["scaled"], "weight": steps["weights"]}
+        )  # fmt: skip
         dims = steps["keys"].shape[1]
         keys = pd.DataFrame(steps["keys"], columns=[f"key_{i}" for i in range(dims)])
-        weighted = pd.DataFrame(
-            steps["weighted_values"], columns=[f"weighted_value_{i}" for i in range(dims)]
-        )
+        weighted = pd.DataFrame(steps["weighted_values"], columns=[f"weighted_value_{i}" for i in range(dims)])
         return pd.concat([frame, keys, weighted], axis=1)
 
 
-def neuron_data(
-    queries, keys, values, tokens: Sequence[str], layer: int, head: int, query_index: int
-) -> NeuronData:
+def neuron_data(queries, keys, values, tokens: Sequence[str], layer: int, head: int, query_index: int) -> NeuronData:
     """analysis.neuron_view of one head ([L, nh, T, hd] queries, keys, values) and query token."""
     steps = analysis.neuron_view(queries[layer, head], keys[layer, head], values[layer, head], query_index)
     return NeuronData(steps, list(tokens), query_index)

@@ -25,35 +25,15 @@ from bertviz_lite.text.corpora.senses import SenseIndex, find_word
 from bertviz_lite.text.tokenization import BertTokenizer
 
 # Words with at least two WordNet senses illustrated by two or more example sentences each.
-SUGGESTED_WORDS = (
-    "bank",
-    "light",
-    "play",
-    "run",
-    "break",
-    "time",
-    "line",
-    "head",
-    "strike",
-    "point",
-    "set",
-    "cold",
-    "hot",
-    "spring",
-    "bat",
-    "cell",
-)
+SUGGESTED_WORDS = ("bank", "light", "play", "run", "break", "time", "line", "head", "strike", "point", "set", "cold",
+                   "hot", "spring", "bat", "cell")  # fmt: skip
 # Sentences the walkthrough's link adds for "bank", each with the sense it means in brackets.
 BANK_SENTENCES = (
-    "[river] We had a picnic on the bank of the river.",
-    "[river] The boat drifted towards the muddy bank.",
-    "[river] Reeds grew thick along the bank of the stream.",
-    "[river] Fishermen lined the bank at dawn.",
-    "[money] She paid her salary into the bank.",
-    "[money] The bank approved the loan on Monday.",
-    "[money] He works as a teller in a bank downtown.",
-    "[money] The bank raised its interest rates again.",
-)
+    "[river] We had a picnic on the bank of the river.", "[river] The boat drifted towards the muddy bank.",
+    "[river] Reeds grew thick along the bank of the stream.", "[river] Fishermen lined the bank at dawn.",
+    "[money] She paid her salary into the bank.", "[money] The bank approved the loan on Monday.",
+    "[money] He works as a teller in a bank downtown.", "[money] The bank raised its interest rates again.",
+)  # fmt: skip
 PRESETS = {"bank": BANK_SENTENCES}  # a link's ?preset=bank adds these sentences
 MAX_SENTENCES = 200  # sentences gathered per word (labelled ones first)
 MAX_WORD_CHARS = 40
@@ -89,19 +69,13 @@ def check_word(word: str) -> str:
     """The word in lower case, or a ValueError a person can act on."""
     word = word.strip().lower()
     if len(word) > MAX_WORD_CHARS or not _ONE_WORD.match(word):
-        raise ValueError(
-            f"Type one word of letters (up to {MAX_WORD_CHARS}), such as {', '.join(SUGGESTED_WORDS[:4])}."
-        )
+        raise ValueError(f"Type one word of letters (up to {MAX_WORD_CHARS}), such as "
+                         f"{', '.join(SUGGESTED_WORDS[:4])}.")  # fmt: skip
     return word
 
 
-def gather_occurrences(
-    index: SenseIndex,
-    word: str,
-    extra_sentences: Sequence[str] = (),
-    limit: int = MAX_SENTENCES,
-    unlabelled: bool = True,
-) -> list[Occurrence]:
+def gather_occurrences(index: SenseIndex, word: str, extra_sentences: Sequence[str] = (),
+                       limit: int = MAX_SENTENCES, unlabelled: bool = True) -> list[Occurrence]:  # fmt: skip
     """The word's labelled WordNet sentences, then (if `unlabelled`) sentences where WordNet labels another word,
     up to `limit` in all; then the user's sentences."""
     word = check_word(word)
@@ -149,33 +123,21 @@ class WordContexts:
         return {sense: gloss[sense] for sense in counts.index}
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame(
-            {
-                "sentence": [o.text for o in self.occurrences],
-                "word": [o.text[o.start : o.end] for o in self.occurrences],
-                "start": [o.start for o in self.occurrences],
-                "sense": self.senses,
-                "gloss": [o.gloss for o in self.occurrences],
-            }
-        )
+        return pd.DataFrame({
+            "sentence": [o.text for o in self.occurrences], "word": [o.text[o.start : o.end] for o in self.occurrences],
+            "start": [o.start for o in self.occurrences], "sense": self.senses,
+            "gloss": [o.gloss for o in self.occurrences],
+        })  # fmt: skip
 
 
-def word_contexts(
-    model: BertForPreTraining,
-    tokenizer: BertTokenizer,
-    index: SenseIndex,
-    word: str,
-    extra_sentences: Sequence[str] = (),
-    limit: int = MAX_SENTENCES,
-    unlabelled: bool = True,
-) -> WordContexts:
+def word_contexts(model: BertForPreTraining, tokenizer: BertTokenizer, index: SenseIndex, word: str,
+                  extra_sentences: Sequence[str] = (), limit: int = MAX_SENTENCES,
+                  unlabelled: bool = True) -> WordContexts:  # fmt: skip
     """Gather the word's sentences and run the model on them in batches (occurrences cut by truncation dropped)."""
     occurrences = gather_occurrences(index, word, extra_sentences, limit, unlabelled)
     if not occurrences:
-        raise ValueError(
-            f"“{check_word(word)}” is not in the sense index's sentences; type a sentence with it below, "
-            f"or pick one of {', '.join(SUGGESTED_WORDS[:6])}."
-        )
+        raise ValueError(f"“{check_word(word)}” is not in the sense index's sentences; type a sentence with it below, "
+                         f"or pick one of {', '.join(SUGGESTED_WORDS[:6])}.")  # fmt: skip
     spans = [WordSpan(o.text, o.start, o.end) for o in occurrences]
     vectors, pieces = span_vectors(model, tokenizer, spans)
     kept = [i for i, positions in enumerate(pieces) if positions]
@@ -199,29 +161,19 @@ class ContextProjection:
     num_layers: int
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame(
-            {
-                "pc1": self.points[:, 0],
-                "pc2": self.points[:, 1],
-                "layer": self.layer,
-                "sentence": [o.text for o in self.occurrences],
-                "sense": [o.sense for o in self.occurrences],
-                "gloss": [o.gloss for o in self.occurrences],
-            }
-        )
+        return pd.DataFrame({
+            "pc1": self.points[:, 0], "pc2": self.points[:, 1], "layer": self.layer,
+            "sentence": [o.text for o in self.occurrences], "sense": [o.sense for o in self.occurrences],
+            "gloss": [o.gloss for o in self.occurrences],
+        })  # fmt: skip
 
 
 def context_projection(contexts: WordContexts, layer: int) -> ContextProjection:
     """PCA of the word's unit-length vectors at `layer` (0 = embeddings): direction, not length, is compared."""
     if not 0 <= layer <= contexts.num_layers:
         raise ValueError(f"layer {layer} is out of range: this model has layers 0-{contexts.num_layers}")
-    return ContextProjection(
-        pca_2d(unit_rows(contexts.vectors[layer])),
-        layer,
-        contexts.occurrences,
-        contexts.glosses(),
-        contexts.num_layers,
-    )
+    return ContextProjection(pca_2d(unit_rows(contexts.vectors[layer])), layer, contexts.occurrences,
+                             contexts.glosses(), contexts.num_layers)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -250,9 +202,7 @@ def scored_labels(contexts: WordContexts) -> tuple[np.ndarray, list[str]]:
     """Which occurrences are scored and their senses: the senses the user named, if any (WordNet's own senses
     of the same meaning would count as other senses), else WordNet's; only senses with two sentences or more."""
     named = any(o.user_named for o in contexts.occurrences)
-    senses = pd.Series(
-        [o.sense if (o.user_named if named else o.labelled) else None for o in contexts.occurrences]
-    )
+    senses = pd.Series([o.sense if (o.user_named if named else o.labelled) else None for o in contexts.occurrences])
     counts = senses.value_counts()
     keep = senses.map(counts).fillna(0).to_numpy() >= 2
     return np.flatnonzero(keep), senses[keep].tolist()
@@ -265,9 +215,7 @@ def sense_separation(contexts: WordContexts) -> SenseSeparation:
     static = loo_centroid_accuracy(contexts.static[keep], labels)
     chance = pd.Series(labels).value_counts(normalize=True).max() if labels else float("nan")
     by_user = any(o.user_named for o in contexts.occurrences)
-    return SenseSeparation(
-        contexts.word, accuracy, static, float(chance), len(keep), len(set(labels)), by_user
-    )
+    return SenseSeparation(contexts.word, accuracy, static, float(chance), len(keep), len(set(labels)), by_user)
 
 
 @dataclass(frozen=True)
@@ -288,14 +236,8 @@ def pool_from_contexts(contexts: WordContexts, layer: int) -> NeighbourPool:
     return NeighbourPool(layer, unit_rows(contexts.vectors[layer]).astype(np.float32), contexts.occurrences)
 
 
-def index_pool(
-    model: BertForPreTraining,
-    tokenizer: BertTokenizer,
-    index: SenseIndex,
-    layer: int,
-    progress: Callable[[float], None] | None = None,
-    chunk: int = 2048,
-) -> NeighbourPool:
+def index_pool(model: BertForPreTraining, tokenizer: BertTokenizer, index: SenseIndex, layer: int,
+               progress: Callable[[float], None] | None = None, chunk: int = 2048) -> NeighbourPool:  # fmt: skip
     """Every labelled word of the sense index at `layer`: the model runs only up to that layer, in chunks."""
     spans, occurrences = [], []
     for sentence in index.sentences:
@@ -322,26 +264,12 @@ class Neighbours:
 
     def to_frame(self) -> pd.DataFrame:
         """A concordance: left context, the word, right context, whether the sense is the query's, gloss, synset."""
-        same = [
-            "" if self.query_sense is None else "yes" if o.sense == self.query_sense else "no"
-            for o in self.occurrences
-        ]
-        rows = [
-            (
-                rank + 1,
-                round(float(score), 4),
-                _left(o),
-                o.text[o.start : o.end],
-                _right(o),
-                flag,
-                o.gloss,
-                o.sense,
-            )
-            for rank, (score, o, flag) in enumerate(zip(self.similarity, self.occurrences, same, strict=True))
-        ]
-        return pd.DataFrame(
-            rows, columns=["rank", "similarity", "before", "word", "after", "same sense", "gloss", "sense"]
-        )
+        same = ["" if self.query_sense is None else "yes" if o.sense == self.query_sense else "no"
+                for o in self.occurrences]  # fmt: skip
+        rows = [(rank + 1, round(float(score), 4), _left(o), o.text[o.start : o.end], _right(o), flag, o.gloss, o.sense)
+                for rank, (score, o, flag) in enumerate(zip(self.similarity, self.occurrences, same, strict=True))]  # fmt: skip
+        return pd.DataFrame(rows, columns=["rank", "similarity", "before", "word", "after", "same sense", "gloss",
+                                           "sense"])  # fmt: skip
 
 
 def _left(o: Occurrence) -> str:
@@ -354,9 +282,8 @@ def _right(o: Occurrence) -> str:
     return text if len(text) <= CONTEXT_CHARS else text[:CONTEXT_CHARS] + "…"
 
 
-def nearest_neighbours(
-    pool: NeighbourPool, query: np.ndarray, k: int = 10, exclude: Occurrence | None = None
-) -> Neighbours:
+def nearest_neighbours(pool: NeighbourPool, query: np.ndarray, k: int = 10,
+                       exclude: Occurrence | None = None) -> Neighbours:  # fmt: skip
     """The k most similar pool entries to `query` [H] (the query's own occurrence left out)."""
     similarity = pool.vectors @ unit_rows(query[None])[0].astype(np.float32)
     if exclude is not None:
@@ -379,9 +306,9 @@ def separation_question(separation: SenseSeparation) -> Question | None:
         options=tuple(names),
         answer=names[best],
         explanation=f"At {names[best]}, {separation.accuracy[best]:.0%} of held-out sentences get their sense right, "
-        f"against {separation.static:.0%} from the static input embedding and {separation.chance:.0%} "
-        "by always guessing the commonest sense.",
-    )
+                    f"against {separation.static:.0%} from the static input embedding and {separation.chance:.0%} "
+                    "by always guessing the commonest sense.",
+    )  # fmt: skip
 
 
 def separation_verdict(separation: SenseSeparation, guess: str | None) -> Verdict:

@@ -12,14 +12,8 @@ from bertviz_lite.text.tokenization import MASK_TOKEN, BertTokenizer, Encoding
 
 # What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
 __all__ = [
-    "default_mask_position",
-    "is_next_probability",
-    "maskable_positions",
-    "masked_positions",
-    "nsp_caption",
-    "nsp_frame",
-    "prediction_title",
-    "top_predictions",
+    "default_mask_position", "is_next_probability", "maskable_positions", "masked_positions",
+    "nsp_caption", "nsp_frame", "prediction_title", "top_predictions",
 ]
 
 
@@ -63,13 +57,9 @@ def top_predictions(mlm_logits, tokenizer: BertTokenizer, position: int, k: int 
     probs = softmax(mlm_logits[position])
     top = np.argsort(-probs, kind="stable")[:k]
     return pd.DataFrame(
-        {
-            "rank": np.arange(1, top.size + 1),
-            "token": tokenizer.convert_ids_to_tokens(top.tolist()),
-            "id": top,
-            "probability": probs[top],
-        }
-    )
+        {"rank": np.arange(1, top.size + 1), "token": tokenizer.convert_ids_to_tokens(top.tolist()),
+         "id": top, "probability": probs[top]}
+    )  # fmt: skip
 
 
 def is_next_probability(nsp_logits) -> float | None:
@@ -90,7 +80,5 @@ def nsp_caption(p_as_typed: float, p_with_picks: float, picked: int) -> str:
     if picked == 0:
         return text + "."
     tokens = "token" if picked == 1 else "tokens"
-    return (
-        f"{text}, without the {picked} {tokens} picked above masked (with them masked, "
-        f"P(IsNext) would be {p_with_picks:.1%} instead of {p_as_typed:.1%})."
-    )
+    return (f"{text}, without the {picked} {tokens} picked above masked (with them masked, "
+            f"P(IsNext) would be {p_with_picks:.1%} instead of {p_as_typed:.1%}).")

@@ -50,55 +50,36 @@ class PairLikelihood:
 
     @property
     def preferred(self) -> str:
-        """ "A" or "B": the sentence with the higher pseudo-log-likelihood."""
+        """"A" or "B": the sentence with the higher pseudo-log-likelihood."""
         return "A" if self.pll[0] >= self.pll[1] else "B"
 
     def to_frame(self) -> pd.DataFrame:
         """One row per token: sentence, index, token, log_prob, differs."""
-        parts = [
-            pd.DataFrame(
-                {
-                    "sentence": name,
-                    "index": np.arange(len(tokens)),
-                    "token": tokens,
-                    "log_prob": log_probs,
-                    "differs": differs,
-                }
-            )
-            for name, tokens, log_probs, differs in zip(
-                "AB", self.tokens, self.log_probs, self.differs, strict=True
-            )
-        ]
+        parts = [pd.DataFrame({"sentence": name, "index": np.arange(len(tokens)), "token": tokens,
+                               "log_prob": log_probs, "differs": differs})
+                 for name, tokens, log_probs, differs in zip("AB", self.tokens, self.log_probs, self.differs, strict=True)]  # fmt: skip
         return pd.concat(parts, ignore_index=True)
 
 
 def _scored(model: BertForPreTraining, tokenizer: BertTokenizer, sentence: str, max_length: int, name: str):
     encoding = encode_alone(tokenizer, sentence, max_length)
     if MASK_TOKEN in encoding.tokens:
-        raise ValueError(
-            f"A minimal pair scores whole sentences, and sentence {name} has a {MASK_TOKEN} in it: type the "
-            "word there, or load a built-in pair."
-        )
+        raise ValueError(f"A minimal pair scores whole sentences, and sentence {name} has a {MASK_TOKEN} in it: type the "
+                         "word there, or load a built-in pair.")  # fmt: skip
     if len(encoding) > MAX_PLL_TOKENS:
-        raise ValueError(
-            f"The pseudo-log-likelihood masks each token in turn, so it takes at most {MAX_PLL_TOKENS} "
-            f"tokens; this sentence has {len(encoding)}."
-        )
+        raise ValueError(f"The pseudo-log-likelihood masks each token in turn, so it takes at most {MAX_PLL_TOKENS} "
+                         f"tokens; this sentence has {len(encoding)}.")  # fmt: skip
     scored = token_log_probs(model, tokenizer, sentence)
     return [token for token, _ in scored], np.asarray([log_prob for _, log_prob in scored], dtype=np.float64)
 
 
-def pair_likelihood(
-    model: BertForPreTraining, tokenizer: BertTokenizer, text_a: str, text_b: str, max_length: int = 128
-) -> PairLikelihood:
+def pair_likelihood(model: BertForPreTraining, tokenizer: BertTokenizer, text_a: str, text_b: str,
+                    max_length: int = 128) -> PairLikelihood:  # fmt: skip
     """Sentence A against sentence B, each alone: every token's log P with only itself masked."""
     if not model.has_mlm_head:
-        raise ValueError(
-            "This model has no trained masked-language-model head, so it cannot score sentences."
-        )
-    (tokens_a, scores_a), (tokens_b, scores_b) = (
-        _scored(model, tokenizer, s, max_length, name) for s, name in ((text_a, "A"), (text_b, "B"))
-    )
+        raise ValueError("This model has no trained masked-language-model head, so it cannot score sentences.")
+    (tokens_a, scores_a), (tokens_b, scores_b) = (_scored(model, tokenizer, s, max_length, name)
+                                                  for s, name in ((text_a, "A"), (text_b, "B")))
     return PairLikelihood((tokens_a, tokens_b), (scores_a, scores_b), differing_tokens(tokens_a, tokens_b))
 
 
@@ -110,12 +91,12 @@ def pair_likelihood_question(data: PairLikelihood) -> Question:
         options=("A", "B"),
         answer=data.preferred,
         explanation=f"The model prefers {data.preferred}: PLL(A) = {data.pll[0]:.2f}, PLL(B) = {data.pll[1]:.2f}, "
-        f"{gap:.2f} nats apart.",
-    )
+                    f"{gap:.2f} nats apart.",
+    )  # fmt: skip
 
 
 def _blanked(a: str, b: str) -> str:
-    """ "The key to the cabinets ___ on the table. (is / are)": the words the two share, a blank where they differ."""
+    """"The key to the cabinets ___ on the table. (is / are)": the words the two share, a blank where they differ."""
     words_a, words_b = a.split(), b.split()
     shared, differing = [], ([], [])
     for tag, i1, i2, j1, j2 in SequenceMatcher(a=words_a, b=words_b, autojunk=False).get_opcodes():
