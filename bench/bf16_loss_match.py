@@ -33,7 +33,7 @@ def held_out_losses(preset: str, dtype: str, seed: int, steps: int | None, eval_
     """{step: held-out loss} of one run, and its wall seconds."""
     with tempfile.TemporaryDirectory() as folder:
         args = TrainingArguments(preset=preset, dtype=dtype, seed=seed, steps=steps, eval_every=eval_every,
-                                 snapshot_every=10**9, save_every=0, device="cpu", out=f"{folder}/run")  # fmt: skip
+                                 snapshot_every=10**9, save_every=0, device="cpu", out=f"{folder}/run")
         trainer = Trainer(args)
         started = time.perf_counter()
         trainer.train()

@@ -13,7 +13,8 @@ times until the heatmap with its words arrives.
 
 Per N it prints p50/p95/max seconds to the new figure and to the first page (connect to heatmap),
 errors (exceptions or st.error shown by the app, timeouts, disconnects), the server's RSS and peak
-RSS; at the end, its RSS when the visitors arrived, its peak, and --settle seconds after they left; and, from the order in which the deltas of a script run arrive, where a run's time went.
+RSS; at the end, its RSS when the visitors arrived, its peak, and --settle seconds after they left; and,
+from the order in which the deltas of a script run arrive, where a run's time went.
 
 Goals (issue "One server for a lecture hall", 2 cores): N = 30 with p95 < 5 s and no errors; a
 fresh server's first page < 2 s.
@@ -285,7 +286,7 @@ def memory_after_leaving(pid: int, rss_start: float, settle_s: float) -> str:
 def start_training(run_dir: Path, steps: int) -> subprocess.Popen:
     """One classroom training run as its own process, as a user would start it, writing only to run_dir."""
     command = [sys.executable, "-m", "bertviz_lite.train", "--preset", "classroom", "--steps", str(steps),
-               "--out", str(run_dir), "--threads", "1", "--quiet"]  # fmt: skip
+               "--out", str(run_dir), "--threads", "1", "--quiet"]
     with open(run_dir.parent / "train.log", "w") as log:  # the child keeps its own copy of the handle
         return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
 
@@ -327,7 +328,7 @@ def round_row(count: int, visits: list[Visit], memory: tuple[float, float], step
     errors = sum(len(v.errors) for v in visits)
     cells = [count, *(f"{percentile(new, q):.2f}" for q in (50, 95, 100)),
              *(f"{percentile(first, q):.2f}" for q in (50, 95, 100)), errors,
-             f"{memory[0]:.0f} ({memory[1]:.0f})", step, f"{wall_s:.1f}"]  # fmt: skip
+             f"{memory[0]:.0f} ({memory[1]:.0f})", step, f"{wall_s:.1f}"]
     return "| " + " | ".join(str(cell) for cell in cells) + " |"
 
 

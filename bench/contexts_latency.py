@@ -61,13 +61,13 @@ def main(argv: list[str] | None = None) -> None:
         times.append(seconds)
     median = statistics.median(times)
     print(f"word={options.word} sentences={len(data.occurrences)} word_to_data_s={median:.2f} "
-          f"max_s={max(times):.2f} goal_s={GOAL_S} met={median < GOAL_S}")  # fmt: skip
+          f"max_s={max(times):.2f} goal_s={GOAL_S} met={median < GOAL_S}")
     for layer in options.layers or [model.config.num_hidden_layers]:
         seconds, pool = timed(lambda layer=layer: meaning.index_pool(model, tokenizer, index, layer))
         query_s, _ = timed(lambda pool=pool, layer=layer: meaning.nearest_neighbours(pool, data.vectors[layer, 0], 10,
-                                                                         exclude=data.occurrences[0]))  # fmt: skip
+                                                                         exclude=data.occurrences[0]))
         print(f"index_pool_layer={layer} words={len(pool.occurrences)} build_s={seconds:.1f} "
-              f"memory_mb={pool.nbytes / 2**20:.1f} query_ms={query_s * 1e3:.0f}")  # fmt: skip
+              f"memory_mb={pool.nbytes / 2**20:.1f} query_ms={query_s * 1e3:.0f}")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ def main() -> None:
         seen_ids.update(pieces)
         word_ids = {w for w in encoding.word_ids if w is not None}
         unknown_words = {w for w, i in zip(encoding.word_ids, encoding.input_ids, strict=True)
-                         if w is not None and i == tokenizer.unk_token_id}  # fmt: skip
+                         if w is not None and i == tokenizer.unk_token_id}
         words += len(word_ids) * count
         unknown += len(unknown_words) * count
         split += sum(n > 1 for n in Counter(w for w in encoding.word_ids if w is not None).values()) * count

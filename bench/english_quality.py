@@ -34,7 +34,7 @@ from bertviz_lite.text.corpora import english_corpus, everyday_corpus  # noqa: E
 
 SET_PATH = Path(__file__).resolve().parent / "english_quality_set.json"
 GOALS = {"cloze_top1": (">=", 0.55), "cloze_top5": (">=", 0.85), "copy_rate": ("<=", 0.10), "nsp": (">=", 0.85),
-         "minimal_pairs": (">=", 0.75)}  # fmt: skip
+         "minimal_pairs": (">=", 0.75)}
 
 
 def _normal(text: str) -> str:
@@ -95,7 +95,7 @@ def evaluate(source: str, held_out: dict, verbose: bool) -> None:
     started = time.perf_counter()
     cloze = cloze_scores(model, tokenizer, held_out["cloze"])
     scores = {**{k: v for k, v in cloze.items() if k != "wrong"}, "nsp": nsp_accuracy(model, tokenizer, held_out["nsp"]),
-              **minimal_pair_scores(model, tokenizer)}  # fmt: skip
+              **minimal_pair_scores(model, tokenizer)}
     for key, value in scores.items():
         print(f"{key}={value:.3f}")
     met = [key for key, (way, goal) in GOALS.items() if (scores[key] >= goal if way == ">=" else scores[key] <= goal)]
@@ -115,7 +115,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     held_out = json.loads(SET_PATH.read_text(encoding="utf-8"))
     print(f"cloze_sentences={len(held_out['cloze'])} nsp_pairs={len(held_out['nsp'])} "
-          f"minimal_pairs={len(builtin_minimal_pairs())}")  # fmt: skip
+          f"minimal_pairs={len(builtin_minimal_pairs())}")
     if not args.no_overlap_check:
         print(f"overlap={overlap_with_corpora(held_out)}")
     for source in args.model or [DEFAULT_MODEL]:

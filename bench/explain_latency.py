@@ -9,7 +9,8 @@ ours / transformers is printed (goal: <= 1.0). Goal per view: < 1.5 s at
 32 tokens. transformers 5 has no head_mask argument: its heads are zeroed by a hook on BertSelfAttention.
 
 Pseudo-log-likelihood of a 15-token sentence (goal < 0.5 s on one thread), ours against transformers running the
-same masked copies in one batch. Activation patching (`--patching-tokens`, default 16): the full grids of a clean/corrupted pair, ours batched per
+same masked copies in one batch. Activation patching (`--patching-tokens`, default 16): the full grids of a
+clean/corrupted pair, ours batched per
 layer and starting at the patched layer, against transformers running every patched input in full with a forward
 hook that puts the clean state back (one batch of T inputs per layer, as TransformerLens would). Goal: the
 layers × positions grid < 3 s on one thread at 16 tokens.
@@ -222,7 +223,7 @@ def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int) ->
 
     def ours(site):
         return lambda: patching.patching_grid(model, patching.record_run(model, ids[0]), patching.record_run(model, ids[1]),
-                                              site, chosen)  # fmt: skip
+                                              site, chosen)
     # Same numbers first: our grid and transformers' hooked runs agree.
     theirs = torch.stack(hf_patching_grid(reference, *ids, position, pair)).numpy()
     print(f"  residual grid, largest |ours − transformers| = {abs(ours('residual')() - theirs).max():.2e}")
@@ -260,7 +261,7 @@ def pll_rows(model, tokenizer, reference, repeats: int) -> float:
     print(f"pseudo-log-likelihood: {len(encoding)} tokens, {PLL_SENTENCE!r}: ours {ours_value:.4f}, "
           f"transformers {theirs_value:.4f}")
     ours_ms, theirs_ms = interleaved_medians(lambda: pseudo_log_likelihood(model, tokenizer, PLL_SENTENCE), theirs,
-                                             repeats)  # fmt: skip
+                                             repeats)
     print(f"  model pseudo-log-likelihood ({len(positions)} masked copies)        ours={ours_ms:8.1f} ms "
           f"transformers={theirs_ms:8.1f} ms ratio={ours_ms / theirs_ms:.3f} (goal < 500 ms)")
     view = lambda: figures.pair_likelihood_figure(views.pair_likelihood(model, tokenizer, PLL_SENTENCE,  # noqa: E731

@@ -73,7 +73,7 @@ def evaluate(source: str, held_out: dict, verbose: bool) -> None:
     nsp = nsp_accuracy(model, tokenizer, held_out["nsp"])
     seconds = time.perf_counter() - started
     print(f"{source}: top1={top1:.1%} top5={top5:.1%} (n={len(held_out['cloze'])}) "
-          f"nsp={nsp:.1%} (n={len(held_out['nsp'])}) in {seconds:.1f} s")  # fmt: skip
+          f"nsp={nsp:.1%} (n={len(held_out['nsp'])}) in {seconds:.1f} s")
     if source == DEFAULT_MODEL:
         met = top5 >= GOALS["top5"] and nsp >= GOALS["nsp"]
         print(f"  goals top5>={GOALS['top5']:.0%} nsp>={GOALS['nsp']:.0%}: {'met' if met else 'NOT met'}")

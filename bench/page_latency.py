@@ -1,7 +1,8 @@
 """Page latency of the Attention page in Debian's chromium: from entering a pair to the figure drawn.
 
 Starts `streamlit run app.py` on a free port (tests/browser/server.py, as the browser tests do), opens the Attention page with
-the default model (minilm-english: MiniLM's sizes, 6 layers × 12 heads) and, for pairs of exactly 32, 128 and 512 tokens, times from pressing Enter in
+the default model (minilm-english: MiniLM's sizes, 6 layers × 12 heads) and, for pairs of exactly 32, 128
+and 512 tokens, times from pressing Enter in
 sentence A to the single-head heatmap drawn with the new pair; then the same for the model view
 (all layers × heads) at 128 tokens. Each pair is new (a different first word), so nothing comes from
 the trace cache. It also reports the longest main-thread task in the browser during each
@@ -167,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stop(server)
     load_average = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\n{platform.machine()}, {os.cpu_count()} cores, load average {load_average:.1f} · Python {platform.python_version()}")
+    print(
+        f"\n{platform.machine()}, {os.cpu_count()} cores, load average {load_average:.1f} · Python {platform.python_version()}"
+    )
     print("| view | median s | max s | × reference | longest browser task s | goal |\n|---|---|---|---|---|---|")
     print("\n".join(rows))
     return 0

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     config = train_args["config"]
     print(f"preset={options.preset} steps={options.steps} threads={options.threads} "
           f"batch={train_args['args']['batch_size']}x{train_args['args']['seq_len']} "
-          f"vocab={config['vocab_size']} parameters={train_args['num_parameters']}")  # fmt: skip
+          f"vocab={config['vocab_size']} parameters={train_args['num_parameters']}")
     print(f"peak_rss_mb={peak_kib / 1024:.0f}")
 
 

@@ -37,7 +37,7 @@ def most_frequent_token_baseline(trainer: Trainer) -> tuple[str, float]:
     """(token, accuracy on the held-out masked positions) of always predicting the most frequent training token."""
     encodings = trainer.tokenizer.encode_batch_pairs([(a, b) for a, b, _ in trainer.train_pairs], trainer.args.seq_len)
     counts = collections.Counter(i for e in encodings for i, s in zip(e.input_ids, e.special_tokens_mask, strict=True)
-                                 if not s)  # fmt: skip
+                                 if not s)
     token_id = counts.most_common(1)[0][0]
     labels = torch.cat([b["labels"][b["labels"] != IGNORE_INDEX].cpu() for b in trainer._eval_batches()])
     return trainer.tokenizer.convert_ids_to_tokens(token_id), float((labels == token_id).float().mean())
@@ -56,7 +56,7 @@ class Goal(TrainerCallback):
             return
         seconds = time.perf_counter() - self.started - self.untimed_s
         print(f"step {record['step']:5d}  {seconds:6.1f} s  held-out nsp_acc {record['eval_nsp_acc']:.3f}  "
-              f"mlm_acc {record['eval_mlm_acc']:.3f}", flush=True)  # fmt: skip
+              f"mlm_acc {record['eval_mlm_acc']:.3f}", flush=True)
         self.last = record
         if record["eval_nsp_acc"] >= self.nsp_goal and record["eval_mlm_acc"] >= self.mlm_goal and self.reached is None:
             self.reached = (record["step"], seconds)
@@ -93,15 +93,15 @@ def main(argv: list[str] | None = None) -> None:
         print(f"cpu={_cpu_name()!r} threads={torch.get_num_threads()} torch={torch.__version__}")
         print(f"args: steps={args.steps} lr={args.lr} warmup={args.warmup} batch_size={args.batch_size} "
               f"seq_len={args.seq_len} vocab_size={trainer.tokenizer.vocab_size} eval_every={args.eval_every} "
-              f"eval_pairs={len(trainer.eval_pairs)}")  # fmt: skip
+              f"eval_pairs={len(trainer.eval_pairs)}")
         print(f"baseline_mlm_acc={baseline:.4f} (always {token!r}); goal: eval_nsp_acc>={goal.nsp_goal} "
-              f"eval_mlm_acc>={goal.mlm_goal:.4f}")  # fmt: skip
+              f"eval_mlm_acc>={goal.mlm_goal:.4f}")
         trainer.train()
         total_s = time.perf_counter() - started - goal.untimed_s
     if options.full:
         last = goal.last
         print(f"whole_run_seconds={total_s:.1f} final eval_mlm_acc={last['eval_mlm_acc']:.3f} "
-              f"({last['eval_mlm_acc'] / baseline:.1f}x baseline) eval_nsp_acc={last['eval_nsp_acc']:.3f}")  # fmt: skip
+              f"({last['eval_mlm_acc'] / baseline:.1f}x baseline) eval_nsp_acc={last['eval_nsp_acc']:.3f}")
     if goal.reached is None:
         print(f"seconds_to_learn=not reached in {args.steps} steps")
     else:

@@ -43,7 +43,7 @@ class HuggingFaceStep(nn.Module):
             input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"],
             attention_mask=batch["attention_mask"], labels=batch["labels"],
             next_sentence_label=batch["next_sentence_label"],
-        )  # fmt: skip
+        )
         return (out.loss,)
 
 
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"device={args.device} cpu={cpu!r} threads={torch.get_num_threads()} torch={torch.__version__}")
     print(f"batch={args.batch_size}x{args.seq_len} vocab={args.vocab_size} masked={masked:.3f} "
           f"dtype={args.dtype} dropout={config.hidden_dropout_prob} adamw={'foreach' if args.foreach_adamw else 'fused'} "
-          f"reps={args.reps} steps_per_rep={args.steps_per_rep}")  # fmt: skip
+          f"reps={args.reps} steps_per_rep={args.steps_per_rep}")
     for name, values in rates.items():
         print(f"{name}_tokens_per_s median={medians[name]:.0f} all={[round(v) for v in values]}")
     theirs = max(medians["transformers_eager"], medians["transformers_sdpa"])

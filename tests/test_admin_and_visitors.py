@@ -63,7 +63,7 @@ def test_a_tabs_alias_owns_what_that_tab_made(tmp_path):
 def test_two_tabs_opened_at_once_converge_on_the_first_id():
     """Run the cookie script of two tabs (each with its own new id) against one document.cookie jar."""
     tabs = "\n".join("{" + _visitor.cookie_script(visitor_id).removeprefix("<script>").removesuffix("</script>") + "}"
-                     for visitor_id in (IDS[3], IDS[4]))  # fmt: skip
+                     for visitor_id in (IDS[3], IDS[4]))
     jar = """const jar = {}; const window = {parent: {document: {}}};
 Object.defineProperty(window.parent.document, "cookie", {
   get: () => Object.entries(jar).map(([k, v]) => k + "=" + v).join("; "),

@@ -373,7 +373,7 @@ def test_a_rename_or_delete_that_loses_a_race_says_so_without_server_paths(root,
 
     monkeypatch.setattr(store.os, "rename", gone)
     for call in (lambda: store.delete_checkpoint("tiny", root),
-                 lambda: store.rename_checkpoint("tiny", "other", root)):  # fmt: skip
+                 lambda: store.rename_checkpoint("tiny", "other", root)):
         with pytest.raises(store.CheckpointError) as err:
             call()
         assert "another window" in str(err.value) and str(tmp_path) not in str(err.value)

@@ -33,14 +33,14 @@ from tests.attention_samples import load_snapshots
 SENTENCES = [
     "The cat sat on the mat.", "The dog ran to the park.", "A bird sang in the tall tree.",
     "The cat and the dog are friends.", "Rain fell on the green field.", "The sun was warm over the sea.",
-]  # fmt: skip
+]
 
 
 @pytest.fixture(scope="module")
 def tiny():
     tokenizer = BertTokenizer.train(SENTENCES * 5, vocab_size=120)
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=32)  # fmt: skip
+                        intermediate_size=64, max_position_embeddings=32)
     torch.manual_seed(0)
     return BertForPreTraining(config).eval(), tokenizer
 
@@ -54,7 +54,7 @@ def test_good_run_names_pass(name):
     ("name", "fragment"),
     [("", "empty"), ("  ", "empty"), ("a/b", "separator"), ("a\\b", "separator"), ("..", ".."), ("x..y", ".."),
      (".hidden", "hidden"), ("-rf", "letter or digit"), ("a b", "letters, digits"), ("x" * 101, "at most")],
-)  # fmt: skip
+)
 def test_unsafe_run_names_are_refused(name, fragment):
     with pytest.raises(ValueError, match=fragment):
         validate_run_name(name)
@@ -64,7 +64,7 @@ def test_checkpoint_loads_in_bertviz_lite_and_transformers_with_equal_logits(tin
     model, tokenizer = tiny
     save_checkpoint(tmp_path, model, tokenizer, {"args": {"steps": 3}}, step=3)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "model.safetensors", "train_args.json",
-                                                          "vocab.txt"]  # fmt: skip
+                                                          "vocab.txt"]
     assert checkpoint_step(tmp_path) == 3
     loaded, loaded_tokenizer = load_folder(tmp_path)
     assert loaded_tokenizer.vocab == tokenizer.vocab

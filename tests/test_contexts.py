@@ -20,7 +20,7 @@ from bertviz_lite.text.corpora import senses
 from tests.app.tiny_checkpoint import build_tiny
 
 SENTENCES = ["He sat on the bank of the river.", "The bank raised its rates.",
-             "A rash of bank robberies in the city worried the police and the banks."]  # fmt: skip
+             "A rash of bank robberies in the city worried the police and the banks."]
 WORDNET = Path("/usr/share/wordnet")
 
 
@@ -53,7 +53,7 @@ def test_find_word_knows_inflections_and_irregular_forms():
     text = "She ran home; he runs, they are running, the runner ran."
     assert [text[a:b] for a, b in senses.find_word(text, "run", {"ran"})] == ["ran", "runs", "running", "ran"]
     assert senses.label_words("The geese flew.", "n", ["goose"], senses.read_exceptions(WORDNET)) == (
-        ("goose", 4, 9),) if (WORDNET / "noun.exc").is_file() else True  # fmt: skip
+        ("goose", 4, 9),) if (WORDNET / "noun.exc").is_file() else True
 
 
 def test_the_shipped_index_is_what_the_command_writes(tmp_path):
@@ -152,7 +152,7 @@ def test_sense_separation_of_bank_on_the_tiny_model(tiny, index):
     assert separation.static == pytest.approx(brute_force_accuracy(data.static[keep], labels))
     frame = separation.to_frame()
     assert frame["vectors"].tolist() == ["static input embedding", "chance (commonest sense)", "embeddings",
-                                         "layer 1", "layer 2"]  # fmt: skip
+                                         "layer 1", "layer 2"]
 
 
 def test_named_user_sentences_are_the_senses_scored(tiny, index):
@@ -181,14 +181,14 @@ def test_neighbours_over_an_index_equal_a_brute_force_recomputation(tiny, index)
     for o in pool.occurrences:  # each word on its own: one sentence, no batch, no padding
         vector = span_vectors(model, tokenizer, [WordSpan(o.text, o.start, o.end)], num_layers=1)[0][1, 0]
         scores.append(-np.inf if o == pool.occurrences[7] else vector @ query / np.linalg.norm(vector)
-                      / np.linalg.norm(query))  # fmt: skip
+                      / np.linalg.norm(query))
     order = np.argsort(-np.array(scores), kind="stable")[:5]
     assert [pool.occurrences[i] for i in order] == list(found.occurrences)
     assert np.allclose(found.similarity, np.array(scores)[order], atol=1e-5)
     frame = found.to_frame()
     assert frame["rank"].tolist() == [1, 2, 3, 4, 5]
     assert all(row.before + row.word + row.after == o.text for row, o in
-               zip(frame.itertuples(), found.occurrences, strict=True) if "…" not in row.before + row.after)  # fmt: skip
+               zip(frame.itertuples(), found.occurrences, strict=True) if "…" not in row.before + row.after)
 
 
 def test_a_word_pool_ranks_the_other_occurrences(tiny, index):

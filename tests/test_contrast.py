@@ -94,7 +94,13 @@ def test_the_patching_view_is_the_grid_as_recovered_shares(demo):
     data = contrast.activation_patching(model, tokenizer, A, B, target, foil, site="residual")
     position = contrast.mask_position(contrast.encode_alone(tokenizer, A))
     clean, corrupted = (patching.record_run(model, ids_of(tokenizer, s)) for s in (A, B))
-    grid = patching.patching_grid(model, clean, corrupted, "residual", Target(position, *tokenizer.convert_tokens_to_ids([target, foil])))
+    grid = patching.patching_grid(
+        model,
+        clean,
+        corrupted,
+        "residual",
+        Target(position, *tokenizer.convert_tokens_to_ids([target, foil])),
+    )
     np.testing.assert_allclose(data.metric, grid)
     np.testing.assert_allclose(data.share, (grid - data.corrupted_metric) / (data.clean_metric - data.corrupted_metric))
     assert data.share[-1, position] == pytest.approx(1.0, abs=1e-5) and data.position == position

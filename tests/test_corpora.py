@@ -73,7 +73,7 @@ def test_the_corpus_keeps_prose_and_drops_definitions_code_attributions_and_repe
         "The temple of the god Stomach.", "Men bow to it daily.",  # "Every abdomen ..." repeats the headword
         "A dream will always triumph over reality, once it is given the chance.",  # the fortune repeating gnome's: gone
         "The dog barked all night.",  # WordNet's example, not its definition
-    ]  # fmt: skip
+    ]
 
 
 def test_clean_sentence_accepts_prose_only():
@@ -91,7 +91,7 @@ def test_a_missing_package_is_named(tmp_path: Path, capsys):
 
 def test_grouped_joins_lone_sentences_of_one_topic_and_keeps_longer_documents_whole():
     documents = [("a", ["A1."]), ("a", ["A2."]), ("a", []), ("a", ["A3."]), ("b", ["B1."]), ("b", ["B2.", "B3."]),
-                 ("b", ["B4."]), ("b", ["B5."]), ("b", ["B6."])]  # fmt: skip
+                 ("b", ["B4."]), ("b", ["B5."]), ("b", ["B6."])]
     assert list(everyday.grouped(documents, size=2)) == [
         ["A1.", "A2."], ["A3."], ["B1."], ["B2.", "B3."], ["B4.", "B5."], ["B6."]
     ]

@@ -17,14 +17,14 @@ from bertviz_lite.loading.run_folder import read_metrics, read_status
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["--preset", "tiny", "--num-documents", "150", "--vocab-size", "300", "--seq-len", "32", "--batch-size", "8",
         "--eval-pairs", "32", "--hidden-size", "32", "--num-attention-heads", "4", "--intermediate-size", "64",
-        "--max-position-embeddings", "32", "--quiet"]  # fmt: skip
+        "--max-position-embeddings", "32", "--quiet"]
 
 
 @pytest.mark.slow
 def test_two_cpu_processes_train_with_ddp_and_only_rank_0_writes(tmp_path):
     run = tmp_path / "run"
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",
-                "bertviz_lite.train"]  # fmt: skip
+                "bertviz_lite.train"]
     args = [*TINY, "--steps", "6", "--log-every", "2", "--eval-every", "3", "--snapshot-every", "3", "--out", str(run)]
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     done = subprocess.run([*launcher, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
@@ -37,6 +37,6 @@ def test_two_cpu_processes_train_with_ddp_and_only_rank_0_writes(tmp_path):
     assert [r["step"] for r in read_metrics(run, "eval")] == [3, 6]
     assert json.loads((run / "train_args.json").read_text())["world_size"] == 2
     assert sorted(p.name for p in (run / "snapshots").iterdir()) == [
-        "step_000000.safetensors", "step_000003.safetensors", "step_000006.safetensors"]  # fmt: skip
+        "step_000000.safetensors", "step_000003.safetensors", "step_000006.safetensors"]
     assert checkpoint_step(run) == 6
     load_folder(run)

@@ -66,7 +66,7 @@ def test_fills_in_held_out_blanks(english, text, answer):
 
 def test_judges_sentence_pairs(english):
     follows = is_next_probability(*english, "I went to the store this morning.",
-                                  "I bought a gallon of milk and some eggs.")  # fmt: skip
+                                  "I bought a gallon of milk and some eggs.")
     unrelated = is_next_probability(*english, "I went to the store this morning.",
-                                    "Penguins are flightless birds that live in the Southern Hemisphere.")  # fmt: skip
+                                    "Penguins are flightless birds that live in the Southern Hemisphere.")
     assert follows > 0.9 and unrelated < 0.1, (follows, unrelated)

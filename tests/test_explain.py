@@ -107,7 +107,9 @@ def test_integrated_gradients_add_up_to_the_score_difference(tiny, tiny_trace, p
     target = views.explain.explained_target(tiny_trace.mlm_logits, position)
     grads, ids, segments = completeness_case(model, tokenizer, tiny_trace, target)
     assert grads.completeness_error < 0.01
-    assert abs(grads.integrated_gradients.sum() - (grads.score - grads.baseline_score)) < 0.01 * abs(grads.score - grads.baseline_score)
+    assert abs(grads.integrated_gradients.sum() - (grads.score - grads.baseline_score)) < 0.01 * abs(
+        grads.score - grads.baseline_score
+    )
     # both ends are the model's own numbers: the input, and the input with every token [MASK]
     with torch.no_grad():
         for scored_ids, value in ((ids, grads.score), (torch.full_like(ids, tokenizer.mask_token_id), grads.baseline_score)):
@@ -241,7 +243,9 @@ def test_logit_lens_reads_every_layer_with_the_output_head(tiny, tiny_trace):
     first = torch.softmax(model.cls.predictions(torch.as_tensor(tiny_trace.hidden_states[0][3])).double(), -1)
     np.testing.assert_allclose(lens.top_probs[0], torch.topk(first, 4).values.numpy(), rtol=1e-5)
     nsp = explore.from_trace(views.logit_lens, tiny_trace, position=None)
-    assert nsp.answer_probs[-1] == pytest.approx(float(torch.softmax(torch.as_tensor(tiny_trace.nsp_logits).double(), -1).max()), rel=1e-5)
+    assert nsp.answer_probs[-1] == pytest.approx(
+        float(torch.softmax(torch.as_tensor(tiny_trace.nsp_logits).double(), -1).max()), rel=1e-5
+    )
     assert set(nsp.top_tokens[0]) == {"IsNext", "NotNext"}
     assert lens.to_frame().shape == (3, 2 + 2 * 4)
     assert figures.logit_lens_figure(lens).data[0].z.shape == (3, 4)

@@ -1,4 +1,5 @@
-"""Tests for bertviz_lite.inspection.explore and bertviz_lite.inspection.views: the data behind each explore page, on a tiny random BERT."""
+"""Tests for bertviz_lite.inspection.explore and bertviz_lite.inspection.views: the data behind each explore page,
+on a tiny random BERT."""
 
 from __future__ import annotations
 

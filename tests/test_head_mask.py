@@ -36,12 +36,19 @@ def by_hand(model: BertForPreTraining, ids, segments, zeroed: set[tuple[int, int
     """BERT written out from the module weights, each zeroed head's context set to 0: (hidden states, MLM, NSP)."""
     config, emb = model.config, model.bert.embeddings
     heads, size = config.num_attention_heads, config.hidden_size // config.num_attention_heads
-    x = emb.word_embeddings.weight[ids] + emb.position_embeddings.weight[: ids.shape[1]] + emb.token_type_embeddings.weight[segments]
+    x = (
+        emb.word_embeddings.weight[ids]
+        + emb.position_embeddings.weight[: ids.shape[1]]
+        + emb.token_type_embeddings.weight[segments]
+    )
     x = F.layer_norm(x, (config.hidden_size,), emb.LayerNorm.weight, emb.LayerNorm.bias, config.layer_norm_eps)
     states = [x]
     for index, layer in enumerate(model.bert.encoder.layer):
         attn = layer.attention.self
-        q, k, v = (F.linear(x, m.weight, m.bias).view(1, -1, heads, size).transpose(1, 2) for m in (attn.query, attn.key, attn.value))
+        q, k, v = (
+            F.linear(x, m.weight, m.bias).view(1, -1, heads, size).transpose(1, 2)
+            for m in (attn.query, attn.key, attn.value)
+        )
         context = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(size), dim=-1) @ v  # (1, nh, T, hd)
         for layer_index, head in zeroed:
             if layer_index == index:

@@ -22,7 +22,7 @@ class WithLabelSmoothing(training_args.TrainingArguments):
     """The real options plus one declared in one place."""
 
     label_smoothing: float = option(0.0, label="Label smoothing", group="Optimisation", check="non_negative",
-                                    step=0.05, help=HELP)  # fmt: skip
+                                    step=0.05, help=HELP)
 
 
 @pytest.fixture

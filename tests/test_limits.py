@@ -16,7 +16,7 @@ from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.tokenization import SPECIAL_TOKENS, BertTokenizer, read_vocab_file
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-            max_position_embeddings=64)  # fmt: skip
+            max_position_embeddings=64)
 BERT_BASE = BertConfig()
 BERT_LARGE = BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
 
@@ -104,7 +104,7 @@ def test_settings_raise_the_limits_and_bad_settings_are_named(monkeypatch):
          "100000-token inputs.*BERTVIZ_LITE_MAX_ACTIVATION_MB"),
         ({"num_hidden_layers": 10**4000}, r"10\^4000 layers.*about 10\^4003 parameters"),
     ],
-)  # fmt: skip
+)
 def test_oversized_models_are_refused_in_well_under_a_second_without_allocating(folder, changes, match):
     edit_config(folder, **changes)
     before = files_of(folder)
@@ -188,7 +188,10 @@ def test_line_counts_match_how_the_vocabulary_is_read(tmp_path):
 def test_a_weight_file_larger_than_the_config_can_need_is_refused_unread(folder):
     with open(folder / "model.safetensors", "r+b") as handle:
         handle.truncate(3 << 30)  # 3 GB, sparse: nothing is written to the disk
-    seconds, growth_mb, message = refused(lambda: load_folder(folder), r"model.safetensors is 3072 MB, but a model with this config.json needs at most 1.2 MB")
+    seconds, growth_mb, message = refused(
+        lambda: load_folder(folder),
+        r"model.safetensors is 3072 MB, but a model with this config.json needs at most 1.2 MB",
+    )
     assert seconds < 1 and growth_mb < 50, (seconds, growth_mb)
     assert str(folder.parent) not in message.replace(str(folder), "")
 

@@ -121,7 +121,9 @@ def test_head_and_block_grids_equal_patching_by_hand():
 
         hidden = corrupted.sites["residual"][layer]
         for index in range(layer, 2):
-            hidden = patching.layer_forward(model.bert.encoder.layer[index], hidden, None, edit if index == layer else patching._keep)
+            hidden = patching.layer_forward(
+                model.bert.encoder.layer[index], hidden, None, edit if index == layer else patching._keep
+            )
         logits = model.cls.predictions(hidden)
         return float(logits[0, 6, 11] - logits[0, 6, 12])
 

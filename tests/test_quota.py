@@ -116,7 +116,7 @@ def test_a_zip_download_carries_no_server_paths(tmp_path, monkeypatch):
     folder = save_tiny(root / "pasted")
     corpus = str(folder / "corpus.txt")
     train_args = {"args": {"corpus": corpus, "out": str(folder)},
-                  "command": f"{sys.executable} -m bertviz_lite.train --corpus {corpus} --out {folder}"}  # fmt: skip
+                  "command": f"{sys.executable} -m bertviz_lite.train --corpus {corpus} --out {folder}"}
     (folder / "train_args.json").write_text(json_module.dumps(train_args))
     with zipfile.ZipFile(io.BytesIO(store.checkpoint_zip(folder))) as archive:
         text = archive.read("pasted/train_args.json").decode()

@@ -105,7 +105,7 @@ def test_the_colour_range_is_the_same_on_every_steps_figures():
 def prediction(step: int) -> dict:
     p = step / 100
     return {"position": 2, "answer": "b", "top_tokens": ["b", "a", "c"] if step else ["a", "c", "b"],
-            "top_probs": [0.5 + p / 4, 0.3, 0.1], "answer_prob": 0.1 + p / 2, "is_next_prob": 0.5 + p / 3}  # fmt: skip
+            "top_probs": [0.5 + p / 4, 0.3, 0.1], "answer_prob": 0.1 + p / 2, "is_next_prob": 0.5 + p / 3}
 
 
 def test_predictions_over_steps_from_saved_snapshots(tmp_path):
@@ -121,7 +121,7 @@ def test_predictions_over_steps_from_saved_snapshots(tmp_path):
     assert series.steps == (50, 100) and series.missing_steps == (0,) and series.answer == "b"
     frame = series.to_frame()
     assert list(frame.columns) == ["step", "answer", "answer_prob", "is_next_prob",
-                                   "guess_1", "prob_1", "guess_2", "prob_2", "guess_3", "prob_3"]  # fmt: skip
+                                   "guess_1", "prob_1", "guess_2", "prob_2", "guess_3", "prob_3"]
     assert frame["step"].tolist() == [50, 100]
     assert frame["answer_prob"].tolist() == pytest.approx([0.35, 0.6])
     assert frame["is_next_prob"].tolist() == pytest.approx([0.5 + 0.5 / 3, 0.5 + 1 / 3])

@@ -79,7 +79,7 @@ def test_the_corpus_counts_the_form_relies_on():
      ({"batch_size": 160_000, "corpus": "english"}, None, "more than the 152224 training pairs"),
      ({"batch_size": 9}, (3, 9), "batch_size (9) is more than the 8 training pairs"),
      ({"batch_size": 2}, (1, 30), "The corpus has 1 document: next-sentence pairs need at least 2")],
-)  # fmt: skip
+)
 def test_check_training_pairs_refuses_batches_bigger_than_the_corpus(options, corpus, fragment):
     options = {**run_options.preset_options("tiny"), **options}
     with pytest.raises(OptionError, match=re.escape(fragment)) as err:

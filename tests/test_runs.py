@@ -116,7 +116,7 @@ def test_a_dead_run_whose_cli_refused_its_options_shows_the_reason_first(tmp_pat
     run.mkdir()
     (run / run_folder.LAUNCH_FILE).write_text(json.dumps({"pid": 999_999_999}))
     reason = ("--batch-size (20000) is more than the 17143 training pairs of the corpus: use a smaller batch or a "
-              "bigger corpus")  # fmt: skip
+              "bigger corpus")
     (run / run_folder.LOG_FILE).write_text(f"Loading…\nerror: {reason}\n")
     state = lifecycle.run_state(run)
     assert state.state == "failed" and state.message.startswith(f"{reason} (the training process, pid 999999999")

@@ -9,7 +9,7 @@ MODELS = ["minilm-english", "all-MiniLM-L6-v2", "demo-tiny"]
 
 def test_a_good_link_reads_back_exactly():
     state = share.parse_query({"a": "Hi there.", "b": "", "model": "demo-tiny", "layer": "1", "head": "3",
-                               "step": "4", "present": "1"}, MODELS, "minilm-english")  # fmt: skip
+                               "step": "4", "present": "1"}, MODELS, "minilm-english")
     assert state == share.SharedState("Hi there.", "", "demo-tiny", layer=1, head=3, step=4, present=True)
     link = share.share_link("http://host:8501/", "Attention", state)
     assert link.startswith("http://host:8501/Attention?")
@@ -39,7 +39,7 @@ def test_a_link_carries_the_token_the_masked_positions_and_the_knocked_out_heads
 
 def test_untrusted_values_are_replaced_cut_or_clamped_with_a_note():
     state = share.parse_query({"model": "/etc/passwd", "layer": "-2", "head": "1e9", "step": "0",
-                               "a": "x" * 5000, "present": "no"}, MODELS, "minilm-english")  # fmt: skip
+                               "a": "x" * 5000, "present": "no"}, MODELS, "minilm-english")
     assert state.model == "minilm-english" and state.layer == 0 and state.head is None and state.step == 1
     assert len(state.text_a) == share.MAX_TEXT and state.present is False
     notes = " ".join(state.notes)

@@ -67,7 +67,7 @@ def _reference_fields(reference, text_a, text_b, max_length) -> dict:
     out = reference(
         text_a, text_b, truncation=True, max_length=max_length,
         return_offsets_mapping=True, return_special_tokens_mask=True,
-    )  # fmt: skip
+    )
     return {
         "tokens": out.tokens(),
         "input_ids": out["input_ids"],
@@ -218,7 +218,7 @@ def test_decode(ours):
 def test_special_ids_and_conversions(ours):
     assert (ours.pad_token_id, ours.unk_token_id, ours.cls_token_id, ours.sep_token_id, ours.mask_token_id) == (
         0, 100, 101, 102, 103,
-    )  # fmt: skip
+    )
     assert ours.all_special_ids == [0, 100, 101, 102, 103]
     assert ours.vocab_size == 30522 == len(ours.vocab)
     assert ours.convert_tokens_to_ids(["the", "not-a-token"]) == [1996, 100]
@@ -254,7 +254,7 @@ def test_training_gives_the_same_vocabulary_in_separate_processes():
         path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
         env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": path}
         done = subprocess.run([sys.executable, "-c", TRAIN_AND_PRINT_VOCAB], cwd=root, env=env,
-                              capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
+                              capture_output=True, text=True, timeout=300, check=True)
         vocabularies.append(json.loads(done.stdout))
     assert vocabularies[0] == vocabularies[1]
     assert len(vocabularies[0]) == 400

@@ -27,10 +27,10 @@ from tests.waiting import wait_until
 REPO = Path(__file__).resolve().parents[1]
 # The tiny preset on a smaller corpus and vocabulary, so that a run starts and steps quickly.
 TINY = ["--preset", "tiny", "--num-documents", "150", "--vocab-size", "300", "--seq-len", "32", "--batch-size", "8",
-        "--eval-pairs", "32", "--threads", "1", "--quiet"]  # fmt: skip
+        "--eval-pairs", "32", "--threads", "1", "--quiet"]
 # Smaller still, for the runs that are stopped or killed.
 SMALLER = [*TINY, "--hidden-size", "32", "--num-attention-heads", "4", "--intermediate-size", "64",
-           "--max-position-embeddings", "32"]  # fmt: skip
+           "--max-position-embeddings", "32"]
 
 
 def command(*args: str) -> list[str]:
@@ -61,7 +61,7 @@ def test_cli_trains_the_tiny_preset_and_transformers_loads_the_checkpoint(tmp_pa
     assert train_args["args"]["steps"] == 20 and train_args["config"]["num_hidden_layers"] == 2
     assert train_args["command"].startswith("python -m bertviz_lite.train --preset tiny")
     assert sorted(p.name for p in (run / "snapshots").iterdir()) == [
-        "step_000000.safetensors", "step_000010.safetensors", "step_000020.safetensors"]  # fmt: skip
+        "step_000000.safetensors", "step_000010.safetensors", "step_000020.safetensors"]
 
     model, tokenizer = load(str(run))
     from transformers import BertForPreTraining
@@ -72,7 +72,7 @@ def test_cli_trains_the_tiny_preset_and_transformers_loads_the_checkpoint(tmp_pa
         theirs = hf(**inputs)
         torch.testing.assert_close(model(**inputs), theirs.prediction_logits, rtol=1e-4, atol=1e-4)
         torch.testing.assert_close(model.next_sentence_logits(**inputs), theirs.seq_relationship_logits,
-                                   rtol=1e-4, atol=1e-4)  # fmt: skip
+                                   rtol=1e-4, atol=1e-4)
 
 
 def _corpus(tmp_path: Path, name: str, content: bytes | None) -> str:
@@ -107,7 +107,7 @@ def _corpus(tmp_path: Path, name: str, content: bytes | None) -> str:
      (["--vocab-size", "5"], "error: --vocab-size (5) must be at least 15"),
      (["--resume", "--lr", "0.1", "--out", "{tmp}/run"], "error: --resume continues a run with its own options: --lr"),
      (["--resume", "--out", "{tmp}/missing"], "error: --out ('{tmp}/missing') holds no run to resume: --resume needs")],
-)  # fmt: skip
+)
 def test_bad_arguments_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, args, message):
     corpora = {"empty.txt": b"", "binary.bin": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"}
     for name, content in corpora.items():
@@ -249,11 +249,11 @@ def test_sigkill_while_saving_leaves_the_previous_checkpoint_loadable(tmp_path):
 def test_two_runs_with_the_same_seed_give_the_same_vocabulary_losses_and_weights(tmp_path):
     args = [*TINY, "--hidden-size", "32", "--num-attention-heads", "4", "--intermediate-size", "64",
             "--hidden-dropout-prob", "0.1", "--steps", "20", "--log-every", "10", "--eval-every", "20",
-            "--snapshot-every", "20"]  # fmt: skip
+            "--snapshot-every", "20"]
     runs = [tmp_path / "first", tmp_path / "second"]
     for run in runs:  # separate processes: nothing is shared but the command
         done = subprocess.run(command(*args, "--out", str(run)), env=environment(), capture_output=True, text=True,
-                              timeout=120)  # fmt: skip
+                              timeout=120)
         assert done.returncode == 0, done.stderr
     assert (runs[0] / "vocab.txt").read_bytes() == (runs[1] / "vocab.txt").read_bytes()
     losses = [[r["loss"] for r in read_metrics(run, "train") if r["step"] == 20] for run in runs]
@@ -270,7 +270,7 @@ def test_init_continues_from_pretrained_weights_with_fresh_heads(tmp_path):
     save_file(encoder_only, str(folder / "model.safetensors"))  # like MiniLM: no MLM/NSP heads
     args = ["--init", str(folder), "--corpus", "english", "--seq-len", "32", "--batch-size", "8", "--steps", "4",
             "--log-every", "2", "--eval-every", "4", "--snapshot-every", "4", "--eval-pairs", "16", "--threads", "1",
-            "--quiet", "--out", str(tmp_path / "run")]  # fmt: skip
+            "--quiet", "--out", str(tmp_path / "run")]
     done = subprocess.run(command(*args), env=environment(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     model, tokenizer = load(tmp_path / "run")
@@ -279,7 +279,7 @@ def test_init_continues_from_pretrained_weights_with_fresh_heads(tmp_path):
     assert model.config.hidden_size == 32 and model.config.max_position_embeddings == 64
     trained = load_file(str(tmp_path / "run" / "model.safetensors"))
     assert not torch.equal(trained["bert.encoder.layer.0.attention.self.query.weight"],
-                           encoder_only["bert.encoder.layer.0.attention.self.query.weight"])  # fmt: skip
+                           encoder_only["bert.encoder.layer.0.attention.self.query.weight"])
     assert read_train_args(tmp_path / "run")["args"]["init"] == str(folder)
 
 

@@ -31,9 +31,9 @@ from tests.attention_samples import load_snapshots
 
 TINY_CONFIG = {"hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 32}
 TRAIN_FIELDS = {"split", "step", "loss", "mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc", "lr", "grad_norm",
-                "tokens_per_s", "elapsed_s"}  # fmt: skip
+                "tokens_per_s", "elapsed_s"}
 EVAL_FIELDS = {"split", "step", "eval_loss", "eval_mlm_loss", "eval_nsp_loss", "eval_mlm_acc", "eval_nsp_acc",
-               "eval_examples", "elapsed_s"}  # fmt: skip
+               "eval_examples", "elapsed_s"}
 
 
 def tiny_args(tmp_path, **overrides) -> TrainingArguments:
@@ -41,7 +41,7 @@ def tiny_args(tmp_path, **overrides) -> TrainingArguments:
         preset="tiny", num_documents=60, vocab_size=200, seq_len=32, batch_size=8, steps=12, lr=2e-3, warmup=2,
         log_every=4, eval_every=6, snapshot_every=6, save_every=6, eval_pairs=32, out=str(tmp_path / "run"),
         config=TINY_CONFIG,
-    )  # fmt: skip
+    )
     values.update(overrides)
     return TrainingArguments(**values)
 
@@ -56,10 +56,10 @@ def _one_thread():
 
 def test_presets_have_the_documented_sizes():
     assert {k: PRESETS["tiny"]["config"][k] for k in ("num_hidden_layers", "hidden_size", "num_attention_heads")} == {
-        "num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2}  # fmt: skip
+        "num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2}
     small = PRESETS["small"]["config"]
     assert (small["num_hidden_layers"], small["hidden_size"], small["num_attention_heads"], small["intermediate_size"]) \
-        == (4, 256, 4, 1024)  # fmt: skip
+        == (4, 256, 4, 1024)
     base = TrainingArguments(preset="base", out="x").bert_config(30522)
     assert (base.num_hidden_layers, base.hidden_size, base.num_attention_heads, base.intermediate_size) == (12, 768, 12, 3072)
 
@@ -89,7 +89,7 @@ def test_arguments_take_the_preset_defaults_unless_given():
      ({"seq_len": 600, "init": "demo-tiny"}, "seq_len", "at most 128, the positions of the pretrained model 'demo-tiny'"),
      ({"init": "no-such-model"}, "init", "No model named 'no-such-model'"),
      ({"vocab_size": 14}, "vocab_size", "at least 15"), ({"num_documents": 1}, "num_documents", "at least 2")],
-)  # fmt: skip
+)
 def test_bad_arguments_name_their_option(overrides, option, fragment):
     with pytest.raises(OptionError, match=re.escape(fragment)) as info:
         TrainingArguments(**{"out": "x", **overrides})
@@ -283,7 +283,7 @@ def test_a_folder_with_other_files_is_refused(tmp_path, names):
 def test_a_loss_ten_times_its_first_step_ends_as_diverged(tmp_path):
     # lr 10 keeps the loss finite (the gradient is clipped) but drives it far above where it started.
     args = tiny_args(tmp_path, lr=10.0, steps=60, warmup=30, log_every=5, eval_every=30, snapshot_every=30,
-                     save_every=5)  # fmt: skip
+                     save_every=5)
     result = Trainer(args).train()
     status, train = read_status(tmp_path / "run"), read_metrics(tmp_path / "run", "train")
     assert (result.state, status["state"]) == ("diverged", "diverged") and result.step < 60
@@ -306,7 +306,7 @@ def test_resume_continues_the_step_schedule_data_order_and_optimizer_state(tmp_p
     for ours, theirs in zip(first.model.parameters(), resumed.model.parameters(), strict=True):
         assert torch.equal(ours, theirs)
     moments = [{name: trainer.optimizer.state[param] for name, param in trainer.model.named_parameters()}
-               for trainer in (first, resumed)]  # fmt: skip
+               for trainer in (first, resumed)]
     for name, ours in moments[0].items():
         theirs = moments[1][name]
         assert torch.equal(ours["exp_avg"], theirs["exp_avg"]) and torch.equal(ours["exp_avg_sq"], theirs["exp_avg_sq"])
@@ -326,7 +326,7 @@ def test_resume_continues_the_step_schedule_data_order_and_optimizer_state(tmp_p
     ("setup", "option", "fragment"),
     [("user_files", "resume", "holds no run to resume"), ("finished", "steps", "more than the 10 steps"),
      ("live", "resume", "is still training")],
-)  # fmt: skip
+)
 def test_resume_refuses_what_it_cannot_continue(tmp_path, setup, option, fragment):
     run = tmp_path / "run"
     if setup == "user_files":

@@ -10,7 +10,7 @@ import plotly.colors as pcolors
 HEAD_COLOURS = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
     "#bcbd22", "#7f7f7f", "#000080", "#ff1493", "#006400", "#b8860b", "#00ced1", "#800000",
-)  # fmt: skip
+)
 SEGMENT_COLOURS = {0: "#1f77b4", 1: "#ff7f0e"}
 SEQUENTIAL = "Blues"
 DIVERGING = "RdBu_r"

@@ -115,7 +115,7 @@ def _legend_entry(head: int) -> go.Scatter:
     """
     return go.Scatter(x=[None], y=[None], mode="lines", name=f"head {head}", legendgroup=f"head {head}", showlegend=True,
                       hoverinfo="skip", meta={"head": head, "level": 0},
-                      line={"color": rgba(head_colour(head), 1.0), "width": 3})  # fmt: skip
+                      line={"color": rgba(head_colour(head), 1.0), "width": 3})
 
 
 def _head_traces(queries: np.ndarray, keys: np.ndarray, weights: np.ndarray, head: int, levels: int) -> list:
@@ -155,7 +155,7 @@ def _strongest_lines(links: HeadViewLinks, side: str) -> list[str]:
             found[end].append((weight, f"{links.tokens[other]} {weight:.2f} (head {head})"))
     arrow = "→" if side == "left" else "←"
     return ["<br>".join(f"{arrow} {text}" for _, text in sorted(lines, reverse=True)[:HOVER_LINES]) or "no lines"
-            for lines in found]  # fmt: skip
+            for lines in found]
 
 
 def _token_column(links: HeadViewLinks, x: float, side: str) -> go.Scatter:
@@ -267,7 +267,7 @@ def _add_neuron_traces(fig: go.Figure, neuron: dict, labels: list[str], query_in
     fig.add_trace(_vector_heatmap(products, labels, symmetric_range(products), "q × k"), row=2, col=2)
     fig.add_traces(_score_bars(neuron, labels), rows=2, cols=3)
     weights = go.Bar(x=neuron["weights"], y=labels, orientation="h", name="softmax weight", marker_color="#2ca02c",
-                     hovertemplate="%{y}: %{x:.3f}<extra></extra>")  # fmt: skip
+                     hovertemplate="%{y}: %{x:.3f}<extra></extra>")
     fig.add_trace(weights, row=2, col=4)
     fig.add_trace(
         _vector_heatmap(neuron["weighted_values"], labels, value_limit, "weight × value"), row=2, col=5

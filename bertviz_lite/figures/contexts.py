@@ -46,7 +46,7 @@ def sense_groups(projection: ContextProjection) -> list[tuple[str, np.ndarray]]:
         groups.append((html.escape(f"{_short(gloss) if gloss else sense} ({len(members)})"), members))
     for name, members in ((OTHER, np.flatnonzero(np.isin(senses, rest))),
                           (YOURS, np.flatnonzero(senses == YOURS)),
-                          (UNLABELLED, np.flatnonzero(senses == UNLABELLED))):  # fmt: skip
+                          (UNLABELLED, np.flatnonzero(senses == UNLABELLED))):
         if members.size:
             groups.append((f"{name} ({members.size})", members))
     return groups
@@ -59,12 +59,12 @@ def _marker(name: str, number: int) -> dict:
         return {"color": GREY, "size": 8}
     if name.startswith(YOURS) or f"({YOURS})" in name:
         return {"color": HEAD_COLOURS[number % len(HEAD_COLOURS)], "size": 13, "symbol": "diamond",
-                "line": {"width": 1, "color": "#111111"}}  # fmt: skip
+                "line": {"width": 1, "color": "#111111"}}
     return {"color": HEAD_COLOURS[number % len(HEAD_COLOURS)], "size": 11}
 
 
 def context_scatter(projection: ContextProjection, word: str, chosen: int | None = None,
-                    height: int = 480) -> go.Figure:  # fmt: skip
+                    height: int = 480) -> go.Figure:
     """One point per occurrence of the word, coloured by sense (gloss in the legend, sentence on hover).
 
     chosen: the occurrence whose neighbours are listed, ringed. customdata is the occurrence number.
@@ -75,18 +75,18 @@ def context_scatter(projection: ContextProjection, word: str, chosen: int | None
             x=projection.points[members, 0], y=projection.points[members, 1], mode="markers", name=name,
             customdata=members, hovertext=[_hover(projection.occurrences[i]) for i in members],
             marker=_marker(name, number), hovertemplate="%{hovertext}<extra></extra>",
-        ))  # fmt: skip
+        ))
     if chosen is not None and 0 <= chosen < len(projection.occurrences):
         fig.add_trace(go.Scatter(x=[projection.points[chosen, 0]], y=[projection.points[chosen, 1]], mode="markers",
                                  name="neighbours of this one", hoverinfo="skip",
                                  marker={"size": 22, "symbol": "circle-open", "color": "#111111",
-                                         "line": {"width": 3}}))  # fmt: skip
+                                         "line": {"width": 3}}))
     where = layer_names(projection.num_layers)[projection.layer]
     fig.update_layout(
         title=f"“{html.escape(word)}” in {len(projection.occurrences)} sentences, {where}: first two principal components",
         xaxis_title="PC 1", yaxis_title="PC 2", height=height, margin={"t": 50, "b": 40, "l": 50, "r": 10},
         legend={"title": {"text": "sense (sentences)"}, "itemsizing": "constant"},
-    )  # fmt: skip
+    )
     return fig
 
 
@@ -95,15 +95,15 @@ def separation_figure(separation: SenseSeparation, layer: int | None = None, hei
     names = layer_names(len(separation.accuracy) - 1)
     fig = go.Figure(go.Scatter(x=names, y=separation.accuracy * 100, mode="lines+markers", name="in context",
                                line={"color": HEAD_COLOURS[0], "width": 3},
-                               hovertemplate="%{x}: %{y:.0f}%<extra></extra>"))  # fmt: skip
+                               hovertemplate="%{x}: %{y:.0f}%<extra></extra>"))
     for value, name, dash in ((separation.static, "static embedding", "dash"), (separation.chance, "chance", "dot")):
         if np.isfinite(value):
             fig.add_trace(go.Scatter(x=[names[0], names[-1]], y=[value * 100] * 2, mode="lines", name=name,
-                                     line={"color": GREY, "dash": dash}, hoverinfo="skip"))  # fmt: skip
+                                     line={"color": GREY, "dash": dash}, hoverinfo="skip"))
     if layer is not None and np.isfinite(separation.accuracy[layer]):
         fig.add_trace(go.Scatter(x=[names[layer]], y=[separation.accuracy[layer] * 100], mode="markers",
                                  name="shown above", marker={"size": 16, "color": "#d62728", "symbol": "circle-open",
-                                                             "line": {"width": 3}}, hoverinfo="skip"))  # fmt: skip
+                                                             "line": {"width": 3}}, hoverinfo="skip"))
     fig.update_layout(
         title="Senses told apart: accuracy by layer",
         xaxis={"title": {"text": f"layer (leave-one-out over {separation.num_scored} sentences, "
@@ -115,5 +115,5 @@ def separation_figure(separation: SenseSeparation, layer: int | None = None, hei
         # of the plot, it ran into the title when presentation mode made the chart shorter).
         margin={"t": 50, "b": 110, "l": 50, "r": 10},
         legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom"},
-    )  # fmt: skip
+    )
     return fig

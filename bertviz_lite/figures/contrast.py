@@ -35,13 +35,13 @@ def contrast_lens_figure(data: ContrastLens) -> go.Figure:
     """Per layer (rows), logit(target) − logit(foil) as a bar coloured by the candidate it favours; both
     probabilities beside."""
     fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=[f"logit({data.target}) − logit({data.foil})", "P per layer"])  # fmt: skip
+                        subplot_titles=[f"logit({data.target}) − logit({data.foil})", "P per layer"])
     difference = data.difference
     fig.add_trace(go.Bar(
         x=difference, y=data.layers, orientation="h", marker_color=[TARGET if d >= 0 else FOIL for d in difference],
         text=[f"{d:+.2f}" for d in difference], textposition="outside", cliponaxis=False, showlegend=False,
         hovertemplate="%{y}: %{x:+.3f}<extra></extra>",
-    ), row=1, col=1)  # fmt: skip
+    ), row=1, col=1)
     for name, probs, colour in ((data.target, data.target_probs, TARGET), (data.foil, data.foil_probs, FOIL)):
         fig.add_trace(go.Bar(x=probs, y=data.layers, orientation="h", name=f"P({name})", marker_color=colour,
                              hovertemplate=f"%{{y}}: P({name}) = %{{x:.4f}}<extra></extra>"), row=1, col=2)
@@ -53,7 +53,7 @@ def contrast_lens_figure(data: ContrastLens) -> go.Figure:
         title=f"Layer by layer at position {data.position}: right of 0 the model prefers “{data.target}”, "
               f"left of 0 “{data.foil}”",
         barmode="group", height=max(320, 48 * len(data.layers) + 150), legend={"orientation": "h", "y": -0.12},
-    )  # fmt: skip
+    )
     return fig
 
 
@@ -75,17 +75,17 @@ def patching_heatmap(data: Patching) -> go.Figure:
         text=text, texttemplate="%{text}" if share.shape[1] <= MAX_CELL_TEXT else None,
         colorbar={"title": {"text": "recovered"}, "tickformat": ".0%"}, xgap=1, ygap=1,
         hovertemplate="%{y}, %{x}: %{z:.1%} recovered (metric %{customdata:.3f})<extra></extra>",
-    ))  # fmt: skip
+    ))
     if data.site != "head":
         fig.add_shape(type="rect", x0=data.position - 0.5, x1=data.position + 0.5, y0=-0.5, y1=len(data.rows) - 0.5,
-                      line={"color": "#111111", "width": 2})  # fmt: skip
+                      line={"color": "#111111", "width": 2})
     fig.update_layout(
         title=f"{SITE_TITLES[data.site]}<br><sup>share of {data.label} recovered: clean {data.clean_metric:+.2f}, "
               f"corrupted {data.corrupted_metric:+.2f}; 0 % = nothing back, 100 % = the clean answer</sup>",
         height=max(300, 44 * len(data.rows) + 190), margin={"t": 110},
         xaxis={**category_axis(), "tickangle": -40 if data.site != "head" else 0},
         yaxis={**category_axis(reverse=True)},
-    )  # fmt: skip
+    )
     return fig
 
 
@@ -105,7 +105,7 @@ def pair_likelihood_figure(data: PairLikelihood) -> go.Figure:
             x=labels, y=-log_probs, marker_color=[DIFFERENT if d else SAME for d in differs], showlegend=False,
             text=[f"{-v:.1f}" for v in log_probs], textposition="outside", cliponaxis=False,
             customdata=np.exp(log_probs), hovertemplate="%{x}: −log P = %{y:.3f} (P = %{customdata:.3%})<extra></extra>",
-        ), row=row, col=1)  # fmt: skip
+        ), row=row, col=1)
         fig.update_xaxes(category_axis(), row=row, col=1)
         fig.update_yaxes(range=[0, top * 1.25], title_text="−log P", row=row, col=1)
     gap = abs(data.pll[0] - data.pll[1])
@@ -113,5 +113,5 @@ def pair_likelihood_figure(data: PairLikelihood) -> go.Figure:
         title=f"The model prefers {data.preferred} by {gap:.2f} nats<br><sup>each bar: how surprised the model is by a "
               "token with only that token masked; orange and bold: where the sentences differ</sup>",
         height=520, margin={"t": 110},
-    )  # fmt: skip
+    )
     return fig

@@ -86,8 +86,12 @@ def embedding_parts_figure(
         height=height + 90,
         margin={"t": 90, "b": 125, "r": 20},
         # What the colours mean, on the bars: blue below 0, red above, full colour where 98% of the values lie.
-        coloraxis=_diverging_axis(raw_limit, f"raw parts: blue < 0 < red, full at ±{raw_limit:.2g} ({ROBUST_PERCENTILE:g}% inside)",
-                                  x=0.34, length=0.62),
+        coloraxis=_diverging_axis(
+            raw_limit,
+            f"raw parts: blue < 0 < red, full at ±{raw_limit:.2g} ({ROBUST_PERCENTILE:g}% inside)",
+            x=0.34,
+            length=0.62,
+        ),
         coloraxis2=_diverging_axis(norm_limit, f"LayerNorm: full at ±{norm_limit:.2g}", x=0.84, length=0.3),
     )
     fig.update_yaxes(**category_axis(reverse=True))
@@ -209,7 +213,7 @@ def _diverging_axis(limit: float, title: str, x: float, length: float) -> dict:
     colorbar = {"title": {"text": title, "side": "right"}, "orientation": "h", "x": x, "xanchor": "center",
                 "len": length, "thickness": 14, "yref": "container", "y": 0.01, "yanchor": "bottom",
                 # three ticks only: a short bar's five ticks stacked into each other at 1024 px in presentation mode
-                "tickvals": [-limit, 0, limit], "ticktext": [f"−{limit:.2g}", "0", f"{limit:.2g}"]}  # fmt: skip
+                "tickvals": [-limit, 0, limit], "ticktext": [f"−{limit:.2g}", "0", f"{limit:.2g}"]}
     return {"colorscale": DIVERGING, "cmid": 0, "cmin": -limit, "cmax": limit, "colorbar": colorbar}
 
 

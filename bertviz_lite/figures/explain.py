@@ -65,10 +65,20 @@ def attribution_figure(data: Attribution) -> go.Figure:
     scale = np.abs(raw).max(axis=0)
     scaled = np.divide(raw, scale, out=np.zeros_like(raw), where=scale > 0)
     headers = [m if m not in data.correlation else f"{m}<br>ρ = {data.correlation[m]:.2f}" for m in methods]
-    fig = go.Figure(go.Heatmap(
-        z=scaled, x=headers, y=plain_labels(unique_labels(data.tokens)), customdata=raw, colorscale=DIVERGING, zmid=0, zmin=-1, zmax=1,
-        hovertemplate="%{y} · %{x}: %{customdata:.4g}<extra></extra>", colorbar={"title": {"text": "÷ max |score|"}},
-    ))  # fmt: skip
+    fig = go.Figure(
+        go.Heatmap(
+            z=scaled,
+            x=headers,
+            y=plain_labels(unique_labels(data.tokens)),
+            customdata=raw,
+            colorscale=DIVERGING,
+            zmid=0,
+            zmin=-1,
+            zmax=1,
+            hovertemplate="%{y} · %{x}: %{customdata:.4g}<extra></extra>",
+            colorbar={"title": {"text": "÷ max |score|"}},
+        )
+    )
     # The title at the figure's top edge and room below it for the rotated two-line headers (a narrow screen
     # rotates them further, so they reach higher).
     fig.update_layout(
@@ -77,7 +87,7 @@ def attribution_figure(data: Attribution) -> go.Figure:
                "pad": {"t": 26}},
         height=token_axis_height(len(data.tokens), per_token=20) + 140,
         xaxis={**category_axis(), "side": "top"}, yaxis={**category_axis(reverse=True), "dtick": 1}, margin={"t": 210},
-    )  # fmt: skip
+    )
     return fig
 
 
@@ -96,7 +106,7 @@ def knockout_figure(data: HeadKnockout) -> go.Figure:
     heights = [max(len(p[1]), 1) for p in parts] or [1]
     height = 160 + 44 * sum(heights) + 70 * (len(heights) - 1)
     fig = make_subplots(rows=len(heights), cols=1, subplot_titles=[p[0] for p in parts] or [""],
-                        row_heights=heights, vertical_spacing=min(0.3, 90 / height))  # fmt: skip
+                        row_heights=heights, vertical_spacing=min(0.3, 90 / height))
     for row, (_, labels, before, after) in enumerate(parts, start=1):
         _before_after(fig, labels, before, after, row)
         fig.update_yaxes(category_axis(reverse=True), row=row, col=1)
@@ -118,7 +128,7 @@ def logit_lens_figure(data: LogitLens) -> go.Figure:
         textfont={"size": 13},  # plotly shrinks cell text to fit, to about 8 px on a 1024-px screen
         zmin=0, zmax=1, customdata=data.top_tokens, colorbar={"title": {"text": "P"}, "x": 1.02},
         hovertemplate="%{y}, %{x}: %{customdata} (%{z:.3f})<extra></extra>",
-    ), row=1, col=1)  # fmt: skip
+    ), row=1, col=1)
     fig.add_trace(go.Bar(x=data.answer_probs, y=labels, orientation="h", marker_color=AFTER, showlegend=False,
                          text=[f"{p:.1%}" for p in data.answer_probs], textposition="auto",
                          hovertemplate=f"%{{y}}: P({data.answer}) = %{{x:.4f}}<extra></extra>"), row=1, col=2)

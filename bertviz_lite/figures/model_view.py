@@ -54,7 +54,7 @@ def _grid_axis(count: int, size: int, step: int, prefix: str, **extra) -> dict:
         "tickvals": [i * step + (size - 1) / 2 for i in range(count)],
         "ticktext": [f"{prefix}{i}" for i in range(count)],
         "showgrid": False, "zeroline": False, "fixedrange": True, "ticks": "", **extra,
-    }  # fmt: skip
+    }
 
 
 def model_view_figure(model_view: ModelView, tile_size: int = 80, gap: int = 1) -> go.Figure:
@@ -67,7 +67,7 @@ def model_view_figure(model_view: ModelView, tile_size: int = 80, gap: int = 1) 
                        colorbar={"title": {"text": "weight"}}),
             _picker(num_layers, num_heads, size, step),
         ]
-    )  # fmt: skip
+    )
     fig.update_layout(
         title="Model view: attention of every layer (rows) and head (columns)",
         xaxis=_grid_axis(num_heads, size, step, "H", side="top", constrain="domain"),

@@ -1,4 +1,5 @@
-"""Figures of the training replay: one head and the model view on one fixed colour range, predictions and head patterns over steps."""
+"""Figures of the training replay: one head and the model view on one fixed colour range, predictions and head
+patterns over steps."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def _fix_colours(fig: go.Figure, zrange: tuple[float, float]) -> go.Figure:
     """Pin every heatmap of fig to zrange (no re-fit per step) and say so on the colour bar."""
     low, high = zrange
     fig.update_traces(zmin=low, zmax=high, zauto=False, colorbar={"title": {"text": f"weight<br>{low:g}–{high:.3g}"}},
-                      selector={"type": "heatmap"})  # fmt: skip
+                      selector={"type": "heatmap"})
     return fig
 
 
@@ -48,12 +49,12 @@ def prediction_curves(series: PredictionSeries, step: int | None = None) -> go.F
                    line={"color": ANSWER_COLOUR}, hovertemplate="step %{x}: %{y:.3f}<extra>P(answer)</extra>"),
         go.Scatter(x=list(series.steps), y=series.is_next_prob, name="P(IsNext)", mode="lines+markers",
                    line={"color": "#9467bd"}, hovertemplate="step %{x}: %{y:.3f}<extra>P(IsNext)</extra>"),
-    ])  # fmt: skip
+    ])
     fig.update_layout(
         title=f"The probe pair over training:<br>P(“{series.answer}”) at [MASK], P(B follows A)",
         xaxis={"title": {"text": "training step"}}, yaxis={"title": {"text": "probability"}, "range": [0, 1.02]},
         height=350, margin={"t": 80, "b": 40}, legend={"orientation": "h", "y": -0.25},
-    )  # fmt: skip
+    )
     return _step_marker(fig, step)
 
 
@@ -79,13 +80,13 @@ def specialisation_heatmap(spec: HeadSpecialisation, pattern: str, step: int | N
         z=values.reshape(len(spec.steps), -1).T, x=[str(s) for s in spec.steps], y=labels, colorscale=SEQUENTIAL,
         zmin=0, zmax=1, colorbar={"title": {"text": "share<br>0–1"}},
         hovertemplate="%{y} at step %{x}: %{z:.3f}<extra></extra>",
-    ))  # fmt: skip
+    ))
     fig.update_layout(
         title=f"When heads specialise: share of each head's attention to {_pattern_words(pattern)}",
         xaxis={"type": "category", "title": {"text": "training step"}},
         yaxis={"type": "category", "autorange": "reversed", "nticks": min(len(labels), 48)},
         height=int(np.clip(14 * len(labels) + 170, 300, 1100)), margin={"t": 60, "b": 50},
-    )  # fmt: skip
+    )
     if step is not None and step in spec.steps:
         index = spec.steps.index(step)
         fig.add_vrect(x0=index - 0.5, x1=index + 0.5, line={"color": "#d62728", "width": 2}, fillcolor="rgba(0,0,0,0)")

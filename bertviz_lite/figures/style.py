@@ -46,7 +46,7 @@ def readable(fig: go.Figure, present: bool = False, max_height: int | None = Non
     tick = {"size": sizes.tick, "color": TEXT_COLOUR}
     fig.update_layout(font={"size": sizes.base, "color": TEXT_COLOUR}, legend_font=tick,
                       title_font={"size": sizes.title, "color": TEXT_COLOUR},
-                      hoverlabel_font_size=sizes.tick)  # plotly's 11-px hover boxes are hard to read  # fmt: skip
+                      hoverlabel_font_size=sizes.tick)  # plotly's 11-px hover boxes are hard to read
     for axis in _axes(fig):
         axis.tickfont = tick
         axis.title.font = {"size": sizes.axis_title, "color": TEXT_COLOUR}

@@ -75,7 +75,7 @@ def curve_frame(runs: Mapping[str, Sequence[Mapping]], metrics: Sequence[str], x
     """The numbers behind the curves, long form: one row per run, metric and x (the charts' CSV)."""
     rows = [{"run": name, "metric": metric, x: px, "value": py}
             for name, records in runs.items() for metric in metrics
-            for px, py in zip(*metric_points(records, metric, x), strict=True)]  # fmt: skip
+            for px, py in zip(*metric_points(records, metric, x), strict=True)]
     return pd.DataFrame(rows, columns=["run", "metric", x, "value"])
 
 

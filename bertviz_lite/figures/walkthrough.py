@@ -30,12 +30,12 @@ def ids_figure(tokens: Sequence[str], positions: Sequence[int], segments: Sequen
                    textfont={"size": 16 if count <= 16 else 14 if count <= 26 else 10, "color": "#111111"},
                    colorscale=colours, zmin=0, zmax=1, showscale=False, xgap=2, ygap=2,
                    hovertemplate="position %{x}, %{y}: %{text}<extra></extra>")
-    )  # fmt: skip
+    )
     title = "What BERT reads: token, position id and segment id (blue: sentence A, orange: B)"
     if count < len(tokens):
         title += f"; first {count} of {len(tokens)} tokens"
     fig.update_layout(title=title, height=260, margin={"t": 60, "b": 20, "l": 110, "r": 20},
-                      xaxis={"visible": False}, yaxis={**category_axis(reverse=True)}, plot_bgcolor="white")  # fmt: skip
+                      xaxis={"visible": False}, yaxis={**category_axis(reverse=True)}, plot_bgcolor="white")
     return fig
 
 
@@ -48,7 +48,7 @@ def one_head_figure(data: OneHead) -> go.Figure:
     values = (data.scores, data.weights, data.contributions)
     for col, (name, value, colour) in enumerate(zip(titles, values, colours, strict=True), start=1):
         fig.add_trace(go.Bar(x=value, y=labels, orientation="h", marker_color=colour, name=name, showlegend=False,
-                             hovertemplate="%{y}: %{x:.3f}<extra>" + name + "</extra>"), row=1, col=col)  # fmt: skip
+                             hovertemplate="%{y}: %{x:.3f}<extra>" + name + "</extra>"), row=1, col=col)
     fig.update_yaxes(**category_axis(reverse=True), categoryorder="array", categoryarray=labels)
     fig.update_layout(
         title=f"Layer {data.layer}, head {data.head}: the query of {labels[data.query_index]} against every key",
@@ -66,7 +66,7 @@ def residual_figure(data: ResidualChanges) -> go.Figure:
         go.Heatmap(z=change, x=plain_labels(unique_labels(data.tokens)), y=layers, colorscale=SEQUENTIAL, zmin=0,
                    colorbar={"title": {"text": "change"}},
                    hovertemplate="%{y}, %{x}: changed by %{z:.0%}<extra></extra>")
-    )  # fmt: skip
+    )
     fig.update_layout(
         title="How much each layer changes each token's vector: |after − before| / |before|",
         height=max(280, 34 * change.shape[0] + 200), margin={"t": 60},

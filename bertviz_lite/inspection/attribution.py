@@ -62,7 +62,8 @@ def transformed_values(values, output_weight) -> np.ndarray:
 
 
 def norm_weighted_attention(probs, values, output_weight) -> tuple[np.ndarray, np.ndarray]:
-    """Kobayashi et al. (2020) for one layer: (per head ‖α^h_ij f^h(x_j)‖ [nh, T, T], over heads ‖Σ_h α^h_ij f^h(x_j)‖ [T, T]).
+    """Kobayashi et al. (2020) for one layer: per head ‖α^h_ij f^h(x_j)‖ [nh, T, T], and over heads
+    ‖Σ_h α^h_ij f^h(x_j)‖ [T, T].
 
     The head-summed norm is the norm of the summed vectors (what the layer adds to token i from token j),
     computed exactly through each key's Gram matrix of its heads' vectors.
@@ -146,7 +147,7 @@ def trapezoid_weights(steps: int) -> np.ndarray:
 def integrated_gradients(
     model: BertForPreTraining, input_ids: Tensor, token_type_ids: Tensor, attention_mask: Tensor, target: Target,
     baseline_ids: Tensor, steps: int = 32,
-) -> GradientAttribution:  # fmt: skip
+) -> GradientAttribution:
     """Integrated gradients (Sundararajan et al., 2017) on the summed input embeddings, trapezoid rule.
 
     The path runs from the baseline's summed embeddings (baseline_ids with the same positions and segments)
@@ -181,7 +182,7 @@ def integrated_gradients(
 def leave_one_out(
     model: BertForPreTraining, input_ids: Tensor, token_type_ids: Tensor, attention_mask: Tensor, target: Target,
     replacement_id: int,
-) -> tuple[np.ndarray, float]:  # fmt: skip
+) -> tuple[np.ndarray, float]:
     """f(x) − f(x with token j replaced by replacement_id) for every j, each a new forward pass: ([T], f(x)).
 
     Positions that already hold the replacement give 0 (the input is unchanged there).

@@ -43,7 +43,7 @@ def probe_mask_position(tokens: list[str], token_type_ids: list[int]) -> int | N
 
 @torch.inference_mode()
 def probe_predictions(model: BertForPreTraining, tokenizer: BertTokenizer, text_a: str, text_b: str, max_length: int,
-                      k: int = 5) -> dict | None:  # fmt: skip
+                      k: int = 5) -> dict | None:
     """What the heads say about the probe pair now, as JSON-ready numbers (None if no word can be masked).
 
     {"position", "answer", "top_tokens", "top_probs", "answer_prob", "is_next_prob"}: the MLM head's k best
@@ -60,7 +60,10 @@ def probe_predictions(model: BertForPreTraining, tokenizer: BertTokenizer, text_
     masked[0, position] = tokenizer.mask_token_id
     was_training = model.training
     model.eval()
-    probs = torch.softmax(model(masked, inputs["token_type_ids"], attention_mask=inputs["attention_mask"])[0, position].float(), -1)
+    probs = torch.softmax(
+        model(masked, inputs["token_type_ids"], attention_mask=inputs["attention_mask"])[0, position].float(),
+        -1,
+    )
     nsp = model.next_sentence_logits(inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"])
     model.train(was_training)
     top_probs, top_ids = probs.topk(k)
@@ -69,4 +72,4 @@ def probe_predictions(model: BertForPreTraining, tokenizer: BertTokenizer, text_
         "top_tokens": tokenizer.convert_ids_to_tokens(top_ids.tolist()), "top_probs": top_probs.tolist(),
         "answer_prob": float(probs[encoding.input_ids[position]]),
         "is_next_prob": float(torch.softmax(nsp[0].float(), -1)[0]),
-    }  # fmt: skip
+    }

@@ -29,7 +29,7 @@ EMBEDDING_NAMES = ("token", "position", "segment", "sum", "layer_norm")
 TRACE_FIELDS = (
     "encoding", "input_ids", "tokens", "masked_positions", "segments", "special", "embeddings",
     "hidden_states", "mlm_logits", "nsp_logits", "model", "tokenizer",
-)  # fmt: skip
+)
 T = TypeVar("T")
 
 
@@ -141,7 +141,7 @@ def model_card(model: BertForPreTraining, tokenizer: BertTokenizer) -> str:
     heads = [name for name, has in (("MLM", model.has_mlm_head), ("NSP", model.has_nsp_head)) if has]
     parts = [f"{config.num_hidden_layers} layers", f"{config.num_attention_heads} heads",
              f"hidden {config.hidden_size}", f"vocabulary {tokenizer.vocab_size}",
-             f"{config.position_embedding_type} positions", f"heads: {', '.join(heads) or 'none'}"]  # fmt: skip
+             f"{config.position_embedding_type} positions", f"heads: {', '.join(heads) or 'none'}"]
     return " · ".join(parts)
 
 

@@ -102,7 +102,7 @@ def restored_layer(layer: BertLayer, clean: Run, corrupted: Run, site: str, inde
 
 @torch.no_grad()
 def patched_final(model: BertForPreTraining, clean: Run, corrupted: Run, site: str, layer: int,
-                  select: Tensor) -> Tensor:  # fmt: skip
+                  select: Tensor) -> Tensor:
     """The corrupted run's last hidden state (N, T, H) with the clean value restored where select (N, T, H) is True.
 
     Only the layers from the patched one up are run again: the corrupted run's earlier states are reused.
@@ -148,7 +148,7 @@ def head_select(heads: Sequence[int], length: int, num_heads: int, head_size: in
 
 @torch.no_grad()
 def patched_logits(model: BertForPreTraining, clean_input_ids: Tensor, corrupted_input_ids: Tensor,
-                   token_type_ids: Tensor | None, layer: int, position: int | Sequence[int]) -> Tensor:  # fmt: skip
+                   token_type_ids: Tensor | None, layer: int, position: int | Sequence[int]) -> Tensor:
     """MLM logits (B, T, V) of the corrupted run with the clean hidden state after `layer` restored at `position`.
 
     Args:
@@ -202,7 +202,7 @@ def patching_grid(model: BertForPreTraining, clean: Run, corrupted: Run, site: s
     for layer in range(layers):
         last = site == "residual" and layer == layers - 1  # no layer left: only the target's own position counts
         needed = [i for i, select in enumerate(rows) if not (last and i != target.position)
-                  and not _changes_nothing(clean, corrupted, site, layer, select)]  # fmt: skip
+                  and not _changes_nothing(clean, corrupted, site, layer, select)]
         for start in range(0, len(needed), chunk):
             part = needed[start : start + chunk]
             final = patched_final(model, clean, corrupted, site, layer, torch.cat([rows[i] for i in part]))

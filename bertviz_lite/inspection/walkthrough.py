@@ -73,12 +73,19 @@ STEP_KEYS = tuple(step.key for step in STEPS)
 def step_facts(config, vocab_size: int, num_tokens: int, masked_word: str | None) -> dict:
     """The numbers the step texts mention: sizes of the model and of the input."""
     return {
-        "vocab": vocab_size, "tokens": num_tokens, "positions": config.max_position_embeddings,
-        "hidden": config.hidden_size, "intermediate": config.intermediate_size, "heads": config.num_attention_heads,
-        "layers": config.num_hidden_layers, "head_dim": config.hidden_size // config.num_attention_heads,
-        "masked": f"here the word “{plain_markdown(masked_word)}”" if masked_word else "or type [MASK] in a sentence yourself",
+        "vocab": vocab_size,
+        "tokens": num_tokens,
+        "positions": config.max_position_embeddings,
+        "hidden": config.hidden_size,
+        "intermediate": config.intermediate_size,
+        "heads": config.num_attention_heads,
+        "layers": config.num_hidden_layers,
+        "head_dim": config.hidden_size // config.num_attention_heads,
+        "masked": f"here the word “{plain_markdown(masked_word)}”"
+        if masked_word
+        else "or type [MASK] in a sentence yourself",
         "one_head_step": step_number("one_head"),
-    }  # fmt: skip
+    }
 
 
 def step_text(step: Step, facts: dict) -> str:
@@ -139,7 +146,7 @@ def _candidate_keys(query: int, length: int, special) -> list[int]:
 
 
 def attention_question(attentions, tokens: Sequence[str], special, layer: int, head: int,
-                       query: int) -> Question:  # fmt: skip
+                       query: int) -> Question:
     """Which key does token `query` attend to most in one head? Options: the answer and common patterns."""
     row = np.asarray(attentions[layer, head, query], dtype=np.float64)
     labels = unique_labels(tokens)
@@ -200,7 +207,7 @@ class OneHead:
     def to_frame(self) -> pd.DataFrame:
         """One row per key: key_index, key, score, weight, contribution."""
         return pd.DataFrame({"key_index": np.arange(len(self.tokens)), "key": self.tokens, "score": self.scores,
-                             "weight": self.weights, "contribution": self.contributions})  # fmt: skip
+                             "weight": self.weights, "contribution": self.contributions})
 
 
 def one_head_data(queries, keys, values, tokens: Sequence[str], layer: int, head: int, query_index: int) -> OneHead:
@@ -222,7 +229,7 @@ class ResidualChanges:
         layers, count = self.change.shape
         return pd.DataFrame({"layer": np.repeat(np.arange(1, layers + 1), count),
                              "index": np.tile(np.arange(count), layers), "token": self.tokens * layers,
-                             "relative_change": self.change.ravel()})  # fmt: skip
+                             "relative_change": self.change.ravel()})
 
 
 def residual_changes(hidden_states, tokens: Sequence[str]) -> ResidualChanges:

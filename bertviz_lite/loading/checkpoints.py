@@ -50,7 +50,7 @@ def save_half_precision(folder: str | os.PathLike) -> Path:
     with safe_open(str(path), framework="pt") as handle:
         metadata = handle.metadata() or {"format": "pt"}
         tensors = {key: handle.get_tensor(key).to(torch.float16).contiguous() for key in handle.keys()
-                   if key != "cls.predictions.decoder.weight"}  # fmt: skip
+                   if key != "cls.predictions.decoder.weight"}
     return atomic_write_bytes(path, save(tensors, metadata={**metadata, "dtype": "float16"}))
 
 
@@ -152,19 +152,19 @@ def load_snapshot_predictions(path: str | os.PathLike) -> dict | None:
 
 
 def save_optimizer_state(run_dir: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer,
-                         step: int) -> Path:  # fmt: skip
+                         step: int) -> Path:
     """Write AdamW's moments of every parameter to `<run>/optimizer.safetensors` (no pickle)."""
     names = {id(param): name for name, param in model.named_parameters()}
     tensors = {
         f"{names[id(param)]}.{key}": value.detach().cpu().contiguous()
         for param, state in optimizer.state.items() if id(param) in names
         for key, value in state.items() if key != "step" and torch.is_tensor(value)
-    }  # fmt: skip
+    }
     return atomic_write_bytes(RunFolder(run_dir).optimizer, save(tensors, metadata={"step": str(step)}))
 
 
 def load_optimizer_state(run_dir: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer,
-                         step: int) -> bool:  # fmt: skip
+                         step: int) -> bool:
     """Restore the moments saved at `step`; False (optimizer untouched) if absent, damaged or of another step."""
     tensors = _read_optimizer_file(RunFolder(run_dir).optimizer, step)
     params = dict(model.named_parameters())

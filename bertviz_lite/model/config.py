@@ -40,24 +40,24 @@ class BertConfig:
 
     vocab_size: int = 30522
     hidden_size: int = _size(768, "Hidden size", "Width of every token vector (BERT-base: 768). Must be divisible "
-                                                 "by the number of heads.")  # fmt: skip
+                                                 "by the number of heads.")
     num_hidden_layers: int = _size(12, "Layers", "Transformer layers stacked on the embeddings (BERT-base: 12).")
     num_attention_heads: int = _size(12, "Attention heads", "Attention heads per layer; each head works on hidden "
-                                                            "size / heads dimensions.")  # fmt: skip
+                                                            "size / heads dimensions.")
     intermediate_size: int = _size(3072, "Feed-forward size", "Width of the feed-forward block inside each layer "
-                                                              "(usually 4 × hidden size).")  # fmt: skip
+                                                              "(usually 4 × hidden size).")
     max_position_embeddings: int = _size(512, "Max positions", "Longest input the position embeddings cover; at "
-                                                               "least the sequence length.")  # fmt: skip
+                                                               "least the sequence length.")
     type_vocab_size: int = _size(2, "Segment types", "Segment ids: 2 for sentence A and sentence B.")
     hidden_dropout_prob: float = _size(0.1, "Hidden dropout", "Dropout after the embeddings, attention output and "
-                                                              "feed-forward.", 0.05)  # fmt: skip
+                                                              "feed-forward.", 0.05)
     attention_probs_dropout_prob: float = _size(0.1, "Attention dropout", "Dropout on the attention "
-                                                                          "probabilities.", 0.05)  # fmt: skip
+                                                                          "probabilities.", 0.05)
     layer_norm_eps: float = _size(1e-12, "LayerNorm epsilon", "Added to the variance in every LayerNorm.", 1e-12)
     initializer_range: float = _size(0.02, "Initializer std", "Standard deviation of the initial weights.", 0.005)
     pad_token_id: int = 0
     position_embedding_type: str = _size("learned", "Position embeddings", "learned (BERT) or fixed sinusoidal "
-                                         "(Transformer paper)", choices=POSITION_EMBEDDING_TYPES)  # fmt: skip
+                                         "(Transformer paper)", choices=POSITION_EMBEDDING_TYPES)
 
     def __post_init__(self) -> None:
         self.validate()

@@ -375,7 +375,7 @@ class BertForPreTraining(nn.Module):
             mlm_logits=self.cls.predictions(hidden_states[-1]) if _want(heads, self.has_mlm_head) else None,
             nsp_logits=self.cls.seq_relationship(pooled) if _want(heads, self.has_nsp_head) else None,
             attention_mask=attention_mask,
-        )  # fmt: skip
+        )
 
     def num_parameters(self) -> int:
         """Trainable and frozen parameters, the tied matrix counted once."""

@@ -197,7 +197,7 @@ def _check_run_limit(root: Path, limit: int, owner: access.Visitor | None = None
     own = [run.name for run in active if owner is not None and access.is_owner(run.path, owner)]
     if own:
         raise RunLimitError(f"You already have a run training ({own[0]}): one run per visitor at a time. "
-                            "Stop it or wait until it finishes.")  # fmt: skip
+                            "Stop it or wait until it finishes.")
 
 
 def _start_process(run_dir: Path, command: list[str]) -> subprocess.Popen:
@@ -207,7 +207,7 @@ def _start_process(run_dir: Path, command: list[str]) -> subprocess.Popen:
         process = subprocess.Popen(
             command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+        )
     _CHILDREN[process.pid] = process
     atomic_write_json(
         RunFolder(run_dir).launch, {"pid": process.pid, "command": command, "launched_at": time.time()}
@@ -258,7 +258,7 @@ def _from_status(run_dir: Path, status: dict[str, Any], state: str, message: str
         name=run_dir.name, path=run_dir, state=state, message=message, step=int(status.get("step") or 0),
         total_steps=status.get("total_steps"), eta_s=status.get("eta_s") if state == "running" else None,
         pid=status.get("pid"), checkpoint_step=status.get("checkpoint_step"), updated_at=status.get("updated_at"),
-    )  # fmt: skip
+    )
 
 
 def _state_without_status(run_dir: Path) -> RunState:

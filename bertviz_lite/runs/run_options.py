@@ -2,7 +2,8 @@
 
 A flat dict holds every declared `TrainingArguments` option except `out`, plus every BertConfig field
 the CLI overrides (`CONFIG_OVERRIDES`). Labels, help, form sections and steps are read from the fields'
-declarations (`training_args.option`, `config._size`) at call time, so a new option appears everywhere. `check_options` builds the real `TrainingArguments` from it, so
+declarations (`training_args.option`, `config._size`) at call time, so a new option appears everywhere.
+`check_options` builds the real `TrainingArguments` from it, so
 the form refuses exactly what the CLI refuses, with the trainer's message; `check_training_pairs` asks the
 trainer's batch check with the number of pairs the chosen corpus will give, without building them.
 """
@@ -134,7 +135,7 @@ def check_budget(args: TrainingArguments) -> None:
     if snapshots > MAX_SNAPSHOTS:
         raise OptionError("snapshot_every", f"{amount(args.steps)} steps with a snapshot every {args.snapshot_every} "
                           f"make {amount(snapshots)} snapshots; a run started here may keep at most {MAX_SNAPSHOTS}: "
-                          f"take one every {-(-args.steps // (MAX_SNAPSHOTS - 1))} steps or more")  # fmt: skip
+                          f"take one every {-(-args.steps // (MAX_SNAPSHOTS - 1))} steps or more")
 
 
 def disk_estimate(args: TrainingArguments) -> int:
@@ -187,7 +188,7 @@ def check_training_pairs(options: dict[str, Any], corpus: tuple[int, int] | None
 def _check_documents(documents: int) -> None:
     if documents < 2:
         raise OptionError("corpus", f"The corpus has {documents} document: next-sentence pairs need at least 2 "
-                                    "(separate documents with a blank line)")  # fmt: skip
+                                    "(separate documents with a blank line)")
 
 
 def _builtin_sentences_needed(options: dict[str, Any]) -> int | None:
@@ -245,7 +246,7 @@ def training_advice(options: dict[str, Any], has_cuda: bool) -> list[str]:
     advice = []
     if options.get("init") and options["lr"] > CONTINUED_PRETRAINING_MAX_LR:
         advice.append("Continued pre-training usually takes a small learning rate (about 1e-4): "
-                      "a large one wipes out what the model knows.")  # fmt: skip
+                      "a large one wipes out what the model knows.")
     if options["preset"] in SLOW_ON_CPU_PRESETS and not has_cuda:
         advice.append(f"The {options['preset']} preset takes hours on a CPU: try tiny or small first.")
     return advice

@@ -194,7 +194,7 @@ def _move(folder: Path, target: Path, verb: str) -> None:
         os.rename(folder, target)
     except FileNotFoundError:
         raise CheckpointError(f"{folder.name!r} was just renamed or deleted in another window: "
-                              "the list is reloaded") from None  # fmt: skip
+                              "the list is reloaded") from None
     except OSError as err:
         raise CheckpointError(f"Could not {verb} {folder.name!r}: {err.strerror or 'the file system refused'}") from None
 
@@ -223,7 +223,7 @@ def _zip_files(members: list[tuple[Path, str]]) -> bytes:
 def _without_server_paths(text: str) -> str:
     """train_args.json as a download carries it: the server's folders and Python left out of paths and commands."""
     for prefix, short in ((sys.executable, "python"), (f"{checkpoints_root()}{os.sep}", "checkpoints/"),
-                          (f"{REPO_ROOT}{os.sep}", ""), (str(Path.home()), "~")):  # fmt: skip
+                          (f"{REPO_ROOT}{os.sep}", ""), (str(Path.home()), "~")):
         text = text.replace(json.dumps(prefix)[1:-1], short)
     return text
 

@@ -140,11 +140,11 @@ def _check_snapshots(snapshots: list[zipfile.ZipInfo]) -> None:
     the bytes written are counted against that total as they unpack)."""
     if len(snapshots) > MAX_SNAPSHOTS:
         raise CheckpointError(f"The zip holds {len(snapshots)} snapshot files; a checkpoint may bring at most "
-                              f"{MAX_SNAPSHOTS}")  # fmt: skip
+                              f"{MAX_SNAPSHOTS}")
     total = sum(info.file_size for info in snapshots)
     if total > MAX_SNAPSHOTS_BYTES:
         raise CheckpointError(f"The zip's snapshots unpack to {megabytes(total)}; a checkpoint may bring at most "
-                              f"{megabytes(MAX_SNAPSHOTS_BYTES)} of them")  # fmt: skip
+                              f"{megabytes(MAX_SNAPSHOTS_BYTES)} of them")
 
 
 def _check_first_bytes(name: str, head: bytes, size: int) -> None:

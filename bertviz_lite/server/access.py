@@ -106,7 +106,7 @@ def check_admin_token(visitor_id: str, token: str, now: float | None = None) -> 
         mine.append(now)
         _all_failures.append(now)
         log.warning("wrong admin token from visitor %s (%d of %d allowed in %d min; %d from everyone)", who[:12],
-                    len(mine), ADMIN_TRIES_PER_VISITOR, ADMIN_WINDOW_S // 60, len(_all_failures))  # fmt: skip
+                    len(mine), ADMIN_TRIES_PER_VISITOR, ADMIN_WINDOW_S // 60, len(_all_failures))
         return False
 
 
@@ -163,7 +163,7 @@ def claim(folder: str | os.PathLike, visitor: Visitor, code: str) -> str:
     expected = str(record.get(CLAIM_FIELD, ""))
     if not expected or not isinstance(code, str) or not hmac.compare_digest(expected, _digest(code[:64])):
         raise PermissionError(f"This claim link does not fit {Path(folder).name}: ask its owner for the link "
-                              "their Train page shows, or type the admin token.")  # fmt: skip
+                              "their Train page shows, or type the admin token.")
     if is_owner(folder, visitor):
         return f"{Path(folder).name} is already yours on this browser."
     claimed = [o for o in record.get("claimed_by", []) if isinstance(o, str)]

@@ -29,7 +29,7 @@ def app_threads(environ: Mapping[str, str] = os.environ) -> int:
         threads = 0
     if threads < 1:
         raise ValueError(f"{THREADS_SETTING} must be a whole number of threads, 1 or more "
-                         f"(it is {value[:20]!r})")  # fmt: skip
+                         f"(it is {value[:20]!r})")
     return threads
 
 

@@ -1,6 +1,7 @@
 """Shareable links: the view's state as URL query parameters, and untrusted parameters read back safely.
 
-A lecturer prepares `?a=…&b=…&model=…&layer=…&head=…&filter=…&tab=…&token=…&masked=…&knocked=…&step=…&present=1`
+A lecturer prepares
+`?a=…&b=…&model=…&layer=…&head=…&filter=…&tab=…&token=…&masked=…&knocked=…&step=…&present=1`
 (and `target=…&foil=…`, the two candidate words of "Why this word"); anyone who opens it sees the same pair, model,
 layer, head, sentence filter, open tab, picked token, masked tokens, knocked-out heads, walkthrough step, candidate
 words and presentation mode. A URL is typed by strangers, so
@@ -150,7 +151,7 @@ def query_for(state: SharedState) -> dict[str, str]:
               "masked": None if state.masked is None else ",".join(map(str, state.masked[:MAX_LIST])),
               "knocked": None if state.knocked is None else ",".join(state.knocked[:MAX_LIST]), "step": state.step,
               "present": "1" if state.present else None,
-              "target": state.target and state.target[:MAX_WORD], "foil": state.foil and state.foil[:MAX_WORD]}  # fmt: skip
+              "target": state.target and state.target[:MAX_WORD], "foil": state.foil and state.foil[:MAX_WORD]}
     return {key: str(value) for key, value in values.items() if value is not None}
 
 

@@ -120,7 +120,7 @@ def _check_arguments(
     if input_ids.dtype != torch.long:
         raise ValueError(f"input_ids must be a LongTensor of token ids, got dtype {input_ids.dtype}.")
     others = (("special_tokens_mask", special_tokens_mask), ("attention_mask", attention_mask),
-              ("continuation_mask", continuation_mask))  # fmt: skip
+              ("continuation_mask", continuation_mask))
     for name, other in others:
         if other is not None and other.shape != input_ids.shape:
             raise ValueError(f"{name} has shape {tuple(other.shape)} but input_ids has {tuple(input_ids.shape)}.")

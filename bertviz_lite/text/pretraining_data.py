@@ -62,7 +62,7 @@ def _story_slots(rng: random.Random, setting: dict) -> dict[str, str]:
         "thing": thing, "use": setting["things"][thing], "animal": rng.choice(setting["animals"]),
         "adj": adj, "a_adj": ("an " if adj[0] in "aeiou" else "a ") + adj, "food": rng.choice(setting["foods"]),
         "about": setting["about"], "activity": rng.choice(setting["activities"]), "home": setting["home"],
-    }  # fmt: skip
+    }
 
 
 # ---- reading user text -------------------------------------------------------------------------
@@ -210,7 +210,7 @@ class PretrainingCollator:
             mask_token_id=self.tokenizer.mask_token_id, vocab_size=self.tokenizer.vocab_size,
             mask_prob=self.mask_prob, generator=generator, random_token_ids=self._random_token_ids,
             continuation_mask=continuation,
-        )  # fmt: skip
+        )
         batch["input_ids"], batch["labels"] = masked.input_ids, masked.labels
         batch["next_sentence_label"] = torch.tensor([label for _, _, label in pairs], dtype=torch.long)
         return batch

@@ -207,7 +207,7 @@ class BertTokenizer:
 
 _LIST_FIELDS = (
     "tokens", "input_ids", "token_type_ids", "special_tokens_mask", "word_ids", "sequence_ids", "offsets", "words"
-)  # fmt: skip
+)
 
 
 def longest_first_lengths(len_a: int, len_b: int | None, budget: int) -> tuple[int, int | None]:
@@ -235,7 +235,7 @@ def _append_special(parts: dict[str, list], token: str, token_id: int, type_id: 
     for name, value in (
         ("tokens", token), ("input_ids", token_id), ("token_type_ids", type_id), ("special_tokens_mask", 1),
         ("word_ids", None), ("sequence_ids", None), ("offsets", (0, 0)), ("words", None),
-    ):  # fmt: skip
+    ):
         parts[name].append(value)
 
 

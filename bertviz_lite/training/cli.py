@@ -37,7 +37,7 @@ RESUME_HELP = ("continue the run in --out from its last checkpoint with the opti
                "optimizer.safetensors belongs to that checkpoint (otherwise they restart from zero, which can "
                "jolt the loss); the masking and dropout draws restart. The metrics after the checkpoint are "
                "dropped and trained again. Only --steps (to train further), --device, --dtype, --threads and "
-               "--quiet may be given with it")  # fmt: skip
+               "--quiet may be given with it")
 RESUME_OPTIONS = ("steps", "device", "dtype")  # the training options --resume may change
 
 
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m bertviz_lite.train", description=__doc__.split("\n\n")[0],
         epilog="Exit codes: 0 finished or stopped, 1 failed or diverged, 2 bad arguments. pad_token_id is "
                "always 0, the id of [PAD] in the trained vocabulary.",
-    )  # fmt: skip
+    )
     for spec in option_fields():  # each option's help, choices and default are declared on its field
         default = spec.default
         help_text = spec.metadata["help"] + ("" if default is None else f" (default: {default})")
@@ -54,13 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
             parser.add_argument(_flag(spec.name), action="store_true", help=spec.metadata["help"])
             continue
         parser.add_argument(_flag(spec.name), type=_option_type(spec), choices=spec.metadata["choices"],
-                            default=default, help=help_text)  # fmt: skip
+                            default=default, help=help_text)
     group = parser.add_argument_group("model config overrides (default: the preset's)")
     for spec in dataclasses.fields(BertConfig):
         if spec.name in CONFIG_OVERRIDES:
             choices = list(POSITION_EMBEDDING_TYPES) if spec.name == "position_embedding_type" else None
             group.add_argument(_flag(spec.name), type=_TYPES[type(spec.default)], choices=choices, default=None,
-                               help=f"{spec.metadata['help']} (BertConfig.{spec.name})")  # fmt: skip
+                               help=f"{spec.metadata['help']} (BertConfig.{spec.name})")
     parser.add_argument("--resume", action="store_true", help=RESUME_HELP)
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for PyTorch (default: its own)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar (the final result is still printed)")
@@ -96,13 +96,13 @@ def resume_arguments(namespace: argparse.Namespace, given: set[str]) -> training
     extra = sorted(given - {"resume", "out", "threads", "quiet", *RESUME_OPTIONS})
     if extra:
         raise OptionError("resume", f"--resume continues a run with its own options: {_flag(extra[0])} cannot be "
-                                    "given with it (only --steps, --device and --dtype)")  # fmt: skip
+                                    "given with it (only --steps, --device and --dtype)")
     if namespace.out is None:
         raise OptionError("out", "--resume needs --out: the folder of the run to continue")
     saved = (read_train_args(namespace.out) or {}).get("args")
     if not isinstance(saved, dict):
         raise OptionError("resume", f"out ({namespace.out!r}) holds no run to resume: --resume needs a run folder "
-                                    "with status.json, train_args.json and a checkpoint (model.safetensors)")  # fmt: skip
+                                    "with status.json, train_args.json and a checkpoint (model.safetensors)")
     fields = {f.name for f in dataclasses.fields(training_args.TrainingArguments)}
     values = {name: value for name, value in saved.items() if name in fields}
     values.update({name: getattr(namespace, name) for name in RESUME_OPTIONS if name in given}, out=namespace.out)
@@ -124,7 +124,7 @@ def _duration(seconds: float | None) -> str:
         return "?"
     seconds = int(seconds)
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else \
-        f"{seconds // 60}:{seconds % 60:02d}"  # fmt: skip
+        f"{seconds // 60}:{seconds % 60:02d}"
 
 
 class ProgressBar(TrainerCallback):
@@ -144,7 +144,7 @@ class ProgressBar(TrainerCallback):
         text = f"step {trainer.step}/{total} {done:4.0%} |{bar}|"
         if self.train:
             text += (f" loss {self.train['loss']:.3f} mlm {self.train['mlm_acc']:.0%} nsp {self.train['nsp_acc']:.0%}"
-                     f" {self.train['tokens_per_s']:.0f} tok/s")  # fmt: skip
+                     f" {self.train['tokens_per_s']:.0f} tok/s")
         if self.eval:
             text += f" | eval mlm {self.eval['eval_mlm_acc']:.0%} nsp {self.eval['eval_nsp_acc']:.0%}"
         return text + f" | {_duration(trainer.elapsed_s())} < {_duration(trainer.eta_s())}"

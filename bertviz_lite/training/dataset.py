@@ -52,7 +52,7 @@ def check_batch_size(batch_size: int, num_train_pairs: int, world_size: int = 1)
     share = "of the corpus" if world_size == 1 else f"that each of the {world_size} processes gets"
     if per_rank < batch_size:
         raise OptionError("batch_size", f"batch_size ({batch_size}) is more than the {per_rank} training pairs "
-                                        f"{share}: use a smaller batch or a bigger corpus")  # fmt: skip
+                                        f"{share}: use a smaller batch or a bigger corpus")
 
 
 def _epochs(num_items: int, batch_size: int, seed: int, rank: int, world_size: int) -> Iterator[list[int]]:

@@ -58,7 +58,7 @@ METRICS = {metric.key: metric for metric in (
     _MLM_ACC, _NSP_ACC, _EVAL_MLM_ACC, _EVAL_NSP_ACC,
     Metric("lr", "Learning rate", "LR", kind="rate"),
     Metric("tokens_per_s", "Tokens per second", "Tokens/s", kind="speed"),
-)}  # fmt: skip
+)}
 LOSS_CURVES = ("mlm_loss", "nsp_loss", "eval_mlm_loss", "eval_nsp_loss")  # the Train page's loss chart
 ACCURACY_CURVES = ("mlm_acc", "nsp_acc", "eval_mlm_acc", "eval_nsp_acc")  # its accuracy chart
 # The checkpoints table's columns.

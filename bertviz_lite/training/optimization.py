@@ -39,7 +39,7 @@ class PretrainingStep(nn.Module):
         out = self.model.pretraining_loss(
             batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], batch["labels"],
             batch["next_sentence_label"],
-        )  # fmt: skip
+        )
         return out.loss, out.mlm_loss, out.nsp_loss, out.mlm_logits, out.mlm_labels, out.nsp_logits
 
 
@@ -101,4 +101,4 @@ def held_out_metrics(model: BertForPreTraining, batches: list[dict[str, Tensor]]
         "eval_mlm_loss": mlm_loss / max(mlm_count, 1), "eval_nsp_loss": nsp_loss / max(nsp_count, 1),
         "eval_mlm_acc": values["mlm_correct"] / max(mlm_count, 1),
         "eval_nsp_acc": values["nsp_correct"] / max(nsp_count, 1), "eval_examples": int(nsp_count),
-    }  # fmt: skip
+    }

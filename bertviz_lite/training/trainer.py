@@ -88,7 +88,7 @@ class Trainer:
         self, args: TrainingArguments, *, distributed: Distributed | None = None,
         callbacks: Sequence[TrainerCallback] = (), command: str | None = None,
         tokenizer: BertTokenizer | None = None, resume: bool = False, prepared: PreparedRun | None = None,
-    ):  # fmt: skip
+    ):
         self.args, self.command, self.callbacks = args, command, list(callbacks)
         self.distributed = distributed or Distributed()
         self.device = resolve_device(args.device, self.distributed)
@@ -145,7 +145,7 @@ class Trainer:
         batch = {name: tensor.to(self.device, non_blocking=True) for name, tensor in batch.items()}
         self.model.train()
         outputs, self._grad_norm = optimizer_step(self._step_module, self.optimizer, batch, self.args.max_grad_norm,
-                                                  self.args.dtype)  # fmt: skip
+                                                  self.args.dtype)
         return step_stats(outputs, batch)
 
     # ---- evaluation and snapshots --------------------------------------------------------------
@@ -182,7 +182,7 @@ class Trainer:
         if self.model.has_mlm_head and self.model.has_nsp_head:
             predictions = probe_predictions(self.model, self.tokenizer, *self.probe, max_length=self.args.seq_len)
         return checkpoints.save_snapshot(self.run_dir, self.step, attentions, tokens, token_type_ids, self.probe,
-                                         predictions)  # fmt: skip
+                                         predictions)
 
     # ---- saving --------------------------------------------------------------------------------
 
@@ -209,7 +209,7 @@ class Trainer:
             "torch_version": torch.__version__,
             **({"resumed_from_step": self.resumed_from, "optimizer_restored": self.optimizer_restored}
                if self.resumed_from is not None else {}),
-        }  # fmt: skip
+        }
 
     # ---- stopping ------------------------------------------------------------------------------
 
@@ -239,7 +239,7 @@ class Trainer:
                 self.run_dir, state=state, message=message, step=self.step, total_steps=self.args.steps,
                 checkpoint_step=self.checkpoint_step, started_at=self.started_at,
                 eta_s=self.eta_s() if state == "running" else None, world_size=self.distributed.world_size,
-            )  # fmt: skip
+            )
 
     def _open_run(self) -> None:
         self.run_dir.mkdir(parents=self.run_dir.parent == checkpoints_root(), exist_ok=True)
@@ -254,7 +254,7 @@ class Trainer:
         atomic_write_json(RunFolder(self.run_dir).train_args, self.train_args())
         self._metrics = MetricsWriter(self.run_dir)
         self._write_status("running", "Starting: saving the initial weights and attention snapshot"
-                           if self.resumed_from is None else f"Resuming from the checkpoint of step {self.step}")  # fmt: skip
+                           if self.resumed_from is None else f"Resuming from the checkpoint of step {self.step}")
 
     def _emit(self, record: dict[str, Any]) -> None:
         self.last_record = record
@@ -361,7 +361,7 @@ class Trainer:
             "nsp_acc": values["nsp_correct"] / max(values["nsp_count"], 1.0), "lr": self._lr,
             "grad_norm": float(self._grad_norm), "tokens_per_s": values["tokens"] / seconds,
             "elapsed_s": self.elapsed_s(),
-        }  # fmt: skip
+        }
         self._reset_window()
         self._emit(record)
         return record
@@ -379,7 +379,7 @@ class Trainer:
 
     def _diverged(self, record: dict[str, Any]) -> TrainResult:
         kept = (f"the checkpoint of step {self.checkpoint_step} is kept" if self.checkpoint_step is not None
-                else "no checkpoint had been saved")  # fmt: skip
+                else "no checkpoint had been saved")
         first = f" (first step: {self._first_loss:.4g})" if self._first_loss is not None else ""
         message = (
             f"Diverged at step {self.step}: loss {record.get('loss', float('nan')):.4g}{first}, gradient norm "

@@ -48,7 +48,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "vocab_size": 30522, "seq_len": 128, "batch_size": 32, "steps": 10000, "lr": 1e-4, "warmup": 1000,
         "log_every": 20, "eval_every": 500, "snapshot_every": 500, "save_every": 1000,
     },
-}  # fmt: skip
+}
 CONFIG_OVERRIDES = tuple(f.name for f in dataclasses.fields(BertConfig) if f.name not in ("vocab_size", "pad_token_id"))
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "fp32", "bf16")  # auto: bf16 autocast on CUDA, float32 on CPU
@@ -87,7 +87,7 @@ MINIMUMS = {"count": 1, "count_or_zero": 0, "positive": 0.0, "non_negative": 0.0
 
 
 def option(default: Any, *, help: str, label: str, group: str | None, check: str | None = None,
-           choices: tuple[str, ...] | None = None, step: float | None = None) -> Any:  # fmt: skip
+           choices: tuple[str, ...] | None = None, step: float | None = None) -> Any:
     """A TrainingArguments field declared with everything the CLI, the form and the comparison show.
 
     Args:
@@ -103,7 +103,7 @@ def option(default: Any, *, help: str, label: str, group: str | None, check: str
         raise ValueError(f"check ({check!r}) must be one of {', '.join(CHECKS)}")
     from_preset = default is None and group not in (None, "Run")
     metadata = {"help": help + (PRESET_DEFAULT if from_preset else ""), "label": label, "group": group,
-                "check": check, "choices": choices, "step": step}  # fmt: skip
+                "check": check, "choices": choices, "step": step}
     return field(default=default, metadata=metadata)
 
 
@@ -195,11 +195,11 @@ class TrainingArguments:
             raise OptionError(_field_named_in(str(err)), str(err)) from None
         if config.max_position_embeddings < self.seq_len:
             raise OptionError("seq_len", f"seq_len ({self.seq_len}) must be at most max_position_embeddings "
-                                         f"({config.max_position_embeddings})")  # fmt: skip
+                                         f"({config.max_position_embeddings})")
         _check_seq_len_limit(self.seq_len)
         if config.type_vocab_size < 2:
             raise OptionError("type_vocab_size", f"type_vocab_size ({config.type_vocab_size}) must be at least 2: "
-                                                 "sentence pairs use segments 0 and 1")  # fmt: skip
+                                                 "sentence pairs use segments 0 and 1")
         _check_model_size(config, self)
         return config
 
@@ -223,12 +223,12 @@ def _validate_arguments(args: TrainingArguments) -> None:
         _check_declared(spec, getattr(args, spec.name))
     _check(args.seq_len >= 8, "seq_len", f"seq_len ({args.seq_len}) must be at least 8 tokens")
     _check(isinstance(args.corpus, str) and bool(args.corpus.strip()), "corpus",
-           "corpus is empty: give 'builtin', 'english', 'everyday' or the path of a UTF-8 text file")  # fmt: skip
+           "corpus is empty: give 'builtin', 'english', 'everyday' or the path of a UTF-8 text file")
     _check(args.init is None or (isinstance(args.init, str) and bool(args.init.strip())), "init",
-           "init is empty: give a model name such as 'all-MiniLM-L6-v2' or a model folder")  # fmt: skip
+           "init is empty: give a model name such as 'all-MiniLM-L6-v2' or a model folder")
     _check(args.init is None or not args.config, "config",
            f"config overrides ({', '.join(sorted(args.config))}) cannot be used with init: the pretrained "
-           "model fixes its sizes")  # fmt: skip
+           "model fixes its sizes")
     _validate_sizes(args)
     _validate_out(args.out)
 
@@ -246,21 +246,21 @@ def _check_declared(spec: dataclasses.Field, value: Any) -> None:
 def _validate_sizes(args: TrainingArguments) -> None:
     """Checks of sizes the data and the tokenizer need, made before anything is built."""
     _check(args.vocab_size >= MIN_TRAIN_VOCAB_SIZE, "vocab_size",
-           f"vocab_size ({args.vocab_size}) must be at least {MIN_TRAIN_VOCAB_SIZE}")  # fmt: skip
+           f"vocab_size ({args.vocab_size}) must be at least {MIN_TRAIN_VOCAB_SIZE}")
     _check(args.num_documents >= 2, "num_documents",
-           f"num_documents ({args.num_documents}) must be at least 2: next-sentence pairs need 2 stories")  # fmt: skip
+           f"num_documents ({args.num_documents}) must be at least 2: next-sentence pairs need 2 stories")
 
 
 def _check_seq_len_limit(seq_len: int) -> None:
     _check(seq_len <= MAX_POSITIONS, "seq_len", f"seq_len ({seq_len}) must be at most {MAX_POSITIONS}, "
-                                                "the longest sentence pair the tokenizer builds")  # fmt: skip
+                                                "the longest sentence pair the tokenizer builds")
 
 
 def _check_init_positions(init: str, seq_len: int) -> None:
     """seq_len must fit the positions of the pretrained model a run starts from (read from its config.json)."""
     positions = pretrained_config(init).max_position_embeddings
     _check(seq_len <= positions, "seq_len",
-           f"seq_len ({seq_len}) must be at most {positions}, the positions of the pretrained model {init!r}")  # fmt: skip
+           f"seq_len ({seq_len}) must be at most {positions}, the positions of the pretrained model {init!r}")
     _check_seq_len_limit(seq_len)
 
 
@@ -279,15 +279,15 @@ def _check_model_size(config: BertConfig, args: TrainingArguments) -> None:
     if count > MAX_PARAMETERS:
         preset = {**PRESETS[args.preset]["config"], "vocab_size": PRESETS[args.preset]["vocab_size"]}
         option = max(("hidden_size", "intermediate_size", "num_hidden_layers", "max_position_embeddings",
-                      "vocab_size"), key=lambda name: getattr(config, name) / preset[name])  # fmt: skip
+                      "vocab_size"), key=lambda name: getattr(config, name) / preset[name])
         raise OptionError(option, f"{option} ({getattr(config, option)}) makes a model of about {amount(count)} "
-                                  f"parameters; training allows at most {amount(MAX_PARAMETERS)} (BERT-large has 340 M)")  # fmt: skip
+                                  f"parameters; training allows at most {amount(MAX_PARAMETERS)} (BERT-large has 340 M)")
     widest = max(config.num_attention_heads * args.seq_len, config.intermediate_size)
     elements = args.batch_size * args.seq_len * widest
     _check(elements <= MAX_TENSOR_ELEMENTS, "batch_size",
            f"batch_size ({args.batch_size}) × seq_len ({args.seq_len}) × {widest} (attention scores or feed-forward "
            f"width) is {elements:,} numbers in one layer's activations, more than {MAX_TENSOR_ELEMENTS:,}: use a "
-           "smaller batch size or sequence length")  # fmt: skip
+           "smaller batch size or sequence length")
 
 
 def _validate_out(out: str) -> None:

@@ -20,7 +20,9 @@ from pages.common._sidebar import OTHER_FOLDER, model_options
 APPLIED = "_link_applied"
 NOTES = "_link_notes"
 PENDING = "_link_indices"
-FROM_LINK = "_link_picks"  # the picks a link set that a page would otherwise reset for a new input  # layer/head from a link, checked against the model once it is loaded
+# The picks a link set that a page would otherwise reset for a new input (layer and head are checked against the
+# model once it is loaded).
+FROM_LINK = "_link_picks"
 LAYER, HEAD, STEP, PRESENT = "attn_layer", "attn_head", "walk_step", "present"
 WORD_KEYS = {"target": "contrast_target", "foil": "contrast_foil"}  # the Why-this-word page's candidate widgets
 ALL_HEADS = -1  # the Beyond attention page's "all heads", which a link leaves out
@@ -47,7 +49,7 @@ def _set_state(linked: share.SharedState) -> None:
     state = st.session_state
     for key, value in (("sentence_a", linked.text_a), ("sentence_b", linked.text_b),
                        ("model_picker", linked.model), (PRESENT, linked.present),
-                       (WORD_KEYS["target"], linked.target), (WORD_KEYS["foil"], linked.foil)):  # fmt: skip
+                       (WORD_KEYS["target"], linked.target), (WORD_KEYS["foil"], linked.foil)):
         if value is not None:
             state[key] = value
     if linked.step is not None:
@@ -58,13 +60,13 @@ def _set_state(linked: share.SharedState) -> None:
         if page.filter_key and linked.which is not None:
             state[page.filter_key] = linked.which
         for key, value in ((page.token_key, linked.token), (page.knocked_key, linked.knocked),
-                           (page.masked_key, linked.masked)):  # fmt: skip
+                           (page.masked_key, linked.masked)):
             if key and value is not None:  # checked against the input by the page (keep_choice, keep_choices)
                 state[key] = list(value) if isinstance(value, tuple) else value
                 state[FROM_LINK] = {*state.get(FROM_LINK, set()), key}
     pairs = [(LAYER, HEAD), *(page.index_keys for page in PAGES if page.index_keys)]
     indices = {key: value for layer_key, head_key in pairs
-               for key, value in ((layer_key, linked.layer), (head_key, linked.head)) if value is not None}  # fmt: skip
+               for key, value in ((layer_key, linked.layer), (head_key, linked.head)) if value is not None}
     state.update(indices)
     state[PENDING] = indices
 
@@ -82,7 +84,7 @@ def apply_link() -> None:
     step_note = linked.step is not None and walkthrough.clamp_step(linked.step) != linked.step
     st.session_state[NOTES] = [*linked.notes, *(
         [f"The walkthrough has {len(walkthrough.STEPS)} steps; the link's step {linked.step} is not one of them."]
-        if step_note else [])]  # fmt: skip
+        if step_note else [])]
 
 
 def show_link_notes() -> None:
@@ -136,7 +138,7 @@ def current_state(page_path: str) -> share.SharedState:
         masked=_listed(field("masked", page and page.masked_key)), knocked=_listed(field("knocked", page and page.knocked_key)),
         step=field("step", STEP), present=bool(state.get(PRESENT)),
         target=field("target", WORD_KEYS["target"]) or None, foil=field("foil", WORD_KEYS["foil"]) or None,
-    )  # fmt: skip
+    )
 
 
 def sync_link(page_path: str) -> None:

@@ -156,7 +156,7 @@ def presentation_style() -> None:
 
 
 def show_figure(fig: go.Figure, name: str, frame: pd.DataFrame | Callable[[], pd.DataFrame], key: str | None = None,
-                slide_top: int = SLIDE_TOP, **chart_args):  # fmt: skip
+                slide_top: int = SLIDE_TOP, **chart_args):
     """st.plotly_chart with readable fonts (larger in presentation mode) and the PNG button, then a CSV button.
 
     key: the chart's widget key when it is not `name` (a new key clears a chart's selection).
@@ -221,7 +221,7 @@ def renewing_key(name: str, bare_first: bool = True) -> str:
 
 
 def on_tile_click(key: str, layers: int, heads: int, picked: Callable[[int, int], None],
-                  renew: str | None = None) -> Callable[[], None]:  # fmt: skip
+                  renew: str | None = None) -> Callable[[], None]:
     """The on_select callback of the model-view chart `key`: a clicked tile calls picked(layer, head).
 
     renew: the name given to renewing_key; its click count goes up, so the chart gets a new key.
@@ -244,13 +244,13 @@ def switch_model_button(key: str | None = None) -> bool:
     """A button that picks DEFAULT_MODEL (it has both heads) in the sidebar; returns whether it is here."""
     available = DEFAULT_MODEL in list_checkpoints()
     st.button(f"Switch to {DEFAULT_MODEL}", on_click=_use_default_model, disabled=not available,
-              type="primary", key=key)  # fmt: skip
+              type="primary", key=key)
     return available
 
 
 def head_pickers(prefix: str, has_sentence_b: bool, layers: int, heads: Sequence[int], default_head: int = 0,
                  head_label: Callable[[int], str] = str,
-                 on_head: Callable[[], None] | None = None) -> tuple[str, int, int]:  # fmt: skip
+                 on_head: Callable[[], None] | None = None) -> tuple[str, int, int]:
     """Sentence filter, layer and head pickers in a row (keys `<prefix>_filter|layer|head`); on_head: called
     when the head picked changes."""
     filters = list(analysis.SENTENCE_FILTERS) if has_sentence_b else ["All"]
@@ -259,7 +259,7 @@ def head_pickers(prefix: str, has_sentence_b: bool, layers: int, heads: Sequence
     keep_choice(f"{prefix}_head", heads, default_head)
     pick_filter, pick_layer, pick_head = st.columns([3, 1, 1])  # five filter buttons fit at 1024 px with a sidebar
     which = pick_filter.segmented_control("Sentences (query → key)", filters, default="All",
-                                          key=f"{prefix}_filter", persist_state=KEEP) or "All"  # fmt: skip
+                                          key=f"{prefix}_filter", persist_state=KEEP) or "All"
     layer = pick_layer.selectbox("Layer", range(layers), key=f"{prefix}_layer", persist_state=KEEP)
     head = pick_head.selectbox("Head", heads, key=f"{prefix}_head", format_func=head_label, persist_state=KEEP,
                                on_change=on_head)

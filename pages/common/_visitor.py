@@ -30,7 +30,7 @@ def current_visitor() -> access.Visitor:
 def cookie_script(visitor_id: str) -> str:
     """The script that keeps the first tab's id in the cookie and a later tab's id as an alias of it."""
     return _COOKIE_SCRIPT % {"id": visitor_id, "age": COOKIE_MAX_AGE_S, "cookie": COOKIE, "alias": ALIAS_COOKIE,
-                             "keep": access.MAX_ALIASES - 1}  # fmt: skip
+                             "keep": access.MAX_ALIASES - 1}
 
 
 def remember_visitor() -> None:

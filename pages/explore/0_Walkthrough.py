@@ -59,8 +59,10 @@ st.markdown(walk.step_text(current, facts))
 
 
 def no_head(kind: str) -> None:
-    st.info(f"{plain_markdown(ctx.inputs.source)} has no trained {kind} head (it was fine-tuned for sentence embeddings, and these "
-            f"layers were dropped), so it cannot show this step. {DEFAULT_MODEL} is the same encoder with both heads.")
+    st.info(
+        f"{plain_markdown(ctx.inputs.source)} has no trained {kind} head (it was fine-tuned for sentence embeddings, and these "
+        f"layers were dropped), so it cannot show this step. {DEFAULT_MODEL} is the same encoder with both heads."
+    )
     switch_model_button(key="walk_switch_model")
 
 
@@ -148,4 +150,4 @@ if step == len(walk.STEPS):  # the walk's end leads on to a word's meaning in co
     st.page_link("pages/explore/6_Meaning_in_context.py", icon=":material/translate:",
                  query_params={"word": "bank", "preset": "bank"},
                  label="Next: one word, many meanings. Guess at which layer “bank” by the river and “bank” with money "
-                       "drift furthest apart")  # fmt: skip
+                       "drift furthest apart")

@@ -35,7 +35,9 @@ show_figure(figures.component_norms_bar(norms), "embedding_norms", frame=norms)
 st.subheader("Position embeddings")
 max_positions = ctx.model.config.max_position_embeddings
 clamp_number("emb_positions", 2, max_positions)
-positions = st.number_input("Positions compared", 2, max_positions, min(64, max_positions), key="emb_positions", persist_state=KEEP)
+positions = st.number_input(
+    "Positions compared", 2, max_positions, min(64, max_positions), key="emb_positions", persist_state=KEEP
+)
 for column, similarity, name in zip(st.columns(2), views.position_similarity(ctx.model, positions),
                                     ("position_similarity_model", "position_similarity_sinusoidal"), strict=True):
     with column:

@@ -39,7 +39,7 @@ title_box.caption(
 )
 if not is_present():  # the compact presentation header keeps the figure above the fold
     st.page_link("pages/explore/5_Beyond_attention.py", icon=":material/troubleshoot:",
-                 label="Weights alone can mislead: see Beyond attention")  # fmt: skip
+                 label="Weights alone can mislead: see Beyond attention")
 with picker_box:
     which, layer, head = head_pickers("attn", trace.has_sentence_b, num_layers, range(num_heads),
                                       on_head=lambda: _show_in_head_view(st.session_state["attn_head"]))
@@ -84,8 +84,16 @@ def head_view_controls() -> tuple:
     pick_focus, pick_weight = st.columns([2, 1])
     focus = pick_focus.selectbox("Focus on one query token", [ALL_TOKENS, *shown], key="hv_focus", persist_state=KEEP,
                                  format_func=lambda i: "all tokens" if i == ALL_TOKENS else labels[i])
-    min_weight = pick_weight.slider("Hide lines lighter than", 0.0, 0.5, views.head_view_min_weight(len(shown)),
-                                    0.01, key="hv_min_weight", persist_state=KEEP, help="The default is 1 / tokens: uniform attention.")
+    min_weight = pick_weight.slider(
+        "Hide lines lighter than",
+        0.0,
+        0.5,
+        views.head_view_min_weight(len(shown)),
+        0.01,
+        key="hv_min_weight",
+        persist_state=KEEP,
+        help="The default is 1 / tokens: uniform attention.",
+    )
     return heads, window, focus, min_weight
 
 

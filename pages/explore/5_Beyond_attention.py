@@ -44,8 +44,11 @@ def pick_target(where=st) -> tuple[int | None, tuple[int, ...]] | None:
     """The prediction to explain (None: NSP) and the positions to mask for it; None when there is nothing."""
     choices = views.explain_choices(encoding, model)
     if not choices:
-        st.info(f"{plain_markdown(ctx.inputs.source)} has no trained MLM or NSP head (or there is no sentence B for NSP), so there is "
-                f"no prediction to explain. {DEFAULT_MODEL} has both.")
+        st.info(
+            f"{plain_markdown(ctx.inputs.source)} has no trained MLM or NSP head (or there is no sentence B for NSP), "
+            "so there is "
+            f"no prediction to explain. {DEFAULT_MODEL} has both."
+        )
         return None
     options = [NSP if choice is None else choice for choice in choices]  # a selectbox reads None as "nothing picked"
     default = options[choices.index(views.default_choice(encoding, choices))]
@@ -107,7 +110,9 @@ if tabs["Attribution"].open:
         target = pick_target(pick)
         if target is not None:
             position, masked = target
-            steps = pick_steps.select_slider("Integrated-gradients steps", [32, 64, 128], value=32, key="beyond_steps", persist_state=KEEP)
+            steps = pick_steps.select_slider(
+                "Integrated-gradients steps", [32, 64, 128], value=32, key="beyond_steps", persist_state=KEEP
+            )
             with st.spinner("Masking each token in turn and integrating gradients…"):
                 data = shown(views.token_attribution, masked, position=position, steps=steps)
             if data is not None:

@@ -43,7 +43,7 @@ def remember(key: str) -> None:
 
 @st.cache_resource(max_entries=8, ttl=600, show_spinner="Running the model on every sentence with the word…")
 def word_contexts(source: str, version: str, word: str, extra: tuple[str, ...],
-                  unlabelled: bool) -> meaning.WordContexts:  # fmt: skip
+                  unlabelled: bool) -> meaning.WordContexts:
     """meaning.word_contexts on the model of a source, once per word, typed sentences and choice of sentences."""
     model, tokenizer = load_model(source, version)
     return meaning.word_contexts(model, tokenizer, sense_index(), word, extra, unlabelled=unlabelled)
@@ -51,7 +51,7 @@ def word_contexts(source: str, version: str, word: str, extra: tuple[str, ...],
 
 # One pool per model and layer; MiniLM's holds 39,364 × 384 floats (60 MB), so at most two are kept.
 @st.cache_resource(max_entries=2, show_spinner="Running the model on the whole sense index up to this layer (once per "
-                   "model and layer; MiniLM's last layer took 1-4 minutes on one busy core, bench/contexts_latency.py)…")  # fmt: skip
+                   "model and layer; MiniLM's last layer took 1-4 minutes on one busy core, bench/contexts_latency.py)…")
 def index_pool(source: str, version: str, layer: int) -> meaning.NeighbourPool:
     """meaning.index_pool on the model of a source: every labelled word of the index at one layer."""
     model, tokenizer = load_model(source, version)
@@ -97,7 +97,7 @@ def ask_first(separation: meaning.SenseSeparation) -> bool:
         return False
     st.radio(f"**Your guess.** {question.prompt}", question.options, index=None, key=GUESS)
     st.button("Reveal the model's answer", on_click=_reveal, args=(separation,), type="primary",
-              icon=":material/visibility:", key="meaning_reveal")  # fmt: skip
+              icon=":material/visibility:", key="meaning_reveal")
     return True
 
 
@@ -127,15 +127,15 @@ st.caption(
 )
 pick_word, pick_layer, pick_more = st.columns([2, 4, 1.3], vertical_alignment="bottom")
 word = pick_word.selectbox("Word (pick or type)", meaning.SUGGESTED_WORDS, key=WORD, accept_new_options=True,
-                           on_change=remember, args=(WORD,))  # fmt: skip
+                           on_change=remember, args=(WORD,))
 keep_choice(LAYER, range(num_layers + 1), num_layers)
 layer = pick_layer.select_slider("Layer (0: the input embeddings)", range(num_layers + 1), value=num_layers, key=LAYER,
                                  format_func=lambda i: meaning.layer_names(num_layers)[i], on_change=remember,
-                                 args=(LAYER,))  # fmt: skip
+                                 args=(LAYER,))
 with pick_more.popover("Your sentences", icon=":material/edit_note:", width="stretch"):
     st.toggle("Also sentences where WordNet labels another word", key=UNLABELLED, on_change=remember,
               args=(UNLABELLED,), help="The word occurs there, but WordNet's label is for another word of the sentence, "
-              "so its sense is unknown (grey rings).")  # fmt: skip
+              "so its sense is unknown (grey rings).")
     st.text_area("One sentence per line; put the sense in brackets first to have it scored, as in "
                  "“[river] We sat on the bank.”", key=EXTRA, on_change=remember, args=(EXTRA,), height=120)
 extra = tuple(line for line in st.session_state.get(EXTRA, "").splitlines() if line.strip())
@@ -153,7 +153,7 @@ chosen = int(query[1:]) if query.startswith("o") and int(query[1:]) < len(data.o
 plot, score = st.columns([5, 3])
 with plot:
     show_figure(context_scatter(projection, data.word, chosen, height=370 if is_present() else 480), "meaning_scatter",
-                frame=projection.to_frame, key=_scatter_key(), on_select=_pick_point, selection_mode="points")  # fmt: skip
+                frame=projection.to_frame, key=_scatter_key(), on_select=_pick_point, selection_mode="points")
 with score:
     below_verdict = st.session_state.get(VERDICT) is not None  # then it starts lower on a slide than the scatter
     if not ask_first(separation):
@@ -187,16 +187,16 @@ pick_query, pick_scope = st.columns([3, 2])
 query = pick_query.selectbox("Neighbours of (or click a point above)", options, key=QUERY, format_func=_label)
 total = sense_index().num_words
 scope = pick_scope.radio("Search among", [OWN, WHOLE], key=SCOPE, horizontal=True, on_change=remember, args=(SCOPE,),
-                         format_func=lambda s: f"{s} ({total:,})" if s == WHOLE else s)  # fmt: skip
+                         format_func=lambda s: f"{s} ({total:,})" if s == WHOLE else s)
 if query.startswith("o"):
     exclude, vector = data.occurrences[int(query[1:])], data.vectors[layer, int(query[1:])]
 else:
     exclude, vector = None, pair.hidden_states[layer, int(query[1:])]
 pool = meaning.pool_from_contexts(data, layer) if scope == OWN else index_pool(ctx.inputs.source, ctx.inputs.version,
-                                                                                layer)  # fmt: skip
+                                                                                layer)
 neighbours = meaning.nearest_neighbours(pool, vector, K, exclude=exclude)
 show_table(neighbours.to_frame(), "meaning_neighbours", hide_index=True, column_config={
     "before": st.column_config.TextColumn(width="medium", alignment="right"),  # a concordance: the words line up
     "word": st.column_config.TextColumn(width="small", alignment="center"),
     "after": st.column_config.TextColumn(width="medium"), "gloss": st.column_config.TextColumn(width="large"),
-})  # fmt: skip
+})

@@ -11,7 +11,7 @@ from pages.common._ui import declared_tabs, load_context, show_figure, show_tabl
 from pages.explore._questions import ask
 
 RESTORE = {"residual stream": ("residual",), "attention vs feed-forward": ("attention", "feed-forward"),
-           "heads": ("head",)}  # fmt: skip
+           "heads": ("head",)}
 TARGET, FOIL = WORD_KEYS["target"], WORD_KEYS["foil"]
 CAPTIONS = {
     "residual stream": "Each cell: B's run with A's hidden state put back at one position after one layer (row), the "

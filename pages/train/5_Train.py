@@ -26,7 +26,7 @@ def start_form() -> None:
         if len(training) >= lifecycle.max_concurrent_runs():
             st.info(f"{', '.join(run.name for run in training)} is training, and at most "
                     f"{lifecycle.max_concurrent_runs()} run(s) may train at once: a new run can start when it ends or "
-                    "is stopped.")  # fmt: skip
+                    "is stopped.")
         new_run_form()
 
 

@@ -78,15 +78,15 @@ def use_and_download(row: dict) -> None:
     name, folder = row["name"], checkpoints_root() / row["name"]
     columns = st.columns(3)
     columns[0].button("Use on explore pages", key="ckpt_use", on_click=use_on_explore, args=(name,),
-                      disabled=not row["loadable"], icon=":material/visibility:", type="primary")  # fmt: skip
+                      disabled=not row["loadable"], icon=":material/visibility:", type="primary")
     columns[1].download_button("Download zip", data=partial(store.checkpoint_zip, folder), file_name=f"{name}.zip",
                                mime="application/zip", key="ckpt_download", on_click="ignore",
-                               disabled=not row["loadable"], icon=":material/download:")  # fmt: skip
+                               disabled=not row["loadable"], icon=":material/download:")
     columns[2].download_button("Export as Hugging Face folder", data=partial(store.hf_export_zip, folder),
                                file_name=f"{name}-hf.zip", mime="application/zip", key="ckpt_export",
                                on_click="ignore", disabled=not row["loadable"], icon=":material/ios_share:",
                                help="model.safetensors, config.json and vocab.txt: "
-                                    "transformers' BertForPreTraining.from_pretrained loads the folder.")  # fmt: skip
+                                    "transformers' BertForPreTraining.from_pretrained loads the folder.")
 
 
 def rename_and_delete(name: str) -> None:
@@ -99,7 +99,7 @@ def rename_and_delete(name: str) -> None:
     if refusal == store.NOT_YOURS:
         st.info(f"{name} was started or uploaded on another browser: only its owner, a browser that opened the "
                 "owner's claim link (on the Train page), or the admin can rename or delete it. You can still use it, "
-                "download it and export it.", icon=":material/lock:")  # fmt: skip
+                "download it and export it.", icon=":material/lock:")
         admin_login()
         return
     busy = refusal == store.TRAINING
@@ -112,14 +112,14 @@ def rename_and_delete(name: str) -> None:
     with right:
         sure = st.checkbox(f"Yes, delete {name} and all its files", key="ckpt_confirm_delete", disabled=busy)
         st.button("Delete", key="ckpt_delete", on_click=delete, args=(name,), disabled=busy or not sure,
-                  icon=":material/delete:")  # fmt: skip
+                  icon=":material/delete:")
 
 
 def upload_form() -> None:
     key = f"ckpt_upload_{st.session_state.get('ckpt_upload_round', 0)}"
     chosen = st.file_uploader("A zip of a checkpoint folder: model.safetensors, config.json, vocab.txt "
                               "(and optionally train_args.json, metrics.jsonl, snapshots/)", type=["zip"],
-                              key=key)  # fmt: skip
+                              key=key)
     if chosen is None:
         return
     if st.session_state.get("ckpt_upload_for") != chosen.file_id:
@@ -139,10 +139,10 @@ if rows:
     table = pd.DataFrame(rows)
     # A few columns by default: all thirteen were cut off on a 1024-px screen with the sidebar open.
     every = st.toggle("All columns", key="ckpt_all_columns", help="Train and held-out losses and accuracies, "
-                      "size, date and whether the folder has weights.")  # fmt: skip
+                      "size, date and whether the folder has weights.")
     st.dataframe(table, key="ckpt_table", hide_index=True, width="stretch",
                  column_order=None if every else [k for k in COMPACT if k in table],
-                 column_config={k: v for k, v in COLUMNS.items() if k in table})  # fmt: skip
+                 column_config={k: v for k, v in COLUMNS.items() if k in table})
     names = [row["name"] for row in rows]
     keep_choice("ckpt_selected", names, names[0], start=True)
     st.subheader("Manage")

@@ -31,6 +31,6 @@ def admin_login() -> None:
         st.caption("You are the admin: you may change every run and upload.")
         return
     st.text_input("Admin token", type="password", key="admin_token", on_change=_try_admin_token,
-                  help="Set by whoever runs the server; lets you manage every visitor's runs.")  # fmt: skip
+                  help="Set by whoever runs the server; lets you manage every visitor's runs.")
     if notice := st.session_state.get("admin_notice"):
         st.error(notice)

@@ -37,7 +37,7 @@ def _field(name: str) -> None:
         st.selectbox(label, choices, key=f"opt_{name}", help=help_text)
     elif isinstance(st.session_state[f"opt_{name}"], float):
         st.number_input(label, key=f"opt_{name}", step=run_options.float_step(name) or 0.01, format="%g",
-                        help=help_text)  # fmt: skip
+                        help=help_text)
     else:
         st.number_input(label, key=f"opt_{name}", step=1, format="%d", help=help_text)
 
@@ -52,20 +52,20 @@ def _section(group: str) -> None:
 def _corpus() -> tuple[str | None, tuple[int, int] | None, str | None]:
     """(text of a user corpus or None for a named one, its (documents, sentences), error message or None)."""
     source = st.radio("Corpus", CORPUS_SOURCES, key="train_corpus_source", horizontal=True,
-                      help=run_options.option_help()["corpus"])  # fmt: skip
+                      help=run_options.option_help()["corpus"])
     st.session_state["opt_corpus"] = NAMED_CORPORA.get(source, "builtin")
     if source in NAMED_CORPORA:
         return None, None, None
     limit_mb = run_options.MAX_CORPUS_BYTES / 1e6
     if source == CORPUS_SOURCES[3]:
         upload = st.file_uploader(f"Plain UTF-8 text, at most {limit_mb:.0f} MB; blank lines separate documents",
-                                  type=["txt"], key="train_corpus_file")  # fmt: skip
+                                  type=["txt"], key="train_corpus_file")
         if upload is None:
             return None, None, "Choose a .txt file for the corpus, or pick the built-in stories."
         data, file_name = upload.getvalue(), upload.name
     else:
         text = st.text_area("Your text: sentences end with . ! or ?, blank lines separate documents",
-                            key="train_corpus_text", height=150)  # fmt: skip
+                            key="train_corpus_text", height=150)
         data, file_name = text.encode("utf-8"), None
     try:
         documents, sentences = run_options.corpus_summary(data, file_name)
@@ -80,7 +80,7 @@ def _device() -> str | None:
     reason = run_options.cuda_unavailable_reason()
     labels = {"auto": "auto", "cpu": "CPU", "cuda": "CUDA" if reason is None else "CUDA (not available)"}
     device = st.radio("Device", DEVICES, key="opt_device", horizontal=True, format_func=labels.get,
-                      help=run_options.option_help()["device"])  # fmt: skip
+                      help=run_options.option_help()["device"])
     if reason:
         st.caption(f"CUDA is not available: {reason}.")
     return run_options.device_problem(device)
@@ -89,7 +89,7 @@ def _device() -> str | None:
 def _run_name() -> str | None:
     """The optional run name; returns an error message when it is unusable."""
     name = st.text_input("Run name (optional)", key="train_run_name", placeholder="run-<date>-<time>",
-                         help="The folder under checkpoints/ that will hold the run.").strip()  # fmt: skip
+                         help="The folder under checkpoints/ that will hold the run.").strip()
     if not name:
         return None
     try:
@@ -145,13 +145,13 @@ def _top_row() -> list[str | None]:
     top = st.columns([1, 1, 2, 1, 1])
     with top[0]:
         st.selectbox("Preset", list(PRESETS), key="train_preset", on_change=apply_preset,
-                     help=run_options.option_help()["preset"])  # fmt: skip
+                     help=run_options.option_help()["preset"])
     with top[1]:
         _start_from()
     with top[2]:
         errors = [_device()]
         st.radio(run_options.labels()["dtype"], DTYPES, key="opt_dtype", horizontal=True,
-                 format_func=DTYPE_LABELS.get, help=run_options.option_help()["dtype"])  # fmt: skip
+                 format_func=DTYPE_LABELS.get, help=run_options.option_help()["dtype"])
     with top[3]:
         errors.append(_run_name())
     top[4].number_input("CPU threads (0: PyTorch's default)", min_value=0, max_value=256, step=1, key="opt_threads")
@@ -165,7 +165,7 @@ def _option_columns() -> None:
         if start_model():
             st.markdown("**Model**")
             st.caption(f"Sizes, vocabulary and weights come from {plain_markdown(start_model())}; "
-                       "missing MLM/NSP heads start fresh.")  # fmt: skip
+                       "missing MLM/NSP heads start fresh.")
         else:
             _section("Model")
     with columns[1]:
@@ -199,7 +199,7 @@ def new_run_form() -> None:
     launch = {**run_options.command_options(args), "threads": st.session_state["opt_threads"] or None} if args else {}
     st.button("Start training", key="train_start", type="primary", icon=":material/play_arrow:",
               disabled=bool(errors), on_click=_start,
-              args=(launch, corpus_text, st.session_state["train_run_name"].strip()))  # fmt: skip
+              args=(launch, corpus_text, st.session_state["train_run_name"].strip()))
     notice = st.session_state.pop("train_notice", None)
     if notice:
         (st.error if notice[0] == "error" else st.success)(notice[1])

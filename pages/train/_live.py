@@ -25,7 +25,7 @@ from pages.train._admin import admin_login
 
 REFRESH_S = 2.0
 STATE_COLOURS = {"starting": "blue", "running": "blue", "finished": "green", "stopped": "orange",
-                 "diverged": "red", "failed": "red", "ready": "gray"}  # fmt: skip
+                 "diverged": "red", "failed": "red", "ready": "gray"}
 QUERY_KEY = "run"
 CLAIM_KEY = "claim"
 
@@ -49,7 +49,7 @@ def select_run(choices: list[lifecycle.RunState], key: str = "train_run") -> lif
         st.warning(f"There is no run named “{plain_markdown(wanted)}” here (renamed or deleted?); showing another one.")
     keep_choice(key, names, names[0], start=True)
     name = st.selectbox("Run", names, key=key, on_change=_remember_run, args=(key,),
-                        help="Newest first. The page's address names the run: share it or reload it.")  # fmt: skip
+                        help="Newest first. The page's address names the run: share it or reload it.")
     st.query_params[QUERY_KEY] = name
     return choices[names.index(name)]
 
@@ -106,7 +106,7 @@ def claim_link(run_dir: Path) -> None:
     with st.expander("Control this run from another browser", icon=":material/devices:"):
         st.code(f"{base}?{QUERY_KEY}={run_dir.name}&{CLAIM_KEY}={code}", language=None, wrap_lines=True)
         st.markdown("Open this link on the other browser (the lecture hall's computer, say): it may then stop, "
-                    "rename and delete this run too. Keep it to yourself.")  # fmt: skip
+                    "rename and delete this run too. Keep it to yourself.")
 
 
 def _status(run: lifecycle.RunState) -> None:
@@ -116,7 +116,7 @@ def _status(run: lifecycle.RunState) -> None:
     if run.active:
         right.button("Stop", key="train_stop", icon=":material/stop:", on_click=_stop, args=(run.path,),
                      disabled=not mine, help="Finish the current step, save the checkpoint and stop." if mine
-                     else NOT_MINE)  # fmt: skip
+                     else NOT_MINE)
         if not mine:  # said on the page, not only on hover: presentation mode hides captions, a projector has no hover
             st.info(NOT_MINE, icon=":material/lock:")
             admin_login()  # the lecturer can stop any run
@@ -145,9 +145,9 @@ def _curves(records: list[dict], name: str) -> None:
     labels = {key: metric.label for key, metric in metrics.METRICS.items()}
     figures = {
         "train_loss_chart": (metric_curves(records, metrics.LOSS_CURVES, "Loss: train and held-out",
-                                           labels=labels), metrics.LOSS_CURVES),  # fmt: skip
+                                           labels=labels), metrics.LOSS_CURVES),
         "train_accuracy_chart": (metric_curves(records, metrics.ACCURACY_CURVES, "Accuracy: train and held-out",
-                                               labels=labels), metrics.ACCURACY_CURVES),  # fmt: skip
+                                               labels=labels), metrics.ACCURACY_CURVES),
         "train_lr_chart": (lr_curve(records, "lr"), ("lr",)),
         "train_speed_chart": (throughput_curve(records, metric="tokens_per_s"), ("tokens_per_s",)),
     }

@@ -85,7 +85,9 @@ def test_embedding_sum_equals_token_plus_position_plus_segment(source, loaded):
     ids = torch.tensor(tokenizer.encode_pair(*PAIR).input_ids)
     np.testing.assert_allclose(token, model.bert.embeddings.word_embeddings.weight[ids].detach().numpy(), atol=1e-6)
     ln = model.bert.embeddings.LayerNorm
-    expected_ln = torch.nn.functional.layer_norm(torch.tensor(summed, dtype=torch.float32), ln.normalized_shape, ln.weight, ln.bias, ln.eps)
+    expected_ln = torch.nn.functional.layer_norm(
+        torch.tensor(summed, dtype=torch.float32), ln.normalized_shape, ln.weight, ln.bias, ln.eps
+    )
     np.testing.assert_allclose(layer_norm, expected_ln.detach().numpy(), atol=1e-4)
     norms = {t["name"]: array(t["y"]) for t in figures["embedding_norms"]["data"]}
     np.testing.assert_allclose(norms["sum"], np.linalg.norm(summed, axis=1), rtol=1e-5)

@@ -52,10 +52,10 @@ def test_bank_shows_its_senses_the_layer_slider_and_the_neighbour_table(model_st
     assert np.allclose(points, expected[order], atol=1e-4)
     separation = meaning.sense_separation(data)
     assert np.allclose(array(figures["meaning_separation"]["data"][0]["y"]), separation.accuracy * 100,
-                       equal_nan=True)  # fmt: skip
+                       equal_nan=True)
     table = at.dataframe[0].value
     own = meaning.nearest_neighbours(meaning.pool_from_contexts(data, layers), data.vectors[layers, 0], 10,
-                                     exclude=data.occurrences[0]).to_frame()  # fmt: skip
+                                     exclude=data.occurrences[0]).to_frame()
     assert table["word"].tolist() == own["word"].tolist() and np.allclose(table["similarity"], own["similarity"])
     assert at.query_params["word"] in ("bank", ["bank"])
 

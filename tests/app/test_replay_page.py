@@ -30,7 +30,7 @@ def attention_at(step: int, seed: int = 0) -> torch.Tensor:
 def prediction(step: int) -> dict:
     return {"position": 2, "answer": "cat", "top_tokens": ["cat", "dog", "the", "sat", "it"],
             "top_probs": [0.2 + step / 100, 0.1, 0.05, 0.04, 0.03], "answer_prob": 0.2 + step / 100,
-            "is_next_prob": 0.4 + step / 200}  # fmt: skip
+            "is_next_prob": 0.4 + step / 200}
 
 
 def make_run(root, name: str, with_predictions: bool = True) -> None:
@@ -38,7 +38,7 @@ def make_run(root, name: str, with_predictions: bool = True) -> None:
     (root / name).mkdir()
     for step in STEPS:
         save_snapshot(root / name, step, attention_at(step), TOKENS, texts=("The cat sat.", "It slept."),
-                      predictions=prediction(step) if with_predictions else None)  # fmt: skip
+                      predictions=prediction(step) if with_predictions else None)
     write_status(root / name, state="finished", message="Finished", step=STEPS[-1], total_steps=STEPS[-1])
 
 

@@ -97,21 +97,21 @@ def test_the_form_refuses_batches_the_trainer_would_refuse(root):
     at.number_input(key="opt_batch_size").set_value(100_000).run()
     assert errors(at) == ["Batch size: batch_size (100000) × seq_len (64) × 512 (attention scores or feed-forward "
                           "width) is 3,276,800,000 numbers in one layer's activations, more than 2,147,483,648: use a "
-                          "smaller batch size or sequence length"]  # fmt: skip
+                          "smaller batch size or sequence length"]
     assert at.button(key="train_start").disabled
     at.number_input(key="opt_batch_size").set_value(20_000).run()
     assert errors(at) == ["Batch size: batch_size (20000) is more than the 17143 training pairs of the corpus: use a "
-                          "smaller batch or a bigger corpus"]  # fmt: skip
+                          "smaller batch or a bigger corpus"]
     assert at.button(key="train_start").disabled
     at.radio(key="train_corpus_source").set_value("Paste text").run()
     at.text_area(key="train_corpus_text").set_value("One. Two! Three?\n\nFour. Five.").run()
     assert errors(at) == ["Batch size: batch_size (20000) is more than the 4 training pairs of the corpus: use a "
-                          "smaller batch or a bigger corpus"]  # fmt: skip
+                          "smaller batch or a bigger corpus"]
     at.number_input(key="opt_batch_size").set_value(4).run()
     assert not errors(at) and not at.button(key="train_start").disabled
     at.text_area(key="train_corpus_text").set_value("One. Two! Three? Four. Five.").run()
     assert errors(at) == ["Corpus: The corpus has 1 document: next-sentence pairs need at least 2 (separate "
-                          "documents with a blank line)"]  # fmt: skip
+                          "documents with a blank line)"]
     assert at.button(key="train_start").disabled
     assert not [p.name for p in root.iterdir() if not p.name.startswith(".")]  # nothing was launched
 
@@ -139,7 +139,9 @@ def test_user_corpora_are_checked(root):
     assert not errors(at) and "2 documents, 5 sentences." in [c.value for c in at.caption]
     at.radio(key="train_corpus_source").set_value("Upload a .txt file").run()
     assert errors(at) == ["Choose a .txt file for the corpus, or pick the built-in stories."]
-    at.file_uploader(key="train_corpus_file").set_value(("latin1.txt", "Café olé. Déjà vu.".encode("latin-1"), "text/plain")).run()
+    at.file_uploader(key="train_corpus_file").set_value(
+        ("latin1.txt", "Café olé. Déjà vu.".encode("latin-1"), "text/plain")
+    ).run()
     assert errors(at) == ["Corpus: latin1.txt is not UTF-8 text: save it as UTF-8 and try again."]
 
 
@@ -229,12 +231,12 @@ def test_a_run_whose_process_died_shows_failed_with_its_log(root):
     dead.wait()
     (root / "crashed").mkdir()
     write_status(root / "crashed", state="running", message="Training: step 4 of 30", pid=dead.pid, step=4,
-                 total_steps=30)  # fmt: skip
+                 total_steps=30)
     (root / "crashed" / run_folder.LOG_FILE).write_text("step 4/30\nKilled\n")
     at = open_app(TRAIN, query={"run": "crashed"})
     assert state_shown(at) == "failed" and not at.exception
     assert errors(at) == [f"The run failed: The training process (pid {dead.pid}) ended without saying why. "
-                          "Last lines of its log:"]  # fmt: skip
+                          "Last lines of its log:"]
     assert at.code[0].value == "step 4/30\nKilled"
     assert not [button for button in at.button if button.key == "train_stop"]
 
@@ -243,12 +245,12 @@ def test_a_run_the_cli_refused_shows_the_reason_first_in_full(root):
     (root / "refused").mkdir()
     (root / "refused" / run_folder.LAUNCH_FILE).write_text(json.dumps({"pid": 999_999_999}))
     reason = ("--corpus ('/data/a-rather-long-folder-name/with/several/levels/of/sub-folders/corpus.txt'): "
-              "Corpus file not found: check the path and that the app may read it")  # fmt: skip
+              "Corpus file not found: check the path and that the app may read it")
     (root / "refused" / run_folder.LOG_FILE).write_text(f"error: {reason}\n")
     at = open_app(TRAIN, query={"run": "refused"})
     assert state_shown(at) == "failed" and not at.exception
     assert errors(at) == [f"The run failed: {reason} (the training process, pid 999999999, exited) Last lines of "
-                          "its log:"]  # fmt: skip
+                          "its log:"]
     assert at.code[0].value == f"error: {reason}" and at.code[0].proto.wrap_lines  # wrapped, not cut at the edge
 
 

@@ -17,7 +17,7 @@ from tests.app.conftest import APP, HAS_DEMO, PAIR, array, charts, no_exception,
 HAS_DEFAULT = (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file()
 # The figure each step without a question shows, by chart key (the tokens step shows HTML chips).
 STEP_CHARTS = {"ids": "walk_ids", "embeddings": "walk_embeddings", "many_heads": "walk_model_view",
-               "residual": "walk_residual"}  # fmt: skip
+               "residual": "walk_residual"}
 QUESTION_KEYS = {"one_head": "attention", "mlm": "mlm", "nsp": "nsp"}
 
 
@@ -118,7 +118,7 @@ def linked_app(query: dict, page: str | None = None) -> AppTest:
 @pytest.mark.skipif(not HAS_DEMO, reason=f"checkpoints/{DEMO} is missing")
 def test_a_link_sets_pair_model_layer_head_and_step():
     at = linked_app({"a": "A dog barked.", "b": "The cat ran off.", "model": DEMO, "layer": "1", "head": "1",
-                     "step": "4", "present": "1"})  # fmt: skip
+                     "step": "4", "present": "1"})
     no_exception(at)
     assert at.sidebar.text_input(key="sentence_a").value == "A dog barked."
     assert at.session_state["model_picker"] == DEMO and at.session_state["present"] is True

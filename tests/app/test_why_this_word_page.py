@@ -35,7 +35,7 @@ def model_state(request) -> dict:
     if request.param == "english":
         a, b, target, foil = CAPITAL
         return {"model_picker": DEFAULT_MODEL, "sentence_a": a, "sentence_b": b, "contrast_target": target,
-                "contrast_foil": foil}  # fmt: skip
+                "contrast_foil": foil}
     return {"model_picker": DEMO, "sentence_a": AGREEMENT[0], "sentence_b": AGREEMENT[1]}  # the model's own candidates
 
 

@@ -32,7 +32,7 @@ def build_tiny(
     config = BertConfig(
         vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=num_layers, num_attention_heads=num_heads,
         intermediate_size=64, max_position_embeddings=max_positions,
-    )  # fmt: skip
+    )
     return BertForPreTraining(config).eval(), tokenizer
 
 

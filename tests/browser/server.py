@@ -33,7 +33,7 @@ def start_streamlit(port: int, log_path: Path) -> subprocess.Popen:
         sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
         "--server.fileWatcherType", "none",
-    ]  # fmt: skip
+    ]
     log = open(log_path, "w")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
 

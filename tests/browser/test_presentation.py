@@ -60,7 +60,8 @@ _OVERLAPS = """() => {
   document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot').forEach((gd, g) => {
     gd.querySelectorAll('.gtitle').forEach(e => add(e, 'title', g));
     gd.querySelectorAll('.annotation-text').forEach(e => add(e, 'subplot title', g));
-    gd.querySelectorAll('.g-xtitle text, .g-ytitle text, [class*="g-x"][class*="title"] text, [class*="g-y"][class*="title"] text')
+    gd.querySelectorAll('.g-xtitle text, .g-ytitle text, '
+                        + '[class*="g-x"][class*="title"] text, [class*="g-y"][class*="title"] text')
       .forEach(e => add(e, 'axis title', g));
     gd.querySelectorAll('.colorbar').forEach(e => add(e, 'colour bar', g));
     gd.querySelectorAll('.xaxislayer-above, .yaxislayer-above').forEach((layer, a) =>
@@ -148,7 +149,7 @@ def test_presentation_mode_shows_every_key_figure_whole_like_a_slide(streamlit_u
     low = {name: top for name, (top, _) in tops[(1280, 720)].items() if not 0 <= top <= 720 - 200}
     assert not low, f"figure tops below 520 px at 1280x720 (at least 200 px of figure must show): {low}"
     cut = {f"{name} {width}x{height}": round(bottom) for width, height in SLIDE_SIZES
-           for name, (_, bottom) in tops[(width, height)].items() if bottom > height}  # fmt: skip
+           for name, (_, bottom) in tops[(width, height)].items() if bottom > height}
     assert not cut, f"figure bottoms below the screen (scrolling needed): {cut}"
     assert not found, found
 

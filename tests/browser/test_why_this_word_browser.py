@@ -30,7 +30,7 @@ PAIR = ("The keys to the cabinet are on the table.", "The keys to the cabinet is
 VIEWS = [("Contrastive prediction", None, "contrast_by_layer"),
          ("Activation patching", None, "contrast_patching_residual"),
          ("Activation patching", "heads", "contrast_patching_head"),
-         ("Activation patching", "attention vs feed-forward", "contrast_patching_feed-forward")]  # fmt: skip
+         ("Activation patching", "attention vs feed-forward", "contrast_patching_feed-forward")]
 
 
 @pytest.mark.parametrize("present", [False, True], ids=["normal", "present"])

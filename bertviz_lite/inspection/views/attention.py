@@ -72,7 +72,7 @@ class AttentionMap(SentenceCut):
 
 
 def attention_map(attentions, tokens: Sequence[str], segments, special, layer: int, head: int,
-                  which: str = "All") -> AttentionMap:  # fmt: skip
+                  which: str = "All") -> AttentionMap:
     """One head of [L, nh, T, T] attention, the cells kept by a sentence filter such as "A→B"."""
     mask = analysis.sentence_filter_mask(segments, special, which)
     rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
@@ -200,7 +200,7 @@ def head_view_links(
         attentions[layer][:, window, window], tokens[window], heads, mask=mask, top_k=top_k,
         focus_token=None if focus is None else focus - window.start,
         min_weight=head_view_min_weight(size) if min_weight is None else min_weight, start=window.start, layer=layer,
-    )  # fmt: skip
+    )
 
 
 # ---------------------------------------------------------------- model view
@@ -267,7 +267,7 @@ class NeuronData:
         frame = pd.DataFrame(
             {"key_index": np.arange(len(self.tokens)), "key": self.tokens, "q_dot_k": steps["dot"],
              "scaled": steps["scaled"], "weight": steps["weights"]}
-        )  # fmt: skip
+        )
         dims = steps["keys"].shape[1]
         keys = pd.DataFrame(steps["keys"], columns=[f"key_{i}" for i in range(dims)])
         weighted = pd.DataFrame(steps["weighted_values"], columns=[f"weighted_value_{i}" for i in range(dims)])

@@ -26,14 +26,14 @@ from bertviz_lite.text.tokenization import BertTokenizer
 
 # Words with at least two WordNet senses illustrated by two or more example sentences each.
 SUGGESTED_WORDS = ("bank", "light", "play", "run", "break", "time", "line", "head", "strike", "point", "set", "cold",
-                   "hot", "spring", "bat", "cell")  # fmt: skip
+                   "hot", "spring", "bat", "cell")
 # Sentences the walkthrough's link adds for "bank", each with the sense it means in brackets.
 BANK_SENTENCES = (
     "[river] We had a picnic on the bank of the river.", "[river] The boat drifted towards the muddy bank.",
     "[river] Reeds grew thick along the bank of the stream.", "[river] Fishermen lined the bank at dawn.",
     "[money] She paid her salary into the bank.", "[money] The bank approved the loan on Monday.",
     "[money] He works as a teller in a bank downtown.", "[money] The bank raised its interest rates again.",
-)  # fmt: skip
+)
 PRESETS = {"bank": BANK_SENTENCES}  # a link's ?preset=bank adds these sentences
 MAX_SENTENCES = 200  # sentences gathered per word (labelled ones first)
 MAX_WORD_CHARS = 40
@@ -70,12 +70,12 @@ def check_word(word: str) -> str:
     word = word.strip().lower()
     if len(word) > MAX_WORD_CHARS or not _ONE_WORD.match(word):
         raise ValueError(f"Type one word of letters (up to {MAX_WORD_CHARS}), such as "
-                         f"{', '.join(SUGGESTED_WORDS[:4])}.")  # fmt: skip
+                         f"{', '.join(SUGGESTED_WORDS[:4])}.")
     return word
 
 
 def gather_occurrences(index: SenseIndex, word: str, extra_sentences: Sequence[str] = (),
-                       limit: int = MAX_SENTENCES, unlabelled: bool = True) -> list[Occurrence]:  # fmt: skip
+                       limit: int = MAX_SENTENCES, unlabelled: bool = True) -> list[Occurrence]:
     """The word's labelled WordNet sentences, then (if `unlabelled`) sentences where WordNet labels another word,
     up to `limit` in all; then the user's sentences."""
     word = check_word(word)
@@ -127,17 +127,17 @@ class WordContexts:
             "sentence": [o.text for o in self.occurrences], "word": [o.text[o.start : o.end] for o in self.occurrences],
             "start": [o.start for o in self.occurrences], "sense": self.senses,
             "gloss": [o.gloss for o in self.occurrences],
-        })  # fmt: skip
+        })
 
 
 def word_contexts(model: BertForPreTraining, tokenizer: BertTokenizer, index: SenseIndex, word: str,
                   extra_sentences: Sequence[str] = (), limit: int = MAX_SENTENCES,
-                  unlabelled: bool = True) -> WordContexts:  # fmt: skip
+                  unlabelled: bool = True) -> WordContexts:
     """Gather the word's sentences and run the model on them in batches (occurrences cut by truncation dropped)."""
     occurrences = gather_occurrences(index, word, extra_sentences, limit, unlabelled)
     if not occurrences:
         raise ValueError(f"“{check_word(word)}” is not in the sense index's sentences; type a sentence with it below, "
-                         f"or pick one of {', '.join(SUGGESTED_WORDS[:6])}.")  # fmt: skip
+                         f"or pick one of {', '.join(SUGGESTED_WORDS[:6])}.")
     spans = [WordSpan(o.text, o.start, o.end) for o in occurrences]
     vectors, pieces = span_vectors(model, tokenizer, spans)
     kept = [i for i, positions in enumerate(pieces) if positions]
@@ -165,7 +165,7 @@ class ContextProjection:
             "pc1": self.points[:, 0], "pc2": self.points[:, 1], "layer": self.layer,
             "sentence": [o.text for o in self.occurrences], "sense": [o.sense for o in self.occurrences],
             "gloss": [o.gloss for o in self.occurrences],
-        })  # fmt: skip
+        })
 
 
 def context_projection(contexts: WordContexts, layer: int) -> ContextProjection:
@@ -173,7 +173,7 @@ def context_projection(contexts: WordContexts, layer: int) -> ContextProjection:
     if not 0 <= layer <= contexts.num_layers:
         raise ValueError(f"layer {layer} is out of range: this model has layers 0-{contexts.num_layers}")
     return ContextProjection(pca_2d(unit_rows(contexts.vectors[layer])), layer, contexts.occurrences,
-                             contexts.glosses(), contexts.num_layers)  # fmt: skip
+                             contexts.glosses(), contexts.num_layers)
 
 
 @dataclass(frozen=True)
@@ -237,7 +237,7 @@ def pool_from_contexts(contexts: WordContexts, layer: int) -> NeighbourPool:
 
 
 def index_pool(model: BertForPreTraining, tokenizer: BertTokenizer, index: SenseIndex, layer: int,
-               progress: Callable[[float], None] | None = None, chunk: int = 2048) -> NeighbourPool:  # fmt: skip
+               progress: Callable[[float], None] | None = None, chunk: int = 2048) -> NeighbourPool:
     """Every labelled word of the sense index at `layer`: the model runs only up to that layer, in chunks."""
     spans, occurrences = [], []
     for sentence in index.sentences:
@@ -265,11 +265,11 @@ class Neighbours:
     def to_frame(self) -> pd.DataFrame:
         """A concordance: left context, the word, right context, whether the sense is the query's, gloss, synset."""
         same = ["" if self.query_sense is None else "yes" if o.sense == self.query_sense else "no"
-                for o in self.occurrences]  # fmt: skip
+                for o in self.occurrences]
         rows = [(rank + 1, round(float(score), 4), _left(o), o.text[o.start : o.end], _right(o), flag, o.gloss, o.sense)
-                for rank, (score, o, flag) in enumerate(zip(self.similarity, self.occurrences, same, strict=True))]  # fmt: skip
+                for rank, (score, o, flag) in enumerate(zip(self.similarity, self.occurrences, same, strict=True))]
         return pd.DataFrame(rows, columns=["rank", "similarity", "before", "word", "after", "same sense", "gloss",
-                                           "sense"])  # fmt: skip
+                                           "sense"])
 
 
 def _left(o: Occurrence) -> str:
@@ -283,7 +283,7 @@ def _right(o: Occurrence) -> str:
 
 
 def nearest_neighbours(pool: NeighbourPool, query: np.ndarray, k: int = 10,
-                       exclude: Occurrence | None = None) -> Neighbours:  # fmt: skip
+                       exclude: Occurrence | None = None) -> Neighbours:
     """The k most similar pool entries to `query` [H] (the query's own occurrence left out)."""
     similarity = pool.vectors @ unit_rows(query[None])[0].astype(np.float32)
     if exclude is not None:
@@ -308,7 +308,7 @@ def separation_question(separation: SenseSeparation) -> Question | None:
         explanation=f"At {names[best]}, {separation.accuracy[best]:.0%} of held-out sentences get their sense right, "
                     f"against {separation.static:.0%} from the static input embedding and {separation.chance:.0%} "
                     "by always guessing the commonest sense.",
-    )  # fmt: skip
+    )
 
 
 def separation_verdict(separation: SenseSeparation, guess: str | None) -> Verdict:

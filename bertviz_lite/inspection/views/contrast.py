@@ -48,7 +48,7 @@ EXAMPLES = {
                                     "went", "goes"),
     "agreement across an attractor": ("The keys to the cabinet [MASK] here.", "The key to the cabinets [MASK] here.",
                                       "are", "is"),
-}  # fmt: skip
+}
 # The layers × positions grid runs about T²·L²/2 token-layer passes: on one thread of the busy 2-core machine 0.18 s
 # at 16 tokens, 0.55 s at 32, 1.7 s at 64 (bench/explain_latency.py); longer inputs are refused rather than left to
 # hang a lecture.
@@ -69,7 +69,7 @@ def mask_position(encoding: Encoding) -> int:
         if token == MASK_TOKEN:
             return position
     raise ValueError(f"Sentence A has no {MASK_TOKEN}: type {MASK_TOKEN} in sentence A where the two candidate words "
-                     "would go, or load an example.")  # fmt: skip
+                     "would go, or load an example.")
 
 
 def candidate_id(tokenizer: BertTokenizer, word: str) -> int:
@@ -80,12 +80,12 @@ def candidate_id(tokenizer: BertTokenizer, word: str) -> int:
     if len(pieces) != 1 or pieces[0] == "[UNK]":
         shown = " + ".join(pieces) if pieces else "nothing"
         raise ValueError(f"{word!r} is not one token of this model's vocabulary (it becomes {shown}); "
-                         "pick a word that is one token, as the model predicts one token at a [MASK].")  # fmt: skip
+                         "pick a word that is one token, as the model predicts one token at a [MASK].")
     return int(tokenizer.convert_tokens_to_ids(pieces[0]))
 
 
 def _top_ids(model: BertForPreTraining, tokenizer: BertTokenizer, sentence: str, position: int,
-             max_length: int) -> list[int]:  # fmt: skip
+             max_length: int) -> list[int]:
     encoding = encode_alone(tokenizer, sentence, max_length)
     if position >= len(encoding):
         return []
@@ -98,7 +98,7 @@ def _top_ids(model: BertForPreTraining, tokenizer: BertTokenizer, sentence: str,
 
 
 def default_candidates(model: BertForPreTraining, tokenizer: BertTokenizer, text_a: str, text_b: str,
-                       max_length: int = 128) -> tuple[str, str]:  # fmt: skip
+                       max_length: int = 128) -> tuple[str, str]:
     """A's top prediction at its [MASK] against B's top prediction there (or A's second when they agree)."""
     position = mask_position(encode_alone(tokenizer, text_a, max_length))
     top_a = _top_ids(model, tokenizer, text_a, position, max_length)
@@ -140,7 +140,7 @@ class ContrastLens:
         """One row per layer: the two logits, their difference and the two probabilities."""
         return pd.DataFrame({"layer": self.layers, f"logit_{self.target}": self.target_logits,
                              f"logit_{self.foil}": self.foil_logits, "difference": self.difference,
-                             f"p_{self.target}": self.target_probs, f"p_{self.foil}": self.foil_probs})  # fmt: skip
+                             f"p_{self.target}": self.target_probs, f"p_{self.foil}": self.foil_probs})
 
 
 def _sentence_trace(model: BertForPreTraining, tokenizer: BertTokenizer, sentence: str, max_length: int):
@@ -151,7 +151,7 @@ def _sentence_trace(model: BertForPreTraining, tokenizer: BertTokenizer, sentenc
 
 
 def contrast_lens(model: BertForPreTraining, tokenizer: BertTokenizer, text_a: str, target: str, foil: str,
-                  max_length: int = 128) -> ContrastLens:  # fmt: skip
+                  max_length: int = 128) -> ContrastLens:
     """logit(target) − logit(foil) at A's [MASK] as each layer's hidden state would give it (A alone)."""
     trace = _sentence_trace(model, tokenizer, text_a, max_length)
     chosen = contrast_target(tokenizer, trace.encoding, target, foil)
@@ -164,7 +164,7 @@ def contrast_lens(model: BertForPreTraining, tokenizer: BertTokenizer, text_a: s
 
 
 def contrast_attribution(model: BertForPreTraining, tokenizer: BertTokenizer, text_a: str, target: str, foil: str,
-                         max_length: int = 128, steps: int = 32) -> Attribution:  # fmt: skip
+                         max_length: int = 128, steps: int = 32) -> Attribution:
     """Which tokens of A make the model prefer target over foil: the Beyond-attention attribution of the contrast.
 
     Leave-one-out, gradient × input and integrated gradients of logit(target) − logit(foil) (views.token_attribution).
@@ -185,7 +185,7 @@ def contrast_question(lens: ContrastLens) -> Question:
         explanation=f"The model prefers “{winner}”: its logit is {abs(lens.difference[-1]):.2f} above “{loser}”'s, "
                     f"P = {max(lens.target_probs[-1], lens.foil_probs[-1]):.1%} against "
                     f"{min(lens.target_probs[-1], lens.foil_probs[-1]):.1%}.",
-    )  # fmt: skip
+    )
 
 
 # ---------------------------------------------------------------- activation patching
@@ -226,7 +226,7 @@ class Patching:
         if abs(self.clean_metric - self.corrupted_metric) >= NOISY_GAP:
             return None
         return (f"A and B give nearly the same {self.label} ({self.clean_metric:+.2f} against "
-                f"{self.corrupted_metric:+.2f}): there is little to recover, and the shares are noisy.")  # fmt: skip
+                f"{self.corrupted_metric:+.2f}): there is little to recover, and the shares are noisy.")
 
     def to_frame(self) -> pd.DataFrame:
         """One row per patched run: layer, position or head, the metric and the recovered share."""
@@ -234,7 +234,7 @@ class Patching:
         unit = "head" if self.site == "head" else "position"
         return pd.DataFrame({"site": self.site, "layer": np.asarray(self.rows)[rows.ravel()],
                              unit: np.asarray(self.columns)[columns.ravel()], "metric": self.metric.ravel(),
-                             "recovered_share": self.share.ravel()})  # fmt: skip
+                             "recovered_share": self.share.ravel()})
 
 
 def _columns(site: str, clean: Encoding, corrupted: Encoding, num_heads: int) -> list[str]:
@@ -245,7 +245,7 @@ def _columns(site: str, clean: Encoding, corrupted: Encoding, num_heads: int) ->
 
 
 def activation_patching(model: BertForPreTraining, tokenizer: BertTokenizer, text_a: str, text_b: str, target: str,
-                        foil: str, site: str = "residual", max_length: int = 128) -> Patching:  # fmt: skip
+                        foil: str, site: str = "residual", max_length: int = 128) -> Patching:
     """Restore each site of B's run (corrupted) from A's run (clean) in turn; how much of logit(target) −
     logit(foil) at A's [MASK] comes back (patching.patching_grid)."""
     if not model.has_mlm_head:
@@ -279,4 +279,4 @@ def patching_question(data: Patching) -> Question:
         explanation=(f"From {answer} on: before that the {MASK_TOKEN} position does not yet hold what tells the "
                      "sentences apart, it still sits at the tokens that differ." if reached else
                      f"Restoring the {MASK_TOKEN} position alone never brings back half of it."),
-    )  # fmt: skip
+    )

@@ -52,16 +52,16 @@ class EmbeddingWindow:
             _long_frame(part, {"part": [name] * len(self.tokens), "position": positions, "token": self.tokens},
                         "dimension", "value")
             for name, part in zip(EMBEDDING_NAMES, self.parts, strict=True)
-        ]  # fmt: skip
+        ]
         return pd.concat(frames, ignore_index=True)
 
 
 def embedding_window(embeddings: Mapping[str, np.ndarray], tokens: Sequence[str], start: int = 0,
-                     size: int = 64) -> EmbeddingWindow:  # fmt: skip
+                     size: int = 64) -> EmbeddingWindow:
     """The parts of tokens [start, start + size), clipped to the input (token_window)."""
     window = token_window(len(tokens), start, size)
     return EmbeddingWindow(tuple(embeddings[name][window] for name in EMBEDDING_NAMES), list(tokens[window]),
-                           window.start)  # fmt: skip
+                           window.start)
 
 
 def embedding_sum_error(embeddings: Mapping[str, np.ndarray]) -> float:
@@ -101,7 +101,7 @@ def position_similarity(model: BertForPreTraining, num_positions: int) -> tuple[
         PositionSimilarity(analysis.cosine_similarity_matrix(learned), f"This model's position embeddings ({kind})"),
         PositionSimilarity(analysis.cosine_similarity_matrix(sinusoidal),
                            "Sinusoidal table (Vaswani et al.), for comparison"),
-    )  # fmt: skip
+    )
 
 
 # ---------------------------------------------------------------- token vectors in 2-D
@@ -139,12 +139,12 @@ class TokenProjection:
         return pd.DataFrame(
             {"index": np.arange(len(self.tokens)), "token": self.tokens,
              "sentence": np.where(self.sentence == 1, "B", "A"), "pc1": self.points[:, 0], "pc2": self.points[:, 1]}
-        )  # fmt: skip
+        )
 
 
 def token_projection(embeddings: Mapping[str, np.ndarray], hidden_states: np.ndarray, tokens: Sequence[str],
-                     segments, special, choice: str) -> TokenProjection:  # fmt: skip
+                     segments, special, choice: str) -> TokenProjection:
     """analysis.pca_2d of the vectors named by choice, with each token's sentence (analysis.sentence_ids)."""
     points = analysis.pca_2d(vectors_for(embeddings, hidden_states, choice))
     return TokenProjection(points, list(tokens), analysis.sentence_ids(segments, special),
-                           f"{choice}: first two principal components")  # fmt: skip
+                           f"{choice}: first two principal components")

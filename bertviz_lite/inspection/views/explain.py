@@ -69,7 +69,7 @@ def _needs_head(model: BertForPreTraining, position: int | None) -> None:
 
 
 def explained_target(mlm_logits, position: int | None, token_id: int | None = None,
-                     foil_id: int | None = None) -> Target:  # fmt: skip
+                     foil_id: int | None = None) -> Target:
     """The model's top prediction at an MLM position (or the NSP decision when position is None).
 
     token_id / foil_id: explain that token instead, or the contrast logit(token_id) − logit(foil_id).
@@ -152,7 +152,7 @@ def _attention_scores(attentions, values, model: BertForPreTraining, row: int) -
 
 def token_attribution(model: BertForPreTraining, tokenizer: BertTokenizer, input_ids, segments, tokens: Sequence[str], attentions,
                       values, mlm_logits, position: int | None = None, steps: int = 32, token_id: int | None = None,
-                      foil_id: int | None = None) -> Attribution:  # fmt: skip
+                      foil_id: int | None = None) -> Attribution:
     """Leave-one-out ([MASK] in place of each token, the model run again) against attention, rollout, norms and gradients.
 
     Integrated gradients run on the summed input embeddings from a baseline with every token [MASK]
@@ -209,7 +209,7 @@ def _candidates(before: np.ndarray, after: np.ndarray, k: int) -> np.ndarray:
 
 
 def head_knockout(model: BertForPreTraining, tokenizer: BertTokenizer, input_ids, segments, mlm_logits, nsp_logits,
-                  heads: Sequence[str] = (), position: int | None = None, k: int = 5) -> HeadKnockout:  # fmt: skip
+                  heads: Sequence[str] = (), position: int | None = None, k: int = 5) -> HeadKnockout:
     """MLM top-k at position and P(IsNext), with every head and with the named heads' attention multiplied by 0."""
     if position is not None:
         _needs_head(model, position)
@@ -272,7 +272,7 @@ def _layer_probabilities(model: BertForPreTraining, hidden_states, position: int
 
 
 def logit_lens(model: BertForPreTraining, tokenizer: BertTokenizer, hidden_states, position: int | None = None,
-               k: int = 5) -> LogitLens:  # fmt: skip
+               k: int = 5) -> LogitLens:
     """What each layer would predict if the MLM head (or the pooler and NSP head) read it directly."""
     _needs_head(model, position)
     probs = _layer_probabilities(model, hidden_states, position)
@@ -280,5 +280,11 @@ def logit_lens(model: BertForPreTraining, tokenizer: BertTokenizer, hidden_state
     names = NSP_LABELS if position is None else None
     top_tokens = [[names[i] for i in row] if names else tokenizer.convert_ids_to_tokens(row.tolist()) for row in top]
     answer = int(top[-1, 0])
-    return LogitLens(layer_names(probs.shape[0] - 1), top_tokens, np.take_along_axis(probs, top, axis=-1), top_tokens[-1][0], probs[:, answer],
-                     position)
+    return LogitLens(
+        layer_names(probs.shape[0] - 1),
+        top_tokens,
+        np.take_along_axis(probs, top, axis=-1),
+        top_tokens[-1][0],
+        probs[:, answer],
+        position,
+    )

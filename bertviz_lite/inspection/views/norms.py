@@ -75,7 +75,7 @@ class NormAttention(SentenceCut):
 
 
 def norm_attention(attentions, values, model: BertForPreTraining, tokens: Sequence[str], segments, special, layer: int,
-                   head: int | None = None, which: str = "All") -> NormAttention:  # fmt: skip
+                   head: int | None = None, which: str = "All") -> NormAttention:
     """Attention weights and ‖α f(x)‖ of one head (head=None: all heads, summed as vectors), filtered like "A→B"."""
     per_head, summed = norm_weighted_attention(attentions[layer], values[layer], attention_output_weights(model)[layer])
     raw = np.asarray(attentions[layer], dtype=np.float64)

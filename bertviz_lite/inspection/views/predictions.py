@@ -59,7 +59,7 @@ def top_predictions(mlm_logits, tokenizer: BertTokenizer, position: int, k: int 
     return pd.DataFrame(
         {"rank": np.arange(1, top.size + 1), "token": tokenizer.convert_ids_to_tokens(top.tolist()),
          "id": top, "probability": probs[top]}
-    )  # fmt: skip
+    )
 
 
 def is_next_probability(nsp_logits) -> float | None:

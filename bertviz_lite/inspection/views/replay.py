@@ -32,7 +32,7 @@ from bertviz_lite.loading.checkpoints import load_snapshot, load_snapshot_predic
 
 PATTERNS = ("[CLS]", "[SEP]", "previous", "next", "self")
 PATTERN_LABELS = {"[CLS]": "[CLS]", "[SEP]": "[SEP]", "previous": "previous token", "next": "next token",
-                  "self": "itself"}  # fmt: skip
+                  "self": "itself"}
 PAD_TOKEN = "[PAD]"
 COLOUR_SCALES = ("0 to 1", "largest weight of the run")
 
@@ -99,10 +99,10 @@ class HeadSpecialisation:
     def to_frame(self) -> pd.DataFrame:
         """Long table: step, layer, head, pattern, share."""
         steps, layers, heads, patterns = np.meshgrid(self.steps, *map(np.arange, self.shares.shape[1:3]),
-                                                     np.arange(len(self.patterns)), indexing="ij")  # fmt: skip
+                                                     np.arange(len(self.patterns)), indexing="ij")
         return pd.DataFrame({"step": steps.ravel(), "layer": layers.ravel(), "head": heads.ravel(),
                              "pattern": np.asarray(self.patterns, dtype=object)[patterns.ravel()],
-                             "share": self.shares.ravel()})  # fmt: skip
+                             "share": self.shares.ravel()})
 
 
 def head_specialisation(summaries: Sequence[SnapshotSummary]) -> HeadSpecialisation:
@@ -135,7 +135,7 @@ class PredictionSeries:
     def to_frame(self) -> pd.DataFrame:
         """One row per step: step, answer, answer_prob, is_next_prob, guess_1, prob_1, … guess_k, prob_k."""
         frame = pd.DataFrame({"step": list(self.steps), "answer": self.answer,
-                              "answer_prob": self.answer_prob, "is_next_prob": self.is_next_prob})  # fmt: skip
+                              "answer_prob": self.answer_prob, "is_next_prob": self.is_next_prob})
         for rank in range(self.top_probs.shape[1] if self.top_probs.ndim == 2 else 0):
             frame[f"guess_{rank + 1}"] = [tokens[rank] for tokens in self.top_tokens]
             frame[f"prob_{rank + 1}"] = self.top_probs[:, rank]
@@ -156,7 +156,7 @@ def predictions_over_steps(summaries: Sequence[SnapshotSummary]) -> PredictionSe
         answer_prob=np.array([s.predictions["answer_prob"] for s in kept], dtype=np.float64),
         is_next_prob=np.array([s.predictions["is_next_prob"] for s in kept], dtype=np.float64),
         missing_steps=missing,
-    )  # fmt: skip
+    )
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,7 @@ def replay(summaries: Sequence[SnapshotSummary]) -> Replay:
     summaries = sorted(summaries, key=lambda s: s.step)
     largest = max((s.largest_weight for s in summaries), default=1.0)
     return Replay(tuple(s.step for s in summaries), head_specialisation(summaries),
-                     predictions_over_steps(summaries), largest)  # fmt: skip
+                     predictions_over_steps(summaries), largest)
 
 
 def colour_range(scale: str, largest_weight: float) -> tuple[float, float]:

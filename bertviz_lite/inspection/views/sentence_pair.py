@@ -57,7 +57,7 @@ class PairLikelihood:
         """One row per token: sentence, index, token, log_prob, differs."""
         parts = [pd.DataFrame({"sentence": name, "index": np.arange(len(tokens)), "token": tokens,
                                "log_prob": log_probs, "differs": differs})
-                 for name, tokens, log_probs, differs in zip("AB", self.tokens, self.log_probs, self.differs, strict=True)]  # fmt: skip
+                 for name, tokens, log_probs, differs in zip("AB", self.tokens, self.log_probs, self.differs, strict=True)]
         return pd.concat(parts, ignore_index=True)
 
 
@@ -65,16 +65,16 @@ def _scored(model: BertForPreTraining, tokenizer: BertTokenizer, sentence: str, 
     encoding = encode_alone(tokenizer, sentence, max_length)
     if MASK_TOKEN in encoding.tokens:
         raise ValueError(f"A minimal pair scores whole sentences, and sentence {name} has a {MASK_TOKEN} in it: type the "
-                         "word there, or load a built-in pair.")  # fmt: skip
+                         "word there, or load a built-in pair.")
     if len(encoding) > MAX_PLL_TOKENS:
         raise ValueError(f"The pseudo-log-likelihood masks each token in turn, so it takes at most {MAX_PLL_TOKENS} "
-                         f"tokens; this sentence has {len(encoding)}.")  # fmt: skip
+                         f"tokens; this sentence has {len(encoding)}.")
     scored = token_log_probs(model, tokenizer, sentence)
     return [token for token, _ in scored], np.asarray([log_prob for _, log_prob in scored], dtype=np.float64)
 
 
 def pair_likelihood(model: BertForPreTraining, tokenizer: BertTokenizer, text_a: str, text_b: str,
-                    max_length: int = 128) -> PairLikelihood:  # fmt: skip
+                    max_length: int = 128) -> PairLikelihood:
     """Sentence A against sentence B, each alone: every token's log P with only itself masked."""
     if not model.has_mlm_head:
         raise ValueError("This model has no trained masked-language-model head, so it cannot score sentences.")
@@ -92,7 +92,7 @@ def pair_likelihood_question(data: PairLikelihood) -> Question:
         answer=data.preferred,
         explanation=f"The model prefers {data.preferred}: PLL(A) = {data.pll[0]:.2f}, PLL(B) = {data.pll[1]:.2f}, "
                     f"{gap:.2f} nats apart.",
-    )  # fmt: skip
+    )
 
 
 def _blanked(a: str, b: str) -> str:

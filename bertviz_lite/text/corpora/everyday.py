@@ -38,7 +38,7 @@ WORDNET = "usr/share/wordnet"
 # song lyrics, ASCII art, and "definitions" (headword-style entries)
 FORTUNE_FILES = ("art", "cookie", "education", "food", "fortunes", "goedel", "humorists", "kids", "law",
                  "literature", "love", "magic", "medicine", "miscellaneous", "paradoxum", "people", "pets",
-                 "platitudes", "politics", "science", "sports", "wisdom", "work")  # fmt: skip
+                 "platitudes", "politics", "science", "sports", "wisdom", "work")
 MIN_WORDS, MAX_WORDS = 4, 50
 GROUP_SIZE = 4  # one-sentence documents of one topic are joined into documents of up to this many (see `grouped`)
 _NOT_PROSE = re.compile(r"[/\\_=<>{}\[\]|$#@*~^`]|https?:|www\.|\.\w+\(|\s-{1,2}\w")  # paths, code, markup, options
@@ -247,7 +247,7 @@ def corpus_bytes(built: dict[str, list[list[str]]]) -> bytes:
 def _missing(root: Path, sources: Iterable[str]) -> list[str]:
     paths = {"gnome-help": GNOME_HELP, "debian-handbook": HANDBOOK, "libreoffice-help": LIBREOFFICE_HELP,
              "python-docs": PYTHON_DOCS, "gcide-quotations": GCIDE,
-             "devils-dictionary": DEVIL, "fortunes": FORTUNES, "wordnet-examples": WORDNET}  # fmt: skip
+             "devils-dictionary": DEVIL, "fortunes": FORTUNES, "wordnet-examples": WORDNET}
     return [SOURCES[name][0] for name in sources if not (root / paths[name]).exists()]
 
 

@@ -34,7 +34,7 @@ SUFFIX_RULES = {
     "v": (("s", ""), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"), ("ing", "")),
     "a": (("er", ""), ("est", ""), ("er", "e"), ("est", "e")),
     "r": (),
-}  # fmt: skip
+}
 _WORD = re.compile(r"[A-Za-z]+(?:[-'][A-Za-z]+)*")
 _ADJ_MARKER = re.compile(r"\([a-z]+\)$")
 
@@ -182,7 +182,7 @@ def write_index(source: Path = DEFAULT_SOURCE, output: Path = SENSES_PATH) -> tu
     """Write the labelled sentences as gzipped JSON lines (deterministic bytes); (sentences, labelled words)."""
     kept = [s for s in sense_sentences(source) if s.words]
     lines = [json.dumps({"synset": s.synset, "pos": s.pos, "gloss": s.gloss, "text": s.text,
-                         "words": [list(w) for w in s.words]}, ensure_ascii=False) for s in kept]  # fmt: skip
+                         "words": [list(w) for w in s.words]}, ensure_ascii=False) for s in kept]
     output.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), compresslevel=9, mtime=0))
     return len(kept), sum(len(s.words) for s in kept)
 
