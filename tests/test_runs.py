@@ -12,6 +12,7 @@ import pytest
 from bertviz_lite.loading import run_folder
 from bertviz_lite.loading.run_folder import read_metrics, write_status
 from bertviz_lite.runs import lifecycle, run_options
+from bertviz_lite.server import settings
 from bertviz_lite.training.cli import arguments_from_namespace, build_parser
 from tests.waiting import wait_until
 
@@ -212,3 +213,12 @@ def test_run_state_splits_its_message_and_says_the_time_left_while_it_trains(tmp
     assert lifecycle.RunState("r", tmp_path, "running", eta_s=42.0).eta_text == "about 42 s left"
     assert lifecycle.RunState("r", tmp_path, "stopped", eta_s=42.0).eta_text is None
     assert lifecycle.RunState("r", tmp_path, "running", step=30, total_steps=10).progress == 1.0
+
+
+def test_a_run_started_in_the_app_leaves_the_server_its_own_core(monkeypatch):
+    monkeypatch.delenv(settings.THREADS_SETTING, raising=False)  # the server's default: one thread
+    assert lifecycle.training_threads(cpus=2) == 1
+    assert lifecycle.training_threads(cpus=8) == 7
+    assert lifecycle.training_threads(cpus=1) == 1
+    monkeypatch.setenv(settings.THREADS_SETTING, "3")
+    assert lifecycle.training_threads(cpus=8) == 5
