@@ -10,6 +10,7 @@ from bertviz_lite.figures.training import compare_runs, downsample
 from bertviz_lite.loading import run_folder
 from bertviz_lite.loading.run_folder import load_metrics, read_status, read_train_args
 from bertviz_lite.runs import lifecycle
+from tests.waiting import wait_until
 
 HUGE = "9" * 400
 
@@ -93,13 +94,10 @@ def test_a_checkpoint_named_like_a_folder_of_the_working_directory_loads_the_che
 def test_finished_training_processes_are_reaped(monkeypatch):
     import subprocess
     import sys
-    import time
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     monkeypatch.setitem(lifecycle._CHILDREN, child.pid, child)
-    for _ in range(100):
-        if open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[-1].split()[0] == "Z":
-            break
-        time.sleep(0.05)
+    state = lambda: open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[-1].split()[0]  # noqa: E731
+    wait_until(lambda: state() == "Z", 10, "the finished child to become a zombie")
     assert child.pid in lifecycle.reap_children()
     assert child.returncode == 0 and child.pid not in lifecycle._CHILDREN
