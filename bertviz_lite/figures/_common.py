@@ -14,6 +14,7 @@ HEAD_COLOURS = (
 SEGMENT_COLOURS = {0: "#1f77b4", 1: "#ff7f0e"}
 SEQUENTIAL = "Blues"
 DIVERGING = "RdBu_r"
+UNIT_DIVERGING = {"colorscale": DIVERGING, "zmid": 0, "zmin": -1, "zmax": 1}  # for values in [-1, 1]
 ROBUST_PERCENTILE = 98.0  # diverging heatmaps saturate at this percentile of |value|
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bertviz_lite.figures._common import DIVERGING, category_axis
+from bertviz_lite.figures._common import UNIT_DIVERGING, category_axis
 
 if TYPE_CHECKING:
     from bertviz_lite.inspection.views.contrast import ContrastLens, Patching
@@ -71,7 +71,7 @@ def patching_heatmap(data: Patching) -> go.Figure:
     columns = data.columns if data.site == "head" else _emphasise(data.columns, data.differing)
     text = [["" if not np.isfinite(s) else f"{s + 0.0:.0%}".replace("-0%", "0%") for s in row] for row in share]
     fig = go.Figure(go.Heatmap(
-        z=share, x=columns, y=data.rows, customdata=data.metric, colorscale=DIVERGING, zmid=0, zmin=-1, zmax=1,
+        z=share, x=columns, y=data.rows, customdata=data.metric, **UNIT_DIVERGING,
         text=text, texttemplate="%{text}" if share.shape[1] <= MAX_CELL_TEXT else None,
         colorbar={"title": {"text": "recovered"}, "tickformat": ".0%"}, xgap=1, ygap=1,
         hovertemplate="%{y}, %{x}: %{z:.1%} recovered (metric %{customdata:.3f})<extra></extra>",

@@ -14,6 +14,7 @@ from bertviz_lite.figures._common import (
     DIVERGING,
     ROBUST_PERCENTILE,
     SEGMENT_COLOURS,
+    UNIT_DIVERGING,
     as_matrix,
     category_axis,
     check_length,
@@ -129,19 +130,8 @@ def position_similarity_heatmap(
     sim = as_matrix(sim, "similarity matrix")
     axis_labels = list(labels) if labels is not None else [str(i) for i in range(sim.shape[0])]
     check_length(axis_labels, sim.shape[0], "labels")
-    fig = go.Figure(
-        go.Heatmap(
-            z=sim,
-            x=axis_labels,
-            y=axis_labels,
-            colorscale=DIVERGING,
-            zmid=0,
-            zmin=-1,
-            zmax=1,
-            hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>",
-            colorbar={"title": {"text": "cosine"}},
-        )
-    )
+    fig = go.Figure(go.Heatmap(z=sim, x=axis_labels, y=axis_labels, **UNIT_DIVERGING, colorbar={"title": {"text": "cosine"}},
+                               hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>"))
     fig.update_layout(
         title=title,
         xaxis={**category_axis(), "title": {"text": "position"}},

@@ -12,7 +12,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bertviz_lite.figures._common import DIVERGING, SEQUENTIAL, category_axis, token_axis_height
+from bertviz_lite.figures._common import (
+    SEQUENTIAL,
+    UNIT_DIVERGING,
+    category_axis,
+    token_axis_height,
+)
 from bertviz_lite.figures.attention import attention_heatmap
 from bertviz_lite.inspection.analysis import unique_labels
 from bertviz_lite.text.display import plain_labels
@@ -65,20 +70,10 @@ def attribution_figure(data: Attribution) -> go.Figure:
     scale = np.abs(raw).max(axis=0)
     scaled = np.divide(raw, scale, out=np.zeros_like(raw), where=scale > 0)
     headers = [m if m not in data.correlation else f"{m}<br>ρ = {data.correlation[m]:.2f}" for m in methods]
-    fig = go.Figure(
-        go.Heatmap(
-            z=scaled,
-            x=headers,
-            y=plain_labels(unique_labels(data.tokens)),
-            customdata=raw,
-            colorscale=DIVERGING,
-            zmid=0,
-            zmin=-1,
-            zmax=1,
-            hovertemplate="%{y} · %{x}: %{customdata:.4g}<extra></extra>",
-            colorbar={"title": {"text": "÷ max |score|"}},
-        )
-    )
+    fig = go.Figure(go.Heatmap(
+        z=scaled, x=headers, y=plain_labels(unique_labels(data.tokens)), customdata=raw, **UNIT_DIVERGING,
+        hovertemplate="%{y} · %{x}: %{customdata:.4g}<extra></extra>", colorbar={"title": {"text": "÷ max |score|"}},
+    ))
     # The title at the figure's top edge and room below it for the rotated two-line headers (a narrow screen
     # rotates them further, so they reach higher).
     fig.update_layout(
