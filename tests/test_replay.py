@@ -32,6 +32,8 @@ from bertviz_lite.loading.checkpoints import (
     save_snapshot,
     snapshot_path,
 )
+from bertviz_lite.loading.pretrained import DEMO
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 
 TOKENS = ["[CLS]", "a", "b", "[SEP]", "c", "[SEP]"]  # T = 6, no padding
 SHARE = {name: i for i, name in enumerate(PATTERNS)}
@@ -179,3 +181,13 @@ def test_snapshot_files_read_back_as_summaries_and_frames_and_unreadable_ones_sa
 def test_play_moves_to_the_next_saved_step_and_ends_after_the_last():
     steps = [0, 50, 100]
     assert [next_step(steps, step) for step in (None, 0, 50, 100, 70)] == [0, 50, 100, None, 100]
+
+
+@pytest.mark.skipif(not (CHECKPOINTS_DIR / DEMO / "snapshots").is_dir(), reason="checkpoints/demo-tiny is not installed")
+def test_the_shipped_demo_run_replays_its_predictions_at_every_snapshot():
+    snapshots = sorted((CHECKPOINTS_DIR / DEMO / "snapshots").glob("step_*.safetensors"))
+    assert len(snapshots) > 10
+    for path in snapshots:
+        predictions = load_snapshot_predictions(path)
+        assert predictions is not None, path.name
+        assert len(predictions["top_tokens"]) == 5 and 0.0 <= predictions["is_next_prob"] <= 1.0
