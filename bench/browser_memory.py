@@ -1,0 +1,81 @@
+"""Server memory in a real browser: N different 512-token sentences typed on the Attention page, one after another.
+
+Starts `streamlit run app.py` (as the browser tests do), opens the Attention page (Heatmap tab) in Debian's
+Chromium, sets max length to 512 and types N sentences A that each run past 512 tokens and differ in their first
+word (so nothing comes from the trace cache), waiting each time until the heatmap of the new pair is drawn. Prints
+the server's RSS at start, after each sentence, its peak, and --settle seconds after the tab closed, as key=value
+lines. Goal (issue "One server for a lecture hall, round 2"): 15 sentences grow the RSS by less than 800 MB and
+most of it is given back.
+
+    python bench/browser_memory.py [--sentences 15] [--settle 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from bench.classroom_load import server_memory_mib  # noqa: E402
+from tests.browser.driver import new_page, open_page, type_into, wait_for_figure, wait_for_idle  # noqa: E402
+from tests.browser.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
+
+FILLER = "and then the story went on for a long while without any end in sight " * 40  # > 512 tokens
+WORDS = ("Anna", "Boris", "Clara", "David", "Elena", "Frank", "Greta", "Hugo", "Ines", "Jonas", "Karl", "Lena",
+         "Marco", "Nina", "Oscar", "Paula", "Quentin", "Rosa", "Sven", "Tara")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sentences", type=int, default=15, help="different 512-token sentences, one after another")
+    parser.add_argument("--settle", type=float, default=30.0, help="seconds after the tab closed before the last RSS")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    port = free_port()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    server = start_streamlit(port, ARTIFACTS / "browser_memory_streamlit.log")
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until_healthy(base, server)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
+                                                 args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            page = new_page(browser, viewport={"width": 1280, "height": 900})
+            open_page(page, base)  # the root first: a deep link first after a start meets streamlit#9624's modal
+            open_page(page, base, "Attention")
+            start = server_memory_mib(server.pid)[0]
+            print(f"rss_start_mib={start:.0f}", flush=True)
+            type_into(page, "max_length", "512")
+            wait_for_idle(page)
+            for index in range(args.sentences):
+                started = time.perf_counter()
+                type_into(page, "sentence_a", f"{WORDS[index % len(WORDS)]} {index} {FILLER}")
+                wait_for_idle(page, timeout_ms=120_000)
+                wait_for_figure(page, "attention_heatmap", timeout_ms=120_000)
+                rss = server_memory_mib(server.pid)[0]
+                print(f"sentence={index + 1} seconds={time.perf_counter() - started:.1f} rss_mib={rss:.0f}", flush=True)
+            peak_during = server_memory_mib(server.pid)[1]
+            page.close()
+            browser.close()
+        time.sleep(args.settle)  # the visitor is gone: what does the server keep?
+        after, peak = server_memory_mib(server.pid)
+        print(f"rss_peak_mib={peak:.0f} rss_after_mib={after:.0f} growth_after_mib={after - start:.0f} "
+              f"growth_peak_mib={peak_during - start:.0f}")
+        print(f"goal_growth_under_800_mib={'met' if after - start < 800 else 'NOT met'} "
+              f"given_back_share={(peak - after) / max(peak - start, 1):.2f}")
+    finally:
+        stop(server)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
