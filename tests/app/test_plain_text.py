@@ -33,3 +33,43 @@ def test_a_layer_link_with_markdown_is_quoted_as_text(tiny_folder):
     assert not at.exception
     notes = [w.value for w in at.warning if "layer" in w.value]
     assert notes and all("[x](" not in note and "\\[x\\](" in note for note in notes)
+
+
+def _model_that_predicts(folder, token: str):
+    """A tiny checkpoint whose vocabulary holds `token` (an uploaded vocab.txt could) and whose MLM head always
+    guesses it first: the walkthrough's masked-word step must show it as text, not as a link or an image."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    save_tiny(folder)
+    vocab = (folder / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    index = len(vocab) - 2  # the last token (the file ends with a newline)
+    vocab[index] = token
+    (folder / "vocab.txt").write_text("\n".join(vocab), encoding="utf-8")
+    weights = load_file(folder / "model.safetensors")
+    for name in ("cls.predictions.bias", "cls.predictions.decoder.bias"):
+        weights[name] = torch.zeros_like(weights[name])
+        weights[name][index] = 100.0
+    save_file(weights, folder / "model.safetensors")
+    return folder
+
+
+def test_an_uploaded_vocab_token_is_text_at_the_walkthroughs_masked_word_step(tmp_path):
+    from bertviz_lite.inspection import walkthrough as walk
+    from pages.common._sidebar import OTHER_FOLDER
+    from tests.app.conftest import charts, run_app
+
+    token = "<b>[Log](https://evil.example)</b>"
+    folder = _model_that_predicts(tmp_path / "evil", token)
+    at = run_app({"model_picker": OTHER_FOLDER, "model_path": str(folder)}, "walkthrough",
+                 walk_step=walk.step_number("mlm"))
+    assert not at.exception
+    options = [option for radio in at.radio for option in radio.options]
+    assert "\\<b\\>\\[Log\\](https\\://evil.example)\\</b\\>" in options  # escaped Markdown: shown as text
+    reveal = next(b for b in at.button if (b.key or "").startswith("walk_reveal_button"))
+    at = reveal.click().run()
+    shown = [el.value for kind in ("markdown", "caption", "success", "warning", "info") for el in getattr(at, kind)]
+    assert shown and not any("[Log](https://" in text for text in shown)  # nowhere as a live Markdown link
+    labels = [str(label) for fig in charts(at).values() for trace in fig["data"] for label in trace.get("y") or []]
+    assert any("Log" in label and "evil.example" in label for label in labels)  # the guess is in the chart ...
+    assert "&lt;b&gt;[Log](https://evil.example)&lt;/b&gt;" in labels  # ... as text: plotly draws <b>, <a> from labels
