@@ -33,6 +33,7 @@ SLIDE_BOTTOM, SLIDE_TOP = 704, 240
 ASSETS = Path(__file__).resolve().parent / "assets"  # the presentation CSS and the clicker script
 KEPT_TAB = "_kept_"  # prefix of the plain key that remembers a page's open tab
 # Presentation mode: a compact header (smaller titles, less space above them, captions hidden) and larger token chips.
+STEP_KEYS_JS = (ASSETS / "step_keys.js").read_text(encoding="utf-8")  # read once, not on every rerun
 PRESENT_CSS = "<style>" + (ASSETS / "present.css").read_text(encoding="utf-8") + "</style>"
 
 
@@ -139,8 +140,7 @@ def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, ke
 
 def step_keys(previous_key: str, next_key: str) -> None:
     """Arrow keys and PageUp/PageDown press the buttons with these keys (a clicker moves the walkthrough)."""
-    script = (ASSETS / "step_keys.js").read_text(encoding="utf-8")
-    st.html("<script>" + script.replace("__NEXT__", next_key).replace("__PREV__", previous_key) + "</script>",
+    st.html("<script>" + STEP_KEYS_JS.replace("__NEXT__", next_key).replace("__PREV__", previous_key) + "</script>",
             unsafe_allow_javascript=True)
 
 

@@ -88,6 +88,15 @@ if not ctx.model.has_mlm_head:
             f"{DEFAULT_MODEL} has one.")
     st.stop()
 candidates = pick_candidates()
+
+
+def candidates_or_note() -> tuple[str, str] | None:
+    """The target and foil, or None after saying why there are none (contrast and patching need both)."""
+    if isinstance(candidates, str):
+        st.info(candidates)
+        return None
+    return candidates
+
 tabs = declared_tabs(declared.WHY_THIS_WORD_TABS, "contrast_view")
 
 if tabs["Minimal pairs"].open:
@@ -106,10 +115,8 @@ if tabs["Minimal pairs"].open:
 
 if tabs["Contrastive prediction"].open:
     with tabs["Contrastive prediction"]:
-        if isinstance(candidates, str):
-            st.info(candidates)
-        else:
-            target, foil = candidates
+        if words := candidates_or_note():
+            target, foil = words
             lens = shown(views.contrast_lens, text_a=text_a, target=target, foil=foil, max_length=ctx.max_length)
             if lens is not None and ask(views.contrast_question(lens), "contrast"):
                 show_figure(figures.contrast_lens_figure(lens), "contrast_by_layer", frame=lens.to_frame)
@@ -127,10 +134,8 @@ if tabs["Contrastive prediction"].open:
 
 if tabs["Activation patching"].open:
     with tabs["Activation patching"]:
-        if isinstance(candidates, str):
-            st.info(candidates)
-        else:
-            target, foil = candidates
+        if words := candidates_or_note():
+            target, foil = words
             restore = st.segmented_control("Restore", list(RESTORE), default="residual stream",
                                            key="contrast_restore") or "residual stream"
             grids = [shown(views.activation_patching, text_a=text_a, text_b=text_b, target=target, foil=foil,

@@ -6,7 +6,11 @@ run finished, a figure drawn, a point hovered), never a fixed time.
 
 from __future__ import annotations
 
+import pytest
+
 from bertviz_lite.figures.model_view import PICKER_NAME
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 # Installed in every page of a context (new_page): the times of the last user input and of the last script
@@ -72,6 +76,9 @@ def open_tab(page, label: str) -> None:
     wait_for_idle(page)
 
 
+# Browser tests that open the app on its default model need its checkpoint.
+NEEDS_DEFAULT_MODEL = pytest.mark.skipif(not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
+                                         reason=f"checkpoints/{DEFAULT_MODEL} is missing")
 EXCEPTION = '[data-testid="stException"]'
 
 # True once the plotly figure under `.st-key-<key>` has drawn its data and, if given, shows `rows` rows.

@@ -12,6 +12,7 @@ from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DESCRIPTIONS, ENGLISH
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from tests.browser.driver import (
     EXCEPTION,
+    NEEDS_DEFAULT_MODEL,
     choose_option,
     click_model_view_tile,
     click_point,
@@ -135,8 +136,7 @@ def test_clicking_a_token_in_the_head_view_focuses_it(streamlit_url, page):
     assert_no_exception(page)
 
 
-@pytest.mark.skipif(not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
-                    reason=f"checkpoints/{DEFAULT_MODEL} is missing")
+@NEEDS_DEFAULT_MODEL
 def test_minilm_predictions_switch_to_the_default_model(streamlit_url, page):
     open_page(page, streamlit_url, "Predictions")
     choose_option(page, "model_picker", MINILM)

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from bertviz_lite.loading.pretrained import DEFAULT_MODEL
-from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
+    NEEDS_DEFAULT_MODEL,
     click_point,
     open_page,
     selected_option,
@@ -19,11 +18,7 @@ from tests.browser.driver import (
 )
 from tests.browser.test_presentation import overlaps
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
-                       reason=f"checkpoints/{DEFAULT_MODEL} is missing"),
-]
+pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 
 # Bottom of the figure under `.st-key-<key>` in page pixels, and the name and centre of its first trace's first point.
 _BOTTOM = """key => document.querySelector(`.st-key-${key} .js-plotly-plot`).getBoundingClientRect().bottom"""

@@ -12,9 +12,9 @@ from playwright.sync_api import expect
 
 from bertviz_lite.inspection.walkthrough import STEPS
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
-from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from tests.browser.driver import (
     EXCEPTION,
+    NEEDS_DEFAULT_MODEL,
     choose_option,
     click_model_view_tile,
     go_to,
@@ -28,11 +28,7 @@ from tests.browser.driver import (
 )
 from tests.browser.server import ARTIFACTS
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
-                       reason=f"checkpoints/{DEFAULT_MODEL} is missing"),
-]
+pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 
 EXPLORE = {"Tokens": "tokens", "Embeddings": "embeddings", "Attention": "attention", "Predictions": "predictions",
            "Beyond_attention": "beyond_attention", "Meaning_in_context": "meaning_in_context"}

@@ -13,16 +13,19 @@ from playwright.sync_api import expect
 
 from bertviz_lite.inspection.views.contrast import EXAMPLES
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
-from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from tests.browser.conftest import ARTIFACTS
-from tests.browser.driver import EXCEPTION, open_page, open_tab, screenshot, wait_for_figure, wait_for_idle
+from tests.browser.driver import (
+    EXCEPTION,
+    NEEDS_DEFAULT_MODEL,
+    open_page,
+    open_tab,
+    screenshot,
+    wait_for_figure,
+    wait_for_idle,
+)
 from tests.browser.test_presentation import overlaps, reveal
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
-                       reason=f"checkpoints/{DEFAULT_MODEL} is missing"),
-]
+pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 
 A, B, TARGET, FOIL = EXAMPLES["capital: Paris / Rome"]
 LINK = f"Why_this_word?a={quote(A)}&b={quote(B)}&target={TARGET}&foil={FOIL}&model={DEFAULT_MODEL}"
