@@ -2,16 +2,20 @@
 
 Each write goes to a hidden temporary file beside the target, is fsynced, then renamed over it; a process
 killed half-way leaves only a `.NAME.*.tmp` leftover, which `remove_temporary_files` clears. Used by every
-room that writes (the tokenizer's vocab.txt, checkpoints, run folders, owner files).
+room that writes (the tokenizer's vocab.txt, checkpoints, run folders, owner files). `exclusive_lock` makes a
+check-then-write one step among the threads and the processes of a machine (several app workers).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +92,19 @@ def remove_temporary_files(folder: str | os.PathLike, older_than_s: float = 0.0)
         except FileNotFoundError:
             pass  # renamed into place or removed meanwhile
     return leftovers
+
+
+@contextmanager
+def exclusive_lock(path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive flock on `path`, a folder (nothing is written into it) or a file (created if missing):
+    one holder at a time among the threads and the processes of a machine.
+
+    Each call opens the path anew, so two threads of one process exclude each other too; the kernel drops the
+    lock when its holder dies, so a killed process never leaves it held."""
+    path = Path(path)
+    fd = os.open(path, os.O_RDONLY) if path.is_dir() else os.open(path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the last descriptor releases the lock

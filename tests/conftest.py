@@ -1,6 +1,13 @@
-"""Shared fixtures: real weights are loaded once per test session."""
+"""Shared fixtures: real weights are loaded once per test session; the shared database is a temporary file."""
+
+import os
+import tempfile
 
 import pytest
+
+# The state every app process shares (server/database.py) goes to a folder of this test session, never to the
+# repository's data/; servers the tests start inherit it.
+os.environ["BERTVIZ_LITE_DATA_DIR"] = tempfile.mkdtemp(prefix="bertviz-lite-test-data-")
 
 
 @pytest.fixture(scope="session")
@@ -13,7 +20,7 @@ def minilm():
 
 @pytest.fixture(autouse=True)
 def _no_admin_lockout_between_tests():
-    """The admin token's rate limit counts per server process: each test starts with none counted."""
+    """The admin token's rate limit counts in the shared database: each test starts with none counted."""
     from bertviz_lite.server import access
 
     access.forget_admin_failures()

@@ -8,7 +8,6 @@ session (so it outlives page reruns, closed tabs and app restarts) with its outp
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -17,13 +16,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bertviz_lite.atomic import atomic_write_json, remove_temporary_files
+from bertviz_lite.atomic import atomic_write_json, exclusive_lock, remove_temporary_files
 from bertviz_lite.limits import clamp
 from bertviz_lite.loading.checkpoints import checkpoint_step
 from bertviz_lite.loading.run_folder import (
@@ -46,6 +44,7 @@ MAX_RUNS_ENV = "BERTVIZ_LITE_MAX_RUNS"
 DEFAULT_MAX_RUNS = 1
 TRAIN_MODULE = "bertviz_lite.train"
 ACTIVE_STATES = ("starting", "running")
+LAUNCH_LOCK = ".launch.lock"  # in the checkpoints root: one launch at a time among every app process
 MAX_HYPERPARAMETERS = 200  # rows a run's train_args.json may bring to the comparison table
 STALE_TMP_S = 60.0  # a hidden .tmp file this old in a run that no longer trains is a killed write's leftover
 _ERROR_LINE = re.compile(r"(?:^|: )error: (.+)$")  # the CLI's one-line errors, argparse's included
@@ -135,17 +134,6 @@ def training_command(run_dir: Path, options: Mapping[str, Any]) -> list[str]:
     return [sys.executable, "-m", TRAIN_MODULE, *option_flags(options), "--out", str(run_dir)]
 
 
-@contextmanager
-def _launch_lock(root: Path) -> Iterator[None]:
-    """Serialise check-then-launch, so two tabs pressing Start at once cannot pass the limit together."""
-    with open(root / ".launch.lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def launch_run(
     options: Mapping[str, Any], *, root: Path | None = None, name: str | None = None,
     corpus_text: str | None = None, max_runs: int | None = None, owner: access.Visitor | None = None,
@@ -167,7 +155,8 @@ def launch_run(
         quota.check_disk(owner, run_options.disk_estimate(args), "this run", root)
     root.mkdir(parents=True, exist_ok=True)
     limit = max_runs or max_concurrent_runs()
-    with _launch_lock(root):
+    # Check-then-launch as one step, so two tabs (or two app workers) pressing Start at once cannot pass the limit.
+    with exclusive_lock(root / LAUNCH_LOCK):
         _check_run_limit(root, limit, owner)
         run_dir = root / validate_run_name(name) if name else new_run_folder(root).path
         run_dir.mkdir()  # FileExistsError on a clash: never reuse a folder

@@ -22,13 +22,13 @@ import re
 import shutil
 import stat
 import tempfile
-import threading
 import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from bertviz_lite import limits
+from bertviz_lite.atomic import exclusive_lock
 from bertviz_lite.limits import MAX_JSON_BYTES, MAX_SNAPSHOTS, MAX_SNAPSHOTS_BYTES, UPLOAD_SETTING, megabytes
 from bertviz_lite.loading.pretrained import load_folder, without_folder
 from bertviz_lite.loading.run_folder import (
@@ -55,7 +55,6 @@ from bertviz_lite.server import access
 MAX_ZIP_BYTES = 1 << 30  # 1 GiB uploaded
 MAX_MEMBERS = 2000
 _STAGING_NAME = re.compile(r"\.upload-(\d+)-(\d+)-")  # .upload-<pid>-<bytes claimed>-<random>
-_STAGING_LOCK = threading.Lock()
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib", ".npy", ".npz")
 
 
@@ -219,7 +218,7 @@ def _check_name_free(target: Path, name: str) -> None:
 
 def _make_staging(root: Path, claim: int) -> Path:
     """A hidden staging folder that claims `claim` bytes of the upload budget, if that much is free."""
-    with _STAGING_LOCK:  # uploads of one server run in threads: claim one at a time
+    with exclusive_lock(root):  # uploads run in threads and in several app workers: one claim at a time
         budget, others = limits.upload_budget_bytes(), _claimed_by_others(root)
         if claim > budget - others:
             raise CheckpointError(

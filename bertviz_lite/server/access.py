@@ -19,15 +19,16 @@ import logging
 import os
 import re
 import secrets
-import threading
 import time
-from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertviz_lite.atomic import atomic_write_json
+from bertviz_lite.atomic import atomic_write_json, exclusive_lock
 from bertviz_lite.loading import pretrained
 from bertviz_lite.loading.run_folder import RunFolder, checkpoints_root, read_json_object
+from bertviz_lite.server import database
 
 ADMIN_TOKEN_SETTING = "BERTVIZ_LITE_ADMIN_TOKEN"
 MODEL_ROOTS_SETTING = "BERTVIZ_LITE_MODEL_ROOTS"
@@ -81,40 +82,46 @@ class AdminLockout(PermissionError):
     """Too many wrong admin tokens lately; the message says when to try again."""
 
 
-_failures: dict[str, deque[float]] = {}  # visitor digest -> times of its wrong tokens
-_all_failures: deque[float] = deque()
-_failures_lock = threading.Lock()
+ADMIN_FAILURES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS admin_failures (visitor TEXT NOT NULL, at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS admin_failures_by_time ON admin_failures (at);
+"""  # one row per wrong token, in the SQLite file every app process shares: N processes give no N x the tries
 
 
 def check_admin_token(visitor_id: str, token: str, now: float | None = None) -> bool:
     """is_admin_token, rate-limited: ADMIN_TRIES_PER_VISITOR wrong tokens per visitor and ADMIN_TRIES_IN_TOTAL
-    from everyone in ADMIN_WINDOW_S, then AdminLockout (the token is not even compared). Failures are logged."""
-    now = time.monotonic() if now is None else now
+    from everyone in ADMIN_WINDOW_S, then AdminLockout (the token is not even compared). Failures are logged.
+
+    The wrong tries are counted in the shared database (server/database.py), so every app process behind a
+    load balancer sees the same counts."""
+    now = time.time() if now is None else now
     who = _digest(visitor_id)
-    with _failures_lock:
-        mine = _failures.setdefault(who, deque())
-        for times in (mine, _all_failures):
-            while times and times[0] <= now - ADMIN_WINDOW_S:
-                times.popleft()
-        if len(mine) >= ADMIN_TRIES_PER_VISITOR or len(_all_failures) >= ADMIN_TRIES_IN_TOTAL:
-            wait = (mine if len(mine) >= ADMIN_TRIES_PER_VISITOR else _all_failures)[0] + ADMIN_WINDOW_S - now
-            log.warning("admin token refused without checking: visitor %s is locked out", who[:12])
-            raise AdminLockout(f"Too many wrong admin tokens: try again in {max(1, round(wait / 60))} min.")
-        if is_admin_token(token):
-            mine.clear()
-            return True
-        mine.append(now)
-        _all_failures.append(now)
+    database.ensure_schema("admin_failures", ADMIN_FAILURES_SCHEMA)
+    with database.transaction() as db:  # BEGIN IMMEDIATE: count and add as one step across processes
+        db.execute("DELETE FROM admin_failures WHERE at <= ?", (now - ADMIN_WINDOW_S,))
+        mine = [row[0] for row in db.execute("SELECT at FROM admin_failures WHERE visitor = ? ORDER BY at", (who,))]
+        everyone = db.execute("SELECT COUNT(*), MIN(at) FROM admin_failures").fetchone()
+        locked = len(mine) >= ADMIN_TRIES_PER_VISITOR or everyone[0] >= ADMIN_TRIES_IN_TOTAL
+        right = not locked and is_admin_token(token)
+        if right:
+            db.execute("DELETE FROM admin_failures WHERE visitor = ?", (who,))
+        elif not locked:
+            db.execute("INSERT INTO admin_failures (visitor, at) VALUES (?, ?)", (who, now))
+    if locked:
+        wait = (mine[0] if len(mine) >= ADMIN_TRIES_PER_VISITOR else everyone[1]) + ADMIN_WINDOW_S - now
+        log.warning("admin token refused without checking: visitor %s is locked out", who[:12])
+        raise AdminLockout(f"Too many wrong admin tokens: try again in {max(1, round(wait / 60))} min.")
+    if not right:
         log.warning("wrong admin token from visitor %s (%d of %d allowed in %d min; %d from everyone)", who[:12],
-                    len(mine), ADMIN_TRIES_PER_VISITOR, ADMIN_WINDOW_S // 60, len(_all_failures))
-        return False
+                    len(mine) + 1, ADMIN_TRIES_PER_VISITOR, ADMIN_WINDOW_S // 60, everyone[0] + 1)
+    return right
 
 
 def forget_admin_failures() -> None:
-    """Clear the failure counts (a server restart does the same)."""
-    with _failures_lock:
-        _failures.clear()
-        _all_failures.clear()
+    """Clear the failure counts of every process (waiting ADMIN_WINDOW_S does the same)."""
+    database.ensure_schema("admin_failures", ADMIN_FAILURES_SCHEMA)
+    with database.transaction() as db:
+        db.execute("DELETE FROM admin_failures")
 
 
 def _digest(visitor_id: str) -> str:
@@ -152,13 +159,26 @@ def claim_code(folder: str | os.PathLike, visitor: Visitor) -> str | None:
         return None
     code = hmac.new(visitor.id.encode(), f"claim:{Path(folder).name}".encode(), hashlib.sha256).hexdigest()[:32]
     if record.get(CLAIM_FIELD) != _digest(code):
-        atomic_write_json(run.owner, {**record, CLAIM_FIELD: _digest(code)})
+        with _owner_lock(folder):  # read again under the lock: a claim may have just added an owner
+            atomic_write_json(run.owner, {**(read_json_object(run.owner) or record), CLAIM_FIELD: _digest(code)})
     return code
 
 
 def claim(folder: str | os.PathLike, visitor: Visitor, code: str) -> str:
     """Make `visitor` an owner of `folder` with its claim code; raises PermissionError in plain words."""
-    run = RunFolder(folder)
+    with _owner_lock(folder):  # two browsers claiming at once, through two app workers: neither claim is lost
+        return _claim(RunFolder(folder), visitor, code)
+
+
+@contextmanager
+def _owner_lock(folder: str | os.PathLike) -> Iterator[None]:
+    """Read, change and write owner.json as one step among every app process (a flock on the run folder)."""
+    with exclusive_lock(folder) if Path(folder).is_dir() else nullcontext():
+        yield
+
+
+def _claim(run: RunFolder, visitor: Visitor, code: str) -> str:
+    folder = run.path
     record = read_json_object(run.owner) or {}
     expected = str(record.get(CLAIM_FIELD, ""))
     if not expected or not isinstance(code, str) or not hmac.compare_digest(expected, _digest(code[:64])):
