@@ -13,7 +13,8 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "bertviz_lite"
 MAX_MODULE_LINES = 400
 # The declared order, bottom first: a module imports from its own room or the rooms before it, never after.
-LAYERS = ("limits", "atomic", "model", "text", "loading", "inspection", "figures", "training", "server", "runs", "train")
+LAYERS = ("limits", "atomic", "model", "text", "loading", "inspection", "figures", "training", "server", "runs", "train",
+          "serve")
 FACADE = "bertviz_lite"  # the top-level __init__ names the public entry points and may import any room
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py")
 PAGES = sorted(p for p in (REPO / "pages").rglob("*.py") if p.name != "__init__.py")
@@ -135,7 +136,7 @@ def test_the_house_has_rooms_and_few_loose_modules():
 
 def test_architecture_draws_the_declared_order():
     text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
-    assert " → ".join(LAYERS[:-1]) in text
+    assert " → ".join(LAYERS[: LAYERS.index("runs") + 1]) in text  # the rooms; the loose CLI shims sit on top
 
 
 @pytest.mark.parametrize("path", [*MODULES, *PAGES], ids=lambda p: str(p.relative_to(REPO)))

@@ -1,0 +1,243 @@
+"""`python -m bertviz_lite.serve --workers N`: N `streamlit run app.py` processes behind HAProxy, sticky sessions.
+
+One Streamlit process runs every visitor's script in one Python interpreter; a lecture hall clicking together
+queues behind it. This starts N app processes ("workers") on free loopback ports, writes an HAProxy
+configuration (server/haproxy.py) into a run folder and runs haproxy in front of them on --address:--port.
+It says "open http://…" only once every worker answers its health check and haproxy answers too.
+
+The workers share what must be shared through the disk: checkpoints/ (run folders, owner.json, the launch
+and upload locks) and the SQLite file of server/database.py (the admin token's wrong tries). A visitor's id
+is a cookie the browser sends to every worker. Each worker gets its index in BERTVIZ_LITE_WORKER and the same
+Streamlit cookie secret, so a browser's XSRF cookie holds on every worker.
+
+Ctrl-C or SIGTERM stops haproxy, then every worker (SIGTERM, then SIGKILL after STOP_GRACE_S), and waits for
+each: no orphans, no zombies; the workers and haproxy also get SIGTERM from the kernel if this process dies.
+If a worker or haproxy exits on its own, the rest are stopped and the command exits 1.
+`--workers 1` still runs the balancer (one cookie, the same health checks); a plain `streamlit run app.py`
+is the embedded default and needs none of this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from bertviz_lite.loading.run_folder import REPO_ROOT
+from bertviz_lite.server import haproxy
+
+WORKER_SETTING = "BERTVIZ_LITE_WORKER"  # each worker's index, 0 … N-1
+MAX_WORKERS = 16
+DEFAULT_PORT = 8501
+START_TIMEOUT_S = 180.0  # N workers importing torch and Streamlit at once on 2 cores take a while
+STOP_GRACE_S = 10.0
+_PR_SET_PDEATHSIG = 1
+
+
+class ServeError(RuntimeError):
+    """Something the person starting the server must hear in one line (exit 1)."""
+
+
+class _Stop(Exception):
+    """SIGTERM arrived (Ctrl-C arrives as KeyboardInterrupt)."""
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # a CLI error is one line and exit 2, without the usage block
+        self.exit(2, f"serve: error: {message}\n")
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number from 1 to {MAX_WORKERS} is needed, not {text!r}") from None
+    if not 1 <= value <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"from 1 to {MAX_WORKERS} workers, not {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"a port number from 1 to 65535 is needed, not {text!r}")
+    return int(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(prog="python -m bertviz_lite.serve", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=_workers, required=True, help="app processes behind the balancer")
+    parser.add_argument("--port", type=_port, default=DEFAULT_PORT, help="the port visitors open (default 8501)")
+    parser.add_argument("--address", default="127.0.0.1",
+                        help="the address haproxy listens on (0.0.0.0: every interface; default 127.0.0.1)")
+    parser.add_argument("--run-dir", type=Path, default=None,
+                        help="folder for haproxy.cfg and the logs (default: a new temporary folder, removed at exit)")
+    return parser
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def worker_command(port: int) -> list[str]:
+    """The same `streamlit run app.py` as a plain run (.streamlit/config.toml applies), on a loopback port."""
+    return [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: the kernel sends it SIGTERM when this serve process dies (Linux)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass  # not Linux: Ctrl-C and SIGTERM still stop everything
+
+
+def _start(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+    with open(log, "ab") as handle:
+        return subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=handle,
+                                stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+
+
+def start_workers(count: int, run_dir: Path) -> list[tuple[int, subprocess.Popen]]:
+    """(port, process) of `count` workers, each logging to run_dir/worker-<i>.log."""
+    secret = secrets.token_urlsafe(32)  # one Streamlit cookie secret for all, so any worker accepts a browser's cookies
+    workers = []
+    for index in range(count):
+        port = free_port()
+        env = {**os.environ, WORKER_SETTING: str(index), "STREAMLIT_SERVER_COOKIE_SECRET": secret,
+               "PYTHONUNBUFFERED": "1"}
+        workers.append((port, _start(worker_command(port), run_dir / f"worker-{index}.log", env)))
+    return workers
+
+
+def answers_ok(url: str) -> bool:
+    """Whether `url` answers 200 "ok" right now."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - our own loopback servers
+            return response.status == 200 and response.read().strip() == b"ok"
+    except OSError:
+        return False
+
+
+def wait_healthy(urls: dict[str, str], processes: dict[str, subprocess.Popen], timeout: float) -> None:
+    """Poll every health URL until each answers ok; ServeError when a process exits or time runs out."""
+    deadline, waiting = time.monotonic() + timeout, dict(urls)
+    while waiting:
+        for name, process in processes.items():
+            if process.poll() is not None:
+                raise ServeError(f"{name} exited with code {process.returncode} while starting")
+        waiting = {name: url for name, url in waiting.items() if not answers_ok(url)}
+        if waiting and time.monotonic() > deadline:
+            raise ServeError(f"{', '.join(waiting)} did not answer {haproxy.HEALTH_PATH} within {timeout:.0f} s")
+        if waiting:
+            time.sleep(0.25)
+
+
+def stop_all(processes: list[subprocess.Popen], grace_s: float = STOP_GRACE_S) -> None:
+    """SIGTERM to each live process, SIGKILL to those still alive after grace_s, and wait for every one."""
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    deadline = time.monotonic() + grace_s
+    for process in processes:
+        try:
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _raise_stop(signum, frame) -> None:
+    raise _Stop
+
+
+def serve(args: argparse.Namespace, binary: str) -> int:
+    """Start, announce, supervise, stop; the exit code."""
+    temporary = args.run_dir is None
+    run_dir = Path(tempfile.mkdtemp(prefix="bertviz-lite-serve-")) if temporary else args.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, _raise_stop)
+    processes: dict[str, subprocess.Popen] = {}
+    code = 0
+    try:
+        print(f"Starting {args.workers} app worker{'s' if args.workers > 1 else ''} (logs in {run_dir})…", flush=True)
+        workers = start_workers(args.workers, run_dir)
+        processes.update({f"worker {i}": p for i, (_, p) in enumerate(workers)})
+        wait_healthy({f"worker {i}": f"http://127.0.0.1:{port}{haproxy.HEALTH_PATH}" for i, (port, _) in
+                      enumerate(workers)}, processes, START_TIMEOUT_S)
+        config = haproxy.write_config(run_dir, args.address, args.port, [port for port, _ in workers])
+        processes["haproxy"] = _start(haproxy.haproxy_command(binary, config), run_dir / "haproxy.log", dict(os.environ))
+        shown = "127.0.0.1" if args.address in ("0.0.0.0", "::") else args.address
+        wait_healthy({"haproxy": f"http://{shown}:{args.port}{haproxy.HEALTH_PATH}"}, processes, 30.0)
+        workers_text = f"{args.workers} worker{'s' if args.workers > 1 else ''}"
+        print(f"open http://{shown}:{args.port} ({workers_text} behind haproxy, sticky sessions; Ctrl-C stops them all)",
+              flush=True)
+        name = _first_to_exit(processes)
+        raise ServeError(f"{name} exited with code {processes[name].returncode}")
+    except (KeyboardInterrupt, _Stop):
+        print("Stopping haproxy and the workers…", flush=True)
+    except ServeError as err:
+        log = _log_of(err, run_dir)
+        print(f"serve: {err}{_last_line(log)}; see {log}", file=sys.stderr, flush=True)
+        code, temporary = 1, False  # keep the logs of a failure
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not leave workers behind
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stop_all([processes.pop("haproxy")] if "haproxy" in processes else [])
+        stop_all(list(processes.values()))
+        if temporary:
+            _remove(run_dir)
+    return code
+
+
+def _first_to_exit(processes: dict[str, subprocess.Popen]) -> str:
+    """Block until one of the processes exits (without reaping it, so its Popen still reads its code)."""
+    while True:
+        info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
+        for name, process in processes.items():
+            if info is not None and info.si_pid == process.pid:
+                process.wait()
+                return name
+
+
+def _log_of(err: ServeError, run_dir: Path) -> Path:
+    text = str(err)
+    if text.startswith("worker "):
+        return run_dir / f"worker-{text.split()[1].rstrip(',')}.log"
+    return run_dir / "haproxy.log" if text.startswith("haproxy") else run_dir
+
+
+def _last_line(log: Path) -> str:
+    """": <the log's last line>" (haproxy's "cannot bind socket", a worker's last error), or ""."""
+    try:
+        lines = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return f": {lines[-1].strip()[:300]}" if lines else ""
+
+
+def _remove(run_dir: Path) -> None:
+    for path in run_dir.iterdir():
+        path.unlink(missing_ok=True)
+    run_dir.rmdir()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    binary = haproxy.haproxy_binary()
+    if binary is None:
+        print(f"serve: {haproxy.INSTALL_HINT}", file=sys.stderr)
+        return 2
+    return serve(args, binary)
