@@ -1,0 +1,151 @@
+"""Two app workers behind HAProxy (`python -m bertviz_lite.serve --workers 2`): a visitor stays on one worker, a
+run started through one worker is stopped through the other, and stopping serve leaves no process behind.
+
+The worker that answered is named in the X-Bertviz-Lite-Worker header haproxy adds to every answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import http.cookiejar
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+from websockets.asyncio.client import connect
+
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
+from bertviz_lite.runs import lifecycle
+from bertviz_lite.server import haproxy
+from tests.browser.driver import new_page, wait_for_idle
+from tests.browser.server import REPO, free_port
+from tests.browser.test_training_browser import OPTIONS, set_number
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.browser
+VISITOR_ID = "serve-test-visitor-0123456789"
+
+
+def children_of(pid: int) -> list[int]:
+    """Live processes whose parent is `pid` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def balanced_url(tmp_path_factory):
+    """Base URL of haproxy in front of two workers, started as a user would; on teardown, SIGTERM and no leftovers."""
+    if haproxy.haproxy_binary() is None:
+        pytest.skip(haproxy.INSTALL_HINT)
+    run_dir = tmp_path_factory.mktemp("serve")
+    port = free_port()
+    out = run_dir / "serve.out"
+    with open(out, "w") as handle:
+        serve = subprocess.Popen([sys.executable, "-m", "bertviz_lite.serve", "--workers", "2", "--port", str(port),
+                                  "--run-dir", str(run_dir)], cwd=REPO, stdout=handle, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: serve.poll() is not None or "open http://" in out.read_text(), 120, "serve to say open")
+        assert serve.poll() is None, out.read_text()
+        children = children_of(serve.pid)
+        assert len(children) == 3, children  # two workers and haproxy
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(timeout=30) == 0, out.read_text()
+    assert "Stopping haproxy and the workers" in out.read_text()
+    assert not [pid for pid in children if Path(f"/proc/{pid}").exists()]  # neither orphans nor zombies
+
+
+def in_own_loop(coroutine):
+    """asyncio.run in a thread of its own: Playwright's sync API keeps an event loop running in this one."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def get(opener, url: str) -> str:
+    with opener.open(url, timeout=30) as response:
+        return response.headers[haproxy.WORKER_HEADER]
+
+
+def test_a_visitor_stays_on_one_worker_and_new_visitors_are_spread(balanced_url):
+    plain = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    assert {get(plain, f"{balanced_url}/") for _ in range(6)} == {"w0", "w1"}  # no cookie: both workers serve
+    jar = http.cookiejar.CookieJar()
+    browser = urllib.request.build_opener(urllib.request.ProxyHandler({}), urllib.request.HTTPCookieProcessor(jar))
+    first = get(browser, f"{balanced_url}/")
+    assert [c.value for c in jar if c.name == haproxy.COOKIE] == [first]
+    paths = ["/", "/Attention", "/_stcore/health", "/_stcore/host-config"] * 5
+    assert {get(browser, f"{balanced_url}{path}") for path in paths} == {first}
+
+    async def stream_worker() -> str:  # the websocket carries the same cookie to the same worker
+        url = balanced_url.replace("http://", "ws://") + "/_stcore/stream"
+        async with connect(url, subprotocols=["streamlit"], proxy=None, additional_headers={
+                "Cookie": f"{haproxy.COOKIE}={first}"}) as ws:
+            return ws.response.headers[haproxy.WORKER_HEADER]
+
+    assert in_own_loop(stream_worker()) == first
+
+
+@pytest.fixture
+def run_name():
+    name = f"serve-test-{os.getpid()}"
+    yield name
+    folder = CHECKPOINTS_DIR / name
+    if folder.exists():
+        lifecycle.stop_run(folder)
+        with contextlib.suppress(TimeoutError):
+            wait_until(lambda: not lifecycle.run_state(folder).active, 30, "the run to stop")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def page_on_worker(browser, url: str, worker: str):
+    """A new browser session of the one visitor, its balancer cookie pinned to `worker`; the page and who served it."""
+    page = new_page(browser, viewport={"width": 1400, "height": 1000})
+    page.context.add_cookies([{"name": name, "value": value, "url": url} for name, value in
+                              ((haproxy.COOKIE, worker), ("bvl_visitor", VISITOR_ID))])
+    response = page.goto(url)
+    page.locator('[data-testid="stMain"] [data-testid="stHeading"]').first.wait_for(timeout=60_000)
+    wait_for_idle(page)
+    not_found = page.get_by_role("dialog").filter(has_text="Page not found")
+    if not_found.count():  # a fresh worker's first deep link: the page is drawn, under Streamlit's dialog
+        page.keyboard.press("Escape")
+        not_found.wait_for(state="detached")
+    return page, response.headers[haproxy.WORKER_HEADER.lower()]
+
+
+def test_a_run_started_through_one_worker_is_stopped_through_the_other(balanced_url, browser, run_name):
+    if lifecycle.active_runs(CHECKPOINTS_DIR):
+        pytest.skip("a run is training in checkpoints/: the server allows no second run now")
+    starter, served = page_on_worker(browser, f"{balanced_url}/train", "w0")
+    assert served == "w0"
+    form = starter.locator('[data-testid="stExpander"] details', has_text="Start a new run")
+    if form.get_attribute("open") is None:
+        form.locator("summary").click()
+    for key in ("steps", "num_documents", "threads"):
+        set_number(starter, f"opt_{key}", OPTIONS[key])
+    starter.locator(".st-key-train_run_name input").fill(run_name)
+    starter.locator(".st-key-train_run_name input").press("Enter")
+    wait_for_idle(starter)
+    starter.locator(".st-key-train_start button").click()
+    starter.get_by_text(f"of {OPTIONS['steps']}").first.wait_for(timeout=60_000)
+    assert lifecycle.run_state(CHECKPOINTS_DIR / run_name).active
+
+    stopper, served = page_on_worker(browser, f"{balanced_url}/train?run={run_name}", "w1")
+    assert served == "w1"
+    stopper.locator(".st-key-train_stop button").first.click()  # w1 sees w0's run as this visitor's
+    stopper.get_by_text("Stopped at step").wait_for(timeout=60_000)
+    assert lifecycle.run_state(CHECKPOINTS_DIR / run_name).state == "stopped"
+    starter.context.close()
+    stopper.context.close()

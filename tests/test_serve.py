@@ -1,0 +1,51 @@
+"""`python -m bertviz_lite.serve`: one line and exit 2 for bad input or a missing haproxy; the generated HAProxy
+config is one haproxy itself accepts (the running balancer: tests/browser/test_serve_browser.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bertviz_lite.server import haproxy
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def serve(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bertviz_lite.serve", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, **env})
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--workers", "0"], "from 1 to 16 workers, not 0"),
+    (["--workers", "two"], "a whole number from 1 to 16 is needed, not 'two'"),
+    (["--workers", "2", "--port", "99999"], "a port number from 1 to 65535 is needed, not '99999'"),
+    ([], "the following arguments are required: --workers"),
+])
+def test_bad_arguments_give_one_line_and_exit_2(args, words):
+    done = serve(*args)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
+
+
+def test_a_missing_haproxy_says_how_to_install_it_and_exits_2(tmp_path):
+    done = serve("--workers", "2", **{haproxy.HAPROXY_SETTING: str(tmp_path / "no-haproxy")})
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == f"serve: {haproxy.INSTALL_HINT}" and "apt-get install -y haproxy" in done.stderr
+
+
+def test_the_config_is_sticky_websocket_friendly_health_checked_and_valid(tmp_path):
+    text = haproxy.haproxy_config("0.0.0.0", 8501, [40001, 40002])
+    assert "bind 0.0.0.0:8501" in text and f"cookie {haproxy.COOKIE} insert indirect nocache" in text
+    assert "server w0 127.0.0.1:40001 cookie w0 check" in text and "server w1 127.0.0.1:40002 cookie w1 check" in text
+    assert f"uri {haproxy.HEALTH_PATH}" in text and f"timeout tunnel {haproxy.TUNNEL_TIMEOUT}" in text
+    binary = haproxy.haproxy_binary()
+    if binary is None:
+        pytest.skip(haproxy.INSTALL_HINT)
+    config = haproxy.write_config(tmp_path, "127.0.0.1", 8501, [40001, 40002])
+    check = subprocess.run([binary, "-c", "-f", str(config)], capture_output=True, text=True, timeout=30)
+    assert check.returncode == 0, check.stdout + check.stderr
