@@ -9,7 +9,10 @@ all in this process): it opens the Attention page, waits for the heatmap and the
 run, then enters its own new sentence A (every visitor's sentence is new, so the model runs) and
 times until the heatmap with its words arrives.
 
-    python bench/classroom_load.py [--visitors 1 10 30] [--model all-MiniLM-L6-v2]
+    python bench/classroom_load.py [--visitors 1 10 30] [--model all-MiniLM-L6-v2] [--workers N]
+
+With --workers N the app runs as `python -m bertviz_lite.serve --workers N` (N streamlit processes behind
+haproxy) and the visitors talk to haproxy's port; each visitor is one websocket, so it stays on one worker.
 
 Per N it prints p50/p95/max seconds to the new figure and to the first page (connect to heatmap),
 errors (exceptions or st.error shown by the app, timeouts, disconnects), the server's RSS and peak
@@ -261,8 +264,8 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
-def server_memory_mib(pid: int) -> tuple[float, float]:
-    """(RSS, peak RSS) of one process in MiB, from /proc/<pid>/status (its children not included)."""
+def _process_memory_mib(pid: int) -> tuple[float, float]:
+    """(RSS, peak RSS) of one process in MiB, from /proc/<pid>/status."""
     fields = {}
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -272,6 +275,25 @@ def server_memory_mib(pid: int) -> tuple[float, float]:
         return math.nan, math.nan
     kib = lambda name: float(fields[name][0]) if name in fields else math.nan  # noqa: E731
     return kib("VmRSS") / 1024, kib("VmHWM") / 1024
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def server_memory_mib(pid: int) -> tuple[float, float]:
+    """(RSS, peak RSS) in MiB of the app: one streamlit process, or with --workers the serve process, its workers
+    and haproxy, summed (the peak is the sum of each one's peak: an upper bound of the peak of the sum)."""
+    pids = [pid, *_children(pid)]
+    values = [_process_memory_mib(p) for p in pids]
+    return sum(v[0] for v in values), sum(v[1] for v in values)
 
 
 def memory_after_leaving(pid: int, rss_start: float, settle_s: float) -> str:
@@ -451,6 +473,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warm-up", action="store_true",
                         help="enable and call /_stcore/script-health-check before the first visitor")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=0,
+                        help="start the app as `python -m bertviz_lite.serve --workers N` (haproxy in front, sticky "
+                             "sessions) instead of one streamlit; RSS is then the sum over its processes")
     parser.add_argument("--long", action="store_true",
                         help="512-token inputs: each visitor's new sentence A is padded and max length set to 512")
     parser.add_argument("--settle", type=float, default=30.0,
@@ -468,11 +493,23 @@ def describe_machine() -> str:
             f"streamlit {streamlit.__version__}")
 
 
+def start_app(port: int, workers: int) -> subprocess.Popen:
+    """One `streamlit run app.py` on the port (workers 0), or `python -m bertviz_lite.serve --workers N` with
+    haproxy on the port (its /_stcore/health answers once every worker does)."""
+    if not workers:
+        return start_streamlit(port, ARTIFACTS / "classroom_streamlit.log")
+    command = [sys.executable, "-m", "bertviz_lite.serve", "--workers", str(workers), "--port", str(port),
+               "--run-dir", str(ARTIFACTS / "classroom_serve")]
+    log = open(ARTIFACTS / "classroom_serve.log", "w")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     deadline = time.monotonic() + args.max_runtime
     print(describe_machine())
     print(f"Client: {CLIENT}. Model: {args.model}. Per-run timeout {args.timeout:g} s.")
+    print(f"App: {f'{args.workers} workers behind haproxy (python -m bertviz_lite.serve)' if args.workers else 'one streamlit'}")
     print("Milestones of a script run: " + "; ".join(f"{name} = {text}" for name, text in MILESTONE_HELP.items()))
     if args.warm_up:
         args.server_config.append("server.scriptHealthCheckEnabled=true")
@@ -481,12 +518,12 @@ def main(argv: list[str] | None = None) -> int:
     apply_server_config(args.server_config)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    server = start_streamlit(port, ARTIFACTS / "classroom_streamlit.log")
+    server = start_app(port, args.workers)
     training = None
     with tempfile.TemporaryDirectory(prefix="classroom_load_") as tmp:
         run_dir = Path(tmp) / "run"
         try:
-            wait_until_healthy(f"http://{LOOPBACK}:{port}", server)
+            wait_until_healthy(f"http://{LOOPBACK}:{port}", server, timeout=60.0 + 30.0 * args.workers)
             if args.warm_up:
                 warm_up(port, args.timeout)
             cold = cold_start(port, args, deadline)
