@@ -12,7 +12,8 @@ Streamlit cookie secret, so a browser's XSRF cookie holds on every worker.
 
 Ctrl-C or SIGTERM stops haproxy, then every worker (SIGTERM, then SIGKILL after STOP_GRACE_S), and waits for
 each: no orphans, no zombies; the workers and haproxy also get SIGTERM from the kernel if this process dies.
-If a worker or haproxy exits on its own, the rest are stopped and the command exits 1.
+A worker that exits on its own is started again on its port (at most MAX_RESTARTS times); if haproxy exits,
+the rest are stopped and the command exits 1.
 `--workers 1` still runs the balancer (one cookie, the same health checks); a plain `streamlit run app.py`
 is the embedded default and needs none of this.
 """
@@ -30,6 +31,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from bertviz_lite.loading.run_folder import REPO_ROOT
@@ -40,6 +42,7 @@ MAX_WORKERS = 16
 DEFAULT_PORT = 8501
 START_TIMEOUT_S = 180.0  # N workers importing torch and Streamlit at once on 2 cores take a while
 STOP_GRACE_S = 10.0
+MAX_RESTARTS = 5  # a worker that keeps dying (a broken install) ends serve instead of looping
 _PR_SET_PDEATHSIG = 1
 
 
@@ -110,16 +113,36 @@ def _start(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Pop
                                 stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
 
 
-def start_workers(count: int, run_dir: Path) -> list[tuple[int, subprocess.Popen]]:
-    """(port, process) of `count` workers, each logging to run_dir/worker-<i>.log."""
+@dataclass
+class Worker:
+    """One app process: its index, loopback port, environment and log; `start` (re)starts it."""
+
+    index: int
+    port: int
+    env: dict[str, str]
+    log: Path
+    process: subprocess.Popen | None = None
+    restarts: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"worker {self.index}"
+
+    @property
+    def health_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{haproxy.HEALTH_PATH}"
+
+    def start(self) -> subprocess.Popen:
+        self.process = _start(worker_command(self.port), self.log, self.env)
+        return self.process
+
+
+def plan_workers(count: int, run_dir: Path) -> list[Worker]:
+    """`count` workers on free loopback ports, each logging to run_dir/worker-<i>.log (not started yet)."""
     secret = secrets.token_urlsafe(32)  # one Streamlit cookie secret for all, so any worker accepts a browser's cookies
-    workers = []
-    for index in range(count):
-        port = free_port()
-        env = {**os.environ, WORKER_SETTING: str(index), "STREAMLIT_SERVER_COOKIE_SECRET": secret,
-               "PYTHONUNBUFFERED": "1"}
-        workers.append((port, _start(worker_command(port), run_dir / f"worker-{index}.log", env)))
-    return workers
+    return [Worker(index, free_port(), {**os.environ, WORKER_SETTING: str(index), "PYTHONUNBUFFERED": "1",
+                                        "STREAMLIT_SERVER_COOKIE_SECRET": secret}, run_dir / f"worker-{index}.log")
+            for index in range(count)]
 
 
 def answers_ok(url: str) -> bool:
@@ -173,19 +196,17 @@ def serve(args: argparse.Namespace, binary: str) -> int:
     code = 0
     try:
         print(f"Starting {args.workers} app worker{'s' if args.workers > 1 else ''} (logs in {run_dir})…", flush=True)
-        workers = start_workers(args.workers, run_dir)
-        processes.update({f"worker {i}": p for i, (_, p) in enumerate(workers)})
-        wait_healthy({f"worker {i}": f"http://127.0.0.1:{port}{haproxy.HEALTH_PATH}" for i, (port, _) in
-                      enumerate(workers)}, processes, START_TIMEOUT_S)
-        config = haproxy.write_config(run_dir, args.address, args.port, [port for port, _ in workers])
+        workers = plan_workers(args.workers, run_dir)
+        processes.update({worker.name: worker.start() for worker in workers})
+        wait_healthy({worker.name: worker.health_url for worker in workers}, processes, START_TIMEOUT_S)
+        config = haproxy.write_config(run_dir, args.address, args.port, [worker.port for worker in workers])
         processes["haproxy"] = _start(haproxy.haproxy_command(binary, config), run_dir / "haproxy.log", dict(os.environ))
         shown = "127.0.0.1" if args.address in ("0.0.0.0", "::") else args.address
         wait_healthy({"haproxy": f"http://{shown}:{args.port}{haproxy.HEALTH_PATH}"}, processes, 30.0)
         workers_text = f"{args.workers} worker{'s' if args.workers > 1 else ''}"
         print(f"open http://{shown}:{args.port} ({workers_text} behind haproxy, sticky sessions; Ctrl-C stops them all)",
               flush=True)
-        name = _first_to_exit(processes)
-        raise ServeError(f"{name} exited with code {processes[name].returncode}")
+        supervise(workers, processes)
     except (KeyboardInterrupt, _Stop):
         print("Stopping haproxy and the workers…", flush=True)
     except ServeError as err:
@@ -200,6 +221,20 @@ def serve(args: argparse.Namespace, binary: str) -> int:
         if temporary:
             _remove(run_dir)
     return code
+
+
+def supervise(workers: list[Worker], processes: dict[str, subprocess.Popen]) -> None:
+    """Until a signal: a worker that exits is started again on its port (haproxy's health check takes it back in;
+    its visitors meanwhile start new sessions on the others), up to MAX_RESTARTS times; haproxy exiting ends it all."""
+    while True:
+        name = _first_to_exit(processes)
+        worker = next((w for w in workers if w.name == name), None)
+        if worker is None or worker.restarts >= MAX_RESTARTS:
+            raise ServeError(f"{name} exited with code {processes[name].returncode}")
+        worker.restarts += 1
+        print(f"{name} exited with code {processes[name].returncode}: starting it again "
+              f"({worker.restarts} of {MAX_RESTARTS} restarts)", flush=True)
+        processes[name] = worker.start()
 
 
 def _first_to_exit(processes: dict[str, subprocess.Popen]) -> str:

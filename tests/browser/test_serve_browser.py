@@ -1,5 +1,6 @@
 """Two app workers behind HAProxy (`python -m bertviz_lite.serve --workers 2`): a visitor stays on one worker, a
-run started through one worker is stopped through the other, and stopping serve leaves no process behind.
+run started through one worker is stopped through the other, a killed worker comes back, and stopping serve leaves
+no process behind.
 
 The worker that answered is named in the X-Bertviz-Lite-Worker header haproxy adds to every answer.
 """
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import sys
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,7 @@ from websockets.asyncio.client import connect
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.server import haproxy
+from bertviz_lite.server.balancer import WORKER_SETTING
 from tests.browser.driver import new_page, wait_for_idle
 from tests.browser.server import REPO, free_port
 from tests.browser.test_training_browser import OPTIONS, set_number
@@ -44,9 +47,22 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+@dataclass
+class Balanced:
+    url: str
+    serve: subprocess.Popen
+    out: Path
+
+    def worker_pid(self, index: int) -> int:
+        """The pid of worker `index` (its environment names it)."""
+        marker = f"{WORKER_SETTING}={index}".encode()
+        return next(pid for pid in children_of(self.serve.pid)
+                    if marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"))
+
+
 @pytest.fixture(scope="module")
-def balanced_url(tmp_path_factory):
-    """Base URL of haproxy in front of two workers, started as a user would; on teardown, SIGTERM and no leftovers."""
+def balanced(tmp_path_factory):
+    """haproxy in front of two workers, started as a user would; on teardown, SIGTERM and no process left behind."""
     if haproxy.haproxy_binary() is None:
         pytest.skip(haproxy.INSTALL_HINT)
     run_dir = tmp_path_factory.mktemp("serve")
@@ -55,17 +71,18 @@ def balanced_url(tmp_path_factory):
     with open(out, "w") as handle:
         serve = subprocess.Popen([sys.executable, "-m", "bertviz_lite.serve", "--workers", "2", "--port", str(port),
                                   "--run-dir", str(run_dir)], cwd=REPO, stdout=handle, stderr=subprocess.STDOUT)
+    children = []
     try:
         wait_until(lambda: serve.poll() is not None or "open http://" in out.read_text(), 120, "serve to say open")
         assert serve.poll() is None, out.read_text()
-        children = children_of(serve.pid)
-        assert len(children) == 3, children  # two workers and haproxy
-        yield f"http://127.0.0.1:{port}"
+        assert len(children_of(serve.pid)) == 3, out.read_text()  # two workers and haproxy
+        yield Balanced(f"http://127.0.0.1:{port}", serve, out)
     finally:
+        children = children_of(serve.pid)
         serve.send_signal(signal.SIGTERM)
         assert serve.wait(timeout=30) == 0, out.read_text()
     assert "Stopping haproxy and the workers" in out.read_text()
-    assert not [pid for pid in children if Path(f"/proc/{pid}").exists()]  # neither orphans nor zombies
+    assert children and not [pid for pid in children if Path(f"/proc/{pid}").exists()]  # no orphans, no zombies
 
 
 def in_own_loop(coroutine):
@@ -79,7 +96,8 @@ def get(opener, url: str) -> str:
         return response.headers[haproxy.WORKER_HEADER]
 
 
-def test_a_visitor_stays_on_one_worker_and_new_visitors_are_spread(balanced_url):
+def test_a_visitor_stays_on_one_worker_and_new_visitors_are_spread(balanced):
+    balanced_url = balanced.url
     plain = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     assert {get(plain, f"{balanced_url}/") for _ in range(6)} == {"w0", "w1"}  # no cookie: both workers serve
     jar = http.cookiejar.CookieJar()
@@ -125,7 +143,8 @@ def page_on_worker(browser, url: str, worker: str):
     return page, response.headers[haproxy.WORKER_HEADER.lower()]
 
 
-def test_a_run_started_through_one_worker_is_stopped_through_the_other(balanced_url, browser, run_name):
+def test_a_run_started_through_one_worker_is_stopped_through_the_other(balanced, browser, run_name):
+    balanced_url = balanced.url
     if lifecycle.active_runs(CHECKPOINTS_DIR):
         pytest.skip("a run is training in checkpoints/: the server allows no second run now")
     starter, served = page_on_worker(browser, f"{balanced_url}/train", "w0")
@@ -149,3 +168,12 @@ def test_a_run_started_through_one_worker_is_stopped_through_the_other(balanced_
     assert lifecycle.run_state(CHECKPOINTS_DIR / run_name).state == "stopped"
     starter.context.close()
     stopper.context.close()
+
+
+def test_a_worker_that_dies_is_started_again_and_its_cookie_leads_back_to_it(balanced):
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    opener.addheaders = [("Cookie", f"{haproxy.COOKIE}=w1")]
+    os.kill(balanced.worker_pid(1), signal.SIGKILL)
+    wait_until(lambda: "worker 1 exited with code -9: starting it again" in balanced.out.read_text(), 30, "a restart")
+    assert get(opener, f"{balanced.url}/_stcore/health") in {"w0", "w1"}  # meanwhile haproxy sends it elsewhere
+    wait_until(lambda: get(opener, f"{balanced.url}/_stcore/health") == "w1", 60, "worker 1 back in haproxy")
