@@ -51,7 +51,7 @@ class ServeError(RuntimeError):
 
 
 class _Stop(Exception):
-    """SIGTERM arrived (Ctrl-C arrives as KeyboardInterrupt)."""
+    """SIGINT (Ctrl-C) or SIGTERM arrived."""
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -99,8 +99,10 @@ def worker_command(port: int) -> list[str]:
             "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: the kernel sends it SIGTERM when this serve process dies (Linux)."""
+def _child_setup() -> None:
+    """In the child before exec: its own process group (a terminal's Ctrl-C reaches serve alone, which stops haproxy
+    first and then the workers), and SIGTERM from the kernel when this serve process dies (Linux)."""
+    os.setpgid(0, 0)
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):
@@ -110,7 +112,7 @@ def _die_with_parent() -> None:
 def _start(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
     with open(log, "ab") as handle:
         return subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=handle,
-                                stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+                                stderr=subprocess.STDOUT, preexec_fn=_child_setup)
 
 
 @dataclass
@@ -191,7 +193,8 @@ def serve(args: argparse.Namespace, binary: str) -> int:
     temporary = args.run_dir is None
     run_dir = Path(tempfile.mkdtemp(prefix="bertviz-lite-serve-")) if temporary else args.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
-    signal.signal(signal.SIGTERM, _raise_stop)
+    for signum in (signal.SIGINT, signal.SIGTERM):  # SIGINT too, even where a shell started us with it ignored
+        signal.signal(signum, _raise_stop)
     processes: dict[str, subprocess.Popen] = {}
     code = 0
     try:
