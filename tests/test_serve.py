@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bertviz_lite.server import haproxy
+from bertviz_lite.server import balancer, haproxy
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,10 +26,12 @@ def serve(*args: str, **env: str) -> subprocess.CompletedProcess:
     (["--workers", "2", "--port", "99999"], "a port number from 1 to 65535 is needed, not '99999'"),
     ([], "the following arguments are required: --workers"),
 ])
-def test_bad_arguments_give_one_line_and_exit_2(args, words):
-    done = serve(*args)
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
+def test_bad_arguments_give_one_line_and_exit_2(args, words, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        balancer.main(args)
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 2 and out == ""
+    assert err.count("\n") == 1 and words in err, err
 
 
 def test_a_missing_haproxy_says_how_to_install_it_and_exits_2(tmp_path):
