@@ -1,6 +1,8 @@
 """Shared fixtures: real weights are loaded once per test session; the shared database is a temporary file."""
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -8,6 +10,7 @@ import pytest
 # The state every app process shares (server/database.py) goes to a folder of this test session, never to the
 # repository's data/; servers the tests start inherit it.
 os.environ["BERTVIZ_LITE_DATA_DIR"] = tempfile.mkdtemp(prefix="bertviz-lite-test-data-")
+atexit.register(shutil.rmtree, os.environ["BERTVIZ_LITE_DATA_DIR"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
