@@ -4,6 +4,7 @@ config is one haproxy itself accepts (the running balancer: tests/browser/test_s
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +52,14 @@ def test_the_config_is_sticky_websocket_friendly_health_checked_and_valid(tmp_pa
     config = haproxy.write_config(tmp_path, "127.0.0.1", 8501, [40001, 40002])
     check = subprocess.run([binary, "-c", "-f", str(config)], capture_output=True, text=True, timeout=30)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_port_in_use_is_one_line_and_exit_2_before_any_worker_starts(capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert balancer.main(["--workers", "2", "--port", str(port)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"serve: cannot listen on 127.0.0.1:{port} (Address already in use): pick another --port or --address\n"

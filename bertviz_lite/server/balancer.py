@@ -244,10 +244,12 @@ def _first_to_exit(processes: dict[str, subprocess.Popen]) -> str:
     """Block until one of the processes exits (without reaping it, so its Popen still reads its code)."""
     while True:
         info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
-        for name, process in processes.items():
-            if info is not None and info.si_pid == process.pid:
-                process.wait()
-                return name
+        name = next((name for name, process in processes.items() if info is not None and info.si_pid == process.pid), None)
+        if name is not None:
+            processes[name].wait()
+            return name
+        if info is not None:
+            os.waitpid(info.si_pid, 0)  # not one of ours to watch (a replaced worker's leftover): reap it, go on
 
 
 def _log_of(err: ServeError, run_dir: Path) -> Path:
@@ -278,4 +280,21 @@ def main(argv: list[str] | None = None) -> int:
     if binary is None:
         print(f"serve: {haproxy.INSTALL_HINT}", file=sys.stderr)
         return 2
+    problem = _cannot_listen(args.address, args.port)
+    if problem:
+        print(f"serve: cannot listen on {args.address}:{args.port} ({problem}): pick another --port or --address",
+              file=sys.stderr)
+        return 2
     return serve(args, binary)
+
+
+def _cannot_listen(address: str, port: int) -> str:
+    """Why haproxy could not listen there ("Address already in use", a bad address), or "" when it can."""
+    try:
+        family = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as haproxy does: TIME_WAIT is no obstacle
+            sock.bind((address, port))
+    except OSError as err:
+        return err.strerror or str(err)
+    return ""
