@@ -180,6 +180,15 @@ def lecturer_session(db: sqlite3.Connection, code: str, secret: str) -> sqlite3.
     return row
 
 
+def is_lecturer(code: str, secret: str, *, path: Path | None = None) -> bool:
+    """Whether `secret` leads this class (a lecturer's private link is checked before it is kept)."""
+    try:
+        lecturer_session(_db(path), normalise_code(code), secret)
+    except ClassError:
+        return False
+    return True
+
+
 def _lead(code: str, secret: str, now: float | None, path: Path | None, change) -> int:
     """Run `change(db, session_row)` as the lecturer of a live class; bump and return the class's version."""
     now, db = _now(now), _db(path)

@@ -1,0 +1,143 @@
+"""What the lecturer and the students of a live class both see: the step, its figure and its questions.
+
+Everything is computed from the class's Position (the lecturer's model, pair, step, layer and head), through
+the same caches as the explore pages, so a hundred phones showing one step share one trace.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import streamlit as st
+
+from bertviz_lite.figures import (
+    embedding_window_figure,
+    model_view_figure,
+    nsp_bar,
+    token_chip_html,
+    topk_bar,
+)
+from bertviz_lite.figures.style import readable
+from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
+from bertviz_lite.inspection import explore, views
+from bertviz_lite.inspection import walkthrough as walk
+from bertviz_lite.inspection.views.predictions import default_masks
+from bertviz_lite.server import access
+from bertviz_lite.server.classroom import CHOICE, CLOZE, NewQuestion, Position
+from bertviz_lite.text.display import plain_markdown
+from pages.common._sidebar import DEFAULTS, Inputs
+from pages.common._ui import LOAD_ERRORS, SLIDE_BOTTOM, get_trace, is_present, load_model, plotly_config, view
+
+CLASS_MAX_LENGTH = DEFAULTS["max_length"]
+QUESTION_STEPS = ("one_head", "mlm", "nsp")  # the walkthrough's steps that ask (pages/explore/0_Walkthrough.py)
+CLOZE_PROMPT = "What word will BERT put in place of [MASK]? Type one word."
+
+
+class Stage(NamedTuple):
+    position: Position
+    inputs: Inputs
+    model: object
+    tokenizer: object
+    encoding: object
+    masked: tuple[int, ...]
+    trace: explore.PairTrace
+    query: int | None  # the masked position (the question's token)
+
+    @property
+    def step(self) -> walk.Step:
+        return walk.STEPS[walk.clamp_step(self.position.step) - 1]
+
+
+def stage_for(position: Position) -> Stage | str:
+    """The class's model and traced pair, or a sentence saying why they cannot be shown here."""
+    inputs = Inputs(position.source, position.text_a, position.text_b, CLASS_MAX_LENGTH,
+                    explore.source_version(position.source))
+    try:
+        access.check_model_source(position.source)
+        model, tokenizer = load_model(inputs.source, inputs.version)
+        encoding = explore.encode(tokenizer, inputs.text_a, inputs.text_b,
+                                  explore.effective_max_length(model, CLASS_MAX_LENGTH))
+        masked = default_masks(encoding)
+        trace = get_trace(inputs, masked)
+    except LOAD_ERRORS as err:
+        return f"The class's model cannot be shown here: {err}"
+    query = (views.masked_positions(trace.tokens) or [None])[0]
+    return Stage(position, inputs, model, tokenizer, encoding, masked, trace, query)
+
+
+def step_header(stage: Stage) -> None:
+    number = walk.clamp_step(stage.position.step)
+    st.subheader(f"Step {number} of {len(walk.STEPS)}: {stage.step.title}", anchor=False)
+
+
+def questions(stage: Stage) -> dict[str, NewQuestion]:
+    """The questions this step can ask the class: the walkthrough's own, and on the MLM step a free cloze."""
+    key, trace, pos = stage.step.key, stage.trace, stage.position
+    if key == "one_head":
+        target = 0 if stage.query is None else stage.query
+        asked = view(walk.attention_question, stage.inputs, stage.masked, layer=pos.layer, head=pos.head, query=target)
+        return {"The walkthrough's question": _choice(asked)}
+    if key == "mlm" and stage.model.has_mlm_head and stage.query is not None:
+        original = stage.encoding.tokens[stage.query] if stage.masked else None
+        top = model_top(stage)
+        cloze = NewQuestion(CLOZE, CLOZE_PROMPT, tuple(top["token"]), top["token"].iloc[0],
+                            f"The model's top guess is “{top['token'].iloc[0]}” ({top['probability'].iloc[0]:.0%}).")
+        return {"The walkthrough's question": _choice(walk.mlm_question(trace.mlm_logits, stage.tokenizer,
+                                                                        stage.query, original)),
+                "A free cloze": cloze}
+    if key == "nsp" and stage.model.has_nsp_head and trace.has_sentence_b:
+        return {"The walkthrough's question": _choice(walk.nsp_question(views.is_next_probability(trace.nsp_logits)))}
+    return {}
+
+
+def _choice(question: walk.Question) -> NewQuestion:
+    return NewQuestion(CHOICE, question.prompt, question.options, question.answer, question.explanation)
+
+
+def model_top(stage: Stage, k: int = 5):
+    """The model's k most likely words at the masked position (a frame: token, probability)."""
+    return views.top_predictions(stage.trace.mlm_logits, stage.tokenizer, stage.query, k)
+
+
+def _chart(fig, name: str, phone: bool) -> None:
+    fig = readable(fig, is_present() and not phone, max_height=SLIDE_BOTTOM - 260)  # below the question on a slide
+    st.plotly_chart(fig, key=f"class_{name}", config=plotly_config(name), width="stretch")
+
+
+def step_figure(stage: Stage, answer_hidden: bool, phone: bool = False) -> None:
+    """The step's figure, as the walkthrough draws it; a figure that would give away an open question waits."""
+    key, trace, enc, pos = stage.step.key, stage.trace, stage.encoding, stage.position
+    if answer_hidden and key in QUESTION_STEPS:
+        st.caption("The figure shows once the lecturer reveals the model's answer.")
+        return
+    if key == "tokens":
+        st.html(token_chip_html(trace.tokens, enc.token_type_ids, enc.special_tokens_mask))
+    elif key == "ids":
+        _chart(ids_figure(trace.tokens, enc.position_ids, enc.token_type_ids), "ids", phone)
+    elif key == "embeddings":
+        _chart(embedding_window_figure(view(views.embedding_window, stage.inputs, stage.masked, start=0, size=48)),
+               "embeddings", phone)
+    elif key == "one_head":
+        target = 0 if stage.query is None else stage.query
+        data = view(walk.one_head_data, stage.inputs, stage.masked, layer=pos.layer, head=pos.head, query_index=target)
+        _chart(one_head_figure(data), "one_head", phone)
+    elif key == "many_heads":
+        layers = stage.model.config.num_hidden_layers
+        _chart(model_view_figure(view(views.model_view, stage.inputs, stage.masked),
+                                 tile_size=min(80, (300 if phone else 520) // layers)), "model_view", phone)
+    elif key == "residual":
+        _chart(residual_figure(view(walk.residual_changes, stage.inputs, stage.masked)), "residual", phone)
+    elif key == "mlm" and stage.model.has_mlm_head and stage.query is not None:
+        top = model_top(stage, 10 if not phone else 5)
+        _chart(topk_bar(top["token"].tolist(), top["probability"], views.prediction_title(enc, stage.query)), "mlm",
+               phone)
+    elif key == "nsp" and stage.model.has_nsp_head and trace.has_sentence_b:
+        _chart(nsp_bar(views.is_next_probability(trace.nsp_logits)), "nsp", phone)
+
+
+def pair_caption(position: Position) -> None:
+    """The pair the class looks at, as typed (escaped)."""
+    pair = f"**A:** {plain_markdown(position.text_a)}"
+    if position.text_b.strip():
+        pair += f"  \n**B:** {plain_markdown(position.text_b)}"
+    st.markdown(pair)
