@@ -10,7 +10,8 @@ def test_the_class_answers_figure_draws_the_counts_and_marks_the_model_answer():
     bar = fig.data[0]
     assert list(bar.x) == [3, 2, 0] and list(bar.y) == ["No", "Yes ← model", "&lt;b&gt;x&lt;/b&gt;"]
     assert list(bar.text) == ["3 (60%)", "2 (40%)", "0 (0%)"] and bar.marker.color[1] == MODEL_COLOUR
-    assert "5 students" in fig.layout.title.text
+    assert "5 students" in fig.layout.title.text and fig.layout.xaxis.dtick == 1  # whole students
+    assert class_answers_figure(["a", "b"], [23, 2], "a").layout.xaxis.dtick == 5
     with pytest.raises(ValueError, match="answers"):
         class_answers_figure(["a"], [1, 2], "a")
 

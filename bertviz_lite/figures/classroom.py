@@ -17,6 +17,11 @@ MODEL_COLOUR, CLASS_COLOUR, OTHER_COLOUR = "#2ca02c", "#1f77b4", "#9aa5b1"
 MAX_WORDS = 12  # the class's most frequent words shown; the rest are counted in the title
 
 
+def _student_ticks(largest: int) -> dict:
+    """Whole students on the axis (no 0.5 of a student): at most about five ticks."""
+    return {"dtick": max(1, -(-int(largest) // 5)), "tick0": 0}
+
+
 def _share_labels(counts: np.ndarray) -> list[str]:
     total = max(int(counts.sum()), 1)
     return [f"{int(c)} ({c / total:.0%})" for c in counts]
@@ -33,8 +38,9 @@ def class_answers_figure(answers: Sequence[str], counts: Sequence[int], model_an
         marker_color=[MODEL_COLOUR if a == model_answer else CLASS_COLOUR for a in answers],
         hovertemplate="%{y}: %{x} students<extra></extra>"))
     fig.update_layout(
-        title=f"{plain_label(title)}: {int(counts.sum())} students; green is the model's answer",
-        xaxis={"title": {"text": "students"}, "range": [0, max(1, int(counts.max(initial=0))) * 1.3]},
+        title=f"{plain_label(title)}: {int(counts.sum())} students",
+        xaxis={"title": {"text": "students"}, "range": [0, max(1, int(counts.max(initial=0))) * 1.3],
+               **_student_ticks(counts.max(initial=0))},
         yaxis={**category_axis(reverse=True), "automargin": True},
         height=max(240, 34 * counts.size + 120), margin={"t": 50, "b": 50, "r": 60, "l": 10}, showlegend=False)
     return fig
@@ -64,7 +70,8 @@ def class_cloze_figure(words: Sequence[str], counts: Sequence[int], model_words:
         textposition="outside", cliponaxis=False, marker_color=OTHER_COLOUR,
         hovertemplate="%{y}: %{x:.3f}<extra></extra>"), row=rows, col=cols)
     fig.update_yaxes(**category_axis(reverse=True), automargin=True)
-    fig.update_xaxes(range=[0, max(1, int(counts.max(initial=0))) * 1.35], title_text="students", row=1, col=1)
+    fig.update_xaxes(range=[0, max(1, int(counts.max(initial=0))) * 1.35], title_text="students", row=1, col=1,
+                     **_student_ticks(counts.max(initial=0)))
     fig.update_xaxes(range=[0, max(1e-9, float(probs.max(initial=0))) * 1.35], title_text="probability",
                      row=rows, col=cols)
     bars = max(min(counts.size, MAX_WORDS), probs.size)

@@ -6,7 +6,7 @@ the projector shows only the code.
 
 from __future__ import annotations
 
-import html
+import io
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import segno
@@ -19,6 +19,7 @@ from bertviz_lite.server.classroom import CLOZE, ClassError, Position
 from bertviz_lite.text.display import plain_markdown
 from pages.classroom._stage import (
     Stage,
+    chart,
     model_top,
     pair_caption,
     questions,
@@ -27,7 +28,6 @@ from pages.classroom._stage import (
     step_header,
 )
 from pages.common._sidebar import Inputs, current_inputs
-from pages.common._ui import plotly_config
 
 LEAD = "class_lead"  # (code, secret) of the class this session leads
 LEAD_PARAM = "lead"  # the private link's query parameter, removed from the URL once read
@@ -69,15 +69,15 @@ def start_button() -> None:
 
 
 def _join_panel(code: str) -> None:
-    """The code, large, and a QR code of the join link (drawn here, no network), for the projector."""
-    base = (st.context.url or "").split("?")[0] or "http://localhost:8501/Class"
+    """The code, large, and a QR code of the join link (drawn here as a PNG, no network), for the projector."""
+    base = (st.context.url or "").split("?")[0] or "http://localhost:8501/class"
     link = f"{base}?class={code}"
-    qr = segno.make(link, error="m").svg_inline(scale=1, border=2, omitsize=True)
-    st.html(f'<div style="text-align:center"><div style="font-size:0.95rem">Join at the QR code or with the code</div>'
-            f'<div class="bvl-join-code" style="font:700 2.6rem/1.1 monospace;letter-spacing:0.12em">{code}</div>'
-            f'<div style="width:100%;max-width:220px;margin:auto;background:white">{qr}</div>'
-            f'<div style="font-size:0.8rem;word-break:break-all">{html.escape(link)}</div></div>')
-    st.metric("Students", class_results.student_count(code), border=True)
+    qr = io.BytesIO()
+    segno.make(link, error="m").save(qr, kind="png", scale=8, border=2)
+    st.html(f'<div style="text-align:center;line-height:1.2">Join with the QR code or the code'
+            f'<div class="bvl-join-code" style="font:700 2.6rem/1.2 monospace;letter-spacing:0.1em">{code}</div></div>')
+    st.image(qr.getvalue(), width="stretch", caption=link)
+    st.metric("Students", class_results.student_count(code))
 
 
 def _go(to: int) -> None:
@@ -149,8 +149,7 @@ def _question_area(code: str, view: classroom.ClassView, stage: Stage) -> None:
         _live_count(code, question.id)
         return
     st.success(plain_markdown(question.explanation or f"The model's answer: {question.answer}."))
-    st.plotly_chart(distribution_figure(stage, question), key="class_distribution", width="stretch",
-                    config=plotly_config("class_answers"))
+    chart(distribution_figure(stage, question), "distribution", phone=False)
 
 
 def lead(code: str, secret: str) -> None:

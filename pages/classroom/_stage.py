@@ -99,9 +99,11 @@ def model_top(stage: Stage, k: int = 5):
     return views.top_predictions(stage.trace.mlm_logits, stage.tokenizer, stage.query, k)
 
 
-def _chart(fig, name: str, phone: bool) -> None:
+def chart(fig, name: str, phone: bool) -> None:
+    """A figure of the class, readable on the projector; on a phone without plotly's toolbar over its title."""
     fig = readable(fig, is_present() and not phone, max_height=SLIDE_BOTTOM - 260)  # below the question on a slide
-    st.plotly_chart(fig, key=f"class_{name}", config=plotly_config(name), width="stretch")
+    config = {**plotly_config(name), "displayModeBar": False} if phone else plotly_config(name)
+    st.plotly_chart(fig, key=f"class_{name}", config=config, width="stretch")
 
 
 def step_figure(stage: Stage, answer_hidden: bool, phone: bool = False) -> None:
@@ -113,26 +115,27 @@ def step_figure(stage: Stage, answer_hidden: bool, phone: bool = False) -> None:
     if key == "tokens":
         st.html(token_chip_html(trace.tokens, enc.token_type_ids, enc.special_tokens_mask))
     elif key == "ids":
-        _chart(ids_figure(trace.tokens, enc.position_ids, enc.token_type_ids), "ids", phone)
+        chart(ids_figure(trace.tokens, enc.position_ids, enc.token_type_ids), "ids", phone)
     elif key == "embeddings":
-        _chart(embedding_window_figure(view(views.embedding_window, stage.inputs, stage.masked, start=0, size=48)),
+        chart(embedding_window_figure(view(views.embedding_window, stage.inputs, stage.masked, start=0, size=48)),
                "embeddings", phone)
     elif key == "one_head":
         target = 0 if stage.query is None else stage.query
         data = view(walk.one_head_data, stage.inputs, stage.masked, layer=pos.layer, head=pos.head, query_index=target)
-        _chart(one_head_figure(data), "one_head", phone)
+        chart(one_head_figure(data), "one_head", phone)
     elif key == "many_heads":
         layers = stage.model.config.num_hidden_layers
-        _chart(model_view_figure(view(views.model_view, stage.inputs, stage.masked),
+        chart(model_view_figure(view(views.model_view, stage.inputs, stage.masked),
                                  tile_size=min(80, (300 if phone else 520) // layers)), "model_view", phone)
     elif key == "residual":
-        _chart(residual_figure(view(walk.residual_changes, stage.inputs, stage.masked)), "residual", phone)
+        chart(residual_figure(view(walk.residual_changes, stage.inputs, stage.masked)), "residual", phone)
     elif key == "mlm" and stage.model.has_mlm_head and stage.query is not None:
         top = model_top(stage, 10 if not phone else 5)
-        _chart(topk_bar(top["token"].tolist(), top["probability"], views.prediction_title(enc, stage.query)), "mlm",
-               phone)
+        title = "Top guesses at [MASK]" if phone else views.prediction_title(enc, stage.query)
+        chart(topk_bar(top["token"].tolist(), top["probability"], title), "mlm", phone)
     elif key == "nsp" and stage.model.has_nsp_head and trace.has_sentence_b:
-        _chart(nsp_bar(views.is_next_probability(trace.nsp_logits)), "nsp", phone)
+        probability = views.is_next_probability(trace.nsp_logits)
+        chart(nsp_bar(probability, title="Does B follow A?") if phone else nsp_bar(probability), "nsp", phone)
 
 
 def pair_caption(position: Position) -> None:

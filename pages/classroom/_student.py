@@ -12,8 +12,7 @@ from bertviz_lite.server import classroom
 from bertviz_lite.server.classroom import CLOZE, MAX_WORD_CHARS, ClassError
 from bertviz_lite.text.display import plain_markdown
 from pages.classroom._lecturer import POLL_S, distribution_figure
-from pages.classroom._stage import pair_caption, stage_for, step_figure, step_header
-from pages.common._ui import plotly_config
+from pages.classroom._stage import chart, pair_caption, stage_for, step_figure, step_header
 from pages.common._visitor import current_visitor
 
 JOINED = "class_joined"  # (code, student id) of the class this session follows
@@ -103,8 +102,8 @@ def follow(code: str, student: str) -> None:
     if view.question is not None:
         _ask(code, student, view)
         if view.revealed:
-            st.plotly_chart(distribution_figure(None if isinstance(stage, str) else stage, view.question, phone=True),
-                            key="class_distribution", width="stretch", config=plotly_config("class_answers"))
+            chart(distribution_figure(None if isinstance(stage, str) else stage, view.question, phone=True),
+                  "distribution", phone=True)
     if not isinstance(stage, str):
         step_figure(stage, answer_hidden=view.question is not None and not view.revealed, phone=True)
     st.caption(f"Class {view.code}: your screen follows the lecturer.")
