@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bertviz_lite.inspection import walkthrough as walk
 from tests.browser.driver import (
     EXCEPTION,
@@ -13,7 +15,14 @@ from tests.browser.driver import (
     wait_for_figure,
     wait_for_idle,
 )
-from tests.browser.server import ARTIFACTS
+from tests.browser.server import (
+    ARTIFACTS,
+    free_port,
+    open_front_page,
+    start_streamlit,
+    stop,
+    wait_until_healthy,
+)
 
 PHONE = {"width": 390, "height": 844}
 YES, NO = walk.NSP_OPTIONS
@@ -39,14 +48,29 @@ def _answer(page, option: str) -> None:
     page.get_by_text(f"Answer received: {option}").wait_for(timeout=10_000)
 
 
+@pytest.fixture
+def second_server(browser, streamlit_url):
+    """A second `streamlit run app.py` sharing the first one's database file (as two processes behind a balancer)."""
+    port = free_port()
+    process = start_streamlit(port, ARTIFACTS / "streamlit_second.log")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_healthy(url, process)
+        open_front_page(browser, url)  # a fresh server's first deep link would show "Page not found"
+        yield url
+    finally:
+        stop(process)
+
+
 @NEEDS_DEFAULT_MODEL
-def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(browser, streamlit_url):
+def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(browser, streamlit_url, second_server):
+    """The lecturer and the first student on one server, the second student on another sharing its database."""
     lecturer = new_page(browser, viewport={"width": 1280, "height": 720})
     open_page(lecturer, streamlit_url, "class")
     lecturer.get_by_role("button", name="Start a class").click()
     code = lecturer.locator(".bvl-join-code").inner_text(timeout=30_000).strip()
     wait_for_idle(lecturer)
-    first, second = _student(browser, streamlit_url, code), _student(browser, streamlit_url, code)
+    first, second = _student(browser, streamlit_url, code), _student(browser, second_server, code)
     first_again = first.context.new_page()  # the same phone in a second tab: the same student
     first_again.goto(f"{streamlit_url}/class?class={code}")
     first_again.get_by_text("Step 1 of 8").wait_for(timeout=30_000)
@@ -57,6 +81,7 @@ def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(brows
     for phone in (first, second, first_again):  # no click: their screens follow
         phone.get_by_role("button", name=YES, exact=True).wait_for(timeout=10_000)
         assert phone.get_by_text(f"Step 8 of 8: {NSP.title}").is_visible()
+    screenshot(second, ARTIFACTS / "class_student_question.png", max_height=844)
     _answer(first, YES)
     _answer(second, NO)
     first_again.get_by_role("button", name=NO, exact=True).click()
