@@ -88,3 +88,24 @@ def test_a_join_link_joins_and_a_wrong_code_or_lecturer_link_is_refused(tiny_fol
     assert "no class with this code" in shown(stranger)
     impostor = open_class(**{"class": code, "lead": "not-the-secret"})
     assert "not valid" in shown(impostor) and "class_lead" not in impostor.session_state
+
+
+def test_a_free_cloze_shows_the_class_words_beside_the_model_top_5_and_typed_words_as_text(tiny_folder):
+    lecturer = open_class(tiny_folder)
+    lecturer.button(key="class_start").click().run()
+    code, _ = lecturer.session_state["class_lead"]
+    lecturer.selectbox(key="class_step").set_value(walk.step_number("mlm")).run()
+    lecturer.button(key="class_ask_cloze").click().run()
+    no_exception(lecturer)
+    words = {}
+    for index, word in enumerate(["Mat", "mat", "[x](http://e.example)"]):
+        student = open_class(**{"class": code})
+        student.text_input(key=f"class_word_{classroom.current(code).question.id}").input(word)
+        next(b for b in student.button if b.label == "Send").click().run()
+        words[index] = shown(student)
+    assert "Answer received: **mat**" in words[0] and "**\\[x\\](http\\://e.example)**" in words[2]  # escaped, not a link
+    lecturer.button(key="class_reveal").click().run()
+    figure = json.loads(lecturer.get("plotly_chart")[0].proto.spec)
+    mine, model = figure["data"][:2]
+    assert list(mine["y"]) == ["mat", "[x](http://e.example)"] and list(array(mine["x"])) == [2, 1]
+    assert len(model["y"]) == 5 and model["y"][0] == classroom.current(code).question.answer
