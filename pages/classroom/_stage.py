@@ -26,7 +26,16 @@ from bertviz_lite.server import access
 from bertviz_lite.server.classroom import CHOICE, CLOZE, NewQuestion, Position
 from bertviz_lite.text.display import plain_markdown
 from pages.common._sidebar import DEFAULTS, Inputs
-from pages.common._ui import LOAD_ERRORS, SLIDE_BOTTOM, get_trace, is_present, load_model, plotly_config, view
+from pages.common._ui import (
+    CACHE_TTL_S,
+    LOAD_ERRORS,
+    SLIDE_BOTTOM,
+    get_trace,
+    is_present,
+    load_model,
+    plotly_config,
+    view,
+)
 
 CLASS_MAX_LENGTH = DEFAULTS["max_length"]
 QUESTION_STEPS = ("one_head", "mlm", "nsp")  # the walkthrough's steps that ask (pages/explore/0_Walkthrough.py)
@@ -100,42 +109,58 @@ def model_top(stage: Stage, k: int = 5):
 
 
 def chart(fig, name: str, phone: bool) -> None:
-    """A figure of the class, readable on the projector; on a phone without plotly's toolbar over its title."""
-    fig = readable(fig, is_present() and not phone, max_height=SLIDE_BOTTOM - 260)  # below the question on a slide
+    """A figure of the class; on a phone without plotly's toolbar over its title."""
     config = {**plotly_config(name), "displayModeBar": False} if phone else plotly_config(name)
     st.plotly_chart(fig, key=f"class_{name}", config=config, width="stretch")
 
 
-def step_figure(stage: Stage, answer_hidden: bool, phone: bool = False) -> None:
-    """The step's figure, as the walkthrough draws it; a figure that would give away an open question waits."""
+def _build(stage: Stage, phone: bool):
+    """(name, figure) of the step, as the walkthrough draws it; None for a step without one here."""
     key, trace, enc, pos = stage.step.key, stage.trace, stage.encoding, stage.position
-    if answer_hidden and key in QUESTION_STEPS:
-        st.caption("The figure shows once the lecturer reveals the model's answer.")
-        return
-    if key == "tokens":
-        st.html(token_chip_html(trace.tokens, enc.token_type_ids, enc.special_tokens_mask))
-    elif key == "ids":
-        chart(ids_figure(trace.tokens, enc.position_ids, enc.token_type_ids), "ids", phone)
-    elif key == "embeddings":
-        chart(embedding_window_figure(view(views.embedding_window, stage.inputs, stage.masked, start=0, size=48)),
-               "embeddings", phone)
-    elif key == "one_head":
+    if key == "ids":
+        return "ids", ids_figure(trace.tokens, enc.position_ids, enc.token_type_ids)
+    if key == "embeddings":
+        return "embeddings", embedding_window_figure(view(views.embedding_window, stage.inputs, stage.masked, start=0,
+                                                          size=48))
+    if key == "one_head":
         target = 0 if stage.query is None else stage.query
         data = view(walk.one_head_data, stage.inputs, stage.masked, layer=pos.layer, head=pos.head, query_index=target)
-        chart(one_head_figure(data), "one_head", phone)
-    elif key == "many_heads":
-        layers = stage.model.config.num_hidden_layers
-        chart(model_view_figure(view(views.model_view, stage.inputs, stage.masked),
-                                 tile_size=min(80, (300 if phone else 520) // layers)), "model_view", phone)
-    elif key == "residual":
-        chart(residual_figure(view(walk.residual_changes, stage.inputs, stage.masked)), "residual", phone)
-    elif key == "mlm" and stage.model.has_mlm_head and stage.query is not None:
-        top = model_top(stage, 10 if not phone else 5)
+        return "one_head", one_head_figure(data)
+    if key == "many_heads":
+        tiles = min(80, (300 if phone else 520) // stage.model.config.num_hidden_layers)
+        return "model_view", model_view_figure(view(views.model_view, stage.inputs, stage.masked), tile_size=tiles)
+    if key == "residual":
+        return "residual", residual_figure(view(walk.residual_changes, stage.inputs, stage.masked))
+    if key == "mlm" and stage.model.has_mlm_head and stage.query is not None:
+        top = model_top(stage, 5 if phone else 10)
         title = "Top guesses at [MASK]" if phone else views.prediction_title(enc, stage.query)
-        chart(topk_bar(top["token"].tolist(), top["probability"], title), "mlm", phone)
-    elif key == "nsp" and stage.model.has_nsp_head and trace.has_sentence_b:
+        return "mlm", topk_bar(top["token"].tolist(), top["probability"], title)
+    if key == "nsp" and stage.model.has_nsp_head and trace.has_sentence_b:
         probability = views.is_next_probability(trace.nsp_logits)
-        chart(nsp_bar(probability, title="Does B follow A?") if phone else nsp_bar(probability), "nsp", phone)
+        return "nsp", nsp_bar(probability, title="Does B follow A?") if phone else nsp_bar(probability)
+    return None
+
+
+# Every student of a class sees the same figure: it is built once (st.plotly_chart reads it, never changes it).
+@st.cache_resource(max_entries=32, ttl=CACHE_TTL_S, show_spinner=False)
+def shared_figure(position: Position, phone: bool, present: bool):
+    """The step's (name, figure) for this position, readable on a projector or a phone; None without one."""
+    stage = stage_for(position)
+    built = None if isinstance(stage, str) else _build(stage, phone)
+    if built is None:
+        return None
+    name, fig = built
+    return name, readable(fig, present and not phone, max_height=SLIDE_BOTTOM - 260)  # below the question on a slide
+
+
+def step_figure(stage: Stage, answer_hidden: bool, phone: bool = False) -> None:
+    """The step's figure; a figure that would give away an open question waits for the reveal."""
+    if answer_hidden and stage.step.key in QUESTION_STEPS:
+        st.caption("The figure shows once the lecturer reveals the model's answer.")
+    elif stage.step.key == "tokens":
+        st.html(token_chip_html(stage.trace.tokens, stage.encoding.token_type_ids, stage.encoding.special_tokens_mask))
+    elif (shared := shared_figure(stage.position, phone, is_present())) is not None:
+        chart(shared[1], shared[0], phone)
 
 
 def pair_caption(position: Position) -> None:
