@@ -59,8 +59,9 @@ def class_cloze_figure(words: Sequence[str], counts: Sequence[int], model_words:
     shown, rest = slice(0, MAX_WORDS), int(counts[MAX_WORDS:].sum())
     rows, cols = (2, 1) if stacked else (1, 2)
     others = f" (+{rest} more)" if rest else ""
-    fig = make_subplots(rows=rows, cols=cols, horizontal_spacing=0.18, vertical_spacing=0.16,
-                        subplot_titles=(f"The class: {int(counts.sum())} words{others}", "BERT's top 5"))
+    total = int(counts.sum())
+    fig = make_subplots(rows=rows, cols=cols, horizontal_spacing=0.18, vertical_spacing=0.3,
+                        subplot_titles=(f"The class: {total} answer{'' if total == 1 else 's'}{others}", "BERT's top 5"))
     fig.add_trace(go.Bar(
         x=counts[shown], y=[plain_label(w) for w in words[shown]], orientation="h", text=_share_labels(counts)[shown],
         textposition="outside", cliponaxis=False, hovertemplate="%{y}: %{x} students<extra></extra>",

@@ -13,6 +13,7 @@ import segno
 import streamlit as st
 
 from bertviz_lite.figures.classroom import class_answers_figure, class_cloze_figure
+from bertviz_lite.figures.style import readable
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.server import class_results, classroom
 from bertviz_lite.server.classroom import CLOZE, ClassError, Position
@@ -28,10 +29,12 @@ from pages.classroom._stage import (
     step_header,
 )
 from pages.common._sidebar import Inputs, current_inputs
+from pages.common._ui import SLIDE_BOTTOM, is_present
 
 LEAD = "class_lead"  # (code, secret) of the class this session leads
 LEAD_PARAM = "lead"  # the private link's query parameter, removed from the URL once read
 STEP, LAYER, HEAD = "class_step", "class_layer", "class_head"
+ANSWERS_MAX_HEIGHT = SLIDE_BOTTOM - 450  # on a 1280 × 720 slide the class's answers start ~450 px down
 POLL_S = 1.0  # the projector's live count, and how often students' screens look for a move
 
 
@@ -113,7 +116,7 @@ def _question_controls(code: str, secret: str, stage: Stage, view: classroom.Cla
         st.caption("This step asks no question; Next goes on (steps with questions: one head, MLM, NSP).")
     columns = st.columns(len(choices) + 1)
     for column, (label, question) in zip(columns, choices.items(), strict=False):
-        column.button(f"Ask: {label.lower()}", key=f"class_ask_{question.kind}", on_click=_act, width="stretch",
+        column.button(label, key=f"class_ask_{question.kind}", on_click=_act, width="stretch",
                       args=(classroom.ask, code, secret, question), icon=":material/help:",
                       type="secondary" if asked else "primary")
     if asked and not view.revealed:
@@ -136,8 +139,10 @@ def distribution_figure(stage: Stage | None, question: classroom.AskedQuestion, 
     answers, counts = [a for a, _ in spread.answers], [c for _, c in spread.answers]
     if question.kind == CLOZE and stage is not None:
         top = model_top(stage)
-        return class_cloze_figure(answers, counts, top["token"].tolist(), top["probability"], stacked=phone)
-    return class_answers_figure(answers, counts, question.answer)
+        fig = class_cloze_figure(answers, counts, top["token"].tolist(), top["probability"], stacked=phone)
+    else:
+        fig = class_answers_figure(answers, counts, question.answer)
+    return readable(fig, is_present() and not phone, max_height=ANSWERS_MAX_HEIGHT)
 
 
 def _question_area(code: str, view: classroom.ClassView, stage: Stage) -> None:

@@ -39,6 +39,8 @@ from pages.common._ui import (
 
 CLASS_MAX_LENGTH = DEFAULTS["max_length"]
 QUESTION_STEPS = ("one_head", "mlm", "nsp")  # the walkthrough's steps that ask (pages/explore/0_Walkthrough.py)
+FIGURE_MAX_HEIGHT = SLIDE_BOTTOM - 260  # in presentation mode, below the step's question on a 1280 × 720 slide
+PROJECTOR_ONLY = ("embeddings",)  # five wide heatmaps side by side: unreadable at 390 px
 CLOZE_PROMPT = "What word will BERT put in place of [MASK]? Type one word."
 
 
@@ -85,17 +87,17 @@ def questions(stage: Stage) -> dict[str, NewQuestion]:
     if key == "one_head":
         target = 0 if stage.query is None else stage.query
         asked = view(walk.attention_question, stage.inputs, stage.masked, layer=pos.layer, head=pos.head, query=target)
-        return {"The walkthrough's question": _choice(asked)}
+        return {"Ask the question": _choice(asked)}
     if key == "mlm" and stage.model.has_mlm_head and stage.query is not None:
         original = stage.encoding.tokens[stage.query] if stage.masked else None
         top = model_top(stage)
         cloze = NewQuestion(CLOZE, CLOZE_PROMPT, tuple(top["token"]), top["token"].iloc[0],
                             f"The model's top guess is “{top['token'].iloc[0]}” ({top['probability'].iloc[0]:.0%}).")
-        return {"The walkthrough's question": _choice(walk.mlm_question(trace.mlm_logits, stage.tokenizer,
+        return {"Ask the question": _choice(walk.mlm_question(trace.mlm_logits, stage.tokenizer,
                                                                         stage.query, original)),
-                "A free cloze": cloze}
+                "Ask a free cloze": cloze}
     if key == "nsp" and stage.model.has_nsp_head and trace.has_sentence_b:
-        return {"The walkthrough's question": _choice(walk.nsp_question(views.is_next_probability(trace.nsp_logits)))}
+        return {"Ask the question": _choice(walk.nsp_question(views.is_next_probability(trace.nsp_logits)))}
     return {}
 
 
@@ -150,13 +152,17 @@ def shared_figure(position: Position, phone: bool, present: bool):
     if built is None:
         return None
     name, fig = built
-    return name, readable(fig, present and not phone, max_height=SLIDE_BOTTOM - 260)  # below the question on a slide
+    if phone and name not in ("mlm", "nsp"):  # a long title is cut at 390 px; the step's heading says what it is
+        fig.update_layout(title=None, margin_t=30)
+    return name, readable(fig, present and not phone, max_height=FIGURE_MAX_HEIGHT)
 
 
 def step_figure(stage: Stage, answer_hidden: bool, phone: bool = False) -> None:
     """The step's figure; a figure that would give away an open question waits for the reveal."""
     if answer_hidden and stage.step.key in QUESTION_STEPS:
         st.caption("The figure shows once the lecturer reveals the model's answer.")
+    elif phone and stage.step.key in PROJECTOR_ONLY:
+        st.caption("This step's figure is too wide for a phone: it is on the projector.")
     elif stage.step.key == "tokens":
         st.html(token_chip_html(stage.trace.tokens, stage.encoding.token_type_ids, stage.encoding.special_tokens_mask))
     elif (shared := shared_figure(stage.position, phone, is_present())) is not None:

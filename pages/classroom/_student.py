@@ -104,7 +104,8 @@ def follow(code: str, student: str) -> None:
         if view.revealed:
             chart(distribution_figure(None if isinstance(stage, str) else stage, view.question, phone=True),
                   "distribution", phone=True)
-    if not isinstance(stage, str):
+    cloze_shown = view.question is not None and view.question.kind == CLOZE and view.revealed  # it has the top 5
+    if not isinstance(stage, str) and not cloze_shown:
         step_figure(stage, answer_hidden=view.question is not None and not view.revealed, phone=True)
     st.caption(f"Class {view.code}: your screen follows the lecturer.")
     _follow(code, student, view.version)

@@ -76,7 +76,7 @@ def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(brows
     first_again.get_by_text("Step 1 of 8").wait_for(timeout=30_000)
 
     choose_option(lecturer, "class_step", NSP.title)
-    lecturer.get_by_role("button", name="Ask: the walkthrough's question").click()
+    lecturer.get_by_role("button", name="Ask the question").click()
     wait_for_idle(lecturer)
     for phone in (first, second, first_again):  # no click: their screens follow
         phone.get_by_role("button", name=YES, exact=True).wait_for(timeout=10_000)
