@@ -24,6 +24,7 @@ from tests.browser.server import (
     wait_until_healthy,
 )
 
+pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 PHONE = {"width": 390, "height": 844}
 YES, NO = walk.NSP_OPTIONS
 NSP = walk.STEPS[walk.step_number("nsp") - 1]
@@ -49,12 +50,13 @@ def _answer(page, option: str) -> None:
 
 
 @pytest.fixture
-def second_server(browser, streamlit_url):
+def second_server(request, browser):
     """A second `streamlit run app.py` sharing the first one's database file (as two processes behind a balancer)."""
     port = free_port()
     process = start_streamlit(port, ARTIFACTS / "streamlit_second.log")
     url = f"http://127.0.0.1:{port}"
     try:
+        request.getfixturevalue("streamlit_url")  # the shared server starts (if not yet up) while this one does
         wait_until_healthy(url, process)
         open_front_page(browser, url)  # a fresh server's first deep link would show "Page not found"
         yield url
@@ -62,7 +64,6 @@ def second_server(browser, streamlit_url):
         stop(process)
 
 
-@NEEDS_DEFAULT_MODEL
 def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(browser, streamlit_url, second_server):
     """The lecturer and the first student on one server, the second student on another sharing its database."""
     lecturer = new_page(browser, viewport={"width": 1280, "height": 720})
