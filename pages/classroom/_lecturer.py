@@ -32,26 +32,47 @@ from pages.common._sidebar import Inputs, current_inputs
 from pages.common._ui import SLIDE_BOTTOM, is_present
 
 LEAD = "class_lead"  # (code, secret) of the class this session leads
+LEAD_COOKIE = "bvl_class_lead"  # CODE.SECRET, so that a reload of the lecturer's page still leads the class
 LEAD_PARAM = "lead"  # the private link's query parameter, removed from the URL once read
 STEP, LAYER, HEAD = "class_step", "class_layer", "class_head"
 ANSWERS_MAX_HEIGHT = SLIDE_BOTTOM - 450  # on a 1280 × 720 slide the class's answers start ~450 px down
 POLL_S = 1.0  # the projector's live count, and how often students' screens look for a move
 
 
+def _take_up(code: str, secret: str) -> bool:
+    """This session leads the class from where it is, if `secret` is its lecturer's and it has not ended."""
+    view = classroom.current(code) if classroom.is_lecturer(code, secret) else None
+    if view is None:
+        return False
+    position = view.position  # the pair comes with the page's URL (a=, b=), which the sidebar read
+    st.session_state.update({LEAD: (code, secret), STEP: position.step, LAYER: position.layer, HEAD: position.head})
+    return True
+
+
 def leading() -> tuple[str, str] | None:
-    """(code, secret) when this session leads a class; a private link (?class=…&lead=…) is checked and kept."""
+    """(code, secret) when this session leads a class: kept in the session, else from a private link
+    (?class=…&lead=…) or this browser's lecturer cookie (a reload), each checked first."""
     secret = st.query_params.get(LEAD_PARAM)
     if secret:
         del st.query_params[LEAD_PARAM]  # off the projector's address bar
-        code = classroom.normalise_code(st.query_params.get("class", ""))
-        view = classroom.current(code) if classroom.is_lecturer(code, secret) else None
-        if view is not None:  # this tab takes up the class where it is (the pair comes with the link's a= and b=)
-            st.session_state[LEAD] = (code, secret)
-            position = view.position
-            st.session_state.update({STEP: position.step, LAYER: position.layer, HEAD: position.head})
-        else:
+        if not _take_up(classroom.normalise_code(st.query_params.get("class", "")), secret):
             st.error("This lecturer's link is not valid (or its class has ended).")
+    elif LEAD not in st.session_state:
+        kept = st.context.cookies.get(LEAD_COOKIE)
+        code, _, secret = kept.partition(".") if isinstance(kept, str) else ("", "", "")
+        if secret:
+            _take_up(code, secret)
     return st.session_state.get(LEAD)
+
+
+def _remember_lead(code: str, secret: str) -> None:
+    """Once per session, keep the class's code and key in a cookie of this browser, so a reload still leads it."""
+    if st.session_state.get("class_lead_cookie") == code:
+        return
+    st.session_state["class_lead_cookie"] = code
+    age = int(classroom.CLASS_HOURS * 3600)  # code: CODE_ALPHABET, secret: URL-safe base64, so both are cookie-safe
+    st.html(f"<script>window.parent.document.cookie = '{LEAD_COOKIE}={code}.{secret}; path=/; max-age={age}; "
+            f"SameSite=Strict';</script>", unsafe_allow_javascript=True)
 
 
 def _position(inputs: Inputs) -> Position:
@@ -165,6 +186,7 @@ def lead(code: str, secret: str) -> None:
         _downloads(code, secret)
         st.button("Start a new class", key="class_new", on_click=st.session_state.pop, args=(LEAD, None))
         return
+    _remember_lead(code, secret)
     main, side = st.columns([3, 1], gap="medium")
     with side:
         _join_panel(code)

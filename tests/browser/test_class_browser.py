@@ -100,5 +100,10 @@ def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(brows
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     screenshot(lecturer, ARTIFACTS / "class_lecturer.png", max_height=720)
     screenshot(second, ARTIFACTS / "class_student.png", max_height=844)
+    lecturer.reload()  # a new session: the lecturer's cookie brings the class back where it was
+    lecturer.get_by_role("button", name="Reveal the model's answer").or_(lecturer.locator(".bvl-join-code")).first\
+        .wait_for(timeout=30_000)
+    assert lecturer.locator(".bvl-join-code").inner_text().strip() == code
+    assert lecturer.get_by_text(f"Step 8 of 8: {NSP.title}").is_visible()
     for page in (lecturer, first, second):
         page.context.close()
