@@ -53,6 +53,7 @@ def test_a_student_follows_the_lecturer_answers_once_and_the_projector_counts(ti
     next(b for b in student.button if b.label == "Join the class").click().run()
     no_exception(student)
     assert "Step 1 of 8" in student.subheader[0].value
+    assert not [w for w in (*student.main.button, *student.main.selectbox) if w.key and w.key.startswith("class_")]  # no controls
 
     lecturer.selectbox(key="class_step").set_value(NSP_STEP).run()
     lecturer.button(key="class_ask_choice").click().run()
