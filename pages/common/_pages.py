@@ -1,5 +1,4 @@
-"""Every page of the app, declared once: app.py's navigation, each page's link fields (_share.py) and the
-tests' page lists all come from PAGES."""
+"""Every page of the app, declared once in PAGES: app.py's navigation, each page's link fields (_share.py), tests' lists."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from bertviz_lite.inspection.views.tabs import (
     ViewTab,
 )
 
-EXPLORE, TRAIN = "Explore a sentence pair", "Train"
+EXPLORE, TRAIN, TEACH = "Explore a sentence pair", "Train", "Teach"
 
 
 @dataclass(frozen=True)
@@ -64,6 +63,7 @@ PAGES = (
     PageSpec("pages/train/5_Train.py", "Train", ":material/model_training:", TRAIN, url_path="train"),
     PageSpec("pages/train/6_Compare_runs.py", "Compare runs", ":material/compare:", TRAIN, url_path="compare"),
     PageSpec("pages/train/7_Checkpoints.py", "Checkpoints", ":material/inventory_2:", TRAIN, url_path="checkpoints"),
+    PageSpec("pages/classroom/8_Class.py", "Live class", ":material/co_present:", TEACH, url_path="class"),
 )
 
 

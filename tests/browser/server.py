@@ -35,7 +35,8 @@ def start_streamlit(port: int, log_path: Path) -> subprocess.Popen:
         "--server.fileWatcherType", "none",
     ]
     log = open(log_path, "w")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
+    env = {"BERTVIZ_LITE_DATA_DIR": str(ARTIFACTS / "data"), **os.environ}  # the live class's database: not data/
+    return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
 
 
 def wait_until_healthy(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:

@@ -1,0 +1,287 @@
+"""Live class load: one `streamlit run app.py`, one lecturer and N students on the Live class page.
+
+Every participant is a client of Streamlit's websocket protocol (as bench/classroom_load.py, whose request
+builder and helpers this reuses), and behaves like a browser: it sends the fragment reruns that a
+`st.fragment(run_every=…)` asks for (ForwardMsg auto_rerun) on their timer. The lecturer starts a class; the
+students open `/class?class=CODE` (the QR code's link) with a small random jitter; the lecturer presses Next
+--moves times; then asks the walkthrough's question and each student presses one answer.
+
+    python bench/live_classroom.py [--students 100] [--moves 3]
+
+Prints, as key=value lines:
+  students=                  how many students were on the page when the lecturer started moving
+  p95_follow_s=              from the lecturer's Next (request sent) until a student's page shows that step's
+                             heading, over every student and move (nearest-rank p95)
+  p95_answer_to_projector_s= from a student's answer (request sent) until the lecturer's live count includes it
+                             (the k-th acknowledged answer counts as included once the projector shows >= k)
+  errors=                    exceptions or st.error shown, timeouts, disconnects, answers refused
+  answers_lost=              acknowledged answers ("Answer received" shown) missing from the database afterwards
+  idle_poll_cpu_percent=     the server's CPU while the N students only poll (no moves), in % of one core
+  current_select_us=         one classroom.current() (the students' poll: one indexed SELECT), in this process
+
+Goals (issue 21): 100 students, p95 follow and answer-to-projector < 2 s, 0 errors, 0 answers lost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from streamlit.proto.Alert_pb2 import Alert  # noqa: E402
+from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
+from websockets.asyncio.client import connect  # noqa: E402
+
+from bench.classroom_load import CLIENT, LOOPBACK, describe_machine, percentile, rerun_request  # noqa: E402
+from bertviz_lite.server import class_results, database  # noqa: E402
+from bertviz_lite.server import classroom as live  # noqa: E402
+from tests.browser.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
+
+PAGE = "class"  # url_path of pages/classroom/8_Class.py
+STEP_HEADING = re.compile(r"Step (\d+) of \d+")
+JOIN_CODE = re.compile(r'bvl-join-code[^>]*>([A-Z0-9]+)<')
+ANSWERS = re.compile(r"(\d+) of (\d+)")
+
+
+@dataclass
+class Participant:
+    """One websocket session and what its screen showed, with the times (perf_counter) it showed them."""
+
+    name: str
+    query: str = ""
+    steps: dict[int, float] = field(default_factory=dict)  # step number -> first time its heading arrived
+    widget_ids: dict[str, str] = field(default_factory=dict)  # user key -> widget id
+    page_hash: str = ""
+    join_code: str = ""
+    acknowledged: float | None = None  # "Answer received" arrived
+    counts: list[tuple[float, int]] = field(default_factory=list)  # the projector's (time, answers so far)
+    errors: list[str] = field(default_factory=list)
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+    ws: object = None
+    timers: dict[str, asyncio.Task] = field(default_factory=dict)
+
+    def note(self, msg: ForwardMsg) -> None:
+        now, kind = time.perf_counter(), msg.WhichOneof("type")
+        if kind == "navigation":
+            self.page_hash = msg.navigation.page_script_hash
+        elif kind == "auto_rerun" and msg.auto_rerun.fragment_id not in self.timers:
+            self.timers[msg.auto_rerun.fragment_id] = asyncio.create_task(
+                self.poll(msg.auto_rerun.fragment_id, msg.auto_rerun.interval))
+        elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            self.note_element(msg.delta.new_element, now)
+        elif kind == "script_finished":
+            self.finished.set()
+
+    def note_element(self, element, now: float) -> None:
+        kind = element.WhichOneof("type")
+        widget = getattr(getattr(element, kind), "id", "") if kind in ("button", "selectbox") else ""
+        if widget:
+            self.widget_ids[widget.rsplit("-", 1)[-1]] = widget
+        if kind == "heading" and (step := STEP_HEADING.search(element.heading.body)):
+            self.steps.setdefault(int(step.group(1)), now)
+        elif kind == "html" and (code := JOIN_CODE.search(element.html.body)):
+            self.join_code = code.group(1)
+        elif kind == "alert" and "Answer received" in element.alert.body:
+            self.acknowledged = self.acknowledged or now
+        elif kind == "alert" and element.alert.format in (Alert.ERROR, Alert.WARNING):
+            self.errors.append(f"{self.name}: shown: {element.alert.body[:160]}")
+        elif kind == "exception":
+            self.errors.append(f"{self.name}: exception: {element.exception.message[:160]}")
+        elif kind == "metric" and element.metric.label == "Answers so far":
+            self.counts.append((now, int(ANSWERS.search(element.metric.body).group(1))))
+
+    async def send(self, back: BackMsg) -> float:
+        self.finished.clear()
+        sent = time.perf_counter()
+        await self.ws.send(back.SerializeToString())
+        return sent
+
+    async def click(self, key: str) -> float:
+        """Press the button with this user key (a rerun with its trigger set), as a browser does."""
+        back = rerun_request(page_hash=self.page_hash)
+        back.rerun_script.query_string = self.query
+        state = back.rerun_script.widget_states.widgets.add()
+        state.id, state.trigger_value = self.widget_ids[key], True
+        return await self.send(back)
+
+    async def poll(self, fragment_id: str, interval: float) -> None:
+        """A browser's timer for st.fragment(run_every=…): a fragment-scoped rerun every `interval` s."""
+        while True:
+            await asyncio.sleep(interval)
+            back = rerun_request(page_hash=self.page_hash)
+            back.rerun_script.query_string = self.query
+            back.rerun_script.fragment_id, back.rerun_script.is_auto_rerun = fragment_id, True
+            await self.ws.send(back.SerializeToString())
+
+    async def read(self) -> None:
+        async for raw in self.ws:
+            msg = ForwardMsg()
+            msg.ParseFromString(raw)
+            self.note(msg)
+
+    async def open(self, port: int, timeout: float) -> None:
+        self.ws = await connect(f"ws://{LOOPBACK}:{port}/_stcore/stream", subprotocols=["streamlit"], max_size=None,
+                                proxy=None, ping_interval=None, open_timeout=timeout)
+        asyncio.create_task(self.read())
+        back = rerun_request(page_name=PAGE)
+        back.rerun_script.query_string = self.query
+        await self.send(back)
+        await asyncio.wait_for(self.finished.wait(), timeout)
+
+    async def close(self) -> None:
+        for task in self.timers.values():
+            task.cancel()
+        await self.ws.close()
+
+
+async def wait_for(condition, timeout: float, what: str, errors: list[str]) -> bool:
+    deadline = time.perf_counter() + timeout
+    while not condition():
+        if time.perf_counter() > deadline:
+            errors.append(f"timeout: {what}")
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+async def join_students(port: int, code: str, count: int, args, rng: random.Random) -> list[Participant]:
+    students = [Participant(f"student {i}", query=f"class={code}") for i in range(count)]
+
+    async def arrive(student: Participant) -> None:
+        await asyncio.sleep(rng.uniform(0, args.jitter))
+        try:
+            await student.open(port, args.timeout)
+        except (OSError, TimeoutError, asyncio.TimeoutError) as err:
+            student.errors.append(f"{student.name}: could not open the page: {err!r}")
+
+    await asyncio.gather(*(arrive(s) for s in students))
+    return students
+
+
+async def moves(lecturer: Participant, students: list[Participant], args, errors: list[str]) -> list[float]:
+    """The lecturer presses Next; the seconds until each student's page shows the new step."""
+    follow = []
+    for move in range(args.moves):
+        step = move + 2
+        sent = await lecturer.click("class_next")
+        await wait_for(lambda s=step: all(s in student.steps for student in students), args.timeout,
+                       f"every student showing step {step}", errors)
+        follow += [student.steps[step] - sent for student in students if step in student.steps]
+    return follow
+
+
+async def answers(lecturer: Participant, students: list[Participant], args, rng: random.Random,
+                  errors: list[str]) -> tuple[list[float], int]:
+    """The lecturer asks; every student presses an option; seconds until the projector counts each answer."""
+    await lecturer.click("class_ask_choice")
+    ready = await wait_for(lambda: all(any(k.startswith("class_option_") for k in s.widget_ids) for s in students),
+                           args.timeout, "every student showing the answer buttons", errors)
+    if not ready:
+        return [], 0
+
+    async def press(student: Participant) -> float:
+        await asyncio.sleep(rng.uniform(0, args.jitter))
+        option = rng.choice(sorted(k for k in student.widget_ids if k.startswith("class_option_")))
+        return await student.click(option)
+
+    sent = await asyncio.gather(*(press(s) for s in students))
+    await wait_for(lambda: all(s.acknowledged for s in students), args.timeout, "every answer acknowledged", errors)
+    acked = sorted((s.acknowledged, t) for s, t in zip(students, sent, strict=True) if s.acknowledged)
+    await wait_for(lambda: lecturer.counts and lecturer.counts[-1][1] >= len(acked), args.timeout,
+                   "the projector counting every acknowledged answer", errors)
+    to_projector = []
+    for rank, (_, sent_at) in enumerate(acked, start=1):
+        shown = next((at for at, count in lecturer.counts if count >= rank and at >= sent_at), None)
+        if shown is not None:
+            to_projector.append(shown - sent_at)
+    return to_projector, len(acked)
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def session(port: int, server_pid: int, args) -> dict:
+    rng, errors = random.Random(args.seed), []
+    lecturer = Participant("lecturer")
+    await lecturer.open(port, args.timeout)
+    await lecturer.click("class_start")
+    await wait_for(lambda: lecturer.join_code, args.timeout, "the join code", errors)
+    lecturer.query = f"class={lecturer.join_code}"
+    students = await join_students(port, lecturer.join_code, args.students, args, rng)
+    await wait_for(lambda: all(1 in s.steps for s in students), args.timeout, "every student on step 1", errors)
+    before = cpu_seconds(server_pid)
+    await asyncio.sleep(args.idle)  # everyone only polls: the cost of following
+    idle_cpu = (cpu_seconds(server_pid) - before) / args.idle * 100
+    follow = await moves(lecturer, students, args, errors)
+    to_projector, acknowledged = await answers(lecturer, students, args, rng, errors)
+    question = live.current(lecturer.join_code).question
+    counted = class_results.answer_count(question.id) if question else 0
+    for participant in (lecturer, *students):
+        errors += participant.errors
+        await participant.close()
+    return {"students": sum(1 in s.steps for s in students), "follow": follow, "to_projector": to_projector,
+            "errors": errors, "answers_lost": max(0, acknowledged - counted), "idle_cpu": idle_cpu}
+
+
+def select_cost_us(code: str, repeats: int = 2000) -> float:
+    start = time.perf_counter()
+    for _ in range(repeats):
+        live.current(code, "0" * 32)
+    return (time.perf_counter() - start) / repeats * 1e6
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=100)
+    parser.add_argument("--moves", type=int, default=3, help="times the lecturer presses Next (from step 1)")
+    parser.add_argument("--jitter", type=float, default=2.0, help="students arrive and answer within this many s")
+    parser.add_argument("--idle", type=float, default=10.0, help="seconds of polling only, for its CPU cost")
+    parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    print(describe_machine())
+    print(f"Client: {CLIENT}; one lecturer and {args.students} students, {args.moves} moves, jitter {args.jitter:g} s")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="live_classroom_") as data:
+        os.environ[database.DATA_DIR_SETTING] = data  # the server and this script share one fresh database
+        port = free_port()
+        server = start_streamlit(port, ARTIFACTS / "live_classroom_streamlit.log")
+        try:
+            wait_until_healthy(f"http://{LOOPBACK}:{port}", server)
+            result = asyncio.run(session(port, server.pid, args))
+        finally:
+            stop(server)
+        code, _ = live.start_class(live.Position("x", "a", "b"))
+        select_us = select_cost_us(code)
+        database.close_all()
+    for error in result["errors"][:10]:
+        print(f"  error: {error}")
+    print(f"students={result['students']}")
+    print(f"p95_follow_s={percentile(result['follow'], 95):.2f}")
+    print(f"p95_answer_to_projector_s={percentile(result['to_projector'], 95):.2f}")
+    print(f"errors={len(result['errors'])}")
+    print(f"answers_lost={result['answers_lost']}")
+    print(f"idle_poll_cpu_percent={result['idle_cpu']:.0f}")
+    print(f"current_select_us={select_us:.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

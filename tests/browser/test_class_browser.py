@@ -1,0 +1,109 @@
+"""A live class in chromium: one lecturer at 1280 × 720, two students on phones (390 × 844) in their own contexts."""
+
+from __future__ import annotations
+
+import pytest
+
+from bertviz_lite.inspection import walkthrough as walk
+from tests.browser.driver import (
+    EXCEPTION,
+    NEEDS_DEFAULT_MODEL,
+    choose_option,
+    new_page,
+    open_page,
+    screenshot,
+    wait_for_figure,
+    wait_for_idle,
+)
+from tests.browser.server import (
+    ARTIFACTS,
+    free_port,
+    open_front_page,
+    start_streamlit,
+    stop,
+    wait_until_healthy,
+)
+
+pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
+PHONE = {"width": 390, "height": 844}
+YES, NO = walk.NSP_OPTIONS
+NSP = walk.STEPS[walk.step_number("nsp") - 1]
+# The class's answers as the projector's chart draws them: {answer: students}.
+_BARS = """() => {
+  const gd = document.querySelector('.st-key-class_distribution .js-plotly-plot');
+  const bars = gd._fullData[0];
+  return Object.fromEntries(Array.from(bars.y, (label, i) => [label.replace(' ← model', ''), Number(bars.x[i])]));
+}"""
+
+
+def _student(browser, url: str, code: str):
+    page = new_page(browser, viewport=PHONE, is_mobile=True, has_touch=True)
+    page.goto(f"{url}/class?class={code}")
+    page.get_by_text("Step 1 of 8").wait_for(timeout=60_000)
+    wait_for_idle(page)
+    return page
+
+
+def _answer(page, option: str) -> None:
+    page.get_by_role("button", name=option, exact=True).click()
+    page.get_by_text(f"Answer received: {option}").wait_for(timeout=10_000)
+
+
+@pytest.fixture
+def second_server(request, browser):
+    """A second `streamlit run app.py` sharing the first one's database file (as two processes behind a balancer)."""
+    port = free_port()
+    process = start_streamlit(port, ARTIFACTS / "streamlit_second.log")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        request.getfixturevalue("streamlit_url")  # the shared server starts (if not yet up) while this one does
+        wait_until_healthy(url, process)
+        open_front_page(browser, url)  # a fresh server's first deep link would show "Page not found"
+        yield url
+    finally:
+        stop(process)
+
+
+def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(browser, streamlit_url, second_server):
+    """The lecturer and the first student on one server, the second student on another sharing its database."""
+    lecturer = new_page(browser, viewport={"width": 1280, "height": 720})
+    open_page(lecturer, streamlit_url, "class")
+    lecturer.get_by_role("button", name="Start a class").click()
+    code = lecturer.locator(".bvl-join-code").inner_text(timeout=30_000).strip()
+    wait_for_idle(lecturer)
+    first, second = _student(browser, streamlit_url, code), _student(browser, second_server, code)
+    first_again = first.context.new_page()  # the same phone in a second tab: the same student
+    first_again.goto(f"{streamlit_url}/class?class={code}")
+    first_again.get_by_text("Step 1 of 8").wait_for(timeout=30_000)
+
+    choose_option(lecturer, "class_step", NSP.title)
+    lecturer.get_by_role("button", name="Ask the question").click()
+    wait_for_idle(lecturer)
+    for phone in (first, second, first_again):  # no click: their screens follow
+        phone.get_by_role("button", name=YES, exact=True).wait_for(timeout=10_000)
+        assert phone.get_by_text(f"Step 8 of 8: {NSP.title}").is_visible()
+    screenshot(second, ARTIFACTS / "class_student_question.png", max_height=844)
+    _answer(first, YES)
+    _answer(second, NO)
+    first_again.get_by_role("button", name=NO, exact=True).click()
+    first_again.get_by_text("already answered this question").wait_for(timeout=10_000)
+    assert first_again.get_by_text(f"Answer received: {YES}").is_visible()
+
+    lecturer.locator('[data-testid="stMetricValue"]', has_text="2 of 2").wait_for(timeout=10_000)
+    lecturer.get_by_role("button", name="Reveal the model's answer").click()
+    wait_for_figure(lecturer, "class_distribution")
+    assert lecturer.evaluate(_BARS) == {YES: 1, NO: 1}
+    wait_for_figure(second, "class_distribution")  # the phones show the class's answers after the reveal
+    assert second.evaluate(_BARS) == {YES: 1, NO: 1}
+    for page in (lecturer, first, second, first_again):
+        assert page.locator(EXCEPTION).count() == 0
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    screenshot(lecturer, ARTIFACTS / "class_lecturer.png", max_height=720)
+    screenshot(second, ARTIFACTS / "class_student.png", max_height=844)
+    lecturer.reload()  # a new session: the lecturer's cookie brings the class back where it was
+    lecturer.get_by_role("button", name="Reveal the model's answer").or_(lecturer.locator(".bvl-join-code")).first\
+        .wait_for(timeout=30_000)
+    assert lecturer.locator(".bvl-join-code").inner_text().strip() == code
+    assert lecturer.get_by_text(f"Step 8 of 8: {NSP.title}").is_visible()
+    for page in (lecturer, first, second):
+        page.context.close()
