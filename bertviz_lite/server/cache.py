@@ -12,6 +12,7 @@ next used, so a class that leaves keeps its last 512-token traces (~100 MB each)
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -34,6 +35,8 @@ T = TypeVar("T")
 MB = 1024 * 1024
 SAMPLED_ITEMS = 256  # a long list's size is extrapolated from this many items (hover texts can be 262,144 strings)
 RELEASE_FROM_BYTES = 16 * MB  # a sweep that frees this much gives the memory back to the system
+COLLECT_EVERY_S = 30.0  # while a dropped large value is still alive, a full collection at most this often
+GROWS_WITHIN_S = 10.0  # a growing entry is measured again by each sweep this long after it was last used
 
 
 @dataclass
@@ -59,13 +62,17 @@ class SharedCache:
     """A thread-safe, single-flight LRU cache bounded by entries, bytes and idle time (see the module's docstring)."""
 
     def __init__(self, max_entries: int, max_bytes: int, ttl_s: float, sweep_s: float | None = None,
-                 release_from_bytes: int = RELEASE_FROM_BYTES) -> None:
+                 release_from_bytes: int = RELEASE_FROM_BYTES, collect_every_s: float = COLLECT_EVERY_S) -> None:
         if max_entries < 1 or max_bytes < 1 or ttl_s <= 0:
             raise ValueError(f"a cache needs room and time (max_entries {max_entries}, max_bytes {max_bytes}, "
                              f"ttl_s {ttl_s})")
         self.max_entries, self.max_bytes, self.ttl_s = max_entries, max_bytes, ttl_s
-        self.sweep_s = sweep_s or min(max(ttl_s / 4, 0.05), 15.0)
-        self.release_from_bytes = release_from_bytes
+        self.sweep_s = sweep_s or min(max(ttl_s / 4, 0.05), 1.0)  # a scan of at most max_entries, once a second
+        self.release_from_bytes, self.collect_every_s = release_from_bytes, collect_every_s
+        # Large values dropped from the cache that a visitor's session still held (a page's globals, in a cycle with
+        # the page's callbacks): memory goes back when they go, and a full collection runs now and then until then.
+        self._dropped: list[weakref.ref] = []
+        self._last_release = time.monotonic()
         self._entries: OrderedDict[Hashable, Entry] = OrderedDict()  # least recently used first
         self._flights: dict[Hashable, _Flight] = {}
         self._lock = threading.Lock()
@@ -129,8 +136,8 @@ class SharedCache:
     def _store(self, key: Hashable, entry: Entry) -> None:
         with self._lock:
             self.computed += 1
-            old = self._entries.pop(key, None)
-            self.nbytes -= old.nbytes if old else 0
+            if key in self._entries:
+                self._drop(key)
             if entry.nbytes > self.max_bytes:
                 return  # larger than the whole cache: used by its caller and not kept
             self._entries[key] = entry
@@ -140,7 +147,14 @@ class SharedCache:
     def _evict(self) -> None:
         """Drop the least recently used entries until both bounds hold (the lock is held)."""
         while len(self._entries) > self.max_entries or self.nbytes > self.max_bytes:
-            self.nbytes -= self._entries.popitem(last=False)[1].nbytes
+            self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: Hashable) -> None:
+        entry = self._entries.pop(key)
+        self.nbytes -= entry.nbytes
+        if entry.nbytes >= self.release_from_bytes:
+            with contextlib.suppress(TypeError):  # a value without weak references (a tuple) is not followed
+                self._dropped.append(weakref.ref(entry.value))
 
     def build_once(self, build: functools.partial, finish: functools.partial) -> Any:
         """finish(build()), computed once per build's function, arguments and options and finish's options.
@@ -155,8 +169,9 @@ class SharedCache:
         """Drop the entries idle past their time to live, measure growing ones again and evict past the bounds;
         gives memory back when much was freed. Returns the bytes freed."""
         now = time.monotonic()
-        with self._lock:
-            growing = [(key, entry) for key, entry in self._entries.items() if entry.resize is not None]
+        with self._lock:  # only an entry used lately can have grown: a page makes its arrays within seconds
+            growing = [(key, entry) for key, entry in self._entries.items()
+                       if entry.resize is not None and now - entry.last_used < GROWS_WITHIN_S]
         sizes = {key: entry.resize(entry.value) for key, entry in growing}  # outside the lock: callers go on
         with self._lock:
             before = self.nbytes
@@ -166,17 +181,23 @@ class SharedCache:
                     self.nbytes += size - entry.nbytes
                     entry.nbytes = size
             grown = self.nbytes - before
-            idle = [key for key, entry in self._entries.items() if now - entry.last_used > entry.ttl_s]
-            self.nbytes -= sum(self._entries.pop(key).nbytes for key in idle)
+            for key in [key for key, entry in self._entries.items() if now - entry.last_used > entry.ttl_s]:
+                self._drop(key)
             self._evict()
             freed = before + grown - self.nbytes
-        if freed >= self.release_from_bytes:
+            alive = [ref for ref in self._dropped if ref() is not None]
+            gone, self._dropped = len(alive) < len(self._dropped), alive
+        if freed >= self.release_from_bytes or gone or alive and now - self._last_release > self.collect_every_s:
             release_memory()  # the values may sit in reference cycles, and their heap pages in the process
+            self._last_release = now
+            with self._lock:
+                self._dropped = [ref for ref in self._dropped if ref() is not None]
         return freed
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._dropped.clear()
             self.nbytes = 0
 
     def close(self) -> None:

@@ -1,7 +1,7 @@
 """The app server's own settings, read from the environment and checked before they are used.
 
     BERTVIZ_LITE_THREADS       intra-op threads for the app's model traces (default 1)
-    BERTVIZ_LITE_CACHE_MB      memory the shared cache of traces, views and figures may hold (default 512)
+    BERTVIZ_LITE_CACHE_MB      memory the shared cache of traces, views and figures may hold (default 384)
     BERTVIZ_LITE_CACHE_TTL_S   seconds an entry nobody asked for stays cached (default 600)
 
 One thread by default: on a small machine shared with other work, torch's thread pool made a 32-token
@@ -18,7 +18,7 @@ import torch
 
 THREADS_SETTING = "BERTVIZ_LITE_THREADS"
 DEFAULT_THREADS = 1
-CACHE_MB_SETTING, DEFAULT_CACHE_MB = "BERTVIZ_LITE_CACHE_MB", 512  # four 512-token MiniLM traces and their views
+CACHE_MB_SETTING, DEFAULT_CACHE_MB = "BERTVIZ_LITE_CACHE_MB", 384  # one or two 512-token MiniLM traces (154-230 MB)
 CACHE_TTL_SETTING, DEFAULT_CACHE_TTL_S = "BERTVIZ_LITE_CACHE_TTL_S", 600  # a class that left frees its memory
 
 
