@@ -35,6 +35,7 @@ T = TypeVar("T")
 MB = 1024 * 1024
 SAMPLED_ITEMS = 256  # a long list's size is extrapolated from this many items (hover texts can be 262,144 strings)
 RELEASE_FROM_BYTES = 16 * MB  # a sweep that frees this much gives the memory back to the system
+LARGE_BYTES, LARGE_TTL_S = 64 * MB, 120.0  # a large entry (a trace of hundreds of tokens) is kept while it is shown
 COLLECT_EVERY_S = 30.0  # while a dropped large value is still alive, a full collection at most this often
 GROWS_WITHIN_S = 10.0  # a growing entry is measured again by each sweep this long after it was last used
 
@@ -141,8 +142,15 @@ class SharedCache:
             if entry.nbytes > self.max_bytes:
                 return  # larger than the whole cache: used by its caller and not kept
             self._entries[key] = entry
-            self.nbytes += entry.nbytes
+            self._count(entry, entry.nbytes)
             self._evict()
+
+    def _count(self, entry: Entry, size: int, counted: int = 0) -> None:
+        """Count an entry at size (instead of `counted`); a large one is kept LARGE_TTL_S idle seconds at most."""
+        self.nbytes += size - counted
+        entry.nbytes = size
+        if size >= LARGE_BYTES:
+            entry.ttl_s = min(entry.ttl_s, LARGE_TTL_S)
 
     def _evict(self) -> None:
         """Drop the least recently used entries until both bounds hold (the lock is held)."""
@@ -155,6 +163,11 @@ class SharedCache:
         if entry.nbytes >= self.release_from_bytes:
             with contextlib.suppress(TypeError):  # a value without weak references (a tuple) is not followed
                 self._dropped.append(weakref.ref(entry.value))
+
+    def handle(self, key: Hashable, compute: Callable[[], T], **options: Any) -> T:
+        """get(key, compute, **options) now (its errors raised here), returned as a Handle that holds only the key."""
+        self.get(key, compute, **options)
+        return Handle(self, key, compute, options)  # type: ignore[return-value]  # it stands in for the value
 
     def build_once(self, build: functools.partial, finish: functools.partial) -> Any:
         """finish(build()), computed once per build's function, arguments and options and finish's options.
@@ -178,8 +191,7 @@ class SharedCache:
             for key, size in sizes.items():
                 entry = self._entries.get(key)
                 if entry is not None:
-                    self.nbytes += size - entry.nbytes
-                    entry.nbytes = size
+                    self._count(entry, size, entry.nbytes)
             grown = self.nbytes - before
             for key in [key for key, entry in self._entries.items() if now - entry.last_used > entry.ttl_s]:
                 self._drop(key)
@@ -204,6 +216,23 @@ class SharedCache:
         """Stop the sweeper and drop every entry."""
         self._closed.set()
         self.clear()
+
+
+class Handle:
+    """A stand-in for a cached value: each attribute read gets the value from the cache (computed again if dropped).
+
+    Whoever keeps the handle keeps a key, not the value: Streamlit keeps a page's globals as long as a session's
+    widget callbacks refer to them, and a closed tab's session for minutes, so a page's `trace = ...` would otherwise
+    hold a 230 MB trace beyond what is shown.
+    """
+
+    __slots__ = ("_cache", "_key", "_compute", "_options")
+
+    def __init__(self, cache: SharedCache, key: Hashable, compute: Callable[[], Any], options: dict) -> None:
+        self._cache, self._key, self._compute, self._options = cache, key, compute, options
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cache.get(self._key, self._compute, **self._options), name)
 
 
 def _sweep_while_alive(cache_ref: weakref.ref, closed: threading.Event, every_s: float) -> None:

@@ -38,7 +38,6 @@ STEP_KEYS_JS = (ASSETS / "step_keys.js").read_text(encoding="utf-8")  # read onc
 PRESENT_CSS = "<style>" + (ASSETS / "present.css").read_text(encoding="utf-8") + "</style>"
 
 GC_FROM_TOKENS = 256  # inputs this long take seconds to trace, so a full collection (~0.3 s) first is cheap
-LONG_TRACE_TTL_S = 120  # a long input's trace (~230 MB at 512 tokens) is kept while it is shown, 2 idle minutes
 
 
 class Context(NamedTuple):
@@ -55,10 +54,10 @@ def load_model(source: str, version: str = "") -> tuple[BertForPreTraining, Bert
     return load(source)
 
 
-def get_trace(inputs: Inputs, masked: tuple[int, ...] = ()) -> explore.PairTrace:
-    """One traced forward pass per input, shared by every figure on every page (it grows as its arrays are made)."""
-    return SHARED.get(("trace", inputs, masked), partial(_trace, inputs, masked), grows=True,
-                      ttl_s=LONG_TRACE_TTL_S if inputs.max_length >= GC_FROM_TOKENS else None)
+def get_trace(inputs: Inputs, masked: tuple[int, ...] = (), handle: bool = False) -> explore.PairTrace:
+    """One traced forward pass per input, shared by every figure on every page (it grows as its arrays are made);
+    handle: a stand-in holding only its key (server/cache.py's Handle), for pages, whose globals outlive the run."""
+    return (SHARED.handle if handle else SHARED.get)(("trace", inputs, masked), partial(_trace, inputs, masked), grows=True)
 
 
 def _trace(inputs: Inputs, masked: tuple[int, ...]) -> explore.PairTrace:
@@ -104,7 +103,7 @@ def load_context() -> Context:
 def trace_for(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
     """The cached trace of the context's inputs (with [MASK] at `masked`)."""
     try:
-        return get_trace(ctx.inputs, tuple(sorted(masked)))
+        return get_trace(ctx.inputs, tuple(sorted(masked)), handle=True)
     except ValueError as err:
         _stop_with(str(err))
 
