@@ -120,14 +120,6 @@ def test_a_large_entry_is_kept_a_shorter_idle_time(make_cache):
     assert [cache._entries[key].ttl_s for key in ("large", "small")] == [LARGE_TTL_S, 600]
 
 
-def test_an_entry_may_have_a_shorter_idle_time_than_the_cache(make_cache):
-    cache = make_cache(ttl_s=600, sweep_s=0.05)
-    cache.get("long", lambda: megabytes(1), ttl_s=0.2)
-    cache.get("short", lambda: megabytes(1))
-    wait_until(lambda: "long" not in cache, timeout=10, what="the entry with its own ttl to go")
-    assert "short" in cache
-
-
 def test_a_growing_entry_is_measured_again_by_the_sweep(make_cache):
     cache = make_cache(max_bytes=5 * MB, ttl_s=600, sweep_s=0.05)
     trace = cache.get("trace", lambda: Trace(megabytes(1)), grows=True)

@@ -1,13 +1,15 @@
 """One cache shared by every visitor of the server: bounded by entries and bytes, idle entries dropped on time.
 
 Streamlit's st.cache_resource bounds a cache by entries only and drops expired entries only when the cache is
-next used, so a class that leaves keeps its last 512-token traces (~100 MB each) for good. SharedCache:
+next used, so a class that leaves keeps its last 512-token traces (154-230 MB each) for good. SharedCache:
 - counts the bytes each entry holds (tensors, arrays, bytes, figures; `estimate_nbytes`) and evicts the least
   recently used entries past `max_entries` or `max_bytes`;
-- drops entries idle for longer than their time to live from a daemon thread, without waiting for a caller,
-  then gives the memory back (server/memory.py) when much was freed;
+- drops entries idle for longer than their time to live from a daemon thread, without waiting for a caller (a
+  large entry after LARGE_TTL_S), then gives the memory back (server/memory.py) when much was freed;
 - computes a key once however many callers ask for it together (a lecture hall clicks at the same moment): the
-  first caller computes, the others wait for its value, or its error.
+  first caller computes, the others wait for its value, or its error;
+- hands out a `Handle` where the value would be kept beyond its use (a page's globals), so that only the cache
+  decides how long it lives.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import logging
 import sys
 import threading
 import time
@@ -89,13 +92,13 @@ class SharedCache:
     def __contains__(self, key: Hashable) -> bool:
         return key in self._entries
 
-    def get(self, key: Hashable, compute: Callable[[], T], ttl_s: float | None = None,
-            nbytes: Callable[[T], int] | None = None, grows: bool = False) -> T:
+    def get(self, key: Hashable, compute: Callable[[], T], nbytes: Callable[[T], int] | None = None,
+            grows: bool = False) -> T:
         """The value cached under key, or compute() stored there (once, however many callers ask at once).
 
-        ttl_s: this entry's idle time to live when shorter than the cache's; nbytes: how to size the value
-        (estimate_nbytes by default); grows: the value makes more arrays as it is used (a trace's numpy views), so
-        each sweep measures it again. An error is raised to every waiting caller and nothing is cached.
+        nbytes: how to size the value (estimate_nbytes by default); grows: the value makes more arrays as it is used
+        (a trace's numpy views), so each sweep measures it again while it is in use. An error is raised to every
+        waiting caller and nothing is cached.
         """
         while True:
             with self._lock:
@@ -109,15 +112,14 @@ class SharedCache:
                 if leader:
                     flight = self._flights[key] = _Flight()
             if leader:
-                return self._compute(key, flight, compute, min(ttl_s or self.ttl_s, self.ttl_s),
-                                     nbytes or estimate_nbytes, grows)
+                return self._compute(key, flight, compute, nbytes or estimate_nbytes, grows)
             flight.done.wait()
             if flight.error is not None:
                 raise flight.error
             if not flight.abandoned:
                 return flight.value
 
-    def _compute(self, key, flight: _Flight, compute, ttl_s, nbytes, grows) -> Any:
+    def _compute(self, key, flight: _Flight, compute, nbytes, grows) -> Any:
         try:
             flight.value = value = compute()
         except Exception as err:
@@ -127,7 +129,7 @@ class SharedCache:
             flight.abandoned = True
             raise
         else:
-            self._store(key, Entry(value, nbytes(value), ttl_s, time.monotonic(), nbytes if grows else None))
+            self._store(key, Entry(value, nbytes(value), self.ttl_s, time.monotonic(), nbytes if grows else None))
             return value
         finally:
             with self._lock:
@@ -232,6 +234,8 @@ class Handle:
         self._cache, self._key, self._compute, self._options = cache, key, compute, options
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # its own slots before they are set (a copy), and private names: not the value's
+            raise AttributeError(name)
         return getattr(self._cache.get(self._key, self._compute, **self._options), name)
 
 
@@ -241,7 +245,10 @@ def _sweep_while_alive(cache_ref: weakref.ref, closed: threading.Event, every_s:
         cache = cache_ref()
         if cache is None:
             return
-        cache.sweep()
+        try:
+            cache.sweep()
+        except Exception:  # a value that cannot be measured must not stop the sweeping
+            logging.getLogger(__name__).exception("the shared cache's sweep failed")
         del cache
 
 
@@ -251,7 +258,7 @@ def cache_key(*parts: Any, **params: Any) -> Hashable:
 
 
 def _frozen(value: Any) -> Hashable:
-    if inspect.isfunction(value) or inspect.ismethod(value) or inspect.isclass(value):
+    if inspect.isfunction(value) or inspect.isclass(value):  # by name, as the data function a page names
         return f"{value.__module__}.{value.__qualname__}"
     if isinstance(value, Mapping):
         return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
