@@ -130,6 +130,15 @@ def test_a_growing_entry_is_measured_again_by_the_sweep(make_cache):
     assert cache.nbytes >= 4 * MB and "trace" in cache
 
 
+def test_a_value_that_cannot_be_measured_again_does_not_stop_the_sweeps(make_cache):
+    cache = make_cache(ttl_s=0.3, sweep_s=0.05)
+    sizes = iter([MB])  # measured once when stored, then it fails
+
+    cache.get("odd", lambda: megabytes(1), nbytes=lambda value: next(sizes), grows=True)
+    wait_until(lambda: "odd" not in cache, timeout=5, what="the entry to go after its idle time all the same")
+    assert cache.nbytes == 0
+
+
 def test_visitors_asking_together_share_one_computation(make_cache):
     cache, visitors = make_cache(), 8
     started, release, computed, results = [], threading.Event(), [], []

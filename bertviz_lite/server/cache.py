@@ -187,7 +187,7 @@ class SharedCache:
         with self._lock:  # only an entry used lately can have grown: a page makes its arrays within seconds
             growing = [(key, entry) for key, entry in self._entries.items()
                        if entry.resize is not None and now - entry.last_used < GROWS_WITHIN_S]
-        sizes = {key: entry.resize(entry.value) for key, entry in growing}  # outside the lock: callers go on
+        sizes = {key: _measured(entry) for key, entry in growing}  # outside the lock: callers go on
         with self._lock:
             before = self.nbytes
             for key, size in sizes.items():
@@ -237,6 +237,15 @@ class Handle:
         if name.startswith("_"):  # its own slots before they are set (a copy), and private names: not the value's
             raise AttributeError(name)
         return getattr(self._cache.get(self._key, self._compute, **self._options), name)
+
+
+def _measured(entry: Entry) -> int:
+    """The entry's size measured again; its last size if the value cannot be measured (logged)."""
+    try:
+        return entry.resize(entry.value)
+    except Exception:
+        logging.getLogger(__name__).exception("a cached value could not be measured")
+        return entry.nbytes
 
 
 def _sweep_while_alive(cache_ref: weakref.ref, closed: threading.Event, every_s: float) -> None:
