@@ -7,7 +7,12 @@ the server's RSS at start, after each sentence, its peak, and --settle seconds a
 lines. Goal (issue "One server for a lecture hall, round 2"): 15 sentences grow the RSS by less than 800 MB and
 most of it is given back.
 
-    python bench/browser_memory.py [--sentences 15] [--settle 30]
+    python bench/browser_memory.py [--sentences 15] [--settle 30] [--after-ttl 100]
+
+--after-ttl reports the RSS once more that many seconds after the tab closed: set it past the cache's idle time
+(BERTVIZ_LITE_CACHE_TTL_S, default 600; the server inherits the environment, so a shorter one can be set for a run).
+--revisit then opens and closes one more tab (another visitor) and reports the RSS that many seconds later: Streamlit
+keeps a closed tab's session for reconnection and removes expired ones only when another session is stored.
 """
 
 from __future__ import annotations
@@ -35,7 +40,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sentences", type=int, default=15, help="different 512-token sentences, one after another")
     parser.add_argument("--settle", type=float, default=30.0, help="seconds after the tab closed before the last RSS")
+    parser.add_argument("--after-ttl", type=float, default=0.0,
+                        help="seconds after the tab closed for one more RSS (past BERTVIZ_LITE_CACHE_TTL_S); 0: none")
+    parser.add_argument("--revisit", type=float, default=0.0,
+                        help="after that, one more visitor opens and closes the app; RSS this many seconds later")
     return parser.parse_args(argv)
+
+
+def open_browser(playwright):
+    return playwright.chromium.launch(executable_path="/usr/bin/chromium",
+                                      args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+
+
+def revisit(base: str, pid: int, start: float, wait_s: float) -> None:
+    """Another visitor opens the first page and leaves; the RSS wait_s seconds later."""
+    with sync_playwright() as playwright:
+        browser = open_browser(playwright)
+        page = new_page(browser, viewport={"width": 1280, "height": 900})
+        open_page(page, base)
+        page.close()
+        browser.close()
+    time.sleep(wait_s)
+    rss = server_memory_mib(pid)[0]
+    print(f"revisit_after_s={wait_s:.0f} rss_after_revisit_mib={rss:.0f} growth_after_revisit_mib={rss - start:.0f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         base = f"http://127.0.0.1:{port}"
         wait_until_healthy(base, server)
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
-                                                 args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            browser = open_browser(playwright)
             page = new_page(browser, viewport={"width": 1280, "height": 900})
             open_page(page, base)  # the root first: a deep link first after a start meets streamlit#9624's modal
             open_page(page, base, "Attention")
@@ -66,12 +92,20 @@ def main(argv: list[str] | None = None) -> int:
             peak_during = server_memory_mib(server.pid)[1]
             page.close()
             browser.close()
+        closed = time.monotonic()
         time.sleep(args.settle)  # the visitor is gone: what does the server keep?
         after, peak = server_memory_mib(server.pid)
         print(f"rss_peak_mib={peak:.0f} rss_after_mib={after:.0f} growth_after_mib={after - start:.0f} "
               f"growth_peak_mib={peak_during - start:.0f}")
         print(f"goal_growth_under_800_mib={'met' if after - start < 800 else 'NOT met'} "
               f"given_back_share={(peak - after) / max(peak - start, 1):.2f}")
+        if args.after_ttl > args.settle:
+            time.sleep(max(0.0, args.after_ttl - (time.monotonic() - closed)))
+            later = server_memory_mib(server.pid)[0]
+            print(f"after_ttl_s={args.after_ttl:.0f} rss_after_ttl_mib={later:.0f} growth_after_ttl_mib={later - start:.0f} "
+                  f"given_back_share_after_ttl={(peak - later) / max(peak - start, 1):.2f}")
+        if args.revisit:
+            revisit(base, server.pid, start, args.revisit)
     finally:
         stop(server)
     return 0

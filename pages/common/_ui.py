@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
-from types import FunctionType
 from typing import NamedTuple, TypeVar
 
 import pandas as pd
@@ -17,7 +17,7 @@ from bertviz_lite.inspection import analysis, explore
 from bertviz_lite.inspection.views.tabs import ViewTab, glossary
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
 from bertviz_lite.model.modeling import BertForPreTraining
-from bertviz_lite.server import access, settings
+from bertviz_lite.server import access, cache, settings
 from bertviz_lite.server.memory import release_memory
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
@@ -27,6 +27,7 @@ from pages.common._state import KEEP, keep_choice
 
 LOAD_ERRORS = (ValueError, OSError)
 THREADS_PROBLEM = settings.use_app_threads()  # once per process: BERTVIZ_LITE_THREADS (default 1)
+SHARED, CACHE_PROBLEM = cache.from_settings()  # traces, views, figures: bounded, idle ones dropped (server/cache.py)
 T = TypeVar("T")
 # Presentation mode is a slide of 1280 × 720 (or 1024 × 768): a figure ends by SLIDE_BOTTOM px from the top.
 SLIDE_BOTTOM, SLIDE_TOP = 704, 240
@@ -36,9 +37,7 @@ KEPT_TAB = "_kept_"  # prefix of the plain key that remembers a page's open tab
 STEP_KEYS_JS = (ASSETS / "step_keys.js").read_text(encoding="utf-8")  # read once, not on every rerun
 PRESENT_CSS = "<style>" + (ASSETS / "present.css").read_text(encoding="utf-8") + "</style>"
 
-
 GC_FROM_TOKENS = 256  # inputs this long take seconds to trace, so a full collection (~0.3 s) first is cheap
-CACHE_TTL_S = 600  # traces and views nobody asked for in 10 minutes are dropped: a class that left frees its memory
 
 
 class Context(NamedTuple):
@@ -55,16 +54,18 @@ def load_model(source: str, version: str = "") -> tuple[BertForPreTraining, Bert
     return load(source)
 
 
-# A 512-token MiniLM trace is ~100 MB: two are kept (the pages of one input share one), for at most CACHE_TTL_S.
-@st.cache_resource(max_entries=2, ttl=CACHE_TTL_S, show_spinner="Running the model…")
-def get_trace(inputs: Inputs, masked: tuple[int, ...] = ()) -> explore.PairTrace:
-    """One traced forward pass per input, shared by every figure on every page."""
-    model, tokenizer = load_model(inputs.source, inputs.version)
-    trace = explore.trace_pair(model, tokenizer, inputs.text_a, inputs.text_b, inputs.max_length, masked)
-    if inputs.max_length >= GC_FROM_TOKENS:
-        # A long trace's working memory (and traces dropped from this cache, which can sit in reference cycles until
-        # a full collection, no longer run after every script: postScriptGC cost 30 visitors' latency) goes back now.
-        release_memory()
+def get_trace(inputs: Inputs, masked: tuple[int, ...] = (), handle: bool = False) -> explore.PairTrace:
+    """One traced forward pass per input, shared by every figure on every page (it grows as its arrays are made);
+    handle: a stand-in holding only its key (server/cache.py's Handle), for pages, whose globals outlive the run."""
+    return (SHARED.handle if handle else SHARED.get)(("trace", inputs, masked), partial(_trace, inputs, masked), grows=True)
+
+
+def _trace(inputs: Inputs, masked: tuple[int, ...]) -> explore.PairTrace:
+    with st.spinner("Running the model…"):
+        model, tokenizer = load_model(inputs.source, inputs.version)
+        trace = explore.trace_pair(model, tokenizer, inputs.text_a, inputs.text_b, inputs.max_length, masked)
+    if inputs.max_length >= GC_FROM_TOKENS:  # its working memory, and dropped traces in reference cycles, go back now
+        release_memory()  # (no postScriptGC: it cost 30 visitors' latency, bench/RESULTS.md)
     return trace
 
 
@@ -76,8 +77,8 @@ def _stop_with(message: str) -> None:
 def load_context() -> Context:
     """Model, tokenizer and encoding of the current inputs; any problem ends the page with st.error."""
     inputs = current_inputs()
-    if THREADS_PROBLEM:
-        st.warning(THREADS_PROBLEM)
+    for problem in filter(None, (THREADS_PROBLEM, CACHE_PROBLEM)):
+        st.warning(problem)
     if not inputs.source:
         _stop_with("Type the path of a model folder in the sidebar.")
     try:
@@ -102,21 +103,19 @@ def load_context() -> Context:
 def trace_for(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
     """The cached trace of the context's inputs (with [MASK] at `masked`)."""
     try:
-        return get_trace(ctx.inputs, tuple(sorted(masked)))
+        return get_trace(ctx.inputs, tuple(sorted(masked)), handle=True)
     except ValueError as err:
         _stop_with(str(err))
 
 
-@st.cache_resource(max_entries=16, ttl=CACHE_TTL_S, show_spinner=False,  # shared, read-only; at 512 tokens a
-                   # rollout is 12 MB, a model view's tiles up to ~75 MB: 16 entries stay near 1 GB at worst
-                   hash_funcs={FunctionType: lambda data: f"{data.__module__}.{data.__qualname__}"})
 def view(data: Callable[..., T], inputs: Inputs, masked: tuple[int, ...] = (), **params) -> T:
     """A view's data on the cached trace of inputs: explore.from_trace(data, trace, **params), computed once.
 
     One cache for every view: the page names the package's data function, say
     view(analysis.head_statistics, ctx.inputs) or view(views.attention_map, ctx.inputs, layer=0, head=1).
     """
-    return explore.from_trace(data, get_trace(inputs, masked), **params)
+    return SHARED.get(cache.cache_key(data, inputs, masked, **params),
+                      lambda: explore.from_trace(data, get_trace(inputs, masked), **params))
 
 
 def plotly_config(name: str) -> dict:
@@ -136,8 +135,6 @@ def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, ke
                        key=f"{key}_csv", on_click="ignore", icon=":material/download:")
 
 
-
-
 def step_keys(previous_key: str, next_key: str) -> None:
     """Arrow keys and PageUp/PageDown press the buttons with these keys (a clicker moves the walkthrough)."""
     st.html("<script>" + STEP_KEYS_JS.replace("__NEXT__", next_key).replace("__PREV__", previous_key) + "</script>",
@@ -155,15 +152,17 @@ def presentation_style() -> None:
         st.html(PRESENT_CSS)
 
 
-def show_figure(fig: go.Figure, name: str, frame: pd.DataFrame | Callable[[], pd.DataFrame], key: str | None = None,
-                slide_top: int = SLIDE_TOP, **chart_args):
+def show_figure(fig: go.Figure | partial, name: str, frame: pd.DataFrame | Callable[[], pd.DataFrame],
+                key: str | None = None, slide_top: int = SLIDE_TOP, **chart_args):
     """st.plotly_chart with readable fonts (larger in presentation mode) and the PNG button, then a CSV button.
 
+    fig: a figure, or partial(builder, view data, **options): built once for all who show it at this size, shared.
     key: the chart's widget key when it is not `name` (a new key clears a chart's selection).
     slide_top: where the figure starts on a 1280 × 720 screen in presentation mode (px from the top); the figure
     is made short enough for its bottom to show too (the server cannot read the screen: this is the slide's size).
     """
-    fig = readable(fig, is_present(), max_height=SLIDE_BOTTOM - slide_top)
+    drawn = partial(readable, present=is_present(), max_height=SLIDE_BOTTOM - slide_top)
+    fig = SHARED.build_once(fig, drawn) if isinstance(fig, partial) else drawn(fig)
     event = st.plotly_chart(fig, key=key or name, config=plotly_config(name), **chart_args)
     csv_button(frame, name, name)
     return event
@@ -204,7 +203,7 @@ def show_declared_tabs(declared: Sequence[ViewTab], tabs: dict, inputs: Inputs, 
         if not tab.drawn_by_page and tabs[tab.title].open:
             with tabs[tab.title]:
                 data = view(tab.data, inputs, masked, **tab.params(**picks))
-                show_figure(getattr(figures, tab.figure)(data), tab.name, frame=data.to_frame)
+                show_figure(partial(getattr(figures, tab.figure), data), tab.name, frame=data.to_frame)
 
 
 def show_table(frame: pd.DataFrame, name: str, **kwargs) -> None:

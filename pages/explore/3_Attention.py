@@ -1,5 +1,7 @@
 """Attention: one head as a heatmap, BertViz-style head and model views, the neuron view, statistics, rollout."""
 
+from functools import partial
+
 import streamlit as st
 
 from bertviz_lite import figures
@@ -47,7 +49,7 @@ with picker_box:
 
 def single_head(layer: int, head: int, which: str, name: str, axis_titles: bool = True) -> None:
     block = view(views.attention_map, ctx.inputs, layer=layer, head=head, which=which)
-    show_figure(figures.attention_map_figure(block, axis_titles=axis_titles), name, frame=block.to_frame,
+    show_figure(partial(figures.attention_map_figure, block, axis_titles=axis_titles), name, frame=block.to_frame,
                 slide_top=230)
 
 
@@ -131,7 +133,7 @@ if tabs["Model view"].open:
         with grid:
             # Tiles as wide as the column allows (12 heads in 3/5 of a screen): a taller figure only left a gap.
             key = renewing_key("model_view")
-            show_figure(figures.model_view_figure(overview, tile_size=max(24, min(80, 460 // num_heads))), "model_view",
+            show_figure(partial(figures.model_view_figure, overview, tile_size=max(24, min(80, 460 // num_heads))), "model_view",
                         frame=overview.to_frame, key=key, selection_mode="points",
                         on_select=on_tile_click(key, num_layers, num_heads, _open_head, renew="model_view"))
         with opened:

@@ -1,0 +1,82 @@
+"""Where a warm rerun of the Attention page goes: building the figure, styling it, and st.plotly_chart's serialisation.
+
+Runs app.py in AppTest (in this process, no browser) on the Attention page with a sentence of more than 512 tokens
+and max length 512 (minilm-english), once to fill the caches, then --repeats warm reruns of the Heatmap tab and of
+the Model view tab (the mosaic and the opened head). Each rerun is timed whole, and by accumulating timers wrapped
+around the figure builders, figures/style.py's readable, and inside st.plotly_chart plotly's to_dict and to_json
+(what Streamlit does with every figure, on every rerun). Prints key=value lines.
+
+    python bench/figure_cost.py [--repeats 5] [--max-length 512]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import plotly.io  # noqa: E402
+import plotly.tools  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+import pages.common._ui as ui  # noqa: E402
+from bertviz_lite import figures  # noqa: E402
+
+FILLER = "and then the story went on for a long while without any end in sight " * 40  # > 512 tokens
+SPENT: collections.Counter = collections.Counter()
+
+
+def timed(owner, name: str, label: str) -> None:
+    """Replace owner.name by a wrapper that adds its seconds to SPENT[label]."""
+    original = getattr(owner, name)
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            SPENT[label] += time.perf_counter() - started
+
+    setattr(owner, name, wrapper)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--max-length", type=int, default=512)
+    args = parser.parse_args(argv)
+    for builder in ("attention_map_figure", "model_view_figure"):
+        timed(figures, builder, "build")
+    timed(ui, "readable", "readable")
+    timed(plotly.tools, "return_figure_from_figure_or_data", "to_dict")
+    timed(plotly.io, "to_json", "to_json")
+    timed(ui.st, "plotly_chart", "plotly_chart")
+    for tab in ("Heatmap", "Model view"):
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+        for key, value in {"sentence_a": "The cat sat on the mat. " + FILLER, "sentence_b": "",
+                           "max_length": args.max_length, "attn_view": tab}.items():
+            at.session_state[key] = value
+        at.switch_page("pages/explore/3_Attention.py")
+        at.run()
+        assert not at.exception, at.exception
+        runs = []
+        for _ in range(args.repeats):
+            SPENT.clear()
+            started = time.perf_counter()
+            at.run()
+            runs.append({"rerun": time.perf_counter() - started, **SPENT})
+        medians = {key: statistics.median(run.get(key, 0.0) for run in runs) for key in runs[0]}
+        print(f"tab={tab.replace(' ', '_')} " + " ".join(f"{key}_ms={value * 1000:.1f}" for key, value in medians.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
