@@ -6,6 +6,7 @@ the same caches as the explore pages, so a hundred phones showing one step share
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import streamlit as st
@@ -27,8 +28,8 @@ from bertviz_lite.server.classroom import CHOICE, CLOZE, NewQuestion, Position
 from bertviz_lite.text.display import plain_markdown
 from pages.common._sidebar import DEFAULTS, Inputs
 from pages.common._ui import (
-    CACHE_TTL_S,
     LOAD_ERRORS,
+    SHARED,
     SLIDE_BOTTOM,
     get_trace,
     is_present,
@@ -143,9 +144,12 @@ def _build(stage: Stage, phone: bool):
     return None
 
 
-# Every student of a class sees the same figure: it is built once (st.plotly_chart reads it, never changes it).
-@st.cache_resource(max_entries=32, ttl=CACHE_TTL_S, show_spinner=False)
 def shared_figure(position: Position, phone: bool, present: bool):
+    """The step's (name, figure) for this position, built once for every student (st.plotly_chart only reads it)."""
+    return SHARED.get(("class_figure", position, phone, present), partial(_step_figure, position, phone, present))
+
+
+def _step_figure(position: Position, phone: bool, present: bool):
     """The step's (name, figure) for this position, readable on a projector or a phone; None without one."""
     stage = stage_for(position)
     built = None if isinstance(stage, str) else _build(stage, phone)
