@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             training = load.start_training(run_dir, args.train_steps)
             print(f"Training run: {load.wait_for_training(run_dir, training)}")
             spy = attach(server.pid, raw, ours.rate)
-            time.sleep(1.0)  # py-spy attaches; the rounds start after  # noqa: bench only, not a test
+            time.sleep(1.0)  # py-spy attaches; the rounds start after
             print(load.HEADER)
             load.load_rounds(port, server.pid, run_dir, args, deadline)
         finally:
