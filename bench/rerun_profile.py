@@ -38,7 +38,7 @@ BUCKETS = (
     ("view data (inspection/)", ("bertviz_lite/inspection/",)),
     ("Streamlit caches (hash, lookup)", ("streamlit/runtime/caching/",)),
     ("imports", ("<frozen importlib._bootstrap",)),
-    ("page script (pages/, app.py, the widgets it draws)", ("/pages/", "/app.py")),
+    ("page script (pages_app/, app.py, the widgets it draws)", ("/pages_app/", "/app.py")),
 )
 OWN = "Streamlit's own (script runner, sessions, server, messages)"
 

@@ -16,7 +16,7 @@ MAX_MODULE_LINES = 400
 LAYERS = ("limits", "atomic", "model", "text", "loading", "inspection", "figures", "training", "server", "runs", "train")
 FACADE = "bertviz_lite"  # the top-level __init__ names the public entry points and may import any room
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py")
-PAGES = sorted(p for p in (REPO / "pages").rglob("*.py") if p.name != "__init__.py")
+PAGES = sorted(p for p in (REPO / "pages_app").rglob("*.py") if p.name != "__init__.py")
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -151,8 +151,8 @@ def test_no_package_module_is_over_400_lines():
 
 
 def test_pages_common_stays_small():
-    lines = sum(len(p.read_text().splitlines()) for p in (REPO / "pages" / "common").glob("*.py"))
-    assert lines < 700, f"pages/common/ has {lines} lines: domain logic belongs in the package"
+    lines = sum(len(p.read_text().splitlines()) for p in (REPO / "pages_app" / "common").glob("*.py"))
+    assert lines < 700, f"pages_app/common/ has {lines} lines: domain logic belongs in the package"
 
 
 def test_the_package_never_imports_streamlit_or_pages():
@@ -160,4 +160,4 @@ def test_the_package_never_imports_streamlit_or_pages():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            assert not any(name.split(".")[0] in ("streamlit", "pages") for name in names), path
+            assert not any(name.split(".")[0] in ("streamlit", "pages_app") for name in names), path

@@ -1,5 +1,5 @@
 // A presenter's clicker sends PageDown/PageUp (or the arrow keys): they press the page's Next/Previous buttons.
-// __NEXT__ and __PREV__ are replaced by the buttons' keys (pages/common/_ui.py step_keys).
+// __NEXT__ and __PREV__ are replaced by the buttons' keys (pages_app/common/_ui.py step_keys).
 (() => {
   if (window.__bvlStepKeys) return;
   window.__bvlStepKeys = true;

@@ -22,8 +22,8 @@ from bertviz_lite.inspection.analysis import attention_to_csv_frame
 from bertviz_lite.inspection.views import replay
 from bertviz_lite.loading.checkpoints import file_version, snapshot_path
 from bertviz_lite.runs import lifecycle
-from pages.common._state import keep_choice
-from pages.common._ui import on_tile_click, show_figure
+from pages_app.common._state import keep_choice
+from pages_app.common._ui import on_tile_click, show_figure
 
 REPLAY_REFRESH_S = 5.0
 PLAY_S = 1.2  # seconds per snapshot while Play is on

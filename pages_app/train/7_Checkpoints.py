@@ -8,9 +8,9 @@ import streamlit as st
 from bertviz_lite.loading.run_folder import checkpoints_root
 from bertviz_lite.runs import store, upload
 from bertviz_lite.training.metrics import METRICS, TABLE_METRICS
-from pages.common._state import keep_choice
-from pages.common._visitor import current_visitor
-from pages.train._admin import admin_login
+from pages_app.common._state import keep_choice
+from pages_app.common._visitor import current_visitor
+from pages_app.train._admin import admin_login
 
 COLUMNS = {
     "name": st.column_config.TextColumn("Name"),

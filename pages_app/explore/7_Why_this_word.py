@@ -6,9 +6,9 @@ from bertviz_lite import figures
 from bertviz_lite.inspection import views
 from bertviz_lite.inspection.views import tabs as declared
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
-from pages.common._share import WORD_KEYS
-from pages.common._ui import declared_tabs, load_context, show_figure, show_table, view
-from pages.explore._questions import ask
+from pages_app.common._share import WORD_KEYS
+from pages_app.common._ui import declared_tabs, load_context, show_figure, show_table, view
+from pages_app.explore._questions import ask
 
 RESTORE = {"residual stream": ("residual",), "attention vs feed-forward": ("attention", "feed-forward"),
            "heads": ("head",)}

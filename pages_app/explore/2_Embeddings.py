@@ -6,8 +6,8 @@ from bertviz_lite import figures
 from bertviz_lite.inspection import analysis, views
 from bertviz_lite.inspection.explore import EMBEDDING_NAMES
 from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
-from pages.common._state import KEEP, clamp_number, keep_choice
-from pages.common._ui import about, load_context, show_figure, trace_for, view
+from pages_app.common._state import KEEP, clamp_number, keep_choice
+from pages_app.common._ui import about, load_context, show_figure, trace_for, view
 
 WINDOW = 64  # tokens per heatmap page: 512 × 384 × 5 cells would be a slow figure
 

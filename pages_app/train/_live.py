@@ -18,10 +18,10 @@ from bertviz_lite.runs.store import final_metrics
 from bertviz_lite.server import access
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training import metrics
-from pages.common._state import keep_choice
-from pages.common._ui import show_figure
-from pages.common._visitor import current_visitor
-from pages.train._admin import admin_login
+from pages_app.common._state import keep_choice
+from pages_app.common._ui import show_figure
+from pages_app.common._visitor import current_visitor
+from pages_app.train._admin import admin_login
 
 REFRESH_S = 2.0
 STATE_COLOURS = {"starting": "blue", "running": "blue", "finished": "green", "stopped": "orange",

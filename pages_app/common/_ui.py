@@ -21,9 +21,9 @@ from bertviz_lite.server import access, settings
 from bertviz_lite.server.memory import release_memory
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
-from pages.common._share import PRESENT, clamp_linked_indices
-from pages.common._sidebar import Inputs, current_inputs
-from pages.common._state import KEEP, keep_choice
+from pages_app.common._share import PRESENT, clamp_linked_indices
+from pages_app.common._sidebar import Inputs, current_inputs
+from pages_app.common._state import KEEP, keep_choice
 
 LOAD_ERRORS = (ValueError, OSError)
 THREADS_PROBLEM = settings.use_app_threads()  # once per process: BERTVIZ_LITE_THREADS (default 1)

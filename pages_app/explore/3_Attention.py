@@ -7,8 +7,8 @@ from bertviz_lite.figures.attention import STAT_TITLES
 from bertviz_lite.figures.head_view_script import head_view_hover_script
 from bertviz_lite.inspection import analysis, explore, views
 from bertviz_lite.inspection.views import tabs as declared
-from pages.common._state import KEEP, clamp_number, keep_choice, keep_choices
-from pages.common._ui import (
+from pages_app.common._state import KEEP, clamp_number, keep_choice, keep_choices
+from pages_app.common._ui import (
     declared_tabs,
     head_pickers,
     is_present,
@@ -38,7 +38,7 @@ title_box.caption(
     "its attention row: how much of each token's value it takes. Rows are queries, columns keys; each row sums to 1."
 )
 if not is_present():  # the compact presentation header keeps the figure above the fold
-    st.page_link("pages/explore/5_Beyond_attention.py", icon=":material/troubleshoot:",
+    st.page_link("pages_app/explore/5_Beyond_attention.py", icon=":material/troubleshoot:",
                  label="Weights alone can mislead: see Beyond attention")
 with picker_box:
     which, layer, head = head_pickers("attn", trace.has_sentence_b, num_layers, range(num_heads),

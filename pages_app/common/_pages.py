@@ -45,25 +45,25 @@ class PageSpec:
 
 
 PAGES = (
-    PageSpec("pages/explore/0_Walkthrough.py", "Walkthrough", ":material/school:", EXPLORE,
+    PageSpec("pages_app/explore/0_Walkthrough.py", "Walkthrough", ":material/school:", EXPLORE,
              link_fields=("layer", "head", "step"), default=True),
-    PageSpec("pages/explore/1_Tokens.py", "Tokens and masking", ":material/token:", EXPLORE),
-    PageSpec("pages/explore/2_Embeddings.py", "Embeddings", ":material/scatter_plot:", EXPLORE),
-    PageSpec("pages/explore/3_Attention.py", "Attention", ":material/hub:", EXPLORE,
+    PageSpec("pages_app/explore/1_Tokens.py", "Tokens and masking", ":material/token:", EXPLORE),
+    PageSpec("pages_app/explore/2_Embeddings.py", "Embeddings", ":material/scatter_plot:", EXPLORE),
+    PageSpec("pages_app/explore/3_Attention.py", "Attention", ":material/hub:", EXPLORE,
              link_fields=("layer", "head", "filter", "tab", "token"), filter_key="attn_filter", tabs=ATTENTION_TABS,
              tab_key="attn_view", token_key="nv_query"),
-    PageSpec("pages/explore/4_Predictions.py", "Predictions", ":material/lightbulb:", EXPLORE,
+    PageSpec("pages_app/explore/4_Predictions.py", "Predictions", ":material/lightbulb:", EXPLORE,
              link_fields=("masked",), masked_key="pred_mask"),
-    PageSpec("pages/explore/5_Beyond_attention.py", "Beyond attention", ":material/troubleshoot:", EXPLORE,
+    PageSpec("pages_app/explore/5_Beyond_attention.py", "Beyond attention", ":material/troubleshoot:", EXPLORE,
              link_fields=("layer", "head", "filter", "tab", "token", "knocked"), index_keys=("beyond_layer", "beyond_head"),
              filter_key="beyond_filter", tabs=BEYOND_ATTENTION_TABS, tab_key="beyond_view", token_key="beyond_target",
              knocked_key="beyond_heads"),
-    PageSpec("pages/explore/6_Meaning_in_context.py", "Meaning in context", ":material/translate:", EXPLORE),
-    PageSpec("pages/explore/7_Why_this_word.py", "Why this word", ":material/compare_arrows:", EXPLORE,
+    PageSpec("pages_app/explore/6_Meaning_in_context.py", "Meaning in context", ":material/translate:", EXPLORE),
+    PageSpec("pages_app/explore/7_Why_this_word.py", "Why this word", ":material/compare_arrows:", EXPLORE,
              link_fields=("tab", "target", "foil"), tabs=WHY_THIS_WORD_TABS, tab_key="contrast_view"),
-    PageSpec("pages/train/5_Train.py", "Train", ":material/model_training:", TRAIN, url_path="train"),
-    PageSpec("pages/train/6_Compare_runs.py", "Compare runs", ":material/compare:", TRAIN, url_path="compare"),
-    PageSpec("pages/train/7_Checkpoints.py", "Checkpoints", ":material/inventory_2:", TRAIN, url_path="checkpoints"),
+    PageSpec("pages_app/train/5_Train.py", "Train", ":material/model_training:", TRAIN, url_path="train"),
+    PageSpec("pages_app/train/6_Compare_runs.py", "Compare runs", ":material/compare:", TRAIN, url_path="compare"),
+    PageSpec("pages_app/train/7_Checkpoints.py", "Checkpoints", ":material/inventory_2:", TRAIN, url_path="checkpoints"),
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from bertviz_lite.server import access
-from pages.common._visitor import current_visitor
+from pages_app.common._visitor import current_visitor
 
 
 def _try_admin_token() -> None:

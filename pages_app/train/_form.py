@@ -12,7 +12,7 @@ from bertviz_lite.loading.pretrained import MINILM, SHIPPED_CHECKPOINTS
 from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training.training_args import DEVICES, DTYPES, PRESETS, OptionError
-from pages.common._visitor import current_visitor
+from pages_app.common._visitor import current_visitor
 
 CORPUS_SOURCES = ("Built-in stories", "English (WordNet)", "Everyday English", "Upload a .txt file", "Paste text")
 NAMED_CORPORA = {CORPUS_SOURCES[0]: "builtin", CORPUS_SOURCES[1]: "english", CORPUS_SOURCES[2]: "everyday"}

@@ -14,8 +14,8 @@ from bertviz_lite.inspection import walkthrough
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.server import share
 from bertviz_lite.text.display import plain_markdown
-from pages.common._pages import PAGES, by_url_path
-from pages.common._sidebar import OTHER_FOLDER, model_options
+from pages_app.common._pages import PAGES, by_url_path
+from pages_app.common._sidebar import OTHER_FOLDER, model_options
 
 APPLIED = "_link_applied"
 NOTES = "_link_notes"

@@ -9,8 +9,8 @@ from bertviz_lite.inspection.views import contexts as meaning
 from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
 from bertviz_lite.text.corpora.senses import sense_index
 from bertviz_lite.text.display import plain_markdown
-from pages.common._state import keep_choice
-from pages.common._ui import (
+from pages_app.common._state import keep_choice
+from pages_app.common._ui import (
     about,
     is_present,
     load_context,

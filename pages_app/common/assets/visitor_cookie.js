@@ -1,4 +1,4 @@
-// Keeps the first tab's visitor id in the cookie and a later tab's id as an alias of it (pages/common/_visitor.py).
+// Keeps the first tab's visitor id in the cookie and a later tab's id as an alias of it (pages_app/common/_visitor.py).
 // Its placeholders are filled in by cookie_script() with Python string formatting.
 const doc = window.parent.document, id = %(id)r, tail = "; path=/; max-age=%(age)d; SameSite=Strict";
 const read = (name) => (doc.cookie.match(new RegExp("(?:^|; )" + name + "=([^;]*)")) || [])[1];

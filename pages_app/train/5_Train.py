@@ -4,11 +4,11 @@ import streamlit as st
 
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.server import access
-from pages.common._visitor import current_visitor
-from pages.train._admin import admin_login
-from pages.train._form import new_run_form
-from pages.train._live import apply_claim, claim_link, live_view, select_run
-from pages.train._replay import attention_replay
+from pages_app.common._visitor import current_visitor
+from pages_app.train._admin import admin_login
+from pages_app.train._form import new_run_form
+from pages_app.train._live import apply_claim, claim_link, live_view, select_run
+from pages_app.train._replay import attention_replay
 
 st.header("Train a BERT")
 st.caption(

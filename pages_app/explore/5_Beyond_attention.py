@@ -8,9 +8,9 @@ from bertviz_lite.inspection.views import tabs as declared
 from bertviz_lite.inspection.views.explain import explained_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.text.display import plain_markdown
-from pages.common._share import ALL_HEADS, from_link
-from pages.common._state import KEEP, keep_choice, keep_choices, new_input
-from pages.common._ui import (
+from pages_app.common._share import ALL_HEADS, from_link
+from pages_app.common._state import KEEP, keep_choice, keep_choices, new_input
+from pages_app.common._ui import (
     declared_tabs,
     head_pickers,
     is_present,

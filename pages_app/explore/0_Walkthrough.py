@@ -15,9 +15,9 @@ from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.inspection.views.predictions import default_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.text.display import plain_markdown
-from pages.common._share import HEAD, LAYER, STEP
-from pages.common._state import KEEP, clamp_number
-from pages.common._ui import (
+from pages_app.common._share import HEAD, LAYER, STEP
+from pages_app.common._state import KEEP, clamp_number
+from pages_app.common._ui import (
     is_present,
     load_context,
     on_tile_click,
@@ -27,7 +27,7 @@ from pages.common._ui import (
     trace_for,
     view,
 )
-from pages.explore._questions import ask
+from pages_app.explore._questions import ask
 
 ctx = load_context()
 encoding = ctx.encoding
@@ -147,7 +147,7 @@ RENDER = {step.key: globals().get(f"step_{step.key}") for step in walk.STEPS}
 if RENDER[current.key] is not None:
     RENDER[current.key]()
 if step == len(walk.STEPS):  # the walk's end leads on to a word's meaning in context, with a guess first
-    st.page_link("pages/explore/6_Meaning_in_context.py", icon=":material/translate:",
+    st.page_link("pages_app/explore/6_Meaning_in_context.py", icon=":material/translate:",
                  query_params={"word": "bank", "preset": "bank"},
                  label="Next: one word, many meanings. Guess at which layer “bank” by the river and “bank” with money "
                        "drift furthest apart")

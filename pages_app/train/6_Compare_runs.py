@@ -5,8 +5,8 @@ import streamlit as st
 from bertviz_lite.figures.training import compare_runs, curve_frame
 from bertviz_lite.runs import lifecycle, store
 from bertviz_lite.training.metrics import METRICS
-from pages.common._state import keep_choices
-from pages.common._ui import show_figure
+from pages_app.common._state import keep_choices
+from pages_app.common._ui import show_figure
 
 st.header("Compare runs")
 records, notes = store.compared_metrics([run.name for run in lifecycle.list_runs()])

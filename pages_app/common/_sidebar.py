@@ -18,8 +18,8 @@ from bertviz_lite.loading.pretrained import (
     huggingface_repo_id,
     model_sources,
 )
-from pages.common._state import keep_choice
-from pages.common._visitor import remember_visitor
+from pages_app.common._state import keep_choice
+from pages_app.common._visitor import remember_visitor
 
 OTHER_FOLDER = "Another folder…"
 MODEL_HELP = " ".join(f"{name}: {DESCRIPTIONS[name]}" for name in BUILT_IN) + (

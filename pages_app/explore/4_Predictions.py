@@ -7,9 +7,9 @@ from bertviz_lite.inspection import analysis, views
 from bertviz_lite.inspection.views.predictions import default_masks
 from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
-from pages.common._share import from_link
-from pages.common._state import KEEP, keep_choices, new_input
-from pages.common._ui import about, load_context, show_figure, switch_model_button, trace_for
+from pages_app.common._share import from_link
+from pages_app.common._state import KEEP, keep_choices, new_input
+from pages_app.common._ui import about, load_context, show_figure, switch_model_button, trace_for
 
 ctx = load_context()
 encoding = ctx.encoding
