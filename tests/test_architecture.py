@@ -155,6 +155,12 @@ def test_pages_common_stays_small():
     assert lines < 700, f"pages_app/common/ has {lines} lines: domain logic belongs in the package"
 
 
+def test_no_pages_folder_sits_beside_app_py():
+    """A pages/ folder (even one left with only __pycache__ after pulling the rename to pages_app/) puts Streamlit in
+    its legacy pages-folder mode: a fresh server's first deep link then meets "Page not found"."""
+    assert not (REPO / "pages").exists(), "remove the folder pages/ beside app.py (the pages live in pages_app/)"
+
+
 def test_the_package_never_imports_streamlit_or_pages():
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
