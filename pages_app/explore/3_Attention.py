@@ -97,6 +97,47 @@ def head_view_controls() -> tuple:
     return heads, window, focus, min_weight
 
 
+@st.fragment  # its controls change this figure only: they rerun it, not the page and the sidebar
+def head_view_tab(layer: int, which: str) -> None:
+    # Presentation mode: the figure first, its controls below it (they are read first all the same).
+    figure_box, control_box = st.container(), st.container()
+    if not is_present():
+        figure_box, control_box = control_box, figure_box
+    with control_box:
+        heads, window, focus, min_weight = head_view_controls()
+    with figure_box:
+        links = view(views.head_view_links, ctx.inputs, layer=layer, heads=heads, which=which, window=window,
+                     focus=None if focus == ALL_TOKENS else focus, min_weight=min_weight)
+        st.caption(f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
+                   "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
+                   "them back). Click a head in the legend to show it alone, click it again for all heads.")
+        show_figure(figures.head_view(links), "head_view", frame=links.to_frame, on_select=_focus_clicked_token,
+                    selection_mode="points")
+        st.html(head_view_hover_script("head_view"), unsafe_allow_javascript=True)  # hover a token: its lines light up
+
+
+@st.fragment
+def statistics_tab() -> None:
+    stats = view(analysis.head_statistics, ctx.inputs)
+    value = st.selectbox("Statistic", list(STAT_TITLES), key="stat_value", persist_state=KEEP, format_func=STAT_TITLES.get)
+    show_figure(figures.head_statistics_figure(stats, value), "head_statistics", frame=stats)
+    show_table(stats.round(4), "head_statistics_table", hide_index=True)
+
+
+@st.fragment
+def rollout_tab() -> None:
+    st.caption(
+        "Attention rollout (Abnar & Zuidema, 2020): average the heads, add the skip connection (0.5·A + 0.5·I), "
+        "and multiply layer by layer: how much each input token flows into each token after a layer."
+    )
+    after = num_layers
+    if num_layers > 1:  # a slider needs two values
+        clamp_number("rollout_layer", 1, num_layers)
+        after = st.slider("After layer", 1, num_layers, num_layers, key="rollout_layer", persist_state=KEEP)
+    flow = view(views.rollout, ctx.inputs, after=after)
+    show_figure(figures.rollout_figure(flow), "rollout", frame=flow.to_frame)
+
+
 tabs = declared_tabs(declared.ATTENTION_TABS, "attn_view")
 if tabs["Heatmap"].open:
     with tabs["Heatmap"]:
@@ -104,21 +145,7 @@ if tabs["Heatmap"].open:
 
 if tabs["Head view"].open:
     with tabs["Head view"]:
-        # Presentation mode: the figure first, its controls below it (they are read first all the same).
-        figure_box, control_box = st.container(), st.container()
-        if not is_present():
-            figure_box, control_box = control_box, figure_box
-        with control_box:
-            heads, window, focus, min_weight = head_view_controls()
-        with figure_box:
-            links = view(views.head_view_links, ctx.inputs, layer=layer, heads=heads, which=which, window=window,
-                         focus=None if focus == ALL_TOKENS else focus, min_weight=min_weight)
-            st.caption(f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
-                       "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
-                       "them back). Click a head in the legend to show it alone, click it again for all heads.")
-            show_figure(figures.head_view(links), "head_view", frame=links.to_frame, on_select=_focus_clicked_token,
-                        selection_mode="points")
-            st.html(head_view_hover_script("head_view"), unsafe_allow_javascript=True)  # hover a token: its lines light up
+        head_view_tab(layer, which)
 
 if tabs["Model view"].open:
     with tabs["Model view"]:
@@ -152,22 +179,10 @@ if tabs["Neuron view"].open:
 
 if tabs["Head statistics"].open:
     with tabs["Head statistics"]:
-        stats = view(analysis.head_statistics, ctx.inputs)
-        value = st.selectbox("Statistic", list(STAT_TITLES), key="stat_value", persist_state=KEEP, format_func=STAT_TITLES.get)
-        show_figure(figures.head_statistics_figure(stats, value), "head_statistics", frame=stats)
-        show_table(stats.round(4), "head_statistics_table", hide_index=True)
+        statistics_tab()
 
 if tabs["Rollout"].open:
     with tabs["Rollout"]:
-        st.caption(
-            "Attention rollout (Abnar & Zuidema, 2020): average the heads, add the skip connection (0.5·A + 0.5·I), "
-            "and multiply layer by layer: how much each input token flows into each token after a layer."
-        )
-        after = num_layers
-        if num_layers > 1:  # a slider needs two values
-            clamp_number("rollout_layer", 1, num_layers)
-            after = st.slider("After layer", 1, num_layers, num_layers, key="rollout_layer", persist_state=KEEP)
-        flow = view(views.rollout, ctx.inputs, after=after)
-        show_figure(figures.rollout_figure(flow), "rollout", frame=flow.to_frame)
+        rollout_tab()
 
 show_declared_tabs(declared.ATTENTION_TABS, tabs, ctx.inputs, layer=layer, head=head, which=which)
