@@ -20,6 +20,12 @@ from pages_app.common._sidebar import DEFAULTS, Inputs
 from pages_app.common._ui import LOAD_ERRORS, get_trace, load_model
 
 LOGGER = logging.getLogger(__name__)
+THREAD = "bertviz-warm-up"
+
+
+def _not_from_warm_up(record: logging.LogRecord) -> bool:
+    """Streamlit says "missing ScriptRunContext" when a cached function runs outside a page: expected here."""
+    return record.threadName != THREAD
 
 
 def default_inputs() -> Inputs:
@@ -43,6 +49,7 @@ def warm_up(inputs: Inputs) -> None:
 @st.cache_resource(show_spinner=False)
 def start_warm_up() -> threading.Thread:
     """One background warm-up per process (st.cache_resource runs this once); returns its thread."""
-    thread = threading.Thread(target=warm_up, args=(default_inputs(),), name="bertviz-warm-up", daemon=True)
+    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_not_from_warm_up)
+    thread = threading.Thread(target=warm_up, args=(default_inputs(),), name=THREAD, daemon=True)
     thread.start()
     return thread
