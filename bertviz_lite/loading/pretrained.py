@@ -106,25 +106,11 @@ def load_folder(folder: str | os.PathLike) -> tuple[BertForPreTraining, BertToke
         tokenizer = BertTokenizer.from_vocab(folder / VOCAB_FILE, do_lower_case=_do_lower_case(folder))
     except ValueError as err:  # its messages name the file by its full path
         raise ValueError(without_folder(str(err), folder)) from None
-    model = _with_weights(config, read_weights(folder, config))
-    model.source = str(folder)
-    return model.eval(), tokenizer
-
-
-def _with_weights(config: BertConfig, weights: dict[str, torch.Tensor]) -> BertForPreTraining:
-    """The model holding `weights`; when they fill every part, built without the random initialisation they would
-    overwrite (0.3 s of a fresh server's first page)."""
-    with torch.device("meta"):
-        model = BertForPreTraining(config)
-    model = model.to_empty(device="cpu")
-    model.tie_weights()
-    model.load_hf_state_dict(weights)
-    if model.has_mlm_head and model.has_nsp_head:
-        return model
-    # Heads the file lacks start freshly initialised, drawn from the (seeded) generator as a training run expects.
+    weights = read_weights(folder, config)
     model = BertForPreTraining(config)
     model.load_hf_state_dict(weights)
-    return model
+    model.source = str(folder)
+    return model.eval(), tokenizer
 
 
 def load_minilm(check_sha256: bool = True) -> tuple[BertForPreTraining, BertTokenizer]:
