@@ -17,6 +17,8 @@ pytestmark = pytest.mark.skipif(not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.j
 
 
 def test_the_first_run_warms_the_default_pairs_trace_for_the_next_visitors():
+    start_warm_up.clear()  # as in a fresh process: no warm-up yet, and no trace of the default pair cached
+    get_trace.clear()
     at = AppTest.from_file(APP, default_timeout=120)
     at.session_state["sentence_a"] = "Dogs bark at night."  # this visitor's page never traces the default pair
     at.switch_page(PAGES["tokens"])
