@@ -2,18 +2,20 @@
 
     streamlit run app.py
 
-The sidebar (pages/common/_sidebar.py) is drawn here, on every run, so every page shares it; the pages
-themselves are thin and call the bertviz_lite package. To add a page, declare it in pages/common/_pages.py.
-The view's state lives in the URL (pages/common/_share.py): a shared link opens the same view.
+The sidebar (pages_app/common/_sidebar.py) is drawn here, on every run, so every page shares it; the pages
+themselves are thin and call the bertviz_lite package. To add a page, declare it in pages_app/common/_pages.py.
+The view's state lives in the URL (pages_app/common/_share.py): a shared link opens the same view.
 """
 
 import streamlit as st
 
-from pages.common._pages import navigation
-from pages.common._share import PRESENT, apply_link, link_control, show_link_notes, sync_link
-from pages.common._sidebar import render_sidebar
-from pages.common._ui import presentation_style
+from pages_app.common._pages import navigation
+from pages_app.common._share import PRESENT, apply_link, link_control, show_link_notes, sync_link
+from pages_app.common._sidebar import render_sidebar
+from pages_app.common._ui import presentation_style
+from pages_app.explore._warm_up import start_warm_up
 
+start_warm_up()  # once per process: the default pair's model and trace, in the background, for the visitors to come
 apply_link()  # a shared link's state (?a=…&layer=…&present=1), on a session's first run
 st.set_page_config(page_title="bertviz-lite", page_icon="🔎", layout="wide",  # an emoji: a material icon is fetched from Google
                    initial_sidebar_state="collapsed" if st.session_state.get(PRESENT) else "auto")

@@ -76,7 +76,6 @@ def main(argv: list[str] | None = None) -> int:
         with sync_playwright() as playwright:
             browser = open_browser(playwright)
             page = new_page(browser, viewport={"width": 1280, "height": 900})
-            open_page(page, base)  # the root first: a deep link first after a start meets streamlit#9624's modal
             open_page(page, base, "Attention")
             start = server_memory_mib(server.pid)[0]
             print(f"rss_start_mib={start:.0f}", flush=True)

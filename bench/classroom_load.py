@@ -58,7 +58,7 @@ from bertviz_lite.loading.run_folder import read_metrics, read_status  # noqa: E
 from tests.browser.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 
 LOOPBACK = "127.0.0.1"  # the only address this script talks to
-ATTENTION_PAGE = "Attention"  # url_path of pages/explore/3_Attention.py (app.py gives it no other)
+ATTENTION_PAGE = "Attention"  # url_path of pages_app/explore/3_Attention.py (app.py gives it no other)
 HEATMAP_KEY = "attention_heatmap"
 SENTENCE_A_KEY = "sentence_a"
 MODEL_KEY = "model_picker"
@@ -71,7 +71,7 @@ NOUNS = ("cat dog horse bird fish lion tiger bear wolf fox rabbit mouse duck goa
          "eagle whale shark deer monkey camel donkey parrot spider bee ant turtle zebra elephant penguin "
          "dolphin chicken pony bull").split()
 ADJECTIVES = "red blue green yellow brown black white small large young quiet happy tired hungry".split()
-# Milestones of one script run, in the order the page sends them (pages/explore/3_Attention.py).
+# Milestones of one script run, in the order the page sends them (pages_app/explore/3_Attention.py).
 MILESTONES = ("started", "sidebar", "model", "trace", "figure", "finished")
 MILESTONE_HELP = {
     "started": "new_session: the server started the script run",

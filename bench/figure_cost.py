@@ -26,7 +26,7 @@ import plotly.io  # noqa: E402
 import plotly.tools  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-import pages.common._ui as ui  # noqa: E402
+import pages_app.common._ui as ui  # noqa: E402
 from bertviz_lite import figures  # noqa: E402
 
 FILLER = "and then the story went on for a long while without any end in sight " * 40  # > 512 tokens
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         for key, value in {"sentence_a": "The cat sat on the mat. " + FILLER, "sentence_b": "",
                            "max_length": args.max_length, "attn_view": tab}.items():
             at.session_state[key] = value
-        at.switch_page("pages/explore/3_Attention.py")
+        at.switch_page("pages_app/explore/3_Attention.py")
         at.run()
         assert not at.exception, at.exception
         runs = []

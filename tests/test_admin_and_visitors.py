@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from bertviz_lite.server import access
-from pages.common import _visitor
+from pages_app.common import _visitor
 
 TOKEN = "teacher-secret-1"
 IDS = [f"visitor-{i:02d}-0123456789abcdef" for i in range(30)]

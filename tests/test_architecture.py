@@ -17,7 +17,7 @@ LAYERS = ("limits", "atomic", "model", "text", "loading", "inspection", "figures
           "serve")
 FACADE = "bertviz_lite"  # the top-level __init__ names the public entry points and may import any room
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py")
-PAGES = sorted(p for p in (REPO / "pages").rglob("*.py") if p.name != "__init__.py")
+PAGES = sorted(p for p in (REPO / "pages_app").rglob("*.py") if p.name != "__init__.py")
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -152,8 +152,14 @@ def test_no_package_module_is_over_400_lines():
 
 
 def test_pages_common_stays_small():
-    lines = sum(len(p.read_text().splitlines()) for p in (REPO / "pages" / "common").glob("*.py"))
-    assert lines < 700, f"pages/common/ has {lines} lines: domain logic belongs in the package"
+    lines = sum(len(p.read_text().splitlines()) for p in (REPO / "pages_app" / "common").glob("*.py"))
+    assert lines < 700, f"pages_app/common/ has {lines} lines: domain logic belongs in the package"
+
+
+def test_no_pages_folder_sits_beside_app_py():
+    """A pages/ folder (even one left with only __pycache__ after pulling the rename to pages_app/) puts Streamlit in
+    its legacy pages-folder mode: a fresh server's first deep link then meets "Page not found"."""
+    assert not (REPO / "pages").exists(), "remove the folder pages/ beside app.py (the pages live in pages_app/)"
 
 
 def test_the_package_never_imports_streamlit_or_pages():
@@ -161,4 +167,4 @@ def test_the_package_never_imports_streamlit_or_pages():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            assert not any(name.split(".")[0] in ("streamlit", "pages") for name in names), path
+            assert not any(name.split(".")[0] in ("streamlit", "pages_app") for name in names), path

@@ -3,8 +3,8 @@ on a tiny random BERT."""
 
 from __future__ import annotations
 
+import copy
 import io
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -288,11 +288,25 @@ def test_default_masks_pick_one_word_unless_the_text_already_has_a_mask(tiny):
     assert default_masks(typed) == ()
 
 
-def test_predictions_without_heads_say_so(trace):
-    headless = replace(trace, output=replace(trace.output, mlm_logits=None, nsp_logits=None))
+def test_predictions_without_heads_say_so(tiny):
+    model, tokenizer = copy.deepcopy(tiny)
+    model.has_mlm_head = model.has_nsp_head = False  # as for all-MiniLM-L6-v2, whose file has no heads
+    headless = explore.trace_pair(model, tokenizer, *PAIR)
     with pytest.raises(ValueError, match="no trained masked-language-model head"):
         views.top_predictions(headless.mlm_logits, None, 1)
     assert views.is_next_probability(headless.nsp_logits) is None
+
+
+def test_head_logits_are_made_on_first_use_and_match_a_full_trace(tiny, trace):
+    """trace_pair leaves the pre-training heads out of the pass; the logits the pages read are the model's own."""
+    model, tokenizer = tiny
+    assert trace.output.mlm_logits is None and trace.output.nsp_logits is None
+    inputs = trace.encoding.to_tensors()
+    with torch.inference_mode():
+        full = model.trace(**inputs, heads=True)
+    np.testing.assert_allclose(trace.mlm_logits, full.mlm_logits[0].numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(trace.nsp_logits, full.nsp_logits[0].numpy(), rtol=1e-5, atol=1e-5)
+    assert trace.mlm_logits.shape == (trace.num_tokens, model.config.vocab_size)
 
 
 def test_source_version_changes_when_a_checkpoint_is_rewritten(tmp_path):

@@ -8,6 +8,7 @@ import transformers
 
 from bertviz_lite.loading import pretrained
 from bertviz_lite.loading.pretrained import load, load_folder, minilm_dir
+from bertviz_lite.model.modeling import BertForPreTraining
 
 PAIRS = [
     ("The cat sat on the mat.", "It was warm and happy."),
@@ -155,3 +156,28 @@ def test_hugging_face_snapshot_folders_name_their_repo_and_the_picker_lists_them
     sources = pretrained.model_sources(tmp_path / "ckpt", tmp_path / "hub")
     assert sources == [*pretrained.BUILT_IN, "mine", str(snapshot)]
     assert pretrained.BUILT_IN[0] == pretrained.DEFAULT_MODEL
+
+
+def test_a_complete_checkpoint_loads_exactly_and_a_headless_one_gets_the_seeded_fresh_heads(tmp_path):
+    """load_folder skips BERT's random initialisation only when the file fills every weight."""
+    from safetensors.torch import load_file, save_file
+
+    from tests.app.tiny_checkpoint import save_tiny
+
+    folder = save_tiny(tmp_path / "tiny")
+    saved = load_file(str(folder / "model.safetensors"))
+    model, _ = load_folder(folder)
+    assert model.has_mlm_head and model.has_nsp_head
+    for key, value in model.hf_state_dict().items():
+        torch.testing.assert_close(value, saved[key], rtol=0, atol=0, msg=key)
+    assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight  # still tied
+
+    headless = {k: v for k, v in saved.items() if not k.startswith(("cls.", "bert.pooler."))}
+    save_file(headless, str(folder / "model.safetensors"))
+    torch.manual_seed(3)
+    model, _ = load_folder(folder)
+    torch.manual_seed(3)
+    fresh = BertForPreTraining(model.config)  # what a seeded training run starting from this file always had
+    assert not model.has_mlm_head and not model.has_nsp_head
+    for name in ("cls.seq_relationship.weight", "cls.predictions.transform.dense.weight", "bert.pooler.dense.weight"):
+        torch.testing.assert_close(model.state_dict()[name], fresh.state_dict()[name], rtol=0, atol=0, msg=name)

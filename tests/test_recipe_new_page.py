@@ -1,4 +1,4 @@
-"""Recipe "a new page or walkthrough step": a PageSpec in pages/common/_pages.PAGES (script, title, section, the
+"""Recipe "a new page or walkthrough step": a PageSpec in pages_app/common/_pages.PAGES (script, title, section, the
 fields its link keeps) or a Step in walkthrough.STEPS. The navigation, the page's link and the tests' page lists
 follow the page; the walkthrough's count, Next button, link and step numbers in its texts follow the step (here:
 a temporary Glossary page and a temporary first step)."""
@@ -9,14 +9,14 @@ import pytest
 
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.server import access
-from pages.common import _pages
-from pages.common._pages import EXPLORE, PageSpec
+from pages_app.common import _pages
+from pages_app.common._pages import EXPLORE, PageSpec
 from tests.app.conftest import explore_pages, no_exception, run_app
 from tests.app.tiny_checkpoint import save_tiny
 
 GLOSSARY = """import streamlit as st
 
-from pages.common._ui import load_context
+from pages_app.common._ui import load_context
 
 ctx = load_context()
 st.header("Glossary")

@@ -3,7 +3,7 @@
 import pytest
 
 from bertviz_lite.inspection.views.tabs import ALL_TABS, GLOSSARY, PAGE_ABOUT, glossary
-from pages.common._pages import EXPLORE, pages_in
+from pages_app.common._pages import EXPLORE, pages_in
 
 VIEWS = [*ALL_TABS, *PAGE_ABOUT.values()]
 

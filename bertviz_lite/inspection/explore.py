@@ -38,6 +38,11 @@ def _batch_one(tensor: torch.Tensor | None) -> np.ndarray | None:
     return None if tensor is None else tensor[0].float().numpy()
 
 
+def _run_head(head: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    with torch.inference_mode():
+        return head(hidden)
+
+
 def _per_layer(tensors: Sequence[torch.Tensor]) -> np.ndarray:
     """Per-layer [1, ...] tensors -> one float32 array [L, ...]."""
     return torch.stack([t[0] for t in tensors]).float().numpy()
@@ -84,13 +89,19 @@ class PairTrace:
 
     @cached_property
     def mlm_logits(self) -> np.ndarray | None:
-        """[T, V]; None without an MLM head."""
-        return _batch_one(self.output.mlm_logits)
+        """[T, V], made on first use (trace_pair leaves the heads out); None without an MLM head."""
+        logits = self.output.mlm_logits
+        if logits is None and self.model is not None and self.model.has_mlm_head:
+            logits = _run_head(self.model.cls.predictions, self.output.hidden_states[-1])
+        return _batch_one(logits)
 
     @cached_property
     def nsp_logits(self) -> np.ndarray | None:
-        """[2], index 0 = IsNext; None without an NSP head."""
-        return _batch_one(self.output.nsp_logits)
+        """[2], index 0 = IsNext, made on first use; None without an NSP head."""
+        logits = self.output.nsp_logits
+        if logits is None and self.model is not None and self.model.has_nsp_head:
+            logits = _run_head(self.model.cls.seq_relationship, self.output.pooled)
+        return _batch_one(logits)
 
     @property
     def num_tokens(self) -> int:
@@ -189,7 +200,9 @@ def trace_pair(
     inputs["input_ids"][0, list(masked)] = tokenizer.mask_token_id
     model.eval()
     with torch.inference_mode():
-        output = model.trace(**inputs)
+        # No MLM/NSP logits yet: the decoder over the whole vocabulary costs as much as the encoder, and most views
+        # never read it (PairTrace.mlm_logits makes it on first use).
+        output = model.trace(**inputs, heads=False)
     ids = inputs["input_ids"][0].numpy()
     tokens = list(tokenizer.convert_ids_to_tokens(ids.tolist()))
     return PairTrace(encoding=encoding, input_ids=ids, tokens=tokens, masked_positions=masked, output=output,

@@ -280,15 +280,16 @@ class BertForPreTraining(nn.Module):
     BertTrace with every intermediate; `model.pretraining_loss(...)` trains.
     """
 
-    def __init__(self, config: BertConfig):
+    def __init__(self, config: BertConfig, init_weights: bool = True):
+        """init_weights=False skips BERT's initialisation (N(0, 0.02)), for weights about to be loaded over it."""
         super().__init__()
         self.config = config
         self.bert = BertModel(config)
         self.cls = BertPreTrainingHeads(config)
         # Which heads hold trained weights; loaders set these (MiniLM, say, ships no heads).
-        self.has_mlm_head = True
-        self.has_nsp_head = True
-        self.apply(self._init_weights)
+        self.has_mlm_head = self.has_nsp_head = True
+        if init_weights:
+            self.apply(self._init_weights)
         self.tie_weights()
 
     def tie_weights(self) -> None:

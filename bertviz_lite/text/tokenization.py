@@ -31,6 +31,7 @@ from bertviz_lite.text.wordpiece_training import learn_vocab
 
 MAX_POSITIONS = 512
 MIN_TRAIN_VOCAB_SIZE = len(SPECIAL_TOKENS) + 10
+SERIAL_TEXTS = 4  # up to this many texts are encoded one by one, not through the Rust thread pool
 
 
 @dataclass
@@ -173,7 +174,7 @@ class BertTokenizer:
             raise ValueError("No sentence pairs to tokenize.")
         cleaned = [_clean_pair(text_a, text_b, index, len(pairs)) for index, (text_a, text_b) in enumerate(pairs)]
         flat = [text for pair in cleaned for text in pair if text is not None]
-        raws = iter(self._tokenizer.encode_batch(flat, add_special_tokens=False))
+        raws = iter(self._encode_texts(flat))
         encodings = []
         for text_a, text_b in cleaned:
             raw_a = _check_not_blank(next(raws), "A")
@@ -183,6 +184,13 @@ class BertTokenizer:
             _check_max_length(max_length, pair=raw_b is not None)
             encodings.append(self._assemble(raw_a, text_a, raw_b, text_b, max_length))
         return encodings
+
+    def _encode_texts(self, texts: list[str]) -> list[_RawEncoding]:
+        """tokenizers' encodings; a page's one pair in this thread, since handing two short texts to the Rust thread
+        pool cost a busy server (30 visitors at once) more than the work itself."""
+        if len(texts) <= SERIAL_TEXTS:
+            return [self._tokenizer.encode(text, add_special_tokens=False) for text in texts]
+        return self._tokenizer.encode_batch(texts, add_special_tokens=False)
 
     def _assemble(
         self, raw_a: _RawEncoding, text_a: str, raw_b: _RawEncoding | None, text_b: str | None, max_length: int

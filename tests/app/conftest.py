@@ -16,8 +16,8 @@ from streamlit.testing.v1 import AppTest
 from bertviz_lite.loading.pretrained import DEMO, MINILM, load
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.server import access
-from pages.common._pages import EXPLORE, pages_in
-from pages.common._sidebar import OTHER_FOLDER
+from pages_app.common._pages import EXPLORE, pages_in
+from pages_app.common._sidebar import OTHER_FOLDER
 from tests.app.tiny_checkpoint import save_tiny
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")

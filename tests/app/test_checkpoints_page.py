@@ -13,7 +13,7 @@ from bertviz_lite.server import access
 from tests.app.tiny_checkpoint import save_tiny, zip_of
 from tests.app.training_helpers import VISITOR_A, VISITOR_B, open_app, use_checkpoints_folder
 
-PAGE = "pages/train/7_Checkpoints.py"
+PAGE = "pages_app/train/7_Checkpoints.py"
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_use_on_explore_pages_sets_the_model_picker(root):
     at = select(open_app(PAGE), "mine")
     at.button(key="ckpt_use").click().run()
     assert at.session_state["model_picker"] == "mine" and at.selectbox(key="model_picker").value == "mine"
-    at.switch_page("pages/explore/1_Tokens.py").run()
+    at.switch_page("pages_app/explore/1_Tokens.py").run()
     assert not at.exception and not at.error
     assert any("2 layers · 4 heads · hidden 32" in caption.value for caption in at.sidebar.caption)
 

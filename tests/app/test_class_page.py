@@ -9,10 +9,10 @@ from streamlit.testing.v1 import AppTest
 
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.server import class_results, classroom, database
-from pages.common._sidebar import OTHER_FOLDER
+from pages_app.common._sidebar import OTHER_FOLDER
 from tests.app.conftest import APP, array, no_exception
 
-PAGE = "pages/classroom/8_Class.py"
+PAGE = "pages_app/classroom/8_Class.py"
 NSP_STEP = walk.step_number("nsp")
 
 

@@ -12,7 +12,7 @@ from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO, MINILM
 from tests.app.conftest import APP, HAS_DEMO, PAIR, array, charts, no_exception, texts
 from tests.app.tiny_checkpoint import save_tiny
 
-PAGE = "pages/explore/5_Beyond_attention.py"
+PAGE = "pages_app/explore/5_Beyond_attention.py"
 TABS = titles(BEYOND_ATTENTION_TABS)
 FIGURES = {
     "Norm-weighted attention": {"beyond_raw_attention", "beyond_norm_attention", "beyond_special_share"},

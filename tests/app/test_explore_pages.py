@@ -281,10 +281,10 @@ def test_the_pair_persists_across_pages_and_models_switch_cleanly(tiny_folder):
     at = run_app({"model_picker": "all-MiniLM-L6-v2"}, "attention", attn_layer=5, attn_head=11)
     no_exception(at)
     at.sidebar.text_input(key="sentence_a").set_value("A dog barked loudly.").run()
-    at.switch_page("pages/explore/1_Tokens.py").run()
+    at.switch_page("pages_app/explore/1_Tokens.py").run()
     assert at.sidebar.text_input(key="sentence_a").value == "A dog barked loudly."
     assert [c[0] for c in chips(at.get("html")[0].value)][:5] == ["[CLS]", "a", "dog", "barked", "loudly"]
-    at.switch_page("pages/explore/3_Attention.py").run()
+    at.switch_page("pages_app/explore/3_Attention.py").run()
     at.session_state["model_picker"] = "Another folder…"
     at.session_state["model_path"] = tiny_folder
     at.session_state["attn_layer"], at.session_state["attn_head"] = 5, 11  # beyond the tiny model's 2 × 4

@@ -10,10 +10,10 @@ from streamlit.testing.v1 import AppTest
 from bertviz_lite.inspection.views import contexts as meaning
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO
 from bertviz_lite.text.corpora import senses
-from pages.common._sidebar import OTHER_FOLDER
+from pages_app.common._sidebar import OTHER_FOLDER
 from tests.app.conftest import APP, HAS_DEMO, PAIR, array, charts, no_exception
 
-PAGE = "pages/explore/6_Meaning_in_context.py"
+PAGE = "pages_app/explore/6_Meaning_in_context.py"
 
 
 @pytest.fixture(scope="module", params=[DEFAULT_MODEL, DEMO])

@@ -19,7 +19,7 @@ def test_a_run_link_with_markdown_is_quoted_as_text(monkeypatch, tmp_path):
     root = use_checkpoints_folder(monkeypatch, tmp_path / "checkpoints")
     save_tiny(root / "mine")
     write_status(root / "mine", state="finished", message="done", step=2, total_steps=2, checkpoint_step=2)
-    at = open_app("pages/train/5_Train.py", query={"run": LINK})
+    at = open_app("pages_app/train/5_Train.py", query={"run": LINK})
     assert not at.exception
     warning = next(w.value for w in at.warning if "no run named" in w.value)
     quoted = warning.split("“", 1)[1].split("”", 1)[0]
@@ -56,7 +56,7 @@ def _model_that_predicts(folder, token: str):
 
 def test_an_uploaded_vocab_token_is_text_at_the_walkthroughs_masked_word_step(tmp_path):
     from bertviz_lite.inspection import walkthrough as walk
-    from pages.common._sidebar import OTHER_FOLDER
+    from pages_app.common._sidebar import OTHER_FOLDER
     from tests.app.conftest import charts, run_app
 
     token = "<b>[Log](https://evil.example)</b>"

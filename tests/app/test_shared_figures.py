@@ -6,7 +6,7 @@ import gc
 import weakref
 
 from bertviz_lite.loading.pretrained import MINILM
-from pages.common._ui import SHARED
+from pages_app.common._ui import SHARED
 from tests.app.conftest import charts, no_exception, run_app
 
 SENTENCE = "A second visitor sees the heatmap the first one built."

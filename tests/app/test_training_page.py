@@ -29,8 +29,8 @@ from tests.app.training_helpers import (
 )
 from tests.attention_samples import mosaic_tile
 
-TRAIN = "pages/train/5_Train.py"
-COMPARE = "pages/train/6_Compare_runs.py"
+TRAIN = "pages_app/train/5_Train.py"
+COMPARE = "pages_app/train/6_Compare_runs.py"
 CURVES = {
     "train_loss_chart": ("mlm_loss", "nsp_loss", "eval_mlm_loss", "eval_nsp_loss"),
     "train_accuracy_chart": ("mlm_acc", "nsp_acc", "eval_mlm_acc", "eval_nsp_acc"),
@@ -189,7 +189,7 @@ def test_a_tiny_run_trains_live_and_its_checkpoint_is_selectable(root):
     # the new checkpoint is in the model picker and loads on the explore pages
     at.selectbox(key="model_picker").set_value("live").run()
     assert at.selectbox(key="model_picker").value == "live"  # the sidebar resets choices it does not offer
-    at.switch_page("pages/explore/4_Predictions.py").run()
+    at.switch_page("pages_app/explore/4_Predictions.py").run()
     assert not at.exception and not errors(at)
     card = f"{tiny['num_hidden_layers']} layers · {tiny['num_attention_heads']} heads · hidden {tiny['hidden_size']}"
     assert any(card in caption.value for caption in at.sidebar.caption)

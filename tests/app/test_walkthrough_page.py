@@ -11,7 +11,7 @@ from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO, MINILM
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.text.display import plain_markdown
-from pages.common._sidebar import OTHER_FOLDER
+from pages_app.common._sidebar import OTHER_FOLDER
 from tests.app.conftest import APP, HAS_DEMO, PAIR, array, charts, no_exception, run_app, texts
 
 HAS_DEFAULT = (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file()
@@ -129,7 +129,7 @@ def test_a_link_sets_pair_model_layer_head_and_step():
 
 def test_a_link_to_the_attention_page_opens_that_head():
     at = linked_app({"a": PAIR[0], "b": PAIR[1], "model": MINILM, "layer": "3", "head": "7"},
-                    "pages/explore/3_Attention.py")
+                    "pages_app/explore/3_Attention.py")
     no_exception(at)
     assert charts(at)["attention_heatmap"]["layout"]["title"]["text"] == "Layer 3, head 7 (All)"
     assert at.query_params["layer"] in ("3", ["3"]) and at.query_params["head"] in ("7", ["7"])
@@ -137,7 +137,7 @@ def test_a_link_to_the_attention_page_opens_that_head():
 
 def test_a_link_to_beyond_attention_opens_that_layer_and_head_and_all_heads_stay_out_of_it():
     at = linked_app({"a": PAIR[0], "b": PAIR[1], "model": MINILM, "layer": "4", "head": "2"},
-                    "pages/explore/5_Beyond_attention.py")
+                    "pages_app/explore/5_Beyond_attention.py")
     no_exception(at)
     assert (at.selectbox(key="beyond_layer").value, at.selectbox(key="beyond_head").value) == (4, 2)
     assert at.query_params["layer"] in ("4", ["4"]) and at.query_params["head"] in ("2", ["2"])
@@ -148,7 +148,7 @@ def test_a_link_to_beyond_attention_opens_that_layer_and_head_and_all_heads_stay
 
 def test_untrusted_link_values_are_tamed():
     at = linked_app({"model": "/etc", "layer": "99", "head": "x", "step": "42", "a": "word " * 1000},
-                    "pages/explore/3_Attention.py")
+                    "pages_app/explore/3_Attention.py")
     no_exception(at)
     notes = texts(at)
     assert "does not offer" in notes and "cut to 2,000" in notes and "not a whole number" in notes, notes

@@ -13,7 +13,7 @@ from bertviz_lite.inspection.views.sentence_pair import builtin_pair_choices as 
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO
 from tests.app.conftest import APP, HAS_DEMO, array, charts, no_exception, texts
 
-PAGE = "pages/explore/7_Why_this_word.py"
+PAGE = "pages_app/explore/7_Why_this_word.py"
 CAPITAL = contrast.EXAMPLES["capital: Paris / Rome"]
 # demo-tiny splits most words into pieces: this pair keeps the same length there
 AGREEMENT = contrast.EXAMPLES["agreement across an attractor"]

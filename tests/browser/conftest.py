@@ -13,7 +13,6 @@ from tests.browser.server import (
     CHROMIUM,
     CHROMIUM_ARGS,
     free_port,
-    open_front_page,
     start_streamlit,
     stop,
     wait_until_healthy,
@@ -28,9 +27,8 @@ def streamlit_url(request):
     process = start_streamlit(port, ARTIFACTS / "streamlit.log")
     url = f"http://127.0.0.1:{port}"
     try:
-        browser = request.getfixturevalue("browser")  # chromium starts while the server does
+        request.getfixturevalue("browser")  # chromium starts while the server does
         wait_until_healthy(url, process)
-        open_front_page(browser, url)
         yield url
     finally:
         stop(process)

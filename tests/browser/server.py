@@ -64,8 +64,7 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def open_front_page(browser, url: str) -> None:
-    """Open the app at its root once: a fresh server's first deep link (say /Attention) shows a
-    "Page not found" dialog that leaves the page inert; once app.py has run st.navigation it never does."""
+    """Open the app at its root once and wait for its sidebar: a warm-up (imports, the default model) before timing."""
     context = browser.new_context()
     try:
         front = context.new_page()

@@ -64,7 +64,7 @@ GLOSSARY = {
                  "100% = all of it, 0% = none.",
 }
 
-# The Attention page (pages/explore/3_Attention.py); the first tab is the one a visit opens.
+# The Attention page (pages_app/explore/3_Attention.py); the first tab is the one a visit opens.
 ATTENTION_TABS = (
     ViewTab("Heatmap", about="One head: each row is a token asking (query), each column a token it looks at (key); "
                              "dark = much attention.", symbols=("q · k", "softmax", "[CLS] [SEP]")),
@@ -79,7 +79,7 @@ ATTENTION_TABS = (
     ViewTab("Rollout", about="How much each input token reaches each token after a layer, heads averaged and the "
                              "skip connection included.", symbols=("rollout",)),
 )
-# The Beyond attention page (pages/explore/5_Beyond_attention.py).
+# The Beyond attention page (pages_app/explore/5_Beyond_attention.py).
 BEYOND_ATTENTION_TABS = (
     ViewTab("Norm-weighted attention", about="Left: attention weights; right: weights times the size of what each "
                                              "token passes on.", symbols=("‖α f(x)‖", "[CLS] [SEP]")),
@@ -89,7 +89,7 @@ BEYOND_ATTENTION_TABS = (
             symbols=("IsNext", "attention_mask")),
     ViewTab("Layer by layer", about="What each layer would already predict if it were the last.", symbols=()),
 )
-# The Why this word page (pages/explore/7_Why_this_word.py).
+# The Why this word page (pages_app/explore/7_Why_this_word.py).
 WHY_THIS_WORD_TABS = (
     ViewTab("Minimal pairs", about="Two sentences one word apart: which one the model finds more natural, token by "
                                    "token.", symbols=("PLL",)),
@@ -99,7 +99,7 @@ WHY_THIS_WORD_TABS = (
                                          "does the answer come back?", symbols=("recovered",)),
 )
 
-# The explore pages without tabs: one line each, by the page's name (pages/common/_pages.py).
+# The explore pages without tabs: one line each, by the page's name (pages_app/common/_pages.py).
 PAGE_ABOUT = {
     "tokens": ViewTab("Tokens", about="The words as the model sees them: WordPiece pieces, special tokens, "
                                       "segments A and B.", symbols=("[CLS] [SEP]", "attention_mask")),

@@ -1,0 +1,236 @@
+"""The lecturer's side of a live class: start it, show the join code and QR code, move it, ask, reveal, download.
+
+The lecturer's secret stays in this browser session (and in a private link that brings it back in another tab);
+the projector shows only the code.
+"""
+
+from __future__ import annotations
+
+import io
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import segno
+import streamlit as st
+
+from bertviz_lite.figures.classroom import class_answers_figure, class_cloze_figure
+from bertviz_lite.figures.style import readable
+from bertviz_lite.inspection import walkthrough as walk
+from bertviz_lite.server import class_results, classroom
+from bertviz_lite.server.classroom import CLOZE, ClassError, Position
+from bertviz_lite.text.display import plain_markdown
+from pages_app.classroom._stage import (
+    Stage,
+    chart,
+    model_top,
+    pair_caption,
+    questions,
+    stage_for,
+    step_figure,
+    step_header,
+)
+from pages_app.common._sidebar import Inputs, current_inputs
+from pages_app.common._ui import SLIDE_BOTTOM, is_present
+
+LEAD = "class_lead"  # (code, secret) of the class this session leads
+LEAD_COOKIE = "bvl_class_lead"  # CODE.SECRET, so that a reload of the lecturer's page still leads the class
+LEAD_PARAM = "lead"  # the private link's query parameter, removed from the URL once read
+STEP, LAYER, HEAD = "class_step", "class_layer", "class_head"
+ANSWERS_MAX_HEIGHT = SLIDE_BOTTOM - 450  # on a 1280 × 720 slide the class's answers start ~450 px down
+POLL_S = 1.0  # the projector's live count, and how often students' screens look for a move
+
+
+def _take_up(code: str, secret: str) -> bool:
+    """This session leads the class from where it is, if `secret` is its lecturer's and it has not ended."""
+    view = classroom.current(code) if classroom.is_lecturer(code, secret) else None
+    if view is None:
+        return False
+    position = view.position  # the pair comes with the page's URL (a=, b=), which the sidebar read
+    st.session_state.update({LEAD: (code, secret), STEP: position.step, LAYER: position.layer, HEAD: position.head})
+    return True
+
+
+def leading() -> tuple[str, str] | None:
+    """(code, secret) when this session leads a class: kept in the session, else from a private link
+    (?class=…&lead=…) or this browser's lecturer cookie (a reload), each checked first."""
+    secret = st.query_params.get(LEAD_PARAM)
+    if secret:
+        del st.query_params[LEAD_PARAM]  # off the projector's address bar
+        if not _take_up(classroom.normalise_code(st.query_params.get("class", "")), secret):
+            st.error("This lecturer's link is not valid (or its class has ended).")
+    elif LEAD not in st.session_state:
+        kept = st.context.cookies.get(LEAD_COOKIE)
+        code, _, secret = kept.partition(".") if isinstance(kept, str) else ("", "", "")
+        if secret:
+            _take_up(code, secret)
+    return st.session_state.get(LEAD)
+
+
+def _remember_lead(code: str, secret: str) -> None:
+    """Once per session, keep the class's code and key in a cookie of this browser, so a reload still leads it."""
+    if st.session_state.get("class_lead_cookie") == code:
+        return
+    st.session_state["class_lead_cookie"] = code
+    age = int(classroom.CLASS_HOURS * 3600)  # code: CODE_ALPHABET, secret: URL-safe base64, so both are cookie-safe
+    st.html(f"<script>window.parent.document.cookie = '{LEAD_COOKIE}={code}.{secret}; path=/; max-age={age}; "
+            f"SameSite=Strict';</script>", unsafe_allow_javascript=True)
+
+
+def _position(inputs: Inputs) -> Position:
+    state = st.session_state
+    return Position(inputs.source, inputs.text_a, inputs.text_b, walk.clamp_step(state.get(STEP, 1)),
+                    int(state.get(LAYER, 0)), int(state.get(HEAD, 0)))
+
+
+def start_button() -> None:
+    """Start a class on the sidebar's pair."""
+    if st.button("Start a class", type="primary", icon=":material/co_present:", key="class_start"):
+        try:
+            st.session_state[LEAD] = classroom.start_class(_position(current_inputs()))
+        except ClassError as err:
+            st.error(plain_markdown(err))
+            return
+        st.rerun()
+
+
+def _join_panel(code: str) -> None:
+    """The code, large, and a QR code of the join link (drawn here as a PNG, no network), for the projector."""
+    base = (st.context.url or "").split("?")[0] or "http://localhost:8501/class"
+    link = f"{base}?class={code}"
+    qr = io.BytesIO()
+    segno.make(link, error="m").save(qr, kind="png", scale=8, border=2)
+    st.html(f'<div style="text-align:center;line-height:1.2">Join with the QR code or the code'
+            f'<div class="bvl-join-code" style="font:700 2.6rem/1.2 monospace;letter-spacing:0.1em">{code}</div></div>')
+    st.image(qr.getvalue(), width="stretch", caption=link)
+    st.metric("Students", class_results.student_count(code))
+
+
+def _go(to: int) -> None:
+    st.session_state[STEP] = walk.clamp_step(to)
+
+
+def _controls(stage: Stage) -> None:
+    step = walk.clamp_step(st.session_state.get(STEP, 1))
+    back, pick, forward = st.columns([1, 3, 1], vertical_alignment="bottom")
+    back.button("Previous", on_click=_go, args=(step - 1,), disabled=step == 1, key="class_prev", width="stretch",
+                icon=":material/arrow_back:")
+    pick.selectbox("Step", range(1, len(walk.STEPS) + 1), key=STEP, format_func=lambda n: walk.STEPS[n - 1].title)
+    forward.button("Next", on_click=_go, args=(step + 1,), disabled=step == len(walk.STEPS), key="class_next",
+                   type="primary", width="stretch", icon=":material/arrow_forward:")
+    if walk.STEPS[step - 1].key == "one_head":
+        config = stage.model.config
+        layer, head, _ = st.columns([1, 1, 3])
+        layer.selectbox("Layer", range(config.num_hidden_layers), key=LAYER)
+        head.selectbox("Head", range(config.num_attention_heads), key=HEAD)
+
+
+def _act(action, *args) -> None:
+    try:
+        action(*args)
+    except ClassError as err:
+        st.session_state["class_lead_error"] = str(err)
+
+
+def _question_controls(code: str, secret: str, stage: Stage, view: classroom.ClassView) -> None:
+    asked = view.question is not None
+    choices = questions(stage)
+    if not choices and not asked:
+        st.caption("This step asks no question; Next goes on (steps with questions: one head, MLM, NSP).")
+    columns = st.columns(len(choices) + 1)
+    for column, (label, question) in zip(columns, choices.items(), strict=False):
+        column.button(label, key=f"class_ask_{question.kind}", on_click=_act, width="stretch",
+                      args=(classroom.ask, code, secret, question), icon=":material/help:",
+                      type="secondary" if asked else "primary")
+    if asked and not view.revealed:
+        columns[-1].button("Reveal the model's answer", key="class_reveal", type="primary", width="stretch",
+                           on_click=_act, args=(classroom.reveal, code, secret), icon=":material/visibility:")
+    if "class_lead_error" in st.session_state:
+        st.error(plain_markdown(st.session_state.pop("class_lead_error")))
+
+
+@st.fragment(run_every=POLL_S)
+def _live_count(code: str, question_id: int) -> None:
+    """The projector's count of answers so far, refreshed while the question is open."""
+    count, students = class_results.answer_count(question_id), class_results.student_count(code)
+    st.metric("Answers so far", f"{count} of {students}", border=True)
+
+
+def distribution_figure(stage: Stage | None, question: classroom.AskedQuestion, phone: bool = False):
+    """The class's answers beside the model's: bars for a choice; for a cloze the words next to its top 5."""
+    spread = class_results.distribution(question)
+    answers, counts = [a for a, _ in spread.answers], [c for _, c in spread.answers]
+    if question.kind == CLOZE and stage is not None:
+        top = model_top(stage)
+        fig = class_cloze_figure(answers, counts, top["token"].tolist(), top["probability"], stacked=phone)
+    else:
+        fig = class_answers_figure(answers, counts, question.answer)
+    return readable(fig, is_present() and not phone, max_height=ANSWERS_MAX_HEIGHT)
+
+
+def _question_area(code: str, view: classroom.ClassView, stage: Stage) -> None:
+    question = view.question
+    if question is None:
+        return
+    st.markdown(f"**Asked:** {plain_markdown(question.prompt)}")
+    if not view.revealed:
+        _live_count(code, question.id)
+        return
+    st.success(plain_markdown(question.explanation or f"The model's answer: {question.answer}."))
+    chart(distribution_figure(stage, question), "distribution", phone=False)
+
+
+def lead(code: str, secret: str) -> None:
+    """The lecturer's screen: the join panel beside the step, its question and its figure."""
+    view = classroom.current(code)
+    if view is None:
+        st.warning("This class has ended (classes expire after a few hours). Its answers can still be downloaded.")
+        _downloads(code, secret)
+        st.button("Start a new class", key="class_new", on_click=st.session_state.pop, args=(LEAD, None))
+        return
+    _remember_lead(code, secret)
+    main, side = st.columns([3, 1], gap="medium")
+    with side:
+        _join_panel(code)
+    with main:
+        stage = stage_for(view.position)
+        if isinstance(stage, str):
+            st.error(plain_markdown(stage))
+            return
+        _controls(stage)
+        position = _position(current_inputs())
+        if position != view.position:
+            view = _moved(code, secret, position)
+            stage = stage_for(view.position)
+            if isinstance(stage, str):
+                st.error(plain_markdown(stage))
+                return
+        step_header(stage)
+        pair_caption(view.position)
+        _question_controls(code, secret, stage, view)
+        _question_area(code, view, stage)
+        step_figure(stage, answer_hidden=view.question is not None and not view.revealed)
+    with side:
+        _downloads(code, secret)
+
+
+def _moved(code: str, secret: str, position: Position) -> classroom.ClassView:
+    try:
+        classroom.move(code, secret, position)
+    except ClassError as err:
+        st.error(plain_markdown(err))
+    return classroom.current(code)
+
+
+def _downloads(code: str, secret: str) -> None:
+    st.download_button("Answers as CSV", data=lambda: class_results.results_csv(code, secret),
+                       file_name=f"class-{code}.csv", mime="text/csv", key="class_csv", on_click="ignore",
+                       icon=":material/download:", width="stretch")
+    with st.expander("Lecturer's link", icon=":material/key:"):
+        st.caption("Keep it private: it leads this class from another tab or browser, with the same pair.")
+        st.code(_with_query(st.context.url or "", {"class": code, LEAD_PARAM: secret}), language=None, wrap_lines=True)
+
+
+def _with_query(url: str, extra: dict[str, str]) -> str:
+    """The page's URL (its a= and b= included) with these parameters set."""
+    parts = urlsplit(url)
+    query = {**dict(parse_qsl(parts.query)), **extra}
+    return urlunsplit(parts._replace(query=urlencode(query)))

@@ -1,0 +1,181 @@
+"""What the lecturer and the students of a live class both see: the step, its figure and its questions.
+
+Everything is computed from the class's Position (the lecturer's model, pair, step, layer and head), through
+the same caches as the explore pages, so a hundred phones showing one step share one trace.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import streamlit as st
+
+from bertviz_lite.figures import (
+    embedding_window_figure,
+    model_view_figure,
+    nsp_bar,
+    token_chip_html,
+    topk_bar,
+)
+from bertviz_lite.figures.style import readable
+from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
+from bertviz_lite.inspection import explore, views
+from bertviz_lite.inspection import walkthrough as walk
+from bertviz_lite.inspection.views.predictions import default_masks
+from bertviz_lite.server import access
+from bertviz_lite.server.classroom import CHOICE, CLOZE, NewQuestion, Position
+from bertviz_lite.text.display import plain_markdown
+from pages_app.common._sidebar import DEFAULTS, Inputs
+from pages_app.common._ui import (
+    LOAD_ERRORS,
+    SHARED,
+    SLIDE_BOTTOM,
+    get_trace,
+    is_present,
+    load_model,
+    plotly_config,
+    view,
+)
+
+CLASS_MAX_LENGTH = DEFAULTS["max_length"]
+QUESTION_STEPS = ("one_head", "mlm", "nsp")  # the walkthrough's steps that ask (pages_app/explore/0_Walkthrough.py)
+FIGURE_MAX_HEIGHT = SLIDE_BOTTOM - 260  # in presentation mode, below the step's question on a 1280 × 720 slide
+PROJECTOR_ONLY = ("embeddings",)  # five wide heatmaps side by side: unreadable at 390 px
+CLOZE_PROMPT = "What word will BERT put in place of [MASK]? Type one word."
+
+
+class Stage(NamedTuple):
+    position: Position
+    inputs: Inputs
+    model: object
+    tokenizer: object
+    encoding: object
+    masked: tuple[int, ...]
+    trace: explore.PairTrace
+    query: int | None  # the masked position (the question's token)
+
+    @property
+    def step(self) -> walk.Step:
+        return walk.STEPS[walk.clamp_step(self.position.step) - 1]
+
+
+def stage_for(position: Position) -> Stage | str:
+    """The class's model and traced pair, or a sentence saying why they cannot be shown here."""
+    inputs = Inputs(position.source, position.text_a, position.text_b, CLASS_MAX_LENGTH,
+                    explore.source_version(position.source))
+    try:
+        access.check_model_source(position.source)
+        model, tokenizer = load_model(inputs.source, inputs.version)
+        encoding = explore.encode(tokenizer, inputs.text_a, inputs.text_b,
+                                  explore.effective_max_length(model, CLASS_MAX_LENGTH))
+        masked = default_masks(encoding)
+        trace = get_trace(inputs, masked)
+    except LOAD_ERRORS as err:
+        return f"The class's model cannot be shown here: {err}"
+    query = (views.masked_positions(trace.tokens) or [None])[0]
+    return Stage(position, inputs, model, tokenizer, encoding, masked, trace, query)
+
+
+def step_header(stage: Stage) -> None:
+    number = walk.clamp_step(stage.position.step)
+    st.subheader(f"Step {number} of {len(walk.STEPS)}: {stage.step.title}", anchor=False)
+
+
+def questions(stage: Stage) -> dict[str, NewQuestion]:
+    """The questions this step can ask the class: the walkthrough's own, and on the MLM step a free cloze."""
+    key, trace, pos = stage.step.key, stage.trace, stage.position
+    if key == "one_head":
+        target = 0 if stage.query is None else stage.query
+        asked = view(walk.attention_question, stage.inputs, stage.masked, layer=pos.layer, head=pos.head, query=target)
+        return {"Ask the question": _choice(asked)}
+    if key == "mlm" and stage.model.has_mlm_head and stage.query is not None:
+        original = stage.encoding.tokens[stage.query] if stage.masked else None
+        top = model_top(stage)
+        cloze = NewQuestion(CLOZE, CLOZE_PROMPT, tuple(top["token"]), top["token"].iloc[0],
+                            f"The model's top guess is “{top['token'].iloc[0]}” ({top['probability'].iloc[0]:.0%}).")
+        return {"Ask the question": _choice(walk.mlm_question(trace.mlm_logits, stage.tokenizer,
+                                                                        stage.query, original)),
+                "Ask a free cloze": cloze}
+    if key == "nsp" and stage.model.has_nsp_head and trace.has_sentence_b:
+        return {"Ask the question": _choice(walk.nsp_question(views.is_next_probability(trace.nsp_logits)))}
+    return {}
+
+
+def _choice(question: walk.Question) -> NewQuestion:
+    return NewQuestion(CHOICE, question.prompt, question.options, question.answer, question.explanation)
+
+
+def model_top(stage: Stage, k: int = 5):
+    """The model's k most likely words at the masked position (a frame: token, probability)."""
+    return views.top_predictions(stage.trace.mlm_logits, stage.tokenizer, stage.query, k)
+
+
+def chart(fig, name: str, phone: bool) -> None:
+    """A figure of the class; on a phone without plotly's toolbar over its title."""
+    config = {**plotly_config(name), "displayModeBar": False} if phone else plotly_config(name)
+    st.plotly_chart(fig, key=f"class_{name}", config=config, width="stretch")
+
+
+def _build(stage: Stage, phone: bool):
+    """(name, figure) of the step, as the walkthrough draws it; None for a step without one here."""
+    key, trace, enc, pos = stage.step.key, stage.trace, stage.encoding, stage.position
+    if key == "ids":
+        return "ids", ids_figure(trace.tokens, enc.position_ids, enc.token_type_ids)
+    if key == "embeddings":
+        return "embeddings", embedding_window_figure(view(views.embedding_window, stage.inputs, stage.masked, start=0,
+                                                          size=48))
+    if key == "one_head":
+        target = 0 if stage.query is None else stage.query
+        data = view(walk.one_head_data, stage.inputs, stage.masked, layer=pos.layer, head=pos.head, query_index=target)
+        return "one_head", one_head_figure(data)
+    if key == "many_heads":
+        tiles = min(80, (300 if phone else 520) // stage.model.config.num_hidden_layers)
+        return "model_view", model_view_figure(view(views.model_view, stage.inputs, stage.masked), tile_size=tiles)
+    if key == "residual":
+        return "residual", residual_figure(view(walk.residual_changes, stage.inputs, stage.masked))
+    if key == "mlm" and stage.model.has_mlm_head and stage.query is not None:
+        top = model_top(stage, 5 if phone else 10)
+        title = "Top guesses at [MASK]" if phone else views.prediction_title(enc, stage.query)
+        return "mlm", topk_bar(top["token"].tolist(), top["probability"], title)
+    if key == "nsp" and stage.model.has_nsp_head and trace.has_sentence_b:
+        probability = views.is_next_probability(trace.nsp_logits)
+        return "nsp", nsp_bar(probability, title="Does B follow A?") if phone else nsp_bar(probability)
+    return None
+
+
+def shared_figure(position: Position, phone: bool, present: bool):
+    """The step's (name, figure) for this position, built once for every student (st.plotly_chart only reads it)."""
+    return SHARED.get(("class_figure", position, phone, present), partial(_step_figure, position, phone, present))
+
+
+def _step_figure(position: Position, phone: bool, present: bool):
+    """The step's (name, figure) for this position, readable on a projector or a phone; None without one."""
+    stage = stage_for(position)
+    built = None if isinstance(stage, str) else _build(stage, phone)
+    if built is None:
+        return None
+    name, fig = built
+    if phone and name not in ("mlm", "nsp"):  # a long title is cut at 390 px; the step's heading says what it is
+        fig.update_layout(title=None, margin_t=30)
+    return name, readable(fig, present and not phone, max_height=FIGURE_MAX_HEIGHT)
+
+
+def step_figure(stage: Stage, answer_hidden: bool, phone: bool = False) -> None:
+    """The step's figure; a figure that would give away an open question waits for the reveal."""
+    if answer_hidden and stage.step.key in QUESTION_STEPS:
+        st.caption("The figure shows once the lecturer reveals the model's answer.")
+    elif phone and stage.step.key in PROJECTOR_ONLY:
+        st.caption("This step's figure is too wide for a phone: it is on the projector.")
+    elif stage.step.key == "tokens":
+        st.html(token_chip_html(stage.trace.tokens, stage.encoding.token_type_ids, stage.encoding.special_tokens_mask))
+    elif (shared := shared_figure(stage.position, phone, is_present())) is not None:
+        chart(shared[1], shared[0], phone)
+
+
+def pair_caption(position: Position) -> None:
+    """The pair the class looks at, as typed (escaped)."""
+    pair = f"**A:** {plain_markdown(position.text_a)}"
+    if position.text_b.strip():
+        pair += f"  \n**B:** {plain_markdown(position.text_b)}"
+    st.markdown(pair)

@@ -1,0 +1,86 @@
+"""Every page of the app, declared once in PAGES: app.py's navigation, each page's link fields (_share.py), tests' lists."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+import streamlit as st
+
+from bertviz_lite.inspection.views.tabs import (
+    ATTENTION_TABS,
+    BEYOND_ATTENTION_TABS,
+    WHY_THIS_WORD_TABS,
+    ViewTab,
+)
+
+EXPLORE, TRAIN, TEACH = "Explore a sentence pair", "Train", "Teach"
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    """One page: its script, how the navigation shows it, and what its shared link carries."""
+
+    script: str  # from the repository root
+    title: str
+    icon: str
+    section: str
+    url_path: str | None = None  # None: Streamlit's, from the file name (3_Attention.py → Attention)
+    link_fields: tuple[str, ...] = ()  # of share.QUERY_KEYS, besides the pair, the model and presentation mode
+    index_keys: tuple[str, str] | None = None  # its own layer and head widgets, when not attn_layer / attn_head
+    filter_key: str | None = None  # its sentence filter widget (the link's `filter`)
+    tabs: tuple[ViewTab, ...] = ()  # its declared tabs (views/tabs.py) ...
+    tab_key: str | None = None  # ... and the st.tabs key holding the open one (the link's `tab`)
+    token_key: str | None = None  # its token picker (the link's `token`)
+    masked_key: str | None = None  # its masked-tokens picker (the link's `masked`)
+    knocked_key: str | None = None  # its knocked-out heads picker (the link's `knocked`)
+    default: bool = False  # the page at the app's root URL
+
+    @property
+    def name(self) -> str:
+        """Its URL path in lower case (walkthrough, attention, train…): how _share and the tests name it."""
+        return (self.url_path or re.sub(r"^[0-9]*_", "", PurePosixPath(self.script).stem)).lower()
+
+
+PAGES = (
+    PageSpec("pages_app/explore/0_Walkthrough.py", "Walkthrough", ":material/school:", EXPLORE,
+             link_fields=("layer", "head", "step"), default=True),
+    PageSpec("pages_app/explore/1_Tokens.py", "Tokens and masking", ":material/token:", EXPLORE),
+    PageSpec("pages_app/explore/2_Embeddings.py", "Embeddings", ":material/scatter_plot:", EXPLORE),
+    PageSpec("pages_app/explore/3_Attention.py", "Attention", ":material/hub:", EXPLORE,
+             link_fields=("layer", "head", "filter", "tab", "token"), filter_key="attn_filter", tabs=ATTENTION_TABS,
+             tab_key="attn_view", token_key="nv_query"),
+    PageSpec("pages_app/explore/4_Predictions.py", "Predictions", ":material/lightbulb:", EXPLORE,
+             link_fields=("masked",), masked_key="pred_mask"),
+    PageSpec("pages_app/explore/5_Beyond_attention.py", "Beyond attention", ":material/troubleshoot:", EXPLORE,
+             link_fields=("layer", "head", "filter", "tab", "token", "knocked"), index_keys=("beyond_layer", "beyond_head"),
+             filter_key="beyond_filter", tabs=BEYOND_ATTENTION_TABS, tab_key="beyond_view", token_key="beyond_target",
+             knocked_key="beyond_heads"),
+    PageSpec("pages_app/explore/6_Meaning_in_context.py", "Meaning in context", ":material/translate:", EXPLORE),
+    PageSpec("pages_app/explore/7_Why_this_word.py", "Why this word", ":material/compare_arrows:", EXPLORE,
+             link_fields=("tab", "target", "foil"), tabs=WHY_THIS_WORD_TABS, tab_key="contrast_view"),
+    PageSpec("pages_app/train/5_Train.py", "Train", ":material/model_training:", TRAIN, url_path="train"),
+    PageSpec("pages_app/train/6_Compare_runs.py", "Compare runs", ":material/compare:", TRAIN, url_path="compare"),
+    PageSpec("pages_app/train/7_Checkpoints.py", "Checkpoints", ":material/inventory_2:", TRAIN, url_path="checkpoints"),
+    PageSpec("pages_app/classroom/8_Class.py", "Live class", ":material/co_present:", TEACH, url_path="class"),
+)
+
+
+def pages_in(section: str) -> list[PageSpec]:
+    return [page for page in PAGES if page.section == section]
+
+
+def by_url_path(url_path: str) -> PageSpec | None:
+    """The page at this URL path ("" is the default page), in any case."""
+    return next((page for page in PAGES if page.name == url_path.lower() or (page.default and not url_path)), None)
+
+
+def navigation() -> dict[str, list[st.Page]]:
+    """st.navigation's argument: the pages by section, in order."""
+    sections: dict[str, list[st.Page]] = {}
+    for page in PAGES:
+        extra = {"url_path": page.url_path} if page.url_path else {}
+        sections.setdefault(page.section, []).append(
+            st.Page(page.script, title=page.title, icon=page.icon, default=page.default, **extra))
+    return sections

@@ -1,0 +1,86 @@
+"""The sidebar every page shares: model picker, sentence pair and max length (rendered by app.py).
+
+Its widgets are drawn on every run, before the page, so their keys (`present`, `model_picker`, `model_path`,
+`sentence_a`, `sentence_b`, `max_length`) keep their values when the user switches pages.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import streamlit as st
+
+from bertviz_lite.inspection.explore import source_version
+from bertviz_lite.loading.pretrained import (
+    BUILT_IN,
+    DEFAULT_MODEL,
+    DESCRIPTIONS,
+    huggingface_repo_id,
+    model_sources,
+)
+from pages_app.common._state import keep_choice
+from pages_app.common._visitor import remember_visitor
+
+OTHER_FOLDER = "Another folder…"
+MODEL_HELP = " ".join(f"{name}: {DESCRIPTIONS[name]}" for name in BUILT_IN) + (
+    " Then your checkpoints, BERT models in the local Hugging Face cache, or any BERT folder."
+)
+DEFAULTS = {
+    "model_picker": DEFAULT_MODEL,
+    "model_path": "",
+    "sentence_a": "The cat sat on the mat because it was tired.",
+    "sentence_b": "It fell asleep in the warm sun.",
+    "max_length": 128,
+}
+
+
+class Inputs(NamedTuple):
+    """What the pages compute from; hashable, so it keys the caches."""
+
+    source: str
+    text_a: str
+    text_b: str
+    max_length: int
+    version: str  # explore.source_version: a rewritten checkpoint is a new cache entry
+
+
+def model_options() -> list[str]:
+    """The built-in models, every checkpoint, BERT folders in the Hugging Face cache, then a free path."""
+    return [*model_sources(), OTHER_FOLDER]
+
+
+def model_label(option: str) -> str:
+    """How an option reads in the picker."""
+    if option in BUILT_IN or option == OTHER_FOLDER:
+        return option
+    repo = huggingface_repo_id(option)
+    return f"{repo} (Hugging Face cache)" if repo else f"checkpoint: {option}"
+
+
+def render_sidebar() -> Inputs:
+    """Draw the shared sidebar and return the current inputs."""
+    options = model_options()
+    keep_choice("model_picker", options, DEFAULT_MODEL)  # a deleted checkpoint falls back to the default
+    with st.sidebar:
+        st.toggle("Presentation mode", key="present", help="Large dark text in figures, a compact page and the "
+                  "sidebar folded away: for a projector. Also ?present=1 in the URL.")
+        # Defaults go in as value/index: the default model is options[0].
+        st.selectbox("Model", options, key="model_picker", format_func=model_label, help=MODEL_HELP)
+        if st.session_state["model_picker"] in DESCRIPTIONS:
+            st.caption(DESCRIPTIONS[st.session_state["model_picker"]])
+        if st.session_state["model_picker"] == OTHER_FOLDER:
+            st.text_input("Model folder", DEFAULTS["model_path"], key="model_path", placeholder="/path/to/a/bert/folder",
+                          help="A folder with config.json, vocab.txt and model.safetensors (or pytorch_model.bin).")
+        st.text_input("Sentence A", DEFAULTS["sentence_a"], key="sentence_a")
+        st.text_input("Sentence B (optional)", DEFAULTS["sentence_b"], key="sentence_b")
+        st.number_input("Max length (tokens)", 8, 512, DEFAULTS["max_length"], step=8, key="max_length",
+                        help="[CLS] A [SEP] B [SEP] is cut to this many tokens; the longer sentence loses tokens first.")
+        remember_visitor()
+    return current_inputs()
+
+
+def current_inputs() -> Inputs:
+    """The inputs as they stand in session state."""
+    state = {**DEFAULTS, **st.session_state.to_dict()}
+    source = state["model_path"].strip() if state["model_picker"] == OTHER_FOLDER else state["model_picker"]
+    return Inputs(source, state["sentence_a"], state["sentence_b"], int(state["max_length"]), source_version(source))

@@ -1,0 +1,265 @@
+"""Streamlit glue shared by the explore pages: cached model, trace and view data, plain errors, figure + CSV."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import NamedTuple, TypeVar
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from bertviz_lite import figures
+from bertviz_lite.figures.style import readable
+from bertviz_lite.inspection import analysis, explore
+from bertviz_lite.inspection.views.tabs import ViewTab, glossary
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
+from bertviz_lite.model.modeling import BertForPreTraining
+from bertviz_lite.server import access, cache, settings
+from bertviz_lite.server.memory import release_memory
+from bertviz_lite.text.display import plain_markdown
+from bertviz_lite.text.tokenization import BertTokenizer, Encoding
+from pages_app.common._share import PRESENT, clamp_linked_indices
+from pages_app.common._sidebar import Inputs, current_inputs
+from pages_app.common._state import KEEP, keep_choice
+
+LOAD_ERRORS = (ValueError, OSError)
+THREADS_PROBLEM = settings.use_app_threads()  # once per process: BERTVIZ_LITE_THREADS (default 1)
+SHARED, CACHE_PROBLEM = cache.from_settings()  # traces, views, figures: bounded, idle ones dropped (server/cache.py)
+T = TypeVar("T")
+# Presentation mode is a slide of 1280 × 720 (or 1024 × 768): a figure ends by SLIDE_BOTTOM px from the top.
+SLIDE_BOTTOM, SLIDE_TOP = 704, 240
+ASSETS = Path(__file__).resolve().parent / "assets"  # the presentation CSS and the clicker script
+KEPT_TAB = "_kept_"  # prefix of the plain key that remembers a page's open tab
+# Presentation mode: a compact header (smaller titles, less space above them, captions hidden) and larger token chips.
+STEP_KEYS_JS = (ASSETS / "step_keys.js").read_text(encoding="utf-8")  # read once, not on every rerun
+PRESENT_CSS = "<style>" + (ASSETS / "present.css").read_text(encoding="utf-8") + "</style>"
+
+GC_FROM_TOKENS = 256  # inputs this long take seconds to trace, so a full collection (~0.3 s) first is cheap
+
+
+class Context(NamedTuple):
+    inputs: Inputs
+    model: BertForPreTraining
+    tokenizer: BertTokenizer
+    encoding: Encoding
+    max_length: int
+
+
+@st.cache_resource(max_entries=4, show_spinner="Loading the model…")
+def load_model(source: str, version: str = "") -> tuple[BertForPreTraining, BertTokenizer]:
+    """One model per source (and version of its files) and process; failures are not cached."""
+    return load(source)
+
+
+def get_trace(inputs: Inputs, masked: tuple[int, ...] = (), handle: bool = False) -> explore.PairTrace:
+    """One traced forward pass per input, shared by every figure on every page (it grows as its arrays are made);
+    handle: a stand-in holding only its key (server/cache.py's Handle), for pages, whose globals outlive the run."""
+    return (SHARED.handle if handle else SHARED.get)(("trace", inputs, masked), partial(_trace, inputs, masked), grows=True)
+
+
+def _trace(inputs: Inputs, masked: tuple[int, ...]) -> explore.PairTrace:
+    with st.spinner("Running the model…"):
+        model, tokenizer = load_model(inputs.source, inputs.version)
+        trace = explore.trace_pair(model, tokenizer, inputs.text_a, inputs.text_b, inputs.max_length, masked)
+    if inputs.max_length >= GC_FROM_TOKENS:  # its working memory, and dropped traces in reference cycles, go back now
+        release_memory()  # (no postScriptGC: it cost 30 visitors' latency, bench/RESULTS.md)
+    return trace
+
+
+def _stop_with(message: str) -> None:
+    st.error(plain_markdown(message))  # it may quote a typed path or sentence
+    st.stop()
+
+
+def load_context() -> Context:
+    """Model, tokenizer and encoding of the current inputs; any problem ends the page with st.error."""
+    inputs = current_inputs()
+    for problem in filter(None, (THREADS_PROBLEM, CACHE_PROBLEM)):
+        st.warning(problem)
+    if not inputs.source:
+        _stop_with("Type the path of a model folder in the sidebar.")
+    try:
+        access.check_model_source(inputs.source)
+        model, tokenizer = load_model(inputs.source, inputs.version)
+    except LOAD_ERRORS as err:
+        _stop_with(f"Could not load the model: {err}")
+    st.sidebar.caption(explore.model_card(model, tokenizer))
+    clamp_linked_indices(model.config.num_hidden_layers, model.config.num_attention_heads)
+    max_length = explore.effective_max_length(model, inputs.max_length)
+    if max_length < inputs.max_length:
+        st.info(f"This model knows {max_length} positions, so the input is cut to {max_length} tokens.")
+    try:
+        encoding = explore.encode(tokenizer, inputs.text_a, inputs.text_b, max_length)
+    except ValueError as err:
+        _stop_with(str(err))
+    for note in explore.input_warnings(encoding, max_length):
+        st.warning(note)  # the package's own sentences, quoting no typed text
+    return Context(inputs, model, tokenizer, encoding, max_length)
+
+
+def trace_for(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
+    """The cached trace of the context's inputs (with [MASK] at `masked`)."""
+    try:
+        return get_trace(ctx.inputs, tuple(sorted(masked)), handle=True)
+    except ValueError as err:
+        _stop_with(str(err))
+
+
+def view(data: Callable[..., T], inputs: Inputs, masked: tuple[int, ...] = (), **params) -> T:
+    """A view's data on the cached trace of inputs: explore.from_trace(data, trace, **params), computed once.
+
+    One cache for every view: the page names the package's data function, say
+    view(analysis.head_statistics, ctx.inputs) or view(views.attention_map, ctx.inputs, layer=0, head=1).
+    """
+    return SHARED.get(cache.cache_key(data, inputs, masked, **params),
+                      lambda: explore.from_trace(data, get_trace(inputs, masked), **params))
+
+
+def plotly_config(name: str) -> dict:
+    """Keep plotly's PNG download, named after the figure, at twice the screen resolution."""
+    return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}}
+
+
+def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, key: str) -> None:
+    """A download button for a table, or a table made on demand (a view's to_frame).
+
+    The CSV is only built when the user clicks, so big tables cost nothing until then.
+    """
+    def data() -> bytes:
+        return explore.csv_bytes(numbers if isinstance(numbers, pd.DataFrame) else numbers())
+
+    st.download_button("Numbers as CSV", data=data, file_name=f"{name}.csv", mime="text/csv",
+                       key=f"{key}_csv", on_click="ignore", icon=":material/download:")
+
+
+def step_keys(previous_key: str, next_key: str) -> None:
+    """Arrow keys and PageUp/PageDown press the buttons with these keys (a clicker moves the walkthrough)."""
+    st.html("<script>" + STEP_KEYS_JS.replace("__NEXT__", next_key).replace("__PREV__", previous_key) + "</script>",
+            unsafe_allow_javascript=True)
+
+
+def is_present() -> bool:
+    """Whether presentation mode is on (sidebar toggle or ?present=1)."""
+    return bool(st.session_state.get(PRESENT))
+
+
+def presentation_style() -> None:
+    """In presentation mode, the compact page style (CSS only: it takes no space on the page)."""
+    if is_present():
+        st.html(PRESENT_CSS)
+
+
+def show_figure(fig: go.Figure | partial, name: str, frame: pd.DataFrame | Callable[[], pd.DataFrame],
+                key: str | None = None, slide_top: int = SLIDE_TOP, **chart_args):
+    """st.plotly_chart with readable fonts (larger in presentation mode) and the PNG button, then a CSV button.
+
+    fig: a figure, or partial(builder, view data, **options): built once for all who show it at this size, shared.
+    key: the chart's widget key when it is not `name` (a new key clears a chart's selection).
+    slide_top: where the figure starts on a 1280 × 720 screen in presentation mode (px from the top); the figure
+    is made short enough for its bottom to show too (the server cannot read the screen: this is the slide's size).
+    """
+    drawn = partial(readable, present=is_present(), max_height=SLIDE_BOTTOM - slide_top)
+    fig = SHARED.build_once(fig, drawn) if isinstance(fig, partial) else drawn(fig)
+    event = st.plotly_chart(fig, key=key or name, config=plotly_config(name), **chart_args)
+    csv_button(frame, name, name)
+    return event
+
+
+def declared_tabs(declared: Sequence[ViewTab], key: str) -> dict:
+    """The page's st.tabs by title, the open one kept across page visits, its one line on top in presentation mode.
+
+    st.tabs has no persist_state: the open tab is copied to a plain key, which brings it back after a visit.
+    """
+    state, kept = st.session_state, f"{KEPT_TAB}{key}"
+    if key not in state and kept in state:
+        state[key] = state[kept]
+    titles = [tab.title for tab in declared]
+    tabs = dict(zip(titles, st.tabs(titles, key=key, on_change="rerun"), strict=True))
+    state[kept] = state.get(key, titles[0])
+    for tab in declared:
+        if tabs[tab.title].open:
+            with tabs[tab.title]:
+                about(tab)
+    return tabs
+
+
+def about(tab: ViewTab) -> None:
+    """In presentation mode, the view's one plain line, with its symbols explained on hover."""
+    if is_present() and tab.about:
+        st.markdown(tab.about, help=glossary(tab) or None)
+
+
+def show_declared_tabs(declared: Sequence[ViewTab], tabs: dict, inputs: Inputs, masked: tuple[int, ...] = (),
+                       **picks) -> None:
+    """Draw the open one of the tabs declared with a data function and a builder (views/tabs.py): figure + CSV.
+
+    tabs: the page's st.tabs by title; picks: the page's pickers (layer, head, which), passed where the data
+    function takes them.
+    """
+    for tab in declared:
+        if not tab.drawn_by_page and tabs[tab.title].open:
+            with tabs[tab.title]:
+                data = view(tab.data, inputs, masked, **tab.params(**picks))
+                show_figure(partial(getattr(figures, tab.figure), data), tab.name, frame=data.to_frame)
+
+
+def show_table(frame: pd.DataFrame, name: str, **kwargs) -> None:
+    """A dataframe with its own CSV button."""
+    st.dataframe(frame, key=f"{name}_table", **kwargs)
+    csv_button(frame, name, name)
+
+
+def renewing_key(name: str, bare_first: bool = True) -> str:
+    """A chart key that changes after each tile click (on_tile_click's renew): a new key clears the selection,
+    so the same tile can be clicked again. bare_first: `name` itself before the first click, else `name_0`."""
+    clicks = st.session_state.get(f"{name}_clicks", 0)
+    return name if bare_first and not clicks else f"{name}_{clicks}"
+
+
+def on_tile_click(key: str, layers: int, heads: int, picked: Callable[[int, int], None],
+                  renew: str | None = None) -> Callable[[], None]:
+    """The on_select callback of the model-view chart `key`: a clicked tile calls picked(layer, head).
+
+    renew: the name given to renewing_key; its click count goes up, so the chart gets a new key.
+    """
+    def clicked() -> None:
+        tile = explore.model_view_selection(st.session_state[key].selection, layers, heads)
+        if tile is not None:
+            picked(*tile)
+            if renew:
+                st.session_state[f"{renew}_clicks"] = st.session_state.get(f"{renew}_clicks", 0) + 1
+
+    return clicked
+
+
+def _use_default_model() -> None:
+    st.session_state["model_picker"] = DEFAULT_MODEL
+
+
+def switch_model_button(key: str | None = None) -> bool:
+    """A button that picks DEFAULT_MODEL (it has both heads) in the sidebar; returns whether it is here."""
+    available = DEFAULT_MODEL in list_checkpoints()
+    st.button(f"Switch to {DEFAULT_MODEL}", on_click=_use_default_model, disabled=not available,
+              type="primary", key=key)
+    return available
+
+
+def head_pickers(prefix: str, has_sentence_b: bool, layers: int, heads: Sequence[int], default_head: int = 0,
+                 head_label: Callable[[int], str] = str,
+                 on_head: Callable[[], None] | None = None) -> tuple[str, int, int]:
+    """Sentence filter, layer and head pickers in a row (keys `<prefix>_filter|layer|head`); on_head: called
+    when the head picked changes."""
+    filters = list(analysis.SENTENCE_FILTERS) if has_sentence_b else ["All"]
+    keep_choice(f"{prefix}_filter", filters, "All")
+    keep_choice(f"{prefix}_layer", range(layers), 0)
+    keep_choice(f"{prefix}_head", heads, default_head)
+    pick_filter, pick_layer, pick_head = st.columns([3, 1, 1])  # five filter buttons fit at 1024 px with a sidebar
+    which = pick_filter.segmented_control("Sentences (query → key)", filters, default="All",
+                                          key=f"{prefix}_filter", persist_state=KEEP) or "All"
+    layer = pick_layer.selectbox("Layer", range(layers), key=f"{prefix}_layer", persist_state=KEEP)
+    head = pick_head.selectbox("Head", heads, key=f"{prefix}_head", format_func=head_label, persist_state=KEEP,
+                               on_change=on_head)
+    return which, layer, head

@@ -1,0 +1,153 @@
+"""Walkthrough: one sentence pair through BERT, step by step (walkthrough.STEPS); some ask the learner first."""
+
+import streamlit as st
+
+from bertviz_lite.figures import (
+    embedding_window_figure,
+    model_view_figure,
+    nsp_bar,
+    token_chip_html,
+    topk_bar,
+)
+from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
+from bertviz_lite.inspection import views
+from bertviz_lite.inspection import walkthrough as walk
+from bertviz_lite.inspection.views.predictions import default_masks
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from bertviz_lite.text.display import plain_markdown
+from pages_app.common._share import HEAD, LAYER, STEP
+from pages_app.common._state import KEEP, clamp_number
+from pages_app.common._ui import (
+    is_present,
+    load_context,
+    on_tile_click,
+    show_figure,
+    step_keys,
+    switch_model_button,
+    trace_for,
+    view,
+)
+from pages_app.explore._questions import ask
+
+ctx = load_context()
+encoding = ctx.encoding
+masked = default_masks(encoding)
+trace = trace_for(ctx, masked)
+query = (views.masked_positions(trace.tokens) or [None])[0]
+original = encoding.tokens[query] if masked else None
+num_layers, num_heads = trace.attentions.shape[:2]
+step = walk.clamp_step(st.session_state.get(STEP, 1))
+st.session_state[STEP] = step
+current = walk.STEPS[step - 1]
+
+
+def _go(to: int) -> None:
+    st.session_state[STEP] = walk.clamp_step(to)
+
+
+title, back, forward = st.columns([5, 1.4, 1.4], vertical_alignment="center")
+title.header(f"Step {step} of {len(walk.STEPS)}: {current.title}", anchor=False)
+back.button("Previous", on_click=_go, args=(step - 1,), disabled=step == 1, key="walk_prev",
+            icon=":material/arrow_back:", width="stretch")
+forward.button("Next", on_click=_go, args=(step + 1,), disabled=step == len(walk.STEPS), key="walk_next",
+               icon=":material/arrow_forward:", type="primary", width="stretch")
+step_keys("walk_prev", "walk_next")
+facts = walk.step_facts(ctx.model.config, ctx.tokenizer.vocab_size, trace.num_tokens, original)
+st.markdown(walk.step_text(current, facts))
+
+
+
+
+def no_head(kind: str) -> None:
+    st.info(
+        f"{plain_markdown(ctx.inputs.source)} has no trained {kind} head (it was fine-tuned for sentence embeddings, and these "
+        f"layers were dropped), so it cannot show this step. {DEFAULT_MODEL} is the same encoder with both heads."
+    )
+    switch_model_button(key="walk_switch_model")
+
+
+def step_tokens() -> None:
+    st.html(token_chip_html(trace.tokens, encoding.token_type_ids, encoding.special_tokens_mask))
+
+
+def step_ids() -> None:
+    show_figure(ids_figure(trace.tokens, encoding.position_ids, encoding.token_type_ids), "walk_ids",
+                frame=views.encoding_frame(encoding))
+
+
+def step_embeddings() -> None:
+    window = view(views.embedding_window, ctx.inputs, masked, start=0, size=48)
+    show_figure(embedding_window_figure(window), "walk_embeddings", frame=window.to_frame, slide_top=210)
+
+
+def step_one_head() -> None:
+    clamp_number(LAYER, 0, num_layers - 1)
+    clamp_number(HEAD, 0, num_heads - 1)
+    layer = st.session_state.get(LAYER, num_layers // 2)
+    head = st.session_state.get(HEAD, 0)
+    target = 0 if query is None else query
+    question = view(walk.attention_question, ctx.inputs, masked, layer=layer, head=head, query=target)
+    if is_present():  # a slide: the pickers beside the question, so that they show with the figure
+        pick_layer, pick_head, question_box = st.columns([1, 1, 6], vertical_alignment="bottom")
+    else:
+        question_box = st.container()
+    with question_box:
+        revealed = ask(question, "attention")
+    if revealed:
+        data = view(walk.one_head_data, ctx.inputs, masked, layer=layer, head=head, query_index=target)
+        show_figure(one_head_figure(data), "walk_one_head", frame=data.to_frame, slide_top=315)
+    if not is_present():
+        pick_layer, pick_head, _ = st.columns([1, 1, 4])
+    pick_layer.selectbox("Layer", range(num_layers), index=num_layers // 2, key=LAYER, persist_state=KEEP)
+    pick_head.selectbox("Head", range(num_heads), index=0, key=HEAD, persist_state=KEEP)
+
+
+def _open_head(layer: int, head: int) -> None:
+    """A clicked tile opens that head in the one-head step."""
+    st.session_state[LAYER], st.session_state[HEAD] = layer, head
+    st.session_state[STEP] = walk.step_number("one_head")
+
+
+def step_many_heads() -> None:
+    overview = view(views.model_view, ctx.inputs, masked)
+    show_figure(model_view_figure(overview, tile_size=min(80, 520 // num_layers)), "walk_model_view",
+                frame=overview.to_frame, on_select=on_tile_click("walk_model_view", num_layers, num_heads, _open_head),
+                selection_mode="points", slide_top=235)
+
+
+def step_residual() -> None:
+    changes = view(walk.residual_changes, ctx.inputs, masked)
+    show_figure(residual_figure(changes), "walk_residual", frame=changes.to_frame, slide_top=235)
+
+
+def step_mlm() -> None:
+    if not ctx.model.has_mlm_head:
+        return no_head("masked-word (MLM)")
+    if query is None:
+        return st.info("There is no word to mask: type a sentence with at least one ordinary word.")
+    question = walk.mlm_question(trace.mlm_logits, ctx.tokenizer, query, original)
+    if ask(question, "mlm"):
+        top = views.top_predictions(trace.mlm_logits, ctx.tokenizer, query, 10)
+        show_figure(topk_bar(top["token"].tolist(), top["probability"], title=views.prediction_title(encoding, query)),
+                    "walk_mlm", frame=top, slide_top=285)
+
+
+def step_nsp() -> None:
+    if not ctx.model.has_nsp_head:
+        return no_head("next-sentence (NSP)")
+    if not trace.has_sentence_b:
+        return st.info("Type a sentence B in the sidebar to ask the model whether it follows sentence A.")
+    probability = views.is_next_probability(trace.nsp_logits)
+    if ask(walk.nsp_question(probability), "nsp"):
+        show_figure(nsp_bar(probability), "walk_nsp", frame=views.nsp_frame(probability))
+
+
+# A step declared in walk.STEPS is drawn by step_<its key> above; a step without such a function shows its text only.
+RENDER = {step.key: globals().get(f"step_{step.key}") for step in walk.STEPS}
+if RENDER[current.key] is not None:
+    RENDER[current.key]()
+if step == len(walk.STEPS):  # the walk's end leads on to a word's meaning in context, with a guess first
+    st.page_link("pages_app/explore/6_Meaning_in_context.py", icon=":material/translate:",
+                 query_params={"word": "bank", "preset": "bank"},
+                 label="Next: one word, many meanings. Guess at which layer “bank” by the river and “bank” with money "
+                       "drift furthest apart")

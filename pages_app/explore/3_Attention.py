@@ -1,0 +1,190 @@
+"""Attention: one head as a heatmap, BertViz-style head and model views, the neuron view, statistics, rollout."""
+
+from functools import partial
+
+import streamlit as st
+
+from bertviz_lite import figures
+from bertviz_lite.figures.attention import STAT_TITLES
+from bertviz_lite.figures.head_view_script import head_view_hover_script
+from bertviz_lite.inspection import analysis, explore, views
+from bertviz_lite.inspection.views import tabs as declared
+from pages_app.common._state import KEEP, clamp_number, keep_choice, keep_choices
+from pages_app.common._ui import (
+    declared_tabs,
+    head_pickers,
+    is_present,
+    load_context,
+    on_tile_click,
+    renewing_key,
+    show_declared_tabs,
+    show_figure,
+    show_table,
+    trace_for,
+    view,
+)
+
+HEAD_VIEW_WINDOW = 64  # tokens (queries and keys) drawn at once in the head view of a long input
+ALL_TOKENS = -1
+
+ctx = load_context()
+trace = trace_for(ctx)
+num_layers, num_heads, count = trace.attentions.shape[0], trace.attentions.shape[1], trace.num_tokens
+labels = analysis.unique_labels(trace.tokens)
+
+# Presentation mode: the title and the pickers share a row, so that the figure's bottom stays on the slide.
+title_box, picker_box = st.columns([1, 4], vertical_alignment="bottom") if is_present() else (st.container(),) * 2
+title_box.header("Attention")
+title_box.caption(
+    "Each head turns every token into a query, a key and a value. A query's softmax(q · k / √d) over all keys is "
+    "its attention row: how much of each token's value it takes. Rows are queries, columns keys; each row sums to 1."
+)
+if not is_present():  # the compact presentation header keeps the figure above the fold
+    st.page_link("pages_app/explore/5_Beyond_attention.py", icon=":material/troubleshoot:",
+                 label="Weights alone can mislead: see Beyond attention")
+with picker_box:
+    which, layer, head = head_pickers("attn", trace.has_sentence_b, num_layers, range(num_heads),
+                                      on_head=lambda: _show_in_head_view(st.session_state["attn_head"]))
+
+
+def single_head(layer: int, head: int, which: str, name: str, axis_titles: bool = True) -> None:
+    block = view(views.attention_map, ctx.inputs, layer=layer, head=head, which=which)
+    show_figure(partial(figures.attention_map_figure, block, axis_titles=axis_titles), name, frame=block.to_frame,
+                slide_top=230)
+
+
+def _focus_clicked_token() -> None:
+    picked = explore.clicked_token(st.session_state["head_view"].selection)
+    start = st.session_state.get("hv_window_start", 0)
+    st.session_state["hv_focus"] = ALL_TOKENS if picked is None else start + picked
+
+
+def _show_in_head_view(head: int) -> None:
+    """A head picked above is the one the head view shows (its legend and multiselect bring the others back)."""
+    st.session_state["hv_heads"] = [head]
+
+
+def _open_head(layer: int, head: int) -> None:
+    """A clicked tile opens that head beside the model view."""
+    st.session_state["attn_layer"], st.session_state["attn_head"] = layer, head
+
+
+def head_view_controls() -> tuple:
+    """The head view's pickers: heads, token window, focus token and line threshold."""
+    keep_choices("hv_heads", range(num_heads))
+    heads = st.multiselect("Heads (or click the legend)", range(num_heads), default=list(range(num_heads)),
+                           key="hv_heads", persist_state=KEEP, format_func=lambda h: f"head {h}")
+    window = None
+    if count > 2 * HEAD_VIEW_WINDOW:
+        clamp_number("hv_start", 0, count - HEAD_VIEW_WINDOW)
+        start = st.slider(f"Tokens shown: from ({HEAD_VIEW_WINDOW} at a time; lines to tokens outside are not "
+                          "drawn)", 0, count - HEAD_VIEW_WINDOW, 0, key="hv_start", persist_state=KEEP)
+        window = explore.token_window(count, start, HEAD_VIEW_WINDOW)
+    shown = range(count) if window is None else range(window.start, window.stop)
+    st.session_state["hv_window_start"] = shown.start  # for the click callback
+    keep_choice("hv_focus", [ALL_TOKENS, *shown], ALL_TOKENS)
+    pick_focus, pick_weight = st.columns([2, 1])
+    focus = pick_focus.selectbox("Focus on one query token", [ALL_TOKENS, *shown], key="hv_focus", persist_state=KEEP,
+                                 format_func=lambda i: "all tokens" if i == ALL_TOKENS else labels[i])
+    min_weight = pick_weight.slider(
+        "Hide lines lighter than",
+        0.0,
+        0.5,
+        views.head_view_min_weight(len(shown)),
+        0.01,
+        key="hv_min_weight",
+        persist_state=KEEP,
+        help="The default is 1 / tokens: uniform attention.",
+    )
+    return heads, window, focus, min_weight
+
+
+@st.fragment  # its controls change this figure only: they rerun it, not the page and the sidebar
+def head_view_tab(layer: int, which: str) -> None:
+    # Presentation mode: the figure first, its controls below it (they are read first all the same).
+    figure_box, control_box = st.container(), st.container()
+    if not is_present():
+        figure_box, control_box = control_box, figure_box
+    with control_box:
+        heads, window, focus, min_weight = head_view_controls()
+    with figure_box:
+        links = view(views.head_view_links, ctx.inputs, layer=layer, heads=heads, which=which, window=window,
+                     focus=None if focus == ALL_TOKENS else focus, min_weight=min_weight)
+        st.caption(f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
+                   "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
+                   "them back). Click a head in the legend to show it alone, click it again for all heads.")
+        show_figure(figures.head_view(links), "head_view", frame=links.to_frame, on_select=_focus_clicked_token,
+                    selection_mode="points")
+        st.html(head_view_hover_script("head_view"), unsafe_allow_javascript=True)  # hover a token: its lines light up
+
+
+@st.fragment
+def statistics_tab() -> None:
+    stats = view(analysis.head_statistics, ctx.inputs)
+    value = st.selectbox("Statistic", list(STAT_TITLES), key="stat_value", persist_state=KEEP, format_func=STAT_TITLES.get)
+    show_figure(figures.head_statistics_figure(stats, value), "head_statistics", frame=stats)
+    show_table(stats.round(4), "head_statistics_table", hide_index=True)
+
+
+@st.fragment
+def rollout_tab() -> None:
+    st.caption(
+        "Attention rollout (Abnar & Zuidema, 2020): average the heads, add the skip connection (0.5·A + 0.5·I), "
+        "and multiply layer by layer: how much each input token flows into each token after a layer."
+    )
+    after = num_layers
+    if num_layers > 1:  # a slider needs two values
+        clamp_number("rollout_layer", 1, num_layers)
+        after = st.slider("After layer", 1, num_layers, num_layers, key="rollout_layer", persist_state=KEEP)
+    flow = view(views.rollout, ctx.inputs, after=after)
+    show_figure(figures.rollout_figure(flow), "rollout", frame=flow.to_frame)
+
+
+tabs = declared_tabs(declared.ATTENTION_TABS, "attn_view")
+if tabs["Heatmap"].open:
+    with tabs["Heatmap"]:
+        single_head(layer, head, which, "attention_heatmap")
+
+if tabs["Head view"].open:
+    with tabs["Head view"]:
+        head_view_tab(layer, which)
+
+if tabs["Model view"].open:
+    with tabs["Model view"]:
+        overview = view(views.model_view, ctx.inputs)
+        st.caption(
+            "Every layer (rows) and head (columns). Click a tile to open that head beside it."
+            + (f" Tiles are averaged into {overview.tile} × {overview.tile} blocks of tokens." if overview.tile < count else "")
+        )
+        grid, opened = st.columns([3, 2])  # the opened head beside the grid, not below the fold
+        with grid:
+            # Tiles as wide as the column allows (12 heads in 3/5 of a screen): a taller figure only left a gap.
+            key = renewing_key("model_view")
+            show_figure(partial(figures.model_view_figure, overview, tile_size=max(24, min(80, 460 // num_heads))), "model_view",
+                        frame=overview.to_frame, key=key, selection_mode="points",
+                        on_select=on_tile_click(key, num_layers, num_heads, _open_head, renew="model_view"))
+        with opened:
+            single_head(layer, head, "All", "model_view_head", axis_titles=False)
+
+if tabs["Neuron view"].open:
+    with tabs["Neuron view"]:
+        keep_choice("nv_query", range(count), min(1, count - 1))
+        query = st.selectbox("Query token", range(count), index=min(1, count - 1), key="nv_query", persist_state=KEEP,
+                             format_func=lambda i: labels[i])
+        st.caption(
+            f"Layer {layer}, head {head}: the query vector of {labels[query]}, every key, their element-wise "
+            "product, the dot product and its scaled version, the softmax, and the value-weighted sum."
+        )
+        neuron = view(views.neuron_data, ctx.inputs, layer=layer, head=head, query_index=query)
+        show_figure(figures.neuron_figure(neuron), "neuron_view",
+                    frame=neuron.to_frame)
+
+if tabs["Head statistics"].open:
+    with tabs["Head statistics"]:
+        statistics_tab()
+
+if tabs["Rollout"].open:
+    with tabs["Rollout"]:
+        rollout_tab()
+
+show_declared_tabs(declared.ATTENTION_TABS, tabs, ctx.inputs, layer=layer, head=head, which=which)

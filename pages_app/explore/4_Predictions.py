@@ -1,0 +1,66 @@
+"""Predictions: what the MLM head guesses at masked positions, and the NSP head's P(B follows A)."""
+
+import streamlit as st
+
+from bertviz_lite import figures
+from bertviz_lite.inspection import analysis, views
+from bertviz_lite.inspection.views.predictions import default_masks
+from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from pages_app.common._share import from_link
+from pages_app.common._state import KEEP, keep_choices, new_input
+from pages_app.common._ui import about, load_context, show_figure, switch_model_button, trace_for
+
+ctx = load_context()
+encoding = ctx.encoding
+
+st.header("Predictions")
+about(PAGE_ABOUT["predictions"])  # presentation mode: one plain line on what the page shows
+if not (ctx.model.has_mlm_head or ctx.model.has_nsp_head):
+    st.info(
+        f"{ctx.inputs.source} is an encoder without BERT's pre-training heads: it was fine-tuned to make sentence "
+        "embeddings, and its masked-word (MLM) and next-sentence (NSP) layers were dropped, so it cannot guess "
+        f"masked words. {DEFAULT_MODEL} is the same encoder with both heads trained in this project."
+    )
+    if not switch_model_button():
+        st.caption(f"checkpoints/{DEFAULT_MODEL} is missing from this install (see the README).")
+    st.stop()
+
+labels = analysis.unique_labels(encoding.tokens)
+maskable = views.maskable_positions(encoding)
+default = list(default_masks(encoding))
+if new_input("pred_mask_input", ctx.inputs) and not from_link("pred_mask"):  # new text: positions mean other tokens
+    st.session_state["pred_mask"] = default
+keep_choices("pred_mask", maskable)  # a link's positions past this input's end
+left, right = st.columns([3, 1])
+chosen = left.multiselect("Tokens to mask (or type [MASK] in a sentence)", maskable, default=default,
+                          key="pred_mask", persist_state=KEEP, format_func=lambda i: labels[i])
+k = right.number_input("Top k", 1, 30, 10, key="pred_k", persist_state=KEEP)
+trace = trace_for(ctx, chosen)
+
+# Side by side, so both fit a 1280 × 720 screen.
+mlm_column, nsp_column = (
+    st.columns([3, 2]) if ctx.model.has_mlm_head and ctx.model.has_nsp_head else (st.container(), st.container()))
+if ctx.model.has_mlm_head:
+    with mlm_column:
+        st.subheader("Masked words")
+        positions = views.masked_positions(trace.tokens)
+        if not positions:
+            st.info("Pick a token to mask above, or write [MASK] in sentence A or B.")
+        for position in positions:
+            top = views.top_predictions(trace.mlm_logits, ctx.tokenizer, position, k)
+            title = views.prediction_title(encoding, position)
+            show_figure(figures.topk_bar(top["token"].tolist(), top["probability"], title=title),
+                        f"predictions_{position}", frame=top)
+
+if ctx.model.has_nsp_head:
+    with nsp_column:
+        st.subheader("Next sentence")
+        if not trace.has_sentence_b:
+            st.info("Type a sentence B to ask the model whether it follows sentence A.")
+        else:
+            # NSP judges the pair as typed: the tokens picked above are masked for the MLM guesses only.
+            probability = views.is_next_probability(trace_for(ctx).nsp_logits)
+            show_figure(figures.nsp_bar(probability, title="Does sentence B follow A?"), "nsp",
+                        frame=views.nsp_frame(probability))
+            st.caption(views.nsp_caption(probability, views.is_next_probability(trace.nsp_logits), len(chosen)))

@@ -1,0 +1,48 @@
+"""Train: start a pre-training run, watch it learn live, stop it, replay its attention heads forming."""
+
+import streamlit as st
+
+from bertviz_lite.runs import lifecycle
+from bertviz_lite.server import access
+from pages_app.common._visitor import current_visitor
+from pages_app.train._admin import admin_login
+from pages_app.train._form import new_run_form
+from pages_app.train._live import apply_claim, claim_link, live_view, select_run
+from pages_app.train._replay import attention_replay
+
+st.header("Train a BERT")
+st.caption(
+    "Pick a preset, change any option, press Start: the model trains in its own process (masked words and "
+    "next sentence) and this page draws its curves as they are written. Reloading or closing the page does "
+    "not stop it."
+)
+choices = [run for run in lifecycle.list_runs() if run.state != "ready"]
+training = [run for run in choices if run.active]
+
+
+def start_form() -> None:
+    """The new-run form in an expander: open while there is no run to show, folded away below one otherwise."""
+    with st.expander("Start a new run", expanded=not choices, icon=":material/add:"):
+        if len(training) >= lifecycle.max_concurrent_runs():
+            st.info(f"{', '.join(run.name for run in training)} is training, and at most "
+                    f"{lifecycle.max_concurrent_runs()} run(s) may train at once: a new run can start when it ends or "
+                    "is stopped.")
+        new_run_form()
+
+
+if not choices:
+    start_form()
+    st.info("No training run yet: start one above.")
+    st.stop()
+# A run to show: its curves come first (what a class looks at), the form folds away below them.
+st.subheader("Watch a run")
+run = select_run(choices)
+apply_claim(run.path)
+live_view(run.path)
+claim_link(run.path)
+if not access.may_change(run.path, current_visitor()):
+    admin_login()  # the other way to a run started elsewhere (shown only when the server has an admin token)
+start_form()
+st.subheader("Attention replay")
+st.caption("The attention of one fixed sentence pair, saved every few steps: watch the heads form.")
+attention_replay(run.path)

@@ -1,0 +1,158 @@
+"""The Train page's run picker (kept in the URL) and live view: state, progress, Stop, final numbers, curves.
+
+The live view is a fragment that reruns itself every REFRESH_S seconds while the run trains and reads
+only files (status.json, metrics.jsonl): there is no loop in the script, and a reload, another tab or a
+restarted app shows the same run from disk.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from bertviz_lite.figures.training import curve_frame, lr_curve, metric_curves, throughput_curve
+from bertviz_lite.loading.run_folder import RunFolder, read_metrics
+from bertviz_lite.runs import lifecycle
+from bertviz_lite.runs.store import final_metrics
+from bertviz_lite.server import access
+from bertviz_lite.text.display import plain_markdown
+from bertviz_lite.training import metrics
+from pages_app.common._state import keep_choice
+from pages_app.common._ui import show_figure
+from pages_app.common._visitor import current_visitor
+from pages_app.train._admin import admin_login
+
+REFRESH_S = 2.0
+STATE_COLOURS = {"starting": "blue", "running": "blue", "finished": "green", "stopped": "orange",
+                 "diverged": "red", "failed": "red", "ready": "gray"}
+QUERY_KEY = "run"
+CLAIM_KEY = "claim"
+
+
+def state_badge(state: str) -> str:
+    """Markdown for a coloured state label."""
+    return f":{STATE_COLOURS.get(state, 'gray')}-badge[{state}]"
+
+
+def _remember_run(key: str) -> None:
+    st.query_params[QUERY_KEY] = st.session_state[key]
+
+
+def select_run(choices: list[lifecycle.RunState], key: str = "train_run") -> lifecycle.RunState:
+    """A run picker whose choice lives in the URL (?run=NAME), so a reload or another tab shows the same run."""
+    names = [run.name for run in choices]
+    wanted = st.query_params.get(QUERY_KEY)
+    if wanted in names:
+        st.session_state[key] = wanted
+    elif wanted:
+        st.warning(f"There is no run named “{plain_markdown(wanted)}” here (renamed or deleted?); showing another one.")
+    keep_choice(key, names, names[0], start=True)
+    name = st.selectbox("Run", names, key=key, on_change=_remember_run, args=(key,),
+                        help="Newest first. The page's address names the run: share it or reload it.")
+    st.query_params[QUERY_KEY] = name
+    return choices[names.index(name)]
+
+
+def live_view(run_dir: Path) -> None:
+    """State, progress, Stop and curves of one run; refreshed every REFRESH_S seconds only while it trains."""
+    active = lifecycle.run_state(run_dir).active
+    st.fragment(run_every=REFRESH_S if active else None)(_live_panel)(run_dir, active)
+
+
+def _live_panel(run_dir: Path, was_active: bool) -> None:
+    run = lifecycle.run_state(run_dir)
+    if was_active and not run.active:
+        st.rerun()  # a full rerun redraws the fragment without the timer, with the final numbers
+    _status(run)
+    records = read_metrics(run_dir)
+    if not records:
+        st.info("Waiting for the first metrics line…" if run.active else "This run logged no metrics.")
+        return
+    if not run.active:
+        _final_metrics(records)
+    _curves(records, run.name)
+
+
+def _stop(run_dir) -> None:
+    try:
+        lifecycle.stop_run(run_dir, visitor=current_visitor())
+    except PermissionError as err:
+        st.session_state["train_notice"] = ("error", str(err))
+
+
+NOT_MINE = ("Started on another browser: only its owner, a browser that opened the owner's claim link, or the "
+            "admin may stop, rename or delete it.")
+
+
+def apply_claim(run_dir: Path) -> None:
+    """A claim link (?run=NAME&claim=CODE) opened here makes this browser an owner of the run, once."""
+    code = st.query_params.get(CLAIM_KEY)
+    if code is None:
+        return
+    del st.query_params[CLAIM_KEY]  # not left in the address bar, nor in links copied from it
+    try:
+        st.success(access.claim(run_dir, current_visitor(), code))
+    except PermissionError as err:
+        st.error(str(err))
+
+
+def claim_link(run_dir: Path) -> None:
+    """For the run's owner: the link that makes another browser (the lecture hall's) an owner too."""
+    code = access.claim_code(run_dir, current_visitor())
+    if code is None:
+        return
+    base = (st.context.url or "http://localhost:8501").split("?")[0]
+    with st.expander("Control this run from another browser", icon=":material/devices:"):
+        st.code(f"{base}?{QUERY_KEY}={run_dir.name}&{CLAIM_KEY}={code}", language=None, wrap_lines=True)
+        st.markdown("Open this link on the other browser (the lecture hall's computer, say): it may then stop, "
+                    "rename and delete this run too. Keep it to yourself.")
+
+
+def _status(run: lifecycle.RunState) -> None:
+    left, right = st.columns([4, 1])
+    left.markdown(f"**{run.name}** {state_badge(run.state)}")
+    mine = access.may_change(run.path, current_visitor())
+    if run.active:
+        right.button("Stop", key="train_stop", icon=":material/stop:", on_click=_stop, args=(run.path,),
+                     disabled=not mine, help="Finish the current step, save the checkpoint and stop." if mine
+                     else NOT_MINE)
+        if not mine:  # said on the page, not only on hover: presentation mode hides captions, a projector has no hover
+            st.info(NOT_MINE, icon=":material/lock:")
+            admin_login()  # the lecturer can stop any run
+    eta = f" · {run.eta_text}" if run.eta_text else ""
+    st.progress(run.progress, text=f"Step {run.step} of {run.total_steps or '?'}{eta}")
+    if run.state in ("failed", "diverged"):
+        st.error(f"The run {run.state}: {plain_markdown(run.reason)}")  # st.error wraps
+        if run.details:
+            st.code(run.details, language=None, wrap_lines=True)  # the log's tail, wrapped: long lines stay readable
+    elif run.state in ("finished", "stopped"):
+        st.success(run.message)
+    elif run.message:
+        st.caption(run.message)
+    if run.active and RunFolder(run.path).stop_requested():
+        st.caption("Stopping: the run finishes its current step and saves…")
+
+
+def _final_metrics(records: list[dict]) -> None:
+    shown = metrics.headline(final_metrics(records))
+    for column, (label, value) in zip(st.columns(max(len(shown), 1)), shown, strict=False):
+        column.metric(label, value)
+
+
+def _curves(records: list[dict], name: str) -> None:
+    """Loss, accuracy, learning rate and speed, two by two, in projector style, each with its numbers as CSV."""
+    labels = {key: metric.label for key, metric in metrics.METRICS.items()}
+    figures = {
+        "train_loss_chart": (metric_curves(records, metrics.LOSS_CURVES, "Loss: train and held-out",
+                                           labels=labels), metrics.LOSS_CURVES),
+        "train_accuracy_chart": (metric_curves(records, metrics.ACCURACY_CURVES, "Accuracy: train and held-out",
+                                               labels=labels), metrics.ACCURACY_CURVES),
+        "train_lr_chart": (lr_curve(records, "lr"), ("lr",)),
+        "train_speed_chart": (throughput_curve(records, metric="tokens_per_s"), ("tokens_per_s",)),
+    }
+    columns = st.columns(2) + st.columns(2)
+    for column, (key, (figure, shown)) in zip(columns, figures.items(), strict=True):
+        figure.update_layout(height=330, margin={"t": 50, "b": 40})
+        with column:
+            show_figure(figure, key, frame=lambda shown=shown: curve_frame({name: records}, shown))

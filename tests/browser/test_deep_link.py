@@ -1,0 +1,38 @@
+"""A fresh server's first visitor opens a deep link (/Attention): the page, not Streamlit's "Page not found".
+
+With a pages/ folder beside app.py, Streamlit 1.67 ran a process's first script run through its legacy
+pages-folder router, which knew only app.py and sent `page_not_found` (streamlit#9624); the pages live in
+pages_app/ for that reason. This test needs its own server: the shared one has already run app.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.driver import EXCEPTION, NEEDS_DEFAULT_MODEL, new_page, open_page, wait_for_figure
+from tests.browser.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy
+
+pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
+
+DIALOG = '[role="dialog"]'
+
+
+def test_a_deep_link_is_the_first_page_a_fresh_server_shows(browser):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    process = start_streamlit(port, ARTIFACTS / "deep_link_streamlit.log")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_healthy(url, process)
+        page = new_page(browser, viewport={"width": 1400, "height": 1000})
+        open_page(page, url, "Attention?layer=1")
+        wait_for_figure(page, "attention_heatmap")
+        assert page.locator(DIALOG).count() == 0, page.locator(DIALOG).all_inner_texts()
+        assert page.get_by_text("Page not found").count() == 0
+        assert page.locator(EXCEPTION).count() == 0
+        assert page.get_by_role("heading", name="Attention").count() == 1
+        assert page.url.split("?")[0].endswith("/Attention")
+        assert "layer=1" in page.url  # the link's own state was read, not dropped by a detour through the main page
+        page.context.close()
+    finally:
+        stop(process)
