@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
-from pages_app.common._ui import get_trace
+from pages_app.common._ui import SHARED, get_trace
 from pages_app.explore._warm_up import default_inputs, start_warm_up
 from tests.app.conftest import APP, PAGES, no_exception
 from tests.waiting import wait_until
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.j
 
 def test_the_first_run_warms_the_default_pairs_trace_for_the_next_visitors():
     start_warm_up.clear()  # as in a fresh process: no warm-up yet, and no trace of the default pair cached
-    get_trace.clear()
+    SHARED.clear()
     at = AppTest.from_file(APP, default_timeout=120)
     at.session_state["sentence_a"] = "Dogs bark at night."  # this visitor's page never traces the default pair
     at.switch_page(PAGES["tokens"])
