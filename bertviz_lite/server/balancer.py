@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +42,7 @@ WORKER_SETTING = "BERTVIZ_LITE_WORKER"  # each worker's index, 0 … N-1
 MAX_WORKERS = 16
 DEFAULT_PORT = 8501
 START_TIMEOUT_S = 180.0  # N workers importing torch and Streamlit at once on 2 cores take a while
+WARM_UP_TIMEOUT_S = 120.0  # one script run per worker, the default model loaded and traced: seconds, all at once
 STOP_GRACE_S = 10.0
 MAX_RESTARTS = 5  # a worker that keeps dying (a broken install) ends serve instead of looping
 _PR_SET_PDEATHSIG = 1
@@ -96,7 +98,8 @@ def free_port() -> int:
 def worker_command(port: int) -> list[str]:
     """The same `streamlit run app.py` as a plain run (.streamlit/config.toml applies), on a loopback port."""
     return [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
+            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+            "--server.scriptHealthCheckEnabled", "true"]  # serve's warm-up runs app.py once (denied through haproxy)
 
 
 def _child_setup() -> None:
@@ -134,6 +137,11 @@ class Worker:
     def health_url(self) -> str:
         return f"http://127.0.0.1:{self.port}{haproxy.HEALTH_PATH}"
 
+    def warm_up(self) -> bool:
+        """Run app.py once in a bare session (imports, the default model and pair's trace): the first visitor's
+        page is then as quick as the next one's. Whether the script ran without an error."""
+        return answers_ok(f"http://127.0.0.1:{self.port}{haproxy.WARM_UP_PATH}", timeout=WARM_UP_TIMEOUT_S)
+
     def start(self) -> subprocess.Popen:
         self.process = _start(worker_command(self.port), self.log, self.env)
         return self.process
@@ -147,10 +155,10 @@ def plan_workers(count: int, run_dir: Path) -> list[Worker]:
             for index in range(count)]
 
 
-def answers_ok(url: str) -> bool:
-    """Whether `url` answers 200 "ok" right now."""
+def answers_ok(url: str, timeout: float = 2.0) -> bool:
+    """Whether `url` answers 200 "ok" within `timeout` seconds."""
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - our own loopback servers
+        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - our own loopback servers
             return response.status == 200 and response.read().strip() == b"ok"
     except OSError:
         return False
@@ -168,6 +176,17 @@ def wait_healthy(urls: dict[str, str], processes: dict[str, subprocess.Popen], t
             raise ServeError(f"{', '.join(waiting)} did not answer {haproxy.HEALTH_PATH} within {timeout:.0f} s")
         if waiting:
             time.sleep(0.25)
+
+
+def warm_up(workers: list[Worker]) -> None:
+    """Every worker runs app.py once, all at the same time; a worker whose run fails is said, and still serves."""
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=len(workers)) as pool:
+        warmed = list(pool.map(Worker.warm_up, workers))
+    for worker, ok in zip(workers, warmed, strict=True):
+        if not ok:
+            print(f"{worker.name}: its warm-up run did not finish cleanly (see its log); it serves anyway", flush=True)
+    print(f"{sum(warmed)} of {len(workers)} workers warmed up in {time.monotonic() - started:.1f} s", flush=True)
 
 
 def stop_all(processes: list[subprocess.Popen], grace_s: float = STOP_GRACE_S) -> None:
@@ -202,6 +221,7 @@ def serve(args: argparse.Namespace, binary: str) -> int:
         workers = plan_workers(args.workers, run_dir)
         processes.update({worker.name: worker.start() for worker in workers})
         wait_healthy({worker.name: worker.health_url for worker in workers}, processes, START_TIMEOUT_S)
+        warm_up(workers)
         config = haproxy.write_config(run_dir, args.address, args.port, [worker.port for worker in workers])
         processes["haproxy"] = _start(haproxy.haproxy_command(binary, config), run_dir / "haproxy.log", dict(os.environ))
         shown = "127.0.0.1" if args.address in ("0.0.0.0", "::") else args.address

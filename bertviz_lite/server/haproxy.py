@@ -17,6 +17,7 @@ HAPROXY_SETTING = "BERTVIZ_LITE_HAPROXY"  # the haproxy binary to run (default: 
 COOKIE = "bvl_worker"
 WORKER_HEADER = "X-Bertviz-Lite-Worker"
 HEALTH_PATH = "/_stcore/health"  # Streamlit answers "ok" once its runtime is up
+WARM_UP_PATH = "/_stcore/script-health-check"  # runs app.py once in a bare session: serve warms each worker with it
 INSTALL_HINT = ("haproxy is not installed (or BERTVIZ_LITE_HAPROXY names no program): "
                 "apt-get install -y haproxy (Debian/Ubuntu), then run this again")
 # A websocket stays open for a whole lecture: only a tunnel silent for this long is closed.
@@ -63,6 +64,7 @@ defaults
 
 frontend app
     bind {bind}
+    http-request deny if {{ path_beg {WARM_UP_PATH} }}  # a full script run on request: for serve's warm-up only
     default_backend workers
 
 backend workers

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,10 +137,6 @@ def page_on_worker(browser, url: str, worker: str):
     response = page.goto(url)
     page.locator('[data-testid="stMain"] [data-testid="stHeading"]').first.wait_for(timeout=60_000)
     wait_for_idle(page)
-    not_found = page.get_by_role("dialog").filter(has_text="Page not found")
-    if not_found.count():  # a fresh worker's first deep link: the page is drawn, under Streamlit's dialog
-        page.keyboard.press("Escape")
-        not_found.wait_for(state="detached")
     return page, response.headers[haproxy.WORKER_HEADER.lower()]
 
 
@@ -177,3 +174,11 @@ def test_a_worker_that_dies_is_started_again_and_its_cookie_leads_back_to_it(bal
     wait_until(lambda: "worker 1 exited with code -9: starting it again" in balanced.out.read_text(), 30, "a restart")
     assert get(opener, f"{balanced.url}/_stcore/health") in {"w0", "w1"}  # meanwhile haproxy sends it elsewhere
     wait_until(lambda: get(opener, f"{balanced.url}/_stcore/health") == "w1", 60, "worker 1 back in haproxy")
+
+
+def test_each_worker_was_warmed_and_the_warm_up_path_is_closed_to_visitors(balanced):
+    plain = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with pytest.raises(urllib.error.HTTPError) as refused:  # a full script run on request is serve's alone
+        plain.open(f"{balanced.url}{haproxy.WARM_UP_PATH}", timeout=30)
+    assert refused.value.code == 403
+    assert "2 of 2 workers warmed up in" in balanced.out.read_text()  # each ran app.py once before "open"
