@@ -32,8 +32,7 @@ def start_streamlit(port: int, log_path: Path) -> subprocess.Popen:
     command = [
         sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-        "--server.fileWatcherType", "none",
-    ]
+    ]  # everything else from .streamlit/config.toml, as a plain `streamlit run app.py` has it
     log = open(log_path, "w")  # noqa: SIM115 - closed with the process
     env = {"BERTVIZ_LITE_DATA_DIR": str(ARTIFACTS / "data"), **os.environ}  # the live class's database: not data/
     return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
