@@ -113,7 +113,8 @@ def look_at_every_size(page, name: str, tops: dict, found: dict) -> None:
         resize(page, width, height)
         top, figure_height = figure_box(page)
         tops[(width, height)][name] = (top, top + figure_height)
-        page.screenshot(path=str(ARTIFACTS / f"present_{width}x{height}_{name}.png"))
+        if (width, height) == SLIDE_SIZES[0]:  # the projector's slide, to look at; the other sizes are measured
+            page.screenshot(path=str(ARTIFACTS / f"present_{width}x{height}_{name}.png"))
         if overlaps(page):
             found[f"{name} {width}x{height}"] = overlaps(page)
 
