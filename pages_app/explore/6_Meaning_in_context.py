@@ -1,6 +1,8 @@
 """Meaning in context: one word in many WordNet sentences, layer by layer, coloured by sense; how well the senses
 separate; and the nearest neighbours of one occurrence, in context."""
 
+from functools import partial
+
 import numpy as np
 import streamlit as st
 
@@ -11,6 +13,7 @@ from bertviz_lite.text.corpora.senses import sense_index
 from bertviz_lite.text.display import plain_markdown
 from pages_app.common._state import keep_choice
 from pages_app.common._ui import (
+    SHARED,
     about,
     is_present,
     load_context,
@@ -41,15 +44,21 @@ def remember(key: str) -> None:
     st.session_state[f"_{key}"] = st.session_state[key]
 
 
-@st.cache_resource(max_entries=8, ttl=600, show_spinner="Running the model on every sentence with the word…")
 def word_contexts(source: str, version: str, word: str, extra: tuple[str, ...],
                   unlabelled: bool) -> meaning.WordContexts:
     """meaning.word_contexts on the model of a source, once per word, typed sentences and choice of sentences."""
-    model, tokenizer = load_model(source, version)
-    return meaning.word_contexts(model, tokenizer, sense_index(), word, extra, unlabelled=unlabelled)
+    return SHARED.get(("word_contexts", source, version, word, extra, unlabelled),
+                      partial(_word_contexts, source, version, word, extra, unlabelled))
 
 
-# One pool per model and layer; MiniLM's holds 39,364 × 384 floats (60 MB), so at most two are kept.
+def _word_contexts(source: str, version: str, word: str, extra: tuple[str, ...], unlabelled: bool):
+    with st.spinner("Running the model on every sentence with the word…"):
+        model, tokenizer = load_model(source, version)
+        return meaning.word_contexts(model, tokenizer, sense_index(), word, extra, unlabelled=unlabelled)
+
+
+# One pool per model and layer; MiniLM's holds 39,364 × 384 floats (60 MB), so at most two are kept (120 MB: a
+# bound by construction), and kept while the server runs: one took 1-4 minutes to build.
 @st.cache_resource(max_entries=2, show_spinner="Running the model on the whole sense index up to this layer (once per "
                    "model and layer; MiniLM's last layer took 1-4 minutes on one busy core, bench/contexts_latency.py)…")
 def index_pool(source: str, version: str, layer: int) -> meaning.NeighbourPool:

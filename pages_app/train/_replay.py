@@ -23,7 +23,7 @@ from bertviz_lite.inspection.views import replay
 from bertviz_lite.loading.checkpoints import file_version, snapshot_path
 from bertviz_lite.runs import lifecycle
 from pages_app.common._state import keep_choice
-from pages_app.common._ui import on_tile_click, show_figure
+from pages_app.common._ui import SHARED, on_tile_click, show_figure
 
 REPLAY_REFRESH_S = 5.0
 PLAY_S = 1.2  # seconds per snapshot while Play is on
@@ -193,21 +193,25 @@ def _open_tile(layers: int, heads: int) -> None:
 # ---- cached reading: each snapshot is summarised once, a few frames of maps are kept --------------
 
 
-@st.cache_resource(max_entries=512, show_spinner=False)  # a summary is a few numbers per head
+# In the shared cache (bounded in bytes, idle entries dropped): a summary is a few numbers per head, a base-preset
+# frame 4.7 MB.
 def read_summary(path: str, version: int) -> replay.SnapshotSummary | None:
     """replay.read_summary, once per version of the file."""
-    return replay.read_summary(path)
+    return SHARED.get(("replay_summary", path, version), partial(replay.read_summary, path))
 
 
-@st.cache_resource(max_entries=8, show_spinner="Reading the run's snapshots…")
 def run_replay(run_dir: str, steps: tuple[int, ...]) -> replay.Replay:
     """The time-lapse of a run's snapshots at these steps; a new snapshot costs one new summary."""
-    paths = [snapshot_path(run_dir, step) for step in steps]
-    summaries = [read_summary(str(path), file_version(path)) for path in paths]
-    return replay.replay([summary for summary in summaries if summary is not None])
+    return SHARED.get(("run_replay", run_dir, steps), partial(_run_replay, run_dir, steps))
 
 
-@st.cache_resource(max_entries=12, show_spinner=False)  # a base-preset snapshot is 4.7 MB: at most ~60 MB here
+def _run_replay(run_dir: str, steps: tuple[int, ...]) -> replay.Replay:
+    with st.spinner("Reading the run's snapshots…"):
+        paths = [snapshot_path(run_dir, step) for step in steps]
+        summaries = [read_summary(str(path), file_version(path)) for path in paths]
+        return replay.replay([summary for summary in summaries if summary is not None])
+
+
 def replay_frame(path: str, version: int) -> replay.ReplayFrame:
     """replay.replay_frame, once per version of the file."""
-    return replay.replay_frame(path)
+    return SHARED.get(("replay_frame", path, version), partial(replay.replay_frame, path))
