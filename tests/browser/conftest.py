@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
+from bertviz_lite.runs import lifecycle
 from tests.browser.driver import new_page
 from tests.browser.server import (
     ARTIFACTS,
@@ -17,6 +21,7 @@ from tests.browser.server import (
     stop,
     wait_until_healthy,
 )
+from tests.waiting import wait_until
 
 
 @pytest.fixture(scope="session")
@@ -51,3 +56,16 @@ def page(browser):
     page = new_page(browser, viewport={"width": 1400, "height": 1000})
     yield page
     page.context.close()
+
+
+@pytest.fixture
+def run_name():
+    """A run name of this test session's own; the run is stopped and its folder removed afterwards."""
+    name = f"browser-test-{os.getpid()}"
+    yield name
+    folder = CHECKPOINTS_DIR / name
+    if folder.exists():
+        lifecycle.stop_run(folder)
+        with contextlib.suppress(TimeoutError):  # removed all the same
+            wait_until(lambda: not lifecycle.run_state(folder).active, 30, "the run to stop")
+        shutil.rmtree(folder, ignore_errors=True)

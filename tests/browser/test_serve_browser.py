@@ -12,7 +12,6 @@ import concurrent.futures
 import contextlib
 import http.cookiejar
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -117,16 +116,6 @@ def test_a_visitor_stays_on_one_worker_and_new_visitors_are_spread(balanced):
     assert in_own_loop(stream_worker()) == first
 
 
-@pytest.fixture
-def run_name():
-    name = f"serve-test-{os.getpid()}"
-    yield name
-    folder = CHECKPOINTS_DIR / name
-    if folder.exists():
-        lifecycle.stop_run(folder)
-        with contextlib.suppress(TimeoutError):
-            wait_until(lambda: not lifecycle.run_state(folder).active, 30, "the run to stop")
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def page_on_worker(browser, url: str, worker: str):

@@ -6,10 +6,6 @@ deleted at the end, through the page, or by the fixture if the test failed half-
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-
 import pytest
 from playwright.sync_api import expect
 
@@ -25,7 +21,6 @@ from tests.browser.driver import (
     wait_for_idle,
 )
 from tests.browser.server import ARTIFACTS
-from tests.waiting import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -36,16 +31,6 @@ POINTS = """() => {
 }"""
 
 
-@pytest.fixture
-def run_name():
-    name = f"browser-test-{os.getpid()}"
-    yield name
-    folder = CHECKPOINTS_DIR / name
-    if folder.exists():
-        lifecycle.stop_run(folder)
-        with contextlib.suppress(TimeoutError):  # removed all the same
-            wait_until(lambda: not lifecycle.run_state(folder).active, 10, "the run to stop")
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def set_number(page, key: str, value) -> None:
