@@ -29,7 +29,7 @@ from bertviz_lite.server import haproxy
 from bertviz_lite.server.balancer import WORKER_SETTING
 from tests.browser.driver import new_page, wait_for_idle
 from tests.browser.server import REPO, free_port
-from tests.browser.test_training_browser import OPTIONS, set_number
+from tests.browser.test_training_browser import OPTIONS, set_number, wait_for_run_to_show
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.browser
@@ -144,7 +144,7 @@ def test_a_run_started_through_one_worker_is_stopped_through_the_other(balanced,
     starter.locator(".st-key-train_run_name input").press("Enter")
     wait_for_idle(starter)
     starter.locator(".st-key-train_start button").click()
-    starter.get_by_text(f"of {OPTIONS['steps']}").first.wait_for(timeout=60_000)
+    wait_for_run_to_show(starter)
     assert lifecycle.run_state(CHECKPOINTS_DIR / run_name).active
 
     stopper, served = page_on_worker(browser, f"{balanced_url}/train?run={run_name}", "w1")

@@ -7,6 +7,7 @@ deleted at the end, through the page, or by the fixture if the test failed half-
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
@@ -53,6 +54,15 @@ def assert_no_exception(page) -> None:
     assert page.locator(EXCEPTION).count() == 0, page.locator(EXCEPTION).first.inner_text()
 
 
+def wait_for_run_to_show(page) -> None:
+    """Until the new run's progress shows (a first step on a busy machine can take a while); else what the page says."""
+    try:
+        page.get_by_text(f"of {OPTIONS['steps']}").first.wait_for(timeout=120_000)
+    except PlaywrightTimeout:
+        alerts = page.locator('[data-testid="stMain"] [data-testid="stAlert"]').all_inner_texts()
+        pytest.fail(f"the run's progress never showed; the page says: {alerts}")
+
+
 def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
     busy = lifecycle.active_runs(CHECKPOINTS_DIR)
     if len(busy) >= lifecycle.max_concurrent_runs():
@@ -68,7 +78,7 @@ def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
     wait_for_idle(page)
     page.locator(".st-key-train_start button").click()
     # Until the rerun lands, the page still shows the run it watched before (demo-tiny, say).
-    page.get_by_text(f"of {OPTIONS['steps']}").first.wait_for(timeout=60_000)
+    wait_for_run_to_show(page)
     counts = loss_points_grow(page)
     assert counts[0] < counts[1] < counts[2]
     assert f"run={run_name}" in page.url and selected_option(page, "train_run") == run_name
