@@ -125,3 +125,12 @@ def test_trace_pair_batched_alone_is_the_plain_trace():
     plain = explore.trace_pair(model, tokenizer, *SENTENCES[1], batched=False)
     _assert_same(batched.output, plain.output)
     assert batched.tokens == plain.tokens
+
+
+def test_a_long_input_is_traced_alone_at_once():
+    model, tokenizer = build_tiny(max_positions=64)
+    batcher = TraceBatcher(model, window_s=30.0, max_tokens=8)  # a batched request would wait the whole window
+    inputs = _inputs(tokenizer, *SENTENCES[3])
+    assert inputs["input_ids"].shape[1] > 8
+    trace = batcher.trace(inputs, max_length=64)
+    assert batcher.passes == 0 and trace.attentions[0].shape[-1] == inputs["input_ids"].shape[1]

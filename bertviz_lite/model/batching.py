@@ -84,12 +84,14 @@ class TraceBatcher:
     The first caller waits `window_s` (or until `max_batch` requests) for others with the same key (max_length and
     heads), then, once the model's previous batch is done, traces them together; a lone caller pays at most the
     window. Batches run one at a time, so requests arriving during one pass form the next batch. An error of the
-    pass is raised to every caller of the batch.
+    pass is raised to every caller of the batch. Inputs longer than `max_tokens` are traced alone at once: their pass
+    is no longer mostly overhead, and a batch of them would hold max_batch (T x T) attention maps per layer.
     """
 
-    def __init__(self, model: BertForPreTraining, window_s: float = 0.01, max_batch: int = 32) -> None:
+    def __init__(self, model: BertForPreTraining, window_s: float = 0.01, max_batch: int = 32,
+                 max_tokens: int = 64) -> None:
         self._model = weakref.ref(model)
-        self.window_s, self.max_batch = window_s, max_batch
+        self.window_s, self.max_batch, self.max_tokens = window_s, max_batch, max_tokens
         self._lock = threading.Lock()
         self._open: dict[tuple, _Batch] = {}
         self._running = threading.Lock()
@@ -101,10 +103,10 @@ class TraceBatcher:
         if model is None:
             raise RuntimeError("the model of this TraceBatcher is gone")
         inputs = {name: inputs[name] for name in INPUT_NAMES}
-        if inputs["input_ids"].dim() != 2 or inputs["input_ids"].shape[0] != 1 or \
-                inputs["input_ids"].shape[1] > model.config.max_position_embeddings:
+        shape = tuple(inputs["input_ids"].shape)
+        if len(shape) != 2 or shape[0] != 1 or shape[1] > min(self.max_tokens, model.config.max_position_embeddings):
             with torch.inference_mode():
-                return model.trace(**inputs, heads=heads)  # its own error, not the batch's
+                return model.trace(**inputs, heads=heads)  # alone: a long input, or its own error, not the batch's
         key = (max_length, heads)
         with self._lock:
             batch = self._open.get(key)
