@@ -25,7 +25,7 @@ RECORDED = BertSelfAttention.explicit
 class WithScores(LayerAttention):
     """The real intermediates plus one declared in one place."""
 
-    scores: Tensor = per_layer("scores")  # (B, nh, T, T): q · k / √d plus the padding mask, before the softmax
+    scores: Tensor = per_layer("scores", (2, 3))  # (B, nh, T, T): q · k / √d plus the padding mask, before the softmax
 
 
 def explicit_with_scores(self, hidden_states, mask, head_mask=None):

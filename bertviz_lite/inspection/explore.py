@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 
 from bertviz_lite.loading.pretrained import MINILM, resolve_source
+from bertviz_lite.model.batching import batcher_for
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.model.outputs import BertTrace
 from bertviz_lite.text.display import plain_frame
@@ -190,19 +191,28 @@ def trace_pair(
     text_b: str | None,
     max_length: int = 128,
     masked_positions: Sequence[int] = (),
+    batched: bool = True,
 ) -> PairTrace:
-    """Tokenize, optionally write [MASK] at some positions, and run one traced forward pass."""
-    encoding = encode(tokenizer, text_a, text_b, effective_max_length(model, max_length))
+    """Tokenize, optionally write [MASK] at some positions, and run one traced forward pass.
+
+    batched: the pass is shared with other threads' traces of the same moment (model/batching.py: one padded pass,
+    the same numbers up to float rounding), which costs a lone caller a few milliseconds.
+    """
+    max_length = effective_max_length(model, max_length)
+    encoding = encode(tokenizer, text_a, text_b, max_length)
     inputs = encoding.to_tensors()
     masked = tuple(sorted({int(p) for p in masked_positions}))
     if any(not 0 <= p < len(encoding) for p in masked):
         raise ValueError(f"masked positions {list(masked)} must lie in 0..{len(encoding) - 1}")
     inputs["input_ids"][0, list(masked)] = tokenizer.mask_token_id
     model.eval()
-    with torch.inference_mode():
-        # No MLM/NSP logits yet: the decoder over the whole vocabulary costs as much as the encoder, and most views
-        # never read it (PairTrace.mlm_logits makes it on first use).
-        output = model.trace(**inputs, heads=False)
+    # No MLM/NSP logits yet: the decoder over the whole vocabulary costs as much as the encoder, and most views
+    # never read it (PairTrace.mlm_logits makes it on first use).
+    if batched:
+        output = batcher_for(model).trace(inputs, max_length, heads=False)
+    else:
+        with torch.inference_mode():
+            output = model.trace(**inputs, heads=False)
     ids = inputs["input_ids"][0].numpy()
     tokens = list(tokenizer.convert_ids_to_tokens(ids.tolist()))
     return PairTrace(encoding=encoding, input_ids=ids, tokens=tokens, masked_positions=masked, output=output,

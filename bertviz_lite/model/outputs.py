@@ -1,6 +1,8 @@
 """What the model returns: dataclasses of tensors, under Hugging Face's names where transformers has them.
 
 Shapes: B batch, T tokens, H hidden size, nh heads, hd head size, V vocabulary, M masked positions.
+Each tensor field of a trace declares its token axes (`token_axes`): model/batching.py's split_trace cuts a padded
+batch's trace into one trace per example by them, so a new field must say which of its axes run over tokens.
 """
 
 from __future__ import annotations
@@ -10,20 +12,26 @@ from dataclasses import dataclass, field, fields
 from torch import Tensor
 
 
+def token_axes(*axes: int, **metadata):
+    """A tensor field whose axes `axes` run over tokens (axis 0 is the batch); () for one value per example."""
+    return field(metadata={"token_axes": axes, **metadata})
+
+
 @dataclass
 class EmbeddingParts:
     """The three embeddings of each token, their sum, and the sum after LayerNorm; each (B, T, H)."""
 
-    token: Tensor
-    position: Tensor
-    segment: Tensor
-    sum: Tensor
-    layer_norm: Tensor
+    token: Tensor = token_axes(1)
+    position: Tensor = token_axes(1)
+    segment: Tensor = token_axes(1)
+    sum: Tensor = token_axes(1)
+    layer_norm: Tensor = token_axes(1)
 
 
-def per_layer(name: str):
-    """A LayerAttention field; `name` is its tuple over layers on BertTrace and its array on explore.PairTrace."""
-    return field(metadata={"per_layer": name})
+def per_layer(name: str, axes: tuple[int, ...] = (2,)):
+    """A LayerAttention field; `name` is its tuple over layers on BertTrace and its array on explore.PairTrace;
+    `axes` its token axes, (2,) for a (B, nh, T, …) tensor."""
+    return token_axes(*axes, per_layer=name)
 
 
 @dataclass
@@ -37,7 +45,7 @@ class LayerAttention:
     query: Tensor = per_layer("queries")  # (B, nh, T, hd)
     key: Tensor = per_layer("keys")  # (B, nh, T, hd)
     value: Tensor = per_layer("values")  # (B, nh, T, hd)
-    probs: Tensor = per_layer("attentions")  # (B, nh, T, T), rows sum to 1
+    probs: Tensor = per_layer("attentions", (2, 3))  # (B, nh, T, T), rows sum to 1
 
 
 def per_layer_names(layer: LayerAttention) -> dict[str, str]:
@@ -51,11 +59,11 @@ class BertTrace:
 
     embeddings: EmbeddingParts
     layers: tuple[LayerAttention, ...]  # one per encoder layer
-    hidden_states: tuple[Tensor, ...]  # embedding output, then each layer: (B, T, H)
-    pooled: Tensor  # (B, H)
-    mlm_logits: Tensor | None  # (B, T, V); None for a model without a trained MLM head
-    nsp_logits: Tensor | None  # (B, 2), index 0 = IsNext as in Hugging Face; None without an NSP head
-    attention_mask: Tensor  # (B, T)
+    hidden_states: tuple[Tensor, ...] = token_axes(1)  # embedding output, then each layer: (B, T, H)
+    pooled: Tensor = token_axes()  # (B, H)
+    mlm_logits: Tensor | None = token_axes(1)  # (B, T, V); None for a model without a trained MLM head
+    nsp_logits: Tensor | None = token_axes()  # (B, 2), index 0 = IsNext as in Hugging Face; None without an NSP head
+    attention_mask: Tensor = token_axes(1)  # (B, T)
 
     def per_layer(self) -> dict[str, str]:
         """{per-layer name: LayerAttention field} of the intermediates this trace recorded."""
