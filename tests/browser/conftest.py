@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 from pathlib import Path
@@ -58,10 +59,13 @@ def page(browser):
     page.context.close()
 
 
+_RUN_NUMBERS = itertools.count()
+
+
 @pytest.fixture
 def run_name():
-    """A run name of this test session's own; the run is stopped and its folder removed afterwards."""
-    name = f"browser-test-{os.getpid()}"
+    """A run name of this test's own (a run of an earlier test may still be stopping); stopped and removed after."""
+    name = f"browser-test-{os.getpid()}-{next(_RUN_NUMBERS)}"
     yield name
     folder = CHECKPOINTS_DIR / name
     if folder.exists():
