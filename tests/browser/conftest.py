@@ -13,31 +13,15 @@ import pytest
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.runs import lifecycle
 from tests.browser.driver import new_page
-from tests.browser.server import (
-    ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    free_port,
-    start_streamlit,
-    stop,
-    wait_until_healthy,
-)
+from tests.browser.server import CHROMIUM, CHROMIUM_ARGS, running_streamlit
 from tests.waiting import wait_until
 
 
 @pytest.fixture(scope="session")
 def streamlit_url(request):
     """Base URL of one streamlit server shared by the session's browser tests."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    process = start_streamlit(port, ARTIFACTS / "streamlit.log")
-    url = f"http://127.0.0.1:{port}"
-    try:
-        request.getfixturevalue("browser")  # chromium starts while the server does
-        wait_until_healthy(url, process)
-        yield url
-    finally:
-        stop(process)
+    with running_streamlit("streamlit.log", lambda: request.getfixturevalue("browser")) as url:  # chromium starts
+        yield url  # while the server does
 
 
 @pytest.fixture(scope="session")

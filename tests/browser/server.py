@@ -6,11 +6,13 @@ bench/classroom_load.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tests.waiting import wait_until
@@ -71,3 +73,22 @@ def open_front_page(browser, url: str) -> None:
         front.get_by_label("Sentence A").wait_for(timeout=60_000)
     finally:
         context.close()
+
+
+@contextlib.contextmanager
+def running_streamlit(log_name: str, while_starting: Callable[[], object] | None = None) -> Iterator[str]:
+    """A fresh `streamlit run app.py` (its log in ARTIFACTS/log_name) until the block ends; yields its base URL.
+
+    while_starting: work to do while the server starts (another server, chromium), before waiting for it.
+    """
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    process = start_streamlit(port, ARTIFACTS / log_name)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        if while_starting is not None:
+            while_starting()
+        wait_until_healthy(url, process)
+        yield url
+    finally:
+        stop(process)

@@ -15,14 +15,7 @@ from tests.browser.driver import (
     wait_for_figure,
     wait_for_idle,
 )
-from tests.browser.server import (
-    ARTIFACTS,
-    free_port,
-    open_front_page,
-    start_streamlit,
-    stop,
-    wait_until_healthy,
-)
+from tests.browser.server import ARTIFACTS, running_streamlit
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 PHONE = {"width": 390, "height": 844}
@@ -52,16 +45,9 @@ def _answer(page, option: str) -> None:
 @pytest.fixture
 def second_server(request, browser):
     """A second `streamlit run app.py` sharing the first one's database file (as two processes behind a balancer)."""
-    port = free_port()
-    process = start_streamlit(port, ARTIFACTS / "streamlit_second.log")
-    url = f"http://127.0.0.1:{port}"
-    try:
-        request.getfixturevalue("streamlit_url")  # the shared server starts (if not yet up) while this one does
-        wait_until_healthy(url, process)
-        open_front_page(browser, url)  # a fresh server's first deep link would show "Page not found"
+    # The shared server starts (if not yet up) while this one does.
+    with running_streamlit("streamlit_second.log", lambda: request.getfixturevalue("streamlit_url")) as url:
         yield url
-    finally:
-        stop(process)
 
 
 def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(browser, streamlit_url, second_server):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.driver import EXCEPTION, NEEDS_DEFAULT_MODEL, new_page, open_page, wait_for_figure
-from tests.browser.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy
+from tests.browser.server import running_streamlit
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 
@@ -18,12 +18,7 @@ DIALOG = '[role="dialog"]'
 
 
 def test_a_deep_link_is_the_first_page_a_fresh_server_shows(browser):
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    process = start_streamlit(port, ARTIFACTS / "deep_link_streamlit.log")
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_healthy(url, process)
+    with running_streamlit("deep_link_streamlit.log") as url:
         page = new_page(browser, viewport={"width": 1400, "height": 1000})
         open_page(page, url, "Attention?layer=1")
         wait_for_figure(page, "attention_heatmap")
@@ -34,5 +29,3 @@ def test_a_deep_link_is_the_first_page_a_fresh_server_shows(browser):
         assert page.url.split("?")[0].endswith("/Attention")
         assert "layer=1" in page.url  # the link's own state was read, not dropped by a detour through the main page
         page.context.close()
-    finally:
-        stop(process)
