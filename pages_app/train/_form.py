@@ -6,6 +6,8 @@ dict that `run_options.check_options` validates exactly as the CLI would.
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from bertviz_lite.loading.pretrained import MINILM, SHIPPED_CHECKPOINTS
@@ -19,6 +21,8 @@ NAMED_CORPORA = {CORPUS_SOURCES[0]: "builtin", CORPUS_SOURCES[1]: "english", COR
 RANDOM = "random weights"  # the `init` option's None, as the picker shows it (a None value reads "Choose an option")
 INIT_CHOICES = (RANDOM, MINILM, *SHIPPED_CHECKPOINTS)
 DTYPE_LABELS = {"auto": "auto", "fp32": "float32", "bf16": "bf16 autocast"}
+LAUNCHED = "train_launched"  # (run folder, monotonic time) of the run this session launched last
+SAME_CLICK_S = 10.0  # a refusal this soon after a launch, with that run training, is the same click again
 
 
 def apply_preset() -> None:
@@ -131,13 +135,22 @@ def _start(options: dict, corpus_text: str | None, name: str) -> None:
     try:
         run_dir = lifecycle.launch_run(options, name=name or None, corpus_text=corpus_text, owner=current_visitor())
     except (lifecycle.RunLimitError, ValueError, OSError) as err:
-        st.session_state["train_notice"] = ("error", str(err))
+        if not (isinstance(err, lifecycle.RunLimitError) and _just_launched()):
+            st.session_state["train_notice"] = ("error", str(err))
         return
+    st.session_state[LAUNCHED] = (str(run_dir), time.monotonic())
     st.session_state["train_notice"] = ("success", f"Started **{run_dir.name}**: it trains in its own process.")
     st.session_state["train_run"] = run_dir.name
     st.session_state["train_run_name"] = ""  # the name is taken now
     st.session_state["train_started"] = True
     st.query_params["run"] = run_dir.name
+
+
+def _just_launched() -> bool:
+    """Whether this session launched a run moments ago that is training: the same click again (a script run that a
+    rerun interrupted is run anew with the click, and Streamlit calls the button's callback a second time)."""
+    launched = st.session_state.get(LAUNCHED)
+    return bool(launched) and time.monotonic() - launched[1] < SAME_CLICK_S and lifecycle.run_state(launched[0]).active
 
 
 def _top_row() -> list[str | None]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
     NEEDS_DEFAULT_MODEL,
@@ -16,6 +15,7 @@ from tests.browser.driver import (
     wait_for_figure,
     wait_for_idle,
 )
+from tests.browser.server import ARTIFACTS
 from tests.browser.test_presentation import overlaps
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
