@@ -12,7 +12,7 @@ import pytest
 from bertviz_lite.loading import run_folder
 from bertviz_lite.loading.run_folder import read_metrics, write_status
 from bertviz_lite.runs import lifecycle, run_options
-from bertviz_lite.server import settings
+from bertviz_lite.server import access, settings
 from bertviz_lite.training.cli import arguments_from_namespace, build_parser
 from tests.waiting import wait_until
 
@@ -153,6 +153,21 @@ def test_the_run_limit_refuses_a_second_run_and_creates_nothing(tmp_path, sleepe
     with pytest.raises(lifecycle.RunLimitError, match=r"1 run already training \(busy\); at most 1 at once"):
         lifecycle.launch_run({"preset": "tiny"}, root=tmp_path, max_runs=1)
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == ["busy"]
+
+
+def test_a_run_this_visitor_launched_moments_ago_is_the_same_start_again(tmp_path, sleeper, monkeypatch):
+    monkeypatch.setattr(run_folder, "CHECKPOINTS_DIR", tmp_path)
+    run, owner = tmp_path / "mine", access.Visitor("visitor-owner-0123456789")
+    run.mkdir()
+    (run / run_folder.LAUNCH_FILE).write_text(json.dumps({"pid": sleeper.pid}))
+    access.record_owner(run, owner)
+    assert lifecycle.just_launched("mine", owner) == run
+    assert lifecycle.just_launched("mine", access.Visitor("visitor-other-0123456789")) is None  # not theirs
+    assert lifecycle.just_launched("mine", owner, within_s=0) is None  # not moments ago: a second press
+    assert lifecycle.just_launched("", owner) is None and lifecycle.just_launched("other", owner) is None
+    sleeper.kill()
+    sleeper.wait()
+    assert lifecycle.just_launched("mine", owner) is None  # no longer training
 
 
 def test_snapshot_steps_and_hyperparameters_are_read_from_files(tmp_path):

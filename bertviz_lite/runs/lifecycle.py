@@ -182,6 +182,16 @@ def check_new_run_name(name: str, root: Path | None = None) -> str:
     return name
 
 
+def just_launched(name: str, visitor: access.Visitor, within_s: float = 10.0) -> Path | None:
+    """The run `name` if `visitor` launched it under `within_s` ago and it trains: a Start handled again (a script run
+    that a rerun interrupts, or a reconnecting browser's new session, runs the press once more)."""
+    run_dir = checkpoints_root() / name
+    launched = RunFolder(run_dir).launch
+    if not name or not launched.is_file() or not access.is_owner(run_dir, visitor):
+        return None
+    return run_dir if time.time() - launched.stat().st_mtime < within_s and run_state(run_dir).active else None
+
+
 def _check_run_limit(root: Path, limit: int, owner: access.Visitor | None = None) -> None:
     active = active_runs(root)
     if owner is not None and owner.admin:

@@ -6,15 +6,10 @@ dict that `run_options.check_options` validates exactly as the CLI would.
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
 import streamlit as st
 
 from bertviz_lite.loading.pretrained import MINILM, SHIPPED_CHECKPOINTS
-from bertviz_lite.loading.run_folder import LAUNCH_FILE, checkpoints_root
 from bertviz_lite.runs import lifecycle, run_options
-from bertviz_lite.server import access
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training.training_args import DEVICES, DTYPES, PRESETS, OptionError
 from pages_app.common._visitor import current_visitor
@@ -24,7 +19,6 @@ NAMED_CORPORA = {CORPUS_SOURCES[0]: "builtin", CORPUS_SOURCES[1]: "english", COR
 RANDOM = "random weights"  # the `init` option's None, as the picker shows it (a None value reads "Choose an option")
 INIT_CHOICES = (RANDOM, MINILM, *SHIPPED_CHECKPOINTS)
 DTYPE_LABELS = {"auto": "auto", "fp32": "float32", "bf16": "bf16 autocast"}
-SAME_CLICK_S = 10.0  # a refusal this soon after a launch, with that run training, is the same click again
 
 
 def apply_preset() -> None:
@@ -137,7 +131,8 @@ def _start(options: dict, corpus_text: str | None, name: str) -> None:
     try:
         run_dir = lifecycle.launch_run(options, name=name or None, corpus_text=corpus_text, owner=current_visitor())
     except (lifecycle.RunLimitError, ValueError, OSError) as err:
-        if not (isinstance(err, lifecycle.RunLimitError) and (run_dir := _just_launched(name))):
+        # A refusal of the run this visitor launched moments ago under this name: the same press handled again.
+        if not (isinstance(err, lifecycle.RunLimitError) and (run_dir := lifecycle.just_launched(name, current_visitor()))):
             st.session_state["train_notice"] = ("error", str(err))
             return
     st.session_state["train_notice"] = ("success", f"Started **{run_dir.name}**: it trains in its own process.")
@@ -145,16 +140,6 @@ def _start(options: dict, corpus_text: str | None, name: str) -> None:
     st.session_state["train_run_name"] = ""  # the name is taken now
     st.session_state["train_started"] = True
     st.query_params["run"] = run_dir.name
-
-
-def _just_launched(name: str) -> Path | None:
-    """The run `name` if this visitor launched it moments ago and it trains: the same click again. (A script run that
-    a rerun interrupts, or that a reconnecting browser sends again to a new session, handles the press once more.)"""
-    run_dir = checkpoints_root() / name
-    if not name or not (run_dir / LAUNCH_FILE).is_file() or not access.is_owner(run_dir, current_visitor()):
-        return None
-    recent = time.time() - (run_dir / LAUNCH_FILE).stat().st_mtime < SAME_CLICK_S
-    return run_dir if recent and lifecycle.run_state(run_dir).active else None
 
 
 def _top_row() -> list[str | None]:
