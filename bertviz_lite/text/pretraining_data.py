@@ -186,6 +186,7 @@ class PretrainingCollator:
     max_length: int = 128
     mask_prob: float = 0.15
     whole_word_mask: bool = False  # choose whole words: a "##" piece is masked with the rest of its word
+    mask_repeats: bool = False  # a chosen word is masked wherever it occurs in the pair: nothing to copy
     _random_token_ids: torch.Tensor = field(init=False, repr=False)
     _is_continuation: torch.Tensor = field(init=False, repr=False)  # (vocab_size,) True for "##" pieces
 
@@ -209,7 +210,7 @@ class PretrainingCollator:
             batch["input_ids"], batch["special_tokens_mask"].bool(),
             mask_token_id=self.tokenizer.mask_token_id, vocab_size=self.tokenizer.vocab_size,
             mask_prob=self.mask_prob, generator=generator, random_token_ids=self._random_token_ids,
-            continuation_mask=continuation,
+            continuation_mask=continuation, mask_repeats=self.mask_repeats,
         )
         batch["input_ids"], batch["labels"] = masked.input_ids, masked.labels
         batch["next_sentence_label"] = torch.tensor([label for _, _, label in pairs], dtype=torch.long)

@@ -30,6 +30,8 @@ def load_documents(args: TrainingArguments) -> list[list[str]]:
             return english_corpus()
         if args.corpus == "everyday":
             return everyday_corpus()
+        if args.corpus == "english+everyday":
+            return english_corpus() + everyday_corpus()
         return read_corpus(args.corpus)
     except (OSError, ValueError) as err:
         raise OptionError("corpus", f"corpus ({args.corpus!r}): {err}") from None
@@ -101,4 +103,5 @@ def prepare_data(args: TrainingArguments, documents: list[list[str]], tokenizer:
 
 def collator(args: TrainingArguments, tokenizer: BertTokenizer) -> PretrainingCollator:
     """Builds masked batches of args.seq_len tokens, masking args.mask_prob of them (of whole words with --whole-word-mask)."""
-    return PretrainingCollator(tokenizer, args.seq_len, args.mask_prob, whole_word_mask=args.whole_word_mask)
+    return PretrainingCollator(tokenizer, args.seq_len, args.mask_prob, whole_word_mask=args.whole_word_mask,
+                               mask_repeats=args.mask_repeats)

@@ -122,8 +122,8 @@ class TrainingArguments:
         "1024 feed-forward), base (BERT-base sizes)"))
     corpus: str = option("builtin", label="Corpus", group="Run", help=(
         "'builtin' (generated short stories), 'english' (WordNet's definitions and examples, 1.8 M words), "
-        "'everyday' (prose and quotations from Debian packages, 1.1 M words) or a UTF-8 text file: documents "
-        "separated by blank lines"))
+        "'everyday' (prose and quotations from Debian packages, 1.1 M words), 'english+everyday' (both) or a UTF-8 "
+        "text file: documents separated by blank lines"))
     num_documents: int = option(3000, label="Built-in stories", group="Data", check="count",
                                 help="stories in the built-in corpus")
     init: str | None = option(None, label="Start from", group="Run", help=(
@@ -149,6 +149,9 @@ class TrainingArguments:
     whole_word_mask: bool = option(False, label="Whole-word masking", group="Data", help=(
         "choose whole words for masked-language modelling: all WordPiece pieces of a chosen word are predicted "
         "together, so a piece cannot be filled in from the rest of its own word"))
+    mask_repeats: bool = option(False, label="Mask repeated words", group="Data", help=(
+        "a word chosen for masking is masked wherever it occurs in the sentence pair, so the answer is never "
+        "visible elsewhere and copying a word of the input is never rewarded"))
     eval_fraction: float = option(0.05, label="Held-out fraction", group="Data", check="fraction", step=0.01,
                                   help="fraction of the sentence pairs held out for evaluation")
     eval_pairs: int = option(512, label="Held-out pairs", group="Data", check="count",
