@@ -254,3 +254,13 @@ def test_collate_with_whole_word_mask_masks_a_word_with_all_its_pieces(tokenizer
         assert torch.equal(chosen[:, i], chosen[:, i - 1]) or tokens[i - 1] == "[SEP]"
     eligible = (batch["special_tokens_mask"] == 0).sum().item()
     assert 0.08 < chosen.sum().item() / eligible < 0.25
+
+
+def test_collate_with_mask_repeats_leaves_no_masked_word_visible(tokenizer):
+    pairs = [("The cat sat on the mat.", "The cat saw the dog on the mat.", IS_NEXT)] * 200
+    batch = _collate(tokenizer, pairs, max_length=64, whole_word_mask=True, mask_repeats=True)
+    for ids, labels in zip(batch["input_ids"], batch["labels"], strict=True):
+        answers = set(labels[labels != -100].tolist())
+        visible = set(ids[labels == -100].tolist())
+        assert not answers & visible, tokenizer.convert_ids_to_tokens(sorted(answers & visible))
+    assert (batch["labels"] != -100).any()

@@ -149,3 +149,31 @@ def test_whole_word_masking_on_one_sentence():
     chosen = _mask(ids, special, seed=3, mask_prob=0.9, continuation_mask=continuation).labels != -100
     assert chosen.shape == ids.shape
     assert chosen[1] == chosen[2] == chosen[3] and chosen[4] == chosen[5]
+
+
+def _repeats_batch(rows: int = 4000) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """[CLS] dog dog## cat [SEP] the dog dog## cat cat [SEP]: word 10+11 twice, word 20 three times."""
+    ids = torch.tensor([[CLS_ID, 10, 11, 20, SEP_ID, 30, 10, 11, 20, 20, SEP_ID]]).repeat(rows, 1)
+    special = torch.tensor([[1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1]], dtype=torch.bool).repeat(rows, 1)
+    continuation = torch.tensor([[0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0]], dtype=torch.bool).repeat(rows, 1)
+    return ids, special, continuation
+
+
+def test_mask_repeats_masks_every_occurrence_of_a_chosen_word_so_none_is_left_to_copy():
+    ids, special, continuation = _repeats_batch()
+    chosen = _mask(ids, special, continuation_mask=continuation, mask_repeats=True).labels != -100
+    for word in ([1, 2, 6, 7], [3, 8, 9]):  # every piece of every occurrence, chosen together
+        assert (chosen[:, word] == chosen[:, word[:1]]).all()
+    # a word of three occurrences is chosen when any one of them is drawn: 1 - 0.85 ** 3
+    assert chosen[:, 3].float().mean().item() == pytest.approx(1 - 0.85**3, abs=0.025)
+    assert chosen[:, 5].float().mean().item() == pytest.approx(0.15, abs=0.02)  # a word that occurs once
+    assert not chosen[:, [0, 4, 10]].any()
+    plain = _mask(ids, special, continuation_mask=continuation).labels != -100
+    assert (plain[:, 3] != plain[:, 8]).any()  # without the option, occurrences are drawn one by one
+
+
+def test_mask_repeats_without_whole_words_matches_tokens():
+    ids, special, _ = _repeats_batch()
+    chosen = _mask(ids, special, mask_repeats=True).labels != -100
+    assert (chosen[:, 1] == chosen[:, 6]).all() and (chosen[:, 2] == chosen[:, 7]).all()
+    assert (chosen[:, 1] != chosen[:, 2]).any()  # pieces are tokens of their own here
