@@ -256,11 +256,16 @@ def test_collate_with_whole_word_mask_masks_a_word_with_all_its_pieces(tokenizer
     assert 0.08 < chosen.sum().item() / eligible < 0.25
 
 
-def test_collate_with_mask_repeats_leaves_no_masked_word_visible(tokenizer):
-    pairs = [("The cat sat on the mat.", "The cat saw the dog on the mat.", IS_NEXT)] * 200
+def test_collate_with_mask_repeats_leaves_no_masked_content_word_visible(tokenizer):
+    pairs = [("The cat sat on the mat.", "The cat saw the dog on the mat.", IS_NEXT)] * 300
     batch = _collate(tokenizer, pairs, max_length=64, whole_word_mask=True, mask_repeats=True)
-    for ids, labels in zip(batch["input_ids"], batch["labels"], strict=True):
+    cat, the = tokenizer.convert_tokens_to_ids(["cat", "the"])
+    the_split = 0
+    for ids, labels, content in zip(batch["input_ids"], batch["labels"], batch["content_mask"], strict=True):
         answers = set(labels[labels != -100].tolist())
-        visible = set(ids[labels == -100].tolist())
+        visible = set(ids[(labels == -100) & content].tolist())
         assert not answers & visible, tokenizer.convert_ids_to_tokens(sorted(answers & visible))
-    assert (batch["labels"] != -100).any()
+        the_split += the in answers and the in ids[labels == -100].tolist()
+    assert batch["content_mask"][0, 2].item() and not batch["content_mask"][0, 1].item()  # "cat", not "the"
+    assert cat in batch["labels"]
+    assert the_split > 0  # a function word is still drawn occurrence by occurrence

@@ -161,7 +161,8 @@ def _repeats_batch(rows: int = 4000) -> tuple[torch.Tensor, torch.Tensor, torch.
 
 def test_mask_repeats_masks_every_occurrence_of_a_chosen_word_so_none_is_left_to_copy():
     ids, special, continuation = _repeats_batch()
-    chosen = _mask(ids, special, continuation_mask=continuation, mask_repeats=True).labels != -100
+    every = torch.ones_like(ids, dtype=torch.bool)
+    chosen = _mask(ids, special, continuation_mask=continuation, repeatable_mask=every).labels != -100
     for word in ([1, 2, 6, 7], [3, 8, 9]):  # every piece of every occurrence, chosen together
         assert (chosen[:, word] == chosen[:, word[:1]]).all()
     # a word of three occurrences is chosen when any one of them is drawn: 1 - 0.85 ** 3
@@ -174,6 +175,14 @@ def test_mask_repeats_masks_every_occurrence_of_a_chosen_word_so_none_is_left_to
 
 def test_mask_repeats_without_whole_words_matches_tokens():
     ids, special, _ = _repeats_batch()
-    chosen = _mask(ids, special, mask_repeats=True).labels != -100
+    chosen = _mask(ids, special, repeatable_mask=torch.ones_like(ids, dtype=torch.bool)).labels != -100
     assert (chosen[:, 1] == chosen[:, 6]).all() and (chosen[:, 2] == chosen[:, 7]).all()
     assert (chosen[:, 1] != chosen[:, 2]).any()  # pieces are tokens of their own here
+
+
+def test_only_repeatable_words_are_masked_at_every_occurrence():
+    ids, special, continuation = _repeats_batch()
+    repeatable = ids == 20  # "cat" is a content word here, "dog" is not
+    chosen = _mask(ids, special, continuation_mask=continuation, repeatable_mask=repeatable).labels != -100
+    assert (chosen[:, [3, 8, 9]] == chosen[:, [3]]).all()
+    assert (chosen[:, 1] != chosen[:, 6]).any() and (chosen[:, [1, 2]] == chosen[:, [1]]).all()

@@ -23,7 +23,13 @@ from bertviz_lite.loading.run_folder import (
     write_status,
 )
 from bertviz_lite.training.dataset import batch_indices
-from bertviz_lite.training.optimization import STAT_NAMES, learning_rate, make_optimizer
+from bertviz_lite.training.optimization import (
+    STAT_NAMES,
+    PretrainingStep,
+    copy_loss,
+    learning_rate,
+    make_optimizer,
+)
 from bertviz_lite.training.preparation import check_run_dir
 from bertviz_lite.training.trainer import Trainer, TrainerCallback
 from bertviz_lite.training.training_args import MAX_PARAMETERS, PRESETS, OptionError, TrainingArguments
@@ -355,3 +361,40 @@ def test_unusable_corpus_files_are_option_errors(tmp_path, content, fragment):
 
 def test_stat_names_cover_the_logged_sums():
     assert STAT_NAMES[:3] == ("loss", "mlm_loss", "nsp_loss") and STAT_NAMES[-1] == "steps"
+
+
+def test_copy_loss_charges_a_guess_taken_from_the_pair_and_nothing_else():
+    # one pair: [CLS] 5 6 [MASK] 7 [SEP]; the answer at position 3 is 8; 5 and 6 are visible content words, 7 is not
+    batch = {"input_ids": torch.tensor([[1, 5, 6, 4, 7, 2]]), "labels": torch.tensor([[-100, -100, -100, 8, -100, -100]]),
+             "content_mask": torch.tensor([[0, 1, 1, 0, 0, 0]], dtype=torch.bool)}
+
+    def loss_when_sure_of(token: int) -> float:
+        logits = torch.full((1, 10), -20.0)
+        logits[0, token] = 20.0
+        return copy_loss(logits, batch).item()
+
+    assert loss_when_sure_of(5) > 10 and loss_when_sure_of(6) > 10  # copying a visible content word
+    assert loss_when_sure_of(8) < 1e-6 and loss_when_sure_of(7) < 1e-6  # the answer; a visible function word
+    batch["input_ids"][0, 1] = 8  # the answer itself is visible: predicting it is not a copy to punish
+    assert loss_when_sure_of(8) < 1e-6
+
+
+def test_copy_penalty_needs_masked_repeats():
+    with pytest.raises(OptionError, match="copy_penalty"):
+        TrainingArguments(copy_penalty=0.5, out="/tmp/unused-run")
+    assert TrainingArguments(copy_penalty=0.5, mask_repeats=True, out="/tmp/unused-run").copy_penalty == 0.5
+
+
+def test_a_run_with_masked_repeats_and_a_copy_penalty_trains(tmp_path):
+    trainer = Trainer(tiny_args(tmp_path, whole_word_mask=True, mask_repeats=True, steps=4, copy_penalty=1.0))
+    batch = trainer.next_batch()
+    assert "content_mask" in batch
+    trainer.model.eval()
+    with torch.no_grad():
+        plain, penalised = (PretrainingStep(trainer.model, weight)(batch) for weight in (0.0, 1.0))
+    assert penalised[0].item() - plain[0].item() == pytest.approx(copy_loss(plain[3], batch).item(), rel=1e-5)
+    assert copy_loss(plain[3], batch).item() > 0
+    result = trainer.train()
+    assert (result.state, result.step) == ("finished", 4)
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert all(math.isfinite(r["loss"]) for r in records if r["split"] == "train")

@@ -32,7 +32,7 @@ def mask_tokens(
     random_token_ids: torch.Tensor | None = None,
     attention_mask: torch.Tensor | None = None,
     continuation_mask: torch.Tensor | None = None,
-    mask_repeats: bool = False,
+    repeatable_mask: torch.Tensor | None = None,
 ) -> MaskingResult:
     """Corrupt input_ids for masked language modelling, as in BERT and HF's DataCollatorForLanguageModeling.
 
@@ -48,9 +48,9 @@ def mask_tokens(
         continuation_mask: whole-word masking when given: True where a token continues the word before it
             (a "##" piece); each word is chosen with mask_prob and then all its pieces are, so the model
             cannot fill a piece from the rest of its own word. The 80/10/10 draw stays per token, as in BERT.
-        mask_repeats: also choose every other occurrence, in the same row, of a chosen word (of its first
-            token, with all its pieces under whole-word masking), so an answer is never visible elsewhere in
-            the input and copying a word of the sentence is never rewarded.
+        repeatable_mask: when given, True where a token starts a word (a content word, say) whose every
+            occurrence in the row is chosen with it: the same first token, with all its pieces under whole-word
+            masking. Such an answer is never visible elsewhere in the input, so copying it is never rewarded.
     Returns:
         MaskingResult with input_ids (masked copy), labels and decisions, all shaped like input_ids.
     """
@@ -62,8 +62,8 @@ def mask_tokens(
         chosen = _bernoulli(eligible.float() * mask_prob, generator)
     else:
         chosen = _choose_whole_words(eligible, continuation_mask.bool(), mask_prob, generator)
-    if mask_repeats:
-        chosen = _with_repeats(input_ids, chosen, eligible, continuation_mask)
+    if repeatable_mask is not None:
+        chosen = _with_repeats(input_ids, chosen, eligible & repeatable_mask.bool(), continuation_mask)
     to_mask = chosen & _bernoulli(torch.full_like(chosen, 0.8, dtype=torch.float), generator)
     to_random = chosen & ~to_mask & _bernoulli(torch.full_like(chosen, 0.5, dtype=torch.float), generator)
     pool = _random_pool(random_token_ids, vocab_size, input_ids.device)
@@ -97,19 +97,19 @@ def _choose_whole_words(
 
 
 def _with_repeats(
-    input_ids: torch.Tensor, chosen: torch.Tensor, eligible: torch.Tensor, continuation: torch.Tensor | None
+    input_ids: torch.Tensor, chosen: torch.Tensor, repeatable: torch.Tensor, continuation: torch.Tensor | None
 ) -> torch.Tensor:
-    """`chosen` plus every eligible position of its row whose token starts a word that was chosen somewhere."""
+    """`chosen` plus every word of its row that starts with the token of a chosen, repeatable word start."""
     shape = input_ids.shape
-    ids, chosen, eligible = (x.reshape(-1, shape[-1]) for x in (input_ids, chosen, eligible))
+    ids, chosen, repeatable = (x.reshape(-1, shape[-1]) for x in (input_ids, chosen, repeatable))
     pieces = torch.zeros_like(chosen) if continuation is None else continuation.bool().reshape(chosen.shape)
-    starts = eligible & ~pieces
+    starts = repeatable & ~pieces
     same = ids.unsqueeze(2) == ids.unsqueeze(1)  # (B, T, T): the token at t equals the token at u
     repeated = (same & (chosen & starts).unsqueeze(1)).any(dim=2) & starts
-    word = starts.long().cumsum(dim=1)  # each piece belongs to the word begun by the last start before it
+    word = (~pieces).long().cumsum(dim=1)  # each piece belongs to the word begun by the last start before it
     word_repeated = torch.zeros(ids.shape[0], ids.shape[1] + 1, dtype=torch.bool, device=ids.device)
     word_repeated.scatter_(1, word * starts, repeated)
-    return (chosen | (word_repeated.gather(1, word) & eligible & (word > 0))).reshape(shape)
+    return (chosen | (word_repeated.gather(1, word) & (word > 0) & (repeated | pieces))).reshape(shape)
 
 
 def _bernoulli(probabilities: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:

@@ -177,6 +177,14 @@ def split_train_eval(
 
 # ---- collation ---------------------------------------------------------------------------------
 
+# Words that --mask-repeats leaves alone: a repeated "the" or "of" is grammar, not an answer to copy.
+FUNCTION_WORDS = frozenset("""
+a an the this that these those my your his her its our their me him us them i you he she it we they who whom
+whose which what where when why how and or but nor so yet if then than as of at by for from in into on onto to
+up down out off over under with without about after before between through during not no is am are was were be
+been being has have had do does did will would shall should can could may might must there here very too also
+just only all any some each every both either neither more most less such own same other one""".split())
+
 
 @dataclass
 class PretrainingCollator:
@@ -186,9 +194,10 @@ class PretrainingCollator:
     max_length: int = 128
     mask_prob: float = 0.15
     whole_word_mask: bool = False  # choose whole words: a "##" piece is masked with the rest of its word
-    mask_repeats: bool = False  # a chosen word is masked wherever it occurs in the pair: nothing to copy
+    mask_repeats: bool = False  # a chosen content word is masked wherever it occurs in the pair: nothing to copy
     _random_token_ids: torch.Tensor = field(init=False, repr=False)
     _is_continuation: torch.Tensor = field(init=False, repr=False)  # (vocab_size,) True for "##" pieces
+    _is_content: torch.Tensor = field(init=False, repr=False)  # (vocab_size,) True for a word not in FUNCTION_WORDS
 
     def __post_init__(self) -> None:
         if not 0.0 < self.mask_prob < 1.0:
@@ -198,22 +207,27 @@ class PretrainingCollator:
         self._random_token_ids = torch.tensor(ids, dtype=torch.long)
         tokens = self.tokenizer.convert_ids_to_tokens(list(range(self.tokenizer.vocab_size)))
         self._is_continuation = torch.tensor([token.startswith("##") for token in tokens], dtype=torch.bool)
+        self._is_content = torch.tensor([token.isalpha() and token not in FUNCTION_WORDS for token in tokens])
 
     def __call__(
         self, pairs: Sequence[tuple[str, str, int]], generator: torch.Generator | None = None
     ) -> dict[str, torch.Tensor]:
-        """Returns input_ids, token_type_ids, attention_mask, labels, next_sentence_label, special_tokens_mask."""
+        """Returns input_ids, token_type_ids, attention_mask, labels, next_sentence_label, special_tokens_mask
+        (and content_mask with mask_repeats: True where a token starts a content word)."""
         encodings = self.tokenizer.encode_batch_pairs([(a, b) for a, b, _ in pairs], max_length=self.max_length)
         batch = pad_encodings(encodings, self.tokenizer.pad_token_id)
         continuation = self._is_continuation[batch["input_ids"]] if self.whole_word_mask else None
+        content = self._is_content[batch["input_ids"]] if self.mask_repeats else None
         masked = mask_tokens(
             batch["input_ids"], batch["special_tokens_mask"].bool(),
             mask_token_id=self.tokenizer.mask_token_id, vocab_size=self.tokenizer.vocab_size,
             mask_prob=self.mask_prob, generator=generator, random_token_ids=self._random_token_ids,
-            continuation_mask=continuation, mask_repeats=self.mask_repeats,
+            continuation_mask=continuation, repeatable_mask=content,
         )
         batch["input_ids"], batch["labels"] = masked.input_ids, masked.labels
         batch["next_sentence_label"] = torch.tensor([label for _, _, label in pairs], dtype=torch.long)
+        if content is not None:
+            batch["content_mask"] = content
         return batch
 
 

@@ -29,18 +29,39 @@ def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.op
 
 
 class PretrainingStep(nn.Module):
-    """Wraps BertForPreTraining so that DistributedDataParallel sees `pretraining_loss` as its forward."""
+    """Wraps BertForPreTraining so that DistributedDataParallel sees `pretraining_loss` as its forward.
 
-    def __init__(self, model: BertForPreTraining):
+    With `copy_penalty` > 0 the loss adds that weight times `copy_loss` (the batch needs a content_mask).
+    """
+
+    def __init__(self, model: BertForPreTraining, copy_penalty: float = 0.0):
         super().__init__()
-        self.model = model
+        self.model, self.copy_penalty = model, copy_penalty
 
     def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, ...]:
         out = self.model.pretraining_loss(
             batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], batch["labels"],
             batch["next_sentence_label"],
         )
-        return out.loss, out.mlm_loss, out.nsp_loss, out.mlm_logits, out.mlm_labels, out.nsp_logits
+        loss = out.loss
+        if self.copy_penalty and out.mlm_labels.numel():
+            loss = loss + self.copy_penalty * copy_loss(out.mlm_logits, batch)
+        return loss, out.mlm_loss, out.nsp_loss, out.mlm_logits, out.mlm_labels, out.nsp_logits
+
+
+def copy_loss(mlm_logits: Tensor, batch: dict[str, Tensor]) -> Tensor:
+    """Unlikelihood of copying: the mean over masked positions of -sum log(1 - p(w)) over the content words w
+    visible in the same pair (other than the answer), so a guess taken from the sentence costs."""
+    labels = batch["labels"]
+    chosen = labels != -100
+    visible = batch["content_mask"].bool() & ~chosen  # (B, T) content words the model can see
+    seen = torch.zeros(labels.shape[0], mlm_logits.shape[-1], dtype=torch.bool, device=labels.device)
+    seen[visible.nonzero(as_tuple=True)[0], batch["input_ids"][visible]] = True  # (B, V)
+    rows = chosen.nonzero(as_tuple=True)[0]
+    penalised = seen[rows]
+    penalised[torch.arange(len(rows), device=rows.device), labels[chosen]] = False
+    probs = mlm_logits.float().softmax(dim=-1)
+    return -(torch.log1p(-probs.clamp(max=1 - 1e-6)) * penalised).sum(dim=-1).mean()
 
 
 def use_bf16(dtype: str, device: torch.device) -> bool:

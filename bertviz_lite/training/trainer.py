@@ -101,7 +101,7 @@ class Trainer:
         self._batches = batch_indices(len(self.train_pairs), args.batch_size, args.seed, dist.rank, dist.world_size)
         self._mask_generator = torch.Generator().manual_seed(args.seed * 1009 + 1 + dist.rank)
         self.optimizer = make_optimizer(self.model, args.lr, args.weight_decay)
-        self._step_module = self._wrap_for_processes(PretrainingStep(self.model))
+        self._step_module = self._wrap_for_processes(PretrainingStep(self.model, args.copy_penalty))
         torch.manual_seed(args.seed + dist.rank)  # dropout differs between processes
         self.step, self.checkpoint_step, self.last_record, self.optimizer_restored = 0, None, None, False
         if self.resumed_from is not None:

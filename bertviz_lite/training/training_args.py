@@ -152,6 +152,9 @@ class TrainingArguments:
     mask_repeats: bool = option(False, label="Mask repeated words", group="Data", help=(
         "a word chosen for masking is masked wherever it occurs in the sentence pair, so the answer is never "
         "visible elsewhere and copying a word of the input is never rewarded"))
+    copy_penalty: float = option(0.0, label="Copy penalty", group="Data", check="non_negative", step=0.1, help=(
+        "weight of an unlikelihood loss on guessing a content word that is visible in the pair (needs "
+        "mask_repeats): 0 for BERT's loss alone"))
     eval_fraction: float = option(0.05, label="Held-out fraction", group="Data", check="fraction", step=0.01,
                                   help="fraction of the sentence pairs held out for evaluation")
     eval_pairs: int = option(512, label="Held-out pairs", group="Data", check="count",
@@ -232,6 +235,8 @@ def _validate_arguments(args: TrainingArguments) -> None:
     _check(args.init is None or not args.config, "config",
            f"config overrides ({', '.join(sorted(args.config))}) cannot be used with init: the pretrained "
            "model fixes its sizes")
+    _check(not args.copy_penalty or args.mask_repeats, "copy_penalty",
+           f"copy_penalty ({args.copy_penalty}) needs mask_repeats: the penalty is on words the pair shows")
     _validate_sizes(args)
     _validate_out(args.out)
 
