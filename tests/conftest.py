@@ -1,9 +1,11 @@
 """Shared fixtures: real weights are loaded once per test session; the shared database is a temporary file."""
 
 import atexit
+import functools
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -28,3 +30,23 @@ def _no_admin_lockout_between_tests():
 
     access.forget_admin_failures()
     yield
+
+
+# pytest runs on two workers (pyproject: -n 2 --dist loadgroup). Tests that use the app (AppTest, the browser's
+# shared server) or checkpoints/ (the training slot, run folders) run on one worker, one after
+# another, as they would alone; the package's other tests run beside them on the other worker.
+APP_GROUP = pytest.mark.xdist_group("app")
+SHARES_THE_APP = ("CHECKPOINTS_DIR", "checkpoints_root", "lifecycle", "streamlit")
+
+
+@functools.cache
+def _shares_the_app(module: Path) -> bool:
+    tests = Path(__file__).parent
+    return module.parent != tests or any(word in module.read_text(encoding="utf-8") for word in SHARES_THE_APP)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the test ids
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _shares_the_app(Path(item.fspath)):
+            item.add_marker(APP_GROUP)

@@ -269,3 +269,15 @@ def test_collate_with_mask_repeats_leaves_no_masked_content_word_visible(tokeniz
     assert batch["content_mask"][0, 2].item() and not batch["content_mask"][0, 1].item()  # "cat", not "the"
     assert cat in batch["labels"]
     assert the_split > 0  # a function word is still drawn occurrence by occurrence
+
+
+def test_collate_gives_a_share_of_pairs_as_lone_sentences_without_an_nsp_question(tokenizer):
+    pairs = [("The cat sat on the mat.", "It purred loudly at the dog.", IS_NEXT)] * 400
+    batch = _collate(tokenizer, pairs, max_length=64, single_fraction=0.3)
+    alone = batch["next_sentence_label"] == -100
+    assert 0.22 < alone.float().mean().item() < 0.38
+    sep = tokenizer.convert_tokens_to_ids("[SEP]")
+    assert ((batch["input_ids"] == sep).sum(dim=1) == torch.where(alone, 1, 2)).all()  # A alone: one [SEP]
+    assert (batch["token_type_ids"][alone] == 0).all() and (batch["token_type_ids"][~alone] == 1).any(dim=1).all()
+    assert (batch["next_sentence_label"][~alone] == IS_NEXT).all()
+    assert (batch["labels"][alone] != -100).any()  # lone sentences are still masked

@@ -185,6 +185,10 @@ def test_pretraining_loss_uses_only_masked_positions():
     assert torch.allclose(out.loss, out.mlm_loss + out.nsp_loss)
     nothing = model.pretraining_loss(ids, tt, am, torch.full_like(ids, -100), torch.tensor([0, 1, 0]))
     assert nothing.mlm_loss.item() == 0.0 and torch.isfinite(nothing.loss)
+    lone = model.pretraining_loss(ids, tt, am, labels, torch.tensor([0, -100, -100]))  # -100: no NSP question
+    assert torch.allclose(lone.nsp_loss, torch.nn.functional.cross_entropy(lone.nsp_logits[:1], torch.tensor([0])))
+    no_question = model.pretraining_loss(ids, tt, am, labels, torch.full((3,), -100))
+    assert no_question.nsp_loss.item() == 0.0 and torch.allclose(no_question.loss, out.mlm_loss)
 
 
 @pytest.mark.parametrize("field, value, words", [

@@ -385,10 +385,11 @@ def test_copy_penalty_needs_masked_repeats():
     assert TrainingArguments(copy_penalty=0.5, mask_repeats=True, out="/tmp/unused-run").copy_penalty == 0.5
 
 
-def test_a_run_with_masked_repeats_and_a_copy_penalty_trains(tmp_path):
-    trainer = Trainer(tiny_args(tmp_path, whole_word_mask=True, mask_repeats=True, steps=4, copy_penalty=1.0))
+def test_a_run_with_masked_repeats_a_copy_penalty_and_lone_sentences_trains(tmp_path):
+    trainer = Trainer(tiny_args(tmp_path, whole_word_mask=True, mask_repeats=True, steps=4, copy_penalty=1.0,
+                                single_sentences=0.5))
     batch = trainer.next_batch()
-    assert "content_mask" in batch
+    assert "content_mask" in batch and (batch["next_sentence_label"] == -100).any()
     trainer.model.eval()
     with torch.no_grad():
         plain, penalised = (PretrainingStep(trainer.model, weight)(batch) for weight in (0.0, 1.0))
@@ -397,4 +398,4 @@ def test_a_run_with_masked_repeats_and_a_copy_penalty_trains(tmp_path):
     result = trainer.train()
     assert (result.state, result.step) == ("finished", 4)
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert all(math.isfinite(r["loss"]) for r in records if r["split"] == "train")
+    assert all(math.isfinite(r["loss"]) and 0 <= r["nsp_acc"] <= 1 for r in records if r["split"] == "train")

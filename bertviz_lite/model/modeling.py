@@ -348,7 +348,10 @@ class BertForPreTraining(nn.Module):
         else:  # a batch with nothing masked still gives a loss that backpropagates
             mlm_loss = mlm_logits.float().sum() * 0.0
         nsp_logits = self.cls.seq_relationship(pooled)
-        nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label)
+        if (next_sentence_label != IGNORE_INDEX).any():  # -100: a lone sentence, no NSP question
+            nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label)
+        else:
+            nsp_loss = nsp_logits.float().sum() * 0.0
         return PretrainingOutput(mlm_loss + nsp_loss, mlm_loss, nsp_loss, mlm_logits, mlm_labels, nsp_logits)
 
     @torch.no_grad()

@@ -195,6 +195,7 @@ class PretrainingCollator:
     mask_prob: float = 0.15
     whole_word_mask: bool = False  # choose whole words: a "##" piece is masked with the rest of its word
     mask_repeats: bool = False  # a chosen content word is masked wherever it occurs in the pair: nothing to copy
+    single_fraction: float = 0.0  # this share of pairs is given as sentence A alone, NSP label -100 (no question)
     _random_token_ids: torch.Tensor = field(init=False, repr=False)
     _is_continuation: torch.Tensor = field(init=False, repr=False)  # (vocab_size,) True for "##" pieces
     _is_content: torch.Tensor = field(init=False, repr=False)  # (vocab_size,) True for a word not in FUNCTION_WORDS
@@ -214,7 +215,10 @@ class PretrainingCollator:
     ) -> dict[str, torch.Tensor]:
         """Returns input_ids, token_type_ids, attention_mask, labels, next_sentence_label, special_tokens_mask
         (and content_mask with mask_repeats: True where a token starts a content word)."""
-        encodings = self.tokenizer.encode_batch_pairs([(a, b) for a, b, _ in pairs], max_length=self.max_length)
+        single = (torch.rand(len(pairs), generator=generator) < self.single_fraction).tolist() \
+            if self.single_fraction else [False] * len(pairs)
+        encodings = self.tokenizer.encode_batch_pairs([(a, None if alone else b) for (a, b, _), alone
+                                                        in zip(pairs, single, strict=True)], max_length=self.max_length)
         batch = pad_encodings(encodings, self.tokenizer.pad_token_id)
         continuation = self._is_continuation[batch["input_ids"]] if self.whole_word_mask else None
         content = self._is_content[batch["input_ids"]] if self.mask_repeats else None
@@ -225,7 +229,8 @@ class PretrainingCollator:
             continuation_mask=continuation, repeatable_mask=content,
         )
         batch["input_ids"], batch["labels"] = masked.input_ids, masked.labels
-        batch["next_sentence_label"] = torch.tensor([label for _, _, label in pairs], dtype=torch.long)
+        batch["next_sentence_label"] = torch.tensor([-100 if alone else label for (_, _, label), alone
+                                                     in zip(pairs, single, strict=True)], dtype=torch.long)
         if content is not None:
             batch["content_mask"] = content
         return batch

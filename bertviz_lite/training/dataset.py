@@ -104,4 +104,4 @@ def prepare_data(args: TrainingArguments, documents: list[list[str]], tokenizer:
 def collator(args: TrainingArguments, tokenizer: BertTokenizer) -> PretrainingCollator:
     """Builds masked batches of args.seq_len tokens, masking args.mask_prob of them (of whole words with --whole-word-mask)."""
     return PretrainingCollator(tokenizer, args.seq_len, args.mask_prob, whole_word_mask=args.whole_word_mask,
-                               mask_repeats=args.mask_repeats)
+                               mask_repeats=args.mask_repeats, single_fraction=args.single_sentences)

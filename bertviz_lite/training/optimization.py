@@ -98,7 +98,7 @@ def step_stats(outputs: tuple[Tensor, ...], batch: dict[str, Tensor]) -> Tensor:
     mlm_correct = (mlm_logits.detach().argmax(-1) == mlm_labels).sum()
     nsp_correct = (nsp_logits.detach().argmax(-1) == batch["next_sentence_label"]).sum()
     values = [loss.detach(), mlm_loss.detach(), nsp_loss.detach(), mlm_correct, mlm_labels.new_tensor(mlm_labels.numel()),
-              nsp_correct, mlm_labels.new_tensor(nsp_logits.shape[0]), batch["attention_mask"].sum(), loss.new_ones(())]
+              nsp_correct, (batch["next_sentence_label"] != -100).sum(), batch["attention_mask"].sum(), loss.new_ones(())]
     return torch.stack([v.double() for v in values])
 
 

@@ -152,6 +152,9 @@ class TrainingArguments:
     mask_repeats: bool = option(False, label="Mask repeated words", group="Data", help=(
         "a word chosen for masking is masked wherever it occurs in the sentence pair, so the answer is never "
         "visible elsewhere and copying a word of the input is never rewarded"))
+    single_sentences: float = option(0.0, label="Lone sentences", group="Data", check="non_negative", step=0.05,
+                                     help=("share of the training pairs given as sentence A alone, for masked-language "
+                                           "modelling only (no NSP question), as a user types one sentence"))
     copy_penalty: float = option(0.0, label="Copy penalty", group="Data", check="non_negative", step=0.1, help=(
         "weight of an unlikelihood loss on guessing a content word that is visible in the pair (needs "
         "mask_repeats): 0 for BERT's loss alone"))
@@ -235,6 +238,8 @@ def _validate_arguments(args: TrainingArguments) -> None:
     _check(args.init is None or not args.config, "config",
            f"config overrides ({', '.join(sorted(args.config))}) cannot be used with init: the pretrained "
            "model fixes its sizes")
+    _check(args.single_sentences < 1, "single_sentences",
+           f"single_sentences ({args.single_sentences}) must be below 1: NSP needs some pairs")
     _check(not args.copy_penalty or args.mask_repeats, "copy_penalty",
            f"copy_penalty ({args.copy_penalty}) needs mask_repeats: the penalty is on words the pair shows")
     _validate_sizes(args)
