@@ -32,21 +32,26 @@ def _no_admin_lockout_between_tests():
     yield
 
 
-# pytest runs on two workers (pyproject: -n 2 --dist loadgroup). Tests that use the app (AppTest, the browser's
-# shared server) or checkpoints/ (the training slot, run folders) run on one worker, one after
-# another, as they would alone; the package's other tests run beside them on the other worker.
-APP_GROUP = pytest.mark.xdist_group("app")
+# pytest runs on two workers (pyproject: -n 2 --dist loadgroup). The browser tests (one shared server, the real
+# checkpoints/ and its training slot) run on one worker, one after another; the other tests that use the app
+# (AppTest, run folders in a temporary checkpoints root, lifecycle) run one after another as a second group; the
+# package's other tests are spread over both workers.
 SHARES_THE_APP = ("CHECKPOINTS_DIR", "checkpoints_root", "lifecycle", "streamlit")
 
 
 @functools.cache
-def _shares_the_app(module: Path) -> bool:
+def _group(module: Path) -> str | None:
     tests = Path(__file__).parent
-    return module.parent != tests or any(word in module.read_text(encoding="utf-8") for word in SHARES_THE_APP)
+    if module.parent == tests / "browser":
+        return "browser"
+    if module.parent != tests or any(word in module.read_text(encoding="utf-8") for word in SHARES_THE_APP):
+        return "app"
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if _shares_the_app(Path(item.fspath)):
-            item.add_marker(APP_GROUP)
+        group = _group(Path(item.fspath))
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
