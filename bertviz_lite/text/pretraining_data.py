@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from bertviz_lite.model.modeling import IGNORE_INDEX
 from bertviz_lite.text.masking import mask_tokens
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 
@@ -229,7 +230,7 @@ class PretrainingCollator:
             continuation_mask=continuation, repeatable_mask=content,
         )
         batch["input_ids"], batch["labels"] = masked.input_ids, masked.labels
-        batch["next_sentence_label"] = torch.tensor([-100 if alone else label for (_, _, label), alone
+        batch["next_sentence_label"] = torch.tensor([IGNORE_INDEX if alone else label for (_, _, label), alone
                                                      in zip(pairs, single, strict=True)], dtype=torch.long)
         if content is not None:
             batch["content_mask"] = content

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from bertviz_lite.model.modeling import BertForPreTraining
+from bertviz_lite.model.modeling import IGNORE_INDEX, BertForPreTraining
 
 ADAM_EPS = 1e-6  # BERT's
 
@@ -53,7 +53,7 @@ def copy_loss(mlm_logits: Tensor, batch: dict[str, Tensor]) -> Tensor:
     """Unlikelihood of copying: the mean over masked positions of -sum log(1 - p(w)) over the content words w
     visible in the same pair (other than the answer), so a guess taken from the sentence costs."""
     labels = batch["labels"]
-    chosen = labels != -100
+    chosen = labels != IGNORE_INDEX
     visible = batch["content_mask"].bool() & ~chosen  # (B, T) content words the model can see
     seen = torch.zeros(labels.shape[0], mlm_logits.shape[-1], dtype=torch.bool, device=labels.device)
     seen[visible.nonzero(as_tuple=True)[0], batch["input_ids"][visible]] = True  # (B, V)
@@ -98,7 +98,7 @@ def step_stats(outputs: tuple[Tensor, ...], batch: dict[str, Tensor]) -> Tensor:
     mlm_correct = (mlm_logits.detach().argmax(-1) == mlm_labels).sum()
     nsp_correct = (nsp_logits.detach().argmax(-1) == batch["next_sentence_label"]).sum()
     values = [loss.detach(), mlm_loss.detach(), nsp_loss.detach(), mlm_correct, mlm_labels.new_tensor(mlm_labels.numel()),
-              nsp_correct, (batch["next_sentence_label"] != -100).sum(), batch["attention_mask"].sum(), loss.new_ones(())]
+              nsp_correct, (batch["next_sentence_label"] != IGNORE_INDEX).sum(), batch["attention_mask"].sum(), loss.new_ones(())]
     return torch.stack([v.double() for v in values])
 
 
