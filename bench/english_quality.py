@@ -7,6 +7,8 @@ On held-out sentences written for this bench (bench/english_quality_set.json; no
 which is checked and printed as overlap=):
 - cloze_top1 / cloze_top5: the right word is the first / among the five first guesses (66 sentences);
 - copy_rate: the first guess is a word of the sentence itself ("Bees make [MASK]." -> "bees");
+- diagnostics, no goal: cloze_top1_without_copies (the first guess that is not a word of the sentence is right:
+  what ending the copying alone would win) and cloze_top20 (the answer is among the 20 first guesses);
 - nsp: P(IsNext) > 0.5 agrees with the truth (40 pairs, half IsNext);
 - minimal_pairs: the grammatical sentence has the higher pseudo-log-likelihood (the built-in pairs of
   bertviz_lite.inspection.minimal_pairs, 124 from templates), overall and per phenomenon.
@@ -55,18 +57,23 @@ def sentence_words(text: str) -> set[str]:
 
 
 def cloze_scores(model, tokenizer, cloze: list[dict]) -> dict[str, float | list[str]]:
-    """Top-1 and top-5 hit rates, the copy rate, and the sentences whose first guess was wrong."""
-    top1 = top5 = copies = 0
+    """Top-1 and top-5 hit rates, the copy rate, and the sentences whose first guess was wrong; two diagnostics:
+    top-1 when words of the sentence are passed over (what the model knows once it may not copy) and top-20."""
+    top1 = top5 = copies = top1_without_copies = top20 = 0
     wrong = []
     for item in cloze:
-        guesses = [token for token, _ in fill_mask(model, tokenizer, item["text"], k=5)]
+        guesses = [token for token, _ in fill_mask(model, tokenizer, item["text"], k=20)]
+        words = sentence_words(item["text"])
         top1 += guesses[0] in item["answers"]
-        top5 += any(guess in item["answers"] for guess in guesses)
-        copies += guesses[0] in sentence_words(item["text"])
+        top5 += any(guess in item["answers"] for guess in guesses[:5])
+        top20 += any(guess in item["answers"] for guess in guesses)
+        copies += guesses[0] in words
+        top1_without_copies += next((g for g in guesses if g not in words), None) in item["answers"]
         if guesses[0] not in item["answers"]:
-            wrong.append(f"{item['text']} -> {', '.join(guesses)}")
+            wrong.append(f"{item['text']} -> {', '.join(guesses[:5])}")
     n = len(cloze)
-    return {"cloze_top1": top1 / n, "cloze_top5": top5 / n, "copy_rate": copies / n, "wrong": wrong}
+    return {"cloze_top1": top1 / n, "cloze_top5": top5 / n, "copy_rate": copies / n,
+            "cloze_top1_without_copies": top1_without_copies / n, "cloze_top20": top20 / n, "wrong": wrong}
 
 
 def nsp_accuracy(model, tokenizer, pairs: list[dict]) -> float:
