@@ -9,7 +9,7 @@ import torch
 from bertviz_lite.inspection import attribution, patching
 from bertviz_lite.inspection.attribution import Target
 from bertviz_lite.inspection.views import contrast
-from bertviz_lite.loading.pretrained import DEMO, load
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO, load
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 
 pytestmark = pytest.mark.skipif(not (CHECKPOINTS_DIR / DEMO / "config.json").is_file(), reason="demo-tiny is missing")
@@ -114,3 +114,30 @@ def test_the_patching_view_is_the_grid_as_recovered_shares(demo):
     assert "A and B give nearly the same logit(" in close.note() and "(+1.20 against +1.00)" in close.note()
     question = contrast.patching_question(data)
     assert question.answer in question.options and question.options[0] == "embeddings"
+
+
+@pytest.fixture(scope="module")
+def english():
+    if not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file():
+        pytest.skip(f"{DEFAULT_MODEL} is missing")
+    return load(DEFAULT_MODEL)
+
+
+@pytest.mark.parametrize("name", list(contrast.EXAMPLES))
+def test_each_example_gives_the_default_model_a_clear_contrast(english, name):
+    model, tokenizer = english
+    data = contrast.activation_patching(model, tokenizer, *contrast.EXAMPLES[name])
+    assert data.differing and data.position not in data.differing  # the sentences differ, but not at the blank
+    assert abs(data.clean_metric - data.corrupted_metric) > contrast.NOISY_GAP  # no "too close to read" warning
+
+
+def test_the_copying_example_shows_the_copy_and_who_carries_it(english):
+    model, tokenizer = english
+    a, b, target, foil = contrast.EXAMPLES["copying: Monday / Friday"]
+    residual = contrast.activation_patching(model, tokenizer, a, b, target, foil)
+    assert residual.clean_metric < 0  # it prefers the word it was given over the day before
+    subject, last = residual.differing[0], model.config.num_hidden_layers
+    assert (residual.share[:last, subject] > 0.8).all()  # the copy stays at "monday" up to the last layer…
+    heads = contrast.activation_patching(model, tokenizer, a, b, target, foil, site="head")
+    best_layer = np.unravel_index(np.nanargmax(heads.share), heads.share.shape)[0]
+    assert best_layer == last - 1  # …whose heads carry it to the blank

@@ -48,6 +48,8 @@ EXAMPLES = {
                                     "went", "goes"),
     "agreement across an attractor": ("The keys to the cabinet [MASK] here.", "The key to the cabinets [MASK] here.",
                                       "are", "is"),
+    # minilm-english copies the day it was given (issue 18); patching shows the last layer's heads carry it over
+    "copying: Monday / Friday": ("Monday comes after [MASK].", "Friday comes after [MASK].", "sunday", "monday"),
 }
 # The layers × positions grid runs about T²·L²/2 token-layer passes: on one thread of the busy 2-core machine 0.18 s
 # at 16 tokens, 0.55 s at 32, 1.7 s at 64 (bench/explain_latency.py); longer inputs are refused rather than left to
