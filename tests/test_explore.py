@@ -327,6 +327,16 @@ def test_csv_bytes():
     assert back["value"].tolist() == [0.25, 0.75]
 
 
+def test_copy_note_names_a_first_guess_the_input_already_shows():
+    tokens = ["[CLS]", "bees", "make", "[MASK]", ".", "[SEP]"]
+    note = views.copy_note(tokens, 3, "bees")
+    assert note is not None and "*bees*" in note and "Why this word" in note
+    assert views.copy_note(tokens, 3, "honey") is None  # not in the input
+    assert views.copy_note(["[CLS]", "the", "cat", "saw", "the", "[MASK]", "[SEP]"], 5, "the") is None  # function word
+    assert views.copy_note(["[CLS]", "play", "##ing", "[MASK]", "[SEP]"], 3, "##ing") is None  # a piece, not a word
+    assert views.copy_note(["[CLS]", "bees", "[SEP]"], 1, "bees") is None  # the word at the blank itself is no copy
+
+
 def test_nsp_caption_says_the_pair_is_judged_as_typed_and_gives_the_masked_variant():
     assert views.nsp_caption(0.34, 0.53, 0).endswith("Computed on the pair as typed.")
     with_picks = views.nsp_caption(0.34, 0.53, 2)

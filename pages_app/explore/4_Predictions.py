@@ -52,6 +52,8 @@ if ctx.model.has_mlm_head:
             title = views.prediction_title(encoding, position)
             show_figure(figures.topk_bar(top["token"].tolist(), top["probability"], title=title),
                         f"predictions_{position}", frame=top)
+            if note := views.copy_note(trace.tokens, position, top["token"].iloc[0]):
+                st.caption(note)
 
 if ctx.model.has_nsp_head:
     with nsp_column:

@@ -206,6 +206,17 @@ def test_fresh_app_opens_on_the_english_model_and_fills_in_paris():
     assert p_is_next.shape == (2,) and abs(p_is_next.sum() - 1) < 1e-6
 
 
+def test_a_first_guess_copied_from_the_input_gets_a_note():
+    at = run_app({"model_picker": DEFAULT_MODEL}, "predictions", sentence_a="Monday comes after [MASK].", sentence_b="")
+    no_exception(at)
+    top = list(next(chart for key, chart in charts(at).items() if key.startswith("predictions_"))["data"][0]["y"])
+    notes = [c.value for c in at.caption if "already shows" in c.value]
+    assert top[0] == "monday" and len(notes) == 1 and "*monday*" in notes[0], (top, notes)  # it copies: noted
+    at.session_state["sentence_a"] = "Paris is the [MASK] of France."
+    at.run()
+    assert not [c.value for c in at.caption if "already shows" in c.value]  # "capital" is no copy: no note
+
+
 def test_demo_predictions_match_the_mlm_and_nsp_heads(loaded, tiny_folder):
     state = {"model_picker": DEMO} if HAS_DEMO else {"model_picker": "Another folder…", "model_path": tiny_folder}
     at = run_app(state, "predictions")

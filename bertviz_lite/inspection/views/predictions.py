@@ -8,11 +8,13 @@ import numpy as np
 import pandas as pd
 
 from bertviz_lite.inspection.analysis import softmax
+from bertviz_lite.text.display import plain_markdown
+from bertviz_lite.text.pretraining_data import FUNCTION_WORDS
 from bertviz_lite.text.tokenization import MASK_TOKEN, BertTokenizer, Encoding
 
 # What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
 __all__ = [
-    "default_mask_position", "is_next_probability", "maskable_positions", "masked_positions",
+    "copy_note", "default_mask_position", "is_next_probability", "maskable_positions", "masked_positions",
     "nsp_caption", "nsp_frame", "prediction_title", "top_predictions",
 ]
 
@@ -60,6 +62,18 @@ def top_predictions(mlm_logits, tokenizer: BertTokenizer, position: int, k: int 
         {"rank": np.arange(1, top.size + 1), "token": tokenizer.convert_ids_to_tokens(top.tolist()),
          "id": top, "probability": probs[top]}
     )
+
+
+def copy_note(tokens: Sequence[str], position: int, guess: str) -> str | None:
+    """A plain-words note when the first guess at `position` is a content word the input already shows elsewhere
+    ("Bees make [MASK]." -> bees): small BERTs copy what they can see. None otherwise (Markdown, escaped)."""
+    if not guess.isalpha() or guess in FUNCTION_WORDS:
+        return None
+    if guess not in (token for i, token in enumerate(tokens) if i != position):
+        return None
+    return (f"The first guess, *{plain_markdown(guess)}*, is a word the input already shows: small BERTs often copy "
+            "a word they can see instead of the answer. The copying example on *Why this word* shows where the copy "
+            "comes from.")
 
 
 def is_next_probability(nsp_logits) -> float | None:
