@@ -187,6 +187,10 @@ been being has have had do does did will would shall should can could may might 
 just only all any some each every both either neither more most less such own same other one""".split())
 
 
+def is_content_word(token: str) -> bool:
+    """A whole word that carries meaning (letters only, not in FUNCTION_WORDS): one a model could copy."""
+    return token.isalpha() and token not in FUNCTION_WORDS
+
 @dataclass
 class PretrainingCollator:
     """Turns (A, B, label) pairs into a padded, masked MLM + NSP batch with Hugging Face key names."""
@@ -209,7 +213,7 @@ class PretrainingCollator:
         self._random_token_ids = torch.tensor(ids, dtype=torch.long)
         tokens = self.tokenizer.convert_ids_to_tokens(list(range(self.tokenizer.vocab_size)))
         self._is_continuation = torch.tensor([token.startswith("##") for token in tokens], dtype=torch.bool)
-        self._is_content = torch.tensor([token.isalpha() and token not in FUNCTION_WORDS for token in tokens])
+        self._is_content = torch.tensor([is_content_word(token) for token in tokens])
 
     def __call__(
         self, pairs: Sequence[tuple[str, str, int]], generator: torch.Generator | None = None

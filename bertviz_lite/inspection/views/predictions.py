@@ -9,7 +9,7 @@ import pandas as pd
 
 from bertviz_lite.inspection.analysis import softmax
 from bertviz_lite.text.display import plain_markdown
-from bertviz_lite.text.pretraining_data import FUNCTION_WORDS
+from bertviz_lite.text.pretraining_data import is_content_word
 from bertviz_lite.text.tokenization import MASK_TOKEN, BertTokenizer, Encoding
 
 # What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
@@ -67,9 +67,7 @@ def top_predictions(mlm_logits, tokenizer: BertTokenizer, position: int, k: int 
 def copy_note(tokens: Sequence[str], position: int, guess: str) -> str | None:
     """A plain-words note when the first guess at `position` is a content word the input already shows elsewhere
     ("Bees make [MASK]." -> bees): small BERTs copy what they can see. None otherwise (Markdown, escaped)."""
-    if not guess.isalpha() or guess in FUNCTION_WORDS:
-        return None
-    if guess not in (token for i, token in enumerate(tokens) if i != position):
+    if not is_content_word(guess) or guess not in (token for i, token in enumerate(tokens) if i != position):
         return None
     return (f"The first guess, *{plain_markdown(guess)}*, is a word the input already shows: small BERTs often copy "
             "a word they can see instead of the answer. The copying example on *Why this word* shows where the copy "
