@@ -12,7 +12,12 @@ import pytest
 import torch
 import transformers
 
-from bertviz_lite.figures.contexts import MAX_LEGEND_SENSES, context_scatter, separation_figure
+from bertviz_lite.figures.contexts import (
+    MAX_LEGEND_SENSES,
+    NARROW_LEGEND_ROW,
+    context_scatter,
+    separation_figure,
+)
 from bertviz_lite.inspection.contexts import WordSpan, hidden_states, loo_centroid_accuracy, span_vectors
 from bertviz_lite.inspection.views import contexts as meaning
 from bertviz_lite.loading.pretrained import minilm_dir
@@ -221,6 +226,11 @@ def test_projection_and_figures_escape_what_the_user_typed(tiny, index):
     assert sum(1 for n in names if "(" in n and "other" not in n and "another" not in n) <= MAX_LEGEND_SENSES + 2
     assert any(n.startswith("other WordNet senses") for n in names)
     assert sum(len(t.x) for t in fig.data[:-1]) == len(data.occurrences)  # the last trace rings the chosen point
+    assert fig.layout.legend.orientation is None  # wide: the legend beside the plot
+    phone = context_scatter(projection, "<b>bank</b>", chosen=0, height=400, narrow=True)
+    assert phone.to_plotly_json()["data"] == fig.to_plotly_json()["data"]  # the same points, laid out for a phone:
+    assert phone.layout.legend.orientation == "h" and phone.layout.title.text.count("<br>") == 1  # legend below,
+    assert phone.layout.height == 400 + NARROW_LEGEND_ROW * (len(phone.data) + 1)  # a row each; title on two lines
     with pytest.raises(ValueError, match="out of range"):
         meaning.context_projection(data, 3)
     separation = meaning.sense_separation(data)

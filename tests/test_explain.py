@@ -90,6 +90,8 @@ def test_norm_view_keeps_the_sentence_filter_and_computes_its_note(tiny_trace):
     assert len(frame) == full.raw.size and set(frame.columns) >= {"weight", "norm_weighted", "layer", "head"}
     by_layer = explore.from_trace(views.special_share_by_layer, tiny_trace)
     assert len(by_layer) == 4 and by_layer["to [SEP]"].between(0, 1).all()
+    fig = figures.special_share_figure(by_layer)
+    assert len(fig.data) == 4 and fig.layout.legend.orientation == "h"  # 2 weightings × [CLS], [SEP]; legend below
 
 
 # ---------------------------------------------------------------- gradients and leave-one-out

@@ -205,6 +205,8 @@ def test_component_norms_bar_and_similarity_and_pca():
     assert [t.name for t in scatter.data] == ["sentence A", "sentence B"]
     assert list(scatter.data[1].text) == ["it", "ran", "[SEP]"]
     np.testing.assert_allclose(np.asarray(scatter.data[1].x), points[5:, 0])
+    for fig in (bars, scatter):  # beside the plot, a legend took two thirds of a phone's width
+        assert fig.layout.legend.orientation == "h" and fig.layout.legend.yanchor == "bottom"
 
 
 # ---------------------------------------------------------------- predictions and training

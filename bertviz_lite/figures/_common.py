@@ -15,6 +15,9 @@ SEGMENT_COLOURS = {0: "#1f77b4", 1: "#ff7f0e"}
 SEQUENTIAL = "Blues"
 DIVERGING = "RdBu_r"
 UNIT_DIVERGING = {"colorscale": DIVERGING, "zmid": 0, "zmin": -1, "zmax": 1}  # for values in [-1, 1]
+# A legend in rows at the figure's bottom edge (pixels: under the x-axis title at any height; plotly makes room for
+# it). Beside the plot, a legend took two thirds of a phone's width; below, its entries wrap to the width there is.
+LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0, "xanchor": "left"}
 ROBUST_PERCENTILE = 98.0  # diverging heatmaps saturate at this percentile of |value|
 
 

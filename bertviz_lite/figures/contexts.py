@@ -7,7 +7,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from bertviz_lite.figures._common import HEAD_COLOURS
+from bertviz_lite.figures._common import HEAD_COLOURS, LEGEND_BELOW
 from bertviz_lite.inspection.views.contexts import (
     UNLABELLED,
     YOURS,
@@ -19,6 +19,7 @@ from bertviz_lite.inspection.views.contexts import (
 
 MAX_LEGEND_SENSES = 6  # more senses are drawn in one grey "other senses" group, so the legend fits a projector
 GLOSS_CHARS = 30
+NARROW_LEGEND_ROW = 24  # px a legend row takes at the app's legend font (13 px)
 OTHER = "other WordNet senses"
 GREY, LIGHT_GREY = "#7f7f7f", "#c7c7c7"
 
@@ -64,10 +65,12 @@ def _marker(name: str, number: int) -> dict:
 
 
 def context_scatter(projection: ContextProjection, word: str, chosen: int | None = None,
-                    height: int = 480) -> go.Figure:
+                    height: int = 480, narrow: bool = False) -> go.Figure:
     """One point per occurrence of the word, coloured by sense (gloss in the legend, sentence on hover).
 
     chosen: the occurrence whose neighbours are listed, ringed. customdata is the occurrence number.
+    narrow: for a phone's width: the legend in rows under the plot (beside it, it took two thirds of the width and
+    covered points) and the title on two lines; the figure grows by the legend's rows.
     """
     fig = go.Figure()
     for number, (name, members) in enumerate(sense_groups(projection)):
@@ -82,11 +85,19 @@ def context_scatter(projection: ContextProjection, word: str, chosen: int | None
                                  marker={"size": 22, "symbol": "circle-open", "color": "#111111",
                                          "line": {"width": 3}}))
     where = layer_names(projection.num_layers)[projection.layer]
+    heading = f"“{html.escape(word)}” in {len(projection.occurrences)} sentences, {where}"
     fig.update_layout(
-        title=f"“{html.escape(word)}” in {len(projection.occurrences)} sentences, {where}: first two principal components",
-        xaxis_title="PC 1", yaxis_title="PC 2", height=height, margin={"t": 50, "b": 40, "l": 50, "r": 10},
+        title=f"{heading}: first two principal components", xaxis_title="PC 1", yaxis_title="PC 2", height=height,
+        margin={"t": 50, "b": 40, "l": 50, "r": 10},
         legend={"title": {"text": "sense (sentences)"}, "itemsizing": "constant"},
     )
+    if narrow:
+        legend_px = NARROW_LEGEND_ROW * (len(fig.data) + 1)  # one entry a row on a phone, and the legend's title
+        fig.update_layout(
+            title=f"{heading}<br>first two principal components", height=height + legend_px,
+            margin={"t": 75, "b": 40, "l": 50, "r": 10},  # plotly adds the legend's rows to the bottom margin
+            legend={**LEGEND_BELOW, "title": {"side": "top"}},
+        )
     return fig
 
 
@@ -114,6 +125,6 @@ def separation_figure(separation: SenseSeparation, layer: int | None = None, hei
         # The legend sits at the figure's bottom edge in pixels, under the axis title at any height (placed as a share
         # of the plot, it ran into the title when presentation mode made the chart shorter).
         margin={"t": 50, "b": 110, "l": 50, "r": 10},
-        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom"},
+        legend=LEGEND_BELOW,
     )
     return fig

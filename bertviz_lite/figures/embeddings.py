@@ -12,6 +12,7 @@ from plotly.subplots import make_subplots
 
 from bertviz_lite.figures._common import (
     DIVERGING,
+    LEGEND_BELOW,
     ROBUST_PERCENTILE,
     SEGMENT_COLOURS,
     UNIT_DIVERGING,
@@ -119,6 +120,7 @@ def component_norms_bar(df: pd.DataFrame) -> go.Figure:
         barmode="group",
         xaxis={**category_axis(), "title": {"text": "token"}},
         yaxis_title="L2 norm",
+        legend=LEGEND_BELOW,
     )
     return fig
 
@@ -175,7 +177,8 @@ def pca_scatter(
                 )
             )
     fig.update_layout(
-        title=title, xaxis_title="first principal component", yaxis_title="second principal component"
+        title=title, xaxis_title="first principal component", yaxis_title="second principal component",
+        legend=LEGEND_BELOW,
     )
     return fig
 

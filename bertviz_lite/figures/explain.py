@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from bertviz_lite.figures._common import (
+    LEGEND_BELOW,
     SEQUENTIAL,
     UNIT_DIVERGING,
     category_axis,
@@ -58,8 +59,8 @@ def special_share_figure(shares: pd.DataFrame) -> go.Figure:
             fig.add_trace(go.Bar(x=[f"layer {i}" for i in group["layer"]], y=group[column], name=weighting,
                                  marker_color=WEIGHTING_COLOURS.get(weighting), showlegend=col == 1,
                                  hovertemplate=f"%{{x}}: %{{y:.1%}} ({weighting})<extra></extra>"), row=1, col=col)
-    fig.update_layout(title="Where the attention goes, by weight and by norm", barmode="group", height=340,
-                      yaxis={"tickformat": ".0%", "range": [0, 1]})
+    fig.update_layout(title="Attention by weight and by norm", barmode="group", height=340,
+                      yaxis={"tickformat": ".0%", "range": [0, 1]}, legend=LEGEND_BELOW)
     return fig
 
 

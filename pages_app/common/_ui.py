@@ -36,6 +36,11 @@ KEPT_TAB = "_kept_"  # prefix of the plain key that remembers a page's open tab
 # Presentation mode: a compact header (smaller titles, less space above them, captions hidden) and larger token chips.
 STEP_KEYS_JS = (ASSETS / "step_keys.js").read_text(encoding="utf-8")  # read once, not on every rerun
 PRESENT_CSS = "<style>" + (ASSETS / "present.css").read_text(encoding="utf-8") + "</style>"
+# A figure drawn twice, for wide screens and for phones (show_figure's `narrow`): CSS shows the one that fits. 640 px
+# is where Streamlit stacks columns. The server cannot read a screen's width, so both go to the browser.
+WIDE, NARROW = "wide__", "narrow__"
+LAYOUT_CSS = (f"<style>@media (max-width: 640px) {{[class*='st-key-{WIDE}'] {{display: none;}}}} "
+              f"@media (min-width: 641px) {{[class*='st-key-{NARROW}'] {{display: none;}}}}</style>")
 
 GC_FROM_TOKENS = 256  # inputs this long take seconds to trace, so a full collection (~0.3 s) first is cheap
 
@@ -147,25 +152,45 @@ def is_present() -> bool:
 
 
 def presentation_style() -> None:
-    """In presentation mode, the compact page style (CSS only: it takes no space on the page)."""
+    """The page style (CSS only: it takes no space on the page): wide or phone figures; in presentation mode, the
+    compact page style."""
+    st.html(LAYOUT_CSS)
     if is_present():
         st.html(PRESENT_CSS)
 
 
+def narrow_key(key: str) -> str:
+    """The widget key of a figure's phone version (show_figure's `narrow`)."""
+    return f"{NARROW}{key}"
+
+
 def show_figure(fig: go.Figure | partial, name: str, frame: pd.DataFrame | Callable[[], pd.DataFrame],
-                key: str | None = None, slide_top: int = SLIDE_TOP, **chart_args):
+                key: str | None = None, slide_top: int = SLIDE_TOP, narrow: go.Figure | partial | None = None,
+                **chart_args):
     """st.plotly_chart with readable fonts (larger in presentation mode) and the PNG button, then a CSV button.
 
     fig: a figure, or partial(builder, view data, **options): built once for all who show it at this size, shared.
     key: the chart's widget key when it is not `name` (a new key clears a chart's selection).
     slide_top: where the figure starts on a 1280 × 720 screen in presentation mode (px from the top); the figure
     is made short enough for its bottom to show too (the server cannot read the screen: this is the slide's size).
+    narrow: the figure laid out for a phone, shown instead of `fig` below 641 px (not in presentation mode, which is
+    for projectors); its widget key is narrow_key(key), with the same chart_args (a selection callback reads both).
     """
     drawn = partial(readable, present=is_present(), max_height=SLIDE_BOTTOM - slide_top)
-    fig = SHARED.build_once(fig, drawn) if isinstance(fig, partial) else drawn(fig)
-    event = st.plotly_chart(fig, key=key or name, config=plotly_config(name), **chart_args)
+    key = key or name
+    if narrow is None or is_present():
+        event = st.plotly_chart(_built(fig, drawn), key=key, config=plotly_config(name), **chart_args)
+    else:
+        with st.container(key=f"{WIDE}{key}"):
+            event = st.plotly_chart(_built(fig, drawn), key=key, config=plotly_config(name), **chart_args)
+        with st.container(key=f"{NARROW}{key}_box"):
+            st.plotly_chart(_built(narrow, drawn), key=narrow_key(key), config=plotly_config(name), **chart_args)
     csv_button(frame, name, name)
     return event
+
+
+def _built(fig: go.Figure | partial, drawn: partial) -> go.Figure:
+    return SHARED.build_once(fig, drawn) if isinstance(fig, partial) else drawn(fig)
 
 
 def declared_tabs(declared: Sequence[ViewTab], key: str) -> dict:

@@ -18,6 +18,7 @@ from pages_app.common._ui import (
     is_present,
     load_context,
     load_model,
+    narrow_key,
     show_figure,
     show_table,
     trace_for,
@@ -116,7 +117,10 @@ def _scatter_key() -> str:
 
 
 def _pick_point() -> None:
-    for point in (st.session_state[_scatter_key()].selection or {}).get("points") or []:
+    """A point clicked on the wide or the phone chart: its neighbours are listed."""
+    events = (st.session_state.get(key) for key in (_scatter_key(), narrow_key(_scatter_key())))
+    points = [point for event in events if event for point in (event.selection or {}).get("points") or []]
+    for point in points:
         if isinstance(point.get("customdata"), int):
             st.session_state[QUERY] = f"o{point['customdata']}"
             st.session_state["meaning_clicks"] = st.session_state.get("meaning_clicks", 0) + 1
@@ -162,7 +166,8 @@ chosen = int(query[1:]) if query.startswith("o") and int(query[1:]) < len(data.o
 plot, score = st.columns([5, 3])
 with plot:
     show_figure(context_scatter(projection, data.word, chosen, height=370 if is_present() else 480), "meaning_scatter",
-                frame=projection.to_frame, key=_scatter_key(), on_select=_pick_point, selection_mode="points")
+                frame=projection.to_frame, key=_scatter_key(), on_select=_pick_point, selection_mode="points",
+                narrow=context_scatter(projection, data.word, chosen, height=400, narrow=True))
 with score:
     below_verdict = st.session_state.get(VERDICT) is not None  # then it starts lower on a slide than the scatter
     if not ask_first(separation):

@@ -66,3 +66,44 @@ def test_a_clicked_point_lists_its_neighbours(streamlit_url, page):
     page.screenshot(path=str(ARTIFACTS / "meaning_1280x720_neighbours.png"))
     assert page.locator(EXCEPTION).count() == 0
     assert number >= 0 and name
+
+
+# The plot area and the legend of the figure under `.st-key-<key>`, as [left, top, right, bottom] in page pixels.
+_PLOT_AND_LEGEND = """key => {
+  const gd = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+  const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  return [box(gd.querySelector('.nsewdrag')), box(gd.querySelector('.legend')), box(gd)];
+}"""
+# The name of a trace and the index of a point on it that is not occurrence 0 (the one listed before any click).
+_OTHER_POINT = """key => {
+  const gd = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+  for (const t of gd._fullData) {
+    const i = (t.customdata || []).findIndex(c => c !== 0);
+    if (i >= 0 && t.visible === true) return [t.name, i];
+  }
+  return null;
+}"""
+
+
+def narrow_key(key: str) -> str:
+    """The key of a chart's phone version (pages_app/common/_ui.py: the app is not imported by browser tests)."""
+    return f"narrow__{key}"
+
+
+def test_on_a_phone_the_scatter_keeps_its_width_and_a_click_lists_neighbours(streamlit_url, page):
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_page(page, streamlit_url, "Meaning_in_context?word=bank")
+    phone_chart = narrow_key("meaning_scatter_0")
+    wait_for_figure(page, phone_chart)
+    assert page.locator(".st-key-meaning_scatter_0").is_hidden()  # the wide chart, legend beside the plot
+    plot, legend, figure = page.evaluate(_PLOT_AND_LEGEND, phone_chart)
+    assert legend[1] >= plot[3], (plot, legend)  # the legend under the plot, not over its points
+    assert plot[2] - plot[0] > 0.7 * (figure[2] - figure[0]), (plot, figure)  # the plot keeps the figure's width
+    page.locator(f".st-key-{phone_chart}").screenshot(path=str(ARTIFACTS / "meaning_390x844_scatter.png"))
+    before = selected_option(page, "meaning_query")
+    name, index = page.evaluate(_OTHER_POINT, phone_chart)
+    click_point(page, phone_chart, name, index)
+    wait_for_figure(page, narrow_key("meaning_scatter_1"))  # the click moved the chart to a new key
+    after = selected_option(page, "meaning_query")
+    assert after != before and "[" in after, (before, after)
+    assert page.locator(EXCEPTION).count() == 0
