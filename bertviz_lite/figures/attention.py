@@ -169,6 +169,7 @@ def _token_column(links: HeadViewLinks, x: float, side: str) -> go.Scatter:
         hovertext=_strongest_lines(links, side),
         textposition=f"middle {side}",
         marker={"size": sizes, "color": "#444"},
+        cliponaxis=False,  # the first and last labels stand out of the rows' range by half a line
         name="queries" if side == "left" else "keys",
         showlegend=False,
         hovertemplate="<b>%{text}</b> (%{customdata})<br>%{hovertext}<extra>%{fullData.name}</extra>",
@@ -192,10 +193,13 @@ def head_view(links: HeadViewLinks, levels: int = 5) -> go.Figure:
         height=token_axis_height(len(tokens), per_token=20, high=4000),
         # One click on a head shows it alone (click it again for all); a double click hides just that head.
         legend={"title": {"text": "heads: click = only this,<br>again = all"}, "itemclick": "toggleothers",
-                "itemdoubleclick": "toggle", "itemsizing": "constant"},
+                "itemdoubleclick": "toggle", "itemsizing": "constant", "tracegroupgap": 0},  # 12 heads fit a slide
+        # No axes: the height goes to the token rows (plotly's default margins left 13 px a row on a slide and
+        # the labels ran into each other).
+        margin={"t": 56, "b": 8, "l": 8, "r": 8},
         xaxis={"visible": False, "range": [-0.8, 1.8]},
         plot_bgcolor="white",
-        yaxis={"visible": False, "autorange": "reversed"},
+        yaxis={"visible": False, "range": [len(tokens) - 0.5, -0.5]},  # top to bottom, no padding beyond the rows
         meta={"top_k": links.top_k, "start": links.start, "stop": links.stop},
     )
     return fig

@@ -25,6 +25,7 @@ from pages_app.common._ui import (
 )
 
 HEAD_VIEW_WINDOW = 64  # tokens (queries and keys) drawn at once in the head view of a long input
+SLIDE_WINDOW = 22  # in presentation mode: the tokens a 1280 × 720 slide shows with 16-px labels ≥ 17 px apart
 ALL_TOKENS = -1
 
 ctx = load_context()
@@ -74,12 +75,12 @@ def head_view_controls() -> tuple:
     keep_choices("hv_heads", range(num_heads))
     heads = st.multiselect("Heads (or click the legend)", range(num_heads), default=list(range(num_heads)),
                            key="hv_heads", persist_state=KEEP, format_func=lambda h: f"head {h}")
-    window = None
-    if count > 2 * HEAD_VIEW_WINDOW:
-        clamp_number("hv_start", 0, count - HEAD_VIEW_WINDOW)
-        start = st.slider(f"Tokens shown: from ({HEAD_VIEW_WINDOW} at a time; lines to tokens outside are not "
-                          "drawn)", 0, count - HEAD_VIEW_WINDOW, 0, key="hv_start", persist_state=KEEP)
-        window = explore.token_window(count, start, HEAD_VIEW_WINDOW)
+    window, size = None, SLIDE_WINDOW if is_present() else HEAD_VIEW_WINDOW
+    if count > (size if is_present() else 2 * size):
+        clamp_number("hv_start", 0, count - size)
+        start = st.slider(f"Tokens shown: from ({size} at a time; lines to tokens outside are not drawn)", 0,
+                          count - size, 0, key="hv_start", persist_state=KEEP)
+        window = explore.token_window(count, start, size)
     shown = range(count) if window is None else range(window.start, window.stop)
     st.session_state["hv_window_start"] = shown.start  # for the click callback
     keep_choice("hv_focus", [ALL_TOKENS, *shown], ALL_TOKENS)
@@ -114,7 +115,7 @@ def head_view_tab(layer: int, which: str) -> None:
                    "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
                    "them back). Click a head in the legend to show it alone, click it again for all heads.")
         show_figure(figures.head_view(links), "head_view", frame=links.to_frame, on_select=_focus_clicked_token,
-                    selection_mode="points")
+                    selection_mode="points", slide_top=255)
         st.html(head_view_hover_script("head_view"), unsafe_allow_javascript=True)  # hover a token: its lines light up
 
 

@@ -225,9 +225,27 @@ def test_a_walkthrough_tile_click_opens_that_head_in_step_four(streamlit_url, pa
     assert_no_exception(page)
 
 
-def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit_url, page):
+# The head view's two token columns (each label's [top, bottom], top to bottom), the bottoms of its legend's
+# entries that are drawn (plotly clips a legend too tall for the figure) and the figure's bottom, in page pixels.
+_HEAD_VIEW_BOXES = """() => {
+  const gd = document.querySelector('.st-key-head_view .js-plotly-plot'), r = e => e.getBoundingClientRect();
+  const columns = [...gd.querySelectorAll('.scatterlayer .trace')].filter(t => t.querySelector('.textpoint'))
+    .map(t => [...t.querySelectorAll('.textpoint text')].map(e => [r(e).top, r(e).bottom]).sort((a, b) => a[0] - b[0]));
+  const clip = r(gd.querySelector('.legend .scrollbox') || gd.querySelector('.legend'));
+  const entries = [...gd.querySelectorAll('.legend .traces')].map(e => r(e))
+    .filter(e => e.bottom <= clip.bottom + 1).map(e => e.bottom);
+  return [columns, entries, r(gd).bottom];
+}"""
+
+
+LONG_A = "The quick brown fox jumps over the lazy dog and runs far away into the woods."
+LONG_B = "It was not amused at all by the noise."  # with LONG_A: 31 tokens, more than a slide's 22
+
+
+@pytest.mark.parametrize("pair", ["", f"&a={quote(LONG_A)}&b={quote(LONG_B)}"], ids=["default pair", "31 tokens"])
+def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit_url, page, pair):
     page.set_viewport_size({"width": 1280, "height": 720})
-    open_page(page, streamlit_url, "Attention?present=1")
+    open_page(page, streamlit_url, f"Attention?present=1{pair}")
     page.get_by_role("tab", name="Head view").click()
     wait_for_idle(page)
     page.wait_for_function("() => document.querySelector('.st-key-head_view .js-plotly-plot')?._fullLayout",
@@ -235,6 +253,16 @@ def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit
     figure_top = page.locator(".st-key-head_view").bounding_box()["y"]
     assert figure_top < 720 - 200, figure_top
     assert page.locator(".st-key-hv_heads").bounding_box()["y"] > figure_top
+    labels, legend, bottom = page.evaluate(_HEAD_VIEW_BOXES)
+    # 22 tokens: the default pair's, or the first 22 of a longer pair and a slider (below) to move along it
+    assert len(labels) == 2 and all(len(column) == 22 for column in labels), labels
+    assert page.locator(".st-key-hv_start").count() == (1 if pair else 0)
+    # A label's box is its line: 21 px for 16-px text, whose letters take ~16 px; more than a quarter of a box on
+    # the next one, and letters touch (the rows were 13 px apart with plotly's default margins).
+    crowded = [(a, b) for column in labels for a, b in zip(column, column[1:], strict=False)
+               if b[0] < a[1] - 0.25 * (a[1] - a[0])]
+    assert not crowded, f"token labels run into each other on a slide: {crowded[:3]}"
+    assert len(legend) == 12 and max(legend) <= bottom <= 720, (legend, bottom)  # every head's entry shows
     sidebar = page.locator('[data-testid="stSidebar"]').bounding_box()
     assert sidebar is None or sidebar["x"] + sidebar["width"] <= 1, sidebar  # folded away
     assert_no_exception(page)
