@@ -5,6 +5,7 @@ Builders only draw: they take a view's data (bertviz_lite.inspection.views.norms
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -64,25 +65,38 @@ def special_share_figure(shares: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def attribution_figure(data: Attribution) -> go.Figure:
-    """Tokens (rows) × methods (columns), each column scaled by its largest |score|; ρ with leave-one-out in the header."""
+SUBTITLE = ("<br><sup>each column ÷ its largest |score|; ρ: Spearman with leave-one-out over this input's "
+            "tokens</sup>")
+HEADER_CHARS = 13  # a slide's attribution header line: "(last layer)", "norm-weighted"
+
+
+def attribution_figure(data: Attribution, slide: bool = False) -> go.Figure:
+    """Tokens (rows) × methods (columns), each column scaled by its largest |score|; ρ with leave-one-out in the header.
+
+    slide: for a projector's slide (presentation mode: the figure is short and wide), headers on up to three short
+    lines that need no rotation, only as much room above the rows as they take, and no subtitle (its words are in
+    the view's help), so that 22 rows of 16-px labels do not touch.
+    """
     methods = list(data.scores)
     raw = np.column_stack([data.scores[m] for m in methods])
     scale = np.abs(raw).max(axis=0)
     scaled = np.divide(raw, scale, out=np.zeros_like(raw), where=scale > 0)
-    headers = [m if m not in data.correlation else f"{m}<br>ρ = {data.correlation[m]:.2f}" for m in methods]
+    names = ["<br>".join(textwrap.wrap(m, HEADER_CHARS)) if slide else m for m in methods]
+    headers = [name if m not in data.correlation else f"{name}<br>ρ = {data.correlation[m]:.2f}"
+               for m, name in zip(methods, names, strict=True)]
     fig = go.Figure(go.Heatmap(
         z=scaled, x=headers, y=plain_labels(unique_labels(data.tokens)), customdata=raw, **UNIT_DIVERGING,
         hovertemplate="%{y} · %{x}: %{customdata:.4g}<extra></extra>", colorbar={"title": {"text": "÷ max |score|"}},
     ))
-    # The title at the figure's top edge and room below it for the rotated two-line headers (a narrow screen
-    # rotates them further, so they reach higher).
+    # The title at the figure's top edge and room below it for the two-line headers, which a narrow screen
+    # rotates, so they reach higher; on a slide they stay level and take less.
     fig.update_layout(
-        title={"text": f"What {data.label} rests on<br><sup>each column ÷ its largest |score|; ρ: Spearman with "
-                       "leave-one-out over this input's tokens</sup>", "yref": "container", "y": 1, "yanchor": "top",
-               "pad": {"t": 26}},
+        title={"text": f"What {data.label} rests on" + ("" if slide else SUBTITLE), "yref": "container", "y": 1,
+               "yanchor": "top", "pad": {"t": 8 if slide else 26}},
         height=token_axis_height(len(data.tokens), per_token=20) + 140,
-        xaxis={**category_axis(), "side": "top"}, yaxis={**category_axis(reverse=True), "dtick": 1}, margin={"t": 210},
+        xaxis={**category_axis(), "side": "top", **({"tickangle": 0} if slide else {})},
+        yaxis={**category_axis(reverse=True), "dtick": 1},  # every token's label: plotly would skip some
+        margin={"t": 128, "b": 10} if slide else {"t": 210},  # on a slide: title 40 px, three header lines 80
     )
     return fig
 
@@ -90,7 +104,8 @@ def attribution_figure(data: Attribution) -> go.Figure:
 def _before_after(fig: go.Figure, labels: list[str], before, after, row: int) -> None:
     for name, values, colour in (("with every head", before, BEFORE), ("heads knocked out", after, AFTER)):
         fig.add_trace(go.Bar(x=values, y=labels, orientation="h", name=name, marker_color=colour, showlegend=row == 1,
-                             text=[f"{v:.1%}" for v in values], textposition="auto",
+                             text=[f"{v:.1%}" for v in values], textposition="outside", cliponaxis=False,
+                             constraintext="none",
                              hovertemplate=f"%{{y}}: %{{x:.4f}} ({name})<extra></extra>"), row=row, col=1)
 
 
@@ -102,14 +117,14 @@ def knockout_figure(data: HeadKnockout) -> go.Figure:
     heights = [max(len(p[1]), 1) for p in parts] or [1]
     height = 160 + 44 * sum(heights) + 70 * (len(heights) - 1)
     fig = make_subplots(rows=len(heights), cols=1, subplot_titles=[p[0] for p in parts] or [""],
-                        row_heights=heights, vertical_spacing=min(0.3, 90 / height))
+                        row_heights=heights, vertical_spacing=min(0.3, 110 / height))  # ticks, then the next title
     for row, (_, labels, before, after) in enumerate(parts, start=1):
         _before_after(fig, labels, before, after, row)
         fig.update_yaxes(category_axis(reverse=True), row=row, col=1)
-        fig.update_xaxes(range=[0, 1], tickformat=".0%", row=row, col=1)
-    knocked = ", ".join(data.heads) if data.heads else "none (pick heads above)"
-    fig.update_layout(title=f"Knocked out: {knocked}", barmode="group", height=height,
-                      legend={"orientation": "h", "y": -0.08})
+        # Room right of 100% for a bar's label: inside a bar plotly shrank it to fit (6 px on a slide).
+        fig.update_xaxes(range=[0, 1.14], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1], tickformat=".0%", row=row, col=1)
+    knocked = ", ".join(data.heads) if data.heads else "none (pick heads to knock out)"
+    fig.update_layout(title=f"Knocked out: {knocked}", barmode="group", height=height, legend=LEGEND_BELOW)
     return fig
 
 

@@ -159,6 +159,14 @@ def presentation_style() -> None:
         st.html(PRESENT_CSS)
 
 
+def controls_then_figure() -> tuple:
+    """(controls, figure): two containers to fill in that order (the figure reads the controls). In presentation
+    mode the figure shows above its controls, so that it starts where a slide's figure starts and fits the screen
+    (its pickers, above it, pushed it below the bottom of a 1280 × 720 slide)."""
+    above, below = st.container(), st.container()
+    return (below, above) if is_present() else (above, below)
+
+
 def narrow_key(key: str) -> str:
     """The widget key of a figure's phone version (show_figure's `narrow`)."""
     return f"{NARROW}{key}"

@@ -11,6 +11,7 @@ from bertviz_lite.inspection import analysis, explore, views
 from bertviz_lite.inspection.views import tabs as declared
 from pages_app.common._state import KEEP, clamp_number, keep_choice, keep_choices
 from pages_app.common._ui import (
+    controls_then_figure,
     declared_tabs,
     head_pickers,
     is_present,
@@ -102,10 +103,7 @@ def head_view_controls() -> tuple:
 
 @st.fragment  # its controls change this figure only: they rerun it, not the page and the sidebar
 def head_view_tab(layer: int, which: str) -> None:
-    # Presentation mode: the figure first, its controls below it (they are read first all the same).
-    figure_box, control_box = st.container(), st.container()
-    if not is_present():
-        figure_box, control_box = control_box, figure_box
+    control_box, figure_box = controls_then_figure()
     with control_box:
         heads, window, focus, min_weight = head_view_controls()
     with figure_box:
@@ -122,8 +120,11 @@ def head_view_tab(layer: int, which: str) -> None:
 @st.fragment
 def statistics_tab() -> None:
     stats = view(analysis.head_statistics, ctx.inputs)
-    value = st.selectbox("Statistic", list(STAT_TITLES), key="stat_value", persist_state=KEEP, format_func=STAT_TITLES.get)
-    show_figure(figures.head_statistics_figure(stats, value), "head_statistics", frame=stats)
+    controls, figure = controls_then_figure()
+    value = controls.selectbox("Statistic", list(STAT_TITLES), key="stat_value", persist_state=KEEP,
+                               format_func=STAT_TITLES.get)
+    with figure:
+        show_figure(figures.head_statistics_figure(stats, value), "head_statistics", frame=stats)
     show_table(stats.round(4), "head_statistics_table", hide_index=True)
 
 
@@ -134,11 +135,13 @@ def rollout_tab() -> None:
         "and multiply layer by layer: how much each input token flows into each token after a layer."
     )
     after = num_layers
+    controls, figure = controls_then_figure()
     if num_layers > 1:  # a slider needs two values
         clamp_number("rollout_layer", 1, num_layers)
-        after = st.slider("After layer", 1, num_layers, num_layers, key="rollout_layer", persist_state=KEEP)
+        after = controls.slider("After layer", 1, num_layers, num_layers, key="rollout_layer", persist_state=KEEP)
     flow = view(views.rollout, ctx.inputs, after=after)
-    show_figure(figures.rollout_figure(flow), "rollout", frame=flow.to_frame)
+    with figure:
+        show_figure(figures.rollout_figure(flow), "rollout", frame=flow.to_frame, slide_top=260)
 
 
 tabs = declared_tabs(declared.ATTENTION_TABS, "attn_view")
@@ -170,15 +173,16 @@ if tabs["Model view"].open:
 if tabs["Neuron view"].open:
     with tabs["Neuron view"]:
         keep_choice("nv_query", range(count), min(1, count - 1))
-        query = st.selectbox("Query token", range(count), index=min(1, count - 1), key="nv_query", persist_state=KEEP,
-                             format_func=lambda i: labels[i])
+        controls, figure = controls_then_figure()
+        query = controls.selectbox("Query token", range(count), index=min(1, count - 1), key="nv_query",
+                                   persist_state=KEEP, format_func=lambda i: labels[i])
         st.caption(
             f"Layer {layer}, head {head}: the query vector of {labels[query]}, every key, their element-wise "
             "product, the dot product and its scaled version, the softmax, and the value-weighted sum."
         )
         neuron = view(views.neuron_data, ctx.inputs, layer=layer, head=head, query_index=query)
-        show_figure(figures.neuron_figure(neuron), "neuron_view",
-                    frame=neuron.to_frame)
+        with figure:
+            show_figure(figures.neuron_figure(neuron), "neuron_view", frame=neuron.to_frame)
 
 if tabs["Head statistics"].open:
     with tabs["Head statistics"]:

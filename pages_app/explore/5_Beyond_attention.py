@@ -11,6 +11,7 @@ from bertviz_lite.text.display import plain_markdown
 from pages_app.common._share import ALL_HEADS, from_link
 from pages_app.common._state import KEEP, keep_choice, keep_choices, new_input
 from pages_app.common._ui import (
+    controls_then_figure,
     declared_tabs,
     head_pickers,
     is_present,
@@ -106,14 +107,15 @@ if tabs["Norm-weighted attention"].open:
 
 if tabs["Attribution"].open:
     with tabs["Attribution"]:
-        pick, pick_steps = st.columns([3, 1])
+        controls, figure = controls_then_figure()
+        pick, pick_steps = controls.columns([3, 1])
         target = pick_target(pick)
         if target is not None:
             position, masked = target
             steps = pick_steps.select_slider(
                 "Integrated-gradients steps", [32, 64, 128], value=32, key="beyond_steps", persist_state=KEEP
             )
-            with st.spinner("Masking each token in turn and integrating gradients…"):
+            with figure, st.spinner("Masking each token in turn and integrating gradients…"):
                 data = shown(views.token_attribution, masked, position=position, steps=steps)
             if data is not None:
                 st.caption(
@@ -122,25 +124,31 @@ if tabs["Attribution"].open:
                     "embeddings; integrated gradients run from a baseline where every token is [MASK] (positions and "
                     "segments kept). Attention, rollout and norms are read from the explained token's row."
                 )
-                show_figure(figures.attribution_figure(data), "beyond_attribution", frame=data.to_frame)
+                with figure:
+                    show_figure(figures.attribution_figure(data, slide=is_present()), "beyond_attribution",
+                                frame=data.to_frame, slide_top=200)
                 show_table(data.correlation_frame().round(3), "beyond_attribution_spearman", hide_index=True)
                 st.caption(data.completeness_note())
 
 if tabs["Head knock-out"].open:
     with tabs["Head knock-out"]:
-        target = pick_target()
+        controls, figure = controls_then_figure()
+        with controls:
+            target = pick_target()
         if target is not None:
             position, masked = target
             names = [attribution.head_name(layer, head) for layer in range(num_layers) for head in range(num_heads)]
             keep_choices("beyond_heads", names)
-            chosen = st.multiselect("Heads to knock out (or click tiles in the model view below)", names, default=[],
-                                    key="beyond_heads", persist_state=KEEP)
+            chosen = controls.multiselect("Heads to knock out (or click tiles in the model view below)", names,
+                                          default=[], key="beyond_heads", persist_state=KEEP)
             heads = tuple(sorted(chosen, key=names.index))  # one cache entry per set of heads
-            data = shown(views.head_knockout, masked, heads=heads, position=position, k=5)
+            with figure:
+                data = shown(views.head_knockout, masked, heads=heads, position=position, k=5)
             if data is not None:
                 st.caption("A knocked-out head's attention probabilities are multiplied by 0 (transformers' head_mask): "
                            "it adds nothing to its layer's output, and the layers above see the difference.")
-                show_figure(figures.knockout_figure(data), "beyond_knockout", frame=data.to_frame)
+                with figure:
+                    show_figure(figures.knockout_figure(data), "beyond_knockout", frame=data.to_frame)
             with st.expander("Model view: click a tile to knock that head out (or bring it back)"):
                 overview = view(views.model_view, ctx.inputs, masked)
                 key = renewing_key("beyond_model_view", bare_first=False)
@@ -151,15 +159,19 @@ if tabs["Head knock-out"].open:
 
 if tabs["Layer by layer"].open:
     with tabs["Layer by layer"]:
-        target = pick_target()
+        controls, figure = controls_then_figure()
+        with controls:
+            target = pick_target()
         if target is not None:
             position, masked = target
-            data = shown(views.logit_lens, masked, position=position, k=5)
+            with figure:
+                data = shown(views.logit_lens, masked, position=position, k=5)
             if data is not None:
                 st.caption(
                     "A logit lens for an encoder: the output head reads every layer's hidden state as if it were the "
                     f"last. The final answer is {data.answer!r}; the bars show how early the model settles on it."
                 )
-                show_figure(figures.logit_lens_figure(data), "beyond_logit_lens", frame=data.to_frame)
+                with figure:
+                    show_figure(figures.logit_lens_figure(data), "beyond_logit_lens", frame=data.to_frame)
 
 show_declared_tabs(declared.BEYOND_ATTENTION_TABS, tabs, ctx.inputs)

@@ -23,6 +23,7 @@ from tests.browser.driver import (
     open_tab,
     resize,
     selected_option,
+    wait_for_figure,
     wait_for_idle,
     wait_for_quiet,
 )
@@ -149,6 +150,41 @@ def test_presentation_mode_shows_every_key_figure_whole_like_a_slide(streamlit_u
            for name, (_, bottom) in tops[(width, height)].items() if bottom > height}
     assert not cut, f"figure bottoms below the screen (scrolling needed): {cut}"
     assert not found, found
+
+
+# The other tabs of the two pages with pickers above their figures, and each figure's widget key.
+OTHER_TABS = {"Attention": {"Neuron view": "neuron_view", "Head statistics": "head_statistics", "Rollout": "rollout"},
+              "Beyond_attention": {"Attribution": "beyond_attribution", "Head knock-out": "beyond_knockout",
+                                   "Layer by layer": "beyond_logit_lens"}}
+# [top, bottom] of each y tick label of the figure under `.st-key-<key>`, top to bottom, in page pixels.
+_Y_TICKS = """key => [...document.querySelectorAll(`.st-key-${key} .yaxislayer-above text`)]
+  .map(e => e.getBoundingClientRect()).map(r => [r.top, r.bottom]).sort((a, b) => a[0] - b[0])"""
+
+
+@pytest.mark.parametrize("title", list(OTHER_TABS))
+def test_presentation_mode_fits_every_tab_on_a_slide(streamlit_url, page, title):
+    """Each tab's figure starts high and ends on a 1280x720 screen (its pickers go below it), with no figure
+    text on another and the attribution's token labels apart."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, streamlit_url, f"{title}?present=1")
+    boxes, found = {}, {}
+    for tab, key in OTHER_TABS[title].items():
+        open_tab(page, tab)
+        wait_for_figure(page, key)
+        top, height = figure_box(page)
+        boxes[tab] = (round(top), round(top + height))
+        page.screenshot(path=str(ARTIFACTS / f"present_1280x720_{key}.png"))
+        if overlaps(page):
+            found[tab] = overlaps(page)
+        assert_no_exception(page)
+    assert all(top <= 720 - 200 and bottom <= 720 for top, bottom in boxes.values()), boxes
+    assert not found, found
+    if title == "Beyond_attention":  # the last tab's figure is shown: go back to the attribution's
+        open_tab(page, "Attribution")
+        wait_for_figure(page, "beyond_attribution")
+        ticks = page.evaluate(_Y_TICKS, "beyond_attribution")
+        assert len(ticks) == 22, ticks  # every token of the default pair
+        assert all(b[0] >= a[1] - 0.25 * (a[1] - a[0]) for a, b in zip(ticks, ticks[1:], strict=False)), ticks
 
 
 A = "The quick brown fox jumps over the lazy dog."
