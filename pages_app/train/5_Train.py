@@ -4,6 +4,7 @@ import streamlit as st
 
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.server import access
+from pages_app.common._ui import is_present
 from pages_app.common._visitor import current_visitor
 from pages_app.train._admin import admin_login
 from pages_app.train._form import new_run_form
@@ -35,7 +36,8 @@ if not choices:
     st.info("No training run yet: start one above.")
     st.stop()
 # A run to show: its curves come first (what a class looks at), the form folds away below them.
-st.subheader("Watch a run")
+if not is_present():  # on a slide the page title says it, and the curves need the room
+    st.subheader("Watch a run")
 run = select_run(choices)
 apply_claim(run.path)
 live_view(run.path)

@@ -19,7 +19,7 @@ from bertviz_lite.server import access
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training import metrics
 from pages_app.common._state import keep_choice
-from pages_app.common._ui import show_figure
+from pages_app.common._ui import is_present, show_figure
 from pages_app.common._visitor import current_visitor
 from pages_app.train._admin import admin_login
 
@@ -67,11 +67,16 @@ def _live_panel(run_dir: Path, was_active: bool) -> None:
     _status(run)
     records = read_metrics(run_dir)
     if not records:
+        _outcome(run)
         st.info("Waiting for the first metrics line…" if run.active else "This run logged no metrics.")
         return
+    if is_present():  # a projector: the curves right under the progress bar, so they fit the slide
+        _curves(records, run.name)
+    _outcome(run)
     if not run.active:
         _final_metrics(records)
-    _curves(records, run.name)
+    if not is_present():
+        _curves(records, run.name)
 
 
 def _stop(run_dir) -> None:
@@ -122,6 +127,10 @@ def _status(run: lifecycle.RunState) -> None:
             admin_login()  # the lecturer can stop any run
     eta = f" · {run.eta_text}" if run.eta_text else ""
     st.progress(run.progress, text=f"Step {run.step} of {run.total_steps or '?'}{eta}")
+
+
+def _outcome(run: lifecycle.RunState) -> None:
+    """How the run ended (or what it is doing), in words."""
     if run.state in ("failed", "diverged"):
         st.error(f"The run {run.state}: {plain_markdown(run.reason)}")  # st.error wraps
         if run.details:

@@ -371,3 +371,18 @@ def test_a_copied_link_reopens_the_tab_and_the_filter_in_a_fresh_browser(streaml
         assert_no_exception(fresh)
     finally:
         fresh.context.close()
+
+
+def test_presentation_mode_shows_a_runs_curves_on_the_slide(streamlit_url, page):
+    """A lecturer watching a run: progress bar, then the loss and accuracy curves whole on a 1280x720 screen; how
+    the run ended and its final numbers below them."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, streamlit_url, "train?present=1&run=demo-tiny")
+    for key in ("train_loss_chart", "train_accuracy_chart"):
+        wait_for_figure(page, key)
+        box = page.locator(f".st-key-{key} .js-plotly-plot").bounding_box()
+        assert box["y"] + box["height"] <= 720, (key, box)
+    outcome = page.locator('[data-testid="stMain"] [data-testid="stAlert"]').first.bounding_box()
+    assert outcome["y"] > box["y"] + box["height"], outcome  # "Finished 10000 steps…" under the curves
+    page.screenshot(path=str(ARTIFACTS / "present_1280x720_train.png"))
+    assert_no_exception(page)
