@@ -13,7 +13,7 @@ import streamlit as st
 
 from bertviz_lite import figures
 from bertviz_lite.figures.style import readable
-from bertviz_lite.inspection import analysis, explore
+from bertviz_lite.inspection import explore
 from bertviz_lite.inspection.views.tabs import ViewTab, glossary
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
 from bertviz_lite.model.modeling import BertForPreTraining
@@ -23,7 +23,6 @@ from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 from pages_app.common._share import PRESENT, clamp_linked_indices
 from pages_app.common._sidebar import Inputs, current_inputs
-from pages_app.common._state import KEEP, keep_choice
 
 LOAD_ERRORS = (ValueError, OSError)
 THREADS_PROBLEM = settings.use_app_threads()  # once per process: BERTVIZ_LITE_THREADS (default 1)
@@ -159,14 +158,6 @@ def presentation_style() -> None:
         st.html(PRESENT_CSS)
 
 
-def controls_then_figure() -> tuple:
-    """(controls, figure): two containers to fill in that order (the figure reads the controls). In presentation
-    mode the figure shows above its controls, so that it starts where a slide's figure starts and fits the screen
-    (its pickers, above it, pushed it below the bottom of a 1280 × 720 slide)."""
-    above, below = st.container(), st.container()
-    return (below, above) if is_present() else (above, below)
-
-
 def narrow_key(key: str) -> str:
     """The widget key of a figure's phone version (show_figure's `narrow`)."""
     return f"{NARROW}{key}"
@@ -245,13 +236,6 @@ def show_table(frame: pd.DataFrame, name: str, **kwargs) -> None:
     csv_button(frame, name, name)
 
 
-def renewing_key(name: str, bare_first: bool = True) -> str:
-    """A chart key that changes after each tile click (on_tile_click's renew): a new key clears the selection,
-    so the same tile can be clicked again. bare_first: `name` itself before the first click, else `name_0`."""
-    clicks = st.session_state.get(f"{name}_clicks", 0)
-    return name if bare_first and not clicks else f"{name}_{clicks}"
-
-
 def on_tile_click(key: str, layers: int, heads: int, picked: Callable[[int, int], None],
                   renew: str | None = None) -> Callable[[], None]:
     """The on_select callback of the model-view chart `key`: a clicked tile calls picked(layer, head).
@@ -278,21 +262,3 @@ def switch_model_button(key: str | None = None) -> bool:
     st.button(f"Switch to {DEFAULT_MODEL}", on_click=_use_default_model, disabled=not available,
               type="primary", key=key)
     return available
-
-
-def head_pickers(prefix: str, has_sentence_b: bool, layers: int, heads: Sequence[int], default_head: int = 0,
-                 head_label: Callable[[int], str] = str,
-                 on_head: Callable[[], None] | None = None) -> tuple[str, int, int]:
-    """Sentence filter, layer and head pickers in a row (keys `<prefix>_filter|layer|head`); on_head: called
-    when the head picked changes."""
-    filters = list(analysis.SENTENCE_FILTERS) if has_sentence_b else ["All"]
-    keep_choice(f"{prefix}_filter", filters, "All")
-    keep_choice(f"{prefix}_layer", range(layers), 0)
-    keep_choice(f"{prefix}_head", heads, default_head)
-    pick_filter, pick_layer, pick_head = st.columns([3, 1, 1])  # five filter buttons fit at 1024 px with a sidebar
-    which = pick_filter.segmented_control("Sentences (query → key)", filters, default="All",
-                                          key=f"{prefix}_filter", persist_state=KEEP) or "All"
-    layer = pick_layer.selectbox("Layer", range(layers), key=f"{prefix}_layer", persist_state=KEEP)
-    head = pick_head.selectbox("Head", heads, key=f"{prefix}_head", format_func=head_label, persist_state=KEEP,
-                               on_change=on_head)
-    return which, layer, head

@@ -11,19 +11,17 @@ from bertviz_lite.inspection import analysis, explore, views
 from bertviz_lite.inspection.views import tabs as declared
 from pages_app.common._state import KEEP, clamp_number, keep_choice, keep_choices
 from pages_app.common._ui import (
-    controls_then_figure,
     declared_tabs,
-    head_pickers,
     is_present,
     load_context,
     on_tile_click,
-    renewing_key,
     show_declared_tabs,
     show_figure,
     show_table,
     trace_for,
     view,
 )
+from pages_app.explore._attention_ui import controls_then_figure, head_pickers, renewing_key
 
 HEAD_VIEW_WINDOW = 64  # tokens (queries and keys) drawn at once in the head view of a long input
 SLIDE_WINDOW = 22  # in presentation mode: the tokens a 1280 × 720 slide shows with 16-px labels ≥ 17 px apart

@@ -11,19 +11,17 @@ from bertviz_lite.text.display import plain_markdown
 from pages_app.common._share import ALL_HEADS, from_link
 from pages_app.common._state import KEEP, keep_choice, keep_choices, new_input
 from pages_app.common._ui import (
-    controls_then_figure,
     declared_tabs,
-    head_pickers,
     is_present,
     load_context,
     on_tile_click,
-    renewing_key,
     show_declared_tabs,
     show_figure,
     show_table,
     trace_for,
     view,
 )
+from pages_app.explore._attention_ui import controls_then_figure, head_pickers, renewing_key
 
 NSP = -1  # the "Explain" option for the next-sentence decision
 
