@@ -5,6 +5,7 @@ import torch
 import transformers
 
 from bertviz_lite.model.config import BertConfig
+from bertviz_lite.model.heads import CPU_BF16_ROW_BUCKET, bucketed_rows
 from bertviz_lite.model.modeling import BertForPreTraining, sinusoidal_position_table
 
 TINY = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
@@ -189,6 +190,27 @@ def test_pretraining_loss_uses_only_masked_positions():
     assert torch.allclose(lone.nsp_loss, torch.nn.functional.cross_entropy(lone.nsp_logits[:1], torch.tensor([0])))
     no_question = model.pretraining_loss(ids, tt, am, labels, torch.full((3,), -100))
     assert no_question.nsp_loss.item() == 0.0 and torch.allclose(no_question.loss, out.mlm_loss)
+
+
+def test_cpu_bf16_projects_masked_rows_in_buckets_and_keeps_the_same_logits():
+    """oneDNN caches a packed decoder per row count in bf16; rows go in padded to a bucket, logits come out as many
+    as the masked tokens and equal to those of the unpadded rows, and the loss still backpropagates."""
+    model = BertForPreTraining(BertConfig(**TINY)).eval()
+    ids, tt, am = padded_pair_batch()
+    labels = torch.full_like(ids, -100)
+    labels[0, 2], labels[1, 1], labels[2, 3] = 17, 42, 5
+    rows = torch.randn(3, TINY["hidden_size"])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert bucketed_rows(rows).shape == (CPU_BF16_ROW_BUCKET, TINY["hidden_size"])
+        assert torch.equal(bucketed_rows(rows)[:3], rows)
+        out = model.pretraining_loss(ids, tt, am, labels, torch.tensor([0, 1, 0]))
+        hidden, _ = model.encode(ids, tt, am)
+        plain = model.cls.predictions(hidden[labels != -100])
+    assert bucketed_rows(rows) is rows  # no autocast: as they are
+    assert out.mlm_logits.shape == (3, TINY["vocab_size"])
+    torch.testing.assert_close(out.mlm_logits.float(), plain.float(), atol=2e-2, rtol=2e-2)  # bf16 rounding
+    out.loss.backward()
+    assert torch.isfinite(model.cls.predictions.decoder.weight.grad).all()
 
 
 @pytest.mark.parametrize("field, value, words", [

@@ -13,7 +13,7 @@ from torch import Tensor, nn
 
 from bertviz_lite.model.attention_masks import additive_mask, check_head_mask
 from bertviz_lite.model.config import BertConfig
-from bertviz_lite.model.heads import BertPreTrainingHeads
+from bertviz_lite.model.heads import BertPreTrainingHeads, bucketed_rows
 from bertviz_lite.model.outputs import (
     BertModelOutput,
     BertTrace,
@@ -342,7 +342,7 @@ class BertForPreTraining(nn.Module):
         hidden, pooled = self.encode(input_ids, token_type_ids, attention_mask)
         chosen = labels != IGNORE_INDEX  # (B, T)
         mlm_labels = labels[chosen]  # (M,)
-        mlm_logits = self.cls.predictions(hidden[chosen])  # (M, V)
+        mlm_logits = self.cls.predictions(bucketed_rows(hidden[chosen]))[: mlm_labels.shape[0]]  # (M, V)
         if mlm_labels.numel():
             mlm_loss = F.cross_entropy(mlm_logits.float(), mlm_labels)
         else:  # a batch with nothing masked still gives a loss that backpropagates
