@@ -191,6 +191,7 @@ def is_content_word(token: str) -> bool:
     """A whole word that carries meaning (letters only, not in FUNCTION_WORDS): one a model could copy."""
     return token.isalpha() and token not in FUNCTION_WORDS
 
+
 @dataclass
 class PretrainingCollator:
     """Turns (A, B, label) pairs into a padded, masked MLM + NSP batch with Hugging Face key names."""

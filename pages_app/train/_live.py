@@ -70,12 +70,11 @@ def _live_panel(run_dir: Path, was_active: bool) -> None:
         _outcome(run)
         st.info("Waiting for the first metrics line…" if run.active else "This run logged no metrics.")
         return
-    if is_present():  # a projector: the curves right under the progress bar, so they fit the slide
-        _curves(records, run.name)
+    above = st.container() if is_present() else None  # a projector: the curves right under the progress bar
     _outcome(run)
     if not run.active:
         _final_metrics(records)
-    if not is_present():
+    with above or st.container():
         _curves(records, run.name)
 
 
