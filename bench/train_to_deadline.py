@@ -1,0 +1,75 @@
+"""Train with `python -m bertviz_lite.train`'s options, but fit the schedule to a wall-clock budget.
+
+    python bench/train_to_deadline.py --minutes 6 -- --init .gpu/minilm --corpus english+everyday ... --steps 6000
+
+For a lent GPU, whose minutes are counted: after `--measure-after` steps the step rate is measured and `--steps`
+lowered (never raised) to the number of steps that ends before the deadline, rounded down to a hundred; the
+learning rate then warms up and decays over that number, as if it had been given. Every 500 steps after that the
+fit is checked again and lowered if the run fell behind (one more, smaller drop of the learning rate). The run
+folder is an ordinary one: train_args.json records the steps the run really had. Prints key=value lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bertviz_lite.training.cli import prepare  # noqa: E402
+from bertviz_lite.training.distributed import Distributed  # noqa: E402
+from bertviz_lite.training.trainer import Trainer, TrainerCallback  # noqa: E402
+
+RECHECK_EVERY = 500
+SAFETY = 0.93  # evaluations, snapshots and saves cost time the first measurement does not see
+
+
+def fitted_steps(step: int, seconds_per_step: float, seconds_left: float, planned: int, warmup: int) -> int:
+    """The total steps that end before the deadline: at most `planned`, a multiple of 100, past the warm-up."""
+    fits = step + int(max(0.0, seconds_left) * SAFETY / seconds_per_step)
+    fits = max(warmup + 100, fits // 100 * 100, step + 1)
+    return min(planned, fits)
+
+
+class FitToDeadline(TrainerCallback):
+    """Lowers trainer.args.steps so that the run ends by `deadline` (a time.monotonic() value)."""
+
+    def __init__(self, deadline: float, measure_after: int):
+        self.deadline, self.measure_after = deadline, measure_after
+        self.mark: tuple[int, float] | None = None
+
+    def on_step(self, trainer: Trainer) -> None:
+        step, now = trainer.step, time.monotonic()
+        if step == 10:  # the first steps compile kernels and fill caches
+            self.mark = (step, now)
+        due = step == self.measure_after or (step > self.measure_after and step % RECHECK_EVERY == 0)
+        if self.mark is None or not due:
+            return
+        per_step = (now - self.mark[1]) / (step - self.mark[0])
+        steps = fitted_steps(step, per_step, self.deadline - now, trainer.args.steps, trainer.args.warmup or 0)
+        if steps < trainer.args.steps:
+            print(f"fit step={step} seconds_per_step={per_step:.4f} steps={trainer.args.steps}->{steps}", flush=True)
+            trainer.args.steps = steps
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, required=True, help="wall-clock budget from the start of this script")
+    parser.add_argument("--measure-after", type=int, default=60, help="steps before the first fit (default 60)")
+    parser.add_argument("train_args", nargs=argparse.REMAINDER, help="-- then python -m bertviz_lite.train's options")
+    args = parser.parse_args()
+    deadline = time.monotonic() + args.minutes * 60
+    train_argv = args.train_args[1:] if args.train_args[:1] == ["--"] else args.train_args
+    trainer = prepare(train_argv, Distributed(), quiet=True)
+    trainer.callbacks.append(FitToDeadline(deadline, args.measure_after))
+    started = time.monotonic()
+    result = trainer.train()
+    print(f"state={result.state} steps={result.step} seconds={time.monotonic() - started:.1f}")
+    print(f"message={result.message}")
+    return 0 if result.state in ("finished", "stopped") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
