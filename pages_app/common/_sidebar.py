@@ -26,6 +26,7 @@ MODEL_HELP = " ".join(f"{name}: {DESCRIPTIONS[name]}" for name in BUILT_IN) + (
     " Then your checkpoints, BERT models in the local Hugging Face cache, or any BERT folder."
 )
 DEFAULTS = {
+    "present": False,
     "model_picker": DEFAULT_MODEL,
     "model_path": "",
     "sentence_a": "The cat sat on the mat because it was tired.",
@@ -57,23 +58,35 @@ def model_label(option: str) -> str:
     return f"{repo} (Hugging Face cache)" if repo else f"checkpoint: {option}"
 
 
+def _held(key: str):
+    """The value the session holds for this sidebar widget, given to it as its default (value/index).
+
+    A value set through session state (a link's ?present=1, ?a=…) reaches the browser once, with that run's copy of
+    the widget. A browser that draws the widget later (its code still loading when the next run's copy arrives) starts
+    it from that copy's default and sends it back: with the built-in default there, the next run turned presentation
+    mode off or brought back the default sentence.
+    """
+    return st.session_state.get(key, DEFAULTS[key])
+
+
 def render_sidebar() -> Inputs:
     """Draw the shared sidebar and return the current inputs."""
     options = model_options()
     keep_choice("model_picker", options, DEFAULT_MODEL)  # a deleted checkpoint falls back to the default
+    model = _held("model_picker")
     with st.sidebar:
-        st.toggle("Presentation mode", key="present", help="Large dark text in figures, a compact page and the "
-                  "sidebar folded away: for a projector. Also ?present=1 in the URL.")
-        # Defaults go in as value/index: the default model is options[0].
-        st.selectbox("Model", options, key="model_picker", format_func=model_label, help=MODEL_HELP)
+        st.toggle("Presentation mode", _held("present"), key="present", help="Large dark text in figures, a compact "
+                  "page and the sidebar folded away: for a projector. Also ?present=1 in the URL.")
+        st.selectbox("Model", options, index=options.index(model) if model in options else 0, key="model_picker",
+                     format_func=model_label, help=MODEL_HELP)
         if st.session_state["model_picker"] in DESCRIPTIONS:
             st.caption(DESCRIPTIONS[st.session_state["model_picker"]])
         if st.session_state["model_picker"] == OTHER_FOLDER:
-            st.text_input("Model folder", DEFAULTS["model_path"], key="model_path", placeholder="/path/to/a/bert/folder",
+            st.text_input("Model folder", _held("model_path"), key="model_path", placeholder="/path/to/a/bert/folder",
                           help="A folder with config.json, vocab.txt and model.safetensors (or pytorch_model.bin).")
-        st.text_input("Sentence A", DEFAULTS["sentence_a"], key="sentence_a")
-        st.text_input("Sentence B (optional)", DEFAULTS["sentence_b"], key="sentence_b")
-        st.number_input("Max length (tokens)", 8, 512, DEFAULTS["max_length"], step=8, key="max_length",
+        st.text_input("Sentence A", _held("sentence_a"), key="sentence_a")
+        st.text_input("Sentence B (optional)", _held("sentence_b"), key="sentence_b")
+        st.number_input("Max length (tokens)", 8, 512, _held("max_length"), step=8, key="max_length",
                         help="[CLS] A [SEP] B [SEP] is cut to this many tokens; the longer sentence loses tokens first.")
         remember_visitor()
     return current_inputs()
