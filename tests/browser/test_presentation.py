@@ -202,6 +202,37 @@ def test_a_prepared_link_reproduces_pair_layer_and_head(streamlit_url, page):
     assert_no_exception(page)
 
 
+# The code of the sidebar's toggle and text boxes, which the browser loads when it first draws one.
+SIDEBAR_WIDGET_CODE = "**/static/js/{Checkbox,TextInput}.*.js"
+
+
+def test_a_links_presentation_mode_and_pair_hold_when_the_sidebar_is_drawn_late(streamlit_url, page):
+    """A browser still loading the sidebar widgets' code when the second run comes (a tab clicked at once, a busy
+    machine) draws them from that run's copy: they must hold the link's values, or the next run turns presentation
+    mode off and brings back the default pair (the Beyond attention tabs' figures fell below the slide)."""
+    held = []
+
+    def hold(route) -> None:
+        held.append(route)
+
+    page.route(SIDEBAR_WIDGET_CODE, hold)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, streamlit_url, f"Beyond_attention?present=1&a={quote(A)}")
+    open_tab(page, "Attribution")  # the second run, while the toggle and the text boxes are not drawn yet
+    assert held and page.locator(".st-key-present input").count() == 0, held
+    for route in held:
+        route.continue_()
+    page.unroute(SIDEBAR_WIDGET_CODE, hold)
+    expect(page.locator(".st-key-sentence_a input")).to_have_value(A)
+    expect(page.locator(".st-key-present input")).to_be_checked()
+    open_tab(page, "Head knock-out")  # a run with the values the browser now sends
+    wait_for_figure(page, "beyond_knockout")
+    top, height = figure_box(page)
+    assert top <= 720 - 200 and top + height <= 720, (top, height)
+    expect(page.locator(".st-key-sentence_a input")).to_have_value(A)
+    assert_no_exception(page)
+
+
 def test_the_url_follows_the_user_and_bad_values_are_tamed(streamlit_url, page):
     open_page(page, streamlit_url, "Attention?model=/etc&layer=99&head=-3&a=" + "word%20" * 1500)
     alerts = " ".join(page.locator('[data-testid="stAlert"]').all_inner_texts())
