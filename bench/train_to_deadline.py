@@ -3,10 +3,11 @@
     python bench/train_to_deadline.py --minutes 6 -- --init .gpu/minilm --corpus english+everyday ... --steps 6000
 
 For a lent GPU, whose minutes are counted: after `--measure-after` steps the step rate is measured and `--steps`
-lowered (never raised) to the number of steps that ends before the deadline, rounded down to a hundred; the
+set (never above the given number) to the steps that end before the deadline, rounded down to a hundred; the
 learning rate then warms up and decays over that number, as if it had been given. Every 500 steps after that the
-fit is checked again and lowered if the run fell behind (one more, smaller drop of the learning rate). The run
-folder is an ordinary one: train_args.json records the steps the run really had. Prints key=value lines.
+fit is made again from the rate of the last 500 steps, so a slow start (other work on the machine, the first
+kernels compiled) does not cut the run short; each new fit bends the decay a little. The run folder is an
+ordinary one: train_args.json records the steps the run really had. Prints key=value lines.
 """
 
 from __future__ import annotations
@@ -34,22 +35,23 @@ def fitted_steps(step: int, seconds_per_step: float, seconds_left: float, planne
 
 
 class FitToDeadline(TrainerCallback):
-    """Lowers trainer.args.steps so that the run ends by `deadline` (a time.monotonic() value)."""
+    """Sets trainer.args.steps so that the run ends by `deadline` (a time.monotonic() value)."""
 
-    def __init__(self, deadline: float, measure_after: int):
-        self.deadline, self.measure_after = deadline, measure_after
+    def __init__(self, deadline: float, measure_after: int, planned: int):
+        self.deadline, self.measure_after, self.planned = deadline, measure_after, planned
         self.mark: tuple[int, float] | None = None
 
     def on_step(self, trainer: Trainer) -> None:
         step, now = trainer.step, time.monotonic()
-        if step == 10:  # the first steps compile kernels and fill caches
+        if self.mark is None:  # the first step compiles kernels and fills caches: measure from the second
             self.mark = (step, now)
         due = step == self.measure_after or (step > self.measure_after and step % RECHECK_EVERY == 0)
-        if self.mark is None or not due:
+        if not due or step == self.mark[0]:
             return
         per_step = (now - self.mark[1]) / (step - self.mark[0])
-        steps = fitted_steps(step, per_step, self.deadline - now, trainer.args.steps, trainer.args.warmup or 0)
-        if steps < trainer.args.steps:
+        self.mark = (step, now)
+        steps = fitted_steps(step, per_step, self.deadline - now, self.planned, trainer.args.warmup or 0)
+        if steps != trainer.args.steps:
             print(f"fit step={step} seconds_per_step={per_step:.4f} steps={trainer.args.steps}->{steps}", flush=True)
             trainer.args.steps = steps
 
@@ -63,7 +65,7 @@ def main() -> int:
     deadline = time.monotonic() + args.minutes * 60
     train_argv = args.train_args[1:] if args.train_args[:1] == ["--"] else args.train_args
     trainer = prepare(train_argv, Distributed(), quiet=True)
-    trainer.callbacks.append(FitToDeadline(deadline, args.measure_after))
+    trainer.callbacks.append(FitToDeadline(deadline, args.measure_after, trainer.args.steps))
     started = time.monotonic()
     result = trainer.train()
     print(f"state={result.state} steps={result.step} seconds={time.monotonic() - started:.1f}")
