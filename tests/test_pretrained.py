@@ -148,6 +148,9 @@ def test_hugging_face_snapshot_folders_name_their_repo_and_the_picker_lists_them
     assert pretrained.huggingface_repo_id(snapshot) == "someone/tiny-bert"
     assert pretrained.huggingface_repo_id(tmp_path / "my-run") is None
     assert pretrained.huggingface_repo_id(tmp_path / "snapshots" / "abc") is None  # a run's snapshots/
+    assert pretrained.source_label(str(snapshot)) == "someone/tiny-bert (Hugging Face cache)"
+    assert pretrained.source_label("my-run") == "checkpoint: my-run"
+    assert pretrained.source_label(pretrained.DEFAULT_MODEL) == pretrained.DEFAULT_MODEL
     shutil.copytree(copy_minilm(tmp_path), snapshot)
     (tmp_path / "ckpt" / "mine").mkdir(parents=True)
     (tmp_path / "ckpt" / "mine" / "config.json").write_text("{}")

@@ -205,3 +205,11 @@ def model_sources(root: Path | None = None, cache_dir: Path | None = None) -> li
     """What the model picker offers: built-in models, every checkpoint, then BERT folders in the HF cache."""
     checkpoints = [name for name in list_checkpoints(root) if name not in BUILT_IN]
     return [*BUILT_IN, *checkpoints, *(str(path) for path in huggingface_cache_models(cache_dir))]
+
+
+def source_label(source: str) -> str:
+    """How a model source reads in a picker: a built-in name, "<repo> (Hugging Face cache)" or "checkpoint: <name>"."""
+    if source in BUILT_IN:
+        return source
+    repo = huggingface_repo_id(source)
+    return f"{repo} (Hugging Face cache)" if repo else f"checkpoint: {source}"

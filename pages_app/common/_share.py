@@ -11,11 +11,11 @@ from __future__ import annotations
 import streamlit as st
 
 from bertviz_lite.inspection import walkthrough
-from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL, model_sources
 from bertviz_lite.server import share
 from bertviz_lite.text.display import plain_markdown
 from pages_app.common._pages import PAGES, by_url_path
-from pages_app.common._sidebar import OTHER_FOLDER, model_options
+from pages_app.common._sidebar import OTHER_FOLDER
 
 APPLIED = "_link_applied"
 NOTES = "_link_notes"
@@ -38,11 +38,6 @@ def index_keys(page_path: str) -> tuple[str, str]:
     """The widgets that hold this page's layer and head (a link sets every page's pair)."""
     page = by_url_path(page_path)
     return page.index_keys if page and page.index_keys else (LAYER, HEAD)
-
-
-def shareable_models() -> list[str]:
-    """Models a link may name: what the sidebar picker offers, except a typed folder."""
-    return [option for option in model_options() if option != OTHER_FOLDER]
 
 
 def _set_state(linked: share.SharedState) -> None:
@@ -79,7 +74,7 @@ def apply_link() -> None:
     query = {key: st.query_params[key] for key in share.QUERY_KEYS if key in st.query_params}
     if not query:
         return
-    linked = share.parse_query(query, shareable_models(), DEFAULT_MODEL)
+    linked = share.parse_query(query, model_sources(), DEFAULT_MODEL)  # what the picker offers, no typed folder
     _set_state(linked)
     step_note = linked.step is not None and walkthrough.clamp_step(linked.step) != linked.step
     st.session_state[NOTES] = [*linked.notes, *(

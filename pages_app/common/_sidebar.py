@@ -15,8 +15,8 @@ from bertviz_lite.loading.pretrained import (
     BUILT_IN,
     DEFAULT_MODEL,
     DESCRIPTIONS,
-    huggingface_repo_id,
     model_sources,
+    source_label,
 )
 from pages_app.common._state import keep_choice
 from pages_app.common._visitor import remember_visitor
@@ -52,20 +52,12 @@ def model_options() -> list[str]:
 
 def model_label(option: str) -> str:
     """How an option reads in the picker."""
-    if option in BUILT_IN or option == OTHER_FOLDER:
-        return option
-    repo = huggingface_repo_id(option)
-    return f"{repo} (Hugging Face cache)" if repo else f"checkpoint: {option}"
+    return option if option == OTHER_FOLDER else source_label(option)
 
 
 def _held(key: str):
-    """The value the session holds for this sidebar widget, given to it as its default (value/index).
-
-    A value set through session state (a link's ?present=1, ?a=…) reaches the browser once, with that run's copy of
-    the widget. A browser that draws the widget later (its code still loading when the next run's copy arrives) starts
-    it from that copy's default and sends it back: with the built-in default there, the next run turned presentation
-    mode off or brought back the default sentence.
-    """
+    """The session's value for a sidebar widget, as its default: a browser that draws the widget late (its code still
+    loading) starts it from the default and sends that back, so a built-in default would undo a link's ?present=1."""
     return st.session_state.get(key, DEFAULTS[key])
 
 
