@@ -46,7 +46,7 @@ EXAMPLES = {
     "pronoun: woman / man": ("The woman said that [MASK] was tired.", "The man said that [MASK] was tired.", "she", "he"),
     "tense: yesterday / tomorrow": ("Yesterday she [MASK] to the market.", "Tomorrow she [MASK] to the market.",
                                     "went", "goes"),
-    "agreement across an attractor": ("The keys to the cabinet [MASK] here.", "The key to the cabinets [MASK] here.",
+    "agreement across an attractor": ("The keys to the cabinet [MASK] lost.", "The key to the cabinets [MASK] lost.",
                                       "are", "is"),
     # minilm-english copies the day it was given (issue 18); patching shows the last layer's heads carry it over
     "copying: Monday / Friday": ("Monday comes after [MASK].", "Friday comes after [MASK].", "sunday", "monday"),
