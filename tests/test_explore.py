@@ -92,7 +92,8 @@ def test_encoding_frame_and_input_warnings(tiny):
     notes = explore.input_warnings(encoding, 6)
     assert any("truncated to 6 tokens" in n for n in notes)
     assert not explore.input_warnings(tokenizer.encode_pair("the cat"), 128)
-    assert any("[UNK]" in n for n in explore.input_warnings(tokenizer.encode_pair("the 🎉 cat"), 128))
+    assert any("1 piece of the text is not" in n for n in explore.input_warnings(tokenizer.encode_pair("the 🎉 cat"), 128))
+    assert any("2 pieces of the text are not" in n for n in explore.input_warnings(tokenizer.encode_pair("🎉 a 🐝"), 128))
 
 
 def test_mask_encoding_is_reproducible_and_spares_special_tokens(tiny):

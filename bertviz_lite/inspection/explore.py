@@ -178,8 +178,8 @@ def input_warnings(encoding: Encoding, max_length: int) -> list[str]:
     unknown = sum(token == UNK_TOKEN for token in encoding.tokens)
     if unknown:
         notes.append(
-            f"{unknown} piece(s) of the text are not in this model's vocabulary and became {UNK_TOKEN} "
-            "(emoji and rare symbols often do)."
+            f"{unknown} piece{'s' if unknown > 1 else ''} of the text {'are' if unknown > 1 else 'is'} not in this "
+            f"model's vocabulary and became {UNK_TOKEN} (emoji and rare symbols often do)."
         )
     return notes
 

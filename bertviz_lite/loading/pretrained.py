@@ -27,7 +27,7 @@ SHIPPED_CHECKPOINTS = (ENGLISH, DEMO)  # in checkpoints/, committed with the rep
 BUILT_IN = (DEFAULT_MODEL, MINILM, *(name for name in SHIPPED_CHECKPOINTS if name != DEFAULT_MODEL))
 # One line each for the model picker.
 DESCRIPTIONS = {
-    ENGLISH: "MiniLM + MLM/NSP heads trained here on English (WordNet).",
+    ENGLISH: "MiniLM + MLM/NSP heads trained here on English (WordNet and everyday text).",
     MINILM: "The pretrained MiniLM encoder as shipped: no MLM/NSP heads.",
     DEMO: "A tiny BERT trained here on the built-in stories.",
 }
