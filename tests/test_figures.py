@@ -1,12 +1,14 @@
 """Tests for the plotly figure builders: the data read back from each figure is the data put in."""
 
 import math
+from functools import partial
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 
 from bertviz_lite import figures
+from bertviz_lite.figures._common import NARROW_TITLE_CHARS
 from bertviz_lite.figures.tokens import chip_classes
 from bertviz_lite.inspection import analysis, views
 from bertviz_lite.inspection.views import select_links
@@ -348,3 +350,42 @@ def test_training_curves_read_as_people_say_them_and_give_their_numbers():
     frame = curve_frame({"a": records, "b": records[:1]}, ["eval_nsp_acc"])
     assert frame.values.tolist() == [["a", "eval_nsp_acc", 1, 0.5], ["a", "eval_nsp_acc", 2, 0.75],
                                      ["b", "eval_nsp_acc", 1, 0.5]]
+
+
+# ---------------------------------------------------------------- phone versions (show_figure's `narrow`)
+
+
+def title_lines(fig: go.Figure) -> list[str]:
+    return fig.layout.title.text.split("<br>")
+
+
+def test_phone_titles_fit_a_phone_and_the_wide_ones_stay():
+    """At 390 px a figure is ~358 px wide: the one-line titles of these views ran past its right edge."""
+    rng = np.random.default_rng(0)
+    parts = [rng.normal(size=(8, 6)) for _ in range(5)]
+    links = select_links(random_attention(4, 8, 8), TOKENS)
+    model_view = views.model_view(random_attention(2, 4, 8, 8), TOKENS)
+    for build in (partial(figures.embedding_parts_figure, *parts, tokens=TOKENS), partial(figures.head_view, links),
+                  partial(figures.model_view_figure, model_view)):
+        wide, phone = build(), build(narrow=True)
+        assert len(title_lines(wide)) == 1 and len(title_lines(wide)[0]) > NARROW_TITLE_CHARS  # desktop: as it was
+        assert len(title_lines(phone)) == 2 and all(len(line) <= NARROW_TITLE_CHARS for line in title_lines(phone))
+        assert " ".join(title_lines(phone)) == title_lines(wide)[0]  # the same words, wrapped
+        assert phone.layout.margin.t > wide.layout.margin.t and phone.layout.height > wide.layout.height
+
+
+def test_phone_embedding_parts_stack_their_colour_bars():
+    """Side by side under a 358-px figure, the two colour bars' titles ran into each other: on a phone each bar
+    takes the full width, the raw parts' above LayerNorm's, with a title short enough to fit beside it."""
+    rng = np.random.default_rng(0)
+    parts = [rng.normal(size=(8, 6)) for _ in range(5)]
+    wide = figures.embedding_parts_figure(*parts, tokens=TOKENS)
+    phone = figures.embedding_parts_figure(*parts, tokens=TOKENS, narrow=True)
+    raw, norm = phone.layout.coloraxis.colorbar, phone.layout.coloraxis2.colorbar
+    assert wide.layout.coloraxis.colorbar.x != wide.layout.coloraxis2.colorbar.x  # desktop: side by side, as it was
+    assert raw.x == norm.x == 0.5 and raw.len == norm.len == 1.0 and raw.orientation == norm.orientation == "h"
+    assert raw.y > norm.y and (raw.y - norm.y) * phone.layout.height >= 40  # a bar with its ticks is ~40 px
+    assert len(raw.title.text) <= 25 and len(norm.title.text) <= 25
+    assert phone.layout.coloraxis.cmax == wide.layout.coloraxis.cmax  # the same colours
+    for trace, part in zip(phone.data, parts, strict=True):
+        np.testing.assert_array_equal(np.asarray(trace.z), part)

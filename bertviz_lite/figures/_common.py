@@ -18,6 +18,9 @@ UNIT_DIVERGING = {"colorscale": DIVERGING, "zmid": 0, "zmin": -1, "zmax": 1}  # 
 # A legend in rows at the figure's bottom edge (pixels: under the x-axis title at any height; plotly makes room for
 # it). Beside the plot, a legend took two thirds of a phone's width; below, its entries wrap to the width there is.
 LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0, "xanchor": "left"}
+# A line of a 17-px title that fits a phone's figure (~358 px wide at 390 px, ~7 px a character): a phone
+# version (show_figure's `narrow`) breaks its title into lines of at most this many characters.
+NARROW_TITLE_CHARS = 40
 ROBUST_PERCENTILE = 98.0  # diverging heatmaps saturate at this percentile of |value|
 
 

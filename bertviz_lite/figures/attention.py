@@ -176,12 +176,17 @@ def _token_column(links: HeadViewLinks, x: float, side: str) -> go.Scatter:
     )
 
 
-def head_view(links: HeadViewLinks, levels: int = 5) -> go.Figure:
+HEAD_VIEW_TITLE = "Head view: each query token (left) to the key tokens it attends to (right)"
+NARROW_HEAD_VIEW_TITLE = "Head view: each query token (left)<br>to the key tokens it attends to (right)"
+
+
+def head_view(links: HeadViewLinks, levels: int = 5, narrow: bool = False) -> go.Figure:
     """BertViz-style head view of one layer (views.select_links): queries left, keys right, lines between.
 
     Each head gets a distinct colour and a legend entry: a click shows that head alone, a second click all
     of them. A line's opacity and width show its weight in `levels` steps (one trace per step); hovering a
     token lists its strongest lines. layout.meta = {"top_k", "start", "stop"} of the links.
+    narrow: for a phone's width: the title on two lines (on one it ran past the figure's right edge).
     """
     tokens = links.tokens
     fig = go.Figure()
@@ -189,14 +194,14 @@ def head_view(links: HeadViewLinks, levels: int = 5) -> go.Figure:
         fig.add_traces(_head_traces(queries, keys, weights, head, levels))
     fig.add_traces([_token_column(links, 0.0, "left"), _token_column(links, 1.0, "right")])
     fig.update_layout(
-        title="Head view: each query token (left) to the key tokens it attends to (right)",
-        height=token_axis_height(len(tokens), per_token=20, high=4000),
+        title=NARROW_HEAD_VIEW_TITLE if narrow else HEAD_VIEW_TITLE,
+        height=token_axis_height(len(tokens), per_token=20, high=4000) + (24 if narrow else 0),
         # One click on a head shows it alone (click it again for all); a double click hides just that head.
         legend={"title": {"text": "heads: click = only this,<br>again = all"}, "itemclick": "toggleothers",
                 "itemdoubleclick": "toggle", "itemsizing": "constant", "tracegroupgap": 0},  # 12 heads fit a slide
         # No axes: the height goes to the token rows (plotly's default margins left 13 px a row on a slide and
         # the labels ran into each other).
-        margin={"t": 56, "b": 8, "l": 8, "r": 8},
+        margin={"t": 80 if narrow else 56, "b": 8, "l": 8, "r": 8},
         xaxis={"visible": False, "range": [-0.8, 1.8]},
         plot_bgcolor="white",
         yaxis={"visible": False, "range": [len(tokens) - 0.5, -0.5]},  # top to bottom, no padding beyond the rows

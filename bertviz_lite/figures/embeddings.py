@@ -37,6 +37,11 @@ __all__ = [
 PART_TITLES = ("token embedding", "position embedding", "segment embedding", "sum", "after LayerNorm")
 # Subplot titles short enough not to collide at 1024 px, read left to right as the sum they are.
 SUBPLOT_TITLES = ("token", "+ position", "+ segment", "= sum", "→ LayerNorm")
+# On a phone five plots share ~270 px: about 50 px a title (the title above spells the parts out).
+NARROW_SUBPLOT_TITLES = ("token", "+ pos.", "+ seg.", "= sum", "→ LN")
+PARTS_TITLE = "Embedding parts: token + position + segment = sum → LayerNorm"
+NARROW_BAR_ROW = 48  # px a flat colour bar with its ticks takes on a phone
+NARROW_PARTS_TITLE = "Embedding parts: token + position<br>+ segment = sum → LayerNorm"
 
 
 def _embedding_trace(matrix: np.ndarray, labels: list[str], **kwargs) -> go.Heatmap:
@@ -50,12 +55,14 @@ def _embedding_trace(matrix: np.ndarray, labels: list[str], **kwargs) -> go.Heat
 
 
 def embedding_parts_figure(
-    token, position, segment, summed, layer_norm, tokens: Sequence[str], layout: str = "row"
+    token, position, segment, summed, layer_norm, tokens: Sequence[str], layout: str = "row", narrow: bool = False
 ) -> go.Figure:
     """The five embedding stages of one example side by side (layout "row") or stacked ("column").
 
     The four raw parts share one symmetric colour scale so their sizes compare directly;
     the LayerNorm output, on a different scale, gets its own.
+    narrow: for a phone's width: the title on two lines, short subplot titles, fewer dimension ticks and the two
+    colour bars one under the other, full width (side by side their titles ran into each other).
     """
     raw_parts = (token, position, segment, summed, layer_norm)
     parts = [as_matrix(p, name) for p, name in zip(raw_parts, PART_TITLES, strict=True)]
@@ -68,7 +75,7 @@ def embedding_parts_figure(
     fig = make_subplots(
         rows=rows,
         cols=cols,
-        subplot_titles=SUBPLOT_TITLES if layout == "row" else PART_TITLES,
+        subplot_titles=(NARROW_SUBPLOT_TITLES if narrow else SUBPLOT_TITLES) if layout == "row" else PART_TITLES,
         shared_yaxes=layout == "row",
         shared_xaxes=layout == "column",
         horizontal_spacing=0.02,
@@ -84,7 +91,7 @@ def embedding_parts_figure(
     # Colour bars lie flat under the plots (under the raw parts, and under LayerNorm): upright ones at the
     # right collided with each other and with the last plot on a 1024-px screen.
     fig.update_layout(
-        title="Embedding parts: token + position + segment = sum → LayerNorm",
+        title=PARTS_TITLE,
         height=height + 90,
         margin={"t": 90, "b": 125, "r": 20},
         # What the colours mean, on the bars: blue below 0, red above, full colour where 98% of the values lie.
@@ -98,7 +105,20 @@ def embedding_parts_figure(
     )
     fig.update_yaxes(**category_axis(reverse=True))
     fig.update_xaxes(title_text="hidden dimension", row=rows, col=(cols + 1) // 2)  # one title, under the middle
+    if narrow:
+        _stack_colour_bars(fig, raw_limit, norm_limit)
     return fig
+
+
+def _stack_colour_bars(fig: go.Figure, raw_limit: float, norm_limit: float) -> None:
+    """A phone's layout of embedding_parts_figure: two-line title, short bar titles, the bars one under the other."""
+    raw, norm = (_diverging_axis(limit, title, x=0.5, length=1.0) for limit, title in (
+        (raw_limit, f"raw parts ({ROBUST_PERCENTILE:g}% inside)"), (norm_limit, "LayerNorm")))
+    height = fig.layout.height + NARROW_BAR_ROW + 20
+    raw["colorbar"]["y"] = norm["colorbar"]["y"] + NARROW_BAR_ROW / height  # above LayerNorm's bar, not beside it
+    fig.update_layout(title=NARROW_PARTS_TITLE, height=height, coloraxis=raw, coloraxis2=norm,
+                      margin={"t": 110, "b": 125 + NARROW_BAR_ROW, "l": 0, "r": 8})
+    fig.update_xaxes(nticks=2)  # "0 100 200 300" rotated under each 50-px plot ran into the axis title
 
 
 def component_norms_bar(df: pd.DataFrame) -> go.Figure:
@@ -213,9 +233,9 @@ def _diverging_axis(limit: float, title: str, x: float, length: float) -> dict:
 # ---- builders that take their view's data (pages hand them the dataclass, never its unpacked arrays) ----
 
 
-def embedding_window_figure(window: EmbeddingWindow, layout: str = "row") -> go.Figure:
-    """The five embedding stages of a window of tokens (views.embedding_window)."""
-    return embedding_parts_figure(*window.parts, tokens=window.tokens, layout=layout)
+def embedding_window_figure(window: EmbeddingWindow, layout: str = "row", narrow: bool = False) -> go.Figure:
+    """The five embedding stages of a window of tokens (views.embedding_window); narrow: laid out for a phone."""
+    return embedding_parts_figure(*window.parts, tokens=window.tokens, layout=layout, narrow=narrow)
 
 
 def position_similarity_figure(similarity: PositionSimilarity) -> go.Figure:

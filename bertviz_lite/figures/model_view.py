@@ -57,8 +57,15 @@ def _grid_axis(count: int, size: int, step: int, prefix: str, **extra) -> dict:
     }
 
 
-def model_view_figure(model_view: ModelView, tile_size: int = 80, gap: int = 1) -> go.Figure:
-    """All layers (rows) × heads (columns) of a ModelView as one clickable heatmap."""
+MODEL_VIEW_TITLE = "Model view: attention of every layer (rows) and head (columns)"
+NARROW_MODEL_VIEW_TITLE = "Model view: attention of every<br>layer (rows) and head (columns)"
+
+
+def model_view_figure(model_view: ModelView, tile_size: int = 80, gap: int = 1, narrow: bool = False) -> go.Figure:
+    """All layers (rows) × heads (columns) of a ModelView as one clickable heatmap.
+
+    narrow: for a phone's width: the title on two lines (on one it ran past the figure's right edge).
+    """
     num_layers, num_heads, size, _ = model_view.tiles.shape
     step = size + gap
     fig = go.Figure(
@@ -69,11 +76,11 @@ def model_view_figure(model_view: ModelView, tile_size: int = 80, gap: int = 1) 
         ]
     )
     fig.update_layout(
-        title="Model view: attention of every layer (rows) and head (columns)",
+        title=NARROW_MODEL_VIEW_TITLE if narrow else MODEL_VIEW_TITLE,
         xaxis=_grid_axis(num_heads, size, step, "H", side="top", constrain="domain"),
         yaxis=_grid_axis(num_layers, size, step, "L", autorange="reversed", scaleanchor="x", constrain="domain"),
-        height=tile_size * num_layers + 140,
-        margin={"l": 40, "r": 20, "t": 90, "b": 20},
+        height=tile_size * num_layers + 140 + (20 if narrow else 0),
+        margin={"l": 40, "r": 20, "t": 110 if narrow else 90, "b": 20},
         plot_bgcolor="white",
         hovermode="closest",
         hoverdistance=-1,

@@ -242,8 +242,10 @@ def on_tile_click(key: str, layers: int, heads: int, picked: Callable[[int, int]
 
     renew: the name given to renewing_key; its click count goes up, so the chart gets a new key.
     """
-    def clicked() -> None:
-        tile = explore.model_view_selection(st.session_state[key].selection, layers, heads)
+    def clicked() -> None:  # the wide chart or the phone's (show_figure's narrow): the one clicked has a tile
+        events = (st.session_state.get(chart) for chart in (key, narrow_key(key)))
+        tile = next((tile for event in events
+                     if event and (tile := explore.model_view_selection(event.selection, layers, heads)) is not None), None)
         if tile is not None:
             picked(*tile)
             if renew:

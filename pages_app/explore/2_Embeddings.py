@@ -21,7 +21,8 @@ def parts_section() -> None:
         start = st.slider(f"First token shown ({WINDOW} at a time)", 0, count - WINDOW, 0, key="emb_start",
                           persist_state=KEEP)
     window = view(views.embedding_window, ctx.inputs, start=start, size=WINDOW)
-    show_figure(figures.embedding_window_figure(window), "embedding_parts", frame=window.to_frame, slide_top=160)
+    show_figure(figures.embedding_window_figure(window), "embedding_parts", frame=window.to_frame, slide_top=160,
+                narrow=figures.embedding_window_figure(window, narrow=True))
 
 
 @st.fragment

@@ -14,6 +14,7 @@ from pages_app.common._ui import (
     declared_tabs,
     is_present,
     load_context,
+    narrow_key,
     on_tile_click,
     show_declared_tabs,
     show_figure,
@@ -54,7 +55,10 @@ def single_head(layer: int, head: int, which: str, name: str, axis_titles: bool 
 
 
 def _focus_clicked_token() -> None:
-    picked = explore.clicked_token(st.session_state["head_view"].selection)
+    # A screen shows the wide chart or the phone's (show_figure's narrow): the one clicked has the selection.
+    events = (st.session_state.get(key) for key in ("head_view", narrow_key("head_view")))
+    picked = next((token for event in events if event and (token := explore.clicked_token(event.selection)) is not None),
+                  None)
     start = st.session_state.get("hv_window_start", 0)
     st.session_state["hv_focus"] = ALL_TOKENS if picked is None else start + picked
 
@@ -111,8 +115,9 @@ def head_view_tab(layer: int, which: str) -> None:
                    "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
                    "them back). Click a head in the legend to show it alone, click it again for all heads.")
         show_figure(figures.head_view(links), "head_view", frame=links.to_frame, on_select=_focus_clicked_token,
-                    selection_mode="points", slide_top=255)
-        st.html(head_view_hover_script("head_view"), unsafe_allow_javascript=True)  # hover a token: its lines light up
+                    selection_mode="points", slide_top=255, narrow=figures.head_view(links, narrow=True))
+        for key in ("head_view", narrow_key("head_view")):  # hover a token: its lines light up
+            st.html(head_view_hover_script(key), unsafe_allow_javascript=True)
 
 
 @st.fragment
@@ -162,9 +167,11 @@ if tabs["Model view"].open:
         with grid:
             # Tiles as wide as the column allows (12 heads in 3/5 of a screen): a taller figure only left a gap.
             key = renewing_key("model_view")
-            show_figure(partial(figures.model_view_figure, overview, tile_size=max(24, min(80, 460 // num_heads))), "model_view",
+            tile_size = max(24, min(80, 460 // num_heads))
+            show_figure(partial(figures.model_view_figure, overview, tile_size=tile_size), "model_view",
                         frame=overview.to_frame, key=key, selection_mode="points",
-                        on_select=on_tile_click(key, num_layers, num_heads, _open_head, renew="model_view"))
+                        on_select=on_tile_click(key, num_layers, num_heads, _open_head, renew="model_view"),
+                        narrow=partial(figures.model_view_figure, overview, tile_size=tile_size, narrow=True))
         with opened:
             single_head(layer, head, "All", "model_view_head", axis_titles=False)
 
