@@ -389,3 +389,17 @@ def test_phone_embedding_parts_stack_their_colour_bars():
     assert phone.layout.coloraxis.cmax == wide.layout.coloraxis.cmax  # the same colours
     for trace, part in zip(phone.data, parts, strict=True):
         np.testing.assert_array_equal(np.asarray(trace.z), part)
+
+
+def test_phone_neuron_view_has_short_column_titles_and_the_same_data():
+    """Five columns share ~270 px on a phone: their titles ("q · k, q · k / √d", "weight × value") ran into each
+    other; the phone's are at most 7 characters, over the same traces."""
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.normal(size=(8, 4)) for _ in range(3))
+    neuron = analysis.neuron_view(q, k, v, 1)
+    wide, phone = figures.neuron_view_figure(neuron, TOKENS, 1), figures.neuron_view_figure(neuron, TOKENS, 1, narrow=True)
+    assert max(len(note.text) for note in wide.layout.annotations) > 15  # desktop: as it was
+    assert len(phone.layout.annotations) == len(wide.layout.annotations)
+    assert all(len(note.text) <= 8 for note in phone.layout.annotations)
+    assert phone.to_plotly_json()["data"] == wide.to_plotly_json()["data"]
+    assert phone.layout.xaxis2.showticklabels is False and phone.layout.xaxis3.showticklabels is False  # keys, q × k

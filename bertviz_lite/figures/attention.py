@@ -222,6 +222,9 @@ _NEURON_TITLES = (
     "weight × value",
     "output Σ",
 )
+# On a phone the five middle columns get ~50 px each: a title each of at most ~6 characters (the legend below
+# names the bars).
+_NARROW_NEURON_TITLES = ("query q", "keys", "q × k", "q · k", "weight", "× value", "output Σ")
 
 
 def _vector_heatmap(matrix: np.ndarray, y: list[str], limit: float, name: str) -> go.Heatmap:
@@ -281,11 +284,12 @@ def _add_neuron_traces(fig: go.Figure, neuron: dict, labels: list[str], query_in
     fig.add_trace(_vector_heatmap(neuron["output"][None, :], ["output"], value_limit, "output"), row=3, col=5)
 
 
-def neuron_view_figure(neuron: dict, tokens: Sequence[str], query_index: int) -> go.Figure:
+def neuron_view_figure(neuron: dict, tokens: Sequence[str], query_index: int, narrow: bool = False) -> go.Figure:
     """The whole path of one query through one head, from analysis.neuron_view.
 
     Top: the query vector. Middle row, one line per key token: keys, q × k, the dot products
     (raw and scaled), softmax weights and weighted values. Bottom: the output vector.
+    narrow: for a phone's width: short column titles and fewer ticks (the long ones ran into each other).
     """
     keys = np.asarray(neuron["keys"])
     length = keys.shape[0]
@@ -297,7 +301,7 @@ def neuron_view_figure(neuron: dict, tokens: Sequence[str], query_index: int) ->
         cols=5,
         row_heights=[(1 - middle) / 2, middle, (1 - middle) / 2],
         specs=[[{}, None, None, None, None], [{}, {}, {}, {}, {}], [None, None, None, None, {}]],
-        subplot_titles=_NEURON_TITLES,
+        subplot_titles=_NARROW_NEURON_TITLES if narrow else _NEURON_TITLES,
         horizontal_spacing=0.03,
         vertical_spacing=0.08,
     )
@@ -318,6 +322,12 @@ def neuron_view_figure(neuron: dict, tokens: Sequence[str], query_index: int) ->
         legend={"orientation": "h", "y": -0.05},
         margin={"r": 120},  # room for the last subplot title
     )
+    if narrow:
+        fig.update_layout(margin={"r": 8, "l": 0})
+        for col in (1, 2):  # rotated dimension numbers under 50-px columns ran into each other
+            fig.update_xaxes(showticklabels=False, row=2, col=col)
+        fig.update_xaxes(nticks=2, row=2)
+        fig.update_xaxes(showticklabels=False, row=3, col=5)
     return fig
 
 
@@ -355,9 +365,9 @@ def attention_map_figure(block: AttentionMap, axis_titles: bool = True) -> go.Fi
     return attention_heatmap(block.weights, block.query_tokens, block.key_tokens, block.title, axis_titles=axis_titles)
 
 
-def neuron_figure(neuron: NeuronData) -> go.Figure:
-    """The neuron view of one query (views.neuron_data)."""
-    return neuron_view_figure(neuron.steps, neuron.tokens, neuron.query_index)
+def neuron_figure(neuron: NeuronData, narrow: bool = False) -> go.Figure:
+    """The neuron view of one query (views.neuron_data); narrow: laid out for a phone."""
+    return neuron_view_figure(neuron.steps, neuron.tokens, neuron.query_index, narrow=narrow)
 
 
 def rollout_figure(data: Rollout) -> go.Figure:

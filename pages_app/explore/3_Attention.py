@@ -187,7 +187,8 @@ if tabs["Neuron view"].open:
         )
         neuron = view(views.neuron_data, ctx.inputs, layer=layer, head=head, query_index=query)
         with figure:
-            show_figure(figures.neuron_figure(neuron), "neuron_view", frame=neuron.to_frame)
+            show_figure(figures.neuron_figure(neuron), "neuron_view", frame=neuron.to_frame,
+                        narrow=figures.neuron_figure(neuron, narrow=True))
 
 if tabs["Head statistics"].open:
     with tabs["Head statistics"]:
