@@ -1,5 +1,7 @@
 """Embeddings: token + position + segment vectors, their sum, LayerNorm, norms, positions, PCA."""
 
+from functools import partial
+
 import streamlit as st
 
 from bertviz_lite import figures
@@ -22,7 +24,7 @@ def parts_section() -> None:
                           persist_state=KEEP)
     window = view(views.embedding_window, ctx.inputs, start=start, size=WINDOW)
     show_figure(figures.embedding_window_figure(window), "embedding_parts", frame=window.to_frame, slide_top=160,
-                narrow=figures.embedding_window_figure(window, narrow=True))
+                narrow=partial(figures.embedding_window_figure, window, narrow=True))
 
 
 @st.fragment

@@ -115,7 +115,7 @@ def head_view_tab(layer: int, which: str) -> None:
                    "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
                    "them back). Click a head in the legend to show it alone, click it again for all heads.")
         show_figure(figures.head_view(links), "head_view", frame=links.to_frame, on_select=_focus_clicked_token,
-                    selection_mode="points", slide_top=255, narrow=figures.head_view(links, narrow=True))
+                    selection_mode="points", slide_top=255, narrow=partial(figures.head_view, links, narrow=True))
         for key in ("head_view", narrow_key("head_view")):  # hover a token: its lines light up
             st.html(head_view_hover_script(key), unsafe_allow_javascript=True)
 
@@ -188,7 +188,7 @@ if tabs["Neuron view"].open:
         neuron = view(views.neuron_data, ctx.inputs, layer=layer, head=head, query_index=query)
         with figure:
             show_figure(figures.neuron_figure(neuron), "neuron_view", frame=neuron.to_frame,
-                        narrow=figures.neuron_figure(neuron, narrow=True))
+                        narrow=partial(figures.neuron_figure, neuron, narrow=True))
 
 if tabs["Head statistics"].open:
     with tabs["Head statistics"]:
