@@ -15,15 +15,13 @@ from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 # Installed in every page of a context (new_page): the times of the last user input and of the last script
 # run that started, so that wait_for_idle can tell "the run this input started has ended" from "no run yet".
-# `change` is the time of the last change of the script state (or of the page's start).
 _RUN_TRACKER = """(() => {
   if (window.__bvlRuns) return;
-  const runs = window.__bvlRuns = {input: -1, start: -1, change: performance.now()};
+  const runs = window.__bvlRuns = {input: -1, start: -1};
   for (const type of ['pointerdown', 'keydown', 'input', 'change'])
     addEventListener(type, () => { runs.input = performance.now(); }, true);
   new MutationObserver(records => {
-    runs.change = performance.now();
-    if (records.some(r => r.target.getAttribute('data-test-script-state') === 'running')) runs.start = runs.change;
+    if (records.some(r => r.target.getAttribute('data-test-script-state') === 'running')) runs.start = performance.now();
   }).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});
 })();"""
 # Idle, and either no input yet, or a run started after the last input, or none came within `grace` ms
@@ -53,14 +51,6 @@ def type_into(page, key: str, text: str) -> None:
 def wait_for_idle(page, timeout_ms: float = 60_000) -> None:
     """Wait until the script run that the last action started has finished."""
     page.wait_for_function(_IDLE_AFTER_INPUT, arg=NO_RUN_GRACE_MS, timeout=timeout_ms, polling=25)
-
-
-def wait_for_quiet(page, quiet_ms: float, timeout_ms: float = 60_000) -> None:
-    """Wait until no script run has started or ended for `quiet_ms` (the app's start-up reruns have settled)."""
-    page.wait_for_function(
-        f"""() => !!document.querySelector('{IDLE}') && performance.now() - window.__bvlRuns.change > {quiet_ms}""",
-        timeout=timeout_ms, polling=50,
-    )
 
 
 def open_page(page, base_url: str, url_path: str = "") -> None:

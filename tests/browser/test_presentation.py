@@ -25,7 +25,6 @@ from tests.browser.driver import (
     selected_option,
     wait_for_figure,
     wait_for_idle,
-    wait_for_quiet,
 )
 from tests.browser.server import ARTIFACTS
 
@@ -335,16 +334,35 @@ def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit
     assert_no_exception(page)
 
 
+# The code of st.button, which the browser loads when it first draws one (after the page's key script has run).
+BUTTON_CODE = "**/static/js/Button.*.js"
+
+
 def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside(streamlit_url, page):
     outside = []
     page.on("request", lambda request: outside.append(request.url) if not request.url.startswith(
         (streamlit_url, "data:", "blob:", "about:")) else None)
+    held = []
+
+    def hold(route) -> None:
+        held.append(route)
+
+    page.route(BUTTON_CODE, hold)
     open_page(page, streamlit_url, "?step=2")
     heading = page.get_by_role("heading", level=2).first
     expect(heading).to_contain_text("Step 2 of 8")
     page.wait_for_function("() => window.__bvlStepKeys === true", timeout=10_000)  # the page's key script is in
-    wait_for_quiet(page, 1000)  # a key pressed before the app's start-up reruns settle is lost
-    for key, step in (("PageDown", 3), ("ArrowRight", 4), ("PageUp", 3), ("ArrowLeft", 2)):
+    # A press before the buttons are drawn (~0.4 s after the script here, seconds on a busy machine, as on CI) waits
+    # for them: it was lost.
+    expect(page.locator(".st-key-walk_next button")).to_have_count(0)
+    page.keyboard.press("PageDown")
+    assert held, "the buttons' code was not asked for"
+    for route in held:
+        route.continue_()
+    page.unroute(BUTTON_CODE, hold)
+    expect(heading).to_contain_text("Step 3 of 8")
+    wait_for_idle(page)
+    for key, step in (("ArrowRight", 4), ("PageUp", 3), ("ArrowLeft", 2)):
         page.keyboard.press(key)
         expect(heading).to_contain_text(f"Step {step} of 8")
         wait_for_idle(page)
