@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import pytest
 
 from bertviz_lite import figures
-from bertviz_lite.figures._common import NARROW_TITLE_CHARS
+from bertviz_lite.figures._common import NARROW_TITLE_CHARS, PHONE_FIGURE_WIDTH
 from bertviz_lite.figures.tokens import chip_classes
 from bertviz_lite.inspection import analysis, views
 from bertviz_lite.inspection.views import select_links
@@ -403,3 +403,18 @@ def test_phone_neuron_view_has_short_column_titles_and_the_same_data():
     assert all(len(note.text) <= 8 for note in phone.layout.annotations)
     assert phone.to_plotly_json()["data"] == wide.to_plotly_json()["data"]
     assert phone.layout.xaxis2.showticklabels is False and phone.layout.xaxis3.showticklabels is False  # keys, q × k
+
+
+def test_phone_model_view_lays_its_colour_bar_under_a_grid_sized_to_a_phone():
+    """Upright beside the grid, the colour bar left 12 heads ~200 px on a phone, in a figure twice the grid's
+    height: the phone's bar lies under the grid, and the figure's height follows a phone's width."""
+    model_view = views.model_view(random_attention(6, 12, 8, 8), TOKENS)
+    wide = figures.model_view_figure(model_view, tile_size=80)
+    phone = figures.model_view_figure(model_view, tile_size=80, narrow=True)
+    assert wide.data[0].colorbar.orientation is None and phone.data[0].colorbar.orientation == "h"
+    margin = phone.layout.margin
+    grid_width = PHONE_FIGURE_WIDTH - margin.l - margin.r
+    grid_height = phone.layout.height - margin.t - margin.b
+    assert 6 / 12 * grid_width <= grid_height <= 6 / 12 * grid_width + 40, (grid_width, grid_height)  # no gap
+    assert margin.b >= 60  # room for the bar and its ticks
+    assert wide.layout.height == 80 * 6 + 140  # desktop: as it was

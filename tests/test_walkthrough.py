@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from bertviz_lite.figures._common import NARROW_TITLE_CHARS
 from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.model.config import BertConfig
@@ -89,3 +90,48 @@ def test_ids_figure_shows_token_position_and_segment_per_column():
     assert list(fig.data[0].z[2]) == [0, 0, 0, 0, 0, 1, 1, 1]
     with pytest.raises(ValueError, match="segment ids"):
         ids_figure(TOKENS, list(range(8)), [0])
+
+
+# ---------------------------------------------------------------- phone versions (show_figure's `narrow`)
+
+
+def title_lines(fig) -> list[str]:
+    return fig.layout.title.text.split("<br>")
+
+
+def fits_a_phone(fig) -> bool:
+    """A two-line title of at most NARROW_TITLE_CHARS a line (a one-line title ran past a 358-px figure)."""
+    lines = title_lines(fig)
+    return len(lines) == 2 and all(len(line) <= NARROW_TITLE_CHARS for line in lines)
+
+
+def test_phone_ids_table_has_a_row_a_token_with_the_same_cells():
+    """22 columns of ~10 px on a phone ran their token labels into each other: the phone's table is one row a token."""
+    tokens = [*TOKENS, "<b>x</b>"]  # a folder model's vocabulary can hold anything: shown as text
+    segments = [0, 0, 0, 0, 0, 1, 1, 1, 1]
+    wide, phone = ids_figure(tokens, range(9), segments), ids_figure(tokens, range(9), segments, narrow=True)
+    assert len(title_lines(wide)) == 1 and fits_a_phone(phone)
+    assert np.asarray(phone.data[0].text).tolist() == np.asarray(wide.data[0].text).T.tolist()
+    np.testing.assert_array_equal(np.asarray(phone.data[0].z), np.asarray(wide.data[0].z).T)
+    assert phone.data[0].text[-1][0] == wide.data[0].text[0][-1] == "&lt;b&gt;x&lt;/b&gt;"
+    assert phone.layout.height >= 24 * len(tokens)  # rows of 16-px text
+
+
+def test_phone_residual_has_a_row_a_token_and_its_colour_bar_below():
+    data = walk.residual_changes(np.arange(1, 25, dtype=float).reshape(3, 2, 4), ["a", "b"])
+    wide, phone = residual_figure(data), residual_figure(data, narrow=True)
+    np.testing.assert_allclose(np.asarray(phone.data[0].z), np.asarray(wide.data[0].z).T)
+    assert list(phone.data[0].y) == list(wide.data[0].x) == ["a (0)", "b (1)"] and list(phone.data[0].x) == ["L1", "L2"]
+    assert phone.data[0].colorbar.orientation == "h" and wide.data[0].colorbar.orientation is None
+    assert fits_a_phone(phone) and len(title_lines(wide)) == 1
+
+
+def test_phone_one_head_has_short_plot_titles_and_the_same_bars():
+    rng = np.random.default_rng(1)
+    queries, keys, values = (rng.normal(size=(1, 2, 8, 4)) for _ in range(3))
+    data = walk.one_head_data(queries, keys, values, TOKENS, layer=0, head=1, query_index=2)
+    wide, phone = one_head_figure(data), one_head_figure(data, narrow=True)
+    assert max(len(note.text) for note in wide.layout.annotations) > 15  # desktop: as it was
+    assert all(len(note.text) <= 10 for note in phone.layout.annotations)  # three ~80-px plots
+    assert phone.to_plotly_json()["data"] == wide.to_plotly_json()["data"]
+    assert fits_a_phone(phone) and " ".join(title_lines(phone)) == wide.layout.title.text

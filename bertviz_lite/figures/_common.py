@@ -21,6 +21,12 @@ LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bot
 # A line of a 17-px title that fits a phone's figure (~358 px wide at 390 px, ~7 px a character): a phone
 # version (show_figure's `narrow`) breaks its title into lines of at most this many characters.
 NARROW_TITLE_CHARS = 40
+PHONE_FIGURE_WIDTH = 358  # px: a figure's width at 390 px (a phone), where a phone version is sized to fit
+# A colour bar lying flat along a phone figure's bottom edge (pixels, as LEGEND_BELOW): upright at the right it took
+# a fifth of the width from the plot. The figure keeps NARROW_BAR_MARGIN px under its plot for it.
+COLOUR_BAR_BELOW = {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0.5, "xanchor": "center",
+                    "len": 1.0, "thickness": 12}
+NARROW_BAR_MARGIN = 70
 ROBUST_PERCENTILE = 98.0  # diverging heatmaps saturate at this percentile of |value|
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from bertviz_lite.figures._common import SEQUENTIAL
+from bertviz_lite.figures._common import COLOUR_BAR_BELOW, NARROW_BAR_MARGIN, PHONE_FIGURE_WIDTH, SEQUENTIAL
 from bertviz_lite.inspection.views.attention import ModelView
 
 # What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
@@ -64,14 +64,19 @@ NARROW_MODEL_VIEW_TITLE = "Model view: attention of every<br>layer (rows) and he
 def model_view_figure(model_view: ModelView, tile_size: int = 80, gap: int = 1, narrow: bool = False) -> go.Figure:
     """All layers (rows) × heads (columns) of a ModelView as one clickable heatmap.
 
-    narrow: for a phone's width: the title on two lines (on one it ran past the figure's right edge).
+    narrow: for a phone's width: the title on two lines (on one it ran past the figure's right edge), the colour
+    bar under the grid and the height from a phone's width (upright beside it, the bar left the grid 200 px and
+    the figure twice the grid's height).
     """
     num_layers, num_heads, size, _ = model_view.tiles.shape
     step = size + gap
+    margin = {"l": 40, "r": 20, "t": 110 if narrow else 90, "b": NARROW_BAR_MARGIN if narrow else 20}
+    if narrow:
+        tile_size = min(tile_size, (PHONE_FIGURE_WIDTH - margin["l"] - margin["r"]) // num_heads)
     fig = go.Figure(
         [
             go.Heatmap(z=_paste(model_view.tiles, gap), colorscale=SEQUENTIAL, zmin=0, hoverinfo="skip", name="attention",
-                       colorbar={"title": {"text": "weight"}}),
+                       colorbar={"title": {"text": "weight"}, **(COLOUR_BAR_BELOW if narrow else {})}),
             _picker(num_layers, num_heads, size, step),
         ]
     )
@@ -79,8 +84,8 @@ def model_view_figure(model_view: ModelView, tile_size: int = 80, gap: int = 1, 
         title=NARROW_MODEL_VIEW_TITLE if narrow else MODEL_VIEW_TITLE,
         xaxis=_grid_axis(num_heads, size, step, "H", side="top", constrain="domain"),
         yaxis=_grid_axis(num_layers, size, step, "L", autorange="reversed", scaleanchor="x", constrain="domain"),
-        height=tile_size * num_layers + 140 + (20 if narrow else 0),
-        margin={"l": 40, "r": 20, "t": 110 if narrow else 90, "b": 20},
+        height=tile_size * num_layers + margin["t"] + margin["b"] + 30,
+        margin=margin,
         plot_bgcolor="white",
         hovermode="closest",
         hoverdistance=-1,

@@ -8,7 +8,14 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bertviz_lite.figures._common import SEGMENT_COLOURS, SEQUENTIAL, category_axis, check_length
+from bertviz_lite.figures._common import (
+    COLOUR_BAR_BELOW,
+    NARROW_BAR_MARGIN,
+    SEGMENT_COLOURS,
+    SEQUENTIAL,
+    category_axis,
+    check_length,
+)
 from bertviz_lite.inspection.analysis import unique_labels
 from bertviz_lite.inspection.walkthrough import OneHead, ResidualChanges
 from bertviz_lite.text.display import plain_labels
@@ -16,59 +23,105 @@ from bertviz_lite.text.display import plain_labels
 MAX_ID_COLUMNS = 48  # tokens shown in the ids table; beyond that the labels no longer fit a screen
 
 
-def ids_figure(tokens: Sequence[str], positions: Sequence[int], segments: Sequence[int]) -> go.Figure:
-    """A table of what BERT reads per token: the token, its position id and its segment id, coloured by sentence."""
+IDS_TITLE = "What BERT reads: token, position id and segment id (blue: sentence A, orange: B)"
+NARROW_IDS_TITLE = "What BERT reads: each token's position<br>and segment id (blue: A, orange: B)"
+IDS_ROWS = ("token", "position id", "segment id")
+NARROW_ROW = 24  # px a token's row takes in a phone's table (16-px text)
+
+
+def ids_figure(tokens: Sequence[str], positions: Sequence[int], segments: Sequence[int],
+               narrow: bool = False) -> go.Figure:
+    """A table of what BERT reads per token: the token, its position id and its segment id, coloured by sentence.
+
+    narrow: for a phone's width: one row a token (22 columns of ~10 px ran their labels into each other), the
+    title on two lines.
+    """
     count = min(len(tokens), MAX_ID_COLUMNS)
     check_length(positions, len(tokens), "position ids")
     check_length(segments, len(tokens), "segment ids")
     segs = np.asarray(segments[:count], dtype=float)
-    rows = ["token", "position id", "segment id"]
-    text = [list(tokens[:count]), [str(p) for p in positions[:count]], [str(int(s)) for s in segs]]
+    text = [plain_labels(tokens[:count]), [str(p) for p in positions[:count]], [str(int(s)) for s in segs]]
     colours = [[0, SEGMENT_COLOURS[0] + "33"], [1, SEGMENT_COLOURS[1] + "55"]]
+    size = 16 if narrow or count <= 16 else 14 if count <= 26 else 10
+    cells = {"text": text, "z": np.tile(segs, (3, 1)), "x": list(range(count)), "y": list(IDS_ROWS)}
+    if narrow:
+        cells = {"text": np.array(text).T.tolist(), "z": cells["z"].T, "x": [row.split()[0] for row in IDS_ROWS],
+                 "y": list(range(count))}
     fig = go.Figure(
-        go.Heatmap(z=np.tile(segs, (3, 1)), x=list(range(count)), y=rows, text=text, texttemplate="%{text}",
-                   textfont={"size": 16 if count <= 16 else 14 if count <= 26 else 10, "color": "#111111"},
+        go.Heatmap(**cells, texttemplate="%{text}", textfont={"size": size, "color": "#111111"},
                    colorscale=colours, zmin=0, zmax=1, showscale=False, xgap=2, ygap=2,
-                   hovertemplate="position %{x}, %{y}: %{text}<extra></extra>")
+                   hovertemplate=("position %{y}, %{x}" if narrow else "position %{x}, %{y}") + ": %{text}<extra></extra>")
     )
-    title = "What BERT reads: token, position id and segment id (blue: sentence A, orange: B)"
+    title = NARROW_IDS_TITLE if narrow else IDS_TITLE
     if count < len(tokens):
         title += f"; first {count} of {len(tokens)} tokens"
-    fig.update_layout(title=title, height=260, margin={"t": 60, "b": 20, "l": 110, "r": 20},
-                      xaxis={"visible": False}, yaxis={**category_axis(reverse=True)}, plot_bgcolor="white")
+    if narrow:
+        fig.update_layout(height=NARROW_ROW * count + 130, margin={"t": 120, "b": 10, "l": 10, "r": 10},
+                          xaxis={**category_axis(), "side": "top"}, yaxis={"visible": False, "autorange": "reversed"})
+    else:
+        fig.update_layout(height=260, margin={"t": 60, "b": 20, "l": 110, "r": 20},
+                          xaxis={"visible": False}, yaxis={**category_axis(reverse=True)})
+    fig.update_layout(title=title, plot_bgcolor="white")
     return fig
 
 
-def one_head_figure(data: OneHead) -> go.Figure:
-    """Three bar charts over the keys of one query: q · k / √d, the softmax weight, and |weight × value|."""
+ONE_HEAD_TITLES = ("1. score q · k / √d", "2. softmax: weight", "3. |weight × value|")
+NARROW_ONE_HEAD_TITLES = ("1. score", "2. weight", "3. |w × v|")  # three ~80-px plots on a phone
+
+
+def one_head_figure(data: OneHead, narrow: bool = False) -> go.Figure:
+    """Three bar charts over the keys of one query: q · k / √d, the softmax weight, and |weight × value|.
+
+    narrow: for a phone's width: the title on two lines and short plot titles (they ran into each other).
+    """
     labels = plain_labels(unique_labels(data.tokens))
-    titles = ("1. score q · k / √d", "2. softmax: weight", "3. |weight × value|")
+    titles = NARROW_ONE_HEAD_TITLES if narrow else ONE_HEAD_TITLES
     fig = make_subplots(rows=1, cols=3, shared_yaxes=True, subplot_titles=titles, horizontal_spacing=0.04)
     colours = ("#7f7f7f", "#1f77b4", "#2ca02c")
     values = (data.scores, data.weights, data.contributions)
-    for col, (name, value, colour) in enumerate(zip(titles, values, colours, strict=True), start=1):
+    for col, (name, value, colour) in enumerate(zip(ONE_HEAD_TITLES, values, colours, strict=True), start=1):
         fig.add_trace(go.Bar(x=value, y=labels, orientation="h", marker_color=colour, name=name, showlegend=False,
                              hovertemplate="%{y}: %{x:.3f}<extra>" + name + "</extra>"), row=1, col=col)
     fig.update_yaxes(**category_axis(reverse=True), categoryorder="array", categoryarray=labels)
+    query = f"the query of {labels[data.query_index]} against every key"
     fig.update_layout(
-        title=f"Layer {data.layer}, head {data.head}: the query of {labels[data.query_index]} against every key",
-        height=max(300, 22 * len(labels) + 130), margin={"t": 90, "b": 30},
+        title=f"Layer {data.layer}, head {data.head}:" + ("<br>" if narrow else " ") + query,
+        height=max(300, 22 * len(labels) + 130) + (20 if narrow else 0), margin={"t": 110 if narrow else 90, "b": 30},
     )
+    if narrow:
+        fig.update_xaxes(nticks=3)
     return fig
 
 
-def residual_figure(data: ResidualChanges) -> go.Figure:
-    """Heatmap layers × tokens of how much each layer changes each token's vector (relative)."""
+RESIDUAL_TITLE = "How much each layer changes each token's vector: |after − before| / |before|"
+NARROW_RESIDUAL_TITLE = "How much each layer (column) changes<br>each token's vector (relative change)"
+
+
+def residual_figure(data: ResidualChanges, narrow: bool = False) -> go.Figure:
+    """Heatmap layers × tokens of how much each layer changes each token's vector (relative).
+
+    narrow: for a phone's width: tokens × layers, one row a token (22 rotated labels under ~250 px ran into each
+    other), the colour bar under the plot and the title on two lines.
+    """
     change = np.asarray(data.change, dtype=np.float64)
     check_length(data.tokens, change.shape[1], "tokens")
+    labels = plain_labels(unique_labels(data.tokens))
     layers = [f"layer {i}" for i in range(1, change.shape[0] + 1)]
+    cells = {"z": change, "x": labels, "y": layers}
+    if narrow:
+        cells = {"z": change.T, "x": [f"L{i}" for i in range(1, change.shape[0] + 1)], "y": labels}
     fig = go.Figure(
-        go.Heatmap(z=change, x=plain_labels(unique_labels(data.tokens)), y=layers, colorscale=SEQUENTIAL, zmin=0,
-                   colorbar={"title": {"text": "change"}},
+        go.Heatmap(**cells, colorscale=SEQUENTIAL, zmin=0,
+                   colorbar={"title": {"text": "change"}, **(COLOUR_BAR_BELOW if narrow else {})},
                    hovertemplate="%{y}, %{x}: changed by %{z:.0%}<extra></extra>")
     )
+    if narrow:
+        fig.update_layout(title=NARROW_RESIDUAL_TITLE, height=NARROW_ROW * len(labels) + 120 + NARROW_BAR_MARGIN,
+                          margin={"t": 120, "b": NARROW_BAR_MARGIN, "r": 10},
+                          xaxis={**category_axis(), "side": "top"}, yaxis={**category_axis(reverse=True)})
+        return fig
     fig.update_layout(
-        title="How much each layer changes each token's vector: |after − before| / |before|",
+        title=RESIDUAL_TITLE,
         height=max(280, 34 * change.shape[0] + 200), margin={"t": 60},
         xaxis={**category_axis(), "tickangle": -45}, yaxis={**category_axis(reverse=True)},
     )

@@ -38,8 +38,13 @@ PRESENT_CSS = "<style>" + (ASSETS / "present.css").read_text(encoding="utf-8") +
 # A figure drawn twice, for wide screens and for phones (show_figure's `narrow`): CSS shows the one that fits. 640 px
 # is where Streamlit stacks columns. The server cannot read a screen's width, so both go to the browser.
 WIDE, NARROW = "wide__", "narrow__"
+# A page link in the main area wraps its label (Streamlit cut the Walkthrough's last link at a phone's edge with "…").
 LAYOUT_CSS = (f"<style>@media (max-width: 640px) {{[class*='st-key-{WIDE}'] {{display: none;}}}} "
-              f"@media (min-width: 641px) {{[class*='st-key-{NARROW}'] {{display: none;}}}}</style>")
+              f"@media (min-width: 641px) {{[class*='st-key-{NARROW}'] {{display: none;}}}} "
+              "[data-testid='stMain'] [data-testid='stPageLink-NavLink'] span:has(> [data-testid='stMarkdownContainer']),"
+              " [data-testid='stMain'] [data-testid='stPageLink-NavLink'] [data-testid='stMarkdownContainer'],"
+              " [data-testid='stMain'] [data-testid='stPageLink-NavLink'] p {white-space: normal; text-overflow: clip;}"
+              "</style>")
 
 GC_FROM_TOKENS = 256  # inputs this long take seconds to trace, so a full collection (~0.3 s) first is cheap
 

@@ -1,5 +1,7 @@
 """Walkthrough: one sentence pair through BERT, step by step (walkthrough.STEPS); some ask the learner first."""
 
+from functools import partial
+
 import streamlit as st
 
 from bertviz_lite.figures import (
@@ -72,13 +74,14 @@ def step_tokens() -> None:
 
 
 def step_ids() -> None:
-    show_figure(ids_figure(trace.tokens, encoding.position_ids, encoding.token_type_ids), "walk_ids",
-                frame=views.encoding_frame(encoding))
+    ids = (trace.tokens, encoding.position_ids, encoding.token_type_ids)  # a new encoding each run: built here, small
+    show_figure(ids_figure(*ids), "walk_ids", frame=views.encoding_frame(encoding), narrow=ids_figure(*ids, narrow=True))
 
 
 def step_embeddings() -> None:
     window = view(views.embedding_window, ctx.inputs, masked, start=0, size=48)
-    show_figure(embedding_window_figure(window), "walk_embeddings", frame=window.to_frame, slide_top=210)
+    show_figure(partial(embedding_window_figure, window), "walk_embeddings", frame=window.to_frame, slide_top=210,
+                narrow=partial(embedding_window_figure, window, narrow=True))
 
 
 def step_one_head() -> None:
@@ -96,7 +99,8 @@ def step_one_head() -> None:
         revealed = ask(question, "attention")
     if revealed:
         data = view(walk.one_head_data, ctx.inputs, masked, layer=layer, head=head, query_index=target)
-        show_figure(one_head_figure(data), "walk_one_head", frame=data.to_frame, slide_top=315)
+        show_figure(partial(one_head_figure, data), "walk_one_head", frame=data.to_frame, slide_top=315,
+                    narrow=partial(one_head_figure, data, narrow=True))
     if not is_present():
         pick_layer, pick_head, _ = st.columns([1, 1, 4])
     pick_layer.selectbox("Layer", range(num_layers), index=num_layers // 2, key=LAYER, persist_state=KEEP)
@@ -111,14 +115,17 @@ def _open_head(layer: int, head: int) -> None:
 
 def step_many_heads() -> None:
     overview = view(views.model_view, ctx.inputs, masked)
-    show_figure(model_view_figure(overview, tile_size=min(80, 520 // num_layers)), "walk_model_view",
+    tile_size = min(80, 520 // num_layers)
+    show_figure(partial(model_view_figure, overview, tile_size=tile_size), "walk_model_view",
                 frame=overview.to_frame, on_select=on_tile_click("walk_model_view", num_layers, num_heads, _open_head),
-                selection_mode="points", slide_top=235)
+                selection_mode="points", slide_top=235,
+                narrow=partial(model_view_figure, overview, tile_size=tile_size, narrow=True))
 
 
 def step_residual() -> None:
     changes = view(walk.residual_changes, ctx.inputs, masked)
-    show_figure(residual_figure(changes), "walk_residual", frame=changes.to_frame, slide_top=235)
+    show_figure(partial(residual_figure, changes), "walk_residual", frame=changes.to_frame, slide_top=235,
+                narrow=partial(residual_figure, changes, narrow=True))
 
 
 def step_mlm() -> None:
@@ -140,7 +147,8 @@ def step_nsp() -> None:
         return st.info("Type a sentence B in the sidebar to ask the model whether it follows sentence A.")
     probability = views.is_next_probability(trace.nsp_logits)
     if ask(walk.nsp_question(probability), "nsp"):
-        show_figure(nsp_bar(probability), "walk_nsp", frame=views.nsp_frame(probability))
+        show_figure(nsp_bar(probability, title="Does sentence B follow A?"), "walk_nsp",  # the step says NSP
+                    frame=views.nsp_frame(probability))
 
 
 # A step declared in walk.STEPS is drawn by step_<its key> above; a step without such a function shows its text only.

@@ -19,6 +19,9 @@ HAS_DEFAULT = (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file()
 STEP_CHARTS = {"ids": "walk_ids", "embeddings": "walk_embeddings", "many_heads": "walk_model_view",
                "residual": "walk_residual"}
 QUESTION_KEYS = {"one_head": "attention", "mlm": "mlm", "nsp": "nsp"}
+# The steps whose figure has a phone version (show_figure's narrow: its title on two lines, colour bars stacked).
+PHONE_STEPS = {"ids": "walk_ids", "embeddings": "walk_embeddings", "one_head": "walk_one_head",
+               "many_heads": "walk_model_view", "residual": "walk_residual"}
 
 
 @pytest.fixture(params=["default", "demo"])
@@ -50,6 +53,8 @@ def test_every_step_runs_and_shows_its_figure(walk_state):
             no_exception(at)
             assert "No guess made" in at.warning[0].value
             assert any(key.startswith("walk_") for key in charts(at)), step.key
+        phone_charts = {key for key in charts(at) if key.startswith("narrow__")}
+        assert phone_charts == ({f"narrow__{PHONE_STEPS[step.key]}"} if step.key in PHONE_STEPS else set()), step.key
         assert at.button(key="walk_prev").disabled == (number == 1)
         if number < len(walk.STEPS):
             at.button(key="walk_next").click().run()
