@@ -35,16 +35,11 @@ KEPT_TAB = "_kept_"  # prefix of the plain key that remembers a page's open tab
 # Presentation mode: a compact header (smaller titles, less space above them, captions hidden) and larger token chips.
 STEP_KEYS_JS = (ASSETS / "step_keys.js").read_text(encoding="utf-8")  # read once, not on every rerun
 PRESENT_CSS = "<style>" + (ASSETS / "present.css").read_text(encoding="utf-8") + "</style>"
-# A figure drawn twice, for wide screens and for phones (show_figure's `narrow`): CSS shows the one that fits. 640 px
-# is where Streamlit stacks columns. The server cannot read a screen's width, so both go to the browser.
+# A figure drawn twice (show_figure's `narrow`): assets/layout.css shows the one that fits. The server cannot read a
+# screen's width, so both go to the browser.
 WIDE, NARROW = "wide__", "narrow__"
-# A page link in the main area wraps its label (Streamlit cut the Walkthrough's last link at a phone's edge with "…").
-LAYOUT_CSS = (f"<style>@media (max-width: 640px) {{[class*='st-key-{WIDE}'] {{display: none;}}}} "
-              f"@media (min-width: 641px) {{[class*='st-key-{NARROW}'] {{display: none;}}}} "
-              "[data-testid='stMain'] [data-testid='stPageLink-NavLink'] span:has(> [data-testid='stMarkdownContainer']),"
-              " [data-testid='stMain'] [data-testid='stPageLink-NavLink'] [data-testid='stMarkdownContainer'],"
-              " [data-testid='stMain'] [data-testid='stPageLink-NavLink'] p {white-space: normal; text-overflow: clip;}"
-              "</style>")
+LAYOUT_CSS = "<style>" + (ASSETS / "layout.css").read_text(encoding="utf-8").replace("__WIDE__", WIDE).replace(
+    "__NARROW__", NARROW) + "</style>"
 
 GC_FROM_TOKENS = 256  # inputs this long take seconds to trace, so a full collection (~0.3 s) first is cheap
 
