@@ -418,3 +418,13 @@ def test_phone_model_view_lays_its_colour_bar_under_a_grid_sized_to_a_phone():
     assert 6 / 12 * grid_width <= grid_height <= 6 / 12 * grid_width + 40, (grid_width, grid_height)  # no gap
     assert margin.b >= 60  # room for the bar and its ticks
     assert wide.layout.height == 80 * 6 + 140  # desktop: as it was
+
+
+def test_phone_head_view_puts_its_legend_under_the_lines():
+    """Beside the lines the legend of 12 heads took a third of a phone's figure and left the lines 80 px."""
+    links = select_links(random_attention(12, 8, 8), TOKENS)
+    wide, phone = figures.head_view(links), figures.head_view(links, narrow=True)
+    assert wide.layout.legend.orientation is None and phone.layout.legend.orientation == "h"
+    assert phone.layout.legend.yref == "container" and phone.layout.margin.b >= 100  # room for three rows of heads
+    assert np.diff(phone.layout.xaxis.range)[0] < np.diff(wide.layout.xaxis.range)[0]  # the lines get the width
+    assert [trace.name for trace in phone.data] == [trace.name for trace in wide.data]  # the same heads to click

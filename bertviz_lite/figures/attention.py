@@ -12,6 +12,7 @@ from plotly.subplots import make_subplots
 
 from bertviz_lite.figures._common import (
     DIVERGING,
+    LEGEND_BELOW,
     SEQUENTIAL,
     as_matrix,
     category_axis,
@@ -178,6 +179,7 @@ def _token_column(links: HeadViewLinks, x: float, side: str) -> go.Scatter:
 
 HEAD_VIEW_TITLE = "Head view: each query token (left) to the key tokens it attends to (right)"
 NARROW_HEAD_VIEW_TITLE = "Head view: each query token (left)<br>to the key tokens it attends to (right)"
+NARROW_LEGEND_ROWS = 110  # px under a phone's head view: the legend's title and 12 heads, five a row
 
 
 def head_view(links: HeadViewLinks, levels: int = 5, narrow: bool = False) -> go.Figure:
@@ -186,7 +188,8 @@ def head_view(links: HeadViewLinks, levels: int = 5, narrow: bool = False) -> go
     Each head gets a distinct colour and a legend entry: a click shows that head alone, a second click all
     of them. A line's opacity and width show its weight in `levels` steps (one trace per step); hovering a
     token lists its strongest lines. layout.meta = {"top_k", "start", "stop"} of the links.
-    narrow: for a phone's width: the title on two lines (on one it ran past the figure's right edge).
+    narrow: for a phone's width: the title on two lines (on one it ran past the figure's right edge), the legend
+    in rows under the lines (beside them it took a third of the width, leaving the lines 80 px).
     """
     tokens = links.tokens
     fig = go.Figure()
@@ -207,6 +210,11 @@ def head_view(links: HeadViewLinks, levels: int = 5, narrow: bool = False) -> go
         yaxis={"visible": False, "range": [len(tokens) - 0.5, -0.5]},  # top to bottom, no padding beyond the rows
         meta={"top_k": links.top_k, "start": links.start, "stop": links.stop},
     )
+    if narrow:
+        fig.update_layout(legend={**LEGEND_BELOW, "title": {"text": "heads: click = only this, again = all",
+                                                            "side": "top"}},
+                          height=fig.layout.height + NARROW_LEGEND_ROWS, margin={"b": NARROW_LEGEND_ROWS},
+                          xaxis={"range": [-0.5, 1.5]})  # ~90 px a side for the labels, the rest for the lines
     return fig
 
 
