@@ -6,6 +6,7 @@ import json
 import math
 import os
 import re
+import threading
 
 import numpy as np
 import pytest
@@ -146,6 +147,23 @@ def test_a_fixed_batch_is_overfit(tmp_path):
     assert losses[0] > 4.5  # ~ln(vocab) + ln(2) at the start
     assert min(losses[-5:]) < 0.2 * losses[0]
     assert not list(tmp_path.iterdir())  # building and stepping the trainer writes nothing
+
+
+def test_batches_made_ahead_in_a_thread_train_the_same_model(tmp_path):
+    """A GPU run makes its batches in a thread (prefetch): the same batches in the same order, so the same run."""
+    def trained(name: str, prefetch: int) -> tuple[Trainer, list[dict]]:
+        (tmp_path / name).mkdir()
+        trainer = Trainer(tiny_args(tmp_path / name))
+        trainer.prefetch = prefetch  # what a CUDA device sets; a CPU run makes its batches one by one
+        assert trainer.train().state == "finished"
+        return trainer, read_metrics(tmp_path / name / "run", "train")
+
+    (plain, plain_log), (ahead, ahead_log) = trained("plain", 0), trained("ahead", 2)
+    assert plain.prefetch == 0  # on this CPU
+    assert [r["loss"] for r in ahead_log] == [r["loss"] for r in plain_log]
+    for ours, theirs in zip(plain.model.parameters(), ahead.model.parameters(), strict=True):
+        assert torch.equal(ours, theirs)
+    assert not [thread for thread in threading.enumerate() if thread.name == "batch-prefetch"]  # stopped
 
 
 def test_same_seed_gives_the_same_losses_on_cpu(tmp_path):

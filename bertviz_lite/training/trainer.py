@@ -41,6 +41,7 @@ from bertviz_lite.training.optimization import (
     optimizer_step,
     step_stats,
 )
+from bertviz_lite.training.prefetch import PREFETCH_DEPTH, made_ahead
 from bertviz_lite.training.preparation import PreparedRun, prepare_run
 from bertviz_lite.training.training_args import TrainingArguments, is_number
 
@@ -102,6 +103,7 @@ class Trainer:
         self._mask_generator = torch.Generator().manual_seed(args.seed * 1009 + 1 + dist.rank)
         self.optimizer = make_optimizer(self.model, args.lr, args.weight_decay)
         self._step_module = self._wrap_for_processes(PretrainingStep(self.model, args.copy_penalty))
+        self.prefetch = PREFETCH_DEPTH if self.device.type == "cuda" else 0  # a CPU's spare core is the server's
         torch.manual_seed(args.seed + dist.rank)  # dropout differs between processes
         self.step, self.checkpoint_step, self.last_record, self.optimizer_restored = 0, None, None, False
         if self.resumed_from is not None:
@@ -293,20 +295,21 @@ class Trainer:
             self.save()
         if self._should_stop():
             return self._stopped()
-        while self.step < self.args.steps:
-            self._window += self.train_step(self.next_batch())
-            if self._first_loss is None:
-                self._first_loss = self._window_loss()
-            stop = self._should_stop()
-            diverged = self._after_step(last=stop or self.step == self.args.steps)
-            if diverged is not None:
-                return diverged
-            if self.distributed.is_main:
-                for callback in self.callbacks:
-                    callback.on_step(self)
-            if stop:
-                return self._stopped()
-        return TrainResult("finished", self.step, self._summary(f"Finished {self.step} steps"))
+        with made_ahead(self.next_batch, self.prefetch) as next_batch:  # ahead in a thread on a GPU
+            while self.step < self.args.steps:
+                self._window += self.train_step(next_batch())
+                if self._first_loss is None:
+                    self._first_loss = self._window_loss()
+                stop = self._should_stop()
+                diverged = self._after_step(last=stop or self.step == self.args.steps)
+                if diverged is not None:
+                    return diverged
+                if self.distributed.is_main:
+                    for callback in self.callbacks:
+                        callback.on_step(self)
+                if stop:
+                    return self._stopped()
+            return TrainResult("finished", self.step, self._summary(f"Finished {self.step} steps"))
 
     def _due(self, every: int, last: bool) -> bool:
         return last or (every > 0 and self.step % every == 0)
