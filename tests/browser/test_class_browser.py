@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from bertviz_lite.inspection import walkthrough as walk
 from tests.browser.driver import (
@@ -67,13 +68,13 @@ def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(brows
     wait_for_idle(lecturer)
     for phone in (first, second, first_again):  # no click: their screens follow
         phone.get_by_role("button", name=YES, exact=True).wait_for(timeout=10_000)
-        assert phone.get_by_text(f"Step 8 of 8: {NSP.title}").is_visible()
+        expect(phone.get_by_text(f"Step 8 of 8: {NSP.title}")).to_be_visible()
     screenshot(second, ARTIFACTS / "class_student_question.png", max_height=844)
     _answer(first, YES)
     _answer(second, NO)
     first_again.get_by_role("button", name=NO, exact=True).click()
     first_again.get_by_text("already answered this question").wait_for(timeout=10_000)
-    assert first_again.get_by_text(f"Answer received: {YES}").is_visible()
+    expect(first_again.get_by_text(f"Answer received: {YES}")).to_be_visible()
 
     lecturer.locator('[data-testid="stMetricValue"]', has_text="2 of 2").wait_for(timeout=10_000)
     lecturer.get_by_role("button", name="Reveal the model's answer").click()
@@ -89,7 +90,7 @@ def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(brows
     lecturer.reload()  # a new session: the lecturer's cookie brings the class back where it was
     lecturer.get_by_role("button", name="Reveal the model's answer").or_(lecturer.locator(".bvl-join-code")).first\
         .wait_for(timeout=30_000)
-    assert lecturer.locator(".bvl-join-code").inner_text().strip() == code
-    assert lecturer.get_by_text(f"Step 8 of 8: {NSP.title}").is_visible()
+    expect(lecturer.locator(".bvl-join-code")).to_have_text(code)
+    expect(lecturer.get_by_text(f"Step 8 of 8: {NSP.title}")).to_be_visible()
     for page in (lecturer, first, second):
         page.context.close()
