@@ -31,6 +31,7 @@ from bertviz_lite.training.optimization import (
     learning_rate,
     make_optimizer,
 )
+from bertviz_lite.training.prefetch import THREAD_NAME
 from bertviz_lite.training.preparation import check_run_dir
 from bertviz_lite.training.trainer import Trainer, TrainerCallback
 from bertviz_lite.training.training_args import MAX_PARAMETERS, PRESETS, OptionError, TrainingArguments
@@ -163,7 +164,7 @@ def test_batches_made_ahead_in_a_thread_train_the_same_model(tmp_path):
     assert [r["loss"] for r in ahead_log] == [r["loss"] for r in plain_log]
     for ours, theirs in zip(plain.model.parameters(), ahead.model.parameters(), strict=True):
         assert torch.equal(ours, theirs)
-    assert not [thread for thread in threading.enumerate() if thread.name == "batch-prefetch"]  # stopped
+    assert not [thread for thread in threading.enumerate() if thread.name == THREAD_NAME]  # stopped
 
 
 def test_same_seed_gives_the_same_losses_on_cpu(tmp_path):

@@ -17,6 +17,7 @@ T = TypeVar("T")
 # Batches a GPU run keeps ready. A CPU run makes them one by one: the core a thread would take is the app server's
 # (lifecycle.training_threads).
 PREFETCH_DEPTH = 2
+THREAD_NAME = "batch-prefetch"
 _PUT_EVERY_S = 0.1  # how often a full queue's producer looks whether it was closed
 
 
@@ -33,7 +34,7 @@ class Prefetcher(Generic[T]):
         self._make = make
         self._ready: queue.Queue[tuple[T | None, BaseException | None]] = queue.Queue(maxsize=depth)
         self._closed = threading.Event()
-        self._thread = threading.Thread(target=self._fill, name="batch-prefetch", daemon=True)
+        self._thread = threading.Thread(target=self._fill, name=THREAD_NAME, daemon=True)
         self._thread.start()
 
     def _fill(self) -> None:
@@ -61,10 +62,6 @@ class Prefetcher(Generic[T]):
         """Stop making results (the one being made is finished and dropped)."""
         self._closed.set()
         self._thread.join()
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
 
 
 @contextlib.contextmanager
