@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from bertviz_lite.figures._common import NARROW_TITLE_CHARS
-from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
+from bertviz_lite.figures.walkthrough import MAX_ID_COLUMNS, ids_figure, one_head_figure, residual_figure
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.model.config import BertConfig
 from tests.attention_samples import SPECIAL, TOKENS, random_attention
@@ -135,3 +135,18 @@ def test_phone_one_head_has_short_plot_titles_and_the_same_bars():
     assert all(len(note.text) <= 10 for note in phone.layout.annotations)  # three ~80-px plots
     assert phone.to_plotly_json()["data"] == wide.to_plotly_json()["data"]
     assert fits_a_phone(phone) and " ".join(title_lines(phone)) == wide.layout.title.text
+
+
+def test_phone_tables_of_a_long_input_show_its_first_tokens_and_say_so():
+    """600 words on a phone: a row a token would make a figure thousands of pixels tall; both tables stop at
+    MAX_ID_COLUMNS rows, and the title's third line says how many of how many."""
+    tokens = [f"w{i}" for i in range(100)]
+    ids = ids_figure(tokens, range(100), [0] * 100, narrow=True)
+    changes = walk.residual_changes(np.ones((3, 100, 4)) * np.arange(1, 4)[:, None, None], tokens)
+    residual = residual_figure(changes, narrow=True)
+    for fig, rows in ((ids, len(ids.data[0].text)), (residual, len(residual.data[0].y))):
+        assert rows == MAX_ID_COLUMNS
+        lines = title_lines(fig)
+        assert len(lines) == 3 and lines[2] == f"first {MAX_ID_COLUMNS} of 100 tokens"
+        assert all(len(line) <= NARROW_TITLE_CHARS for line in lines)
+    np.testing.assert_allclose(np.asarray(residual.data[0].z), changes.change.T[:MAX_ID_COLUMNS])

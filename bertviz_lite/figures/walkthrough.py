@@ -54,9 +54,10 @@ def ids_figure(tokens: Sequence[str], positions: Sequence[int], segments: Sequen
     )
     title = NARROW_IDS_TITLE if narrow else IDS_TITLE
     if count < len(tokens):
-        title += f"; first {count} of {len(tokens)} tokens"
+        title += ("<br>" if narrow else "; ") + f"first {count} of {len(tokens)} tokens"
     if narrow:
-        fig.update_layout(height=NARROW_ROW * count + 130, margin={"t": 120, "b": 10, "l": 10, "r": 10},
+        top = 120 + 2 * NARROW_ROW * (count < len(tokens))  # the title, centred in the margin, gets a third line
+        fig.update_layout(height=NARROW_ROW * count + top + 10, margin={"t": top, "b": 10, "l": 10, "r": 10},
                           xaxis={**category_axis(), "side": "top"}, yaxis={"visible": False, "autorange": "reversed"})
     else:
         fig.update_layout(height=260, margin={"t": 60, "b": 20, "l": 110, "r": 20},
@@ -108,16 +109,20 @@ def residual_figure(data: ResidualChanges, narrow: bool = False) -> go.Figure:
     labels = plain_labels(unique_labels(data.tokens))
     layers = [f"layer {i}" for i in range(1, change.shape[0] + 1)]
     cells = {"z": change, "x": labels, "y": layers}
-    if narrow:
-        cells = {"z": change.T, "x": [f"L{i}" for i in range(1, change.shape[0] + 1)], "y": labels}
+    if narrow:  # the first MAX_ID_COLUMNS tokens, as the ids table: a row each, 24 px
+        cells = {"z": change.T[:MAX_ID_COLUMNS], "x": [f"L{i}" for i in range(1, change.shape[0] + 1)],
+                 "y": labels[:MAX_ID_COLUMNS]}
     fig = go.Figure(
         go.Heatmap(**cells, colorscale=SEQUENTIAL, zmin=0,
                    colorbar={"title": {"text": "change"}, **(COLOUR_BAR_BELOW if narrow else {})},
                    hovertemplate="%{y}, %{x}: changed by %{z:.0%}<extra></extra>")
     )
     if narrow:
-        fig.update_layout(title=NARROW_RESIDUAL_TITLE, height=NARROW_ROW * len(labels) + 120 + NARROW_BAR_MARGIN,
-                          margin={"t": 120, "b": NARROW_BAR_MARGIN, "r": 10},
+        shown = len(cells["y"])
+        more = f"<br>first {shown} of {len(labels)} tokens" if shown < len(labels) else ""
+        top = 120 + 2 * NARROW_ROW * bool(more)
+        fig.update_layout(title=NARROW_RESIDUAL_TITLE + more, height=NARROW_ROW * shown + top + NARROW_BAR_MARGIN,
+                          margin={"t": top, "b": NARROW_BAR_MARGIN, "r": 10},
                           xaxis={**category_axis(), "side": "top"}, yaxis={**category_axis(reverse=True)})
         return fig
     fig.update_layout(
