@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
+from bertviz_lite.figures._common import LEGEND_BELOW
 from bertviz_lite.limits import MAX_POINTS_DRAWN, recorded_number
 
 # What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
@@ -86,14 +87,21 @@ def compare_runs(
     title: str | None = None,
     log_y: bool = False,
     label: str | None = None,
+    narrow: bool = False,
 ) -> go.Figure:
-    """One line per run (keyed by run name) for the same metric; label: how people read it (the y axis)."""
+    """One line per run (keyed by run name) for the same metric; label: how people read it (the y axis).
+
+    narrow: for a phone's width: the runs' legend in rows under the plot (beside it, it took a third of the width).
+    """
     traces = []
     for name, records in runs.items():
         xs, ys = metric_points(records, metric, x)
         traces.append(go.Scatter(x=xs, y=ys, mode="lines", name=str(name)))
     label = label or metric.replace("_", " ")
-    return _line_chart(traces, title or f"{label} by run", x, label, log_y)
+    fig = _line_chart(traces, title or f"{label} by run", x, label, log_y)
+    if narrow:
+        fig.update_layout(legend=LEGEND_BELOW)
+    return fig
 
 
 def lr_curve(records: Sequence[Mapping], metric: str = "lr", x: str = "step") -> go.Figure:

@@ -1,5 +1,7 @@
 """Compare runs: overlay the curves of several runs and set their hyperparameters side by side."""
 
+from functools import partial
+
 import streamlit as st
 
 from bertviz_lite.figures.training import compare_runs, curve_frame
@@ -23,9 +25,10 @@ if not chosen:
     st.info("Choose one or more runs.")
     st.stop()
 runs = {name: records[name] for name in chosen}
-figure = compare_runs(runs, metric, title=METRICS[metric].label, label=METRICS[metric].label,
-                      log_y=st.toggle("Log scale", key="compare_log"))
-show_figure(figure, "compare_runs", frame=lambda: curve_frame(runs, [metric]), key="compare_chart")
+figure = partial(compare_runs, runs, metric, title=METRICS[metric].label, label=METRICS[metric].label,
+                 log_y=st.toggle("Log scale", key="compare_log"))
+show_figure(figure(), "compare_runs", frame=lambda: curve_frame(runs, [metric]), key="compare_chart",
+            narrow=figure(narrow=True))
 for note in notes:
     st.caption(note)
 

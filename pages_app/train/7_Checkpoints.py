@@ -76,17 +76,17 @@ def add_upload(uploader_key: str) -> None:
 def use_and_download(row: dict) -> None:
     """Use on the explore pages, download the zip, export for transformers: open to every visitor."""
     name, folder = row["name"], checkpoints_root() / row["name"]
-    columns = st.columns(3)
-    columns[0].button("Use on explore pages", key="ckpt_use", on_click=use_on_explore, args=(name,),
-                      disabled=not row["loadable"], icon=":material/visibility:", type="primary")
-    columns[1].download_button("Download zip", data=partial(store.checkpoint_zip, folder), file_name=f"{name}.zip",
-                               mime="application/zip", key="ckpt_download", on_click="ignore",
-                               disabled=not row["loadable"], icon=":material/download:")
-    columns[2].download_button("Export as Hugging Face folder", data=partial(store.hf_export_zip, folder),
-                               file_name=f"{name}-hf.zip", mime="application/zip", key="ckpt_export",
-                               on_click="ignore", disabled=not row["loadable"], icon=":material/ios_share:",
-                               help="model.safetensors, config.json and vocab.txt: "
-                                    "transformers' BertForPreTraining.from_pretrained loads the folder.")
+    buttons = st.container(horizontal=True)  # each as wide as its label (in thirds, "Export as Hugging…" was cut)
+    buttons.button("Use on explore pages", key="ckpt_use", on_click=use_on_explore, args=(name,),
+                   disabled=not row["loadable"], icon=":material/visibility:", type="primary")
+    buttons.download_button("Download zip", data=partial(store.checkpoint_zip, folder), file_name=f"{name}.zip",
+                            mime="application/zip", key="ckpt_download", on_click="ignore",
+                            disabled=not row["loadable"], icon=":material/download:")
+    buttons.download_button("Export as Hugging Face folder", data=partial(store.hf_export_zip, folder),
+                            file_name=f"{name}-hf.zip", mime="application/zip", key="ckpt_export",
+                            on_click="ignore", disabled=not row["loadable"], icon=":material/ios_share:",
+                            help="model.safetensors, config.json and vocab.txt: "
+                                 "transformers' BertForPreTraining.from_pretrained loads the folder.")
 
 
 def rename_and_delete(name: str) -> None:

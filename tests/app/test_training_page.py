@@ -271,6 +271,8 @@ def test_compare_overlays_runs_and_tabulates_their_hyperparameters(root):
     at.multiselect(key="compare_runs").set_value(["a", "b"]).run()
     assert not at.exception
     assert traces(at, "compare_chart") == {"a": ([2, 4], [5.0, 4.0]), "b": ([2, 4, 6], [6.0, 3.0, 2.5])}
+    assert traces(at, "narrow__compare_chart") == traces(at, "compare_chart")  # a phone's: the runs' legend below
+    assert chart(at, "narrow__compare_chart").layout.legend.orientation == "h"
     table = at.dataframe[0].value
     assert list(table.index) == ["Learning rate"] and table.loc["Learning rate"].tolist() == ["0.001", "0.01"]
     at.toggle(key="compare_differ").set_value(False).run()
