@@ -61,6 +61,7 @@ def metric_curves(
     """One line per metric against x; records missing a metric (or holding NaN/None) are skipped.
 
     labels: how people read each metric key ("MLM accuracy (held-out)" for eval_mlm_acc); else the key, spaced.
+    Several metrics get their legend in rows under the plot.
     """
     traces = []
     for metric in metrics:
@@ -69,7 +70,10 @@ def metric_curves(
             go.Scatter(x=xs, y=ys, mode="lines+markers" if len(xs) < 50 else "lines", name=_name(metric, labels))
         )
     y_title = _name(metrics[0], labels) if len(metrics) == 1 else "value"
-    return _line_chart(traces, title, x, y_title, log_y)
+    fig = _line_chart(traces, title, x, y_title, log_y)
+    if len(metrics) > 1:  # beside the plot, four entries left it ~100 px in half a 1024-px page
+        fig.update_layout(legend=LEGEND_BELOW)
+    return fig
 
 
 def curve_frame(runs: Mapping[str, Sequence[Mapping]], metrics: Sequence[str], x: str = "step") -> pd.DataFrame:

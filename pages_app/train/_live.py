@@ -143,9 +143,9 @@ def _outcome(run: lifecycle.RunState) -> None:
 
 
 def _final_metrics(records: list[dict]) -> None:
-    shown = metrics.headline(final_metrics(records))
-    for column, (label, value) in zip(st.columns(max(len(shown), 1)), shown, strict=False):
-        column.metric(label, value)
+    row = st.container(horizontal=True, gap="medium")  # each as wide as its label (in quarters at 1024 px, cut)
+    for label, value in metrics.headline(final_metrics(records)):
+        row.metric(label, value, width="content")
 
 
 def _curves(records: list[dict], name: str) -> None:
