@@ -241,6 +241,11 @@ def test_training_curves_skip_missing_values():
     runs = figures.compare_runs({"a": records, "b": records[:2]}, "loss")
     assert [t.name for t in runs.data] == ["a", "b"] and list(runs.data[1].y) == [5.0, 4.0]
     assert not any(math.isnan(y) for t in runs.data for y in t.y)
+    # Legends in rows under the plot where they would crowd it: several metrics, and the runs on a phone.
+    assert fig.layout.legend.orientation == "h" and figures.lr_curve(records).layout.legend.orientation is None
+    assert runs.layout.legend.orientation is None
+    phone_runs = figures.compare_runs({"a": records, "b": records[:2]}, "loss", narrow=True)
+    assert phone_runs.layout.legend.orientation == "h" and phone_runs.to_plotly_json()["data"] == runs.to_plotly_json()["data"]
 
 
 def test_figures_are_deterministic():
