@@ -52,18 +52,25 @@ def ids_figure(tokens: Sequence[str], positions: Sequence[int], segments: Sequen
                    colorscale=colours, zmin=0, zmax=1, showscale=False, xgap=2, ygap=2,
                    hovertemplate=("position %{y}, %{x}" if narrow else "position %{x}, %{y}") + ": %{text}<extra></extra>")
     )
-    title = NARROW_IDS_TITLE if narrow else IDS_TITLE
-    if count < len(tokens):
-        title += ("<br>" if narrow else "; ") + f"first {count} of {len(tokens)} tokens"
     if narrow:
-        top = 120 + 2 * NARROW_ROW * (count < len(tokens))  # the title, centred in the margin, gets a third line
-        fig.update_layout(height=NARROW_ROW * count + top + 10, margin={"t": top, "b": 10, "l": 10, "r": 10},
+        title, top = _phone_title(NARROW_IDS_TITLE, count, len(tokens))
+        fig.update_layout(title=title, height=NARROW_ROW * count + top + 10,
+                          margin={"t": top, "b": 10, "l": 10, "r": 10},
                           xaxis={**category_axis(), "side": "top"}, yaxis={"visible": False, "autorange": "reversed"})
     else:
-        fig.update_layout(height=260, margin={"t": 60, "b": 20, "l": 110, "r": 20},
+        fig.update_layout(title=IDS_TITLE + (f"; first {count} of {len(tokens)} tokens" if count < len(tokens) else ""),
+                          height=260, margin={"t": 60, "b": 20, "l": 110, "r": 20},
                           xaxis={"visible": False}, yaxis={**category_axis(reverse=True)})
-    fig.update_layout(title=title, plot_bgcolor="white")
+    fig.update_layout(plot_bgcolor="white")
     return fig
+
+
+def _phone_title(title: str, shown: int, total: int) -> tuple[str, int]:
+    """A phone table's two-line title, with a third line when it shows only its first rows, and the top margin for
+    it (plotly centres a title in the margin: a third line takes two rows' height)."""
+    if shown == total:
+        return title, 120
+    return f"{title}<br>first {shown} of {total} tokens", 120 + 2 * NARROW_ROW
 
 
 ONE_HEAD_TITLES = ("1. score q · k / √d", "2. softmax: weight", "3. |weight × value|")
@@ -119,9 +126,8 @@ def residual_figure(data: ResidualChanges, narrow: bool = False) -> go.Figure:
     )
     if narrow:
         shown = len(cells["y"])
-        more = f"<br>first {shown} of {len(labels)} tokens" if shown < len(labels) else ""
-        top = 120 + 2 * NARROW_ROW * bool(more)
-        fig.update_layout(title=NARROW_RESIDUAL_TITLE + more, height=NARROW_ROW * shown + top + NARROW_BAR_MARGIN,
+        title, top = _phone_title(NARROW_RESIDUAL_TITLE, shown, len(labels))
+        fig.update_layout(title=title, height=NARROW_ROW * shown + top + NARROW_BAR_MARGIN,
                           margin={"t": top, "b": NARROW_BAR_MARGIN, "r": 10},
                           xaxis={**category_axis(), "side": "top"}, yaxis={**category_axis(reverse=True)})
         return fig

@@ -128,15 +128,11 @@ def plotly_config(name: str) -> dict:
 
 
 def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, key: str) -> None:
-    """A download button for a table, or a table made on demand (a view's to_frame).
-
-    The CSV is only built when the user clicks, so big tables cost nothing until then.
-    """
-    def data() -> bytes:
-        return explore.csv_bytes(numbers if isinstance(numbers, pd.DataFrame) else numbers())
-
-    st.download_button("Numbers as CSV", data=data, file_name=f"{name}.csv", mime="text/csv",
-                       key=f"{key}_csv", on_click="ignore", icon=":material/download:")
+    """A download button for a table, or a table made on demand (a view's to_frame): the CSV is only built when the
+    user clicks, so big tables cost nothing until then."""
+    table = (lambda: numbers) if isinstance(numbers, pd.DataFrame) else numbers
+    st.download_button("Numbers as CSV", data=lambda: explore.csv_bytes(table()), file_name=f"{name}.csv",
+                       mime="text/csv", key=f"{key}_csv", on_click="ignore", icon=":material/download:")
 
 
 def step_keys(previous_key: str, next_key: str) -> None:
@@ -161,6 +157,12 @@ def presentation_style() -> None:
 def narrow_key(key: str) -> str:
     """The widget key of a figure's phone version (show_figure's `narrow`)."""
     return f"{NARROW}{key}"
+
+
+def clicked(key: str, read: Callable[[object], T | None]) -> T | None:
+    """read(selection) of the chart `key` or of its phone version, whichever was clicked; None when neither was."""
+    events = (st.session_state.get(chart) for chart in (key, narrow_key(key)))
+    return next((found for event in events if event and (found := read(event.selection)) is not None), None)
 
 
 def show_figure(fig: go.Figure | partial, name: str, frame: pd.DataFrame | Callable[[], pd.DataFrame],
@@ -242,16 +244,14 @@ def on_tile_click(key: str, layers: int, heads: int, picked: Callable[[int, int]
 
     renew: the name given to renewing_key; its click count goes up, so the chart gets a new key.
     """
-    def clicked() -> None:  # the wide chart or the phone's (show_figure's narrow): the one clicked has a tile
-        events = (st.session_state.get(chart) for chart in (key, narrow_key(key)))
-        tile = next((tile for event in events
-                     if event and (tile := explore.model_view_selection(event.selection, layers, heads)) is not None), None)
+    def on_click() -> None:
+        tile = clicked(key, lambda selection: explore.model_view_selection(selection, layers, heads))
         if tile is not None:
             picked(*tile)
             if renew:
                 st.session_state[f"{renew}_clicks"] = st.session_state.get(f"{renew}_clicks", 0) + 1
 
-    return clicked
+    return on_click
 
 
 def _use_default_model() -> None:

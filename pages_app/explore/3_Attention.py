@@ -11,6 +11,7 @@ from bertviz_lite.inspection import analysis, explore, views
 from bertviz_lite.inspection.views import tabs as declared
 from pages_app.common._state import KEEP, clamp_number, keep_choice, keep_choices
 from pages_app.common._ui import (
+    clicked,
     declared_tabs,
     is_present,
     load_context,
@@ -55,10 +56,7 @@ def single_head(layer: int, head: int, which: str, name: str, axis_titles: bool 
 
 
 def _focus_clicked_token() -> None:
-    # A screen shows the wide chart or the phone's (show_figure's narrow): the one clicked has the selection.
-    events = (st.session_state.get(key) for key in ("head_view", narrow_key("head_view")))
-    picked = next((token for event in events if event and (token := explore.clicked_token(event.selection)) is not None),
-                  None)
+    picked = clicked("head_view", explore.clicked_token)  # the wide chart's or the phone's
     start = st.session_state.get("hv_window_start", 0)
     st.session_state["hv_focus"] = ALL_TOKENS if picked is None else start + picked
 
