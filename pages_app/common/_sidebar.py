@@ -15,6 +15,7 @@ from bertviz_lite.loading.pretrained import (
     BUILT_IN,
     DEFAULT_MODEL,
     DESCRIPTIONS,
+    describe,
     model_sources,
     source_label,
 )
@@ -71,8 +72,8 @@ def render_sidebar() -> Inputs:
                   "page and the sidebar folded away: for a projector. Also ?present=1 in the URL.")
         st.selectbox("Model", options, index=options.index(model) if model in options else 0, key="model_picker",
                      format_func=model_label, help=MODEL_HELP)
-        if st.session_state["model_picker"] in DESCRIPTIONS:
-            st.caption(DESCRIPTIONS[st.session_state["model_picker"]])
+        if description := describe(st.session_state["model_picker"]):
+            st.caption(description)
         if st.session_state["model_picker"] == OTHER_FOLDER:
             st.text_input("Model folder", _held("model_path"), key="model_path", placeholder="/path/to/a/bert/folder",
                           help="A folder with config.json, vocab.txt and model.safetensors (or pytorch_model.bin).")
