@@ -49,7 +49,7 @@ def test_the_contrast_attribution_is_leave_one_out_of_the_difference(demo):
 
     def difference(input_ids):
         with torch.no_grad():
-            logits = model(input_ids)[0, position]
+            logits = model.mlm_logits(input_ids)[0, position]
         return float(logits[pair[0]] - logits[pair[1]])
 
     for j in (1, 3, position):

@@ -27,7 +27,7 @@ def _loop_pll(model, tokenizer, sentence: str) -> float:
         ids = torch.tensor([encoding.input_ids])
         ids[0, i] = tokenizer.mask_token_id
         with torch.no_grad():
-            logits = model(ids, torch.zeros_like(ids))[0, i]
+            logits = model.mlm_logits(ids, torch.zeros_like(ids))[0, i]
         total += torch.log_softmax(logits.double(), -1)[encoding.input_ids[i]].item()
     return total
 

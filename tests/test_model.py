@@ -5,8 +5,9 @@ import torch
 import transformers
 
 from bertviz_lite.model.config import BertConfig
+from bertviz_lite.model.embeddings import sinusoidal_position_table
 from bertviz_lite.model.heads import CPU_BF16_ROW_BUCKET, bucketed_rows
-from bertviz_lite.model.modeling import BertForPreTraining, sinusoidal_position_table
+from bertviz_lite.model.modeling import BertForPreTraining
 
 TINY = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
 
@@ -61,10 +62,13 @@ def test_trace_matches_transformers_on_padded_pairs():
 def test_forward_call_contract_and_padding_default():
     model = ours_from(hf_model())
     ids, tt, am = padded_pair_batch()
-    logits = model(ids, tt)  # the attention mask defaults to "not padding"
-    assert logits.shape == (3, 11, TINY["vocab_size"]) and logits.dtype == torch.float32
+    out = model(ids, tt)  # the attention mask defaults to "not padding"
+    assert out.prediction_logits.shape == (3, 11, TINY["vocab_size"]) and out.prediction_logits.dtype == torch.float32
+    assert out.seq_relationship_logits.shape == (3, 2)
     explicit = model(ids, tt, attention_mask=am)
-    assert torch.equal(logits, explicit)
+    assert torch.equal(out.prediction_logits, explicit.prediction_logits)
+    assert torch.equal(out.seq_relationship_logits, explicit.seq_relationship_logits)
+    assert torch.equal(model.mlm_logits(ids, tt), out.prediction_logits)
 
 
 def test_exported_state_dict_loads_strictly_into_transformers_and_agrees():
@@ -74,9 +78,9 @@ def test_exported_state_dict_loads_strictly_into_transformers_and_agrees():
     ids, tt, am = padded_pair_batch()
     with torch.no_grad():
         ref = hf(input_ids=ids, token_type_ids=tt, attention_mask=am)
-        ours = model(ids, tt, attention_mask=am)
-    assert (ref.prediction_logits - ours)[am.bool()].abs().max() < 1e-5
-    assert (ref.seq_relationship_logits - model.next_sentence_logits(ids, tt, am)).abs().max() < 1e-5
+        ours = model(ids, tt, attention_mask=am)  # both heads, under transformers' names
+    assert (ref.prediction_logits - ours.prediction_logits)[am.bool()].abs().max() < 1e-5
+    assert (ref.seq_relationship_logits - ours.seq_relationship_logits).abs().max() < 1e-5
 
 
 @pytest.mark.parametrize("cls", [transformers.BertModel, transformers.BertForMaskedLM])
@@ -100,7 +104,7 @@ def test_old_gamma_beta_names_and_position_ids_buffer_are_accepted():
     model = BertForPreTraining(BertConfig(**TINY)).eval()
     model.load_hf_state_dict(state)
     ids, tt, am = padded_pair_batch()
-    assert torch.allclose(model(ids, tt, attention_mask=am), ours_from(hf)(ids, tt, attention_mask=am))
+    assert torch.allclose(model.mlm_logits(ids, tt, attention_mask=am), ours_from(hf).mlm_logits(ids, tt, attention_mask=am))
 
 
 def test_missing_unexpected_and_misshaped_keys_are_reported():
@@ -140,9 +144,9 @@ def test_fused_and_explicit_attention_paths_agree():
 def test_eval_mode_is_deterministic_and_train_mode_uses_dropout():
     model = BertForPreTraining(BertConfig(**TINY, hidden_dropout_prob=0.5)).eval()
     ids, tt, am = padded_pair_batch()
-    assert torch.equal(model(ids, tt), model(ids, tt))
+    assert torch.equal(model.mlm_logits(ids, tt), model.mlm_logits(ids, tt))
     model.train()
-    assert not torch.equal(model(ids, tt), model(ids, tt))
+    assert not torch.equal(model.mlm_logits(ids, tt), model.mlm_logits(ids, tt))
 
 
 def test_trace_embedding_parts_add_up():
@@ -165,7 +169,7 @@ def test_sinusoidal_positions_are_fixed_and_export_to_transformers():
     ids, tt, am = padded_pair_batch()
     with torch.no_grad():
         assert (hf(input_ids=ids, token_type_ids=tt, attention_mask=am).prediction_logits
-                - model(ids, tt, attention_mask=am))[am.bool()].abs().max() < 1e-5
+                - model.mlm_logits(ids, tt, attention_mask=am))[am.bool()].abs().max() < 1e-5
 
 
 def test_mlm_decoder_is_tied_to_word_embeddings():
@@ -179,7 +183,7 @@ def test_pretraining_loss_uses_only_masked_positions():
     labels = torch.full_like(ids, -100)
     labels[0, 2], labels[1, 1] = 17, 42
     out = model.pretraining_loss(ids, tt, am, labels, torch.tensor([0, 1, 0]))
-    full = model(ids, tt, attention_mask=am)
+    full = model.mlm_logits(ids, tt, attention_mask=am)
     expected_mlm = torch.nn.functional.cross_entropy(full[labels != -100], labels[labels != -100])
     assert out.mlm_logits.shape == (2, TINY["vocab_size"])
     assert torch.allclose(out.mlm_loss, expected_mlm, atol=1e-6)

@@ -38,7 +38,7 @@ def test_patching_every_position_at_layer_0_gives_the_clean_logits_and_none_the_
     clean, corrupted = clean_and_corrupted()
     every = patched_logits(model, clean, corrupted, None, 0, range(clean.shape[1]))
     assert torch.equal(every, model.cls.predictions(patching.record_run(model, clean).final))
-    torch.testing.assert_close(every, model(clean), atol=1e-5, rtol=1e-5)  # and the model's own forward
+    torch.testing.assert_close(every, model.mlm_logits(clean), atol=1e-5, rtol=1e-5)  # and the model's own forward
     nothing = patched_logits(model, clean, corrupted, None, 1, [])
     assert torch.equal(nothing, model.cls.predictions(patching.record_run(model, corrupted).final))
     # an unchanged position changes nothing at layer 0; a changed one does
@@ -79,7 +79,8 @@ def test_grids_agree_with_single_patched_runs_and_their_corners():
     model = tiny_model()
     clean_ids, corrupted_ids = clean_and_corrupted()
     clean, corrupted = patching.record_run(model, clean_ids), patching.record_run(model, corrupted_ids)
-    moved = model(clean_ids)[0, 6] - model(corrupted_ids)[0, 6]  # the candidates the corruption moves most apart
+    # the candidates the corruption moves most apart
+    moved = model.mlm_logits(clean_ids)[0, 6] - model.mlm_logits(corrupted_ids)[0, 6]
     up, down = int(moved.argmax()), int(moved.argmin())
     target = Target(6, up, down)
 
@@ -91,7 +92,7 @@ def test_grids_agree_with_single_patched_runs_and_their_corners():
     for layer, position in [(0, 1), (1, 5), (2, 6), (1, 0)]:
         single = patched_logits(model, clean_ids, corrupted_ids, None, layer, position)
         assert grid[layer, position] == pytest.approx(metric(single), abs=1e-5)
-    clean_metric, corrupted_metric = metric(model(clean_ids)), metric(model(corrupted_ids))
+    clean_metric, corrupted_metric = metric(model.mlm_logits(clean_ids)), metric(model.mlm_logits(corrupted_ids))
     share = patching.recovered_share(grid, clean_metric, corrupted_metric)
     assert share[2, 6] == pytest.approx(1.0, abs=1e-4)  # the last layer at the predicted position is everything
     np.testing.assert_allclose(share[2, [0, 1, 2, 3, 4, 5, 7]], 0.0, atol=1e-4)  # …and elsewhere nothing

@@ -41,7 +41,7 @@ def test_each_tokens_log_prob_is_a_masked_forward_pass_of_that_sentence_alone():
             masked = ids.clone()
             masked[0, position] = tokenizer.mask_token_id
             with torch.no_grad():
-                own.append(float(model(masked)[0, position].log_softmax(-1)[ids[0, position]]))
+                own.append(float(model.mlm_logits(masked)[0, position].log_softmax(-1)[ids[0, position]]))
         np.testing.assert_allclose(log_probs, own, atol=1e-4)
     assert data.preferred == ("A" if data.pll[0] >= data.pll[1] else "B")
     assert data.differs[0].sum() + data.differs[1].sum() >= 1 and not data.differs[0][0]

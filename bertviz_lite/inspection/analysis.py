@@ -311,7 +311,7 @@ def sinusoidal_position_table(num_positions: int, dim: int) -> np.ndarray:
     """
     if num_positions < 0 or dim < 1:
         raise ValueError(f"need num_positions >= 0 and dim >= 1, got {num_positions} and {dim}")
-    from bertviz_lite.model.modeling import sinusoidal_position_table as table
+    from bertviz_lite.model.embeddings import sinusoidal_position_table as table
 
     return table(num_positions, dim).numpy()
 

@@ -16,7 +16,7 @@ def fill_mask(model: BertForPreTraining, tokenizer: BertTokenizer, text: str, k:
         raise ValueError(f"{text!r} has no [MASK] token to fill in")
     position = encoding.input_ids.index(tokenizer.mask_token_id)
     model.eval()
-    logits = model(**{k: v for k, v in encoding.to_tensors().items() if k != "attention_mask"})[0, position]
+    logits = model.mlm_logits(**{k: v for k, v in encoding.to_tensors().items() if k != "attention_mask"})[0, position]
     probs, ids = torch.softmax(logits.float(), -1).topk(k)
     return list(zip(tokenizer.convert_ids_to_tokens(ids.tolist()), probs.tolist(), strict=True))
 
@@ -61,7 +61,7 @@ def probe_predictions(model: BertForPreTraining, tokenizer: BertTokenizer, text_
     was_training = model.training
     model.eval()
     probs = torch.softmax(
-        model(masked, inputs["token_type_ids"], attention_mask=inputs["attention_mask"])[0, position].float(),
+        model.mlm_logits(masked, inputs["token_type_ids"], attention_mask=inputs["attention_mask"])[0, position].float(),
         -1,
     )
     nsp = model.next_sentence_logits(inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"])

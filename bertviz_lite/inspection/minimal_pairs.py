@@ -42,7 +42,7 @@ def token_log_probs(model: BertForPreTraining, tokenizer: BertTokenizer, sentenc
     masked = ids.repeat(len(positions), 1)  # (N, T): copy n has only token positions[n] masked
     masked[rows, columns] = tokenizer.mask_token_id
     model.eval()
-    logits = model(masked, torch.zeros_like(masked))[rows, columns]  # (N, V), segment A only
+    logits = model.mlm_logits(masked, torch.zeros_like(masked))[rows, columns]  # (N, V), segment A only
     log_probs = torch.log_softmax(logits.double(), dim=-1)[rows, ids[columns]]
     return list(zip([encoding.tokens[i] for i in positions], log_probs.tolist(), strict=True))
 

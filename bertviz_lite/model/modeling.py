@@ -13,56 +13,17 @@ from torch import Tensor, nn
 
 from bertviz_lite.model.attention_masks import additive_mask, check_head_mask
 from bertviz_lite.model.config import BertConfig
+from bertviz_lite.model.embeddings import BertEmbeddings
 from bertviz_lite.model.heads import BertPreTrainingHeads, bucketed_rows
 from bertviz_lite.model.outputs import (
+    BertForPreTrainingOutput,
     BertModelOutput,
     BertTrace,
-    EmbeddingParts,
     LayerAttention,
     PretrainingOutput,
 )
 
 IGNORE_INDEX = -100  # label for positions the MLM loss skips (torch's cross_entropy default)
-
-
-def sinusoidal_position_table(num_positions: int, dim: int) -> Tensor:
-    """The fixed table of Vaswani et al.: sin on even dimensions, cos on odd ones. (num_positions, dim)"""
-    position = torch.arange(num_positions, dtype=torch.float64).unsqueeze(1)
-    div = torch.exp(torch.arange(0, dim, 2, dtype=torch.float64) * (-math.log(10000.0) / dim))
-    table = torch.zeros(num_positions, dim, dtype=torch.float64)
-    table[:, 0::2] = torch.sin(position * div)
-    table[:, 1::2] = torch.cos(position * div[: dim // 2])
-    return table.float()
-
-
-class BertEmbeddings(nn.Module):
-    """Token + position + segment embeddings, then LayerNorm and dropout."""
-
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
-        if config.position_embedding_type == "sinusoidal":
-            table = sinusoidal_position_table(config.max_position_embeddings, config.hidden_size)
-            self.position_embeddings.weight = nn.Parameter(table, requires_grad=False)
-
-    def parts(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor) -> EmbeddingParts:
-        token = self.word_embeddings(input_ids)
-        position = self.position_embeddings(position_ids).expand_as(token)
-        segment = self.token_type_embeddings(token_type_ids)
-        summed = token + position + segment
-        return EmbeddingParts(token, position, segment, summed, self.LayerNorm(summed))
-
-    def summed(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor) -> Tensor:
-        """Token + segment + position embeddings before LayerNorm, added in transformers' order."""
-        summed = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
-        return summed + self.position_embeddings(position_ids)
-
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor) -> Tensor:
-        return self.dropout(self.LayerNorm(self.summed(input_ids, token_type_ids, position_ids)))
 
 
 class BertSelfAttention(nn.Module):
@@ -276,8 +237,8 @@ def _want(requested: bool | None, available: bool) -> bool:
 class BertForPreTraining(nn.Module):
     """BERT with its MLM and NSP heads (Hugging Face's `BertForPreTraining`).
 
-    `model(input_ids, token_type_ids)` returns MLM logits (B, T, V); `model.trace(...)` returns a
-    BertTrace with every intermediate; `model.pretraining_loss(...)` trains.
+    `model(input_ids, token_type_ids)` returns both heads' logits, `model.mlm_logits(...)` the MLM head's (B, T, V),
+    `model.trace(...)` a BertTrace with every intermediate; `model.pretraining_loss(...)` trains.
     """
 
     def __init__(self, config: BertConfig, init_weights: bool = True):
@@ -322,8 +283,16 @@ class BertForPreTraining(nn.Module):
     def forward(
         self, input_ids: Tensor, token_type_ids: Tensor | None = None, *, attention_mask: Tensor | None = None,
         position_ids: Tensor | None = None,
+    ) -> BertForPreTrainingOutput:
+        """Both heads, as transformers' BertForPreTraining: prediction_logits (B, T, V), seq_relationship_logits (B, 2)."""
+        hidden, pooled = self.encode(input_ids, token_type_ids, attention_mask, position_ids)
+        return BertForPreTrainingOutput(self.cls.predictions(hidden), self.cls.seq_relationship(pooled))
+
+    def mlm_logits(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, *, attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
     ) -> Tensor:
-        """MLM logits (B, T, V)."""
+        """The MLM head alone: logits (B, T, V), without the NSP head's pooler."""
         hidden, _ = self.encode(input_ids, token_type_ids, attention_mask, position_ids)
         return self.cls.predictions(hidden)
 

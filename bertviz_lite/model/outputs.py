@@ -86,6 +86,14 @@ class BertModelOutput:
 
 
 @dataclass
+class BertForPreTrainingOutput:
+    """What `BertForPreTraining` returns, under transformers' names: both heads' logits."""
+
+    prediction_logits: Tensor  # (B, T, V) the MLM head at every position
+    seq_relationship_logits: Tensor  # (B, 2) the NSP head on the pooled [CLS]; index 0 = B follows A
+
+
+@dataclass
 class PretrainingOutput:
     """Losses of one pre-training step; MLM logits only at the masked positions."""
 

@@ -11,19 +11,12 @@ from typing import NamedTuple
 import streamlit as st
 
 from bertviz_lite.inspection.explore import source_version
-from bertviz_lite.loading.pretrained import (
-    BUILT_IN,
-    DEFAULT_MODEL,
-    DESCRIPTIONS,
-    describe,
-    model_sources,
-    source_label,
-)
+from bertviz_lite.loading.pretrained import BUILT_IN, DEFAULT_MODEL, describe, model_sources, source_label
 from pages_app.common._state import keep_choice
 from pages_app.common._visitor import remember_visitor
 
 OTHER_FOLDER = "Another folder…"
-MODEL_HELP = " ".join(f"{name}: {DESCRIPTIONS[name]}" for name in BUILT_IN) + (
+MODEL_HELP = " ".join(f"{name}: {describe(name)}" for name in BUILT_IN) + (
     " Then your checkpoints, BERT models in the local Hugging Face cache, or any BERT folder."
 )
 DEFAULTS = {

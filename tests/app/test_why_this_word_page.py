@@ -81,7 +81,7 @@ def _own_metric(loaded_model, state, target: str, foil: str) -> tuple[float, flo
     position = a.tokens.index("[MASK]")
     ids = tokenizer.convert_tokens_to_ids([target, foil])
     with torch.no_grad():
-        ends = [model(e.to_tensors()["input_ids"])[0, position] for e in (a, b)]
+        ends = [model.mlm_logits(e.to_tensors()["input_ids"])[0, position] for e in (a, b)]
     return float(ends[0][ids[0]] - ends[0][ids[1]]), float(ends[1][ids[0]] - ends[1][ids[1]]), position
 
 

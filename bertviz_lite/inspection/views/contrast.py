@@ -93,7 +93,7 @@ def _top_ids(model: BertForPreTraining, tokenizer: BertTokenizer, sentence: str,
         return []
     model.eval()
     with torch.inference_mode():
-        logits = model(encoding.to_tensors()["input_ids"])[0, position]
+        logits = model.mlm_logits(encoding.to_tensors()["input_ids"])[0, position]
     ranked = [int(i) for i in logits.argsort(descending=True)[:20]]
     words = [i for i in ranked if tokenizer.convert_ids_to_tokens(i).isalpha()]  # whole words read best as candidates
     return words or [i for i in ranked if i not in set(tokenizer.all_special_ids)]
