@@ -27,15 +27,14 @@ def _try_admin_token() -> None:
     st.session_state["visitor_admin"] = right
     st.session_state["admin_notice"] = None if right else "That is not the admin token."
     if right:
-        st.session_state["admin_cookie_due"] = True
+        _keep_admin_cookie()
 
 
 def _keep_admin_cookie() -> None:
-    """Once, after the right token: the signed cookie, set HttpOnly by the cookie route's answer."""
-    if st.session_state.pop("admin_cookie_due", False):
-        cookie = cookie_handoff.ParkedCookie(access.ADMIN_COOKIE, access.admin_cookie(),
-                                             int(access.ADMIN_COOKIE_HOURS * 3600))
-        st.html(cookie_handoff.fetch_script(cookie_handoff.park(cookie)), unsafe_allow_javascript=True)
+    """After the right token: the signed cookie, set HttpOnly by the cookie route's answer. Drawn by the callback
+    itself, as the page that asked may not draw this form again (an admin sees Rename and Delete instead)."""
+    cookie = cookie_handoff.ParkedCookie(access.ADMIN_COOKIE, access.admin_cookie(), int(access.ADMIN_COOKIE_HOURS * 3600))
+    st.html(cookie_handoff.fetch_script(cookie_handoff.park(cookie)), unsafe_allow_javascript=True)
 
 
 def admin_login() -> None:
@@ -43,7 +42,6 @@ def admin_login() -> None:
     if not access.admin_token_configured():
         return
     if current_visitor().admin:
-        _keep_admin_cookie()
         st.caption("You are the admin: you may change every run and upload.")
         return
     st.text_input("Admin token", type="password", key="admin_token", on_change=_try_admin_token,
