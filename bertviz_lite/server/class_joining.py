@@ -118,7 +118,7 @@ def join(code: str, browser_id: str, address: str, *, token: str = "", now: floa
     with database.transaction(path):
         row, refused = _by_token(db, code, token) if token else _by_code(db, code, keys, now)
         if row is not None:
-            return _enrol(db, row, browser_id, keys[0], now)
+            return _enrol(db, row, browser_id, client_digest(address), now)
     raise refused  # after COMMIT: the wrong code is counted even though the join failed
 
 
