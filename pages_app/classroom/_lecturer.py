@@ -114,9 +114,16 @@ def _join_panel(code: str, secret: str, view: classroom.ClassView) -> None:
     st.html(f'<div style="text-align:center;line-height:1.2">Join with the QR code or the code'
             f'<div class="bvl-join-code" style="font:700 2.6rem/1.2 monospace;letter-spacing:0.1em">{code}</div></div>')
     st.image(qr.getvalue(), width="stretch", caption=link)
+    _head_count(code, view.expected, view.joining_open)
+
+
+@st.fragment(run_every=POLL_S)
+def _head_count(code: str, expected: int, joining_open: bool) -> None:
+    """Joined students, live, against the head count the lecturer expects."""
     joined = class_results.student_count(code)
-    st.metric("Students", f"{joined} of {view.expected}" if view.expected else joined)
-    if not view.joining_open:
+    st.metric("Students", f"{joined} of {expected}" if expected else joined,
+              help=None if joining_open else "Joining is closed: nobody new can join.")
+    if not joining_open:
         st.caption("Joining is closed.")
 
 
