@@ -148,8 +148,9 @@ ANSWERING = textwrap.dedent("""
     from bertviz_lite.server import class_joining
     path, code, question = sys.argv[1], sys.argv[2], int(sys.argv[3])
     for i in range(10_000):
-        student = class_joining.join(code, f"killed-{i}", f"10.0.{i // 250}.{i % 250}", path=path)
-        class_joining.answer(code, student, question, "Yes" if i % 3 else "No", path=path)
+        address = f"10.0.{i // 250}.{i % 250}"  # phones of their own: one address is limited
+        student = class_joining.join(code, f"killed-{i}", address, path=path)
+        class_joining.answer(code, student, question, "Yes" if i % 3 else "No", address=address, path=path)
         print(i, flush=True)  # acknowledged: answer() returned
 """)
 
