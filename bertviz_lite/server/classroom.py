@@ -171,16 +171,17 @@ def _check_class_cap(db: sqlite3.Connection, owner: str, address: str, now: floa
 
 def start_class(position: Position, *, owner: str = "", address: str = "", hours: float = CLASS_HOURS,
                 now: float | None = None, path: Path | None = None) -> tuple[str, str]:
-    """A new class at this position, led by visitor `owner` from client `address`: (join code, lecturer secret).
-    Only digests of the secret, its join token, the owner and the address are stored."""
+    """A new class at this position, led by visitor `owner` from client `address` (neither: the server itself, not
+    capped): (join code, lecturer secret). Only digests of the secret, its join token, owner and address are stored."""
     now, position, secret = now_or(now), _checked_position(position), secrets.token_urlsafe(24)
-    db, owner, address = connect(path), client_digest(owner), client_digest(address)
+    capped, db, owner, address = bool(owner or address), connect(path), client_digest(owner), client_digest(address)
     for _ in range(8):  # a code already in use is drawn again
         code = new_code()
         try:
             with database.transaction(path):
                 _purge(db, now)
-                _check_class_cap(db, owner, address, now)
+                if capped:
+                    _check_class_cap(db, owner, address, now)
                 db.execute("INSERT INTO class_sessions (code, secret_digest, created_at, expires_at, source, text_a, "
                            "text_b, step, layer, head, owner, owner_address, join_token_digest) "
                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
