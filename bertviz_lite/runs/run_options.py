@@ -124,9 +124,9 @@ def declared_options(options: dict[str, Any]) -> dict[str, Any]:
 def check_budget(args: TrainingArguments) -> None:
     """OptionError (on the batch size) when the run passes the server's memory or steps × batch limits.
 
-    A run continued from pretrained weights (`init`) is estimated with the sizes its options give, not its own.
+    A run continued from pretrained weights (`init`) is estimated with that model's sizes and vocabulary.
     """
-    config = args.bert_config(args.vocab_size)
+    config = args.model_config()
     try:
         check_training_budget(config, args.batch_size, args.seq_len, args.steps)
     except ValueError as err:
@@ -140,7 +140,7 @@ def check_budget(args: TrainingArguments) -> None:
 
 def disk_estimate(args: TrainingArguments) -> int:
     """Bytes a run's folder will hold, about: float32 weights and AdamW's two moments (12 bytes a parameter)."""
-    return 12 * parameter_count(args.bert_config(args.vocab_size))
+    return 12 * parameter_count(args.model_config())
 
 
 def command_options(args: TrainingArguments) -> dict[str, Any]:

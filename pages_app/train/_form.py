@@ -156,7 +156,10 @@ def _top_row() -> list[str | None]:
                  format_func=DTYPE_LABELS.get, help=run_options.option_help()["dtype"])
     with top[3]:
         errors.append(_run_name())
-    top[4].number_input("CPU threads (0: PyTorch's default)", min_value=0, max_value=256, step=1, key="opt_threads")
+    most = lifecycle.threads_allowed(current_visitor())
+    st.session_state["opt_threads"] = min(int(st.session_state.get("opt_threads") or 0), most)  # admin logged out
+    top[4].number_input(f"CPU threads (0: {lifecycle.training_threads()})", min_value=0, max_value=most, step=1,
+                        key="opt_threads", help=f"At most {most} for a run started here.")
     return errors
 
 
