@@ -325,6 +325,27 @@ def check_weight_file(path: Path, config: BertConfig) -> None:
         _check_torch_zip(path, budget, name)
 
 
+# ---- typed text ----------------------------------------------------------------------------------
+# What a visitor types, links or pastes is checked against these before any work (tokenizing, a file system call);
+# the pages give the same numbers to their widgets' max_chars, which a link or a script can bypass.
+
+MAX_SENTENCE_CHARS = 2000  # Sentence A and B: 512 tokens need far fewer characters
+MAX_WORD_CHARS = 50  # Why this word's target and foil
+MAX_PATH_CHARS = 1024  # the model folder's path (Linux's PATH_MAX is 4096)
+MAX_NAME_CHARS = 100  # a run's or a checkpoint's name
+MAX_CORPUS_CHARS = 5_000_000  # a pasted training corpus (an uploaded one: 5 MB)
+MAX_USER_SENTENCES = 100  # lines of Meaning in context's "Your sentences"
+MAX_USER_SENTENCE_CHARS = 20_000  # its whole text (~200 characters a line)
+MAX_USER_OCCURRENCES = 200  # times the word may occur in them (each one is a vector at every layer)
+
+
+def check_text(text: str, limit: int, what: str) -> str:
+    """`text` if it has at most `limit` characters, else ValueError saying so (nothing else is read)."""
+    if len(text) > limit:
+        raise ValueError(f"{what} is {len(text):,} characters long; this server takes at most {limit:,}.")
+    return text
+
+
 # ---- numbers read back from run folders ----------------------------------------------------------
 
 

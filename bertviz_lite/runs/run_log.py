@@ -10,6 +10,7 @@ from typing import Any
 
 from bertviz_lite.loading.run_folder import RunFolder
 
+TAIL_FOLLOWS = " Last lines of its log:"  # ends a died message's first line when the tail follows
 _ERROR_LINE = re.compile(r"(?:^|: )error: (.+)$")  # the CLI's one-line errors, argparse's included
 # An absolute path (POSIX, or a Windows drive) not inside a word, up to the next space, quote or bracket.
 _PATH = re.compile(r"""(?:\b[A-Za-z]:|(?<![\w.~-]))(?:[/\\][^\s/\\'"()\[\]<>,;]+)+[/\\]?""")
@@ -23,7 +24,7 @@ def died_message(run_dir: Path, pid: Any) -> str:
         text = f"{reasons[-1]} (the training process, pid {pid}, exited)"
     else:
         text = f"The training process (pid {pid}) ended without saying why."
-    return f"{text} Last lines of its log:\n{tail}" if tail else text
+    return f"{text}{TAIL_FOLLOWS}\n{tail}" if tail else text
 
 
 def log_tail(run_dir: str | os.PathLike, max_lines: int = 12, max_chars: int = 2000) -> str:
@@ -40,6 +41,7 @@ def log_tail(run_dir: str | os.PathLike, max_lines: int = 12, max_chars: int = 2
     return "\n".join([line for line in lines if line][-max_lines:])[-max_chars:]
 
 
-def without_paths(text: str) -> str:
-    """`text` with every absolute path replaced by "…" (a visitor learns why a run failed, not the server's folders)."""
-    return _PATH.sub("…", text)
+def without_paths(reason: str) -> str:
+    """A reason line with every absolute path replaced by "…" and no mention of the log (a visitor learns why a run
+    failed, not the server's folders)."""
+    return _PATH.sub("…", reason.removesuffix(TAIL_FOLLOWS))

@@ -61,7 +61,7 @@ PRESET_DEFAULT = " (default: the preset's)"
 MAX_STEPS = 10_000_000  # steps, warm-up and logging intervals (the base preset: 10,000)
 MAX_DOCUMENTS = 100_000  # built-in stories: ~75 MB of text, generated in ~5 s (10**9 would be ~766 GB)
 MAX_VOCAB_SIZE = 250_000  # a learned WordPiece vocabulary (BERT: 30,522; multilingual BERT: 119,547)
-MAX_BATCH_SIZE = 65_536
+MAX_BATCH_SIZE = 2**20  # the tensor and memory checks refuse far smaller batches of any real model
 MAX_EVAL_PAIRS = 100_000
 MAX_SEED = 2**32 - 1  # what numpy's and Python's generators take whole
 
