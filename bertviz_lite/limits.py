@@ -70,7 +70,15 @@ MAX_JSON_DEPTH = 32
 MAX_VOCAB_BYTES = 10 * MB
 MAX_VOCAB_LINES = 1_000_000
 MAX_METRICS_BYTES = 64 * MB  # of an uploaded metrics.jsonl: a 100k-step run logs ~20 MB
-MAX_SAFETENSORS_HEADER_BYTES = 100 * MB
+# A safetensors header names each tensor with its dtype, shape and offsets, ~100 bytes a tensor: BERT-large's 400
+# tensors take ~60 kB, a snapshot's header (its tokens and predictions) a few kB. 1 MB leaves room; 800,000 empty
+# tensors (a 47 MB header) cost 12 s and 700 MB to parse before the 100 MB this limit was.
+MAX_SAFETENSORS_HEADER_BYTES = 1 * MB
+# The largest upload a visitor may really need: a base-preset run's zip at its worst, float32 weights with the tied
+# decoder copy (510 MB), snapshots (256 MB), metrics (64 MB), vocab.txt and the JSON files: 842 MB. Streamlit holds
+# an upload in memory before any check, so .streamlit/config.toml's maxUploadSize is this (a test keeps them equal).
+MAX_UPLOAD_MB = 850
+MAX_CONCURRENT_UPLOADS = 2  # zips being unpacked at once, in all app processes together
 MAX_METRICS_READ_BYTES = 8 * MB  # of metrics.jsonl read back for a page: its last 8 MB
 MAX_METRICS_READ_LINES = 50_000  # … and at most its last 50,000 lines
 MAX_POINTS_DRAWN = 2000  # points per curve: longer curves are downsampled before they are drawn
@@ -291,6 +299,22 @@ def safetensors_header_length(head: bytes, size: int, name: str) -> int:
             f"{name} has a {megabytes(length)} header; this server reads at most {megabytes(MAX_SAFETENSORS_HEADER_BYTES)}"
         )
     return length
+
+
+def read_safetensors_header(path: Path, name: str) -> dict[str, Any]:
+    """The JSON header of a safetensors file, read within MAX_SAFETENSORS_HEADER_BYTES (no tensor is read)."""
+    with open(path, "rb") as handle:
+        length = safetensors_header_length(handle.read(9), path.stat().st_size, name)
+        handle.seek(8)
+        text = handle.read(length).decode("utf-8", errors="replace")
+    check_json_depth(text, name)
+    try:
+        header = json.loads(text)
+    except ValueError:
+        header = None
+    if not isinstance(header, dict):
+        raise ValueError(f"{name} is damaged or not a weight file (its header is not a JSON object)")
+    return header
 
 
 def _check_torch_zip(path: Path, budget: int, name: str) -> None:

@@ -52,7 +52,7 @@ from bertviz_lite.runs.store import (
 )
 from bertviz_lite.server import access
 
-MAX_ZIP_BYTES = 1 << 30  # 1 GiB uploaded
+MAX_ZIP_BYTES = limits.MAX_UPLOAD_MB * limits.MB  # also Streamlit's maxUploadSize
 MAX_MEMBERS = 2000
 _STAGING_NAME = re.compile(r"\.upload-(\d+)-(\d+)-")  # .upload-<pid>-<bytes claimed>-<random>
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib", ".npy", ".npz")
@@ -64,7 +64,7 @@ def _open_zip(data: bytes | BinaryIO) -> zipfile.ZipFile:
     size = source.seek(0, io.SEEK_END)
     source.seek(0)
     if size > MAX_ZIP_BYTES:
-        raise CheckpointError(f"The zip is {size / 1e6:.0f} MB; the limit is {MAX_ZIP_BYTES / 1e6:.0f} MB")
+        raise CheckpointError(f"The zip is {megabytes(size)}; the limit is {megabytes(MAX_ZIP_BYTES)}")
     try:
         return zipfile.ZipFile(source)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError) as err:
@@ -220,6 +220,9 @@ def _make_staging(root: Path, claim: int) -> Path:
     """A hidden staging folder that claims `claim` bytes of the upload budget, if that much is free."""
     with exclusive_lock(root):  # uploads run in threads and in several app workers: one claim at a time
         budget, others = limits.upload_budget_bytes(), _claimed_by_others(root)
+        if len(list(root.glob(".upload-*"))) >= limits.MAX_CONCURRENT_UPLOADS:
+            raise CheckpointError(f"{limits.MAX_CONCURRENT_UPLOADS} uploads are being unpacked now, the most this "
+                                  "server takes at once: try again in a minute")
         if claim > budget - others:
             raise CheckpointError(
                 f"Uploads being unpacked now hold {megabytes(others)} of the {megabytes(budget)} allowed and this "

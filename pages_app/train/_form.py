@@ -6,8 +6,11 @@ dict that `run_options.check_options` validates exactly as the CLI would.
 
 from __future__ import annotations
 
+import math
+
 import streamlit as st
 
+from bertviz_lite.limits import MAX_CORPUS_CHARS, MAX_NAME_CHARS
 from bertviz_lite.loading.pretrained import MINILM, SHIPPED_CHECKPOINTS
 from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.text.display import plain_markdown
@@ -59,13 +62,13 @@ def _corpus() -> tuple[str | None, tuple[int, int] | None, str | None]:
     limit_mb = run_options.MAX_CORPUS_BYTES / 1e6
     if source == CORPUS_SOURCES[3]:
         upload = st.file_uploader(f"Plain UTF-8 text, at most {limit_mb:.0f} MB; blank lines separate documents",
-                                  type=["txt"], key="train_corpus_file")
+                                  type=["txt"], key="train_corpus_file", max_upload_size=math.ceil(limit_mb))
         if upload is None:
             return None, None, "Choose a .txt file for the corpus, or pick the built-in stories."
         data, file_name = upload.getvalue(), upload.name
     else:
         text = st.text_area("Your text: sentences end with . ! or ?, blank lines separate documents",
-                            key="train_corpus_text", height=150)
+                            key="train_corpus_text", height=150, max_chars=MAX_CORPUS_CHARS)
         data, file_name = text.encode("utf-8"), None
     try:
         documents, sentences = run_options.corpus_summary(data, file_name)
@@ -88,7 +91,7 @@ def _device() -> str | None:
 
 def _run_name() -> str | None:
     """The optional run name; returns an error message when it is unusable."""
-    name = st.text_input("Run name (optional)", key="train_run_name", placeholder="run-<date>-<time>",
+    name = st.text_input("Run name (optional)", key="train_run_name", placeholder="run-<date>-<time>", max_chars=MAX_NAME_CHARS,
                          help="The folder under checkpoints/ that will hold the run.").strip()
     if not name:
         return None
