@@ -60,7 +60,7 @@ DEFAULT_VISITOR_DISK_MB = 2048  # uploads and runs of one visitor
 DEFAULT_DISK_MB = 20480  # uploads and runs of all visitors together (shipped checkpoints and terminal runs aside)
 MAX_SNAPSHOTS = 250  # snapshot files of one run (an upload's, or what an app run's steps / snapshot_every make)
 MAX_SNAPSHOTS_BYTES = 256 * MB  # all snapshot files of one upload together
-DEFAULT_TRAIN_MEMORY_MB = 8192  # BERT-base at batch 32 × 128 tokens needs about 6 GB by training_memory_bytes
+DEFAULT_TRAIN_MEMORY_MB = 8192  # BERT-base at batch 32 × 128 tokens needs about 7.2 GB by training_memory_bytes
 DEFAULT_MAX_TRAIN_EXAMPLES = 1_000_000  # steps × batch of one app-launched run: the base preset is 320,000
 DEFAULT_MAX_PARAMETERS = 400_000_000
 DEFAULT_MAX_ACTIVATION_MB = 1024
@@ -87,6 +87,7 @@ MAX_POINTS_DRAWN = 2000  # points per curve: longer curves are downsampled befor
 MAX_RECORDED_NUMBER = sys.float_info.max
 MAX_STEP = 10**12  # a step, step count or pid past this is not a training run's
 FLOAT_BYTES = 4  # activations are float32
+TRAINING_RUNTIME_BYTES = 64 * MB  # autograd, the allocator's arenas, thread pools: a tiny model's step grows ~90 MB
 WEIGHT_SLACK_BYTES = 1 * MB  # headers, position_ids buffers
 
 
@@ -179,12 +180,19 @@ def activation_bytes(config: BertConfig) -> int:
 
 
 def training_memory_bytes(config: BertConfig, batch_size: int, seq_len: int) -> int:
-    """Float32 bytes one training step needs, about: weights, gradients and AdamW's two moments (16 bytes a
-    parameter), and the activations kept for the backward pass at batch × sequence length."""
+    """Bytes a training process grows by, about: weights, gradients and AdamW's two moments (16 bytes a parameter),
+    the activations autograd keeps for the backward pass at batch × sequence length, and the runtime's own.
+
+    bench/train_memory_estimate.py measures it against real steps (within 0.7-1.2 of the peak growth, tiny models
+    to BERT-base); a property test keeps it within 2×.
+    """
     t, h, i = seq_len, config.hidden_size, config.intermediate_size
-    per_layer = t * (10 * h + 2 * i) + 2 * config.num_attention_heads * t * t  # q/k/v/out, FFN, scores, probs
-    per_example = config.num_hidden_layers * per_layer + t * (2 * config.vocab_size + 4 * h)  # + MLM logits
-    return 16 * parameter_count(config) + FLOAT_BYTES * batch_size * per_example
+    # Per layer: the inputs and outputs of q/k/v, the context and its copies, dropouts, residuals and LayerNorms
+    # (~16 h), the feed-forward before and after GELU (~3 i), scores, probabilities and dropout mask (3 × nh t²).
+    per_layer = t * (16 * h + 3 * i) + 3 * config.num_attention_heads * t * t
+    # The MLM logits (and their gradient) at the masked positions, counted at every position: mask_prob may be high.
+    per_example = config.num_hidden_layers * per_layer + t * (config.vocab_size + 4 * h)
+    return 16 * parameter_count(config) + FLOAT_BYTES * batch_size * per_example + TRAINING_RUNTIME_BYTES
 
 
 def check_training_budget(config: BertConfig, batch_size: int, seq_len: int, steps: int) -> None:
