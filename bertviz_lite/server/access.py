@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertviz_lite.atomic import atomic_write_json, exclusive_lock
+from bertviz_lite.inspection.explore import source_version
 from bertviz_lite.limits import MAX_NAME_CHARS, MAX_PATH_CHARS
 from bertviz_lite.loading import pretrained
 from bertviz_lite.loading.run_folder import RunFolder, checkpoints_root, read_json_object
@@ -239,6 +240,16 @@ def check_model_source(source: str) -> None:
     if source == pretrained.MINILM or (plain_name and (checkpoints_root() / source).is_dir()):
         return
     check_model_folder(source)
+
+
+def fenced_version(source: str) -> str:
+    """explore.source_version of a source the fence lets through; "refused" for one it refuses, whose files are not
+    looked at (a 5,000-character path crashed every page when its version was read first)."""
+    try:
+        check_model_source(source)
+    except ValueError:
+        return "refused"  # the page's load says why
+    return source_version(source)
 
 
 def check_model_folder(path: str | os.PathLike) -> Path:

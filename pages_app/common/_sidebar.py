@@ -10,15 +10,8 @@ from typing import NamedTuple
 
 import streamlit as st
 
-from bertviz_lite.inspection.explore import source_version
 from bertviz_lite.limits import MAX_PATH_CHARS, MAX_SENTENCE_CHARS
-from bertviz_lite.loading.pretrained import (
-    BUILT_IN,
-    DEFAULT_MODEL,
-    DESCRIPTIONS,
-    model_sources,
-    source_label,
-)
+from bertviz_lite.loading.pretrained import BUILT_IN, DEFAULT_MODEL, DESCRIPTIONS, model_sources, source_label
 from bertviz_lite.server import access
 from pages_app.common._state import keep_choice
 from pages_app.common._visitor import remember_visitor
@@ -91,13 +84,5 @@ def current_inputs() -> Inputs:
     """The inputs as they stand in session state."""
     state = {**DEFAULTS, **st.session_state.to_dict()}
     source = state["model_path"].strip() if state["model_picker"] == OTHER_FOLDER else state["model_picker"]
-    return Inputs(source, state["sentence_a"], state["sentence_b"], int(state["max_length"]), _version(source))
-
-
-def _version(source: str) -> str:
-    """source_version of a source the fence lets through; nothing on disk is looked at for one it refuses."""
-    try:
-        access.check_model_source(source)
-    except ValueError:
-        return "refused"  # load_context says why
-    return source_version(source)
+    return Inputs(source, state["sentence_a"], state["sentence_b"], int(state["max_length"]),
+                  access.fenced_version(source))
