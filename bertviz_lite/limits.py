@@ -183,8 +183,8 @@ def training_memory_bytes(config: BertConfig, batch_size: int, seq_len: int) -> 
     """Bytes a training process grows by, about: weights, gradients and AdamW's two moments (16 bytes a parameter),
     the activations autograd keeps for the backward pass at batch × sequence length, and the runtime's own.
 
-    bench/train_memory_estimate.py measures it against real steps (within 0.7-1.2 of the peak growth, tiny models
-    to BERT-base); a property test keeps it within 2×.
+    bench/train_memory_estimate.py measures it against real steps (0.76-1.18 of the peak growth, tiny models to
+    BERT-base); a property test keeps it within 2×.
     """
     t, h, i = seq_len, config.hidden_size, config.intermediate_size
     # Per layer: the inputs and outputs of q/k/v, the context and its copies, dropouts, residuals and LayerNorms
