@@ -63,6 +63,8 @@ MAX_DOCUMENTS = 100_000  # built-in stories: ~75 MB of text, generated in ~5 s (
 MAX_VOCAB_SIZE = 250_000  # a learned WordPiece vocabulary (BERT: 30,522; multilingual BERT: 119,547)
 MAX_BATCH_SIZE = 2**20  # the tensor and memory checks refuse far smaller batches of any real model
 MAX_EVAL_PAIRS = 100_000
+MAX_SEQ_LEN = 4096  # as max_position_embeddings; the tokenizer's 512 and the model's positions come after, with reasons
+MAX_LR = 1e30  # any finite rate costs the same work: a huge one diverges, and the trainer stops it (a test does)
 MAX_SEED = 2**32 - 1  # what numpy's and Python's generators take whole
 
 
@@ -143,7 +145,7 @@ class TrainingArguments:
                                     most=MAX_VOCAB_SIZE,
                                     help="WordPiece vocabulary size, trained on the corpus at the start")
     seq_len: int | None = option(None, label="Sequence length", group="Data", check="count",
-                                 most=MAX_POSITIONS,
+                                 most=MAX_SEQ_LEN,
                                  help="maximum tokens of a sentence pair, [CLS] and [SEP]s included")
     steps: int | None = option(None, label="Steps", group="Optimisation", check="count", most=MAX_STEPS,
                                help="optimizer steps")
@@ -151,7 +153,7 @@ class TrainingArguments:
                                     most=MAX_BATCH_SIZE,
                                     help="sentence pairs per step and per process")
     lr: float | None = option(None, label="Learning rate", group="Optimisation", check="positive", step=1e-4,
-                              most=10, help="peak learning rate of AdamW")
+                              most=MAX_LR, help="peak learning rate of AdamW")
     warmup: int | None = option(None, label="Warm-up steps", group="Optimisation", check="count_or_zero",
                                 most=MAX_STEPS,
                                 help="steps of linear warm-up, then linear decay to 0")
@@ -203,9 +205,10 @@ class TrainingArguments:
             self.out = str(new_run_folder().path)
         self.config = dict(self.config)
         _validate_arguments(self)
-        if self.init:
-            _check_init_positions(self.init, self.seq_len)
-            _check_model_size(pretrained_config(self.init), self)
+        if self.init:  # the model it continues is the one every budget reads: its positions and size checked now
+            config = pretrained_config(self.init)
+            _check_init_positions(self.init, config, self.seq_len)
+            _check_model_size(config, self)
         else:
             self.bert_config(self.vocab_size)  # sizes that cannot build a model fail now, not after the data
 
@@ -303,9 +306,9 @@ def _check_seq_len_limit(seq_len: int) -> None:
                                                 "the longest sentence pair the tokenizer builds")
 
 
-def _check_init_positions(init: str, seq_len: int) -> None:
-    """seq_len must fit the positions of the pretrained model a run starts from (read from its config.json)."""
-    positions = pretrained_config(init).max_position_embeddings
+def _check_init_positions(init: str, config: BertConfig, seq_len: int) -> None:
+    """seq_len must fit the positions of the pretrained model a run starts from (its config.json's)."""
+    positions = config.max_position_embeddings
     _check(seq_len <= positions, "seq_len",
            f"seq_len ({seq_len}) must be at most {positions}, the positions of the pretrained model {init!r}")
     _check_seq_len_limit(seq_len)
