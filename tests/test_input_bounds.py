@@ -21,7 +21,7 @@ from bertviz_lite.inspection.views import contrast
 from bertviz_lite.loading import pretrained
 from bertviz_lite.loading.run_folder import validate_run_name
 from bertviz_lite.model.config import BertConfig
-from bertviz_lite.runs import upload
+from bertviz_lite.runs import run_options, upload
 from bertviz_lite.text.corpora.senses import sense_index
 from bertviz_lite.training.training_args import PRESETS
 from tests.app.tiny_checkpoint import save_tiny
@@ -67,6 +67,12 @@ def test_your_sentences_are_capped_in_characters_lines_and_occurrences_before_an
         meaning.gather_occurrences(sense_index(), "bank", ["bank " * 120] * 50, limit=0)
     found = meaning.gather_occurrences(sense_index(), "bank", ["[river] We sat on the bank."], limit=0)
     assert [(o.text, o.sense) for o in found] == [("We sat on the bank.", f"river ({meaning.YOURS})")]
+
+
+def test_a_pasted_corpus_is_measured_in_characters_before_it_is_encoded():
+    with pytest.raises(ValueError, match=r"^The pasted corpus is 6,000,000 characters long; this server takes at most"):
+        run_options.corpus_summary("é" * 6_000_000)
+    assert run_options.corpus_summary("One cat sat. It slept.\n\nA dog ran. It barked.") == (2, 4)
 
 
 def test_the_upload_limit_is_the_largest_checkpoint_zip_a_visitor_really_needs():

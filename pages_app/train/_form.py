@@ -69,7 +69,7 @@ def _corpus() -> tuple[str | None, tuple[int, int] | None, str | None]:
     else:
         text = st.text_area("Your text: sentences end with . ! or ?, blank lines separate documents",
                             key="train_corpus_text", height=150, max_chars=MAX_CORPUS_CHARS)
-        data, file_name = text.encode("utf-8"), None
+        data, file_name = text, None
     try:
         documents, sentences = run_options.corpus_summary(data, file_name)
     except ValueError as err:
