@@ -127,6 +127,16 @@ def test_tensor_names_are_checked_against_the_model_before_any_tensor_is_read(tm
         upload.import_zip(zip_of(folder), "names", tmp_path / "checkpoints")
 
 
+def test_a_snapshot_naming_other_tensors_is_refused_from_its_header(tmp_path):
+    folder = save_tiny(tmp_path / "m")
+    buffer = io.BytesIO(zip_of(folder))
+    with zipfile.ZipFile(buffer, "a") as archive:
+        archive.writestr("m/snapshots/step_000001.safetensors", empty_tensors(3))
+    with pytest.raises(upload.CheckpointError, match="a snapshot holds one tensor, 'attentions', not 't0', 't1', 't2'"):
+        upload.import_zip(buffer.getvalue(), "snap", tmp_path / "checkpoints")
+    assert not (tmp_path / "checkpoints" / "snap").exists()
+
+
 def test_hugging_face_s_spellings_of_the_names_still_load(tmp_path):
     model, _ = pretrained.load_folder(save_tiny(tmp_path / "m"))  # our own files: bert.…, cls.…, the tied decoder copy
     assert model.has_mlm_head and model.has_nsp_head

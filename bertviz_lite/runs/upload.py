@@ -30,6 +30,7 @@ from typing import BinaryIO
 from bertviz_lite import limits
 from bertviz_lite.atomic import exclusive_lock
 from bertviz_lite.limits import MAX_JSON_BYTES, MAX_SNAPSHOTS, MAX_SNAPSHOTS_BYTES, UPLOAD_SETTING, megabytes
+from bertviz_lite.loading.checkpoints import SNAPSHOT_TENSOR
 from bertviz_lite.loading.pretrained import load_folder, without_folder
 from bertviz_lite.loading.run_folder import (
     CONFIG_FILE,
@@ -260,10 +261,23 @@ def _extract_all(archive: zipfile.ZipFile, members: list, staging: Path, claim: 
         for info, relative in sorted(members, key=_extraction_order):
             limit, past = _member_limit(relative.as_posix(), config, left)
             left -= _extract_member(archive, info, staging / relative, limit, past)
+            if relative.parts[0] == SNAPSHOTS_DIR and relative.suffix == ".safetensors":
+                _check_snapshot_names(staging / relative, info.filename)
             if relative.as_posix() == CONFIG_FILE:
                 config = _read_config(staging / CONFIG_FILE)
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, RuntimeError, NotImplementedError) as err:
         raise CheckpointError(f"The zip is damaged ({without_folder(str(err), staging)})") from None
+
+
+def _check_snapshot_names(path: Path, name: str) -> None:
+    """A snapshot holds one tensor, `attentions`: its header's names are checked before anything reads a tensor."""
+    try:
+        names = set(limits.read_safetensors_header(path, name)) - {"__metadata__"}
+    except ValueError as err:
+        raise CheckpointError(f"Refused {name!r}: {err}") from None
+    if names != {SNAPSHOT_TENSOR}:
+        shown = ", ".join(repr(n[:40]) for n in sorted(names)[:3])
+        raise CheckpointError(f"Refused {name!r}: a snapshot holds one tensor, {SNAPSHOT_TENSOR!r}, not {shown or 'none'}")
 
 
 def _extraction_order(member: tuple[zipfile.ZipInfo, PurePosixPath]) -> tuple[bool, bool, str]:
