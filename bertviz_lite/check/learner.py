@@ -68,7 +68,7 @@ def find_class(module: types.ModuleType, wanted: str | None, names: tuple[str, .
     for name in names:
         if name in classes:
             return classes[name]
-    raise CannotBuild(f"No class named {' or '.join(names)} in the file ({_listing(classes)}); "
+    raise CannotBuild(f"No class named {', '.join(names[:-1])} or {names[-1]} in the file ({_listing(classes)}); "
                       f"name yours with --class NAME.")
 
 

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ TIME_LIMIT_S = 20.0  # per job, inside the child
 MEMORY_LIMIT_BYTES = 3 * 1024**3  # the child's address space: torch itself takes ~0.7 GB of it
 STARTUP_S = 30.0  # importing torch on a busy machine
 MAX_RESULT_BYTES = 64 * 1024**2
+READY = "ready"  # the file the child writes once torch is imported and the inputs read
+POLL_S = 0.05
 
 
 def run_jobs(jobs: list[dict[str, Any]], config: dict[str, Any], ours: dict[str, Tensor],
@@ -37,7 +40,7 @@ def run_jobs(jobs: list[dict[str, Any]], config: dict[str, Any], ours: dict[str,
         while start < len(jobs):  # a job that kills the child costs only itself: the next child starts after it
             request["start"] = start
             (root / "request.json").write_text(json.dumps(request))
-            returncode, log = _run_child(root, STARTUP_S + time_limit * (len(jobs) - start) + 5.0)
+            returncode, log = _run_child(root, time_limit + 2.0)
             done = [_read_job(root, n, returncode, log) for n in range(start, len(jobs))]
             finished = next((i for i, (result, _) in enumerate(done) if result.get("lost")), len(done))
             results += done[: finished + 1]
@@ -45,24 +48,38 @@ def run_jobs(jobs: list[dict[str, Any]], config: dict[str, Any], ours: dict[str,
         return results
 
 
-def _run_child(root: Path, wall_clock_s: float) -> tuple[int | None, str]:
-    """(exit code or None if it was killed for time, the tail of what it printed)."""
+def _run_child(root: Path, job_s: float) -> tuple[int | None, str]:
+    """(exit code, or None if it was killed for time; the tail of what it printed)."""
     env = dict(os.environ)
     package_parent = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    (root / READY).unlink(missing_ok=True)
     with open(root / "child.log", "wb") as log:
         child = subprocess.Popen([sys.executable, "-m", "bertviz_lite.check.worker", str(root)], cwd=root, env=env,
                                  stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  start_new_session=True)
-        try:
-            returncode = child.wait(timeout=wall_clock_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-            returncode = None
+        returncode = _wait(child, root, time.monotonic(), job_s)
     text = (root / "child.log").read_bytes()[-2000:].decode("utf-8", "replace")
     return returncode, text
+
+
+def _wait(child: subprocess.Popen, root: Path, started: float, job_s: float) -> int | None:
+    """The child's exit code, or None once a job (timed from the end of the one before, or from the child being
+    ready) has run job_s seconds, or the child was not ready within STARTUP_S: then it is killed."""
+    deadline, done = started + STARTUP_S, -1
+    while True:
+        try:
+            return child.wait(timeout=POLL_S)
+        except subprocess.TimeoutExpired:
+            pass
+        finished = len(list(root.glob("job*.json")))
+        if (root / READY).exists() and finished != done:
+            done, deadline = finished, time.monotonic() + job_s
+        if time.monotonic() > deadline:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            return None
 
 
 def _read_job(root: Path, n: int, returncode: int | None, log: str) -> tuple[dict[str, Any], dict[str, Tensor]]:
@@ -80,7 +97,7 @@ def _read_job(root: Path, n: int, returncode: int | None, log: str) -> tuple[dic
 def _lost(returncode: int | None, log: str) -> dict[str, Any]:
     """The result of a job the child never finished: killed for time, or died (a signal, os._exit, a C crash)."""
     if returncode is None:
-        return {"status": "timeout", "phase": "run", "message": "it ran past the time limit and was stopped",
+        return {"status": "timeout", "phase": "run", "message": "it was stopped from outside",
                 "lost": True}
     lines = [line for line in log.strip().splitlines() if line.strip()]
     last = lines[-1] if lines else ""

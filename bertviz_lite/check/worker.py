@@ -74,7 +74,7 @@ def run_job(job: dict[str, Any], request: dict[str, Any], ours: dict[str, Tensor
 def _failure(error: BaseException, job: dict[str, Any], phase: str) -> dict[str, Any]:
     where = last_frame(error, str(Path(job["file"]).resolve().parent))
     if isinstance(error, TimeLimit):
-        status, message = "timeout", "it ran past the time limit"
+        status, message = "timeout", "stopped there"
     elif isinstance(error, MemoryError) or "memory" in str(error).lower() and "alloc" in str(error).lower():
         status, message = "memory", f"it asked for more memory than the limit allows ({type(error).__name__})"
     else:
@@ -178,6 +178,7 @@ def main(argv: list[str]) -> int:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     ours, inputs = load_file(folder / "ours.safetensors"), load_file(folder / "inputs.safetensors")
+    (folder / "ready").write_text("")
     for n, job in enumerate(request["jobs"]):
         if n < request.get("start", 0):
             continue
