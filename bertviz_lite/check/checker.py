@@ -126,8 +126,10 @@ def _prepared(part: str, result: dict[str, Any], tensors: dict[str, Tensor], ref
         theirs.pop("layer.0.output", None)  # their part ends before the residual + LayerNorm
     if part == "attention":
         theirs.pop("layer.0.output", None)
-    if "part.output" in theirs and part == "model":
-        theirs["encoder.output"] = theirs["part.output"]
+    if "part.output" in theirs and part in ("model", "embedding"):
+        normed = "bert.embeddings.LayerNorm.weight" not in unmapped
+        stage = "encoder.output" if part == "model" else "embeddings.layer_norm" if normed else "embeddings.sum"
+        theirs.setdefault(stage, theirs["part.output"])
     if "bert.embeddings.position_embeddings.weight" in unmapped and "embeddings.position" not in theirs \
             and all(k in theirs for k in ("embeddings.sum", "embeddings.token", "embeddings.segment")):
         position = theirs["embeddings.sum"] - theirs["embeddings.token"] - theirs["embeddings.segment"]

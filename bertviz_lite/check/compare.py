@@ -100,7 +100,9 @@ def _structural(theirs, reference, recipe, evidence, absent) -> tuple[Recipe, li
         if changed is None:
             continue
         before, after = reference(recipe), reference(changed)
-        shown = [k for k in before if k in theirs and (k not in after or not _same(before[k], after[k]))]
+        last = list(before)[-1]  # a part's output: a part without its LayerNorm shows it by that stage's absence
+        shown = [k for k in before if (k in theirs and (k not in after or not _same(before[k], after[k])))
+                 or (k == last and k not in after and k not in theirs)]
         if shown:
             findings.append(Finding(candidate.code, shown[0], candidate.message))
             recipe = changed
