@@ -46,9 +46,9 @@ class Report:
         for side in ("theirs", "ours"):
             if self.unmapped[side]:
                 lines.append(f"Not placed ({side}): {', '.join(self.unmapped[side])}")
-        if self.stages:
+        if self.stages and self.part != "masking":  # a masking check's measurements are its notes
             lines += ["", "Stages:", _stage_table(self.stages)]
-        lines += [f"Note: {note}" for note in self.notes]
+        lines += [""] + [f"Note: {note}" for note in self.notes] if self.notes else []
         if self.findings:
             lines += ["", "Findings:"]
             lines += [f"  [{f.code}] at {f.stage}: {f.message}" for f in self.findings]

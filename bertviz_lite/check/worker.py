@@ -57,6 +57,7 @@ def last_frame(error: BaseException, learner_dir: str | None) -> str:
 def run_job(job: dict[str, Any], request: dict[str, Any], ours: dict[str, Tensor], inputs: dict[str, Tensor]):
     """(result JSON, tensors) of one job; every failure of theirs becomes a result, never an exception here."""
     phase = {"now": "load"}
+    torch.manual_seed(0)  # each job sees the same random numbers, alone or after others
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, float(request["time_limit"]))
     try:
