@@ -45,7 +45,10 @@ def _override(pairs: list[str]) -> dict[str, str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as stop:  # argparse's own exit: 2 after its one line, 0 after --help
+        return int(stop.code or 0)
     try:
         if args.new:
             path = write_skeleton(Path(args.new))
