@@ -5,9 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # a child process and the bench's own: ~10 s on a busy machine
 def test_the_check_speed_bench_prints_its_figures():
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "check_speed.py"), "--repeats", "1"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)

@@ -12,6 +12,7 @@ from bertviz_lite.check import CheckRequest, check_files
 
 LEARNERS = Path(__file__).parent / "learners"
 TIME_LIMIT_S = 2.0
+pytestmark = pytest.mark.slow  # two jobs run to their time limit and three child processes start
 
 
 @pytest.fixture(scope="module")
