@@ -17,6 +17,7 @@ from bertviz_lite.check.mistakes import OBSERVED
 from bertviz_lite.check.reference import (
     Recipe,
     check_config,
+    part_stages,
     reference_stages,
     reference_weights,
     seeded_weights,
@@ -67,7 +68,7 @@ def check_files(requests: list[CheckRequest], time_limit: float = TIME_LIMIT_S,
             if request.part == "masking" and result.get("status") == "ran":
                 reports.append(masking_report(result, tensors, _subject(request, result)))
             else:
-                reports.append(report_for(request, result, tensors, weights, ids, seg))
+                reports.append(report_for(request, result, tensors, weights, inputs))
     return reports
 
 
@@ -88,7 +89,7 @@ def _subject(request: CheckRequest, result: dict[str, Any]) -> str:
 
 
 def report_for(request: CheckRequest, result: dict[str, Any], tensors: dict[str, Tensor],
-               weights: dict[str, Tensor], ids: Tensor, seg: Tensor) -> Report:
+               weights: dict[str, Tensor], inputs: dict[str, Tensor]) -> Report:
     """The report of one finished (or failed) job."""
     subject, status = _subject(request, result), result.get("status")
     if status != "ran":
@@ -98,8 +99,8 @@ def report_for(request: CheckRequest, result: dict[str, Any], tensors: dict[str,
         return Report("differs", findings=[Finding(status, result.get("phase", "run"), sentence)], subject=subject,
                       part=request.part)
     eps = result["eps"][0] if len(result.get("eps", [])) == 1 else 1e-12
-    reference = partial(_reference, reference_weights(weights, result["unmapped"]["ours"], eps), ids, seg,
-                        request.part)
+    reference = partial(_reference, reference_weights(weights, result["unmapped"]["ours"], eps),
+                        inputs["input_ids"], inputs["token_type_ids"], inputs, request.part)
     theirs, evidence, recipe, findings = _prepared(request.part, result, tensors, reference)
     stages = compare(theirs, reference(Recipe()))
     recipe, named = explain(theirs, reference, recipe, evidence, set(result["unmapped"]["ours"]))
@@ -124,8 +125,14 @@ def _failure_sentence(request: CheckRequest, result: dict[str, Any]) -> str:
     return f"{request.file.name} {FAILURES.get(status, 'failed')} while {what}: {result.get('message', '')}{where}."
 
 
-def _reference(weights: dict[str, Tensor], ids: Tensor, seg: Tensor, part: str, recipe: Recipe) -> dict[str, Tensor]:
-    stages = reference_stages(weights, ids, seg, check_config(), recipe)
+def _reference(weights: dict[str, Tensor], ids: Tensor, seg: Tensor, inputs: dict[str, Tensor], part: str,
+               recipe: Recipe) -> dict[str, Tensor]:
+    """The reference's stages for `part`; an attention, MLP or layer starts from the input their part was given."""
+    if part in ("attention", "mlp", "layer"):
+        stages = part_stages(weights, ids, inputs["mlp_input" if part == "mlp" else "layer_input"], part,
+                             check_config(), recipe)
+    else:
+        stages = reference_stages(weights, ids, seg, check_config(), recipe)
     return {k: v for k, v in stages.items() if k.startswith(PART_STAGES[part])}
 
 

@@ -130,6 +130,12 @@ def _shared_layernorm(recipe, evidence):
     return _set(recipe, shared_layernorm=True)
 
 
+@mistake("layernorm-formula", "Your LayerNorm divides by the standard deviation plus eps (unbiased, as the Annotated "
+         "Transformer's does); BERT's divides by sqrt(variance + eps) with the biased variance (nn.LayerNorm).")
+def _layer_norm_formula(recipe, evidence):
+    return _set(recipe, layer_norm_formula="std")
+
+
 @mistake("no-residual", "Your attention block has no residual connection: add the block's input before the "
          "LayerNorm.")
 def _no_attention_residual(recipe, evidence):

@@ -19,6 +19,7 @@ from bertviz_lite.model.modeling import BertForPreTraining, sinusoidal_position_
 
 SEED = 0
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4  # the exercise pads with id 0
+STD_EPS = 1e-6  # the eps of the Annotated Transformer's and BERT-pytorch's own LayerNorm
 MASKED_QUERY = -1e9  # what learners write in masked_fill; the variants that mask the wrong side use it
 
 
@@ -94,6 +95,7 @@ class Recipe:
     heads: str = "split"  # "split" | "no-transpose" | "inner"
     layer_norm: str = "post"  # "post" | "pre"
     shared_layernorm: bool = False
+    layer_norm_formula: str = "torch"  # "torch" | "std": (x - mean) / (unbiased std + eps), as tutorials write it
     attention_residual: bool = True
     feed_forward_residual: bool = True
     activation: str = "gelu"
@@ -121,11 +123,14 @@ def embedding_stages(w: dict[str, Tensor], ids: Tensor, seg: Tensor, recipe: Rec
     stages = {"embeddings.token": token, "embeddings.position": position, "embeddings.segment": segment,
               "embeddings.sum": summed}
     if recipe.embedding_layernorm:
-        stages["embeddings.layer_norm"] = _layer_norm(summed, w, prefix + "LayerNorm")
+        stages["embeddings.layer_norm"] = _layer_norm(summed, w, prefix + "LayerNorm", recipe)
     return stages
 
 
-def _layer_norm(x: Tensor, w: dict[str, Tensor], prefix: str) -> Tensor:
+def _layer_norm(x: Tensor, w: dict[str, Tensor], prefix: str, recipe: Recipe) -> Tensor:
+    if recipe.layer_norm_formula == "std":  # the Annotated Transformer's: unbiased std, eps added to it
+        normed = (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + STD_EPS)
+        return w[prefix + ".weight"] * normed + w[prefix + ".bias"]
     return F.layer_norm(x, x.shape[-1:], w[prefix + ".weight"], w[prefix + ".bias"], eps=w["eps"].item())
 
 
@@ -167,29 +172,50 @@ def attention_probs(q: Tensor, k: Tensor, keep: Tensor, recipe: Recipe) -> Tenso
     return scores.softmax(dim=recipe.softmax_dim)
 
 
+def _norms(i: int, recipe: Recipe) -> tuple[str, str]:
+    p = f"bert.encoder.layer.{i}."
+    return p + "attention.output.LayerNorm", p + ("attention.output.LayerNorm" if recipe.shared_layernorm
+                                                  else "output.LayerNorm")
+
+
 def layer_stages(x: Tensor, keep: Tensor, w: dict[str, Tensor], i: int, nh: int, recipe: Recipe) -> dict[str, Tensor]:
     """One encoder layer: probabilities, attention output (before the residual), first LayerNorm, feed-forward
     (second linear's output) and the layer's output."""
-    p = f"bert.encoder.layer.{i}."
-    ln1, ln2 = p + "attention.output.LayerNorm", p + ("attention.output.LayerNorm" if recipe.shared_layernorm
-                                                      else "output.LayerNorm")
+    p, ln1 = f"bert.encoder.layer.{i}.", _norms(i, recipe)[0]
     pre = recipe.layer_norm == "pre"
-    attn_in = _layer_norm(x, w, ln1) if pre else x
+    attn_in = _layer_norm(x, w, ln1, recipe) if pre else x
     q, k, v = (split_heads(_linear(attn_in, w, p + f"attention.self.{n}"), nh, recipe.heads)
                for n in ("query", "key", "value"))
     probs = attention_probs(q, k, keep, recipe)
     attention = _linear(merge_heads(probs @ v, recipe.heads), w, p + "attention.output.dense")
     after_attention = attention + x if recipe.attention_residual else attention
-    normed = after_attention if pre else _layer_norm(after_attention, w, ln1)
-    ffn_in = _layer_norm(normed, w, ln2) if pre else normed
-    activation = ACTIVATIONS[recipe.activation]
-    ffn = _linear(activation(_linear(ffn_in, w, p + "intermediate.dense")), w, p + "output.dense")
-    after_ffn = ffn + normed if recipe.feed_forward_residual else ffn
-    out = after_ffn if pre else _layer_norm(after_ffn, w, ln2)
+    normed = after_attention if pre else _layer_norm(after_attention, w, ln1, recipe)
     name = f"layer.{i}."
     return {name + "attention.probs": probs, name + "attention.output": attention,
-            name + "attention.layer_norm": attn_in if pre else normed, name + "feed_forward": ffn,
-            name + "output": out}
+            name + "attention.layer_norm": attn_in if pre else normed,
+            **feed_forward_stages(normed, w, i, recipe)}
+
+
+def feed_forward_stages(x: Tensor, w: dict[str, Tensor], i: int, recipe: Recipe) -> dict[str, Tensor]:
+    """Layer i's feed-forward block on x (the attention block's output): its second linear's output, and the
+    layer's output after the residual and LayerNorm."""
+    p, ln2, pre = f"bert.encoder.layer.{i}.", _norms(i, recipe)[1], recipe.layer_norm == "pre"
+    ffn_in = _layer_norm(x, w, ln2, recipe) if pre else x
+    activation = ACTIVATIONS[recipe.activation]
+    ffn = _linear(activation(_linear(ffn_in, w, p + "intermediate.dense")), w, p + "output.dense")
+    after_ffn = ffn + x if recipe.feed_forward_residual else ffn
+    out = after_ffn if pre else _layer_norm(after_ffn, w, ln2, recipe)
+    return {f"layer.{i}.feed_forward": ffn, f"layer.{i}.output": out}
+
+
+@torch.no_grad()
+def part_stages(w: dict[str, Tensor], ids: Tensor, part_input: Tensor, part: str, config: BertConfig,
+                recipe: Recipe = Recipe()) -> dict[str, Tensor]:
+    """The stages of one part (attention, mlp, layer) from the input the learner's part was given."""
+    x = part_input.to(w["eps"].dtype)
+    if part == "mlp":
+        return feed_forward_stages(x, w, 0, recipe)
+    return layer_stages(x, (ids != PAD).long(), w, 0, config.num_attention_heads, recipe)
 
 
 def head_stages(hidden: Tensor, w: dict[str, Tensor], recipe: Recipe) -> dict[str, Tensor]:
@@ -204,7 +230,7 @@ def head_stages(hidden: Tensor, w: dict[str, Tensor], recipe: Recipe) -> dict[st
     if recipe.mlm_transform:
         activation = ACTIVATIONS[recipe.head_activation]
         dense = activation(_linear(hidden, w, "cls.predictions.transform.dense"))
-        transformed = _layer_norm(dense, w, "cls.predictions.transform.LayerNorm")
+        transformed = _layer_norm(dense, w, "cls.predictions.transform.LayerNorm", recipe)
     mlm = F.linear(transformed, w["bert.embeddings.word_embeddings.weight"], w["cls.predictions.bias"])
     nsp = _linear(pooled, w, "cls.seq_relationship")
     if recipe.log_softmax:

@@ -22,6 +22,16 @@ def fixed_table(num_positions, dim, base=10000.0):
     table[:, 1::2] = torch.cos(position * div)
     return table.float()
 '''
+STD_NORM = '''
+
+class StdLayerNorm(nn.Module):
+    def __init__(self, size, eps=1e-6):
+        super().__init__()
+        self.a_2, self.b_2, self.eps = nn.Parameter(torch.ones(size)), nn.Parameter(torch.zeros(size)), eps
+
+    def forward(self, x):
+        return self.a_2 * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + self.eps) + self.b_2
+'''
 POSITIONS = ("self.position_embeddings = nn.Embedding(max_position_embeddings, hidden_size)",
              "self.position_embeddings(positions)")
 
@@ -44,6 +54,8 @@ PLANTED = {
     "shared-layernorm": ("layer.0.output", [("return self.output(self.intermediate(x), x)",
                                             "return self.attention.output.LayerNorm(self.output.dense("
                                             "self.intermediate(x)) + x)")]),
+    "layernorm-formula": ("embeddings.layer_norm", [("nn.LayerNorm(hidden_size, eps=1e-12)", "StdLayerNorm(hidden_size)"),
+                                                    ("\n\nclass BertEmbeddings", STD_NORM + "\n\nclass BertEmbeddings")]),
     "no-residual": ("layer.0.attention.layer_norm", [("return self.output(self.self(x, mask), x)",
                                                       "return self.output(self.self(x, mask), 0)")]),
     "gelu-tanh": ("layer.0.feed_forward", [("        return F.gelu(self.dense(x))\n",

@@ -24,7 +24,7 @@ CASES = {
     "tutorial q, k, v, mask": (CheckRequest(TUTORIAL, "attention", "MultiHeadedAttention"), [], 2),
     "tutorial embedding": (CheckRequest(TUTORIAL, "embedding", "BERTEmbedding"),
                            ["learned-vs-sinusoidal", "segment-offset", "no-embedding-layernorm"], 4),
-    "tutorial block": (CheckRequest(TUTORIAL, "layer", "TransformerBlock"), ["pre-ln", "gelu-tanh"], 5),
+    "tutorial block": (CheckRequest(TUTORIAL, "layer", "TransformerBlock"), ["layernorm-formula", "pre-ln", "gelu-tanh"], 5),
 }
 
 

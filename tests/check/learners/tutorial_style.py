@@ -1,5 +1,6 @@
 """A learner's BERT in the style of the popular BERT-pytorch tutorial (codertimo): BERTEmbedding with sinusoidal
-positions and segments 1/2, MultiHeadedAttention with linear_layers, pre-LN SublayerConnection, a tanh GELU, and
+positions and segments 1/2, MultiHeadedAttention with linear_layers, pre-LN SublayerConnection with its own LayerNorm
+(unbiased std + eps), a tanh GELU, and
 BERTLM's heads returning log-probabilities. Its departures from BERT are the checker's to name."""
 
 import math
@@ -11,6 +12,19 @@ import torch.nn as nn
 class GELU(nn.Module):
     def forward(self, x):
         return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * torch.pow(x, 3))))
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, features, eps=1e-6):
+        super().__init__()
+        self.a_2 = nn.Parameter(torch.ones(features))
+        self.b_2 = nn.Parameter(torch.zeros(features))
+        self.eps = eps
+
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        std = x.std(-1, keepdim=True)
+        return self.a_2 * (x - mean) / (std + self.eps) + self.b_2
 
 
 class TokenEmbedding(nn.Embedding):
@@ -83,7 +97,7 @@ class MultiHeadedAttention(nn.Module):
 class SublayerConnection(nn.Module):
     def __init__(self, size, dropout):
         super().__init__()
-        self.norm = nn.LayerNorm(size)
+        self.norm = LayerNorm(size)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x, sublayer):
