@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from bertviz_lite.check.mapping import EMB, ZERO_ROW, Mapping, ParamInfo, layer_role_names
+from bertviz_lite.check.mapping import EMB, FINAL_NORM, ZERO_ROW, Mapping, ParamInfo, layer_role_names
 
 
 def param_infos(model: nn.Module) -> list[ParamInfo]:
@@ -37,7 +37,7 @@ def load_weights(model: nn.Module, mapping: Mapping, ours: dict[str, Tensor]) ->
     params = _their_params(model)
     for theirs, sources in list(mapping.entries.items()):
         hidden = ours[EMB + "word_embeddings.weight"].shape[1]
-        parts = [torch.zeros(1, hidden) if s == ZERO_ROW else ours[s] for s in sources if s == ZERO_ROW or s in ours]
+        parts = [_constant(s, hidden) if s.startswith("<") else ours[s] for s in sources if s.startswith("<") or s in ours]
         value = torch.cat(parts) if len(parts) > 1 else parts[0] if parts else None
         target = params.get(theirs)
         if value is not None and target is not None and value.shape != target.shape and value.dim() == 2:
@@ -49,6 +49,13 @@ def load_weights(model: nn.Module, mapping: Mapping, ours: dict[str, Tensor]) ->
             continue
         target.copy_(value.to(target.dtype))
     return problems
+
+
+def _constant(source: str, hidden: int) -> Tensor:
+    """A zero row (ZERO_ROW), or a final LayerNorm's ones (weight) and zeros (bias)."""
+    if source == ZERO_ROW:
+        return torch.zeros(1, hidden)
+    return torch.ones(hidden) if source == FINAL_NORM + ".weight" else torch.zeros(hidden)
 
 
 def first_tensor(value: Any, last_dim: int | None = None) -> Tensor | None:
@@ -137,7 +144,10 @@ class StageHooks:
         if everything:
             self.hook(name + "output", self.modules[_common_ancestor(everything)], lambda _i, out: first_tensor(out, h))
         if attention:
-            self.hook_probabilities(name + "attention.probs", _common_ancestor(attention))
+            container = _common_ancestor(attention)
+            if isinstance(self.modules.get(container), nn.ModuleList):  # linears[0..3]: their attention is its parent
+                container = container.rsplit(".", 1)[0] if "." in container else ""
+            self.hook_probabilities(name + "attention.probs", container)
 
     def hook_probabilities(self, stage: str, container: str) -> None:
         """Attention probabilities where their attention exposes them: a module's (B, nh, T, T) output or input
@@ -145,11 +155,8 @@ class StageHooks:
         nh = self.sizes["num_attention_heads"]
 
         def pick(inputs, output):
-            for value in (output, *((output,) if isinstance(output, Tensor) else ()), inputs):
-                for item in value if isinstance(value, (tuple, list)) else (value,):
-                    if _looks_like_probs(item, nh):
-                        return item
-            return None
+            candidates = [*(output if isinstance(output, (tuple, list)) else (output,)), *inputs]
+            return next((item for item in candidates if _looks_like_probs(item, nh)), None)
         for path, module in self.modules.items():
             if path == container or path.startswith(container + ".") or not container:
                 self.hook(stage, module, pick)

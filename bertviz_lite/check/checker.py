@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from bertviz_lite.check.compare import Finding, compare, explain, unexplained
+from bertviz_lite.check.mapping import FINAL_NORM
 from bertviz_lite.check.mistakes import OBSERVED
 from bertviz_lite.check.reference import (
     Recipe,
@@ -161,9 +162,12 @@ def _prepared(part: str, result: dict[str, Any], tensors: dict[str, Tensor], ref
         output = theirs.pop("model.output")
         log_probs = bool((output.logsumexp(-1).abs() < 1e-3).all())
         theirs["mlm_logits"] = output
-        recipe = Recipe(log_softmax=log_probs)
+        recipe = replace(recipe, log_softmax=log_probs)
         if log_probs:
             findings.append(Finding("log-probabilities", "mlm_logits", OBSERVED["log-probabilities"]))
+    if any(FINAL_NORM in source for source in result["mapping"].values()):
+        recipe = replace(recipe, final_layernorm=True)
+        findings.append(Finding("final-layernorm", "encoder.output", OBSERVED["final-layernorm"]))
     if result.get("dropout_stage"):
         findings.append(Finding("dropout-active", result["dropout_stage"], OBSERVED["dropout-active"]))
     if result.get("tied") is False:

@@ -76,16 +76,24 @@ def _listing(classes: dict[str, type]) -> str:
     return "classes " + ", ".join(sorted(classes)) if classes else "no nn.Module classes"
 
 
-def config_namespace(config: dict[str, Any]) -> types.SimpleNamespace:
-    """A config object answering to every usual name (config.d_model, config.hidden_size, config.n_heads, …)."""
+class LearnerConfig(types.SimpleNamespace):
+    """A config object answering to every usual name, as attributes or items (config.d_model, config["n_heads"])."""
+
+    def __getitem__(self, name: str) -> Any:
+        return getattr(self, name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return getattr(self, name, default)
+
+
+def config_namespace(config: dict[str, Any]) -> LearnerConfig:
+    """Our config under every usual name of each field."""
     values = {}
     for field_name, names in ALIASES.items():
         for name in names:
             values.setdefault(name, config[field_name])
     values.update(config)
-    namespace = types.SimpleNamespace(**values)
-    namespace.__getitem__ = values.__getitem__
-    return namespace
+    return LearnerConfig(**values)
 
 
 def build(module: types.ModuleType, cls: type, config: dict[str, Any]) -> nn.Module:

@@ -2,7 +2,8 @@
 
 Pure functions of names, shapes and module types (`ParamInfo`), so they run in the learner's process and in tests
 alike. A mapping entry says how to fill one of their tensors: our tensors listed in `sources`, stacked along the
-first axis (a fused W_qkv is query + key + value); `ZERO_ROW` is a row of zeros (a 1/2 segment table's padding row).
+first axis (a fused W_qkv is query + key + value); `ZERO_ROW` is a row of zeros (a 1/2 segment table's padding row),
+`FINAL_NORM.weight` / `.bias` ones and zeros for a LayerNorm BERT has no weights for (after the last layer).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 ZERO_ROW = "<zero row>"
+FINAL_NORM = "<final LayerNorm>"  # a LayerNorm after the last layer (pre-LN encoders end with one): weight 1, bias 0
 EMB = "bert.embeddings."
 HEAD_WORDS = ("cls", "mlm", "lm", "pred", "head", "transform", "nsp", "next", "classifier")
 
@@ -290,6 +292,8 @@ def _map_outside_layers(before: dict[str, list[ParamInfo]], after: dict[str, lis
                 _assign(mapping, group, EMB + "LayerNorm")
             elif any(w in path.lower() for w in HEAD_WORDS):
                 _assign(mapping, group, "cls.predictions.transform.LayerNorm")
+            else:
+                _assign(mapping, group, FINAL_NORM)
         elif weight is None or len(weight.shape) != 2:
             vectors = [p for p in group if p.shape == (sizes.vocab_size,)]
             if vectors:

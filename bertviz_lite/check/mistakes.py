@@ -192,6 +192,8 @@ OBSERVED = {
                       "modules, or F.dropout(x, p, training=self.training)).",
     "mlm-head-untied": "Your MLM decoder has its own weight matrix; BERT ties it to the word embeddings "
                        "(a design difference, not an error).",
+    "final-layernorm": "Your encoder ends with a LayerNorm after its last layer, as pre-LN encoders do; BERT's has "
+                       "none (a design difference, not an error).",
     "log-probabilities": "Your model returns log-probabilities (log_softmax) where the exercise asks for logits "
                          "(a design difference, not an error).",
 }

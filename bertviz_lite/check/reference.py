@@ -102,6 +102,7 @@ class Recipe:
     head_activation: str = "gelu"
     pooler: bool = True
     mlm_transform: bool = True
+    final_layernorm: bool = False  # a LayerNorm (weight 1, bias 0) after the last layer, as pre-LN encoders have
     log_softmax: bool = False  # the model returns MLM log-probabilities, as the BERT-pytorch tutorial's does
 
 
@@ -249,6 +250,9 @@ def reference_stages(w: dict[str, Tensor], ids: Tensor, seg: Tensor, config: Ber
         layer = layer_stages(hidden, keep, w, i, config.num_attention_heads, recipe)
         stages.update(layer)
         hidden = layer[f"layer.{i}.output"]
+    if recipe.final_layernorm:
+        ones = torch.ones(hidden.shape[-1], dtype=hidden.dtype)
+        hidden = _layer_norm(hidden, {"final.weight": ones, "final.bias": ones * 0, "eps": w["eps"]}, "final", recipe)
     stages["encoder.output"] = hidden
     stages.update(head_stages(hidden, w, recipe))
     return stages

@@ -79,6 +79,14 @@ PLANTED = {
                                         ".weight", "pass")]),
 }
 CORRECT = [("hf_style.py", None), ("fused_style.py", None), ("mha_style.py", None)]
+# Tutorial-style models: each departure from BERT named, nothing left unexplained.
+STYLES = {
+    "tutorial_style.py": ("BERTLM", {"learned-vs-sinusoidal", "segment-offset", "no-embedding-layernorm", "pre-ln",
+                                     "layernorm-formula", "gelu-tanh", "log-probabilities", "mlm-head-untied",
+                                     "mlm-head-plain-linear", "no-pooler"}),
+    "annotated_style.py": (None, {"no-embedding-layernorm", "pre-ln", "layernorm-formula", "relu", "mlm-head-untied",
+                                  "mlm-head-plain-linear", "final-layernorm"}),
+}
 
 
 def planted(code: str) -> str:
@@ -94,6 +102,7 @@ def reports(tmp_path_factory):
     """Every planted file and every correct one, checked in one child process."""
     folder = tmp_path_factory.mktemp("planted")
     requests = [CheckRequest(LEARNERS / name, "model", cls) for name, cls in CORRECT]
+    requests += [CheckRequest(LEARNERS / name, "model", cls) for name, (cls, _) in STYLES.items()]
     for code in PLANTED:
         path = folder / f"{code.replace('-', '_')}.py"
         path.write_text(planted(code))
@@ -121,6 +130,15 @@ def test_a_planted_mistake_is_named_at_the_stage_where_it_first_shows(reports, c
     assert "unexplained" not in report.codes, report.to_text()
     extra = {f.code for f in report.findings} - {code, "learned-vs-sinusoidal"}
     assert not extra, report.to_text()
+
+
+@pytest.mark.parametrize("name", sorted(STYLES))
+def test_a_tutorial_style_model_is_built_mapped_and_its_departures_named(reports, name):
+    report = reports[name]
+    assert set(report.codes) == STYLES[name][1], report.to_text()
+    assert report.unmapped["theirs"] == [], report.to_text()
+    stages = {s.name for s in report.stages}
+    assert {"embeddings.token", "layer.0.attention.probs", "layer.1.feed_forward", "mlm_logits"} <= stages
 
 
 def test_every_code_the_issue_asks_for_is_registered():
