@@ -142,10 +142,16 @@ def call(model: nn.Module, part: str, inputs: dict[str, Tensor]) -> Any:
     x = inputs["layer_input" if part != "mlp" else "mlp_input"]
     if part == "mlp" or len(names) == 1:
         return model(x)
-    mask = (inputs["input_ids"] != 0).long()[:, None, None, :]  # (B, 1, 1, T): 1 where a key may be attended
-    if len(names) >= 4 or (required >= 3 and names[:3] in (["q", "k", "v"], ["query", "key", "value"])):
-        return model(x, x, x, mask)
-    return model(x, mask)
+    qkv = len(names) >= 4 or (required >= 3 and names[:3] in (["q", "k", "v"], ["query", "key", "value"]))
+    keep = inputs["input_ids"] != 0
+    # (B, 1, 1, T) with 1 where a key may be attended; else (B, T) so; else nn.MultiheadAttention's (B, T), True on padding
+    masks = (keep.long()[:, None, None, :], keep.long(), ~keep)
+    for index, mask in enumerate(masks):
+        try:
+            return model(x, x, x, mask) if qkv else model(x, mask)
+        except (RuntimeError, IndexError, AssertionError):
+            if index == len(masks) - 1:
+                raise
 
 
 class _dropout_off:

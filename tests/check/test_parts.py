@@ -18,6 +18,7 @@ CASES = {
     "attention": (CheckRequest(PARTS / "attention.py", "attention"), [], 2),
     "mlp": (CheckRequest(PARTS / "mlp.py", "mlp"), [], 1),
     "layer": (CheckRequest(PARTS / "layer.py", "layer"), [], 5),
+    "nn.MultiheadAttention layer with a padding mask": (CheckRequest(PARTS / "mha_layer.py", "layer"), [], 5),
     "hf attention with residual": (CheckRequest(LEARNERS / "hf_style.py", "attention", "BertAttention"), [], 3),
     "fused attention": (CheckRequest(LEARNERS / "fused_style.py", "attention"), [], 1),
     "Sequential feed-forward": (CheckRequest(LEARNERS / "fused_style.py", "mlp"), [], 1),
