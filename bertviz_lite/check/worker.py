@@ -76,7 +76,7 @@ def _failure(error: BaseException, job: dict[str, Any], phase: str) -> dict[str,
     where = last_frame(error, str(Path(job["file"]).resolve().parent))
     if isinstance(error, TimeLimit):
         status, message = "timeout", "stopped there"
-    elif isinstance(error, MemoryError) or "memory" in str(error).lower() and "alloc" in str(error).lower():
+    elif isinstance(error, MemoryError) or ("memory" in str(error).lower() and "alloc" in str(error).lower()):
         status, message = "memory", f"it asked for more memory than the limit allows ({type(error).__name__})"
     else:
         status, message = "exception", f"{type(error).__name__}: {str(error)[:300]}"
