@@ -17,20 +17,27 @@ from torch import nn
 
 # Our config field -> the names learners give it in constructors and config objects.
 ALIASES = {
-    "vocab_size": ("vocab_size", "vocab", "n_vocab", "num_tokens", "vocab_len", "ntoken"),
-    "hidden_size": ("hidden_size", "d_model", "embed_size", "hidden", "n_embd", "dim", "embed_dim", "emb_dim",
-                    "hidden_dim", "embedding_dim", "d_embed", "d_hidden"),
-    "num_hidden_layers": ("num_hidden_layers", "num_layers", "n_layers", "n_layer", "layers", "depth", "nlayers"),
+    "vocab_size": ("vocab_size", "vocab", "n_vocab", "num_tokens", "vocab_len", "ntoken", "n_tokens", "vocabulary_size"),
+    "hidden_size": ("hidden_size", "d_model", "embed_size", "hidden", "n_embd", "n_embed", "dim", "embed_dim",
+                    "emb_dim", "emb_size", "embedding_size", "hidden_dim", "embedding_dim", "d_embed", "d_hidden",
+                    "model_dim", "d_emb"),
+    "num_hidden_layers": ("num_hidden_layers", "num_layers", "n_layers", "n_layer", "layers", "depth", "nlayers",
+                          "num_blocks", "n_blocks", "num_encoder_layers", "n_encoder_layers"),
     "num_attention_heads": ("num_attention_heads", "num_heads", "heads", "n_heads", "n_head", "attn_heads", "h",
-                            "nhead", "head_num"),
+                            "nhead", "head_num", "num_head", "n_attn_heads"),
     "intermediate_size": ("intermediate_size", "d_ff", "feed_forward_hidden", "middle_dim", "ff_dim", "d_ffn",
-                          "dim_feedforward", "ffn_dim", "mlp_dim", "d_inner", "hidden_ff"),
+                          "dim_feedforward", "ffn_dim", "mlp_dim", "d_inner", "hidden_ff", "ff_hidden", "ffn_hidden",
+                          "d_hid", "intermediate_dim", "ffn_size", "ff_size", "feedforward_dim"),
     "max_position_embeddings": ("max_position_embeddings", "max_len", "seq_len", "block_size", "max_seq_len",
-                                "max_length", "n_positions", "context_length", "max_positions", "n_ctx"),
-    "type_vocab_size": ("type_vocab_size", "n_segments", "num_segments", "segment_size", "n_segment"),
+                                "max_length", "n_positions", "context_length", "max_positions", "n_ctx",
+                                "max_seq_length", "seq_length", "max_seq", "context_size", "maxlen"),
+    "type_vocab_size": ("type_vocab_size", "n_segments", "num_segments", "segment_size", "n_segment",
+                        "num_token_types", "n_types"),
     "hidden_dropout_prob": ("dropout", "dropout_prob", "hidden_dropout_prob", "p_drop", "drop", "dropout_rate",
-                            "attention_probs_dropout_prob", "attn_dropout", "p"),
-    "layer_norm_eps": ("layer_norm_eps", "eps", "ln_eps", "norm_eps"),
+                            "attention_probs_dropout_prob", "attn_dropout", "p", "dropout_p", "attn_pdrop",
+                            "resid_pdrop", "embd_pdrop"),
+    "layer_norm_eps": ("layer_norm_eps", "eps", "ln_eps", "norm_eps", "layer_norm_epsilon"),
+    "pad_token_id": ("pad_token_id", "pad_idx", "padding_idx", "pad_id", "pad_index"),
 }
 MODEL_NAMES = ("Bert", "BERT", "BertModel", "BertForPreTraining")
 CONFIG_PARAMS = ("config", "cfg", "args", "conf", "hparams", "params", "configs")
