@@ -92,8 +92,9 @@ def model_job(job, request, ours, inputs, phase) -> tuple[dict[str, Any], dict[s
     phase["now"] = "map"
     sizes = Sizes(**{k: config[k] for k in ("vocab_size", "hidden_size", "intermediate_size",
                                             "max_position_embeddings", "num_hidden_layers")})
-    mapping = map_part(param_infos(model), {k: tuple(v.shape) for k, v in ours.items()}, sizes, part,
-                       job.get("override"))
+    infos = param_infos(model)
+    _check_sizes(infos, part, config)
+    mapping = map_part(infos, {k: tuple(v.shape) for k, v in ours.items()}, sizes, part, job.get("override"))
     problems = load_weights(model, mapping, ours)
     phase["now"] = "run"
     model.eval()
@@ -110,6 +111,18 @@ def model_job(job, request, ours, inputs, phase) -> tuple[dict[str, Any], dict[s
               "dropout_stage": dropout_stage, "tied": _tied(model, mapping),
               "eps": sorted({m.eps for m in model.modules() if isinstance(m, nn.LayerNorm)})}
     return result, {k: v.contiguous() for k, v in first.items()}
+
+
+def _check_sizes(infos, part: str, config: dict[str, Any]) -> None:
+    """Refuse a model built at sizes of its own: nothing would map, and every stage would differ for that alone."""
+    vocab, hidden = config["vocab_size"], config["hidden_size"]
+    if part in ("model", "embedding") and infos and not any(p.shape == (vocab, hidden) for p in infos):
+        shapes = sorted({p.shape for p in infos if len(p.shape) == 2}, key=lambda s: -s[0] * s[1])[:1]
+        raise CannotBuild(
+            f"Your model does not take the sizes it is given (vocab_size={vocab}, hidden_size={hidden}): none of its "
+            f"weights is a {vocab} x {hidden} word table (its largest is {' x '.join(map(str, shapes[0]))}). Take the "
+            f"sizes as constructor parameters, or add a function build(config) that uses config.vocab_size, "
+            f"config.hidden_size, ….")
 
 
 def _traced(model: nn.Module, hooks: StageHooks, part: str, inputs: dict[str, Tensor], config) -> dict[str, Tensor]:

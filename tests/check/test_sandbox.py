@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow  # two jobs run to their time limit and three chil
 def reports():
     """The failing files and a correct one after them, in one child process (a dying job costs only itself; the
     last one turns off the alarm and is killed on the wall clock)."""
-    names = ["raises_in_forward", "raises_on_import", "no_model_class", "hangs", "allocates", "exits", "hf_style",
+    names = ["raises_in_forward", "raises_on_import", "no_model_class", "fixed_sizes", "hangs", "allocates", "exits", "hf_style",
              "hangs_ignoring_alarm"]
     started = time.monotonic()
     found = check_files([CheckRequest(LEARNERS / f"{name}.py") for name in names], time_limit=TIME_LIMIT_S)
@@ -46,6 +46,12 @@ def test_a_file_without_a_matching_class_says_which_classes_it_has(reports):
     assert "Decoder, Encoder" in report.findings[0].message and "--class" in report.findings[0].message
 
 
+def test_a_model_that_ignores_the_sizes_it_is_given_cannot_be_built(reports):
+    report = reports[0]["fixed_sizes"]
+    assert (report.verdict, report.exit_code) == ("error", 2)
+    assert "30522 x 768" in report.findings[0].message and "build(config)" in report.findings[0].message
+
+
 def test_a_loop_is_stopped_at_the_time_limit(reports):
     report = reports[0]["hangs"]
     assert report.codes == ["timeout"] and report.exit_code == 1
@@ -65,7 +71,7 @@ def test_a_process_that_dies_is_a_finding_and_the_next_file_is_still_checked(rep
 
 
 def test_the_whole_batch_ends_within_its_time_limits(reports):
-    assert reports[1] < 8 * TIME_LIMIT_S + 30  # a time limit per job, plus three child start-ups
+    assert reports[1] < 9 * TIME_LIMIT_S + 30  # a time limit per job, plus three child start-ups
 
 
 def test_a_loop_that_turns_off_the_alarm_is_killed_on_the_wall_clock(reports):
