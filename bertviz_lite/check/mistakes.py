@@ -48,10 +48,15 @@ def _set(recipe: Recipe, **fields) -> Recipe | None:
 
 
 @mistake("learned-vs-sinusoidal", "Your position embeddings are the fixed sin/cos table of the Transformer paper; "
-         "BERT learns a position table (a design difference, not an error).", design_choice=True,
-         absent="bert.embeddings.position_embeddings.weight")
+         "BERT learns a position table (a design difference, not an error).", design_choice=True)
 def _sinusoidal(recipe, evidence):
     return _set(recipe, positions="sinusoidal")
+
+
+@mistake("no-position-embedding", "Your embeddings add no position embedding: without it the encoder cannot tell "
+         "the order of the tokens.")
+def _no_positions(recipe, evidence):
+    return _set(recipe, positions="none")
 
 
 @mistake("sinusoidal-formula", "Your fixed position table departs from sin/cos of pos / 10000^(2i/d) "
@@ -65,6 +70,12 @@ def _own_table(recipe, evidence):
          "tutorial); BERT's token_type_ids are 0 for sentence A and 1 for sentence B.", design_choice=True)
 def _segment_offset(recipe, evidence):
     return _set(recipe, segment_offset=True)
+
+
+@mistake("no-segment-embedding", "Your embeddings add no segment (token type) embedding: sentence A and sentence "
+         "B look alike to the encoder.")
+def _no_segments(recipe, evidence):
+    return _set(recipe, segments=False)
 
 
 @mistake("no-embedding-layernorm", "Your embeddings skip the LayerNorm after token + position + segment.",

@@ -85,8 +85,9 @@ ACTIVATIONS = {"gelu": F.gelu, "gelu-tanh": gelu_tanh, "relu": F.relu}
 class Recipe:
     """How the reference computes; BERT by default. Each mistake in mistakes.py flips one field."""
 
-    positions: str = "learned"  # "learned" | "sinusoidal" | "table" (position_table, the learner's own)
+    positions: str = "learned"  # "learned" | "sinusoidal" | "table" (position_table, the learner's own) | "none"
     position_table: Tensor | None = field(default=None, compare=False)
+    segments: bool = True  # False: no segment embedding at all
     segment_offset: bool = False  # segments looked up as 1/2 with row 0 (padding) zero
     embedding_layernorm: bool = True
     scale: str = "sqrt"  # "sqrt" | "dk" | "none"
@@ -115,11 +116,13 @@ def embedding_stages(w: dict[str, Tensor], ids: Tensor, seg: Tensor, recipe: Rec
         table = sinusoidal_position_table(table.shape[0], table.shape[1]).to(table.dtype)
     elif recipe.positions == "table":
         table = recipe.position_table.to(table.dtype)
+    elif recipe.positions == "none":
+        table = torch.zeros_like(table)
     position = table[: ids.shape[1]].unsqueeze(0).expand_as(token)
     segment_table = w[prefix + "token_type_embeddings.weight"]
     if recipe.segment_offset:  # fed BERT's 0/1, a 1/2 table gives sentence A the padding row and B row "1"
         segment_table = torch.cat([torch.zeros_like(segment_table[:1]), segment_table])
-    segment = F.embedding(seg, segment_table)
+    segment = F.embedding(seg, segment_table) * float(recipe.segments)
     summed = token + position + segment
     stages = {"embeddings.token": token, "embeddings.position": position, "embeddings.segment": segment,
               "embeddings.sum": summed}

@@ -67,6 +67,8 @@ PLANTED = {
     "sinusoidal-formula": ("embeddings.position", [
         (POSITIONS[0], "self.register_buffer('table', fixed_table(max_position_embeddings, hidden_size, 1000.0))"),
         (POSITIONS[1], "self.table[: input_ids.shape[1]]"), ("\n\nclass BertEmbeddings", SINUSOID + "\n\nclass BertEmbeddings")]),
+    "no-position-embedding": ("embeddings.sum", [(" + self.position_embeddings(positions)", "")]),
+    "no-segment-embedding": ("embeddings.sum", [(" + self.token_type_embeddings(token_type_ids)", "")]),
     "segment-offset": ("embeddings.segment", [("nn.Embedding(2, hidden_size)", "nn.Embedding(3, hidden_size, padding_idx=0)")]),
     "no-embedding-layernorm": ("layer.0.attention.probs", [("return self.dropout(self.LayerNorm(x))",
                                                             "return self.dropout(x)")]),
