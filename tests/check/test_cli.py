@@ -79,3 +79,9 @@ def test_new_writes_the_outline_and_the_folder_reports_progress(capsys, tmp_path
 def _replace_class(text: str, name: str, body: str) -> str:
     pattern = re.compile(rf"class {name}\(nn.Module\):.*?(?=\n\n\n)", re.S)
     return pattern.sub(lambda _m: f"class {name}{body.rstrip()}", text, count=1)
+
+
+def test_the_outline_filled_in_is_done_part_by_part(capsys):
+    assert main([str(LEARNERS / "solution")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 6 and all(line.startswith("[x]") and line.endswith("done") for line in lines)
