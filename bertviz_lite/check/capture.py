@@ -12,7 +12,15 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from bertviz_lite.check.mapping import EMB, FINAL_NORM, ZERO_ROW, Mapping, ParamInfo, layer_role_names
+from bertviz_lite.check.mapping import (
+    EMB,
+    FINAL_NORM,
+    TRANSPOSED,
+    ZERO_ROW,
+    Mapping,
+    ParamInfo,
+    layer_role_names,
+)
 
 
 def param_infos(model: nn.Module) -> list[ParamInfo]:
@@ -37,11 +45,12 @@ def load_weights(model: nn.Module, mapping: Mapping, ours: dict[str, Tensor]) ->
     params = _their_params(model)
     for theirs, sources in list(mapping.entries.items()):
         hidden = ours[EMB + "word_embeddings.weight"].shape[1]
-        parts = [_constant(s, hidden) if s.startswith("<") else ours[s] for s in sources if s.startswith("<") or s in ours]
+        stacked = [s for s in sources if s != TRANSPOSED]
+        parts = [_constant(s, hidden) if s.startswith("<") else ours[s] for s in stacked if s.startswith("<") or s in ours]
         value = torch.cat(parts) if len(parts) > 1 else parts[0] if parts else None
         target = params.get(theirs)
-        if value is not None and target is not None and value.shape != target.shape and value.dim() == 2:
-            value = value.T if value.T.shape == target.shape else value
+        if value is not None and TRANSPOSED in sources:
+            value = value.T
         if value is None or target is None or value.shape != target.shape:
             problems.append(f"{theirs} {tuple(target.shape) if target is not None else '?'} cannot take "
                             f"{' + '.join(sources)}")
@@ -72,12 +81,18 @@ def first_tensor(value: Any, last_dim: int | None = None) -> Tensor | None:
 def _owner(model: nn.Module, mapping: Mapping, ours: str, want: Callable[[nn.Module], bool] = lambda m: True):
     """Their module holding the parameter filled from our `ours` (and passing `want`)."""
     modules = dict(model.named_modules(remove_duplicate=False))
+    params = _their_params(model)
     for theirs, sources in mapping.entries.items():
-        if ours in sources:
+        if ours in sources and not _raw_matrix(theirs, params[theirs]):
             path = theirs.rsplit(".", 1)[0] if "." in theirs else ""
             if want(modules[path]):
                 return path, modules[path]
     return None, None
+
+
+def _raw_matrix(name: str, param: Tensor) -> bool:
+    """A notebook's own nn.Parameter matrix: its module computes more than this matrix's product, so no hook."""
+    return param.dim() == 2 and not name.endswith("weight")  # weight, in_proj_weight: a module's own
 
 
 def _common_ancestor(paths: list[str]) -> str:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 ZERO_ROW = "<zero row>"
+TRANSPOSED = "<transposed>"  # a raw matrix used as x @ W (in, out), where nn.Linear keeps (out, in)
 FINAL_NORM = "<final LayerNorm>"  # a LayerNorm after the last layer (pre-LN encoders end with one): weight 1, bias 0
 EMB = "bert.embeddings."
 HEAD_WORDS = ("cls", "mlm", "lm", "pred", "head", "transform", "nsp", "next", "classifier")
@@ -45,7 +46,12 @@ class Mapping:
     unmapped_ours: list[str] = field(default_factory=list)
 
     def table(self) -> dict[str, str]:
-        return {theirs: " + ".join(sources) for theirs, sources in self.entries.items()}
+        """their parameter -> ours as one string: `a + b + c` stacked, `(a).T` transposed."""
+        rows = {}
+        for theirs, sources in self.entries.items():
+            text = " + ".join(s for s in sources if s != TRANSPOSED)
+            rows[theirs] = f"({text}).T" if TRANSPOSED in sources else text
+        return rows
 
 
 def layer_role_names(i: int) -> dict[str, str]:
@@ -111,11 +117,28 @@ def _hf_name(name: str, ours: dict[str, tuple[int, ...]]) -> str | None:
 
 
 def _modules(params: list[ParamInfo]) -> dict[str, list[ParamInfo]]:
-    """Owner module path -> its parameters, in registration order."""
+    """Owner module path -> its parameters, in registration order. A module holding several matrices of its own
+    (raw nn.Parameter W_q, W_k, … as notebooks write them) is split: one group per matrix, with its bias (b_q)."""
     modules: dict[str, list[ParamInfo]] = {}
     for p in params:
         modules.setdefault(p.module, []).append(p)
-    return modules
+    split = {}
+    for path, group in modules.items():
+        matrices = [p for p in group if len(p.shape) == 2]
+        if len(matrices) < 2 or group[0].module_type == "MultiheadAttention":
+            split[path] = group
+            continue
+        for matrix in matrices:
+            key = _raw_key(matrix.name)
+            bias = [p for p in group if len(p.shape) == 1 and _raw_key(p.name) == key]
+            split[f"{path}.{_last(matrix.name)}" if path else _last(matrix.name)] = [matrix, *bias[:1]]
+    return split
+
+
+def _raw_key(name: str) -> str:
+    """W_qkv and b_qkv -> qkv; Wq and bq -> q: what a raw matrix and its bias share."""
+    last = _last(name)
+    return re.sub(r"^(w|b|weight|bias)_?", "", last) or last
 
 
 def layer_index(path: str, container: str | None) -> int | None:
@@ -176,11 +199,16 @@ def _last(name: str) -> str:
     return name.rsplit(".", 1)[-1].lower()
 
 
+def _is_raw(weight: ParamInfo) -> bool:
+    """A matrix that is not an nn.Linear's or an embedding's: a notebook's nn.Parameter, used as x @ W."""
+    return len(weight.shape) == 2 and _last(weight.name) != "weight" and "Embedding" not in weight.module_type
+
+
 def _assign(mapping: Mapping, group: list[ParamInfo], ours: str) -> None:
     """Their weight (and bias) <- our `ours.weight` (and `ours.bias`)."""
     weight, bias = _weight_and_bias(group)
     if weight is not None:
-        mapping.entries[weight.name] = [ours + ".weight"]
+        mapping.entries[weight.name] = [ours + ".weight"] + ([TRANSPOSED] if _is_raw(weight) else [])
     if bias is not None:
         mapping.entries[bias.name] = [ours + ".bias"]
 
@@ -219,19 +247,19 @@ def _map_layer(layer_modules: dict[str, list[ParamInfo]], index: int, sizes: Siz
     for path, group in layer_modules.items():
         names = {_last(p.name): p for p in group}
         weight, bias = _weight_and_bias(group)
-        if "in_proj_weight" in names or (weight is not None and weight.shape == (3 * h, h)):
+        if "in_proj_weight" in names or (weight is not None and weight.shape in ((3 * h, h), (h, 3 * h))):
             fused_weight = names.get("in_proj_weight", weight)
             fused_bias = names.get("in_proj_bias", bias if "in_proj_weight" not in names else None)
-            mapping.entries[fused_weight.name] = [roles[r] + ".weight" for r in "qkv"]
+            mapping.entries[fused_weight.name] = [roles[r] + ".weight" for r in "qkv"] + (
+                [TRANSPOSED] if fused_weight.shape == (h, 3 * h) else [])
             if fused_bias is not None:
                 mapping.entries[fused_bias.name] = [roles[r] + ".bias" for r in "qkv"]
             fused = True
         elif _is_norm(group, h):
             norms.append(path)
-        elif weight is not None and weight.shape == (inner, h):
-            _assign(mapping, group, roles["ff1"])
-        elif weight is not None and weight.shape == (h, inner):
-            _assign(mapping, group, roles["ff2"])
+        elif weight is not None and weight.shape in ((inner, h), (h, inner)):
+            first = (weight.shape == (inner, h)) != _is_raw(weight)  # a raw (H, I) matrix is the first, as x @ W
+            _assign(mapping, group, roles["ff1" if first else "ff2"])
         elif weight is not None and weight.shape == (h, h):
             squares.append(path)
     _map_squares(squares, ["o"] if fused else ["q", "k", "v", "o"], layer_modules, roles, mapping)

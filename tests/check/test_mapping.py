@@ -61,3 +61,19 @@ def test_a_part_maps_onto_layer_0_and_reports_what_it_lacks():
     assert mapping.entries["W_O.weight"] == ["bert.encoder.layer.0.attention.output.dense.weight"]
     assert mapping.entries["W_K.weight"] == ["bert.encoder.layer.0.attention.self.key.weight"]
     assert mapping.unmapped_ours == ["bert.encoder.layer.0.attention.output.LayerNorm.weight"]
+
+
+def test_raw_matrices_used_as_x_at_w_are_split_per_matrix_and_transposed():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("raw", __file__.replace("test_mapping.py", "learners/raw_parameters.py"))
+    raw = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(raw)
+    mapping = map_part(param_infos(raw.Bert(100, 32, 2, 4, 128, 64)), OURS, SIZES, "model")
+    table = mapping.table()
+    layer = "bert.encoder.layer.0."
+    assert table["layers.0.W_qkv"] == "(" + " + ".join(layer + f"attention.self.{n}.weight" for n in ("query", "key",
+                                                                                                       "value")) + ").T"
+    assert table["layers.0.W1"] == f"({layer}intermediate.dense.weight).T"
+    assert table["layers.0.W2"] == f"({layer}output.dense.weight).T"
+    assert table["layers.0.b_o"] == layer + "attention.output.dense.bias"

@@ -80,7 +80,7 @@ PLANTED = {
     "mlm-head-untied": ("mlm_logits", [("self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings"
                                         ".weight", "pass")]),
 }
-CORRECT = [("hf_style.py", None), ("fused_style.py", None), ("mha_style.py", None)]
+CORRECT = [("hf_style.py", None), ("fused_style.py", None), ("mha_style.py", None), ("raw_parameters.py", None)]
 # Tutorial-style models: each departure from BERT named, nothing left unexplained.
 STYLES = {
     "tutorial_style.py": ("BERTLM", {"learned-vs-sinusoidal", "segment-offset", "no-embedding-layernorm", "pre-ln",
@@ -118,7 +118,7 @@ def test_a_correct_implementation_matches_at_every_stage(reports, name):
     report = reports[name]
     assert report.verdict == "match", report.to_text()
     assert report.exit_code == 0
-    assert len(report.stages) >= 14
+    assert len(report.stages) >= (10 if name == "raw_parameters.py" else 14)  # raw matrices: no module to hook
     assert all(s.ok and s.max_abs_diff < 1e-5 for s in report.stages), report.to_text()
     assert report.findings == [] and report.unmapped["theirs"] == []
 
