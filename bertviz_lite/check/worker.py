@@ -70,6 +70,17 @@ def run_job(job: dict[str, Any], request: dict[str, Any], ours: dict[str, Tensor
         return _failure(error, job, phase["now"]), {}
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        _forget(Path(job["file"]).resolve().parent)
+
+
+def _forget(folder: Path) -> None:
+    """The learner's folder off sys.path and its modules out of sys.modules: the next job's files of the same
+    names (another attention.py) are imported afresh."""
+    sys.path[:] = [p for p in sys.path if p != str(folder)]
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and Path(file).resolve().parent == folder:
+            del sys.modules[name]
 
 
 def _failure(error: BaseException, job: dict[str, Any], phase: str) -> dict[str, Any]:
