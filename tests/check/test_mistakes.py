@@ -149,3 +149,25 @@ def test_every_code_the_issue_asks_for_is_registered():
              "segment-offset", "no-embedding-layernorm", "dropout-active", "heads-split", "no-pooler",
              "mlm-head-plain-linear", "mlm-head-untied"}
     assert asked <= set(CODES) and asked <= set(PLANTED)
+
+
+def test_adding_a_mistake_code_is_one_registered_function(tmp_path):
+    """ARCHITECTURE's recipe: a function under @mistake(code, sentence) returning the recipe with that mistake is
+    tried by the search and named in the report; here a new code takes over ReLU's variant."""
+    from dataclasses import replace
+
+    from bertviz_lite.check import mistakes
+
+    saved = list(mistakes.MISTAKES)
+    mistakes.MISTAKES[:] = [m for m in saved if m.code != "relu"]
+    try:
+        @mistakes.mistake("rectified", "Your feed-forward rectifies (a test's own code).")
+        def _rectified(recipe, evidence):
+            return None if recipe.activation == "relu" else replace(recipe, activation="relu")
+
+        (tmp_path / "relu.py").write_text(planted("relu"))
+        report = check_files([CheckRequest(tmp_path / "relu.py")])[0]
+    finally:
+        mistakes.MISTAKES[:] = saved
+    assert [(f.code, f.stage) for f in report.findings] == [("rectified", "layer.0.feed_forward")]
+    assert report.to_json()["findings"][0]["message"] == "Your feed-forward rectifies (a test's own code)."
