@@ -113,6 +113,7 @@ class StageHooks:
         self.modules = dict(model.named_modules(remove_duplicate=False))
         self.captured: dict[str, Tensor] = {}
         self.handles = []
+        self.attention_modules: dict[str, str] = {}  # probabilities' stage -> their attention module's path
 
     def hook(self, stage: str, module: nn.Module, pick: Callable[[Any, Any], Tensor | None]) -> None:
         def keep(_module, inputs, output):
@@ -163,6 +164,7 @@ class StageHooks:
             if isinstance(self.modules.get(container), nn.ModuleList):  # linears[0..3]: their attention is its parent
                 container = container.rsplit(".", 1)[0] if "." in container else ""
             self.hook_probabilities(name + "attention.probs", container)
+            self.attention_modules[name + "attention.probs"] = container
 
     def hook_probabilities(self, stage: str, container: str) -> None:
         """Attention probabilities where their attention exposes them: a module's (B, nh, T, T) output or input
@@ -175,6 +177,17 @@ class StageHooks:
         for path, module in self.modules.items():
             if path == container or path.startswith(container + ".") or not container:
                 self.hook(stage, module, pick)
+
+    def exposed(self) -> None:
+        """Probabilities their attention keeps as an attribute (self.attn, self.last_attention) after a pass."""
+        nh = self.sizes["num_attention_heads"]
+        for stage, path in self.attention_modules.items():
+            if stage in self.captured or path not in self.modules:
+                continue
+            for value in vars(self.modules[path]).values():
+                if _looks_like_probs(value, nh):
+                    self.captured[stage] = value.detach().float().clone()
+                    break
 
     def remove(self) -> None:
         for handle in self.handles:

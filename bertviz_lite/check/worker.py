@@ -140,6 +140,7 @@ def _traced(model: nn.Module, hooks: StageHooks, part: str, inputs: dict[str, Te
     hooks.captured = {}
     with torch.no_grad():
         output = call(model, part, inputs)
+    hooks.exposed()
     captured = dict(hooks.captured)
     if part in ("model", "embedding"):
         logits = first_tensor(output, config["vocab_size"])

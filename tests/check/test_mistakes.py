@@ -171,3 +171,8 @@ def test_adding_a_mistake_code_is_one_registered_function(tmp_path):
         mistakes.MISTAKES[:] = saved
     assert [(f.code, f.stage) for f in report.findings] == [("rectified", "layer.0.feed_forward")]
     assert report.to_json()["findings"][0]["message"] == "Your feed-forward rectifies (a test's own code)."
+
+
+def test_probabilities_kept_as_an_attribute_are_compared(reports):
+    stages = {s.name: s for s in reports["fused_style.py"].stages}  # self.last_attention = att
+    assert stages["layer.1.attention.probs"].ok and stages["layer.1.attention.probs"].shape_theirs == [4, 4, 12, 12]
