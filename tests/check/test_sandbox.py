@@ -71,7 +71,8 @@ def test_a_process_that_dies_is_a_finding_and_the_next_file_is_still_checked(rep
 
 
 def test_the_whole_batch_ends_within_its_time_limits(reports):
-    assert reports[1] < 9 * TIME_LIMIT_S + 30  # a time limit per job, plus three child start-ups
+    # a time limit per job, three child start-ups, the rest in seconds: generous, as the machine may be busy
+    assert reports[1] < 9 * TIME_LIMIT_S + 100
 
 
 def test_a_loop_that_turns_off_the_alarm_is_killed_on_the_wall_clock(reports):
