@@ -1,4 +1,5 @@
-"""A check's stages as a ladder: every stage in order with its max abs difference, the tolerance, the first that fails.
+"""A check's stages as a ladder: every stage in order, its max abs difference, the tolerance, the first that fails;
+and its weight mapping as a table.
 
 The Your BERT page draws it (figures/check.py) and offers it as CSV; a notebook can do the same with a Report.
 """
@@ -36,3 +37,8 @@ def stage_ladder(report: Report) -> StageLadder:
     """The ladder of a report (empty for a file that could not be loaded, built or run)."""
     return StageLadder([s.name for s in report.stages], [s.max_abs_diff for s in report.stages],
                        [s.ok for s in report.stages])
+
+
+def mapping_frame(report: Report) -> pd.DataFrame:
+    """The weight mapping as a table: each of their parameters and the one of ours it was given."""
+    return pd.DataFrame({"theirs": list(report.mapping), "ours": list(report.mapping.values())})

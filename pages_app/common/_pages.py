@@ -17,7 +17,7 @@ from bertviz_lite.inspection.views.tabs import (
     ViewTab,
 )
 
-EXPLORE, TRAIN, TEACH = "Explore a sentence pair", "Train", "Teach"
+EXPLORE, TRAIN, TEACH, BUILD = "Explore a sentence pair", "Train", "Teach", "Build"
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,7 @@ PAGES = (
     PageSpec("pages_app/train/6_Compare_runs.py", "Compare runs", ":material/compare:", TRAIN, url_path="compare"),
     PageSpec("pages_app/train/7_Checkpoints.py", "Checkpoints", ":material/inventory_2:", TRAIN, url_path="checkpoints"),
     PageSpec("pages_app/classroom/8_Class.py", "Live class", ":material/co_present:", TEACH, url_path="class"),
+    PageSpec("pages_app/build/12_Your_BERT.py", "Your BERT", ":material/construction:", BUILD),
 )
 
 

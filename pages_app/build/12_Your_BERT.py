@@ -1,0 +1,98 @@
+"""Your BERT: a learner's own BERT checked against ours, stage by stage (bertviz_lite.check), on their own machine."""
+
+import os
+
+import streamlit as st
+
+from bertviz_lite.check import check_files
+from bertviz_lite.check.advice import what_to_change
+from bertviz_lite.check.compare import TOLERANCE
+from bertviz_lite.check.ladder import mapping_frame, stage_ladder
+from bertviz_lite.check.request import check_request, start_skeleton
+from bertviz_lite.figures.check import stage_ladder_figure
+from bertviz_lite.server.code_gate import code_allowed
+from bertviz_lite.text.display import plain_markdown
+from pages_app.common._ui import show_figure, show_table
+
+REPORT, ASKED, SKELETON_NOTE = "build_report", "build_asked", "build_skeleton_note"
+
+st.header("Your BERT")
+allowed, why = code_allowed(st.get_option("server.address"), os.environ)
+if not allowed:  # before any widget: the learner's file is never read, let alone imported
+    st.info(why)
+    st.stop()
+st.caption(
+    "Write your own BERT (README: Build your own BERT), give its file here and press Check: your code runs in a "
+    "separate process with a time and a memory limit, filled with the weights of a tiny seeded BERT, and every "
+    "stage is compared with ours. The checker uses its own 4 padded sentence pairs, not the sidebar's pair, so "
+    "that the same file gives the same numbers every time."
+)
+
+
+def run_check() -> None:
+    """Check the typed file (or, for Check again, the one checked last) and keep the report."""
+    try:
+        request = check_request(st.session_state.get("build_file", ""), st.session_state.get("build_class", ""))
+    except ValueError as error:
+        st.session_state[REPORT], st.session_state[ASKED] = None, str(error)
+        return
+    st.session_state[REPORT], st.session_state[ASKED] = check_files([request])[0], None
+
+
+def make_skeleton() -> None:
+    try:
+        path = start_skeleton(st.session_state.get("build_skeleton_dir", ""))
+    except ValueError as error:
+        st.session_state[SKELETON_NOTE] = ("error", str(error))
+        return
+    st.session_state["build_file"] = str(path)
+    st.session_state[SKELETON_NOTE] = ("success", f"Wrote {path}: fill in its TODOs, then press Check.")
+
+
+left, right = st.columns([3, 1])
+left.text_input("Your file", key="build_file", max_chars=400, placeholder="my_bert/bert.py",
+                help="The path of your .py file on this machine (relative to the folder the app runs in).")
+right.text_input("Class (optional)", key="build_class", max_chars=80, placeholder="Bert",
+                 help="Found by itself when it is called Bert, BERT or BertModel.")
+check, again = st.columns(2)
+check.button("Check", key="build_check", on_click=run_check, type="primary", icon=":material/fact_check:")
+if st.session_state.get(REPORT) is not None:
+    again.button("Check again", key="build_again", on_click=run_check, icon=":material/refresh:",
+                 help="After you edit your file: the same file checked afresh.")
+
+with st.expander("Start a skeleton", icon=":material/note_add:"):
+    st.caption("The exercise's outline (shapes in comments, TODOs, no solution) as bert.py in a folder you name.")
+    st.text_input("Folder", key="build_skeleton_dir", max_chars=400, placeholder="my_bert")
+    st.button("Write the skeleton", key="build_skeleton", on_click=make_skeleton)
+    if note := st.session_state.get(SKELETON_NOTE):
+        getattr(st, note[0])(plain_markdown(note[1]))
+
+if asked := st.session_state.get(ASKED):
+    st.error(plain_markdown(asked))
+report = st.session_state.get(REPORT)
+if report is None:
+    st.stop()
+subject = plain_markdown(report.subject)
+if report.verdict == "match":
+    st.success(f"{subject} matches BERT at every stage (tolerance {TOLERANCE:g}).")
+elif report.verdict == "error":
+    st.error(plain_markdown(report.findings[0].message))
+    st.stop()
+else:
+    st.error(f"{subject} differs from BERT.")
+for note in report.notes:
+    st.caption(plain_markdown(note))
+if report.findings:
+    st.subheader("What to change")
+    st.markdown("\n".join(f"- **{plain_markdown(f.code)}** at `{f.stage}`: {plain_markdown(what_to_change(f))}"
+                          for f in report.findings))
+if report.stages:
+    st.subheader("Stage by stage")
+    ladder = stage_ladder(report)
+    show_figure(stage_ladder_figure(ladder), "stage_ladder", frame=ladder.to_frame)
+st.subheader("Weights")
+st.caption("Our seeded weights, placed on your parameters (theirs ← ours).")
+show_table(mapping_frame(report), "weight_mapping", hide_index=True)
+for side, whose in (("theirs", "Your parameters"), ("ours", "Our parameters")):
+    if report.unmapped[side]:
+        st.markdown(f"{whose} not placed: " + plain_markdown(", ".join(report.unmapped[side][:50])))
