@@ -21,9 +21,9 @@ choices = [run for run in lifecycle.list_runs() if run.state != "ready"]
 training = [run for run in choices if run.active]
 
 
-def start_form() -> None:
-    """The new-run form in an expander: open while there is no run to show, folded away below one otherwise."""
-    with st.expander("Start a new run", expanded=not choices, icon=":material/add:"):
+def start_form(expanded: bool = False) -> None:
+    """The new-run form in an expander: open where it comes first, folded away below a run's curves otherwise."""
+    with st.expander("Start a new run", expanded=expanded, icon=":material/add:"):
         if len(training) >= lifecycle.max_concurrent_runs():
             st.info(f"{', '.join(run.name for run in training)} is training, and at most "
                     f"{lifecycle.max_concurrent_runs()} run(s) may train at once: a new run can start when it ends or "
@@ -32,10 +32,14 @@ def start_form() -> None:
 
 
 if not choices:
-    start_form()
+    start_form(expanded=True)
     st.info("No training run yet: start one above.")
     st.stop()
-# A run to show: its curves come first (what a class looks at), the form folds away below them.
+# A visitor with no run of their own (a newcomer) gets the form first, the other runs' curves one pick below it; a
+# visitor with a run sees its curves first (what a class looks at, and always on a slide), the form folded below.
+newcomer = not is_present() and not any(access.is_owner(run.path, current_visitor()) for run in choices)
+if newcomer:
+    start_form(expanded=True)
 if not is_present():  # on a slide the page title says it, and the curves need the room
     st.subheader("Watch a run")
 run = select_run(choices)
@@ -44,7 +48,8 @@ live_view(run.path)
 claim_link(run.path)
 if not access.may_change(run.path, current_visitor()):
     admin_login()  # the other way to a run started elsewhere (shown only when the server has an admin token)
-start_form()
+if not newcomer:
+    start_form()
 st.subheader("Attention replay")
 st.caption("The attention of one fixed sentence pair, saved every few steps: watch the heads form.")
 attention_replay(run.path)

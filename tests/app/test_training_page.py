@@ -285,15 +285,30 @@ def test_compare_overlays_runs_and_tabulates_their_hyperparameters(root):
     assert set(at.dataframe[0].value.index) == {"Hidden size", "Learning rate", "Steps"}
 
 
+def test_a_newcomer_gets_the_form_first_and_the_other_runs_curves_one_pick_below(root):
+    fake_run(root, "a", 0.001, [(2, 5.0), (4, 4.0)])  # a shipped or another visitor's run: not VISITOR_A's
+    write_status(root / "a", state="finished", message="Finished 10 steps.", step=10, total_steps=10)
+    at = open_app(TRAIN)
+    assert not at.exception
+    kinds = [type(element).__name__ for element in at.main.children.values()]
+    assert kinds.index("Expander") < kinds.index("Subheader")  # the form, then "Watch a run"
+    forms = [expander for expander in at.expander if expander.label == "Start a new run"]
+    assert len(forms) == 1 and forms[0].proto.expanded is True
+    assert not at.button(key="train_start").disabled
+    assert at.selectbox(key="train_run").value == "a"
+    assert "MLM loss (train)" in {trace.name for trace in chart(at, "train_loss_chart").data}
+
+
 def test_with_a_run_its_curves_come_first_the_form_folds_away_and_every_chart_has_its_numbers(root):
     fake_run(root, "a", 0.001, [(2, 5.0), (4, 4.0)])
     write_status(root / "a", state="finished", message="Finished 10 steps.", step=10, total_steps=10)
+    access.record_owner(root / "a", access.Visitor(VISITOR_A))  # the visitor's own run
     at = open_app(TRAIN, {"run": "a"})
     assert not at.exception
     kinds = [type(element).__name__ for element in at.main.children.values()]
     assert kinds.index("Subheader") < kinds.index("Expander")  # "Watch a run" and its curves, then the form
-    form = at.expander[0]
-    assert form.label == "Start a new run" and form.proto.expanded is False
+    form = next(expander for expander in at.expander if expander.label == "Start a new run")
+    assert form.proto.expanded is False
     assert at.selectbox(key="opt_init").value == "random weights"
     buttons = [button.proto.id for button in at.get("download_button")]
     assert all(any(id_.endswith(f"-{key}_csv") for id_ in buttons) for key in CURVES), buttons
