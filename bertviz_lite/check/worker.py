@@ -211,6 +211,9 @@ def main(argv: list[str]) -> int:
     request = json.loads((folder / "request.json").read_text())
     torch.set_num_threads(1)
     torch.manual_seed(0)
+    # nn.TransformerEncoder(Layer)'s eval fast path runs a layer as one fused kernel (no hook sees its linears or
+    # norms) and a padded batch as a nested tensor; off, their layers run module by module, as in training.
+    torch.backends.mha.set_fastpath_enabled(False)
     limit = int(request["memory_limit"])
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
