@@ -46,7 +46,7 @@ def observe(model: nn.Module, run: Callable[[], Any]) -> dict[int, tuple[int, tu
     def finished(module, _inputs, output):
         order, shape = seen[id(module)]
         value = first_tensor(output)
-        if shape is None and value is not None:
+        if shape is None and value is not None and not value.is_nested:
             seen[id(module)] = (order, tuple(value.shape))
     handles = []
     for module in {id(m): m for m in model.modules()}.values():
