@@ -28,8 +28,8 @@ sys.path.insert(0, str(REPO))
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from bench.classroom_load import server_memory_mib  # noqa: E402
+from devtools.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 from tests.browser.driver import new_page, open_page, type_into, wait_for_figure, wait_for_idle  # noqa: E402
-from tests.browser.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 
 FILLER = "and then the story went on for a long while without any end in sight " * 40  # > 512 tokens
 WORDS = ("Anna", "Boris", "Clara", "David", "Elena", "Frank", "Greta", "Hugo", "Ines", "Jonas", "Karl", "Lena",

@@ -1,6 +1,6 @@
 """Classroom load: one `streamlit run app.py` for a lecture hall, a training run beside it, N visitors.
 
-Starts the app on a free loopback port (tests/browser/server.py) and times, first, one visitor on the
+Starts the app on a free loopback port (devtools/server.py) and times, first, one visitor on the
 fresh server right after /_stcore/health answers. Then it starts one classroom training run as its own
 process (in a temporary folder, killed at the end) and, for each N, lets N visitors start together
 (with a small random jitter). A visitor is not a browser but a client of Streamlit's own websocket
@@ -55,7 +55,7 @@ sys.path.insert(0, str(REPO))
 
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, MINILM  # noqa: E402
 from bertviz_lite.loading.run_folder import read_metrics, read_status  # noqa: E402
-from tests.browser.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
+from devtools.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 
 LOOPBACK = "127.0.0.1"  # the only address this script talks to
 ATTENTION_PAGE = "Attention"  # url_path of pages_app/explore/3_Attention.py (app.py gives it no other)

@@ -46,7 +46,7 @@ from websockets.asyncio.client import connect  # noqa: E402
 from bench.classroom_load import CLIENT, LOOPBACK, describe_machine, percentile, rerun_request  # noqa: E402
 from bertviz_lite.server import class_results, database  # noqa: E402
 from bertviz_lite.server import classroom as live  # noqa: E402
-from tests.browser.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
+from devtools.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 
 PAGE = "class"  # url_path of pages_app/classroom/8_Class.py
 STEP_HEADING = re.compile(r"Step (\d+) of \d+")

@@ -1,6 +1,6 @@
 """Page latency of the Attention page in Debian's chromium: from entering a pair to the figure drawn.
 
-Starts `streamlit run app.py` on a free port (tests/browser/server.py, as the browser tests do), opens the Attention page with
+Starts `streamlit run app.py` on a free port (devtools/server.py, as the browser tests do), opens the Attention page with
 the default model (minilm-english: MiniLM's sizes, 6 layers × 12 heads) and, for pairs of exactly 32, 128
 and 512 tokens, times from pressing Enter in
 sentence A to the single-head heatmap drawn with the new pair; then the same for the model view
@@ -29,8 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bertviz_lite.loading.pretrained import load  # noqa: E402
-from tests.browser.driver import new_page, open_page, open_tab, type_into, wait_for_idle  # noqa: E402
-from tests.browser.server import (  # noqa: E402
+from devtools.server import (  # noqa: E402
     ARTIFACTS,
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -40,6 +39,7 @@ from tests.browser.server import (  # noqa: E402
     stop,
     wait_until_healthy,
 )
+from tests.browser.driver import new_page, open_page, open_tab, type_into, wait_for_idle  # noqa: E402
 
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
          "and children play near the old river bank on a warm summer afternoon").split()

@@ -1,6 +1,6 @@
 """Where a rerun's time goes under a burst: bench/classroom_load.py's rounds with py-spy sampling the server.
 
-Starts the app (tests/browser/server.py), lets one visitor open the fresh server, starts the classroom training
+Starts the app (devtools/server.py), lets one visitor open the fresh server, starts the classroom training
 run beside it, then attaches py-spy (`pip install py-spy`; it reads the process from outside, so the app has no
 hook) to the server and runs the visitor rounds. Every sample of a busy server thread (idle threads, and threads
 waiting for the GIL, are not sampled) is put in the first bucket that one of its frames matches, in this order:
