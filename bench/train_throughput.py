@@ -24,7 +24,9 @@ from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.model.config import BertConfig  # noqa: E402
+from bertviz_lite.model.modeling import BertForPreTraining  # noqa: E402
 from bertviz_lite.text.pretraining_data import PretrainingCollator, builtin_corpus  # noqa: E402
 from bertviz_lite.text.tokenization import BertTokenizer  # noqa: E402
 from bertviz_lite.training.optimization import PretrainingStep, make_optimizer, optimizer_step  # noqa: E402
@@ -71,17 +73,19 @@ def full_length_batches(
 
 
 def build_models(config: BertConfig, device: torch.device) -> dict[str, nn.Module]:
-    """Ours and transformers' (eager and sdpa), all from the same initial weights."""
-    from transformers import BertConfig as HFBertConfig
-    from transformers import BertForPreTraining
+    """Ours and transformers' (eager and sdpa), all from the same initial weights.
+
+    transformers' classes are spelt with their module's name: theirs and ours share the name BertForPreTraining.
+    """
+    import transformers
 
     torch.manual_seed(0)
     ours = BertForPreTraining(config)
     models = {"ours": PretrainingStep(ours)}
     for implementation in ("eager", "sdpa"):
-        hf_config = HFBertConfig(**config.to_hf_dict(), attn_implementation=implementation)
+        hf_config = transformers.BertConfig(**config.to_hf_dict(), attn_implementation=implementation)
         hf_config.position_embedding_type = "absolute"
-        hf = BertForPreTraining(hf_config)
+        hf = transformers.BertForPreTraining(hf_config)
         hf.load_state_dict(ours.hf_state_dict(), strict=False)
         models[f"transformers_{implementation}"] = HuggingFaceStep(hf)
     return {name: model.to(device).train() for name, model in models.items()}
@@ -114,6 +118,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="auto: bf16 autocast on CUDA, float32 on CPU; bf16: autocast on CPU too (both sides)")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--steps-per-rep", type=int, default=4)
+    add_smoke_flag(parser, argv, batch_size=2, seq_len=32, vocab_size=500, reps=1, steps_per_rep=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
