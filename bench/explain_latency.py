@@ -30,7 +30,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bertviz_lite import figures
+from bench._smoke import add_smoke_flag  # noqa: E402
+from bertviz_lite import figures  # noqa: E402
 from bertviz_lite.inspection import (  # noqa: E402
     attribution,
     explore,
@@ -38,7 +39,7 @@ from bertviz_lite.inspection import (  # noqa: E402
     views,
 )
 from bertviz_lite.loading.pretrained import ENGLISH, load  # noqa: E402
-from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR  # noqa: E402
 from tests.reference import restore_hidden_hook, zero_heads_hooks  # noqa: E402
 
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
@@ -276,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="the app's default (BERTVIZ_LITE_THREADS) is 1")
     parser.add_argument("--lengths", type=int, nargs="*", default=[32, 64])
     parser.add_argument("--patching-tokens", type=int, nargs="*", default=[16])
+    add_smoke_flag(parser, argv, repeats=1, lengths=[8], patching_tokens=[10])
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 

@@ -18,6 +18,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench._smoke import add_smoke_flag  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -25,6 +28,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--preset", default="small")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--threads", type=int, default=2)
+    add_smoke_flag(parser, argv, preset="tiny", steps=2)
     options = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         run = Path(folder) / "run"

@@ -25,6 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, load  # noqa: E402
 from bertviz_lite.text.corpora import english_corpus, everyday_corpus  # noqa: E402
 from bertviz_lite.text.pretraining_data import PretrainingCollator, make_nsp_pairs  # noqa: E402
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch threads on the CPU (the other core collates)")
     parser.add_argument("--stand-in-ms", type=float, default=0.0, help="a GIL-free stand-in step of this many ms")
+    add_smoke_flag(parser, argv, model="demo-tiny", batch_size=4, steps=2, reps=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     model, tokenizer = load(args.model)
