@@ -306,10 +306,12 @@ def memory_after_leaving(pid: int, rss_start: float, settle_s: float) -> str:
             f"{after:.0f} MiB {settle_s:.0f} s after the visitors left ({after - rss_start:+.0f} MiB)")
 
 
-def start_training(run_dir: Path, steps: int) -> subprocess.Popen:
-    """One classroom training run as its own process, as a user would start it, writing only to run_dir."""
+def start_training(run_dir: Path, steps: int, *options: str) -> subprocess.Popen:
+    """One classroom training run as its own process, as a user would start it, writing only to run_dir.
+
+    options: more of the CLI's options (a smoke run's smaller data)."""
     command = [sys.executable, "-m", "bertviz_lite.train", "--preset", "classroom", "--steps", str(steps),
-               "--out", str(run_dir), "--threads", "1", "--quiet"]
+               "--out", str(run_dir), "--threads", "1", "--quiet", *options]
     with open(run_dir.parent / "train.log", "w") as log:  # the child keeps its own copy of the handle
         return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
 

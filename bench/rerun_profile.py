@@ -118,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             load.wait_until_healthy(f"http://{load.LOOPBACK}:{port}", server)
             load.cold_start(port, args, deadline)
-            training = load.start_training(run_dir, args.train_steps)
+            smaller = ("--num-documents", "200", "--eval-pairs", "16") if ours.smoke else ()
+            training = load.start_training(run_dir, args.train_steps, *smaller)
             print(f"Training run: {load.wait_for_training(run_dir, training)}")
             if profiled:
                 spy = attach(server.pid, raw, ours.rate)
