@@ -1,0 +1,49 @@
+"""Every bench script runs: `python bench/X.py --smoke` ends with exit code 0 and prints key=value lines.
+
+A script joins by being in bench/ (private helper modules start with `_`); it must then accept --smoke, declared
+with bench/_smoke.py's add_smoke_flag. No timing is asserted: a smoke run's numbers mean nothing.
+bench/gpu_english.sh is left out: it trains two MiniLM-sized runs for minutes from .gpu/minilm, a float16 copy made
+on the lent GPU's machine that no checkout has, so there is no cheap run of it here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted(p.name for p in (REPO / "bench").glob("*.py") if not p.name.startswith("_"))
+KEY_VALUE = re.compile(r"[a-z0-9_]+=\S+")
+# They start the app's server on a port of their own (and the first two Debian's chromium): the browser marker keeps
+# them out of the quick loop (pytest -m 'not slow and not browser').
+CHROMIUM = {"browser_memory.py", "page_latency.py"}
+SERVER = CHROMIUM | {"classroom_load.py", "live_classroom.py", "rerun_profile.py"}
+TIMEOUT_S = 240
+
+
+def _param(name: str):
+    return pytest.param(name, marks=[pytest.mark.browser] if name in SERVER else [], id=name.removesuffix(".py"))
+
+
+@pytest.mark.parametrize("script", [_param(name) for name in SCRIPTS])
+def test_bench_script_runs_its_smoke_setting(script):
+    if script in CHROMIUM and not Path("/usr/bin/chromium").exists():
+        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)")
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, f"bench/{script}", "--smoke"], cwd=REPO, capture_output=True, text=True,
+                          timeout=TIMEOUT_S, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    print(f"{script}: {time.perf_counter() - started:.1f} s")
+    assert done.returncode == 0, f"{script} --smoke exited with {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    lines = [line for line in done.stdout.splitlines() if KEY_VALUE.fullmatch(line)]
+    assert lines, f"{script} --smoke printed no key=value line:\n{done.stdout[-3000:]}"
+
+
+def test_every_bench_script_declares_the_smoke_flag_through_the_helper():
+    missing = [name for name in SCRIPTS if "add_smoke_flag(" not in (REPO / "bench" / name).read_text(encoding="utf-8")]
+    assert missing == []
