@@ -8,6 +8,7 @@ on the lent GPU's machine that no checkout has, so there is no cheap run of it h
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -16,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from bench._smoke import add_smoke_flag
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted(p.name for p in (REPO / "bench").glob("*.py") if not p.name.startswith("_"))
@@ -47,3 +50,19 @@ def test_bench_script_runs_its_smoke_setting(script):
 def test_every_bench_script_declares_the_smoke_flag_through_the_helper():
     missing = [name for name in SCRIPTS if "add_smoke_flag(" not in (REPO / "bench" / name).read_text(encoding="utf-8")]
     assert missing == []
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    add_smoke_flag(parser, argv, repeats=1)
+    return parser.parse_args(argv)
+
+
+def test_smoke_makes_the_smaller_values_the_defaults_and_an_option_given_still_wins():
+    assert (_parse([]).repeats, _parse(["--smoke"]).repeats) == (5, 1)
+    assert _parse(["--repeats", "3", "--smoke"]).repeats == _parse(["--smoke", "--repeats", "3"]).repeats == 3
+    assert _parse(["--", "--smoke"]).repeats == 5  # another program's option (bench/train_to_deadline.py)
+    with pytest.raises(ValueError, match="repets"):
+        add_smoke_flag(argparse.ArgumentParser(), [], repets=1)
