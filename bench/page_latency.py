@@ -1,14 +1,13 @@
 """Page latency of the Attention page in Debian's chromium: from entering a pair to the figure drawn.
 
-Starts `streamlit run app.py` on a free port (devtools/server.py, as the browser tests do), opens the Attention page with
-the default model (minilm-english: MiniLM's sizes, 6 layers × 12 heads) and, for pairs of exactly 32, 128
-and 512 tokens, times from pressing Enter in
-sentence A to the single-head heatmap drawn with the new pair; then the same for the model view
-(all layers × heads) at 128 tokens. Each pair is new (a different first word), so nothing comes from
-the trace cache. It also reports the longest main-thread task in the browser during each
-measurement (a "freeze" is a long task that blocks scrolling and clicks), and, as a reference
-measured in the same run, a rerun that redraws the heatmap without running the model (clicking a
-sentence filter): the "× reference" column is load-independent where the seconds are not.
+Starts `streamlit run app.py` on a free port (devtools/server.py's running_streamlit, as the browser tests do),
+opens the Attention page with the default model (minilm-english: MiniLM's sizes, 6 layers × 12 heads) and, for
+pairs of exactly 32, 128 and 512 tokens, times from pressing Enter in sentence A to the single-head heatmap drawn
+with the new pair; then the same for the model view (all layers × heads) at 128 and 512 tokens. Each pair is new (a
+different first word), so nothing comes from the trace cache. It also reports the longest main-thread task in the
+browser during each measurement (a "freeze" is a long task that blocks scrolling and clicks), and, as a reference
+measured in the same run, a rerun that redraws the heatmap without running the model (clicking a sentence filter):
+the "× reference" column is load-independent where the seconds are not.
 
     python bench/page_latency.py [--repeats 5] [--heatmap-tokens 32 128 512] [--model-view-tokens 128 512]
 
@@ -31,16 +30,7 @@ sys.path.insert(0, str(REPO))
 
 from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.loading.pretrained import load  # noqa: E402
-from devtools.server import (  # noqa: E402
-    ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    free_port,
-    open_front_page,
-    start_streamlit,
-    stop,
-    wait_until_healthy,
-)
+from devtools.server import CHROMIUM, CHROMIUM_ARGS, open_front_page, running_streamlit  # noqa: E402
 from tests.browser.driver import new_page, open_page, open_tab, type_into, wait_for_idle  # noqa: E402
 
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
@@ -135,6 +125,35 @@ def report(name: str, goal: str, samples: list[tuple[float, float]], ref: float,
     return f"| {name} | {median:.2f} | {max(times):.2f} | {median / ref:.1f} | {max(longest):.2f} | {goal} |"
 
 
+def measure_all(browser, url: str, tokenizer, args) -> tuple[list[str], dict[str, str]]:
+    """The table's rows and the same figures as {key: value}: the reference, then each heatmap and model view."""
+    salts = iter(SALTS * 10)
+    rows, values = [], {}
+    if not args.smoke:  # warm-ups: the smoke run goes through the same calls once, cold
+        open_front_page(browser, url)
+    page = new_page(browser, viewport={"width": 1400, "height": 1000})
+    open_page(page, url, "Attention")
+    type_into(page, "max_length", "512")
+    wait_for_idle(page)
+    if not args.smoke:
+        measure(page, tokenizer, 32, "attention_heatmap", 1, 1, salts)  # warm-up: imports, first figures
+    ref = reference(page, tokenizer, args.repeats)
+    rows.append(f"| reference: filter click, heatmap redrawn, no model run | {ref:.2f} | | 1.0 | | |")
+    values["reference_s"] = f"{ref:.2f}"
+    print(rows[-1], flush=True)
+    for count in args.heatmap_tokens:
+        samples = measure(page, tokenizer, count, "attention_heatmap", 1, args.repeats, salts)
+        rows.append(report(f"heatmap, {count} tokens", HEATMAP_GOALS.get(count, "—"), samples, ref, values))
+        print(rows[-1], flush=True)
+    open_tab(page, "Model view")
+    for count in args.model_view_tokens:  # the long ones take half the repeats
+        repeats = args.repeats if count <= 128 else max(1, args.repeats // 2)
+        samples = measure(page, tokenizer, count, "model_view", 1, repeats, salts)
+        rows.append(report(f"model view, {count} tokens", MODEL_VIEW_GOALS.get(count, "—"), samples, ref, values))
+        print(rows[-1], flush=True)
+    return rows, values
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -144,42 +163,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    _, tokenizer = load("all-MiniLM-L6-v2")
-    salts = iter(SALTS * 10)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    server = start_streamlit(port, ARTIFACTS / "bench_streamlit.log")
-    url = f"http://127.0.0.1:{port}"
-    rows, values = [], {}
-    try:
-        wait_until_healthy(url, server)
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            if not args.smoke:  # warm-ups: the smoke run goes through the same calls once, cold
-                open_front_page(browser, url)
-            page = new_page(browser, viewport={"width": 1400, "height": 1000})
-            open_page(page, url, "Attention")
-            type_into(page, "max_length", "512")
-            wait_for_idle(page)
-            if not args.smoke:
-                measure(page, tokenizer, 32, "attention_heatmap", 1, 1, salts)  # warm-up: imports, first figures
-            ref = reference(page, tokenizer, args.repeats)
-            rows.append(f"| reference: filter click, heatmap redrawn, no model run | {ref:.2f} | | 1.0 | | |")
-            values["reference_s"] = f"{ref:.2f}"
-            print(rows[-1], flush=True)
-            for count in args.heatmap_tokens:
-                samples = measure(page, tokenizer, count, "attention_heatmap", 1, args.repeats, salts)
-                rows.append(report(f"heatmap, {count} tokens", HEATMAP_GOALS.get(count, "—"), samples, ref, values))
-                print(rows[-1], flush=True)
-            open_tab(page, "Model view")
-            for count in args.model_view_tokens:  # the long ones take half the repeats
-                repeats = args.repeats if count <= 128 else max(1, args.repeats // 2)
-                samples = measure(page, tokenizer, count, "model_view", 1, repeats, salts)
-                rows.append(report(f"model view, {count} tokens", MODEL_VIEW_GOALS.get(count, "—"), samples, ref, values))
-                print(rows[-1], flush=True)
-            browser.close()
-    finally:
-        stop(server)
+    ready = {}
+
+    def while_starting() -> None:  # chromium and the tokenizer while the server starts
+        ready["browser"] = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        ready["tokenizer"] = load("all-MiniLM-L6-v2")[1]
+
+    with sync_playwright() as playwright, running_streamlit("bench_streamlit.log", while_starting) as url:
+        rows, values = measure_all(ready["browser"], url, ready["tokenizer"], args)
+        ready["browser"].close()
     load_average = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"\n{platform.machine()}, {os.cpu_count()} cores, load average {load_average:.1f} · Python {platform.python_version()}"
