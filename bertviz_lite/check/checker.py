@@ -103,7 +103,8 @@ def report_for(request: CheckRequest, result: dict[str, Any], tensors: dict[str,
     reference = partial(_reference, reference_weights(weights, result["unmapped"]["ours"], eps),
                         inputs["input_ids"], inputs["token_type_ids"], inputs, request.part)
     theirs, evidence, recipe, findings = _prepared(request.part, result, tensors, reference)
-    stages = compare(theirs, reference(Recipe()))
+    ours = reference(Recipe())
+    stages = compare(theirs, ours)
     absent = set(result["unmapped"]["ours"])
     if "nsp_logits" not in theirs:  # no NSP head: a pooler it does not have is no finding
         absent.discard("bert.pooler.dense.weight")
@@ -112,15 +113,16 @@ def report_for(request: CheckRequest, result: dict[str, Any], tensors: dict[str,
     final = compare(theirs, reference(recipe))
     leftover = unexplained(final)
     findings += [leftover] if leftover else []
-    notes = list(result.get("problems", [])) + _absent_notes(request.part, theirs, reference(Recipe()))
+    notes = list(result.get("problems", [])) + _absent_notes(request.part, theirs, ours)
     if eps != 1e-12:
         notes.append(f"your LayerNorms use eps={eps:g} (BERT: 1e-12); the reference used yours")
     design_only = all(f.code in DESIGN_CHOICES for f in findings)
     if design_only and findings:  # each stage against BERT as their design choices change it
-        stages = final
+        stages, ours = final, reference(recipe)
         notes.append(f"stages compared with BERT as your design choices change it ({', '.join(_codes(findings))})")
     verdict = "match" if design_only and all(s.ok for s in stages) else "differs"
-    return Report(verdict, stages, findings, result["mapping"], result["unmapped"], notes, subject, request.part)
+    return Report(verdict, stages, findings, result["mapping"], result["unmapped"], notes, subject, request.part,
+                  tensors={"theirs": theirs, "ours": ours})
 
 
 def _codes(findings: list[Finding]) -> list[str]:

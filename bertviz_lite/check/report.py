@@ -22,6 +22,8 @@ class Report:
     notes: list[str] = field(default_factory=list)
     subject: str = ""  # "Bert in my_bert.py"
     part: str = "model"
+    # the stages' tensors, {"theirs": {stage: tensor}, "ours": {…}}, for a page's side by side; not in the JSON
+    tensors: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def exit_code(self) -> int:

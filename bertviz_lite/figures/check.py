@@ -1,13 +1,15 @@
-"""The Your BERT page's stage ladder: each stage's max abs difference from BERT on a log scale, the tolerance line."""
+"""The Your BERT page: the stage ladder (max abs differences on a log scale, the tolerance line) and one stage side by side."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
+import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 OK_COLOUR, DIFFERS_COLOUR = "#2ca02c", "#d62728"
-__all__ = ["LadderData", "stage_ladder_figure"]
+__all__ = ["LadderData", "SidesData", "stage_ladder_figure", "stage_sides_figure"]
 
 FLOOR = 1e-12  # a difference of exactly 0 drawn here: a log axis has no 0
 
@@ -44,4 +46,36 @@ def stage_ladder_figure(ladder: LadderData) -> go.Figure:
     fig.update_yaxes(autorange="reversed", title=None, type="category")
     fig.update_layout(title="Your stages against BERT's", height=140 + 26 * len(ladder.stages), showlegend=False,
                       margin={"l": 10, "r": 20, "t": 70, "b": 50})
+    return fig
+
+
+class SidesData(Protocol):
+    """check/side_by_side.py's StageSides."""
+
+    stage: str
+    which: str
+    theirs: np.ndarray
+    ours: np.ndarray
+    rows: str
+    columns: str
+
+    @property
+    def difference(self) -> np.ndarray: ...
+
+
+def stage_sides_figure(sides: SidesData) -> go.Figure:
+    """Theirs, ours (one colour range) and their difference (its own, centred on 0), side by side."""
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("yours", "BERT's", "yours − BERT's"), horizontal_spacing=0.08)
+    reach = float(max(np.abs(sides.theirs).max(), np.abs(sides.ours).max(), 1e-12))
+    gap = float(max(np.abs(sides.difference).max(), 1e-12))
+    scale = {"colorscale": "RdBu_r", "zmid": 0}
+    for col, (matrix, bound, bar_x) in enumerate(((sides.theirs, reach, None), (sides.ours, reach, 0.62),
+                                                  (sides.difference, gap, 1.0)), start=1):
+        fig.add_trace(go.Heatmap(z=matrix, zmin=-bound, zmax=bound, showscale=bar_x is not None, **scale,
+                                 colorbar={"x": bar_x, "len": 0.8, "thickness": 10} if bar_x else None,
+                                 hovertemplate=f"{sides.rows} %{{y}}, {sides.columns} %{{x}}: %{{z:.4g}}<extra></extra>"),
+                      row=1, col=col)
+        fig.update_xaxes(title=sides.columns, row=1, col=col)
+        fig.update_yaxes(autorange="reversed", title=sides.rows if col == 1 else None, row=1, col=col)
+    fig.update_layout(title=f"{sides.stage}, {sides.which}", height=380, margin={"l": 10, "r": 10, "t": 80, "b": 40})
     return fig

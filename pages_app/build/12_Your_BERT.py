@@ -9,9 +9,11 @@ from bertviz_lite.check.advice import what_to_change
 from bertviz_lite.check.compare import TOLERANCE
 from bertviz_lite.check.ladder import mapping_frame, stage_ladder
 from bertviz_lite.check.request import check_request, start_skeleton
-from bertviz_lite.figures.check import stage_ladder_figure
+from bertviz_lite.check.side_by_side import stage_shape, stage_sides
+from bertviz_lite.figures.check import stage_ladder_figure, stage_sides_figure
 from bertviz_lite.server.code_gate import code_allowed
 from bertviz_lite.text.display import plain_markdown
+from pages_app.common._state import keep_choice
 from pages_app.common._ui import show_figure, show_table
 
 REPORT, ASKED, SKELETON_NOTE = "build_report", "build_asked", "build_skeleton_note"
@@ -86,10 +88,38 @@ if report.findings:
     st.subheader("What to change")
     st.markdown("\n".join(f"- **{plain_markdown(f.code)}** at `{f.stage}`: {plain_markdown(what_to_change(f))}"
                           for f in report.findings))
+
+
+def side_by_side(report, names: list[str], event, first: int | None) -> None:
+    """One stage (clicked on the ladder, or picked) as heatmaps: yours, BERT's and the difference."""
+    state = st.session_state
+    clicked = next((point.get("y") for point in (event.selection.get("points") or [])), None) if event else None
+    if clicked in names and clicked != state.get("build_clicked"):
+        state["build_clicked"] = state["build_stage"] = clicked
+    keep_choice("build_stage", names, names[first or 0], start=True)
+    stage_col, pair_col, head_col = st.columns([3, 1, 1])
+    stage = stage_col.selectbox("Stage (or click one on the ladder)", names, key="build_stage")
+    try:
+        pairs, heads = stage_shape(report, stage)
+        keep_choice("build_pair", range(1, pairs + 1), 1)
+        keep_choice("build_head", range(1, heads + 1), 1)
+        pair = pair_col.selectbox("Sentence pair", range(1, pairs + 1), key="build_pair", disabled=pairs == 1)
+        head = head_col.selectbox("Head", range(1, heads + 1), key="build_head", disabled=heads == 1)
+        sides = stage_sides(report, stage, pair - 1, head - 1)
+    except ValueError as error:
+        st.info(plain_markdown(str(error)))
+        return
+    show_figure(stage_sides_figure(sides), "stage_sides", frame=sides.to_frame)
+
+
 if report.stages:
     st.subheader("Stage by stage")
+    st.caption("Click a stage to see your numbers beside BERT's below.")
     ladder = stage_ladder(report)
-    show_figure(stage_ladder_figure(ladder), "stage_ladder", frame=ladder.to_frame)
+    event = show_figure(stage_ladder_figure(ladder), "stage_ladder", frame=ladder.to_frame, on_select="rerun",
+                        selection_mode="points")
+    if report.tensors:
+        side_by_side(report, ladder.stages, event, ladder.first_failing)
 st.subheader("Weights")
 st.caption("Our seeded weights, placed on your parameters (theirs ← ours).")
 show_table(mapping_frame(report), "weight_mapping", hide_index=True)

@@ -65,6 +65,16 @@ def test_a_planted_scale_dk_file_is_named_then_fixed_and_checked_again(monkeypat
     first = next(a for a in ladder["layout"]["annotations"] if a["text"] == "first difference")
     assert first["y"] == "layer.0.attention.probs"
     assert at.dataframe  # the weight mapping
+    sides = charts(at)["stage_sides"]  # the first failing stage, yours beside BERT's and the difference
+    assert at.selectbox(key="build_stage").value == "layer.0.attention.probs"
+    assert [trace["type"] for trace in sides["data"]] == ["heatmap"] * 3
+    assert sides["layout"]["title"]["text"] == "layer.0.attention.probs, pair 1, head 1"
+    at.selectbox(key="build_head").set_value(3).run()
+    assert charts(at)["stage_sides"]["layout"]["title"]["text"] == "layer.0.attention.probs, pair 1, head 3"
+    at.selectbox(key="build_stage").set_value("layer.0.output").run()
+    no_exception(at)
+    assert charts(at)["stage_sides"]["layout"]["title"]["text"] == "layer.0.output, pair 1"
+    assert at.selectbox(key="build_head").disabled  # a hidden state has no heads
     learner.write_text(correct, encoding="utf-8")  # fixed
     at.button(key="build_again").click().run()
     no_exception(at)
