@@ -41,7 +41,7 @@ def stage_ladder_figure(ladder: LadderData) -> go.Figure:
     first = ladder.first_failing
     if first is not None:
         fig.add_annotation(x=x[first], y=ladder.stages[first], text="first difference", showarrow=True, arrowhead=2,
-                           ax=-80, ay=0, font={"color": DIFFERS_COLOUR})
+                           ax=-110, ay=0, font={"color": DIFFERS_COLOUR})
     fig.update_xaxes(type="log", title="max |theirs − ours| (log scale)")
     fig.update_yaxes(autorange="reversed", title=None, type="category")
     fig.update_layout(title="Your stages against BERT's", height=140 + 26 * len(ladder.stages), showlegend=False,
