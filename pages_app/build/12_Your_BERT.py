@@ -45,10 +45,10 @@ def make_skeleton() -> None:
     try:
         path = start_skeleton(st.session_state.get("build_skeleton_dir", ""))
     except ValueError as error:
-        st.session_state[SKELETON_NOTE] = ("error", str(error))
+        st.session_state[SKELETON_NOTE] = (False, str(error))
         return
     st.session_state["build_file"] = str(path)
-    st.session_state[SKELETON_NOTE] = ("success", f"Wrote {path}: fill in its TODOs, then press Check.")
+    st.session_state[SKELETON_NOTE] = (True, f"Wrote {path}: fill in its TODOs, then press Check.")
 
 
 left, right = st.columns([3, 1])
@@ -67,7 +67,8 @@ with st.expander("Start a skeleton", icon=":material/note_add:"):
     st.text_input("Folder", key="build_skeleton_dir", max_chars=400, placeholder="my_bert")
     st.button("Write the skeleton", key="build_skeleton", on_click=make_skeleton)
     if note := st.session_state.get(SKELETON_NOTE):
-        getattr(st, note[0])(plain_markdown(note[1]))
+        written, sentence = note
+        (st.success if written else st.error)(plain_markdown(sentence))
 
 if asked := st.session_state.get(ASKED):
     st.error(plain_markdown(asked))
