@@ -30,7 +30,7 @@ import classroom_load as load  # noqa: E402 - the same visitors, server and trai
 
 # (bucket, substrings of a frame "function (file:line)"); the first bucket any frame of a sample matches wins.
 BUCKETS = (
-    ("model trace", ("get_trace (", "trace_pair (")),
+    ("model trace", ("get_trace (", "trace_encoding (")),
     ("model load", ("load_model (", "loading/pretrained.py")),
     ("serialisation (plotly JSON, protobuf)", ("plotly/io/_json.py", "/json/encoder.py", "SerializeToString",
                                                "serialize_forward_msg", "PlotlyJSONEncoder", "orjson")),

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from bertviz_lite.inspection.views.contrast import ContrastLens, Patching
     from bertviz_lite.inspection.views.sentence_pair import PairLikelihood
 
-# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+# What `bertviz_lite.figures` offers at its top (its __init__ lists them by name).
 __all__ = ["contrast_lens_figure", "pair_likelihood_figure", "patching_heatmap"]
 TARGET, FOIL = "#1f77b4", "#d62728"  # the two candidates, in every figure of the page
 SAME, DIFFERENT = "#9aa5b1", "#ff7f0e"  # tokens the two sentences share / where they differ

@@ -14,15 +14,15 @@ from bertviz_lite.text.display import plain_markdown
 from pages_app.common._state import keep_choice
 from pages_app.common._ui import (
     SHARED,
-    about,
+    get_trace,
     is_present,
     load_context,
     load_model,
     narrow_key,
     show_figure,
     show_table,
-    trace_for,
 )
+from pages_app.explore._tabs import about
 
 WORD, EXTRA, LAYER, QUERY, SCOPE = "meaning_word", "meaning_extra", "meaning_layer", "meaning_query", "meaning_scope"
 UNLABELLED = "meaning_unlabelled"
@@ -185,15 +185,14 @@ with score:
 
 st.subheader("Nearest neighbours", anchor=False)
 options = [f"o{i}" for i in range(len(data.occurrences))]
-pair = trace_for(ctx)
-options += [f"p{i}" for i, special in enumerate(pair.special) if not special]
+options += [f"p{i}" for i, special in enumerate(ctx.encoding.special_tokens_mask) if not special]
 
 
 def _label(option: str) -> str:
     if option.startswith("o"):
         o = data.occurrences[int(option[1:])]
         return f"{o.text[: o.start]}[{o.text[o.start : o.end]}]{o.text[o.end :]}"
-    return f"sidebar pair: {pair.tokens[int(option[1:])]} (token {option[1:]})"
+    return f"sidebar pair: {ctx.encoding.tokens[int(option[1:])]} (token {option[1:]})"
 
 
 keep_choice(QUERY, options, options[0])
@@ -205,7 +204,7 @@ scope = pick_scope.radio("Search among", [OWN, WHOLE], key=SCOPE, horizontal=Tru
 if query.startswith("o"):
     exclude, vector = data.occurrences[int(query[1:])], data.vectors[layer, int(query[1:])]
 else:
-    exclude, vector = None, pair.hidden_states[layer, int(query[1:])]
+    exclude, vector = None, get_trace(ctx).hidden_states[layer, int(query[1:])].copy()  # not a view: no trace kept
 pool = meaning.pool_from_contexts(data, layer) if scope == OWN else index_pool(ctx.inputs.source, ctx.inputs.version,
                                                                                 layer)
 neighbours = meaning.nearest_neighbours(pool, vector, K, exclude=exclude)

@@ -7,8 +7,9 @@ from bertviz_lite.inspection import views
 from bertviz_lite.inspection.views import tabs as declared
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages_app.common._share import WORD_KEYS
-from pages_app.common._ui import declared_tabs, load_context, show_figure, show_table, view
+from pages_app.common._ui import load_context, show_figure, show_table, view_of_model
 from pages_app.explore._questions import ask
+from pages_app.explore._tabs import declared_tabs
 
 RESTORE = {"residual stream": ("residual",), "attention vs feed-forward": ("attention", "feed-forward"),
            "heads": ("head",)}
@@ -56,7 +57,7 @@ def _use_pair() -> None:
 def shown(data_function, **params):
     """A view's data, or None after a plain st.error (a sentence without [MASK], lengths that differ, …)."""
     try:
-        return view(data_function, ctx.inputs, **params)
+        return view_of_model(data_function, ctx, **params)
     except ValueError as err:
         st.error(str(err))
         return None
@@ -65,7 +66,7 @@ def shown(data_function, **params):
 def pick_candidates() -> tuple[str, str] | str:
     """The target and foil words at A's [MASK] (typed, or the model's defaults), or why there are none."""
     try:
-        default = view(views.default_candidates, ctx.inputs, text_a=text_a, text_b=text_b, max_length=ctx.max_length)
+        default = view_of_model(views.default_candidates, ctx, text_a=text_a, text_b=text_b, max_length=ctx.max_length)
     except ValueError as err:
         default, reason = None, str(err)
     pick_target, pick_foil = st.columns(2)

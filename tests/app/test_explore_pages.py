@@ -150,7 +150,7 @@ def test_attention_views_show_the_trace(source, loaded, tab):
         np.testing.assert_allclose(array(bars["x"]), trace.attentions[1, 1, 1], atol=1e-5)
     elif tab == "Head statistics":
         z = array(figures["head_statistics"]["data"][0]["z"])
-        expected = analysis.head_statistics(trace.attentions, trace.tokens)
+        expected = analysis.attention_statistics(trace.attentions, trace.tokens)
         np.testing.assert_allclose(z.ravel(), expected["entropy"], atol=1e-5)
         assert len(at.dataframe[0].value) == num_layers * num_heads
     elif tab == "Rollout":

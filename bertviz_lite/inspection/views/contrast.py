@@ -27,7 +27,7 @@ from bertviz_lite.inspection.walkthrough import Question
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.tokenization import MASK_TOKEN, BertTokenizer, Encoding
 
-# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ lists them by name).
 __all__ = [
     "EXAMPLES",
     "ContrastLens",
@@ -173,8 +173,8 @@ def contrast_attribution(model: BertForPreTraining, tokenizer: BertTokenizer, te
     """
     trace = _sentence_trace(model, tokenizer, text_a, max_length)
     chosen = contrast_target(tokenizer, trace.encoding, target, foil)
-    return explore.from_trace(token_attribution, trace, position=chosen.position, steps=steps,
-                              token_id=chosen.token_id, foil_id=chosen.foil_id)
+    return token_attribution(trace, position=chosen.position, steps=steps, token_id=chosen.token_id,
+                             foil_id=chosen.foil_id)
 
 
 def contrast_question(lens: ContrastLens) -> Question:

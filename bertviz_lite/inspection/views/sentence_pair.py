@@ -19,7 +19,7 @@ from bertviz_lite.inspection.walkthrough import Question
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.tokenization import MASK_TOKEN, BertTokenizer
 
-# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ lists them by name).
 __all__ = ["PairLikelihood", "builtin_pair_choices", "pair_likelihood", "pair_likelihood_question"]
 # Every token is scored by its own masked copy of the sentence, all in one batch: 0.1-0.3 s at 15 tokens on one
 # thread (bench/explain_latency.py), T² token passes, so long sentences are refused.
