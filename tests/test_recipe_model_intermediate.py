@@ -1,7 +1,7 @@
 """Recipe "a new intermediate of the model": one field of outputs.LayerAttention, declared with its per-layer name,
-recorded in BertSelfAttention.explicit; BertTrace.layer_tensors offers it per layer, explore.PairTrace.layer_array as
-one numpy array, and a view's data function reads it from the trace it is given (here: a temporary one, the attention
-scores before the softmax)."""
+recorded in BertSelfAttention.forward_with_attention; BertTrace.layer_tensors offers it per layer,
+explore.PairTrace.layer_array as one numpy array, and a view's data function reads it from the trace it is given
+(here: a temporary one, the attention scores before the softmax)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from bertviz_lite.model.outputs import LayerAttention, per_layer
 from tests.app.tiny_checkpoint import build_tiny
 
 PAIR = ("The cat sat on the mat.", "It fell asleep.")
-RECORDED = BertSelfAttention.explicit
+RECORDED = BertSelfAttention.forward_with_attention
 
 
 @dataclass
@@ -29,8 +29,8 @@ class WithScores(LayerAttention):
     scores: Tensor = per_layer("scores", (2, 3))  # (B, nh, T, T): q · k / √d plus the padding mask, before the softmax
 
 
-def explicit_with_scores(self, hidden_states, mask, head_mask=None):
-    """BertSelfAttention.explicit recording the scores too (the one line a real intermediate adds there)."""
+def forward_with_scores(self, hidden_states, mask, head_mask=None):
+    """BertSelfAttention.forward_with_attention recording the scores too (the one line a real intermediate adds there)."""
     context, inside = RECORDED(self, hidden_states, mask, head_mask)
     scores = (inside.query / math.sqrt(self.attention_head_size)) @ inside.key.transpose(-1, -2)
     scores = scores if mask is None else scores + mask
@@ -39,7 +39,7 @@ def explicit_with_scores(self, hidden_states, mask, head_mask=None):
 
 @pytest.fixture
 def declared(monkeypatch):
-    monkeypatch.setattr(BertSelfAttention, "explicit", explicit_with_scores)
+    monkeypatch.setattr(BertSelfAttention, "forward_with_attention", forward_with_scores)
 
 
 @pytest.fixture(scope="module")

@@ -38,9 +38,9 @@ def per_layer(name: str, axes: tuple[int, ...] = (2,)):
 class LayerAttention:
     """What one layer's self-attention computed, per head: queries, keys, values and probabilities.
 
-    A new intermediate is one more field here, recorded in BertSelfAttention.explicit (or BertLayer.explicit);
-    BertTrace.layer_tensors(name) and PairTrace.layer_array(name) offer it under its per_layer name (transformers'
-    names where they exist); the four below also have their own properties on both.
+    A new intermediate is one more field here, recorded in BertSelfAttention.forward_with_attention (or
+    BertLayer.forward_with_attention); BertTrace.layer_tensors(name) and PairTrace.layer_array(name) offer it under its
+    per_layer name (transformers' names where they exist); the four below also have their own properties on both.
     """
 
     query: Tensor = per_layer("queries")  # (B, nh, T, hd)
