@@ -11,6 +11,14 @@ from bertviz_lite.figures.attention import (
     neuron_view_figure,
     rollout_figure,
 )
+from bertviz_lite.figures.beyond_attention import (
+    attribution_figure,
+    knockout_figure,
+    logit_lens_figure,
+    norm_heatmap,
+    special_share_figure,
+    weights_heatmap,
+)
 from bertviz_lite.figures.classroom import (
     class_answers_figure,
     class_cloze_figure,
@@ -25,14 +33,6 @@ from bertviz_lite.figures.embeddings import (
     embedding_window_figure,
     position_similarity_figure,
     token_projection_figure,
-)
-from bertviz_lite.figures.explain import (
-    attribution_figure,
-    knockout_figure,
-    logit_lens_figure,
-    norm_heatmap,
-    special_share_figure,
-    weights_heatmap,
 )
 from bertviz_lite.figures.model_view import (
     model_view_figure,

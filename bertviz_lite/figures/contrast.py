@@ -1,7 +1,7 @@
 """Figures for "Why this word": the contrast layer by layer, activation patching grids, minimal pairs.
 
 Builders only draw: they take a view's data (bertviz_lite.inspection.views.contrast, views.minimal_pairs) and return
-a `go.Figure`. The contrast's attribution is drawn by figures.explain.attribution_figure, as on Beyond attention.
+a `go.Figure`. The contrast's attribution is drawn by figures.beyond_attention.attribution_figure, as on Beyond attention.
 """
 
 from __future__ import annotations

@@ -27,6 +27,16 @@ from bertviz_lite.inspection.views.attention import (
     rollout,
     select_links,
 )
+from bertviz_lite.inspection.views.beyond_attention import (
+    Attribution,
+    HeadKnockout,
+    LogitLens,
+    default_choice,
+    explain_choices,
+    head_knockout,
+    logit_lens,
+    token_attribution,
+)
 from bertviz_lite.inspection.views.contrast import (
     EXAMPLES,
     ContrastLens,
@@ -51,16 +61,6 @@ from bertviz_lite.inspection.views.embeddings import (
     token_projection,
     vector_choices,
     vectors_for,
-)
-from bertviz_lite.inspection.views.explain import (
-    Attribution,
-    HeadKnockout,
-    LogitLens,
-    default_choice,
-    explain_choices,
-    head_knockout,
-    logit_lens,
-    token_attribution,
 )
 from bertviz_lite.inspection.views.norms import (
     NormAttention,

@@ -16,7 +16,7 @@ import torch
 from bertviz_lite.inspection import explore, patching
 from bertviz_lite.inspection.analysis import unique_labels
 from bertviz_lite.inspection.attribution import Target, mlm_scores
-from bertviz_lite.inspection.views.explain import (
+from bertviz_lite.inspection.views.beyond_attention import (
     Attribution,
     layer_logits,
     layer_names,

@@ -1,6 +1,7 @@
 """Figures beyond attention weights: norm-weighted attention, attribution against leave-one-out, knock-out, logit lens.
 
-Builders only draw: they take a view's data (bertviz_lite.inspection.views.norms / views.explain) and return a `go.Figure`.
+Builders only draw: they take a view's data (bertviz_lite.inspection.views.norms / views.beyond_attention) and
+return a `go.Figure`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from bertviz_lite.inspection.views.explain import Attribution, HeadKnockout, LogitLens
+    from bertviz_lite.inspection.views.beyond_attention import Attribution, HeadKnockout, LogitLens
     from bertviz_lite.inspection.views.norms import NormAttention, SpecialShares
 
 BEFORE, AFTER = "#1f77b4", "#d62728"

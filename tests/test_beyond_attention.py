@@ -106,7 +106,7 @@ def completeness_case(model, tokenizer, trace, target):
 @pytest.mark.parametrize("position", [3, None], ids=["mlm", "nsp"])
 def test_integrated_gradients_add_up_to_the_score_difference(tiny, tiny_trace, position):
     model, tokenizer = tiny
-    target = views.explain.explained_target(tiny_trace.mlm_logits, position)
+    target = views.beyond_attention.explained_target(tiny_trace.mlm_logits, position)
     grads, ids, segments = completeness_case(model, tokenizer, tiny_trace, target)
     assert grads.completeness_error < 0.01
     assert abs(grads.integrated_gradients.sum() - (grads.score - grads.baseline_score)) < 0.01 * abs(
@@ -127,7 +127,7 @@ def test_integrated_gradients_completeness_on_real_weights(position):
     model, tokenizer = load(ENGLISH)
     trace = explore.trace_pair(model, tokenizer, "Paris is the capital of France.", "It is famous for the Eiffel Tower.",
                                masked_positions=(4,))
-    target = views.explain.explained_target(trace.mlm_logits, position)
+    target = views.beyond_attention.explained_target(trace.mlm_logits, position)
     grads, _, _ = completeness_case(model, tokenizer, trace, target)
     assert abs(grads.score - grads.baseline_score) > 0.1
     assert grads.completeness_error < 0.01
@@ -136,7 +136,7 @@ def test_integrated_gradients_completeness_on_real_weights(position):
 def test_gradient_times_input_matches_autograd_through_the_ordinary_forward(tiny, tiny_trace):
     model, tokenizer = tiny
     ids, segments, _ = tensors(tiny_trace)
-    target = views.explain.explained_target(tiny_trace.mlm_logits, 3)
+    target = views.beyond_attention.explained_target(tiny_trace.mlm_logits, 3)
     grads, _, _ = completeness_case(model, tokenizer, tiny_trace, target)
     captured = {}
 
@@ -160,7 +160,7 @@ def test_gradient_times_input_matches_autograd_through_the_ordinary_forward(tiny
 def test_leave_one_out_runs_the_model_again_with_each_token_masked(tiny, tiny_trace):
     model, tokenizer = tiny
     ids, segments, mask = tensors(tiny_trace)
-    target = views.explain.explained_target(tiny_trace.mlm_logits, 3)
+    target = views.beyond_attention.explained_target(tiny_trace.mlm_logits, 3)
     loo, score = attribution.leave_one_out(model, ids, segments, mask, target, tokenizer.mask_token_id)
     assert loo[3] == 0.0  # position 3 already holds [MASK]
     assert np.abs(loo).max() > 1e-3
@@ -173,7 +173,7 @@ def test_leave_one_out_runs_the_model_again_with_each_token_masked(tiny, tiny_tr
 
 def test_token_attribution_puts_every_method_beside_leave_one_out(tiny, tiny_trace):
     data = views.token_attribution(tiny_trace, position=3)
-    assert list(data.scores) == list(views.explain.METHODS)
+    assert list(data.scores) == list(views.beyond_attention.METHODS)
     assert not data.compared[3] and data.compared.sum() == len(data.tokens) - 1
     loo = data.scores["leave-one-out"][data.compared]
     for method, rho in data.correlation.items():
@@ -181,7 +181,7 @@ def test_token_attribution_puts_every_method_beside_leave_one_out(tiny, tiny_tra
     np.testing.assert_allclose(data.scores["attention (last layer)"], tiny_trace.attentions[-1][:, 3].mean(axis=0))
     assert data.scores["integrated gradients"][3] == 0.0  # the baseline equals the input there
     frame = data.to_frame()
-    assert frame.shape == (len(data.tokens), 3 + len(views.explain.METHODS))
+    assert frame.shape == (len(data.tokens), 3 + len(views.beyond_attention.METHODS))
     assert len(data.correlation_frame()) == 5
     fig = figures.attribution_figure(data)
     assert fig.data[0].z.shape == (len(data.tokens), 6) and np.abs(fig.data[0].z).max() <= 1.0
@@ -264,7 +264,7 @@ def test_a_model_without_heads_says_so(tiny_trace):
 
 
 def test_attribution_refuses_long_inputs_in_a_sentence(tiny, tiny_trace, monkeypatch):
-    monkeypatch.setattr(views.explain, "MAX_ATTRIBUTION_TOKENS", 10)
+    monkeypatch.setattr(views.beyond_attention, "MAX_ATTRIBUTION_TOKENS", 10)
     with pytest.raises(ValueError, match=r"at most 10 tokens; this input has \d+\. Lower the max length"):
         views.token_attribution(tiny_trace, position=3)
 
@@ -290,9 +290,9 @@ def test_explained_masks_put_one_mask_unless_the_text_has_it_and_none_for_nsp(ti
     _, tokenizer = tiny
     alone = tokenizer.encode_pair("The cat sat on the [MASK].", None)
     typed = alone.tokens.index("[MASK]")
-    assert views.explain.explained_masks(alone, typed) == ()
-    assert views.explain.explained_masks(alone, 2) == (2,)
-    assert views.explain.explained_masks(alone, None) == ()
+    assert views.beyond_attention.explained_masks(alone, typed) == ()
+    assert views.beyond_attention.explained_masks(alone, 2) == (2,)
+    assert views.beyond_attention.explained_masks(alone, None) == ()
 
 
 def test_the_integrated_gradients_total_is_their_sum(tiny_trace):
