@@ -209,7 +209,7 @@ def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int) ->
     pair = tokenizer.convert_tokens_to_ids([target, foil])
     chosen = attribution.Target(position, *pair)
     print(f"patching: {num_tokens} tokens, {model.config.num_hidden_layers} layers, {clean!r} / {corrupted!r}")
-    for site in patching.SITES if num_tokens <= views.contrast.MAX_PATCHING_TOKENS else ():  # the page refuses more
+    for site in patching.SITES if num_tokens <= views.why_this_word.MAX_PATCHING_TOKENS else ():  # the page refuses more
         call = lambda site=site: figures.patching_heatmap(views.activation_patching(  # noqa: E731
             model, tokenizer, text_a=clean, text_b=corrupted, target=target, foil=foil, site=site))
         print(f"  view  patching grid, {site:<30s} {median_ms(call, repeats):8.1f} ms")

@@ -23,11 +23,6 @@ from bertviz_lite.figures.classroom import (
     class_answers_figure,
     class_cloze_figure,
 )
-from bertviz_lite.figures.contrast import (
-    contrast_lens_figure,
-    pair_likelihood_figure,
-    patching_heatmap,
-)
 from bertviz_lite.figures.embeddings import (
     embedding_norms_figure,
     embedding_window_figure,
@@ -50,6 +45,11 @@ from bertviz_lite.figures.training import (
     lr_curve,
     metric_curves,
     throughput_curve,
+)
+from bertviz_lite.figures.why_this_word import (
+    contrast_lens_figure,
+    pair_likelihood_figure,
+    patching_heatmap,
 )
 
 __all__ = [

@@ -8,15 +8,15 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lite import patched_logits
-from bertviz_lite.inspection.views import contrast
-from bertviz_lite.inspection.views.sentence_pair import builtin_pair_choices as contrast_choices
+from bertviz_lite.inspection.views import why_this_word
+from bertviz_lite.inspection.views.why_this_word import builtin_pair_choices as contrast_choices
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO
 from tests.app.conftest import APP, HAS_DEMO, array, charts, no_exception, texts
 
 PAGE = "pages_app/explore/7_Why_this_word.py"
-CAPITAL = contrast.EXAMPLES["capital: Paris / Rome"]
+CAPITAL = why_this_word.EXAMPLES["capital: Paris / Rome"]
 # demo-tiny splits most words into pieces: this pair keeps the same length there
-AGREEMENT = contrast.EXAMPLES["agreement across an attractor"]
+AGREEMENT = why_this_word.EXAMPLES["agreement across an attractor"]
 PAIR = ("The keys to the cabinet are on the table.", "The keys to the cabinet is on the table.")
 FIGURES = {
     ("Minimal pairs", None): {"contrast_minimal_pair"},
@@ -76,8 +76,8 @@ def test_the_question_hides_the_figure_until_the_reveal(model_state):
 
 def _own_metric(loaded_model, state, target: str, foil: str) -> tuple[float, float, int]:
     model, tokenizer = loaded_model
-    a = contrast.encode_alone(tokenizer, state["sentence_a"])
-    b = contrast.encode_alone(tokenizer, state["sentence_b"])
+    a = why_this_word.encode_alone(tokenizer, state["sentence_a"])
+    b = why_this_word.encode_alone(tokenizer, state["sentence_b"])
     position = a.tokens.index("[MASK]")
     ids = tokenizer.convert_tokens_to_ids([target, foil])
     with torch.no_grad():
@@ -115,11 +115,11 @@ def test_the_residual_grid_is_the_recovered_share_of_patched_runs(model_state, l
     layers = model.config.num_hidden_layers
     assert share.shape[0] == layers + 1
     assert share[layers, position] == pytest.approx(1.0, abs=1e-4)  # the last layer at the [MASK] is the answer
-    ids = [contrast.encode_alone(tokenizer, model_state[k]).to_tensors()["input_ids"] for k in ("sentence_a", "sentence_b")]
+    ids = [why_this_word.encode_alone(tokenizer, model_state[k]).to_tensors()["input_ids"] for k in ("sentence_a", "sentence_b")]
     logits = patched_logits(model, *ids, None, 1, position)[0, position]
     own = float(logits[tokenizer.convert_tokens_to_ids(target)] - logits[tokenizer.convert_tokens_to_ids(foil)])
     assert share[1, position] == pytest.approx((own - corrupted) / (clean - corrupted), abs=1e-3)
-    same = [i for i, (a, b) in enumerate(zip(*(contrast.encode_alone(tokenizer, model_state[k]).tokens
+    same = [i for i, (a, b) in enumerate(zip(*(why_this_word.encode_alone(tokenizer, model_state[k]).tokens
                                                  for k in ("sentence_a", "sentence_b")), strict=True)) if a == b]
     np.testing.assert_allclose(share[0, same], 0.0, atol=1e-4)  # an unchanged token's embedding restores nothing
 
@@ -141,7 +141,7 @@ def test_an_example_fills_both_sentences_and_the_candidates():
     at.selectbox(key="contrast_example").set_value(name).run()
     no_exception(at)
     assert at.selectbox(key="contrast_example").value is None  # ready for the next pick
-    a, b, target, foil = contrast.EXAMPLES[name]
+    a, b, target, foil = why_this_word.EXAMPLES[name]
     assert at.session_state["sentence_a"] == a and at.session_state["sentence_b"] == b
     assert at.text_input(key="contrast_target").value == target and at.text_input(key="contrast_foil").value == foil
 

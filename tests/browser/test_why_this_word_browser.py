@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import expect
 
-from bertviz_lite.inspection.views.contrast import EXAMPLES
+from bertviz_lite.inspection.views.why_this_word import EXAMPLES
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from tests.browser.driver import (
     EXCEPTION,

@@ -37,17 +37,6 @@ from bertviz_lite.inspection.views.beyond_attention import (
     logit_lens,
     token_attribution,
 )
-from bertviz_lite.inspection.views.contrast import (
-    EXAMPLES,
-    ContrastLens,
-    Patching,
-    activation_patching,
-    contrast_attribution,
-    contrast_lens,
-    contrast_question,
-    default_candidates,
-    patching_question,
-)
 from bertviz_lite.inspection.views.embeddings import (
     EmbeddingNorms,
     EmbeddingWindow,
@@ -80,16 +69,25 @@ from bertviz_lite.inspection.views.predictions import (
     nsp_caption,
     top_predictions,
 )
-from bertviz_lite.inspection.views.sentence_pair import (
-    PairLikelihood,
-    builtin_pair_choices,
-    pair_likelihood,
-    pair_likelihood_question,
-)
 from bertviz_lite.inspection.views.tokens import (
     encoding_frame,
     mask_encoding,
     masking_frame,
+)
+from bertviz_lite.inspection.views.why_this_word import (
+    EXAMPLES,
+    ContrastLens,
+    PairLikelihood,
+    Patching,
+    activation_patching,
+    builtin_pair_choices,
+    contrast_attribution,
+    contrast_lens,
+    contrast_question,
+    default_candidates,
+    pair_likelihood,
+    pair_likelihood_question,
+    patching_question,
 )
 
 __all__ = [

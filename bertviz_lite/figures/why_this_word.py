@@ -1,7 +1,7 @@
 """Figures for "Why this word": the contrast layer by layer, activation patching grids, minimal pairs.
 
-Builders only draw: they take a view's data (bertviz_lite.inspection.views.contrast, views.minimal_pairs) and return
-a `go.Figure`. The contrast's attribution is drawn by figures.beyond_attention.attribution_figure, as on Beyond attention.
+Builders only draw: they take a view's data (bertviz_lite.inspection.views.why_this_word) and return a `go.Figure`.
+The contrast's attribution is drawn by figures.beyond_attention.attribution_figure, as on Beyond attention.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from plotly.subplots import make_subplots
 from bertviz_lite.figures._common import UNIT_DIVERGING, category_axis
 
 if TYPE_CHECKING:
-    from bertviz_lite.inspection.views.contrast import ContrastLens, Patching
-    from bertviz_lite.inspection.views.sentence_pair import PairLikelihood
+    from bertviz_lite.inspection.views.why_this_word import ContrastLens, PairLikelihood, Patching
 
 # What `bertviz_lite.figures` offers at its top (its __init__ lists them by name).
 __all__ = ["contrast_lens_figure", "pair_likelihood_figure", "patching_heatmap"]
