@@ -16,7 +16,7 @@ def test_sentence_ids_put_cls_and_first_sep_in_a_and_final_sep_in_b():
 
 
 @pytest.mark.parametrize(
-    ("which", "queries", "keys"),
+    ("sentence_filter", "queries", "keys"),
     [
         ("A→A", range(0, 5), range(0, 5)),
         ("A→B", range(0, 5), range(5, 8)),
@@ -24,8 +24,8 @@ def test_sentence_ids_put_cls_and_first_sep_in_a_and_final_sep_in_b():
         ("B→B", range(5, 8), range(5, 8)),
     ],
 )
-def test_sentence_filter_mask_selects_one_block(which, queries, keys):
-    mask = analysis.sentence_filter_mask(SEGMENTS, SPECIAL, which)
+def test_sentence_filter_mask_selects_one_block(sentence_filter, queries, keys):
+    mask = analysis.sentence_filter_mask(SEGMENTS, SPECIAL, sentence_filter)
     expected = np.zeros((8, 8), bool)
     expected[np.ix_(list(queries), list(keys))] = True
     np.testing.assert_array_equal(mask, expected)

@@ -77,7 +77,7 @@ def test_norm_weighted_attention_equals_a_direct_computation(tiny, tiny_trace):
 
 def test_norm_view_keeps_the_sentence_filter_and_computes_its_note(tiny_trace):
     full = views.norm_attention(tiny_trace, layer=1)
-    a_to_b = views.norm_attention(tiny_trace, layer=1, which="A→B")
+    a_to_b = views.norm_attention(tiny_trace, layer=1, sentence_filter="A→B")
     rows, cols = a_to_b.query_positions, a_to_b.key_positions
     np.testing.assert_allclose(a_to_b.norm, full.norm[np.ix_(rows, cols)])
     assert "[SEP]" in a_to_b.key_tokens and "[CLS]" not in a_to_b.key_tokens

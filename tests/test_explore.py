@@ -130,7 +130,7 @@ def test_embedding_helpers(tiny, trace):
 
 def test_attention_block_follows_the_sentence_filter(trace):
     sentence = analysis.sentence_ids(trace.segments, trace.special)
-    block_map = views.attention_map(trace, layer=1, head=2, which="B→A")
+    block_map = views.attention_map(trace, layer=1, head=2, sentence_filter="B→A")
     block, q_tokens, k_tokens = block_map.weights, block_map.query_tokens, block_map.key_tokens
     rows, cols = np.flatnonzero(sentence == 1), np.flatnonzero(sentence == 0)
     np.testing.assert_array_equal(block, trace.attentions[1, 2][np.ix_(rows, cols)])
@@ -138,7 +138,7 @@ def test_attention_block_follows_the_sentence_filter(trace):
     frame = block_map.to_frame()
     assert len(frame) == rows.size * cols.size
     assert frame["query_index"].iloc[0] == rows[0] and frame["key_index"].iloc[-1] == cols[-1]
-    full = views.attention_map(trace, layer=0, head=0, which="All").weights
+    full = views.attention_map(trace, layer=0, head=0, sentence_filter="All").weights
     np.testing.assert_array_equal(full, trace.attentions[0, 0])
     first = views.attention_map(trace, layer=0, head=0)
     fig = _attention_heatmap(first.weights, first.query_tokens, first.key_tokens, first.title)
@@ -160,7 +160,7 @@ def _drawn_lines(fig) -> list:
 
 
 def test_head_view_figure_windows_queries_and_keys(trace):
-    fig = head_view(views.head_view_links(trace, layer=1, heads=[0, 2], which="All", window=slice(4, 10),
+    fig = head_view(views.head_view_links(trace, layer=1, heads=[0, 2], sentence_filter="All", window=slice(4, 10),
                                min_weight=0.0))
     columns = [t for t in fig.data if t.mode != "lines"]
     assert [list(c.text) for c in columns] == [trace.tokens[4:10]] * 2
@@ -168,11 +168,11 @@ def test_head_view_figure_windows_queries_and_keys(trace):
     assert {t.meta["head"] for t in lines} == {0, 2}
     ys = np.concatenate([np.asarray(t.y, dtype=float) for t in lines])
     assert np.nanmax(ys) < 6 and fig.layout.meta == {"top_k": HEAD_VIEW_MAX_TOP_K, "start": 4, "stop": 10}
-    focused = head_view(views.head_view_links(trace, layer=1, heads=[0], which="All",
+    focused = head_view(views.head_view_links(trace, layer=1, heads=[0], sentence_filter="All",
                                    window=slice(4, 10), focus=6, min_weight=0.0))
     starts = np.concatenate([np.asarray(t.y, dtype=float)[0::3] for t in _drawn_lines(focused)])
     assert set(starts[np.isfinite(starts)].tolist()) == {2.0}  # only the query at position 6 = row 2 of the window
-    a_to_b = head_view(views.head_view_links(trace, layer=0, heads=[0], which="A→B", min_weight=0.0))
+    a_to_b = head_view(views.head_view_links(trace, layer=0, heads=[0], sentence_filter="A→B", min_weight=0.0))
     sentence = analysis.sentence_ids(trace.segments, trace.special)
     segments = np.concatenate([np.asarray(t.y, dtype=float).reshape(-1, 3)[:, :2]
                                for t in _drawn_lines(a_to_b)]).astype(int)

@@ -49,7 +49,7 @@ def sentence_ids(token_type_ids, special_tokens_mask) -> np.ndarray:
 
 
 def sentence_filter_mask(
-    token_type_ids, special_tokens_mask, which: str = "All", attention_mask=None
+    token_type_ids, special_tokens_mask, sentence_filter: str = "All", attention_mask=None
 ) -> np.ndarray:
     """Which (query, key) cells belong to a sentence pair such as "A→B". Shape bool [T, T].
 
@@ -57,14 +57,14 @@ def sentence_filter_mask(
     Sentence membership follows `sentence_ids` ([CLS] and the first [SEP] in A, final [SEP] in B).
     Positions with `attention_mask == 0` (padding) are dropped from every filter, "All" included.
     """
-    if which not in SENTENCE_FILTERS:
-        raise ValueError(f"sentence filter {which!r} is not one of {', '.join(SENTENCE_FILTERS)}")
+    if sentence_filter not in SENTENCE_FILTERS:
+        raise ValueError(f"sentence filter {sentence_filter!r} is not one of {', '.join(SENTENCE_FILTERS)}")
     sentence = sentence_ids(token_type_ids, special_tokens_mask)
     valid = _valid_positions(attention_mask, sentence.shape[0])
-    if which == "All":
+    if sentence_filter == "All":
         queries, keys = valid, valid
     else:
-        query_sentence, key_sentence = ("AB".index(which[0]), "AB".index(which[-1]))
+        query_sentence, key_sentence = ("AB".index(sentence_filter[0]), "AB".index(sentence_filter[-1]))
         queries = (sentence == query_sentence) & valid
         keys = (sentence == key_sentence) & valid
     return queries[:, None] & keys[None, :]

@@ -31,7 +31,7 @@ class PageSpec:
     url_path: str | None = None  # None: Streamlit's, from the file name (3_Attention.py → Attention)
     link_fields: tuple[str, ...] = ()  # of share.QUERY_KEYS, besides the pair, the model and presentation mode
     index_keys: tuple[str, str] | None = None  # its own layer and head widgets, when not attn_layer / attn_head
-    filter_key: str | None = None  # its sentence filter widget (the link's `filter`)
+    sentence_filter_key: str | None = None  # its sentence filter widget (the link's `filter`)
     tabs: tuple[ViewTab, ...] = ()  # its declared tabs (views/tabs.py) ...
     tab_key: str | None = None  # ... and the st.tabs key holding the open one (the link's `tab`)
     token_key: str | None = None  # its token picker (the link's `token`)
@@ -51,14 +51,14 @@ PAGES = (
     PageSpec("pages_app/explore/1_Tokens.py", "Tokens and masking", ":material/token:", EXPLORE),
     PageSpec("pages_app/explore/2_Embeddings.py", "Embeddings", ":material/scatter_plot:", EXPLORE),
     PageSpec("pages_app/explore/3_Attention.py", "Attention", ":material/hub:", EXPLORE,
-             link_fields=("layer", "head", "filter", "tab", "token"), filter_key="attn_filter", tabs=ATTENTION_TABS,
-             tab_key="attn_view", token_key="nv_query"),
+             link_fields=("layer", "head", "filter", "tab", "token"), sentence_filter_key="attn_sentence_filter",
+             tabs=ATTENTION_TABS, tab_key="attn_view", token_key="nv_query"),
     PageSpec("pages_app/explore/4_Predictions.py", "Predictions", ":material/lightbulb:", EXPLORE,
              link_fields=("masked",), masked_key="pred_mask"),
     PageSpec("pages_app/explore/5_Beyond_attention.py", "Beyond attention", ":material/troubleshoot:", EXPLORE,
              link_fields=("layer", "head", "filter", "tab", "token", "knocked"), index_keys=("beyond_layer", "beyond_head"),
-             filter_key="beyond_filter", tabs=BEYOND_ATTENTION_TABS, tab_key="beyond_view", token_key="beyond_target",
-             knocked_key="beyond_heads"),
+             sentence_filter_key="beyond_sentence_filter", tabs=BEYOND_ATTENTION_TABS, tab_key="beyond_view",
+             token_key="beyond_target", knocked_key="beyond_heads"),
     PageSpec("pages_app/explore/6_Meaning_in_context.py", "Meaning in context", ":material/translate:", EXPLORE),
     PageSpec("pages_app/explore/7_Why_this_word.py", "Why this word", ":material/compare_arrows:", EXPLORE,
              link_fields=("tab", "target", "foil"), tabs=WHY_THIS_WORD_TABS, tab_key="contrast_view"),

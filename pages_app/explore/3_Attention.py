@@ -43,12 +43,12 @@ if not is_present():  # the compact presentation header keeps the figure above t
     st.page_link("pages_app/explore/5_Beyond_attention.py", icon=":material/troubleshoot:",
                  label="Weights alone can mislead: see Beyond attention")
 with picker_box:
-    which, layer, head = head_pickers("attn", explore.has_sentence_b(ctx.encoding), num_layers, range(num_heads),
+    sentence_filter, layer, head = head_pickers("attn", explore.has_sentence_b(ctx.encoding), num_layers, range(num_heads),
                                       on_head=lambda: _show_in_head_view(st.session_state["attn_head"]))
 
 
-def single_head(layer: int, head: int, which: str, name: str, axis_titles: bool = True) -> None:
-    block = view(views.attention_map, ctx, layer=layer, head=head, which=which)
+def single_head(layer: int, head: int, sentence_filter: str, name: str, axis_titles: bool = True) -> None:
+    block = view(views.attention_map, ctx, layer=layer, head=head, sentence_filter=sentence_filter)
     show_figure(partial(figures.attention_map_figure, block, axis_titles=axis_titles), name, frame=block.to_frame,
                 slide_top=230)
 
@@ -100,12 +100,12 @@ def head_view_controls() -> tuple:
 
 
 @st.fragment  # its controls change this figure only: they rerun it, not the page and the sidebar
-def head_view_tab(layer: int, which: str) -> None:
+def head_view_tab(layer: int, sentence_filter: str) -> None:
     control_box, figure_box = controls_then_figure()
     with control_box:
         heads, window, focus, min_weight = head_view_controls()
     with figure_box:
-        links = view(views.head_view_links, ctx, layer=layer, heads=heads, which=which, window=window,
+        links = view(views.head_view_links, ctx, layer=layer, heads=heads, sentence_filter=sentence_filter, window=window,
                      focus=None if focus == ALL_TOKENS else focus, min_weight=min_weight)
         st.caption(f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
                    "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
@@ -146,11 +146,11 @@ def rollout_tab() -> None:
 tabs = declared_tabs(declared.ATTENTION_TABS, "attn_view")
 if tabs["Heatmap"].open:
     with tabs["Heatmap"]:
-        single_head(layer, head, which, "attention_heatmap")
+        single_head(layer, head, sentence_filter, "attention_heatmap")
 
 if tabs["Head view"].open:
     with tabs["Head view"]:
-        head_view_tab(layer, which)
+        head_view_tab(layer, sentence_filter)
 
 if tabs["Model view"].open:
     with tabs["Model view"]:
@@ -194,4 +194,4 @@ if tabs["Rollout"].open:
     with tabs["Rollout"]:
         rollout_tab()
 
-show_declared_tabs(declared.ATTENTION_TABS, tabs, ctx, layer=layer, head=head, which=which)
+show_declared_tabs(declared.ATTENTION_TABS, tabs, ctx, layer=layer, head=head, sentence_filter=sentence_filter)

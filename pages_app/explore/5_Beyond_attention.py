@@ -77,9 +77,9 @@ if tabs["Norm-weighted attention"].open:
             "vector it weighs. For all heads, the norm of the heads' summed vectors ‖Σ_h α f(x)‖ is shown."
         )
         heads = [ALL_HEADS, *range(num_heads)]
-        which, layer, head = head_pickers("beyond", explore.has_sentence_b(encoding), num_layers, heads, ALL_HEADS,
+        sentence_filter, layer, head = head_pickers("beyond", explore.has_sentence_b(encoding), num_layers, heads, ALL_HEADS,
                                           lambda h: "all heads" if h == ALL_HEADS else f"head {h}")
-        data = shown(views.norm_attention, layer=layer, head=None if head == ALL_HEADS else head, which=which)
+        data = shown(views.norm_attention, layer=layer, head=None if head == ALL_HEADS else head, sentence_filter=sentence_filter)
         if data is not None:
             above = None if is_present() else st.container()  # presentation mode: the figures first, then the note
             raw_column, norm_column = st.columns(2)

@@ -42,7 +42,7 @@ def show_declared_tabs(declared: Sequence[ViewTab], tabs: dict, ctx: Context, ma
                        **picks) -> None:
     """Draw the open one of the tabs declared with a data function and a builder (views/tabs.py): figure + CSV.
 
-    tabs: the page's st.tabs by title; picks: the page's pickers (layer, head, which), each tab given those it declares.
+    tabs: the page's st.tabs by title; picks: the page's pickers (layer, head, sentence_filter), each tab given those it declares.
     """
     for tab in declared:
         if not tab.drawn_by_page and tabs[tab.title].open:

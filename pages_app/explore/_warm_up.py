@@ -44,7 +44,7 @@ def warm_up(inputs: Inputs) -> None:
         return
     _ = trace.mlm_logits, trace.nsp_logits
     # The Attention page's first heatmap (its default layer, head and filter), data cached as the page asks for it.
-    figures.attention_map_figure(view(views.attention_map, ctx, layer=0, head=0, which="All"))
+    figures.attention_map_figure(view(views.attention_map, ctx, layer=0, head=0, sentence_filter="All"))
 
 
 @st.cache_resource(show_spinner=False)

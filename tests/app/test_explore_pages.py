@@ -109,7 +109,7 @@ def test_attention_heatmap_rows_sum_to_one_and_match_the_model(source, loaded):
 
 
 def test_sentence_filter_cuts_the_heatmap_to_a_to_b(source, loaded):
-    at = run_app(source, "attention", attn_filter="A→B", attn_layer=1, attn_head=1)
+    at = run_app(source, "attention", attn_sentence_filter="A→B", attn_layer=1, attn_head=1)
     no_exception(at)
     trace = own_trace(loaded, source)
     heatmap = charts(at)["attention_heatmap"]["data"][0]

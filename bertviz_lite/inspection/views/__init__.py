@@ -1,8 +1,8 @@
 """The data of every explore view: one data function per view, its figure builder is in bertviz_lite.figures.
 
 A data function takes a trace (explore.PairTrace) and the view's picks, spelled out, say
-`views.attention_map(trace, layer=0, head=1, which="A→B")`, and returns a small dataclass with a to_frame() for the
-CSV download. The names below are the views a page reaches as `views.<name>`, listed by module; a new view adds its
+`views.attention_map(trace, layer=0, head=1, sentence_filter="A→B")`, and returns a small dataclass with a to_frame()
+for the CSV download. The names below are the views a page reaches as `views.<name>`, listed by module; a new view adds its
 name here and to its module's `__all__`.
 """
 

@@ -57,11 +57,11 @@ class AttentionMap(SentenceCut):
     tokens: list[str]  # [T] every token of the input
     layer: int
     head: int
-    which: str = "All"
+    sentence_filter: str = "All"
 
     @property
     def title(self) -> str:
-        return f"Layer {self.layer}, head {self.head} ({self.which})"
+        return f"Layer {self.layer}, head {self.head} ({self.sentence_filter})"
 
     def to_frame(self) -> pd.DataFrame:
         """Long table: query_index, query, key_index, key (input positions), weight, layer, head."""
@@ -71,12 +71,12 @@ class AttentionMap(SentenceCut):
         return frame.assign(layer=self.layer, head=self.head)
 
 
-def attention_map(trace: PairTrace, layer: int, head: int, which: str = "All") -> AttentionMap:
+def attention_map(trace: PairTrace, layer: int, head: int, sentence_filter: str = "All") -> AttentionMap:
     """One head of the trace's attention, the cells kept by a sentence filter such as "A→B"."""
-    mask = analysis.sentence_filter_mask(trace.segments, trace.special, which)
+    mask = analysis.sentence_filter_mask(trace.segments, trace.special, sentence_filter)
     rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
     weights = np.asarray(trace.attentions[layer, head])[np.ix_(rows, cols)]
-    return AttentionMap(weights, rows, cols, list(trace.tokens), layer, head, which)
+    return AttentionMap(weights, rows, cols, list(trace.tokens), layer, head, sentence_filter)
 
 
 # ---------------------------------------------------------------- head view
@@ -178,7 +178,7 @@ def head_view_links(
     trace: PairTrace,
     layer: int,
     heads: Sequence[int],
-    which: str = "All",
+    sentence_filter: str = "All",
     window: slice | None = None,
     focus: int | None = None,
     min_weight: float | None = None,
@@ -190,7 +190,7 @@ def head_view_links(
     """
     window = window or slice(0, trace.num_tokens)
     size = window.stop - window.start
-    mask = analysis.sentence_filter_mask(trace.segments, trace.special, which)[window, window]
+    mask = analysis.sentence_filter_mask(trace.segments, trace.special, sentence_filter)[window, window]
     top_k = head_view_top_k(1 if focus is not None else size, max(len(heads), 1))
     return select_links(
         trace.attentions[layer][:, window, window], trace.tokens[window], heads, mask=mask, top_k=top_k,

@@ -43,12 +43,12 @@ class NormAttention(SentenceCut):
     tokens: list[str]  # [T] every token of the input
     layer: int
     head: int | None  # None: every head of the layer
-    which: str = "All"
+    sentence_filter: str = "All"
 
     @property
     def where(self) -> str:
         heads = "all heads" if self.head is None else f"head {self.head}"
-        return f"Layer {self.layer}, {heads}" + ("" if self.which == "All" else f" ({self.which})")
+        return f"Layer {self.layer}, {heads}" + ("" if self.sentence_filter == "All" else f" ({self.sentence_filter})")
 
     def shares(self) -> pd.DataFrame:
         """Share of the shown total on [CLS], on [SEP] and on every other token: weights against norms."""
@@ -74,16 +74,16 @@ class NormAttention(SentenceCut):
         return frame.assign(layer=self.layer, head="all" if self.head is None else self.head)
 
 
-def norm_attention(trace: PairTrace, layer: int, head: int | None = None, which: str = "All") -> NormAttention:
+def norm_attention(trace: PairTrace, layer: int, head: int | None = None, sentence_filter: str = "All") -> NormAttention:
     """Attention weights and ‖α f(x)‖ of one head (head=None: all heads, summed as vectors), filtered like "A→B"."""
     attentions, values, model = trace.attentions, trace.values, trace.model
     per_head, summed = norm_weighted_attention(attentions[layer], values[layer], attention_output_weights(model)[layer])
     raw = np.asarray(attentions[layer], dtype=np.float64)
     raw, norm = (raw.mean(axis=0), summed) if head is None else (raw[head], per_head[head])
-    mask = analysis.sentence_filter_mask(trace.segments, trace.special, which)
+    mask = analysis.sentence_filter_mask(trace.segments, trace.special, sentence_filter)
     rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
     cut = np.ix_(rows, cols)
-    return NormAttention(raw[cut], norm[cut], rows, cols, list(trace.tokens), layer, head, which)
+    return NormAttention(raw[cut], norm[cut], rows, cols, list(trace.tokens), layer, head, sentence_filter)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The tabs of the explore pages, declared once: each page builds its st.tabs from these, and the tests import them.
 
 A tab that holds a data function and its figure builder needs no page code: the page calls
-`view(tab.data, ctx, **tab.chosen(layer=…, head=…, which=…))` (the picks the tab declares it takes) and draws
+`view(tab.data, ctx, **tab.chosen(layer=…, head=…, sentence_filter=…))` (the picks the tab declares it takes) and draws
 `tab.figure(data)` with a CSV of `data.to_frame()`. The other tabs are drawn by their page's own code (controls,
 clicks).
 """
@@ -20,7 +20,7 @@ class ViewTab:
     title: str  # the tab's label, also its value in session state (attn_view, beyond_view)
     data: Callable[..., Any] | None = None  # a data function of bertviz_lite.inspection.views: data(trace, **picks)
     figure: Callable[[Any], Any] | None = None  # its builder in bertviz_lite.figures: figure(data) -> go.Figure
-    picks: tuple[str, ...] = ()  # the page's picks (layer, head, which, …) the data function takes
+    picks: tuple[str, ...] = ()  # the page's picks (layer, head, sentence_filter, …) the data function takes
     about: str = ""  # one plain line: what the view shows (kept on screen in presentation mode)
     symbols: tuple[str, ...] = ()  # the symbols it puts on screen, explained in GLOSSARY
 
@@ -35,7 +35,7 @@ class ViewTab:
         return self.data.__name__ if self.data is not None else self.title.lower().replace(" ", "_")
 
     def chosen(self, **picks: Any) -> dict[str, Any]:
-        """Of the page's picks (layer, head, which, …), the ones this tab declares in `picks`."""
+        """Of the page's picks (layer, head, sentence_filter, …), the ones this tab declares in `picks`."""
         return {name: picks[name] for name in self.picks}
 
 
