@@ -250,3 +250,9 @@ def test_no_page_keeps_a_trace_in_its_globals():
                     for call in ast.walk(node.value)):
                 kept.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert kept == []
+
+
+def test_page_files_have_numbers_of_their_own():
+    """pages_app/<section>/N_Name.py: one number per page across the sections, in the navigation's order."""
+    numbers = [int(path.name.split("_", 1)[0]) for path in PAGES if path.name[0].isdigit()]
+    assert len(numbers) == len(set(numbers)) and sorted(numbers) == list(range(len(numbers)))

@@ -62,10 +62,10 @@ PAGES = (
     PageSpec("pages_app/explore/6_Meaning_in_context.py", "Meaning in context", ":material/translate:", EXPLORE),
     PageSpec("pages_app/explore/7_Why_this_word.py", "Why this word", ":material/compare_arrows:", EXPLORE,
              link_fields=("tab", "target", "foil"), tabs=WHY_THIS_WORD_TABS, tab_key="contrast_view"),
-    PageSpec("pages_app/train/5_Train.py", "Train", ":material/model_training:", TRAIN, url_path="train"),
-    PageSpec("pages_app/train/6_Compare_runs.py", "Compare runs", ":material/compare:", TRAIN, url_path="compare"),
-    PageSpec("pages_app/train/7_Checkpoints.py", "Checkpoints", ":material/inventory_2:", TRAIN, url_path="checkpoints"),
-    PageSpec("pages_app/classroom/8_Class.py", "Live class", ":material/co_present:", TEACH, url_path="class"),
+    PageSpec("pages_app/train/8_Train.py", "Train", ":material/model_training:", TRAIN, url_path="train"),
+    PageSpec("pages_app/train/9_Compare_runs.py", "Compare runs", ":material/compare:", TRAIN, url_path="compare"),
+    PageSpec("pages_app/train/10_Checkpoints.py", "Checkpoints", ":material/inventory_2:", TRAIN, url_path="checkpoints"),
+    PageSpec("pages_app/classroom/11_Class.py", "Live class", ":material/co_present:", TEACH, url_path="class"),
 )
 
 
