@@ -9,6 +9,7 @@ The view's state lives in the URL (pages_app/common/_share.py): a shared link op
 
 import streamlit as st
 
+from bertviz_lite.server import classroom, cookie_handoff
 from pages_app.common._pages import navigation
 from pages_app.common._share import PRESENT, apply_link, link_control, show_link_notes, sync_link
 from pages_app.common._sidebar import hand_over, render_sidebar
@@ -16,6 +17,8 @@ from pages_app.common._ui import presentation_style
 from pages_app.explore._warm_up import start_warm_up
 
 start_warm_up()  # once per process: the default pair's model and trace, in the background, for the visitors to come
+cookie_handoff.install_route()  # once per process: the route that sets the lecturer's and admin's HttpOnly cookies
+classroom.start_purge_timer()  # once per process: classes ended KEEP_DAYS ago go, hourly
 apply_link()  # a shared link's state (?a=…&layer=…&present=1), on a session's first run
 st.set_page_config(page_title="bertviz-lite", page_icon="🔎", layout="wide",  # an emoji: a material icon is fetched from Google
                    initial_sidebar_state="collapsed" if st.session_state.get(PRESENT) else "auto")

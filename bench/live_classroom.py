@@ -60,6 +60,7 @@ class Participant:
 
     name: str
     query: str = ""
+    address: str = ""  # the X-Forwarded-For it claims (Streamlit's uvicorn trusts it from 127.0.0.1): its phone's own
     steps: dict[int, float] = field(default_factory=dict)  # step number -> first time its heading arrived
     widget_ids: dict[str, str] = field(default_factory=dict)  # user key -> widget id
     page_hash: str = ""
@@ -131,8 +132,9 @@ class Participant:
             self.note(msg)
 
     async def open(self, port: int, timeout: float) -> None:
+        headers = {"X-Forwarded-For": self.address} if self.address else None
         self.ws = await connect(f"ws://{LOOPBACK}:{port}/_stcore/stream", subprotocols=["streamlit"], max_size=None,
-                                proxy=None, ping_interval=None, open_timeout=timeout)
+                                proxy=None, ping_interval=None, open_timeout=timeout, additional_headers=headers)
         asyncio.create_task(self.read())
         back = rerun_request(page_name=PAGE)
         back.rerun_script.query_string = self.query
@@ -156,7 +158,9 @@ async def wait_for(condition, timeout: float, what: str, errors: list[str]) -> b
 
 
 async def join_students(port: int, code: str, count: int, args, rng: random.Random) -> list[Participant]:
-    students = [Participant(f"student {i}", query=f"class={code}") for i in range(count)]
+    # Each phone has its own address on a lecture hall's Wi-Fi (one address is limited: issue 30).
+    students = [Participant(f"student {i}", query=f"class={code}", address=f"10.{i // 250}.{i % 250}.1")
+                for i in range(count)]
 
     async def arrive(student: Participant) -> None:
         await asyncio.sleep(rng.uniform(0, args.jitter))

@@ -14,7 +14,7 @@ from bertviz_lite.server import access
 from pages_app.common import _visitor
 
 TOKEN = "teacher-secret-1"
-IDS = [f"visitor-{i:02d}-0123456789abcdef" for i in range(30)]
+IDS = [f"visitor-{i:03d}-0123456789abcdef" for i in range(300)]
 
 
 @pytest.fixture(autouse=True)
@@ -42,11 +42,39 @@ def test_forty_wrong_guesses_are_stopped_after_five_and_logged(caplog):
     assert access.check_admin_token(IDS[0], TOKEN, now=1000.0 + 40 + access.ADMIN_WINDOW_S)
 
 
-def test_many_visitors_guessing_meet_the_global_limit():
+def test_many_visitors_guessing_from_many_addresses_meet_the_global_limit():
+    per_address = access.ADMIN_TRIES_PER_ADDRESS
     for i in range(access.ADMIN_TRIES_IN_TOTAL):
-        assert access.check_admin_token(IDS[i], "wrong", now=50.0) is False
+        assert access.check_admin_token(IDS[i], "wrong", now=50.0, address=f"10.0.{i // per_address}.1") is False
     with pytest.raises(access.AdminLockout):
-        access.check_admin_token(IDS[access.ADMIN_TRIES_IN_TOTAL], TOKEN, now=51.0)
+        access.check_admin_token(IDS[access.ADMIN_TRIES_IN_TOTAL], TOKEN, now=51.0, address="192.168.1.20")
+
+
+def test_four_fresh_ids_with_five_wrong_tokens_each_do_not_lock_out_the_lecturer():
+    """Issue 30's reproduction: 4 fresh ids x 5 wrong tokens, then the lecturer's right token was 'try again in 10 min'."""
+    refused = 0
+    for i in range(4):
+        for guess in range(5):
+            try:
+                access.check_admin_token(IDS[100 + i], f"guess-{guess}", now=70.0 + guess, address="10.9.9.9")
+            except access.AdminLockout:
+                refused += 1
+    assert refused == 4 * 5 - access.ADMIN_TRIES_PER_ADDRESS  # the guesser's address is locked out …
+    with pytest.raises(access.AdminLockout):  # … a fifth fresh id from it too …
+        access.check_admin_token(IDS[104], TOKEN, now=80.0, address="10.9.9.9")
+    assert access.check_admin_token(IDS[0], TOKEN, now=80.0, address="10.1.2.3")  # … but not the lecturer
+
+
+def test_the_admin_cookie_is_signed_expires_and_dies_with_the_token(monkeypatch):
+    cookie = access.admin_cookie(now=1000.0)
+    assert access.is_admin_cookie(cookie, now=1001.0)
+    assert not access.is_admin_cookie(cookie, now=1000.0 + access.ADMIN_COOKIE_HOURS * 3600 + 1)
+    expiry, _, signature = cookie.partition(".")
+    assert not access.is_admin_cookie(f"{int(expiry) + 3600}.{signature}", now=1001.0)  # a later expiry: forged
+    assert not access.is_admin_cookie(f"{expiry}.{'0' * len(signature)}", now=1001.0)
+    assert not access.is_admin_cookie(None) and not access.is_admin_cookie("garbage")
+    monkeypatch.setenv(access.ADMIN_TOKEN_SETTING, "a-new-token")
+    assert not access.is_admin_cookie(cookie, now=1001.0)  # a new token voids every admin cookie
 
 
 def test_a_tabs_alias_owns_what_that_tab_made(tmp_path):

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from bertviz_lite.server import class_results, classroom, database
+from bertviz_lite.server import class_joining, class_results, classroom, database
 from bertviz_lite.server.classroom import CHOICE, CLOZE, ClassError, NewQuestion, Position
 from tests.waiting import wait_until
 
@@ -24,7 +24,7 @@ def db(tmp_path):
 
 
 def students(db, code, count, start=0):
-    return [classroom.join(code, f"browser-{i}", f"10.0.0.{i}", path=db) for i in range(start, start + count)]
+    return [class_joining.join(code, f"browser-{i}", f"10.0.0.{i}", path=db) for i in range(start, start + count)]
 
 
 def test_students_follow_the_lecturer_and_a_wrong_secret_cannot_move_the_class(db):
@@ -51,9 +51,9 @@ def test_counts_and_distribution_match_the_answers_and_a_second_answer_is_refuse
     ids = students(db, code, 5)
     question = classroom.ask(code, secret, NSP, path=db)
     for student, choice in zip(ids, ["Yes", "No", "No", "Yes", "No"], strict=True):
-        assert classroom.answer(code, student, question, choice, path=db) == choice
+        assert class_joining.answer(code, student, question, choice, path=db) == choice
     with pytest.raises(ClassError, match="already answered"):
-        classroom.answer(code, ids[0], question, "No", path=db)
+        class_joining.answer(code, ids[0], question, "No", path=db)
     asked = classroom.current(code, ids[0], path=db)
     assert asked.my_answer == "Yes" and class_results.answer_count(question, path=db) == 5
     spread = class_results.distribution(asked.question, path=db)
@@ -61,9 +61,9 @@ def test_counts_and_distribution_match_the_answers_and_a_second_answer_is_refuse
     classroom.reveal(code, secret, path=db)
     late = students(db, code, 1, start=9)[0]
     with pytest.raises(ClassError, match="revealed"):
-        classroom.answer(code, late, question, "Yes", path=db)
+        class_joining.answer(code, late, question, "Yes", path=db)
     with pytest.raises(ClassError, match="one of the answers"):
-        classroom.answer(code, late, classroom.ask(code, secret, NSP, path=db), "Maybe", path=db)
+        class_joining.answer(code, late, classroom.ask(code, secret, NSP, path=db), "Maybe", path=db)
 
 
 def test_free_cloze_words_are_normalised_length_limited_and_exported_without_formulas(db):
@@ -72,13 +72,13 @@ def test_free_cloze_words_are_normalised_length_limited_and_exported_without_for
     top = ("mat", "floor", "bed", "sofa", "chair")
     question = classroom.ask(code, secret, NewQuestion(CLOZE, "What will BERT put in place of [MASK]?", top, "mat"),
                              path=db)
-    assert classroom.answer(code, ids[0], question, "  Mat ", path=db) == "mat"
-    classroom.answer(code, ids[1], question, "MAT", path=db)
-    classroom.answer(code, ids[2], question, "=HYPERLINK(x)", path=db)
+    assert class_joining.answer(code, ids[0], question, "  Mat ", path=db) == "mat"
+    class_joining.answer(code, ids[1], question, "MAT", path=db)
+    class_joining.answer(code, ids[2], question, "=HYPERLINK(x)", path=db)
     with pytest.raises(ClassError, match="one word"):
-        classroom.answer(code, ids[3], question, "x" * (classroom.MAX_WORD_CHARS + 1), path=db)
+        class_joining.answer(code, ids[3], question, "x" * (class_joining.MAX_WORD_CHARS + 1), path=db)
     with pytest.raises(ClassError, match="one word"):
-        classroom.answer(code, ids[3], question, "two words", path=db)
+        class_joining.answer(code, ids[3], question, "two words", path=db)
     spread = class_results.distribution(classroom.current(code, path=db).question, path=db)
     assert spread.answers == (("mat", 2), ("=hyperlink(x)", 1))
     lines = class_results.results_csv(code, secret, path=db).splitlines()
@@ -91,30 +91,30 @@ def test_free_cloze_words_are_normalised_length_limited_and_exported_without_for
 def test_wrong_codes_are_rate_limited_per_client_and_in_total(db, monkeypatch):
     code, _ = classroom.start_class(PAIR, path=db)
     wrong = "A" * classroom.CODE_LENGTH if code != "A" * classroom.CODE_LENGTH else "C" * classroom.CODE_LENGTH
-    for _ in range(classroom.WRONG_CODES_PER_CLIENT):
+    for _ in range(class_joining.WRONG_CODES_PER_CLIENT):
         with pytest.raises(ClassError, match="no class with this code"):
-            classroom.join(wrong, "guesser", "6.6.6.6", now=1000.0, path=db)
+            class_joining.join(wrong, "guesser", "6.6.6.6", now=1000.0, path=db)
     with pytest.raises(ClassError, match="Too many wrong codes"):  # even the right code, so guessing learns nothing
-        classroom.join(code, "guesser", "6.6.6.6", now=1000.0, path=db)
-    assert classroom.join(code, "someone", "7.7.7.7", now=1000.0, path=db)  # another client is not blocked
-    assert classroom.join(code, "guesser", "6.6.6.6", now=1000.0 + classroom.WRONG_CODE_WINDOW_S + 1, path=db)
-    monkeypatch.setattr(classroom, "WRONG_CODES_TOTAL", 15)
+        class_joining.join(code, "guesser", "6.6.6.6", now=1000.0, path=db)
+    assert class_joining.join(code, "someone", "7.7.7.7", now=1000.0, path=db)  # another client is not blocked
+    assert class_joining.join(code, "guesser", "6.6.6.6", now=1000.0 + class_joining.WRONG_CODE_WINDOW_S + 1, path=db)
+    monkeypatch.setattr(class_joining, "WRONG_CODES_TOTAL", 15)
     for client in range(15):
         with pytest.raises(ClassError):
-            classroom.join(wrong, "b", f"client-{client}", now=5000.0, path=db)
+            class_joining.join(wrong, f"b{client}", f"client-{client}", now=5000.0, path=db)
     with pytest.raises(ClassError, match="Too many wrong codes"):
-        classroom.join(code, "fresh", "8.8.8.8", now=5000.0, path=db)
+        class_joining.join(code, "fresh", "8.8.8.8", now=5000.0, path=db)
 
 
 def test_a_class_expires(db):
     code, secret = classroom.start_class(PAIR, hours=1, now=0.0, path=db)
-    (student,) = [classroom.join(code, "b", "c", now=10.0, path=db)]
+    (student,) = [class_joining.join(code, "b", "c", now=10.0, path=db)]
     question = classroom.ask(code, secret, NSP, now=20.0, path=db)
     assert classroom.current(code, now=3599.0, path=db) is not None
     assert classroom.current(code, now=3601.0, path=db) is None
-    for refused in (lambda: classroom.join(code, "late", "c", now=3601.0, path=db),
+    for refused in (lambda: class_joining.join(code, "late", "c", now=3601.0, path=db),
                     lambda: classroom.move(code, secret, PAIR, now=3601.0, path=db),
-                    lambda: classroom.answer(code, student, question, "Yes", now=3601.0, path=db)):
+                    lambda: class_joining.answer(code, student, question, "Yes", now=3601.0, path=db)):
         with pytest.raises(ClassError, match="ended"):
             refused()
     assert class_results.results_rows(code, secret, path=db)[0]["students"] == 0  # the CSV is still there …
@@ -128,28 +128,29 @@ def test_a_flood_of_answers_from_one_student_changes_nothing_for_the_others(db):
     flooder, *others = students(db, code, 4)
     question = classroom.ask(code, secret, NSP, path=db)
     for other in others:
-        classroom.answer(code, other, question, "No", path=db)
-    classroom.answer(code, flooder, question, "Yes", path=db)
+        class_joining.answer(code, other, question, "No", path=db)
+    class_joining.answer(code, flooder, question, "Yes", path=db)
     refused = 0
     for _ in range(200):
         try:
-            classroom.answer(code, flooder, question, "Yes", path=db)
+            class_joining.answer(code, flooder, question, "Yes", path=db)
         except ClassError:
             refused += 1
     assert refused == 200
     spread = class_results.distribution(classroom.current(code, path=db).question, path=db)
     assert spread.answers == (("No", 3), ("Yes", 1))
     with pytest.raises(ClassError, match="Join the class first"):  # an id made up by hand is not a student
-        classroom.answer(code, "0" * 32, question, "Yes", path=db)
+        class_joining.answer(code, "0" * 32, question, "Yes", path=db)
 
 
 ANSWERING = textwrap.dedent("""
     import sys
-    from bertviz_lite.server import classroom
+    from bertviz_lite.server import class_joining
     path, code, question = sys.argv[1], sys.argv[2], int(sys.argv[3])
     for i in range(10_000):
-        student = classroom.join(code, f"killed-{i}", "127.0.0.1", path=path)
-        classroom.answer(code, student, question, "Yes" if i % 3 else "No", path=path)
+        address = f"10.0.{i // 250}.{i % 250}"  # phones of their own: one address is limited
+        student = class_joining.join(code, f"killed-{i}", address, path=path)
+        class_joining.answer(code, student, question, "Yes" if i % 3 else "No", address=address, path=path)
         print(i, flush=True)  # acknowledged: answer() returned
 """)
 

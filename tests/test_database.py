@@ -29,3 +29,16 @@ def test_a_committed_write_is_read_by_another_process_and_a_failed_one_is_not(tm
     assert seen == "['kept']"
     assert database.connection(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     database.close_all()
+
+
+def test_a_file_made_by_an_older_version_gets_the_columns_added_since(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    database.ensure_schema("notes-v1", SCHEMA, path)
+    with database.transaction(path) as db:
+        db.execute("INSERT INTO notes (text) VALUES (?)", ("from v1",))
+    added = {"notes": {"author": "TEXT NOT NULL DEFAULT ''", "stars": "INTEGER NOT NULL DEFAULT 0"}}
+    database.ensure_schema("notes-v2", SCHEMA, path, added)
+    database.ensure_schema("notes-v2b", SCHEMA, path, added)  # a second process: nothing to add, no error
+    row = database.connection(path).execute("SELECT text, author, stars FROM notes").fetchone()
+    assert tuple(row) == ("from v1", "", 0)
+    database.close_all()

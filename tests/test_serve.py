@@ -63,3 +63,26 @@ def test_a_port_in_use_is_one_line_and_exit_2_before_any_worker_starts(capsys):
     out, err = capsys.readouterr()
     assert out == ""
     assert err == f"serve: cannot listen on 127.0.0.1:{port} (Address already in use): pick another --port or --address\n"
+
+
+def test_haproxy_sets_the_client_address_itself_and_terminates_tls_with_one_private_pem(tmp_path):
+    text = haproxy.haproxy_config("0.0.0.0", 8501, [40001])
+    assert text.index("http-request del-header X-Forwarded-For") < text.index("option forwardfor")  # no forged chain
+    assert "X-Forwarded-Proto http if !{ ssl_fc }" in text and " ssl crt " not in text
+    (tmp_path / "cert.pem").write_text("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+    (tmp_path / "key.pem").write_text("-----BEGIN PRIVATE KEY-----\nBBBB\n-----END PRIVATE KEY-----\n")
+    pem = haproxy.write_tls_pem(tmp_path / "cert.pem", tmp_path / "key.pem")
+    try:
+        assert (pem.stat().st_mode & 0o777) == 0o600 and "CERTIFICATE" in pem.read_text() and "KEY" in pem.read_text()
+        tls = haproxy.haproxy_config("0.0.0.0", 8443, [40001], pem)
+        assert f"bind 0.0.0.0:8443 ssl crt {pem}" in tls and "httponly secure" in tls
+    finally:
+        pem.unlink()
+    with pytest.raises(ValueError, match="PEM private key"):
+        haproxy.write_tls_pem(tmp_path / "cert.pem", tmp_path / "cert.pem")
+
+
+def test_a_certificate_without_its_key_is_one_line_and_exit_2(tmp_path, capsys):
+    assert balancer.main(["--workers", "1", "--tls-cert", str(tmp_path / "cert.pem")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "serve: --tls-cert and --tls-key go together (the certificate and its private key)\n"

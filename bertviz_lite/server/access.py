@@ -3,7 +3,8 @@
 A classroom needs no login: each browser visitor gets a random id (kept in a cookie by the app) and the
 folders it creates record a digest of that id in `owner.json`. A visitor may rename, delete or stop only
 its own folders; the shipped checkpoints are read-only; runs started from a terminal (no owner file)
-belong to the server. An admin token, when the server sets one, may do everything.
+belong to the server. An admin token, when the server sets one, may do everything; a browser that gave it keeps a
+signed admin cookie (`admin_cookie`, HttpOnly, ADMIN_COOKIE_HOURS) so that a reload is still the admin.
 
 Settings (environment variables):
     BERTVIZ_LITE_ADMIN_TOKEN   a secret; a visitor who types it may change every run (default: none)
@@ -35,8 +36,12 @@ MODEL_ROOTS_SETTING = "BERTVIZ_LITE_MODEL_ROOTS"
 _VISITOR_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
 MAX_ALIASES = 8  # other ids one browser got from tabs opened at the same moment (kept in a second cookie)
 ADMIN_WINDOW_S = 600.0  # wrong admin tokens are counted over the last 10 minutes
-ADMIN_TRIES_PER_VISITOR = 5  # … at most this many per visitor
-ADMIN_TRIES_IN_TOTAL = 20  # … and this many from everyone together (a guesser with many cookies)
+ADMIN_TRIES_PER_VISITOR = 5  # … at most this many per visitor (browser cookie) …
+ADMIN_TRIES_PER_ADDRESS = 10  # … and per client address (a guesser who drops the cookie) …
+ADMIN_TRIES_IN_TOTAL = 200  # … and from everyone together: 20 addresses' worth, out of one guesser's reach
+ADMIN_COOKIE = "bvl_admin"  # admin_cookie's value, HttpOnly (set through server/cookie_handoff.py)
+ADMIN_COOKIE_HOURS = 12.0  # a signed admin cookie lasts a teaching day
+LOCAL_CLIENT = "local"  # the client address of a browser on the server's own machine
 log = logging.getLogger(__name__)
 
 
@@ -86,40 +91,84 @@ ADMIN_FAILURES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS admin_failures (visitor TEXT NOT NULL, at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS admin_failures_by_time ON admin_failures (at);
 """  # one row per wrong token, in the SQLite file every app process shares: N processes give no N x the tries
+ADMIN_FAILURES_COLUMNS = {"admin_failures": {"address": "TEXT NOT NULL DEFAULT ''"}}
 
 
-def check_admin_token(visitor_id: str, token: str, now: float | None = None) -> bool:
-    """is_admin_token, rate-limited: ADMIN_TRIES_PER_VISITOR wrong tokens per visitor and ADMIN_TRIES_IN_TOTAL
-    from everyone in ADMIN_WINDOW_S, then AdminLockout (the token is not even compared). Failures are logged.
+def _admin_lock(db, who: str, address: str) -> float | None:
+    """When the oldest counted try that locks this visitor or address (or everyone) was made; None: not locked."""
+    for where, key, limit in (("visitor = ?", (who,), ADMIN_TRIES_PER_VISITOR),
+                              ("address = ?", (address,), ADMIN_TRIES_PER_ADDRESS), ("1 = 1", (), ADMIN_TRIES_IN_TOTAL)):
+        tries = [row[0] for row in db.execute(f"SELECT at FROM admin_failures WHERE {where} ORDER BY at", key)]
+        if len(tries) >= limit:
+            return tries[-limit]
+    return None
+
+
+def check_admin_token(visitor_id: str, token: str, now: float | None = None, *, address: str = "") -> bool:
+    """is_admin_token, rate-limited: ADMIN_TRIES_PER_VISITOR wrong tokens per visitor, ADMIN_TRIES_PER_ADDRESS per
+    client address and ADMIN_TRIES_IN_TOTAL from everyone in ADMIN_WINDOW_S, then AdminLockout (the token is not
+    even compared). A guesser thus locks out its own browser and address, not the lecturer. Failures are logged.
 
     The wrong tries are counted in the shared database (server/database.py), so every app process behind a
     load balancer sees the same counts."""
     now = time.time() if now is None else now
-    who = _digest(visitor_id)
-    database.ensure_schema("admin_failures", ADMIN_FAILURES_SCHEMA)
+    who, address = _digest(visitor_id), _digest(f"address:{address}")
+    _admin_failures_table()
     with database.transaction() as db:  # BEGIN IMMEDIATE: count and add as one step across processes
         db.execute("DELETE FROM admin_failures WHERE at <= ?", (now - ADMIN_WINDOW_S,))
-        mine = [row[0] for row in db.execute("SELECT at FROM admin_failures WHERE visitor = ? ORDER BY at", (who,))]
-        everyone = db.execute("SELECT COUNT(*), MIN(at) FROM admin_failures").fetchone()
-        locked = len(mine) >= ADMIN_TRIES_PER_VISITOR or everyone[0] >= ADMIN_TRIES_IN_TOTAL
-        right = not locked and is_admin_token(token)
+        locked_since = _admin_lock(db, who, address)
+        right = locked_since is None and is_admin_token(token)
         if right:
             db.execute("DELETE FROM admin_failures WHERE visitor = ?", (who,))
-        elif not locked:
-            db.execute("INSERT INTO admin_failures (visitor, at) VALUES (?, ?)", (who, now))
-    if locked:
-        wait = (mine[0] if len(mine) >= ADMIN_TRIES_PER_VISITOR else everyone[1]) + ADMIN_WINDOW_S - now
-        log.warning("admin token refused without checking: visitor %s is locked out", who[:12])
+        elif locked_since is None:
+            db.execute("INSERT INTO admin_failures (visitor, at, address) VALUES (?, ?, ?)", (who, now, address))
+    if locked_since is not None:
+        log.warning("admin token refused without checking: visitor %s or its address is locked out", who[:12])
+        wait = locked_since + ADMIN_WINDOW_S - now
         raise AdminLockout(f"Too many wrong admin tokens: try again in {max(1, round(wait / 60))} min.")
     if not right:
-        log.warning("wrong admin token from visitor %s (%d of %d allowed in %d min; %d from everyone)", who[:12],
-                    len(mine) + 1, ADMIN_TRIES_PER_VISITOR, ADMIN_WINDOW_S // 60, everyone[0] + 1)
+        log.warning("wrong admin token from visitor %s, address %s", who[:12], address[:12])
     return right
+
+
+def client_address(ip_address: str | None) -> str:
+    """The key every per-address limit uses, from the address Streamlit saw (`st.context.ip_address`).
+
+    Streamlit's uvicorn takes X-Forwarded-For (and X-Forwarded-Proto) only from a peer on 127.0.0.1 or ::1 (its
+    FORWARDED_ALLOW_IPS default): behind `serve`'s haproxy, which sets the header itself, that is the real client;
+    a browser elsewhere cannot forge it. Streamlit reports loopback as None: a browser on the server's machine."""
+    return ip_address or LOCAL_CLIENT
+
+
+def _admin_cookie_key() -> bytes:
+    """The admin cookie's signing key, derived from the admin token: a new token voids every admin cookie."""
+    return hashlib.sha256(f"bertviz-lite admin cookie:{os.environ.get(ADMIN_TOKEN_SETTING, '')}".encode()).digest()
+
+
+def admin_cookie(now: float | None = None) -> str:
+    """A signed admin cookie value, EXPIRY.SIGNATURE, valid ADMIN_COOKIE_HOURS (only when a token is set)."""
+    if not admin_token_configured():
+        raise PermissionError("This server has no admin token, so there is no admin cookie.")
+    expiry = int((time.time() if now is None else now) + ADMIN_COOKIE_HOURS * 3600)
+    return f"{expiry}.{hmac.new(_admin_cookie_key(), str(expiry).encode(), hashlib.sha256).hexdigest()}"
+
+
+def is_admin_cookie(value: object, now: float | None = None) -> bool:
+    """Whether `value` is an unexpired admin cookie signed with this server's admin token."""
+    expiry, _, signature = value.partition(".") if isinstance(value, str) else ("", "", "")
+    if not admin_token_configured() or not expiry.isdigit() or int(expiry) <= (time.time() if now is None else now):
+        return False
+    expected = hmac.new(_admin_cookie_key(), expiry.encode(), hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, signature)
+
+
+def _admin_failures_table() -> None:
+    database.ensure_schema("admin_failures", ADMIN_FAILURES_SCHEMA, added_columns=ADMIN_FAILURES_COLUMNS)
 
 
 def forget_admin_failures() -> None:
     """Clear the failure counts of every process (waiting ADMIN_WINDOW_S does the same)."""
-    database.ensure_schema("admin_failures", ADMIN_FAILURES_SCHEMA)
+    _admin_failures_table()
     with database.transaction() as db:
         db.execute("DELETE FROM admin_failures")
 

@@ -26,6 +26,7 @@ import os
 import secrets
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -83,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=_port, default=DEFAULT_PORT, help="the port visitors open (default 8501)")
     parser.add_argument("--address", default="127.0.0.1",
                         help="the address haproxy listens on (0.0.0.0: every interface; default 127.0.0.1)")
+    parser.add_argument("--tls-cert", type=Path, default=None,
+                        help="a PEM certificate: haproxy serves HTTPS with it (use it on a lecture hall's Wi-Fi)")
+    parser.add_argument("--tls-key", type=Path, default=None, help="the certificate's PEM private key")
     parser.add_argument("--run-dir", type=Path, default=None,
                         help="folder for haproxy.cfg and the logs (default: a new temporary folder, removed at exit)")
     return parser
@@ -156,9 +160,10 @@ def plan_workers(count: int, run_dir: Path) -> list[Worker]:
 
 
 def answers_ok(url: str, timeout: float = 2.0) -> bool:
-    """Whether `url` answers 200 "ok" within `timeout` seconds."""
+    """Whether `url` answers 200 "ok" within `timeout` seconds (our own haproxy's certificate is not checked)."""
+    unchecked = ssl._create_unverified_context() if url.startswith("https:") else None  # noqa: S323 - our own proxy
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - our own loopback servers
+        with urllib.request.urlopen(url, timeout=timeout, context=unchecked) as response:  # noqa: S310 - ours
             return response.status == 200 and response.read().strip() == b"ok"
     except OSError:
         return False
@@ -222,13 +227,15 @@ def serve(args: argparse.Namespace, binary: str) -> int:
         processes.update({worker.name: worker.start() for worker in workers})
         wait_healthy({worker.name: worker.health_url for worker in workers}, processes, START_TIMEOUT_S)
         warm_up(workers)
-        config = haproxy.write_config(run_dir, args.address, args.port, [worker.port for worker in workers])
+        tls_pem = _tls_pem(args)
+        config = haproxy.write_config(run_dir, args.address, args.port, [worker.port for worker in workers], tls_pem)
         processes["haproxy"] = _start(haproxy.haproxy_command(binary, config), run_dir / "haproxy.log", dict(os.environ))
         shown = "127.0.0.1" if args.address in ("0.0.0.0", "::") else args.address
-        wait_healthy({"haproxy": f"http://{shown}:{args.port}{haproxy.HEALTH_PATH}"}, processes, 30.0)
+        scheme = "https" if tls_pem else "http"
+        wait_healthy({"haproxy": f"{scheme}://{shown}:{args.port}{haproxy.HEALTH_PATH}"}, processes, 30.0)
         workers_text = f"{args.workers} worker{'s' if args.workers > 1 else ''}"
-        print(f"open http://{shown}:{args.port} ({workers_text} behind haproxy, sticky sessions; Ctrl-C stops them all)",
-              flush=True)
+        print(f"open {scheme}://{shown}:{args.port} ({workers_text} behind haproxy, sticky sessions; Ctrl-C stops them "
+              "all)", flush=True)
         supervise(workers, processes)
     except (KeyboardInterrupt, _Stop):
         print("Stopping haproxy and the workers…", flush=True)
@@ -241,9 +248,25 @@ def serve(args: argparse.Namespace, binary: str) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         stop_all([processes.pop("haproxy")] if "haproxy" in processes else [])
         stop_all(list(processes.values()))
+        for pem in _TLS_FILES:
+            pem.unlink(missing_ok=True)  # the private key's copy goes with haproxy
         if temporary:
             _remove(run_dir)
     return code
+
+
+_TLS_FILES: list[Path] = []
+
+
+def _tls_pem(args: argparse.Namespace) -> Path | None:
+    """haproxy's one PEM file from --tls-cert and --tls-key (None without them); removed when serve stops."""
+    if args.tls_cert is None:
+        return None
+    try:
+        _TLS_FILES.append(haproxy.write_tls_pem(args.tls_cert, args.tls_key))
+    except ValueError as err:
+        raise ServeError(f"haproxy: {err}") from None
+    return _TLS_FILES[-1]
 
 
 def supervise(workers: list[Worker], processes: dict[str, subprocess.Popen]) -> None:
@@ -296,6 +319,9 @@ def _remove(run_dir: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if (args.tls_cert is None) != (args.tls_key is None):
+        print("serve: --tls-cert and --tls-key go together (the certificate and its private key)", file=sys.stderr)
+        return 2
     binary = haproxy.haproxy_binary()
     if binary is None:
         print(f"serve: {haproxy.INSTALL_HINT}", file=sys.stderr)

@@ -1,6 +1,8 @@
 """A live class's numbers for the projector and the lecturer's CSV: answer counts, the class's distribution.
 
-Reads what server/classroom.py wrote; students appear only as counts, never by id.
+Reads what server/classroom.py wrote; students appear only as counts, never by id. A word the lecturer hid
+(classroom.hide_answer) is left out of the class's chart and the CSV; `distribution(…, with_hidden=True)` is the
+lecturer's own view before the reveal.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertviz_lite.server import classroom, database
+from bertviz_lite.server import classroom
 from bertviz_lite.text.display import plain_cell
 
 RESULT_COLUMNS = ("question", "step", "kind", "prompt", "model_answer", "class_answer", "students", "share")
@@ -29,8 +31,13 @@ class Distribution:
 
 
 def _db(path: Path | None):
-    database.ensure_schema("classroom", classroom.SCHEMA, path)
-    return database.connection(path)
+    return classroom.connect(path)
+
+
+def hidden_answers(question_id: int, *, path: Path | None = None) -> frozenset[str]:
+    """The words the lecturer hid from this question's chart."""
+    rows = _db(path).execute("SELECT answer FROM class_hidden WHERE question_id = ?", (question_id,))
+    return frozenset(row[0] for row in rows)
 
 
 def answer_count(question_id: int, *, path: Path | None = None) -> int:
@@ -43,11 +50,14 @@ def student_count(code: str, *, path: Path | None = None) -> int:
     return _db(path).execute("SELECT COUNT(*) FROM class_students WHERE code = ?", (code,)).fetchone()[0]
 
 
-def distribution(question: classroom.AskedQuestion, *, path: Path | None = None) -> Distribution:
-    """The class's answers to a question; a multiple choice lists every option, answered or not."""
+def distribution(question: classroom.AskedQuestion, *, with_hidden: bool = False,
+                 path: Path | None = None) -> Distribution:
+    """The class's answers to a question, without the words the lecturer hid (unless `with_hidden`); a multiple
+    choice lists every option, answered or not."""
     rows = _db(path).execute("SELECT answer, COUNT(*) FROM class_answers WHERE question_id = ? GROUP BY answer",
                              (question.id,)).fetchall()
-    counts = {answer: count for answer, count in rows}
+    hidden = frozenset() if with_hidden else hidden_answers(question.id, path=path)
+    counts = {answer: count for answer, count in rows if answer not in hidden}
     if question.kind == classroom.CHOICE:
         counts = {option: counts.get(option, 0) for option in question.options}
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))

@@ -1,10 +1,13 @@
 """A live class: the lecturer's position and questions, students' answers, in the shared SQLite file.
 
-The lecturer starts a class (`start_class`: a short join code and a lecturer secret, stored only as a digest),
-moves it (`move`), asks a question (`ask`) and reveals the model's answer (`reveal`); students join with the
-code (`join`, wrong codes rate-limited) and answer once per question (`answer`, a UNIQUE constraint). Every
-write is committed before the function returns, so what a caller acknowledged survives `kill -9`; every app
-process on the machine sees it (server/database.py). The projector's numbers: server/class_results.py.
+The lecturer starts a class (`start_class`: a short join code and a lecturer secret, stored only as a digest;
+at most MAX_CLASSES_PER_VISITOR live classes per visitor and MAX_CLASSES_PER_ADDRESS per client address),
+moves it (`move`), asks a question (`ask`), hides a typed word (`hide_answer`), reveals the model's answer
+(`reveal`), closes or reopens joining (`set_joining`), says how many students are expected (`set_expected`)
+and ends it (`end_class`: its code, join link and lecturer key stop working at once). Students join and answer
+in server/class_joining.py. Every write is committed before the function returns, so what a caller
+acknowledged survives `kill -9`; every app process on the machine sees it (server/database.py). Ended
+classes go KEEP_DAYS later, on a timer (`start_purge_timer`). The projector's numbers: server/class_results.py.
 """
 
 from __future__ import annotations
@@ -12,25 +15,29 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import secrets
 import sqlite3
+import threading
 import time
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 from bertviz_lite.server import database
 
 CODE_ALPHABET = "ACEFHJKMNPRTUVWXY34679"  # no look-alikes: none of 0 O D, 1 I L, 2 Z, 5 S, 8 B, 6 G
-CODE_LENGTH = 6  # 22^6 ≈ 1.1e8 codes, against at most WRONG_CODES_TOTAL guesses per window
+CODE_LENGTH = 6  # 22^6 ≈ 1.1e8 codes, against at most class_joining.WRONG_CODES_TOTAL guesses per window
+JOIN_TOKEN_CHARS = 32  # the QR code's join token: 128 bits, so it needs no wrong-try limit
 CLASS_HOURS = 4.0  # a class expires this long after it started
 KEEP_DAYS = 7  # an expired class's answers stay this long for the lecturer's CSV, then go
-WRONG_CODES_PER_CLIENT = 10  # wrong codes one client may type per window …
-WRONG_CODES_TOTAL = 300  # … and all clients together, so that codes cannot be enumerated
-WRONG_CODE_WINDOW_S = 600.0
-MAX_WORD_CHARS = 24  # a free-cloze answer: one word
+PURGE_EVERY_S = 3600.0  # the purge timer's period (start_purge_timer)
+MAX_CLASSES_PER_VISITOR = 3  # live classes one browser may lead at once …
+MAX_CLASSES_PER_ADDRESS = 10  # … and one client address (a visitor who drops the cookie)
+MAX_EXPECTED = 2_000  # the largest head count a lecturer may enter
 MAX_TEXT_CHARS = 2_000  # a sentence of the pair
+MAX_SOURCE_CHARS = 300  # the model's name or folder
 CHOICE, CLOZE = "choice", "cloze"
+log = logging.getLogger(__name__)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS class_sessions (
@@ -51,7 +58,16 @@ CREATE TABLE IF NOT EXISTS class_answers (
 CREATE TABLE IF NOT EXISTS class_wrong_codes (client TEXT NOT NULL, at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS class_wrong_codes_at ON class_wrong_codes (at);
 CREATE INDEX IF NOT EXISTS class_wrong_codes_client ON class_wrong_codes (client, at);
+CREATE TABLE IF NOT EXISTS class_hidden (
+    question_id INTEGER NOT NULL, answer TEXT NOT NULL, UNIQUE (question_id, answer));
 """
+ADDED_COLUMNS = {  # columns added after the first release (database.ensure_schema adds them to an older file)
+    "class_sessions": {"owner": "TEXT NOT NULL DEFAULT ''", "owner_address": "TEXT NOT NULL DEFAULT ''",
+                       "join_token_digest": "TEXT NOT NULL DEFAULT ''", "joining_open": "INTEGER NOT NULL DEFAULT 1",
+                       "expected": "INTEGER NOT NULL DEFAULT 0"},
+    "class_students": {"address": "TEXT NOT NULL DEFAULT ''"},  # a digest of the client address it joined from
+    "class_answers": {"address": "TEXT NOT NULL DEFAULT ''"},
+}
 
 
 class ClassError(ValueError):
@@ -98,19 +114,33 @@ class ClassView:
     version: int  # grows with every move, question and reveal: a screen redraws when it changes
     expires_at: float
     my_answer: str | None  # this student's answer to the current question
+    joining_open: bool = True
+    expected: int = 0  # the head count the lecturer entered (0: none)
 
 
-def _db(path: Path | None) -> sqlite3.Connection:
-    database.ensure_schema("classroom", SCHEMA, path)
+def connect(path: Path | None = None) -> sqlite3.Connection:
+    """This thread's connection to the shared file, the class tables made (or brought up to date) first."""
+    database.ensure_schema("classroom", SCHEMA, path, ADDED_COLUMNS)
     return database.connection(path)
 
 
-def _now(now: float | None) -> float:
+def now_or(now: float | None) -> float:
+    """`now`, or the clock's time when it is None (tests pass a time)."""
     return time.time() if now is None else now
 
 
 def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def client_digest(who: str) -> str:
+    """What the database keeps of a client address or a browser id: a short digest, never the value."""
+    return digest(f"class-client:{who}")[:32]
+
+
+def join_token(code: str, secret: str) -> str:
+    """The QR code's join token of a class, derived from its lecturer's secret (only its digest is stored)."""
+    return hmac.new(secret.encode(), f"join:{code}".encode(), hashlib.sha256).hexdigest()[:JOIN_TOKEN_CHARS]
 
 
 def new_code() -> str:
@@ -125,46 +155,96 @@ def normalise_code(text: str) -> str:
 def _checked_position(position: Position) -> Position:
     if len(position.text_a) > MAX_TEXT_CHARS or len(position.text_b) > MAX_TEXT_CHARS:
         raise ClassError(f"A sentence sent to the class may have at most {MAX_TEXT_CHARS} characters.")
+    if len(position.source) > MAX_SOURCE_CHARS:
+        raise ClassError(f"A class's model name may have at most {MAX_SOURCE_CHARS} characters.")
     return position
 
 
-def start_class(position: Position, *, hours: float = CLASS_HOURS, now: float | None = None,
-                path: Path | None = None) -> tuple[str, str]:
-    """A new class at this position: (join code, lecturer secret). Only the secret's digest is stored."""
-    now, position, secret = _now(now), _checked_position(position), secrets.token_urlsafe(24)
-    db = _db(path)
+def _check_class_cap(db: sqlite3.Connection, owner: str, address: str, now: float) -> None:
+    """At most MAX_CLASSES_PER_VISITOR live classes per visitor and MAX_CLASSES_PER_ADDRESS per address."""
+    live = "SELECT COUNT(*) FROM class_sessions WHERE expires_at > ? AND {} = ?"
+    if db.execute(live.format("owner"), (now, owner)).fetchone()[0] >= MAX_CLASSES_PER_VISITOR:
+        raise ClassError(f"You lead {MAX_CLASSES_PER_VISITOR} classes already: end one (End class) first.")
+    if db.execute(live.format("owner_address"), (now, address)).fetchone()[0] >= MAX_CLASSES_PER_ADDRESS:
+        raise ClassError(f"{MAX_CLASSES_PER_ADDRESS} classes are live from your network already: end one first.")
+
+
+def start_class(position: Position, *, owner: str = "", address: str = "", hours: float = CLASS_HOURS,
+                now: float | None = None, path: Path | None = None) -> tuple[str, str]:
+    """A new class at this position, led by visitor `owner` from client `address` (neither: the server itself, not
+    capped): (join code, lecturer secret). Only digests of the secret, its join token, owner and address are stored."""
+    now, position, secret = now_or(now), _checked_position(position), secrets.token_urlsafe(24)
+    capped, db, owner, address = bool(owner or address), connect(path), client_digest(owner), client_digest(address)
     for _ in range(8):  # a code already in use is drawn again
         code = new_code()
         try:
             with database.transaction(path):
                 _purge(db, now)
+                if capped:
+                    _check_class_cap(db, owner, address, now)
                 db.execute("INSERT INTO class_sessions (code, secret_digest, created_at, expires_at, source, text_a, "
-                           "text_b, step, layer, head) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           "text_b, step, layer, head, owner, owner_address, join_token_digest) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            (code, digest(secret), now, now + hours * 3600, position.source, position.text_a,
-                            position.text_b, position.step, position.layer, position.head))
+                            position.text_b, position.step, position.layer, position.head, owner, address,
+                            digest(join_token(code, secret))))
             return code, secret
         except sqlite3.IntegrityError:
             continue
     raise ClassError("Could not draw a free join code; try again.")
 
 
-def _purge(db: sqlite3.Connection, now: float) -> None:
-    """Classes that ended more than KEEP_DAYS ago go, with their questions, students and answers."""
+def _purge(db: sqlite3.Connection, now: float) -> int:
+    """Classes that ended more than KEEP_DAYS ago go, with their questions, students and answers; returns how many."""
     old = [row[0] for row in db.execute("SELECT code FROM class_sessions WHERE expires_at < ?",
                                         (now - KEEP_DAYS * 86400,))]
     for code in old:
-        db.execute("DELETE FROM class_answers WHERE question_id IN (SELECT id FROM class_questions WHERE code = ?)",
-                   (code,))
+        for table in ("class_answers", "class_hidden"):
+            db.execute(f"DELETE FROM {table} WHERE question_id IN (SELECT id FROM class_questions WHERE code = ?)",
+                       (code,))
         for table in ("class_questions", "class_students", "class_sessions"):
             db.execute(f"DELETE FROM {table} WHERE code = ?", (code,))
+    return len(old)
 
 
-def _session(db: sqlite3.Connection, code: str) -> sqlite3.Row | None:
+def purge(*, now: float | None = None, path: Path | None = None) -> int:
+    """Remove the classes that ended more than KEEP_DAYS ago (the timer calls it); returns how many went."""
+    db = connect(path)
+    with database.transaction(path):
+        return _purge(db, now_or(now))
+
+
+def purge_every(every_s: float, stop: threading.Event, path: Path | None = None) -> None:
+    """Purge now and every `every_s` seconds until `stop` is set (a busy or missing file: the next tick tries)."""
+    while True:
+        try:
+            purge(path=path)
+        except sqlite3.Error as err:
+            log.warning("class purge failed: %s", err)
+        if stop.wait(every_s):
+            return
+
+
+_purge_timer: list[threading.Thread] = []
+
+
+def start_purge_timer(every_s: float = PURGE_EVERY_S) -> threading.Thread:
+    """Once per process, a daemon thread that purges the shared file hourly (not only when a class starts)."""
+    if not _purge_timer:
+        _purge_timer.append(threading.Thread(target=purge_every, args=(every_s, threading.Event()),
+                                             name="bertviz-lite-class-purge", daemon=True))
+        _purge_timer[0].start()
+    return _purge_timer[0]
+
+
+def session(db: sqlite3.Connection, code: str) -> sqlite3.Row | None:
+    """The class's row, ended or not (None for no such code)."""
     return db.execute("SELECT * FROM class_sessions WHERE code = ?", (code,)).fetchone()
 
 
-def _live_session(db: sqlite3.Connection, code: str, now: float) -> sqlite3.Row:
-    row = _session(db, code)
+def live_session(db: sqlite3.Connection, code: str, now: float) -> sqlite3.Row:
+    """The class's row if it has not ended; else a refusal in words."""
+    row = session(db, code)
     if row is None:
         raise ClassError("There is no class with this code.")
     if row["expires_at"] <= now:
@@ -174,7 +254,7 @@ def _live_session(db: sqlite3.Connection, code: str, now: float) -> sqlite3.Row:
 
 def lecturer_session(db: sqlite3.Connection, code: str, secret: str) -> sqlite3.Row:
     """The class, if `secret` is its lecturer's; a wrong secret is refused in words."""
-    row = _session(db, code)
+    row = session(db, code)
     if row is None or not hmac.compare_digest(row["secret_digest"], digest(str(secret))):
         raise ClassError("This is not the lecturer's key for this class: only its lecturer can lead it.")
     return row
@@ -183,7 +263,7 @@ def lecturer_session(db: sqlite3.Connection, code: str, secret: str) -> sqlite3.
 def is_lecturer(code: str, secret: str, *, path: Path | None = None) -> bool:
     """Whether `secret` leads this class (a lecturer's private link is checked before it is kept)."""
     try:
-        lecturer_session(_db(path), normalise_code(code), secret)
+        lecturer_session(connect(path), normalise_code(code), secret)
     except ClassError:
         return False
     return True
@@ -191,7 +271,7 @@ def is_lecturer(code: str, secret: str, *, path: Path | None = None) -> bool:
 
 def _lead(code: str, secret: str, now: float | None, path: Path | None, change) -> int:
     """Run `change(db, session_row)` as the lecturer of a live class; bump and return the class's version."""
-    now, db = _now(now), _db(path)
+    now, db = now_or(now), connect(path)
     with database.transaction(path):
         row = lecturer_session(db, code, secret)
         if row["expires_at"] <= now:
@@ -226,7 +306,7 @@ def ask(code: str, secret: str, question: NewQuestion, *, now: float | None = No
         cursor = db.execute("INSERT INTO class_questions (code, kind, prompt, options, answer, explanation, step, "
                             "asked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                             (code, question.kind, question.prompt, json.dumps(list(question.options)),
-                             question.answer, question.explanation, row["step"], _now(now)))
+                             question.answer, question.explanation, row["step"], now_or(now)))
         asked.append(cursor.lastrowid)
         db.execute("UPDATE class_sessions SET question_id = ?, revealed = 0 WHERE code = ?", (cursor.lastrowid, code))
 
@@ -244,74 +324,51 @@ def reveal(code: str, secret: str, *, now: float | None = None, path: Path | Non
     return _lead(code, secret, now, path, change)
 
 
-def _too_many_wrong(db: sqlite3.Connection, client: str, now: float) -> bool:
-    since = now - WRONG_CODE_WINDOW_S
-    mine = db.execute("SELECT COUNT(*) FROM class_wrong_codes WHERE client = ? AND at > ?", (client, since))
-    total = db.execute("SELECT COUNT(*) FROM class_wrong_codes WHERE at > ?", (since,))
-    return mine.fetchone()[0] >= WRONG_CODES_PER_CLIENT or total.fetchone()[0] >= WRONG_CODES_TOTAL
+def set_joining(code: str, secret: str, open_: bool, *, now: float | None = None, path: Path | None = None) -> int:
+    """The lecturer closes (or reopens) joining: students already in stay; new ones are refused."""
+    def change(db, row):
+        db.execute("UPDATE class_sessions SET joining_open = ? WHERE code = ?", (int(bool(open_)), code))
+
+    return _lead(code, secret, now, path, change)
 
 
-def student_id_for(browser_id: str, code: str) -> str:
-    """A student's id in one class, from their browser's id: the same browser is the same student."""
-    return hashlib.sha256(f"{browser_id}:{code}".encode()).hexdigest()[:32]
+def set_expected(code: str, secret: str, count: int, *, now: float | None = None, path: Path | None = None) -> int:
+    """The lecturer enters how many students are expected (the projector shows joined ones against it)."""
+    if not 0 <= int(count) <= MAX_EXPECTED:
+        raise ClassError(f"The expected head count must be from 0 to {MAX_EXPECTED}.")
+
+    def change(db, row):
+        db.execute("UPDATE class_sessions SET expected = ? WHERE code = ?", (int(count), code))
+
+    return _lead(code, secret, now, path, change)
 
 
-def join(code: str, browser_id: str, client: str, *, now: float | None = None, path: Path | None = None) -> str:
-    """A student joins with a typed code; returns their student id. Wrong codes are counted per client."""
-    now, db, code = _now(now), _db(path), normalise_code(code)
-    with database.transaction(path):
-        if _too_many_wrong(db, client, now):
-            refused = ClassError("Too many wrong codes were typed here just now: wait a few minutes and try again.")
-        elif _session(db, code) is None:
-            db.execute("DELETE FROM class_wrong_codes WHERE at < ?", (now - WRONG_CODE_WINDOW_S,))
-            db.execute("INSERT INTO class_wrong_codes (client, at) VALUES (?, ?)", (client, now))
-            refused = ClassError("There is no class with this code: check it on the projector.")
-        else:
-            _live_session(db, code, now)
-            student = student_id_for(browser_id, code)
-            db.execute("INSERT OR IGNORE INTO class_students (student_id, code, joined_at) VALUES (?, ?, ?)",
-                       (student, code, now))
-            return student
-    raise refused  # after COMMIT: the wrong code is counted even though the join failed
+def end_class(code: str, secret: str, *, now: float | None = None, path: Path | None = None) -> int:
+    """The lecturer ends the class now: its code, join link and lecturer key stop working at once (the answers stay
+    for the CSV until the purge)."""
+    def change(db, row):
+        db.execute("UPDATE class_sessions SET expires_at = ?, joining_open = 0 WHERE code = ?", (now_or(now), code))
+
+    return _lead(code, secret, now, path, change)
 
 
-def normalise_word(text: str) -> str:
-    """A free-cloze answer as one lower-case word (NFKC, no control characters), or a refusal in words."""
-    word = " ".join(unicodedata.normalize("NFKC", str(text)).split()).lower()
-    word = "".join(ch for ch in word if unicodedata.category(ch)[0] != "C")
-    if not word:
-        raise ClassError("Type a word first.")
-    if " " in word or len(word) > MAX_WORD_CHARS:
-        raise ClassError(f"Type one word of at most {MAX_WORD_CHARS} characters.")
-    return word
-
-
-def answer(code: str, student_id: str, question_id: int, text: str, *, now: float | None = None,
-           path: Path | None = None) -> str:
-    """Record a student's answer to the current question (committed before returning); returns it as stored."""
-    now, db = _now(now), _db(path)
-    with database.transaction(path):
-        row = _live_session(db, code, now)
-        if db.execute("SELECT 1 FROM class_students WHERE student_id = ? AND code = ?", (student_id, code)).fetchone() \
+def hide_answer(code: str, secret: str, question_id: int, answer: str, hidden: bool = True, *,
+                now: float | None = None, path: Path | None = None) -> int:
+    """The lecturer hides a typed word of a question from the class's chart and CSV (or shows it again)."""
+    def change(db, row):
+        if db.execute("SELECT 1 FROM class_questions WHERE id = ? AND code = ?", (question_id, code)).fetchone() \
                 is None:
-            raise ClassError("Join the class first.")
-        question = _question(db, question_id)
-        if question is None or row["question_id"] != question_id:
-            raise ClassError("This question is closed: the lecturer has moved on.")
-        if row["revealed"]:
-            raise ClassError("Answers are closed: the model's answer has been revealed.")
-        given = normalise_word(text) if question.kind == CLOZE else str(text)
-        if question.kind == CHOICE and given not in question.options:
-            raise ClassError("Pick one of the answers shown.")
-        try:
-            db.execute("INSERT INTO class_answers (question_id, student_id, answer, answered_at) VALUES (?, ?, ?, ?)",
-                       (question_id, student_id, given, now))
-        except sqlite3.IntegrityError:
-            raise ClassError("You have already answered this question: one answer each.") from None
-    return given
+            raise ClassError("This question is not one of this class's.")
+        if hidden:
+            db.execute("INSERT OR IGNORE INTO class_hidden (question_id, answer) VALUES (?, ?)", (question_id, answer))
+        else:
+            db.execute("DELETE FROM class_hidden WHERE question_id = ? AND answer = ?", (question_id, answer))
+
+    return _lead(code, secret, now, path, change)
 
 
-def _question(db: sqlite3.Connection, question_id: int | None) -> AskedQuestion | None:
+def question_row(db: sqlite3.Connection, question_id: int | None) -> AskedQuestion | None:
+    """The question with this id (None for none)."""
     row = None if question_id is None else db.execute(
         "SELECT * FROM class_questions WHERE id = ?", (question_id,)).fetchone()
     return None if row is None else asked_question(row)
@@ -333,10 +390,10 @@ WHERE s.code = ?"""
 
 def current(code: str, student_id: str = "", *, now: float | None = None, path: Path | None = None) -> ClassView | None:
     """The class as a screen shows it (None for no such class or one that has ended): one indexed SELECT."""
-    row = _db(path).execute(_CURRENT, (student_id, normalise_code(code))).fetchone()
-    if row is None or row["expires_at"] <= _now(now):
+    row = connect(path).execute(_CURRENT, (student_id, normalise_code(code))).fetchone()
+    if row is None or row["expires_at"] <= now_or(now):
         return None
     position = Position(row["source"], row["text_a"], row["text_b"], row["step"], row["layer"], row["head"])
     question = None if row["question_id"] is None else asked_question(row, row["question_id"])
     return ClassView(row["code"], position, question, bool(row["revealed"]), row["version"], row["expires_at"],
-                     row["my_answer"])
+                     row["my_answer"], bool(row["joining_open"]), row["expected"])

@@ -5,7 +5,8 @@
 SQLite from the standard library, in WAL mode, so several `streamlit run` processes (behind a load
 balancer) read and write one file: a write is committed before the caller acknowledges it, and survives
 `kill -9` of the server. Each module that keeps state declares its own tables (`SCHEMA` strings run
-with `ensure_schema`); this module only opens connections and runs transactions.
+with `ensure_schema`) and the columns a later version added to them (`added_columns`: ALTER TABLE … ADD
+COLUMN on a file an earlier version made); this module only opens connections and runs transactions.
 """
 
 from __future__ import annotations
@@ -71,13 +72,26 @@ def transaction(path: Path | None = None) -> Iterator[sqlite3.Connection]:
     db.execute("COMMIT")
 
 
-def ensure_schema(name: str, schema: str, path: Path | None = None) -> None:
-    """Run a module's `CREATE TABLE IF NOT EXISTS …` script once per process and file."""
+def ensure_schema(name: str, schema: str, path: Path | None = None,
+                  added_columns: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    """Run a module's `CREATE TABLE IF NOT EXISTS …` script once per process and file, then add the columns
+    `added_columns` declares ({table: {column: "TYPE …"}}) that an older file's tables lack."""
     path = Path(path) if path is not None else database_path()
     if (str(path), name) in _schemas_done:
         return
     connection(path).executescript(schema)
+    for table, columns in (added_columns or {}).items():
+        _add_columns(path, table, columns)
     _schemas_done.add((str(path), name))
+
+
+def _add_columns(path: Path, table: str, columns: Mapping[str, str]) -> None:
+    """ALTER TABLE … ADD COLUMN for each column the table lacks, in one transaction (processes may race)."""
+    with transaction(path) as db:
+        have = {column[0] for column in db.execute(f"SELECT * FROM {table} LIMIT 0").description}
+        for column, declaration in columns.items():
+            if column not in have:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
 
 def close_all() -> None:

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from pages_app.classroom._lecturer import lead, leading, start_button
+from pages_app.classroom._lecturer import JOIN_PARAM, lead, leading, start_button
 from pages_app.classroom._student import follow, join, join_form, joined
 
 AUTO_JOINED = "class_link_tried"  # a ?class=CODE link joins once; a refusal is not repeated on every rerun
@@ -11,7 +11,7 @@ lecturer = leading()
 link_code = st.query_params.get("class", "")
 if lecturer is None and joined() is None and link_code and st.session_state.get(AUTO_JOINED) != link_code:
     st.session_state[AUTO_JOINED] = link_code
-    join(link_code)
+    join(link_code, st.query_params.get(JOIN_PARAM, ""))  # the QR code's token: not counted as a wrong code
 if lecturer is not None:
     lead(*lecturer)
 elif joined() is not None:

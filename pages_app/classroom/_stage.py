@@ -6,6 +6,7 @@ the same caches as the explore pages, so a hundred phones showing one step share
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from typing import NamedTuple
 
@@ -23,6 +24,7 @@ from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residu
 from bertviz_lite.inspection import explore, views
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.inspection.views.predictions import default_masks
+from bertviz_lite.limits import clamp
 from bertviz_lite.server.classroom import CHOICE, CLOZE, NewQuestion, Position
 from bertviz_lite.text.display import plain_markdown
 from pages_app.common._sidebar import DEFAULTS, Inputs
@@ -81,7 +83,13 @@ def stage_for(position: Position) -> Stage | str:
     except LOAD_ERRORS as err:
         return f"The class's model cannot be shown here: {err}"
     query = (views.mask_token_positions(trace.tokens) or [None])[0]
-    return Stage(position, ctx, masked, trace, query)
+    return Stage(clamped(position, ctx.model.config), ctx, masked, trace, query)
+
+
+def clamped(position: Position, config) -> Position:
+    """The position with its layer and head inside this model (a class moved to a smaller model keeps its pick)."""
+    return replace(position, layer=clamp(position.layer, 0, config.num_hidden_layers - 1),
+                   head=clamp(position.head, 0, config.num_attention_heads - 1))
 
 
 def step_header(stage: Stage) -> None:

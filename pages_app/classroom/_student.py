@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bertviz_lite.server import classroom
-from bertviz_lite.server.classroom import CLOZE, MAX_WORD_CHARS, ClassError
+from bertviz_lite.server import access, class_joining, classroom
+from bertviz_lite.server.class_joining import MAX_WORD_CHARS
+from bertviz_lite.server.classroom import CLOZE, ClassError
 from bertviz_lite.text.display import plain_markdown
 from pages_app.classroom._lecturer import POLL_S, distribution_figure
 from pages_app.classroom._stage import chart, pair_caption, stage_for, step_figure, step_header
@@ -25,11 +26,11 @@ def joined() -> tuple[str, str] | None:
     return st.session_state.get(JOINED)
 
 
-def join(code: str) -> bool:
-    """Join the class with this code as this browser's student; a refusal is shown in words."""
-    visitor = current_visitor().id
+def join(code: str, token: str = "") -> bool:
+    """Join the class with this code (and the QR link's token) as this browser's student; a refusal in words."""
+    visitor, address = current_visitor().id, access.client_address(st.context.ip_address)
     try:
-        student = classroom.join(code, visitor, client=visitor)
+        student = class_joining.join(code, visitor, address, token=token)
     except ClassError as err:
         st.error(plain_markdown(err))
         return False
@@ -49,7 +50,7 @@ def join_form() -> None:
 
 def _answer(code: str, student: str, question_id: int, text: str) -> None:
     try:
-        classroom.answer(code, student, question_id, text)
+        class_joining.answer(code, student, question_id, text, address=access.client_address(st.context.ip_address))
     except ClassError as err:
         st.session_state[SAID] = str(err)
 

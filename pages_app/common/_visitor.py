@@ -11,20 +11,20 @@ from bertviz_lite.server import access
 COOKIE = "bvl_visitor"
 ALIAS_COOKIE = "bvl_visitor_also"  # ids of tabs that opened before the first one's cookie was written
 COOKIE_MAX_AGE_S = 180 * 24 * 3600
-# Tabs opened at the same moment each get an id before any has a cookie. The first to run this keeps its id in
-# COOKIE; a later one finds it and adds its own id to ALIAS_COOKIE, so that on the next page load the browser is one
-# visitor owning what every one of its tabs made (access.Visitor.aliases).
+# Tabs opened at once each get an id before any has a cookie: the first keeps its id in COOKIE, a later one adds its
+# own to ALIAS_COOKIE, so the browser is one visitor owning what every tab made (access.Visitor.aliases).
 _COOKIE_SCRIPT = (Path(__file__).resolve().parent / "assets" / "visitor_cookie.js").read_text(encoding="utf-8")
 
 
 def current_visitor() -> access.Visitor:
-    """This session's visitor: the id from the browser's cookie, else a new one (kept for the session)."""
+    """This session's visitor: the id from the browser's cookie, else a new one; admin by the form or the cookie."""
     if "visitor_id" not in st.session_state:
         cookie = st.context.cookies.get(COOKIE)
         st.session_state["visitor_id"] = cookie if access.is_visitor_id(cookie) else access.new_visitor_id()
     visitor_id = st.session_state["visitor_id"]
     aliases = access.aliases_from_cookie(st.context.cookies.get(ALIAS_COOKIE), visitor_id)
-    return access.Visitor(visitor_id, admin=st.session_state.get("visitor_admin", False), aliases=aliases)
+    admin = st.session_state.get("visitor_admin", False) or access.is_admin_cookie(st.context.cookies.get(access.ADMIN_COOKIE))
+    return access.Visitor(visitor_id, admin=admin, aliases=aliases)
 
 
 def cookie_script(visitor_id: str) -> str:

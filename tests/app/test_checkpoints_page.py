@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import pickle
+import re
 
 import pytest
+import streamlit as st
 
 from bertviz_lite.loading.run_folder import MetricsWriter, write_status
 from bertviz_lite.runs import store
 from bertviz_lite.runs import upload as zip_upload
-from bertviz_lite.server import access
+from bertviz_lite.server import access, cookie_handoff, database
 from tests.app.tiny_checkpoint import save_tiny, zip_of
 from tests.app.training_helpers import VISITOR_A, VISITOR_B, open_app, use_checkpoints_folder
 
@@ -139,3 +141,23 @@ def test_an_upload_belongs_to_its_uploader(root):
     zip_upload.import_zip(data, "uploaded", owner=access.Visitor(VISITOR_B))
     assert access.may_change(root / "uploaded", access.Visitor(VISITOR_B))
     assert not access.may_change(root / "uploaded", access.Visitor(VISITOR_A))
+
+
+def test_the_admin_stays_the_admin_after_a_reload(root, monkeypatch, tmp_path):
+    """Issue 30: the admin state lived in the session only, so a reload (during a lockout, say) lost it."""
+    monkeypatch.setenv(database.DATA_DIR_SETTING, str(tmp_path / "data"))
+    monkeypatch.setenv(access.ADMIN_TOKEN_SETTING, "teacher-secret-1")
+    at = select(open_app(PAGE, visitor=VISITOR_B), "mine")
+    at.text_input(key="admin_token").set_value("teacher-secret-1").run()
+    script = next(el.value for el in at.html if cookie_handoff.ROUTE_PATH in el.value)
+    assert "teacher-secret-1" not in script  # the page holds a one-use nonce, not the cookie
+    cookie = cookie_handoff.take(re.search(r"'\?n=' \+ '([^']+)'", script).group(1))
+    assert cookie.name == access.ADMIN_COOKIE and access.is_admin_cookie(cookie.value)
+    assert cookie.max_age == access.ADMIN_COOKIE_HOURS * 3600
+    # A reload: a new session of the same browser, which now sends the cookie the route set.
+    monkeypatch.setattr(type(st.context), "cookies", property(lambda self: {access.ADMIN_COOKIE: cookie.value}))
+    again = select(open_app(PAGE, visitor=VISITOR_B), "mine")
+    assert again.button(key="ckpt_rename") and "admin_token" not in [t.key for t in again.text_input]
+    monkeypatch.setattr(type(st.context), "cookies", property(lambda self: {access.ADMIN_COOKIE: "1.forged"}))
+    forged = select(open_app(PAGE, visitor=VISITOR_B), "mine")
+    assert not [b for b in forged.button if b.key == "ckpt_rename"]

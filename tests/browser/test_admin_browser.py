@@ -1,0 +1,62 @@
+"""Issue 30: the admin's login survives a reload (a signed admin cookie), and page scripts cannot read that cookie."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from playwright.sync_api import expect
+
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
+from bertviz_lite.server import access
+from tests.app.tiny_checkpoint import save_tiny
+from tests.browser.driver import EXCEPTION, choose_option, new_page, open_page, wait_for_idle
+from tests.browser.server import running_streamlit
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.browser
+TOKEN = "lecture-hall-admin-token"
+
+
+@pytest.fixture
+def admin_server(browser, monkeypatch):
+    """A server of its own, with an admin token set."""
+    monkeypatch.setenv(access.ADMIN_TOKEN_SETTING, TOKEN)
+    with running_streamlit("streamlit_admin.log") as url:
+        yield url
+
+
+@pytest.fixture
+def others_checkpoint():
+    """A checkpoint another browser made (the admin may rename it; this browser alone may not)."""
+    folder = CHECKPOINTS_DIR / f"browser-admin-{os.getpid()}"
+    save_tiny(folder)
+    access.record_owner(folder, access.Visitor(access.new_visitor_id()))
+    yield folder.name
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _manage(page, url: str, name: str) -> None:
+    open_page(page, url, "checkpoints")
+    choose_option(page, "ckpt_selected", name)
+    wait_for_idle(page)
+
+
+def test_the_admin_cookie_is_http_only_and_a_reload_is_still_the_admin(browser, admin_server, others_checkpoint):
+    page = new_page(browser, viewport={"width": 1400, "height": 1000})
+    _manage(page, admin_server, others_checkpoint)
+    expect(page.get_by_role("button", name="Rename")).to_have_count(0)
+    page.locator(".st-key-admin_token input").fill(TOKEN)
+    page.locator(".st-key-admin_token input").press("Enter")
+    expect(page.get_by_role("button", name="Rename")).to_be_visible(timeout=30_000)
+    cookie = wait_until(lambda: next((c for c in page.context.cookies() if c["name"] == access.ADMIN_COOKIE), None),
+                        30, "the admin cookie")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and access.is_admin_cookie(cookie["value"])
+    assert access.ADMIN_COOKIE not in page.evaluate("() => document.cookie")
+    page.reload()  # a new session: the cookie, not the form, says who the admin is
+    _manage(page, admin_server, others_checkpoint)
+    expect(page.get_by_role("button", name="Rename")).to_be_visible(timeout=30_000)
+    expect(page.locator(".st-key-admin_token")).to_have_count(0)
+    assert page.locator(EXCEPTION).count() == 0
+    page.context.close()
