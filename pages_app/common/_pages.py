@@ -61,7 +61,7 @@ PAGES = (
              token_key="beyond_target", knocked_key="beyond_heads"),
     PageSpec("pages_app/explore/6_Meaning_in_context.py", "Meaning in context", ":material/translate:", EXPLORE),
     PageSpec("pages_app/explore/7_Why_this_word.py", "Why this word", ":material/compare_arrows:", EXPLORE,
-             link_fields=("tab", "target", "foil"), tabs=WHY_THIS_WORD_TABS, tab_key="contrast_view"),
+             link_fields=("tab", "target", "foil"), tabs=WHY_THIS_WORD_TABS, tab_key="why_this_word_view"),
     PageSpec("pages_app/train/8_Train.py", "Train", ":material/model_training:", TRAIN, url_path="train"),
     PageSpec("pages_app/train/9_Compare_runs.py", "Compare runs", ":material/compare:", TRAIN, url_path="compare"),
     PageSpec("pages_app/train/10_Checkpoints.py", "Checkpoints", ":material/inventory_2:", TRAIN, url_path="checkpoints"),

@@ -39,19 +39,19 @@ st.caption(
 
 def _use_example() -> None:
     """The picked example goes into the sidebar's sentences and the candidates; the picker empties again."""
-    name = st.session_state.get("contrast_example")
+    name = st.session_state.get("why_this_word_example")
     if name in views.EXAMPLES:
         a, b, target, foil = views.EXAMPLES[name]
         st.session_state.update({"sentence_a": a, "sentence_b": b, TARGET: target, FOIL: foil})
-    st.session_state["contrast_example"] = None
+    st.session_state["why_this_word_example"] = None
 
 
 def _use_pair() -> None:
     """The picked built-in minimal pair goes into the sidebar's sentences; the picker empties again."""
-    picked = views.builtin_pair_choices().get(st.session_state.get("contrast_pair"))
+    picked = views.builtin_pair_choices().get(st.session_state.get("why_this_word_pair"))
     if picked:
         st.session_state["sentence_a"], st.session_state["sentence_b"] = picked
-    st.session_state["contrast_pair"] = None
+    st.session_state["why_this_word_pair"] = None
 
 
 def shown(data_function, **params):
@@ -81,7 +81,7 @@ def pick_candidates() -> tuple[str, str] | str:
     return (target or "").strip() or default[0], (foil or "").strip() or default[1]
 
 
-st.selectbox("Examples", list(views.EXAMPLES), index=None, key="contrast_example", on_change=_use_example,
+st.selectbox("Examples", list(views.EXAMPLES), index=None, key="why_this_word_example", on_change=_use_example,
              placeholder="Load an example into sentence A (clean) and sentence B (corrupted)…",
              help="Each example is a pair of sentences of the same length with a [MASK] in A, and two candidates.")
 if not ctx.model.has_mlm_head:
@@ -98,11 +98,11 @@ def candidates_or_note() -> tuple[str, str] | None:
         return None
     return candidates
 
-tabs = declared_tabs(declared.WHY_THIS_WORD_TABS, "contrast_view")
+tabs = declared_tabs(declared.WHY_THIS_WORD_TABS, "why_this_word_view")
 
 if tabs["Minimal pairs"].open:
     with tabs["Minimal pairs"]:
-        st.selectbox("Built-in minimal pairs", list(views.builtin_pair_choices()), index=None, key="contrast_pair",
+        st.selectbox("Built-in minimal pairs", list(views.builtin_pair_choices()), index=None, key="why_this_word_pair",
                      on_change=_use_pair, placeholder="Load a built-in minimal pair into sentences A and B…",
                      help="Pairs generated from templates (bertviz_lite/inspection/minimal_pairs.py): agreement across "
                           "an attractor, determiner–noun agreement, irregular past forms, argument structure, negative "
@@ -138,7 +138,7 @@ if tabs["Activation patching"].open:
         if words := candidates_or_note():
             target, foil = words
             restore = st.segmented_control("Restore", list(RESTORE), default="residual stream",
-                                           key="contrast_restore") or "residual stream"
+                                           key="why_this_word_restore") or "residual stream"
             grids = [shown(views.activation_patching, text_a=text_a, text_b=text_b, target=target, foil=foil,
                            site=site, max_length=ctx.max_length) for site in RESTORE[restore]]
             grids = [grid for grid in grids if grid is not None]

@@ -54,7 +54,7 @@ def open_page(state: dict, reveal: bool = True, **extra) -> AppTest:
 @pytest.mark.parametrize(("tab", "restore"), list(FIGURES))
 def test_every_view_renders_with_its_csv(model_state, tab, restore):
     state = {**model_state, **(dict(zip(("sentence_a", "sentence_b"), PAIR, strict=True)) if tab == "Minimal pairs" else {})}
-    at = open_page(state, contrast_view=tab, **({"contrast_restore": restore} if restore else {}))
+    at = open_page(state, why_this_word_view=tab, **({"why_this_word_restore": restore} if restore else {}))
     no_exception(at)
     assert not at.error, texts(at)
     shown = charts(at)
@@ -65,7 +65,7 @@ def test_every_view_renders_with_its_csv(model_state, tab, restore):
 
 
 def test_the_question_hides_the_figure_until_the_reveal(model_state):
-    at = open_page(model_state, reveal=False, contrast_view="Activation patching")
+    at = open_page(model_state, reveal=False, why_this_word_view="Activation patching")
     no_exception(at)
     assert not charts(at) and at.radio(key="walk_choice_patching").options[-1].startswith("never")
     at.radio(key="walk_choice_patching").set_value(at.radio(key="walk_choice_patching").options[0]).run()
@@ -95,7 +95,7 @@ def _candidates(at) -> tuple[str, str]:
 
 
 def test_the_contrast_by_layer_ends_on_the_models_logit_difference(model_state, loaded):
-    at = open_page(model_state, contrast_view="Contrastive prediction")
+    at = open_page(model_state, why_this_word_view="Contrastive prediction")
     no_exception(at)
     target, foil = _candidates(at)
     clean, _, _ = _own_metric(loaded(model_state), model_state, target, foil)
@@ -106,7 +106,7 @@ def test_the_contrast_by_layer_ends_on_the_models_logit_difference(model_state, 
 
 
 def test_the_residual_grid_is_the_recovered_share_of_patched_runs(model_state, loaded):
-    at = open_page(model_state, contrast_view="Activation patching")
+    at = open_page(model_state, why_this_word_view="Activation patching")
     no_exception(at)
     target, foil = _candidates(at)
     model, tokenizer = loaded(model_state)
@@ -126,21 +126,21 @@ def test_the_residual_grid_is_the_recovered_share_of_patched_runs(model_state, l
 
 def test_sentences_of_different_lengths_or_without_a_mask_get_a_sentence(model_state):
     at = open_page({**model_state, "sentence_b": model_state["sentence_b"] + " And much more besides."},
-                   contrast_view="Activation patching")
+                   why_this_word_view="Activation patching")
     no_exception(at)
     assert "must have the same number of tokens" in texts(at) and not charts(at)
-    at = open_page({**model_state, "sentence_a": "No mask here."}, contrast_view="Contrastive prediction")
+    at = open_page({**model_state, "sentence_a": "No mask here."}, why_this_word_view="Contrastive prediction")
     no_exception(at)
     assert "Sentence A has no [MASK]" in texts(at) and not charts(at)
 
 
 def test_an_example_fills_both_sentences_and_the_candidates():
-    at = open_page({"model_picker": DEFAULT_MODEL}, reveal=False, contrast_view="Contrastive prediction")
+    at = open_page({"model_picker": DEFAULT_MODEL}, reveal=False, why_this_word_view="Contrastive prediction")
     no_exception(at)
     name = "pronoun: woman / man"
-    at.selectbox(key="contrast_example").set_value(name).run()
+    at.selectbox(key="why_this_word_example").set_value(name).run()
     no_exception(at)
-    assert at.selectbox(key="contrast_example").value is None  # ready for the next pick
+    assert at.selectbox(key="why_this_word_example").value is None  # ready for the next pick
     a, b, target, foil = why_this_word.EXAMPLES[name]
     assert at.session_state["sentence_a"] == a and at.session_state["sentence_b"] == b
     assert at.text_input(key="contrast_target").value == target and at.text_input(key="contrast_foil").value == foil
@@ -151,7 +151,7 @@ def test_a_link_carries_both_sentences_and_the_candidates():
     a, b, target, foil = CAPITAL
     at.query_params.update({"a": a, "b": b, "target": target, "foil": foil})
     at.switch_page(PAGE)
-    at.session_state["contrast_view"] = "Contrastive prediction"
+    at.session_state["why_this_word_view"] = "Contrastive prediction"
     at.run()
     no_exception(at)
     assert at.text_input(key="contrast_target").value == target and at.text_input(key="contrast_foil").value == foil
@@ -161,7 +161,7 @@ def test_a_link_carries_both_sentences_and_the_candidates():
 def test_minimal_pairs_show_each_sentences_pll_token_by_token(model_state, loaded):
     from bertviz_lite.inspection.minimal_pairs import pseudo_log_likelihood
 
-    at = open_page({**model_state, "sentence_a": PAIR[0], "sentence_b": PAIR[1]}, contrast_view="Minimal pairs")
+    at = open_page({**model_state, "sentence_a": PAIR[0], "sentence_b": PAIR[1]}, why_this_word_view="Minimal pairs")
     no_exception(at)
     model, tokenizer = loaded(model_state)
     bars = charts(at)["contrast_minimal_pair"]["data"]
@@ -173,9 +173,9 @@ def test_minimal_pairs_show_each_sentences_pll_token_by_token(model_state, loade
 
 
 def test_a_built_in_minimal_pair_fills_both_sentences():
-    at = open_page({"model_picker": DEFAULT_MODEL}, reveal=False, contrast_view="Minimal pairs")
-    label = at.selectbox(key="contrast_pair").options[1]
-    at.selectbox(key="contrast_pair").set_value(label).run()
+    at = open_page({"model_picker": DEFAULT_MODEL}, reveal=False, why_this_word_view="Minimal pairs")
+    label = at.selectbox(key="why_this_word_pair").options[1]
+    at.selectbox(key="why_this_word_pair").set_value(label).run()
     no_exception(at)
     a, b = contrast_choices()[label]
     assert (at.session_state["sentence_a"], at.session_state["sentence_b"]) == (a, b)
@@ -183,6 +183,6 @@ def test_a_built_in_minimal_pair_fills_both_sentences():
 
 
 def test_a_sentence_with_a_mask_is_not_scored_as_a_minimal_pair(model_state):
-    at = open_page(model_state, contrast_view="Minimal pairs")
+    at = open_page(model_state, why_this_word_view="Minimal pairs")
     no_exception(at)
     assert "sentence A has a [MASK] in it" in texts(at) and not charts(at)
