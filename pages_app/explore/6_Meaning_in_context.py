@@ -6,8 +6,8 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from bertviz_lite.figures.contexts import context_scatter, separation_figure
-from bertviz_lite.inspection.views import contexts as meaning
+from bertviz_lite.figures.meaning_in_context import context_scatter, separation_figure
+from bertviz_lite.inspection.views import meaning_in_context as meaning
 from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
 from bertviz_lite.text.corpora.senses import sense_index
 from bertviz_lite.text.display import plain_markdown
@@ -61,7 +61,8 @@ def _word_contexts(source: str, version: str, word: str, extra: tuple[str, ...],
 # One pool per model and layer; MiniLM's holds 39,364 × 384 floats (60 MB), so at most two are kept (120 MB: a
 # bound by construction), and kept while the server runs: one took 1-4 minutes to build.
 @st.cache_resource(max_entries=2, show_spinner="Running the model on the whole sense index up to this layer (once per "
-                   "model and layer; MiniLM's last layer took 1-4 minutes on one busy core, bench/contexts_latency.py)…")
+                   "model and layer; MiniLM's last layer took 1-4 minutes on one busy core, "
+                   "bench/meaning_in_context_latency.py)…")
 def index_pool(source: str, version: str, layer: int) -> meaning.NeighbourPool:
     """meaning.index_pool on the model of a source: every labelled word of the index at one layer."""
     model, tokenizer = load_model(source, version)
