@@ -1,6 +1,6 @@
 """Recipe "a new view": a data function in views/<topic>.py and a builder in figures/<topic>.py, each listed in its
 module's __all__ and imported by name in its room's __init__, and one ViewTab holding both in
-bertviz_lite.inspection.views.tabs; the Attention page draws the tab with its figure, a CSV button and the page's link
+bertviz_lite.figures.tabs; the Attention page draws the tab with its figure, a CSV button and the page's link
 (here: a temporary view, the attention each key receives in one head)."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import plotly.graph_objects as go
 import pytest
 
 from bertviz_lite import figures
+from bertviz_lite.figures import tabs
+from bertviz_lite.figures.tabs import ViewTab
 from bertviz_lite.inspection import views
 from bertviz_lite.inspection.explore import PairTrace
-from bertviz_lite.inspection.views import tabs
-from bertviz_lite.inspection.views.tabs import ViewTab
 from bertviz_lite.server import access
 from tests.app.conftest import array, charts, no_exception, run_app
 from tests.app.tiny_checkpoint import save_tiny

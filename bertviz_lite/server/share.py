@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
+from bertviz_lite.figures.tabs import ALL_TABS
 from bertviz_lite.inspection.analysis import SENTENCE_FILTERS
-from bertviz_lite.inspection.views.tabs import ALL_TABS
 from bertviz_lite.limits import clamp
 
 MAX_TEXT = 2000  # characters of a sentence read from a URL (512 tokens need far fewer)
@@ -39,7 +39,7 @@ class SharedState:
     layer: int | None = None
     head: int | None = None
     sentence_filter: str | None = None  # the sentence filter (query → key): All, A→A, A→B, B→A, B→B
-    tab: str | None = None  # the open tab's title (views/tabs.py)
+    tab: str | None = None  # the open tab's title (figures/tabs.py)
     token: int | None = None  # the picked token: the neuron view's query, the prediction Beyond attention explains
     masked: tuple[int, ...] | None = None  # positions Predictions masks
     knocked: tuple[str, ...] | None = None  # heads Beyond attention knocks out ("L2H5")

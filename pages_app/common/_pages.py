@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 
 import streamlit as st
 
-from bertviz_lite.inspection.views.tabs import (
+from bertviz_lite.figures.tabs import (
     ATTENTION_TABS,
     BEYOND_ATTENTION_TABS,
     WHY_THIS_WORD_TABS,
@@ -32,7 +32,7 @@ class PageSpec:
     link_fields: tuple[str, ...] = ()  # of share.QUERY_KEYS, besides the pair, the model and presentation mode
     index_keys: tuple[str, str] | None = None  # its own layer and head widgets, when not attn_layer / attn_head
     sentence_filter_key: str | None = None  # its sentence filter widget (the link's `filter`)
-    tabs: tuple[ViewTab, ...] = ()  # its declared tabs (views/tabs.py) ...
+    tabs: tuple[ViewTab, ...] = ()  # its declared tabs (figures/tabs.py) ...
     tab_key: str | None = None  # ... and the st.tabs key holding the open one (the link's `tab`)
     token_key: str | None = None  # its token picker (the link's `token`)
     masked_key: str | None = None  # its masked-tokens picker (the link's `masked`)

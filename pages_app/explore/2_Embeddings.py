@@ -5,8 +5,8 @@ from functools import partial
 import streamlit as st
 
 from bertviz_lite import figures
+from bertviz_lite.figures.tabs import PAGE_ABOUT
 from bertviz_lite.inspection import views
-from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
 from pages_app.common._state import KEEP, clamp_number, keep_choice
 from pages_app.common._ui import load_context, show_figure, view
 from pages_app.explore._tabs import about

@@ -5,10 +5,10 @@ from functools import partial
 import streamlit as st
 
 from bertviz_lite import figures
+from bertviz_lite.figures import tabs as declared
 from bertviz_lite.figures.attention import STAT_TITLES
 from bertviz_lite.figures.head_view_script import head_view_hover_script
 from bertviz_lite.inspection import analysis, explore, views
-from bertviz_lite.inspection.views import tabs as declared
 from pages_app.common._state import KEEP, clamp_number, keep_choice, keep_choices
 from pages_app.common._ui import (
     clicked,

@@ -3,9 +3,9 @@
 import streamlit as st
 
 from bertviz_lite import figures
+from bertviz_lite.figures.tabs import PAGE_ABOUT
 from bertviz_lite.inspection import analysis, explore, views
 from bertviz_lite.inspection.views.predictions import default_masks
-from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages_app.common._share import from_link
 from pages_app.common._state import KEEP, keep_choices, new_input

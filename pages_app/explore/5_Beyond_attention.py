@@ -3,8 +3,8 @@
 import streamlit as st
 
 from bertviz_lite import figures
+from bertviz_lite.figures import tabs as declared
 from bertviz_lite.inspection import analysis, attribution, explore, views
-from bertviz_lite.inspection.views import tabs as declared
 from bertviz_lite.inspection.views.beyond_attention import explained_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.text.display import plain_markdown

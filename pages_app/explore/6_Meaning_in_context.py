@@ -7,8 +7,8 @@ import numpy as np
 import streamlit as st
 
 from bertviz_lite.figures.meaning_in_context import context_scatter, separation_figure
+from bertviz_lite.figures.tabs import PAGE_ABOUT
 from bertviz_lite.inspection.views import meaning_in_context as meaning
-from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
 from bertviz_lite.text.corpora.senses import sense_index
 from bertviz_lite.text.display import plain_markdown
 from pages_app.common._state import keep_choice

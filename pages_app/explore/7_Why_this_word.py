@@ -3,8 +3,8 @@
 import streamlit as st
 
 from bertviz_lite import figures
+from bertviz_lite.figures import tabs as declared
 from bertviz_lite.inspection import views
-from bertviz_lite.inspection.views import tabs as declared
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages_app.common._share import WORD_KEYS
 from pages_app.common._ui import load_context, show_figure, show_table, view_of_model

@@ -1,4 +1,4 @@
-"""The explore pages' declared tabs (bertviz_lite.inspection.views.tabs): st.tabs with the open one kept across page
+"""The explore pages' declared tabs (bertviz_lite.figures.tabs): st.tabs with the open one kept across page
 visits, each tab's one plain line in presentation mode, and the tabs whose view and figure are declared, drawn."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from functools import partial
 
 import streamlit as st
 
-from bertviz_lite.inspection.views.tabs import ViewTab, glossary
+from bertviz_lite.figures.tabs import ViewTab, glossary
 from pages_app.common._ui import Context, is_present, show_figure, view
 
 KEPT_TAB = "_kept_"  # prefix of the plain key that remembers a page's open tab
@@ -40,7 +40,7 @@ def about(tab: ViewTab) -> None:
 
 def show_declared_tabs(declared: Sequence[ViewTab], tabs: dict, ctx: Context, masked: Sequence[int] = (),
                        **picks) -> None:
-    """Draw the open one of the tabs declared with a data function and a builder (views/tabs.py): figure + CSV.
+    """Draw the open one of the tabs declared with a data function and a builder (figures/tabs.py): figure + CSV.
 
     tabs: the page's st.tabs by title; picks: the page's pickers (layer, head, sentence_filter), each tab given those it declares.
     """

@@ -7,9 +7,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from bertviz_lite.figures import tabs
+from bertviz_lite.figures.tabs import titles
 from bertviz_lite.inspection import analysis, explore, views
-from bertviz_lite.inspection.views import tabs
-from bertviz_lite.inspection.views.tabs import titles
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO
 from tests.app.conftest import (
     APP,
