@@ -7,19 +7,21 @@
 
 The package is a house of rooms, each a sub-package, importing only from the rooms below it
 (ARCHITECTURE.md draws it): limits → model → text → loading → inspection → figures → training
-→ server → runs. This file only names the public entry points.
+→ server → runs → check. This file only names the public entry points.
 """
 
 from bertviz_lite.inspection.minimal_pairs import pseudo_log_likelihood
 from bertviz_lite.inspection.patching import patched_logits
 from bertviz_lite.loading.pretrained import load
 from bertviz_lite.model.config import BertConfig
+from bertviz_lite.model.exercise import Bert
 from bertviz_lite.model.modeling import BertForPreTraining, BertModel
 from bertviz_lite.model.outputs import BertTrace, EmbeddingParts, LayerAttention
 from bertviz_lite.text.masking import mask_tokens
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 
 __all__ = [
+    "Bert",
     "BertConfig",
     "BertForPreTraining",
     "BertModel",

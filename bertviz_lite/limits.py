@@ -60,7 +60,7 @@ DEFAULT_VISITOR_DISK_MB = 2048  # uploads and runs of one visitor
 DEFAULT_DISK_MB = 20480  # uploads and runs of all visitors together (shipped checkpoints and terminal runs aside)
 MAX_SNAPSHOTS = 250  # snapshot files of one run (an upload's, or what an app run's steps / snapshot_every make)
 MAX_SNAPSHOTS_BYTES = 256 * MB  # all snapshot files of one upload together
-DEFAULT_TRAIN_MEMORY_MB = 8192  # BERT-base at batch 32 × 128 tokens needs about 6 GB by training_memory_bytes
+DEFAULT_TRAIN_MEMORY_MB = 8192  # BERT-base at batch 32 × 128 tokens needs about 7.2 GB by training_memory_bytes
 DEFAULT_MAX_TRAIN_EXAMPLES = 1_000_000  # steps × batch of one app-launched run: the base preset is 320,000
 DEFAULT_MAX_PARAMETERS = 400_000_000
 DEFAULT_MAX_ACTIVATION_MB = 1024
@@ -70,7 +70,15 @@ MAX_JSON_DEPTH = 32
 MAX_VOCAB_BYTES = 10 * MB
 MAX_VOCAB_LINES = 1_000_000
 MAX_METRICS_BYTES = 64 * MB  # of an uploaded metrics.jsonl: a 100k-step run logs ~20 MB
-MAX_SAFETENSORS_HEADER_BYTES = 100 * MB
+# A safetensors header names each tensor with its dtype, shape and offsets, ~100 bytes a tensor: BERT-large's 400
+# tensors take ~60 kB, a snapshot's header (its tokens and predictions) a few kB. 1 MB leaves room; 800,000 empty
+# tensors (a 47 MB header) cost 12 s and 700 MB to parse before the 100 MB this limit was.
+MAX_SAFETENSORS_HEADER_BYTES = 1 * MB
+# The largest upload a visitor may really need: a base-preset run's zip at its worst, float32 weights with the tied
+# decoder copy (510 MB), snapshots (256 MB), metrics (64 MB), vocab.txt and the JSON files: 842 MB. Streamlit holds
+# an upload in memory before any check, so .streamlit/config.toml's maxUploadSize is this (a test keeps them equal).
+MAX_UPLOAD_MB = 850
+MAX_CONCURRENT_UPLOADS = 2  # zips being unpacked at once, in all app processes together
 MAX_METRICS_READ_BYTES = 8 * MB  # of metrics.jsonl read back for a page: its last 8 MB
 MAX_METRICS_READ_LINES = 50_000  # … and at most its last 50,000 lines
 MAX_POINTS_DRAWN = 2000  # points per curve: longer curves are downsampled before they are drawn
@@ -79,6 +87,7 @@ MAX_POINTS_DRAWN = 2000  # points per curve: longer curves are downsampled befor
 MAX_RECORDED_NUMBER = sys.float_info.max
 MAX_STEP = 10**12  # a step, step count or pid past this is not a training run's
 FLOAT_BYTES = 4  # activations are float32
+TRAINING_RUNTIME_BYTES = 64 * MB  # autograd, the allocator's arenas, thread pools: a tiny model's step grows ~90 MB
 WEIGHT_SLACK_BYTES = 1 * MB  # headers, position_ids buffers
 
 
@@ -171,12 +180,19 @@ def activation_bytes(config: BertConfig) -> int:
 
 
 def training_memory_bytes(config: BertConfig, batch_size: int, seq_len: int) -> int:
-    """Float32 bytes one training step needs, about: weights, gradients and AdamW's two moments (16 bytes a
-    parameter), and the activations kept for the backward pass at batch × sequence length."""
+    """Bytes a training process grows by, about: weights, gradients and AdamW's two moments (16 bytes a parameter),
+    the activations autograd keeps for the backward pass at batch × sequence length, and the runtime's own.
+
+    bench/train_memory_estimate.py measures it against real steps (0.76-1.18 of the peak growth, tiny models to
+    BERT-base); a property test keeps it within 2×.
+    """
     t, h, i = seq_len, config.hidden_size, config.intermediate_size
-    per_layer = t * (10 * h + 2 * i) + 2 * config.num_attention_heads * t * t  # q/k/v/out, FFN, scores, probs
-    per_example = config.num_hidden_layers * per_layer + t * (2 * config.vocab_size + 4 * h)  # + MLM logits
-    return 16 * parameter_count(config) + FLOAT_BYTES * batch_size * per_example
+    # Per layer: the inputs and outputs of q/k/v, the context and its copies, dropouts, residuals and LayerNorms
+    # (~16 h), the feed-forward before and after GELU (~3 i), scores, probabilities and dropout mask (3 × nh t²).
+    per_layer = t * (16 * h + 3 * i) + 3 * config.num_attention_heads * t * t
+    # The MLM logits (and their gradient) at the masked positions, counted at every position: mask_prob may be high.
+    per_example = config.num_hidden_layers * per_layer + t * (config.vocab_size + 4 * h)
+    return 16 * parameter_count(config) + FLOAT_BYTES * batch_size * per_example + TRAINING_RUNTIME_BYTES
 
 
 def check_training_budget(config: BertConfig, batch_size: int, seq_len: int, steps: int) -> None:
@@ -293,6 +309,22 @@ def safetensors_header_length(head: bytes, size: int, name: str) -> int:
     return length
 
 
+def read_safetensors_header(path: Path, name: str) -> dict[str, Any]:
+    """The JSON header of a safetensors file, read within MAX_SAFETENSORS_HEADER_BYTES (no tensor is read)."""
+    with open(path, "rb") as handle:
+        length = safetensors_header_length(handle.read(9), path.stat().st_size, name)
+        handle.seek(8)
+        text = handle.read(length).decode("utf-8", errors="replace")
+    check_json_depth(text, name)
+    try:
+        header = json.loads(text)
+    except ValueError:
+        header = None
+    if not isinstance(header, dict):
+        raise ValueError(f"{name} is damaged or not a weight file (its header is not a JSON object)")
+    return header
+
+
 def _check_torch_zip(path: Path, budget: int, name: str) -> None:
     """A torch.save file is a zip of stored records; compressed records could unpack past the budget."""
     if not zipfile.is_zipfile(path):
@@ -323,6 +355,27 @@ def check_weight_file(path: Path, config: BertConfig) -> None:
             safetensors_header_length(handle.read(9), size, name)
     else:
         _check_torch_zip(path, budget, name)
+
+
+# ---- typed text ----------------------------------------------------------------------------------
+# What a visitor types, links or pastes is checked against these before any work (tokenizing, a file system call);
+# the pages give the same numbers to their widgets' max_chars, which a link or a script can bypass.
+
+MAX_SENTENCE_CHARS = 2000  # Sentence A and B: 512 tokens need far fewer characters
+MAX_WORD_CHARS = 50  # Why this word's target and foil
+MAX_PATH_CHARS = 1024  # the model folder's path (Linux's PATH_MAX is 4096)
+MAX_NAME_CHARS = 100  # a run's or a checkpoint's name
+MAX_CORPUS_CHARS = 5_000_000  # a pasted training corpus (an uploaded one: 5 MB)
+MAX_USER_SENTENCES = 100  # lines of Meaning in context's "Your sentences"
+MAX_USER_SENTENCE_CHARS = 20_000  # its whole text (~200 characters a line)
+MAX_USER_OCCURRENCES = 200  # times the word may occur in them (each one is a vector at every layer)
+
+
+def check_text(text: str, limit: int, what: str) -> str:
+    """`text` if it has at most `limit` characters, else ValueError saying so (nothing else is read)."""
+    if len(text) > limit:
+        raise ValueError(f"{what} is {len(text):,} characters long; this server takes at most {limit:,}.")
+    return text
 
 
 # ---- numbers read back from run folders ----------------------------------------------------------

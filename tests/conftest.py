@@ -35,7 +35,8 @@ def _no_admin_lockout_between_tests():
 # pytest runs on two workers (pyproject: -n 2 --dist loadgroup). The browser tests (one shared server, the real
 # checkpoints/ and its training slot) run on one worker, one after another; the other tests that use the app
 # (AppTest, run folders in a temporary checkpoints root, lifecycle) run one after another as a second group; the
-# package's other tests are spread over both workers.
+# package's other tests are spread over both workers (tests/check/ module by module: each module's fixture checks its
+# files in one child process, which a module split over two workers would start twice).
 SHARES_THE_APP = ("CHECKPOINTS_DIR", "checkpoints_root", "lifecycle", "streamlit")
 
 
@@ -44,6 +45,8 @@ def _group(module: Path) -> str | None:
     tests = Path(__file__).parent
     if module.parent == tests / "browser":
         return "browser"
+    if module.parent == tests / "check":  # the checker's tests: a module's tests share the child process of its fixture
+        return f"check-{module.stem}"
     if module.parent != tests or any(word in module.read_text(encoding="utf-8") for word in SHARES_THE_APP):
         return "app"
     return None

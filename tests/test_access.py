@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import pwd
+
 import pytest
 
 from bertviz_lite.loading import pretrained, run_folder
@@ -82,6 +85,22 @@ def test_model_sources_are_names_or_fenced_folders(root):
     for source in ("bertviz_lite", "../checkpoints", "/etc", "~", "mine/../../x"):
         with pytest.raises(ValueError, match="only from the server's checkpoints folder"):
             access.check_model_source(source)
+
+
+def test_odd_paths_get_the_one_plain_refusal_before_any_file_system_call(root, monkeypatch):
+    # Issue 30: these gave "This app has encountered an error" (the path was stat-ed before the fence).
+    touched = []
+    for name in ("stat", "lstat", "readlink", "listdir"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda path, *a, _real=real, **k: touched.append(str(path)) or _real(path, *a, **k))
+    monkeypatch.setattr(pwd, "getpwnam", lambda name: touched.append(name) or pytest.fail("a user looked up"))
+    odd = ("~nosuchuser123/model", "/proc/1/root/x", "a" * 5000, "/" + "a" * 5000, "x/" * 3000, "nul\0byte",
+           str(root) + "/" + "b" * 5000)
+    for source in odd:
+        with pytest.raises(ValueError) as refused:
+            access.check_model_source(source)
+        assert str(refused.value) == access.REFUSED_PATH
+    assert not [path for path in touched if "nosuchuser" in path or "/proc/1" in path or "aaaa" in path or "bbbb" in path]
 
 
 def test_a_lecturer_claims_their_run_on_a_second_browser_with_the_owners_link(root):

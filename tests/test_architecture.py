@@ -13,8 +13,8 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "bertviz_lite"
 MAX_MODULE_LINES = 400
 # The declared order, bottom first: a module imports from its own room or the rooms before it, never after.
-LAYERS = ("limits", "atomic", "model", "text", "loading", "inspection", "figures", "training", "server", "runs", "train",
-          "serve")
+LAYERS = ("limits", "atomic", "model", "text", "loading", "inspection", "figures", "training", "server", "runs", "check",
+          "train", "serve")
 FACADE = "bertviz_lite"  # the top-level __init__ names the public entry points and may import any room
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py")
 PAGES = sorted(p for p in (REPO / "pages_app").rglob("*.py") if p.name != "__init__.py")

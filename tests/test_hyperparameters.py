@@ -22,7 +22,7 @@ class WithLabelSmoothing(training_args.TrainingArguments):
     """The real options plus one declared in one place."""
 
     label_smoothing: float = option(0.0, label="Label smoothing", group="Optimisation", check="non_negative",
-                                    step=0.05, help=HELP)
+                                    most=1, step=0.05, help=HELP)
 
 
 @pytest.fixture
@@ -49,6 +49,8 @@ def test_the_field_is_checked_and_reaches_the_command_line(declared):
     with pytest.raises(OptionError, match=r"label_smoothing \(-1\.0\) must be a number, 0 or more") as err:
         run_options.check_options({**options, "label_smoothing": -1.0})
     assert err.value.option == "label_smoothing"
+    with pytest.raises(OptionError, match=r"label_smoothing \(2\.0\) must be at most 1"):
+        run_options.check_options({**options, "label_smoothing": 2.0})
 
 
 def test_the_train_form_draws_the_field_in_its_section(declared, monkeypatch, tmp_path):

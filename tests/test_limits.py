@@ -196,9 +196,9 @@ def test_a_weight_file_larger_than_the_config_can_need_is_refused_unread(folder)
     assert str(folder.parent) not in message.replace(str(folder), "")
 
 
-def test_safetensors_headers_past_100_mb_or_past_the_file_are_refused():
+def test_safetensors_headers_past_1_mb_or_past_the_file_are_refused():
     head = (200 << 20).to_bytes(8, "little") + b"{"
-    with pytest.raises(ValueError, match="has a 200 MB header; this server reads at most 100 MB"):
+    with pytest.raises(ValueError, match="has a 200 MB header; this server reads at most 1.0 MB"):
         limits.safetensors_header_length(head, 300 << 20, "model.safetensors")
     for bad_head, size in ((head, 1000), (head[:8] + b"[", 300 << 20), (b"{", 300 << 20)):
         with pytest.raises(ValueError, match="damaged or not a weight file"):

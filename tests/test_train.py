@@ -97,8 +97,9 @@ def _corpus(tmp_path: Path, name: str, content: bytes | None) -> str:
      (["--out", "{tmp}/missing/run"], "error: --out ('{tmp}/missing/run'): the folder '{tmp}/missing' does not exist"),
      (["--lr", "-1"], "error: --lr (-1.0) must be a number greater than 0"),
      (["--seq-len", "4096"], "error: --seq-len (4096) must be at most --max-position-embeddings (128)"),
-     (["--hidden-size", "1000000000"], "error: --hidden-size (1000000000) makes a model of about 10^19 parameters; "
-                                       "training allows at most 350 M"),
+     (["--hidden-size", "1000000000"], "error: --hidden-size (1000000000) must be at most 8,192"),
+     (["--hidden-size", "8192"], "error: --hidden-size (8192) makes a model of about 697 M parameters; training allows "
+                                 "at most 350 M"),
      (["--seq-len", "600", "--max-position-embeddings", "1024"],
       "error: --seq-len (600) must be at most 512, the longest sentence pair the tokenizer builds"),
      (["--init", "all-MiniLM-L6-v2", "--seq-len", "600"], "error: --seq-len (600) must be at most 512, the positions"),

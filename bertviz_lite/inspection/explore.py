@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from bertviz_lite.limits import MAX_SENTENCE_CHARS, check_text
 from bertviz_lite.loading.pretrained import MINILM, resolve_source
 from bertviz_lite.model.batching import batcher_for
 from bertviz_lite.model.modeling import BertForPreTraining
@@ -168,7 +169,10 @@ def effective_max_length(model: BertForPreTraining, max_length: int) -> int:
 
 
 def encode(tokenizer: BertTokenizer, text_a: str, text_b: str | None, max_length: int) -> Encoding:
-    """Tokenize the pair; an empty or whitespace-only B means "no sentence B". Raises ValueError."""
+    """Tokenize the pair; an empty or whitespace-only B means "no sentence B". Raises ValueError (a sentence longer
+    than limits.MAX_SENTENCE_CHARS is refused before it is tokenized)."""
+    check_text(text_a, MAX_SENTENCE_CHARS, "Sentence A")
+    check_text(text_b or "", MAX_SENTENCE_CHARS, "Sentence B")
     return tokenizer.encode_pair(text_a, text_b if text_b and text_b.strip() else None, max_length=max_length)
 
 

@@ -32,6 +32,8 @@ from bertviz_lite.loading.run_folder import RunFolder
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.tokenization import BertTokenizer
 
+SNAPSHOT_TENSOR = "attentions"  # the one tensor of a snapshot file
+
 
 def save_weights(folder: str | os.PathLike, model: BertForPreTraining, step: int) -> Path:
     """Write model.safetensors (Hugging Face names, tied copies included) atomically."""
@@ -123,7 +125,7 @@ def save_snapshot(
     }
     path = snapshot_path(run_dir, step)
     path.parent.mkdir(exist_ok=True)
-    data = save({"attentions": attentions.detach().to(torch.float16).cpu().contiguous()}, metadata=metadata)
+    data = save({SNAPSHOT_TENSOR: attentions.detach().to(torch.float16).cpu().contiguous()}, metadata=metadata)
     return atomic_write_bytes(path, data)
 
 
@@ -132,7 +134,7 @@ def load_snapshot(path: str | os.PathLike) -> tuple[int, np.ndarray, list[str]]:
     try:
         with safe_open(str(path), framework="np") as handle:
             metadata = handle.metadata() or {}
-            attentions = handle.get_tensor("attentions")
+            attentions = handle.get_tensor(SNAPSHOT_TENSOR)
         return int(metadata["step"]), attentions, list(json.loads(metadata["tokens"]))
     except (OSError, SafetensorError, KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{path} is not a readable attention snapshot ({err})") from None

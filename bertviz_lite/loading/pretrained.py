@@ -13,8 +13,15 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 from torch import Tensor
 
-from bertviz_lite.limits import check_model_size, check_vocab_file, check_weight_file, read_json
+from bertviz_lite.limits import (
+    check_model_size,
+    check_vocab_file,
+    check_weight_file,
+    read_json,
+    read_safetensors_header,
+)
 from bertviz_lite.loading.run_folder import CONFIG_FILE, VOCAB_FILE, WEIGHTS_FILE, checkpoints_root
+from bertviz_lite.model import hf_io
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.tokenization import BertTokenizer
@@ -81,12 +88,26 @@ def read_weights(folder: Path, config: BertConfig | None = None) -> dict[str, Te
         raise FileNotFoundError("No model.safetensors or pytorch_model.bin in the model folder")
     if config is not None:
         check_weight_file(path, config)
+        if path is safetensors_path:
+            check_weight_names(path, config)
     try:
         if path is safetensors_path:
             return load_file(path)
         return torch.load(path, map_location="cpu", weights_only=True)
     except (SafetensorError, UnpicklingError, OSError, RuntimeError, ValueError, EOFError) as err:
         raise ValueError(f"{path.name} is damaged or not a weight file ({without_folder(str(err), folder)})") from None
+
+
+def check_weight_names(path: Path, config: BertConfig) -> None:
+    """Refuse a safetensors file naming a tensor this config's BERT does not have, from its header alone."""
+    names = [name for name in read_safetensors_header(path, path.name) if name != "__metadata__"]
+    with torch.device("meta"):  # the names and shapes only: nothing is allocated
+        expected = set(BertForPreTraining(config, init_weights=False).state_dict())
+    unknown = [name for name in names if not hf_io.known_key(name, expected)]
+    if unknown:
+        more = f" and {len(unknown) - 3:,} more" if len(unknown) > 3 else ""
+        listed = ", ".join(repr(name[:60]) for name in unknown[:3]) + more
+        raise ValueError(f"{path.name} holds tensors that a BERT with this config.json does not have: {listed}")
 
 
 def without_folder(message: str, folder: Path) -> str:

@@ -60,6 +60,7 @@ from bertviz_lite.limits import (
     MAX_METRICS_BYTES,
     MAX_METRICS_READ_BYTES,
     MAX_METRICS_READ_LINES,
+    MAX_NAME_CHARS,
     MAX_VOCAB_BYTES,
 )
 from bertviz_lite.loading.run_records import Metrics, parse_metrics, read_tail, valid_status, valid_train_args
@@ -125,7 +126,7 @@ def upload_limits() -> dict[str, int]:
 
 
 CHECKPOINT_FILES = file_names("checkpoint")  # model.safetensors, config.json, vocab.txt: what HF loads
-MAX_NAME_LENGTH = 100
+MAX_NAME_LENGTH = MAX_NAME_CHARS
 _NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -240,14 +241,14 @@ def validate_run_name(name: str) -> str:
     """Return `name` if it is a safe folder name (letters, digits, . _ -), else raise ValueError."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError("The run name is empty: give a name such as 'my-run'")
+    if len(name) > MAX_NAME_LENGTH:  # first: the messages below quote the name
+        raise ValueError(f"The run name is {len(name):,} characters long; use at most {MAX_NAME_LENGTH}")
     if "/" in name or "\\" in name or os.sep in name:
         raise ValueError(f"The run name {name!r} must not contain a path separator")
     if ".." in name:
         raise ValueError(f"The run name {name!r} must not contain '..'")
     if name.startswith("."):
         raise ValueError(f"The run name {name!r} must not start with '.' (hidden names are not allowed)")
-    if len(name) > MAX_NAME_LENGTH:
-        raise ValueError(f"The run name is {len(name)} characters long; use at most {MAX_NAME_LENGTH}")
     if not _NAME_PATTERN.fullmatch(name):
         raise ValueError(
             f"The run name {name!r} may only use letters, digits, '.', '_' and '-', and must start "

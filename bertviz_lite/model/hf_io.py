@@ -9,6 +9,8 @@ from torch import Tensor, nn
 
 # Keys transformers keeps as buffers or duplicates of tied weights: never weights of their own.
 _DROPPED = re.compile(r"(^|\.)(position_ids|token_type_ids)$|^cls\.predictions\.decoder\.(weight|bias)$")
+_DROPPED_KEYS = {"bert.embeddings.position_ids", "bert.embeddings.token_type_ids", "cls.predictions.decoder.weight",
+                 "cls.predictions.decoder.bias"}  # where Hugging Face's files keep them
 # Optional parts, by key prefix: BertModel has no heads, BertForMaskedLM no pooler and NSP head.
 OPTIONAL_GROUPS = {
     "pooler": "bert.pooler.",
@@ -25,6 +27,12 @@ def normalize_key(key: str) -> str:
     if key.startswith(_MODEL_PREFIXES):
         key = "bert." + key
     return key
+
+
+def known_key(key: str, expected: set[str]) -> bool:
+    """Whether a weight file's key is one of `expected` (a model's state-dict names) as Hugging Face may spell it,
+    or a buffer or tied copy that loading drops."""
+    return normalize_key(key) in expected | _DROPPED_KEYS
 
 
 def normalize_state_dict(state_dict: dict[str, Tensor]) -> dict[str, Tensor]:

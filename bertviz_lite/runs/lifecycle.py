@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -38,7 +37,9 @@ from bertviz_lite.loading.run_folder import (
 )
 from bertviz_lite.loading.run_records import MAX_TEXT_FIELD
 from bertviz_lite.runs import quota, run_options
+from bertviz_lite.runs.run_log import died_message, log_tail, without_paths
 from bertviz_lite.server import access, settings
+from bertviz_lite.training.cli import MAX_THREADS
 
 MAX_RUNS_ENV = "BERTVIZ_LITE_MAX_RUNS"
 DEFAULT_MAX_RUNS = 1
@@ -47,7 +48,6 @@ ACTIVE_STATES = ("starting", "running")
 LAUNCH_LOCK = ".launch.lock"  # in the checkpoints root: one launch at a time among every app process
 MAX_HYPERPARAMETERS = 200  # rows a run's train_args.json may bring to the comparison table
 STALE_TMP_S = 60.0  # a hidden .tmp file this old in a run that no longer trains is a killed write's leftover
-_ERROR_LINE = re.compile(r"(?:^|: )error: (.+)$")  # the CLI's one-line errors, argparse's included
 # Popen objects of the runs this process launched, so that finished children are reaped (not zombies).
 _CHILDREN: dict[int, subprocess.Popen] = {}
 
@@ -84,6 +84,11 @@ class RunState:
     def details(self) -> str:
         """The message after its first line (a failed run's log tail), "" when there is none."""
         return self.message.partition("\n")[2]
+
+    def report_for(self, may_see_log: bool) -> tuple[str, str]:
+        """(reason, details) as a visitor may see them: the owner and the admin (`may_see_log`) get the reason and
+        the log's tail; anyone else the reason line alone, with the server's paths removed."""
+        return (self.reason, self.details) if may_see_log else (without_paths(self.reason), "")
 
     @property
     def eta_text(self) -> str | None:
@@ -129,6 +134,20 @@ def training_threads(cpus: int | None = None) -> int:
     return max(1, (cpus or os.cpu_count() or 1) - settings.app_threads())
 
 
+def threads_allowed(owner: access.Visitor | None) -> int:
+    """The most CPU threads a run may ask for: a visitor's `training_threads()` (the cores the server does not keep
+    for its pages); the admin's and a terminal's, the CLI's bound."""
+    return MAX_THREADS if owner is None or owner.admin else training_threads()
+
+
+def check_threads(options: Mapping[str, Any], owner: access.Visitor | None) -> None:
+    """ValueError in words when the options ask for more threads than `threads_allowed(owner)`."""
+    threads, most = options.get("threads") or 0, threads_allowed(owner)
+    if threads > most:
+        raise ValueError(f"CPU threads ({threads}): a run started here may use at most {most}, the cores this server "
+                         "does not keep for its visitors' pages. Choose fewer, or 0 for that many.")
+
+
 def training_command(run_dir: Path, options: Mapping[str, Any]) -> list[str]:
     """The exact command line of a run: this Python, the training module, the options, `--out`."""
     return [sys.executable, "-m", TRAIN_MODULE, *option_flags(options), "--out", str(run_dir)]
@@ -152,6 +171,7 @@ def launch_run(
     if owner is not None:  # a run started in the app: within the server's memory and steps × batch budget
         args = run_options.check_options(run_options.declared_options(options))
         run_options.check_budget(args)
+        check_threads(options, owner)
         quota.check_disk(owner, run_options.disk_estimate(args), "this run", root)
     root.mkdir(parents=True, exist_ok=True)
     limit = max_runs or max_concurrent_runs()
@@ -255,7 +275,7 @@ def run_state(run_dir: str | os.PathLike) -> RunState:
     if status.get("state") == "running" and not training_process_alive(status.get("pid")):
         status = read_status(run_dir) or status  # it may have written its last status while exiting
         if status.get("state") == "running":
-            return _from_status(run_dir, status, "failed", _died_message(run_dir, status.get("pid")))
+            return _from_status(run_dir, status, "failed", died_message(run_dir, status.get("pid")))
     state = str(status.get("state"))
     message = str(status.get("message") or "")
     if state == "failed" and not message:
@@ -281,32 +301,7 @@ def _state_without_status(run_dir: Path) -> RunState:
         return RunState(run_dir.name, run_dir, "starting", "Preparing the data and the model…", pid=pid)
     if read_status(run_dir) is not None:  # it wrote its first status in the meantime
         return run_state(run_dir)
-    return RunState(run_dir.name, run_dir, "failed", _died_message(run_dir, pid), pid=pid)
-
-
-def _died_message(run_dir: Path, pid: Any) -> str:
-    """The reason first (the CLI's last "error: ..." line, in full), then the tail of the log."""
-    tail = log_tail(run_dir)
-    reasons = [m[1] for line in tail.splitlines() if (m := _ERROR_LINE.search(line))]
-    if reasons:
-        text = f"{reasons[-1]} (the training process, pid {pid}, exited)"
-    else:
-        text = f"The training process (pid {pid}) ended without saying why."
-    return f"{text} Last lines of its log:\n{tail}" if tail else text
-
-
-def log_tail(run_dir: str | os.PathLike, max_lines: int = 12, max_chars: int = 2000) -> str:
-    """The last lines of `<run>/train.log` (progress-bar redraws collapsed), or ""."""
-    path = RunFolder(run_dir).log
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(max(0, path.stat().st_size - 32_768))
-            text = handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-    # A terminal progress bar redraws its line with "\r": keep only what was drawn last.
-    lines = [line.split("\r")[-1].rstrip() for line in text.replace("\r\n", "\n").split("\n")]
-    return "\n".join([line for line in lines if line][-max_lines:])[-max_chars:]
+    return RunState(run_dir.name, run_dir, "failed", died_message(run_dir, pid), pid=pid)
 
 
 def is_run_folder(path: Path) -> bool:

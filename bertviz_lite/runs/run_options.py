@@ -18,7 +18,14 @@ from typing import Any
 
 import torch
 
-from bertviz_lite.limits import MAX_SNAPSHOTS, amount, check_training_budget, parameter_count
+from bertviz_lite.limits import (
+    MAX_CORPUS_CHARS,
+    MAX_SNAPSHOTS,
+    amount,
+    check_text,
+    check_training_budget,
+    parameter_count,
+)
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.text.pretraining_data import builtin_corpus, documents_from_text, read_corpus
 from bertviz_lite.training import training_args
@@ -124,9 +131,9 @@ def declared_options(options: dict[str, Any]) -> dict[str, Any]:
 def check_budget(args: TrainingArguments) -> None:
     """OptionError (on the batch size) when the run passes the server's memory or steps × batch limits.
 
-    A run continued from pretrained weights (`init`) is estimated with the sizes its options give, not its own.
+    A run continued from pretrained weights (`init`) is estimated with that model's sizes and vocabulary.
     """
-    config = args.bert_config(args.vocab_size)
+    config = args.model_config()
     try:
         check_training_budget(config, args.batch_size, args.seq_len, args.steps)
     except ValueError as err:
@@ -140,7 +147,7 @@ def check_budget(args: TrainingArguments) -> None:
 
 def disk_estimate(args: TrainingArguments) -> int:
     """Bytes a run's folder will hold, about: float32 weights and AdamW's two moments (12 bytes a parameter)."""
-    return 12 * parameter_count(args.bert_config(args.vocab_size))
+    return 12 * parameter_count(args.model_config())
 
 
 def command_options(args: TrainingArguments) -> dict[str, Any]:
@@ -210,12 +217,15 @@ def cuda_unavailable_reason() -> str | None:
     return "PyTorch finds no usable CUDA GPU on this machine"
 
 
-def corpus_summary(data: bytes, file_name: str | None = None) -> tuple[int, int]:
+def corpus_summary(data: bytes | str, file_name: str | None = None) -> tuple[int, int]:
     """(documents, sentences) of a user corpus, read exactly as the trainer will read it.
 
-    `file_name`: the uploaded file's name (None for pasted text). Raises ValueError with a plain
-    message for text that is too big, not UTF-8, binary or shorter than 2 sentences.
+    `data`: an uploaded file's bytes, or pasted text (its length checked before it is encoded); `file_name`: the
+    uploaded file's name (None for pasted text). Raises ValueError with a plain message for text that is too big,
+    not UTF-8, binary or shorter than 2 sentences.
     """
+    if isinstance(data, str):
+        data = check_text(data, MAX_CORPUS_CHARS, "The pasted corpus").encode("utf-8")
     if len(data) > MAX_CORPUS_BYTES:
         raise ValueError(
             f"The corpus is {len(data) / 1e6:.1f} MB; the limit is {MAX_CORPUS_BYTES / 1e6:.0f} MB of text"
@@ -230,9 +240,9 @@ def corpus_summary(data: bytes, file_name: str | None = None) -> tuple[int, int]
     return len(documents), sum(len(document) for document in documents)
 
 
-def decode_corpus(data: bytes) -> str:
-    """The text of an uploaded corpus file once `corpus_summary` accepted its bytes."""
-    return data.decode("utf-8-sig")
+def decode_corpus(data: bytes | str) -> str:
+    """The text of a corpus once `corpus_summary` accepted it (an uploaded file's bytes decoded; pasted text as is)."""
+    return data if isinstance(data, str) else data.decode("utf-8-sig")
 
 
 def device_problem(device: str) -> str | None:

@@ -30,6 +30,7 @@ from typing import BinaryIO
 from bertviz_lite import limits
 from bertviz_lite.atomic import exclusive_lock
 from bertviz_lite.limits import MAX_JSON_BYTES, MAX_SNAPSHOTS, MAX_SNAPSHOTS_BYTES, UPLOAD_SETTING, megabytes
+from bertviz_lite.loading.checkpoints import SNAPSHOT_TENSOR
 from bertviz_lite.loading.pretrained import load_folder, without_folder
 from bertviz_lite.loading.run_folder import (
     CONFIG_FILE,
@@ -52,7 +53,7 @@ from bertviz_lite.runs.store import (
 )
 from bertviz_lite.server import access
 
-MAX_ZIP_BYTES = 1 << 30  # 1 GiB uploaded
+MAX_ZIP_BYTES = limits.MAX_UPLOAD_MB * limits.MB  # also Streamlit's maxUploadSize
 MAX_MEMBERS = 2000
 _STAGING_NAME = re.compile(r"\.upload-(\d+)-(\d+)-")  # .upload-<pid>-<bytes claimed>-<random>
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib", ".npy", ".npz")
@@ -64,7 +65,7 @@ def _open_zip(data: bytes | BinaryIO) -> zipfile.ZipFile:
     size = source.seek(0, io.SEEK_END)
     source.seek(0)
     if size > MAX_ZIP_BYTES:
-        raise CheckpointError(f"The zip is {size / 1e6:.0f} MB; the limit is {MAX_ZIP_BYTES / 1e6:.0f} MB")
+        raise CheckpointError(f"The zip is {megabytes(size)}; the limit is {megabytes(MAX_ZIP_BYTES)}")
     try:
         return zipfile.ZipFile(source)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError) as err:
@@ -220,6 +221,9 @@ def _make_staging(root: Path, claim: int) -> Path:
     """A hidden staging folder that claims `claim` bytes of the upload budget, if that much is free."""
     with exclusive_lock(root):  # uploads run in threads and in several app workers: one claim at a time
         budget, others = limits.upload_budget_bytes(), _claimed_by_others(root)
+        if len(list(root.glob(".upload-*"))) >= limits.MAX_CONCURRENT_UPLOADS:
+            raise CheckpointError(f"{limits.MAX_CONCURRENT_UPLOADS} uploads are being unpacked now, the most this "
+                                  "server takes at once: try again in a minute")
         if claim > budget - others:
             raise CheckpointError(
                 f"Uploads being unpacked now hold {megabytes(others)} of the {megabytes(budget)} allowed and this "
@@ -257,10 +261,23 @@ def _extract_all(archive: zipfile.ZipFile, members: list, staging: Path, claim: 
         for info, relative in sorted(members, key=_extraction_order):
             limit, past = _member_limit(relative.as_posix(), config, left)
             left -= _extract_member(archive, info, staging / relative, limit, past)
+            if relative.parts[0] == SNAPSHOTS_DIR and relative.suffix == ".safetensors":
+                _check_snapshot_names(staging / relative, info.filename)
             if relative.as_posix() == CONFIG_FILE:
                 config = _read_config(staging / CONFIG_FILE)
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, RuntimeError, NotImplementedError) as err:
         raise CheckpointError(f"The zip is damaged ({without_folder(str(err), staging)})") from None
+
+
+def _check_snapshot_names(path: Path, name: str) -> None:
+    """A snapshot holds one tensor, `attentions`: its header's names are checked before anything reads a tensor."""
+    try:
+        names = set(limits.read_safetensors_header(path, name)) - {"__metadata__"}
+    except ValueError as err:
+        raise CheckpointError(f"Refused {name!r}: {err}") from None
+    if names != {SNAPSHOT_TENSOR}:
+        shown = ", ".join(repr(n[:40]) for n in sorted(names)[:3])
+        raise CheckpointError(f"Refused {name!r}: a snapshot holds one tensor, {SNAPSHOT_TENSOR!r}, not {shown or 'none'}")
 
 
 def _extraction_order(member: tuple[zipfile.ZipInfo, PurePosixPath]) -> tuple[bool, bool, str]:

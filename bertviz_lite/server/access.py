@@ -27,12 +27,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertviz_lite.atomic import atomic_write_json, exclusive_lock
+from bertviz_lite.inspection.explore import source_version
+from bertviz_lite.limits import MAX_NAME_CHARS, MAX_PATH_CHARS
 from bertviz_lite.loading import pretrained
 from bertviz_lite.loading.run_folder import RunFolder, checkpoints_root, read_json_object
 from bertviz_lite.server import database
 
 ADMIN_TOKEN_SETTING = "BERTVIZ_LITE_ADMIN_TOKEN"
 MODEL_ROOTS_SETTING = "BERTVIZ_LITE_MODEL_ROOTS"
+REFUSED_PATH = ("Models can be loaded by path only from the server's checkpoints folder and Hugging Face cache "
+                f"(the {MODEL_ROOTS_SETTING} setting adds folders); pick a model from the list instead.")
 _VISITOR_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
 MAX_ALIASES = 8  # other ids one browser got from tabs opened at the same moment (kept in a second cookie)
 ADMIN_WINDOW_S = 600.0  # wrong admin tokens are counted over the last 10 minutes
@@ -265,31 +269,73 @@ def check_may_change(folder: str | os.PathLike, visitor: Visitor | None, action:
     raise PermissionError(f"You can only {action} runs and uploads you started yourself; {name} is another visitor's.")
 
 
-def allowed_model_roots() -> list[Path]:
-    """The folders a model may be loaded from by path: the setting's, else checkpoints/ and the HF cache."""
+def _configured_roots() -> list[Path]:
+    """The folders the setting names, else checkpoints/ and the HF cache, as configured (not resolved)."""
     setting = os.environ.get(MODEL_ROOTS_SETTING, "")
     if setting.strip():
-        return [Path(p).expanduser().resolve() for p in setting.split(os.pathsep) if p.strip()]
-    return [checkpoints_root().resolve(), pretrained.huggingface_cache_dir().resolve()]
+        return [Path(p).expanduser() for p in setting.split(os.pathsep) if p.strip()]
+    return [checkpoints_root(), pretrained.huggingface_cache_dir()]
+
+
+def allowed_model_roots() -> list[Path]:
+    """The folders a model may be loaded from by path: the setting's, else checkpoints/ and the HF cache."""
+    return [root.resolve() for root in _configured_roots()]
 
 
 def check_model_source(source: str) -> None:
     """Let the packaged model and checkpoint names through; fence every other source with check_model_folder."""
-    plain_name = bool(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", source)) and ".." not in source
+    plain_name = len(source) <= MAX_NAME_CHARS and bool(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", source)) \
+        and ".." not in source
     if source == pretrained.MINILM or (plain_name and (checkpoints_root() / source).is_dir()):
         return
     check_model_folder(source)
 
 
+def fenced_version(source: str) -> str:
+    """explore.source_version of a source the fence lets through; "refused" for one it refuses, whose files are not
+    looked at (a 5,000-character path crashed every page when its version was read first)."""
+    try:
+        check_model_source(source)
+    except ValueError:
+        return "refused"  # the page's load says why
+    return source_version(source)
+
+
 def check_model_folder(path: str | os.PathLike) -> Path:
     """The resolved folder if it lies inside an allowed root, else ValueError.
 
-    The message is the same whether or not the path exists, so it reveals nothing about the server's files.
+    The path is fenced by its text first (length, another user's home, outside every root): nothing on the
+    file system is touched for a path refused there. The message is the same whatever the reason, so it reveals
+    nothing about the server's files.
     """
-    resolved = Path(path).expanduser().resolve()
-    if not any(resolved == root or root in resolved.parents for root in allowed_model_roots()):
-        raise ValueError(
-            "Models can be loaded by path only from the server's checkpoints folder and Hugging Face cache "
-            f"(the {MODEL_ROOTS_SETTING} setting adds folders); pick a model from the list instead."
-        )
+    written = _written_path(os.fspath(path))
+    roots = allowed_model_roots()
+    if written is None or not _inside(written, [*roots, *map(_absolute, _configured_roots())]):
+        raise ValueError(REFUSED_PATH)
+    try:
+        resolved = written.resolve()  # symlinks followed: a link inside a root may point out of it
+    except (OSError, RuntimeError):
+        raise ValueError(REFUSED_PATH) from None
+    if not _inside(resolved, roots):
+        raise ValueError(REFUSED_PATH)
     return resolved
+
+
+def _written_path(text: str) -> Path | None:
+    """The absolute path a text names, by its text alone; None for one too long, with a NUL, or in another user's
+    home (`~name/…`: expanding it would look the user up)."""
+    if len(text) > MAX_PATH_CHARS or "\0" in text or (text.startswith("~") and text.split("/", 1)[0] != "~"):
+        return None
+    return _absolute(Path(text))
+
+
+def _absolute(path: Path) -> Path:
+    """`path` made absolute and normalised by its text (`~` is the server's home; `..` removed), no file read."""
+    text = str(path)
+    if text == "~" or text.startswith("~/"):
+        text = os.path.expanduser("~") + text[1:]  # the server's own home, from $HOME
+    return Path(os.path.normpath(os.path.abspath(text)))
+
+
+def _inside(path: Path, roots: list[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)

@@ -18,11 +18,11 @@ from urllib.parse import urlencode
 
 from bertviz_lite.figures.tabs import ALL_TABS
 from bertviz_lite.inspection.analysis import SENTENCE_FILTERS
-from bertviz_lite.limits import clamp
+from bertviz_lite.limits import MAX_SENTENCE_CHARS, MAX_WORD_CHARS, clamp
 
-MAX_TEXT = 2000  # characters of a sentence read from a URL (512 tokens need far fewer)
+MAX_TEXT = MAX_SENTENCE_CHARS  # characters of a sentence read from a URL: what the sidebar's boxes take
 MAX_INDEX = 1023  # layer, head and step numbers are clamped to the model later; this only bounds the parse
-MAX_WORD = 50  # characters of a candidate word read from a URL
+MAX_WORD = MAX_WORD_CHARS  # characters of a candidate word read from a URL
 QUERY_KEYS = ("a", "b", "model", "layer", "head", "filter", "tab", "token", "masked", "knocked", "step", "present",
               "target", "foil")
 MAX_LIST = 32  # positions or heads in one list parameter

@@ -39,6 +39,7 @@ RESUME_HELP = ("continue the run in --out from its last checkpoint with the opti
                "dropped and trained again. Only --steps (to train further), --device, --dtype, --threads and "
                "--quiet may be given with it")
 RESUME_OPTIONS = ("steps", "device", "dtype")  # the training options --resume may change
+MAX_THREADS = 256  # --threads: more than any machine this runs on has cores
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
             group.add_argument(_flag(spec.name), type=_TYPES[type(spec.default)], choices=choices, default=None,
                                help=f"{spec.metadata['help']} (BertConfig.{spec.name})")
     parser.add_argument("--resume", action="store_true", help=RESUME_HELP)
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads for PyTorch (default: its own)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help=f"CPU threads for PyTorch, 1 to {MAX_THREADS} (default: its own)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar (the final result is still printed)")
     return parser
 
@@ -204,8 +206,8 @@ def prepare(argv: Sequence[str], distributed: Distributed, quiet: bool | None = 
     """Parse and validate everything, set up the processes, build the Trainer (nothing written yet)."""
     namespace = build_parser().parse_args(argv)
     if namespace.threads is not None:
-        if namespace.threads < 1:
-            raise OptionError("threads", f"threads ({namespace.threads}) must be a whole number greater than 0")
+        if not 1 <= namespace.threads <= MAX_THREADS:
+            raise OptionError("threads", f"threads ({namespace.threads}) must be a whole number from 1 to {MAX_THREADS}")
         torch.set_num_threads(namespace.threads)
     if namespace.resume:
         args = resume_arguments(namespace, given_options(argv))

@@ -56,6 +56,16 @@ GROUPS = ("Run", "Model", "Data", "Optimisation", "Logging")  # the form's secti
 MAX_PARAMETERS = 350_000_000  # the largest model a run may train (loading allows limits.max_parameters())
 MAX_TENSOR_ELEMENTS = 2**31  # the largest activation of one layer in one step (8 GiB in float32)
 PRESET_DEFAULT = " (default: the preset's)"
+# Upper bounds of the number options (declared on each field with `most=`): far above any run that makes sense,
+# low enough that no later arithmetic (stories generated, tensors sized, steps counted) meets an absurd number.
+MAX_STEPS = 10_000_000  # steps, warm-up and logging intervals (the base preset: 10,000)
+MAX_DOCUMENTS = 100_000  # built-in stories: ~75 MB of text, generated in ~5 s (10**9 would be ~766 GB)
+MAX_VOCAB_SIZE = 250_000  # a learned WordPiece vocabulary (BERT: 30,522; multilingual BERT: 119,547)
+MAX_BATCH_SIZE = 2**20  # the tensor and memory checks refuse far smaller batches of any real model
+MAX_EVAL_PAIRS = 100_000
+MAX_SEQ_LEN = 4096  # as max_position_embeddings; the tokenizer's 512 and the model's positions come after, with reasons
+MAX_LR = 1e30  # any finite rate costs the same work: a huge one diverges, and the trainer stops it (a test does)
+MAX_SEED = 2**32 - 1  # what numpy's and Python's generators take whole
 
 
 class OptionError(ValueError):
@@ -87,29 +97,31 @@ MINIMUMS = {"count": 1, "count_or_zero": 0, "positive": 0.0, "non_negative": 0.0
 
 
 def option(default: Any, *, help: str, label: str, group: str | None, check: str | None = None,
-           choices: tuple[str, ...] | None = None, step: float | None = None) -> Any:
+           choices: tuple[str, ...] | None = None, step: float | None = None, most: float | None = None) -> Any:
     """A TrainingArguments field declared with everything the CLI, the form and the comparison show.
 
     Args:
         help: the --help text (and the form's tooltip); a None default adds "(default: the preset's)".
         label: the form's and the comparison table's name for it.
         group: the form section (one of GROUPS), or None to keep it off the form.
-        check: a key of CHECKS (its bounds); choices: the values allowed.
+        check: a key of CHECKS (its lower bound and type); most: its upper bound; choices: the values allowed.
         step: the form's +/- step for a float.
     """
     if group is not None and group not in GROUPS:
         raise ValueError(f"group ({group!r}) must be one of {', '.join(GROUPS)}")
     if check is not None and check not in CHECKS:
         raise ValueError(f"check ({check!r}) must be one of {', '.join(CHECKS)}")
+    if (check is None) != (most is None):
+        raise ValueError("a number option declares both its check and its upper bound (most)")
     from_preset = default is None and group not in (None, "Run")
     metadata = {"help": help + (PRESET_DEFAULT if from_preset else ""), "label": label, "group": group,
-                "check": check, "choices": choices, "step": step}
+                "check": check, "choices": choices, "step": step, "most": most}
     return field(default=default, metadata=metadata)
 
 
 def every(label: str, help: str, check: str = "count") -> Any:
     """A logging interval in steps (None: the preset's), declared as `option` declares any option."""
-    return option(None, label=label, group="Logging", check=check, help=help)
+    return option(None, label=label, group="Logging", check=check, most=MAX_STEPS, help=help)
 
 
 @dataclass
@@ -124,28 +136,33 @@ class TrainingArguments:
         "'builtin' (generated short stories), 'english' (WordNet's definitions and examples, 1.8 M words), "
         "'everyday' (prose and quotations from Debian packages, 1.1 M words), 'english+everyday' (both) or a UTF-8 "
         "text file: documents separated by blank lines"))
-    num_documents: int = option(3000, label="Built-in stories", group="Data", check="count",
+    num_documents: int = option(3000, label="Built-in stories", group="Data", check="count", most=MAX_DOCUMENTS,
                                 help="stories in the built-in corpus")
     init: str | None = option(None, label="Start from", group="Run", help=(
         "continue pre-training from these weights: 'all-MiniLM-L6-v2', a checkpoint name or a BERT folder; its "
         "sizes and vocabulary are kept, missing MLM/NSP heads start fresh (random weights when not given)"))
     vocab_size: int | None = option(None, label="Vocabulary size", group="Data", check="count",
+                                    most=MAX_VOCAB_SIZE,
                                     help="WordPiece vocabulary size, trained on the corpus at the start")
     seq_len: int | None = option(None, label="Sequence length", group="Data", check="count",
+                                 most=MAX_SEQ_LEN,
                                  help="maximum tokens of a sentence pair, [CLS] and [SEP]s included")
-    steps: int | None = option(None, label="Steps", group="Optimisation", check="count", help="optimizer steps")
+    steps: int | None = option(None, label="Steps", group="Optimisation", check="count", most=MAX_STEPS,
+                               help="optimizer steps")
     batch_size: int | None = option(None, label="Batch size", group="Optimisation", check="count",
+                                    most=MAX_BATCH_SIZE,
                                     help="sentence pairs per step and per process")
     lr: float | None = option(None, label="Learning rate", group="Optimisation", check="positive", step=1e-4,
-                              help="peak learning rate of AdamW")
+                              most=MAX_LR, help="peak learning rate of AdamW")
     warmup: int | None = option(None, label="Warm-up steps", group="Optimisation", check="count_or_zero",
+                                most=MAX_STEPS,
                                 help="steps of linear warm-up, then linear decay to 0")
     weight_decay: float = option(0.01, label="Weight decay", group="Optimisation", check="non_negative", step=0.01,
-                                 help="AdamW weight decay (not on biases and LayerNorm)")
+                                 most=10, help="AdamW weight decay (not on biases and LayerNorm)")
     max_grad_norm: float = option(1.0, label="Gradient clipping", group="Optimisation", check="positive", step=0.1,
-                                  help="clip the gradient norm to this")
+                                  most=1_000_000, help="clip the gradient norm to this")
     mask_prob: float = option(0.15, label="Mask probability", group="Data", check="fraction", step=0.01,
-                              help="fraction of tokens chosen for masked-language modelling")
+                              most=1.0, help="fraction of tokens chosen for masked-language modelling")
     whole_word_mask: bool = option(False, label="Whole-word masking", group="Data", help=(
         "choose whole words for masked-language modelling: all WordPiece pieces of a chosen word are predicted "
         "together, so a piece cannot be filled in from the rest of its own word"))
@@ -153,16 +170,17 @@ class TrainingArguments:
         "a word chosen for masking is masked wherever it occurs in the sentence pair, so the answer is never "
         "visible elsewhere and copying a word of the input is never rewarded"))
     single_sentences: float = option(0.0, label="Lone sentences", group="Data", check="non_negative", step=0.05,
-                                     help=("share of the training pairs given as sentence A alone, for masked-language "
-                                           "modelling only (no NSP question), as a user types one sentence"))
-    copy_penalty: float = option(0.0, label="Copy penalty", group="Data", check="non_negative", step=0.1, help=(
-        "weight of an unlikelihood loss on guessing a content word that is visible in the pair (needs "
-        "mask_repeats): 0 for BERT's loss alone"))
+                                     most=1, help=("share of the training pairs given as sentence A alone, for "
+                                                   "masked-language modelling only (no NSP question), as a user "
+                                                   "types one sentence"))
+    copy_penalty: float = option(0.0, label="Copy penalty", group="Data", check="non_negative", step=0.1, most=100,
+                                 help=("weight of an unlikelihood loss on guessing a content word that is visible in "
+                                       "the pair (needs mask_repeats): 0 for BERT's loss alone"))
     eval_fraction: float = option(0.05, label="Held-out fraction", group="Data", check="fraction", step=0.01,
-                                  help="fraction of the sentence pairs held out for evaluation")
-    eval_pairs: int = option(512, label="Held-out pairs", group="Data", check="count",
+                                  most=1.0, help="fraction of the sentence pairs held out for evaluation")
+    eval_pairs: int = option(512, label="Held-out pairs", group="Data", check="count", most=MAX_EVAL_PAIRS,
                              help="evaluate on at most this many held-out pairs")
-    seed: int = option(0, label="Seed", group="Optimisation", check="count_or_zero", help=(
+    seed: int = option(0, label="Seed", group="Optimisation", check="count_or_zero", most=MAX_SEED, help=(
         "random seed of the built-in corpus, the initial weights, the data order and the masking"))
     device: str = option("auto", label="Device", group="Run", choices=DEVICES,
                          help="auto (CUDA if available), cpu or cuda")
@@ -187,10 +205,17 @@ class TrainingArguments:
             self.out = str(new_run_folder().path)
         self.config = dict(self.config)
         _validate_arguments(self)
-        if self.init:
-            _check_init_positions(self.init, self.seq_len)
+        if self.init:  # the model it continues is the one every budget reads: its positions and size checked now
+            config = pretrained_config(self.init)
+            _check_init_positions(self.init, config, self.seq_len)
+            _check_model_size(config, self)
         else:
             self.bert_config(self.vocab_size)  # sizes that cannot build a model fail now, not after the data
+
+    def model_config(self) -> BertConfig:
+        """The config of the model this run trains: the one `init` names (its sizes and vocabulary), else
+        the preset's sizes with the overrides. Every budget (memory, tensors, disk, parameters) is read from it."""
+        return pretrained_config(self.init) if self.init else self.bert_config(self.vocab_size)
 
     def bert_config(self, vocab_size: int) -> BertConfig:
         """The model's config: the preset's sizes, then the overrides, with this vocabulary size."""
@@ -202,6 +227,7 @@ class TrainingArguments:
             config = BertConfig(**values)
         except (TypeError, ValueError) as err:
             raise OptionError(_field_named_in(str(err)), str(err)) from None
+        _check_model_bounds(config)
         if config.max_position_embeddings < self.seq_len:
             raise OptionError("seq_len", f"seq_len ({self.seq_len}) must be at most max_position_embeddings "
                                          f"({config.max_position_embeddings})")
@@ -247,13 +273,24 @@ def _validate_arguments(args: TrainingArguments) -> None:
 
 
 def _check_declared(spec: dataclasses.Field, value: Any) -> None:
-    """The bounds (`check`) or `choices` a field declares."""
+    """The bounds (`check` and `most`) or `choices` a field declares."""
     name, check, choices = spec.name, spec.metadata.get("check"), spec.metadata.get("choices")
     if check is not None:
         accepts, requirement = CHECKS[check]
-        _check(accepts(value), name, f"{name} ({value!r}) {requirement}")
+        _check(accepts(value), name, f"{name} ({shown(value)}) {requirement}")
+    most = spec.metadata.get("most")
+    if most is not None:
+        _check(value <= most, name, f"{name} ({shown(value)}) must be at most {most:,}")
     if choices is not None:
-        _check(value in choices, name, f"{name} ({value!r}) must be one of {', '.join(choices)}")
+        _check(value in choices, name, f"{name} ({shown(value)}) must be one of {', '.join(choices)}")
+
+
+def shown(value: Any, limit: int = 40) -> str:
+    """A value as a refusal quotes it: a 5,000-digit number or a long text cut (int's repr refuses past 4,300 digits)."""
+    if _is_int(value) and abs(value) >= 10**limit:
+        return f"a number of more than {limit} digits"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _validate_sizes(args: TrainingArguments) -> None:
@@ -269,9 +306,9 @@ def _check_seq_len_limit(seq_len: int) -> None:
                                                 "the longest sentence pair the tokenizer builds")
 
 
-def _check_init_positions(init: str, seq_len: int) -> None:
-    """seq_len must fit the positions of the pretrained model a run starts from (read from its config.json)."""
-    positions = pretrained_config(init).max_position_embeddings
+def _check_init_positions(init: str, config: BertConfig, seq_len: int) -> None:
+    """seq_len must fit the positions of the pretrained model a run starts from (its config.json's)."""
+    positions = config.max_position_embeddings
     _check(seq_len <= positions, "seq_len",
            f"seq_len ({seq_len}) must be at most {positions}, the positions of the pretrained model {init!r}")
     _check_seq_len_limit(seq_len)
@@ -286,9 +323,21 @@ def pretrained_config(source: str) -> BertConfig:
         raise OptionError("init", f"init ({source!r}): {err}") from None
 
 
+def _check_model_bounds(config: BertConfig) -> None:
+    """The upper bound each model size a run may override declares (`most` on BertConfig's field)."""
+    for spec in dataclasses.fields(BertConfig):
+        most = spec.metadata.get("most")
+        if most is not None and spec.name in CONFIG_OVERRIDES:
+            value = getattr(config, spec.name)
+            _check(value <= most, spec.name, f"{spec.name} ({shown(value)}) must be at most {most:,}")
+
+
 def _check_model_size(config: BertConfig, args: TrainingArguments) -> None:
     """Refuse a model above MAX_PARAMETERS, or a step whose largest activation could not be allocated."""
     count = parameter_count(config)
+    if count > MAX_PARAMETERS and args.init:
+        raise OptionError("init", f"init ({args.init!r}) is a model of about {amount(count)} parameters; training "
+                                  f"allows at most {amount(MAX_PARAMETERS)} (BERT-large has 340 M)")
     if count > MAX_PARAMETERS:
         preset = {**PRESETS[args.preset]["config"], "vocab_size": PRESETS[args.preset]["vocab_size"]}
         option = max(("hidden_size", "intermediate_size", "num_hidden_layers", "max_position_embeddings",

@@ -10,8 +10,9 @@ from typing import NamedTuple
 
 import streamlit as st
 
-from bertviz_lite.inspection.explore import source_version
+from bertviz_lite.limits import MAX_PATH_CHARS, MAX_SENTENCE_CHARS
 from bertviz_lite.loading.pretrained import BUILT_IN, DEFAULT_MODEL, describe, model_sources, source_label
+from bertviz_lite.server import access
 from pages_app.common._state import keep_choice
 from pages_app.common._visitor import remember_visitor
 
@@ -70,9 +71,10 @@ def render_sidebar() -> Inputs:
             st.caption(description)
         if st.session_state["model_picker"] == OTHER_FOLDER:
             st.text_input("Model folder", _held("model_path"), key="model_path", placeholder="/path/to/a/bert/folder",
+                          max_chars=MAX_PATH_CHARS,
                           help="A folder with config.json, vocab.txt and model.safetensors (or pytorch_model.bin).")
-        st.text_input("Sentence A", _held("sentence_a"), key="sentence_a")
-        st.text_input("Sentence B (optional)", _held("sentence_b"), key="sentence_b")
+        st.text_input("Sentence A", _held("sentence_a"), key="sentence_a", max_chars=MAX_SENTENCE_CHARS)
+        st.text_input("Sentence B (optional)", _held("sentence_b"), key="sentence_b", max_chars=MAX_SENTENCE_CHARS)
         st.number_input("Max length (tokens)", 8, 512, _held("max_length"), step=8, key="max_length",
                         help="[CLS] A [SEP] B [SEP] is cut to this many tokens; the longer sentence loses tokens first.")
         remember_visitor()
@@ -93,4 +95,5 @@ def _read_inputs() -> Inputs:
     """The inputs as the sidebar's widgets hold them."""
     state = {**DEFAULTS, **st.session_state.to_dict()}
     source = state["model_path"].strip() if state["model_picker"] == OTHER_FOLDER else state["model_picker"]
-    return Inputs(source, state["sentence_a"], state["sentence_b"], int(state["max_length"]), source_version(source))
+    return Inputs(source, state["sentence_a"], state["sentence_b"], int(state["max_length"]),
+                  access.fenced_version(source))

@@ -9,6 +9,7 @@ import streamlit as st
 from bertviz_lite.figures.meaning_in_context import context_scatter, separation_figure
 from bertviz_lite.figures.tabs import PAGE_ABOUT
 from bertviz_lite.inspection.views import meaning_in_context as meaning
+from bertviz_lite.limits import MAX_USER_SENTENCE_CHARS
 from bertviz_lite.text.corpora.senses import sense_index
 from bertviz_lite.text.display import plain_markdown
 from pages_app.common._state import keep_choice
@@ -151,9 +152,10 @@ with pick_more.popover("Your sentences", icon=":material/edit_note:", width="str
               args=(UNLABELLED,), help="The word occurs there, but WordNet's label is for another word of the sentence, "
               "so its sense is unknown (grey rings).")
     st.text_area("One sentence per line; put the sense in brackets first to have it scored, as in "
-                 "“[river] We sat on the bank.”", key=EXTRA, on_change=remember, args=(EXTRA,), height=120)
-extra = tuple(line for line in st.session_state.get(EXTRA, "").splitlines() if line.strip())
+                 "“[river] We sat on the bank.”", key=EXTRA, on_change=remember, args=(EXTRA,), height=120,
+                 max_chars=MAX_USER_SENTENCE_CHARS)
 try:
+    extra = meaning.user_lines(st.session_state.get(EXTRA, ""))  # refused past its limits before any tokenizing
     data = word_contexts(ctx.inputs.source, ctx.inputs.version, word or "", extra, st.session_state[UNLABELLED])
 except ValueError as err:
     st.error(str(err))

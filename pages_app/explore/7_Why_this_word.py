@@ -5,6 +5,7 @@ import streamlit as st
 from bertviz_lite import figures
 from bertviz_lite.figures import tabs as declared
 from bertviz_lite.inspection import views
+from bertviz_lite.limits import MAX_WORD_CHARS
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages_app.common._share import WORD_KEYS
 from pages_app.common._ui import load_context, show_figure, show_table, view_of_model
@@ -73,8 +74,9 @@ def pick_candidates() -> tuple[str, str] | str:
     hint = ("the model's top guess: ", "B's top guess (or A's second): ") if default else ("", "")
     shown_default = default or ("needs a [MASK] in sentence A", "needs a [MASK] in sentence A")
     target = pick_target.text_input("Target word at A's [MASK]", key=TARGET, placeholder=hint[0] + shown_default[0],
+                                    max_chars=MAX_WORD_CHARS,
                                     help="The word whose logit is explained, against the foil's (contrast and patching).")
-    foil = pick_foil.text_input("Foil word", key=FOIL, placeholder=hint[1] + shown_default[1],
+    foil = pick_foil.text_input("Foil word", key=FOIL, placeholder=hint[1] + shown_default[1], max_chars=MAX_WORD_CHARS,
                                 help="The alternative: why the target rather than this word?")
     if default is None:
         return reason

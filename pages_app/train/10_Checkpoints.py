@@ -5,6 +5,7 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
+from bertviz_lite.limits import MAX_NAME_CHARS, MAX_UPLOAD_MB
 from bertviz_lite.loading.run_folder import checkpoints_root
 from bertviz_lite.runs import store, upload
 from bertviz_lite.training.metrics import METRICS, TABLE_METRICS
@@ -107,7 +108,7 @@ def rename_and_delete(name: str) -> None:
         st.info(f"{name} is training: stop it on the Train page before renaming or deleting it.")
     left, right = st.columns(2)
     with left:
-        st.text_input("New name", key="ckpt_new_name", placeholder="letters, digits, . _ -")
+        st.text_input("New name", key="ckpt_new_name", placeholder="letters, digits, . _ -", max_chars=MAX_NAME_CHARS)
         st.button("Rename", key="ckpt_rename", on_click=rename, args=(name,), disabled=busy)
     with right:
         sure = st.checkbox(f"Yes, delete {name} and all its files", key="ckpt_confirm_delete", disabled=busy)
@@ -119,13 +120,13 @@ def upload_form() -> None:
     key = f"ckpt_upload_{st.session_state.get('ckpt_upload_round', 0)}"
     chosen = st.file_uploader("A zip of a checkpoint folder: model.safetensors, config.json, vocab.txt "
                               "(and optionally train_args.json, metrics.jsonl, snapshots/)", type=["zip"],
-                              key=key)
+                              key=key, max_upload_size=MAX_UPLOAD_MB)
     if chosen is None:
         return
     if st.session_state.get("ckpt_upload_for") != chosen.file_id:
         st.session_state["ckpt_upload_for"] = chosen.file_id
         st.session_state["ckpt_upload_name"] = upload.suggested_name(chosen.name, chosen)
-    st.text_input("Name of the new checkpoint", key="ckpt_upload_name")
+    st.text_input("Name of the new checkpoint", key="ckpt_upload_name", max_chars=MAX_NAME_CHARS)
     st.button("Add checkpoint", key="ckpt_add", on_click=add_upload, args=(key,), icon=":material/upload:")
 
 

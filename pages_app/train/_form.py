@@ -6,8 +6,11 @@ dict that `run_options.check_options` validates exactly as the CLI would.
 
 from __future__ import annotations
 
+import math
+
 import streamlit as st
 
+from bertviz_lite.limits import MAX_CORPUS_CHARS, MAX_NAME_CHARS
 from bertviz_lite.loading.pretrained import MINILM, SHIPPED_CHECKPOINTS
 from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.text.display import plain_markdown
@@ -59,14 +62,14 @@ def _corpus() -> tuple[str | None, tuple[int, int] | None, str | None]:
     limit_mb = run_options.MAX_CORPUS_BYTES / 1e6
     if source == CORPUS_SOURCES[3]:
         upload = st.file_uploader(f"Plain UTF-8 text, at most {limit_mb:.0f} MB; blank lines separate documents",
-                                  type=["txt"], key="train_corpus_file")
+                                  type=["txt"], key="train_corpus_file", max_upload_size=math.ceil(limit_mb))
         if upload is None:
             return None, None, "Choose a .txt file for the corpus, or pick the built-in stories."
         data, file_name = upload.getvalue(), upload.name
     else:
         text = st.text_area("Your text: sentences end with . ! or ?, blank lines separate documents",
-                            key="train_corpus_text", height=150)
-        data, file_name = text.encode("utf-8"), None
+                            key="train_corpus_text", height=150, max_chars=MAX_CORPUS_CHARS)
+        data, file_name = text, None
     try:
         documents, sentences = run_options.corpus_summary(data, file_name)
     except ValueError as err:
@@ -88,7 +91,7 @@ def _device() -> str | None:
 
 def _run_name() -> str | None:
     """The optional run name; returns an error message when it is unusable."""
-    name = st.text_input("Run name (optional)", key="train_run_name", placeholder="run-<date>-<time>",
+    name = st.text_input("Run name (optional)", key="train_run_name", placeholder="run-<date>-<time>", max_chars=MAX_NAME_CHARS,
                          help="The folder under checkpoints/ that will hold the run.").strip()
     if not name:
         return None
@@ -156,7 +159,10 @@ def _top_row() -> list[str | None]:
                  format_func=DTYPE_LABELS.get, help=run_options.option_help()["dtype"])
     with top[3]:
         errors.append(_run_name())
-    top[4].number_input("CPU threads (0: PyTorch's default)", min_value=0, max_value=256, step=1, key="opt_threads")
+    most = lifecycle.threads_allowed(current_visitor())
+    st.session_state["opt_threads"] = min(int(st.session_state.get("opt_threads") or 0), most)  # admin logged out
+    top[4].number_input(f"CPU threads (0: {lifecycle.training_threads()})", min_value=0, max_value=most, step=1,
+                        key="opt_threads", help=f"At most {most} for a run started here.")
     return errors
 
 

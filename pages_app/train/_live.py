@@ -131,9 +131,10 @@ def _status(run: lifecycle.RunState) -> None:
 def _outcome(run: lifecycle.RunState) -> None:
     """How the run ended (or what it is doing), in words."""
     if run.state in ("failed", "diverged"):
-        st.error(f"The run {run.state}: {plain_markdown(run.reason)}")  # st.error wraps
-        if run.details:
-            st.code(run.details, language=None, wrap_lines=True)  # the log's tail, wrapped: long lines stay readable
+        reason, details = run.report_for(access.may_change(run.path, current_visitor()))  # others: no log, no paths
+        st.error(f"The run {run.state}: {plain_markdown(reason)}")  # st.error wraps
+        if details:
+            st.code(details, language=None, wrap_lines=True)  # the log's tail, wrapped: long lines stay readable
     elif run.state in ("finished", "stopped"):
         st.success(run.message)
     elif run.message:

@@ -233,6 +233,7 @@ def test_a_run_whose_process_died_shows_failed_with_its_log(root):
     write_status(root / "crashed", state="running", message="Training: step 4 of 30", pid=dead.pid, step=4,
                  total_steps=30)
     (root / "crashed" / run_folder.LOG_FILE).write_text("step 4/30\nKilled\n")
+    access.record_owner(root / "crashed", access.Visitor(VISITOR_A))  # its owner sees the log's tail
     at = open_app(TRAIN, query={"run": "crashed"})
     assert state_shown(at) == "failed" and not at.exception
     assert errors(at) == [f"The run failed: The training process (pid {dead.pid}) ended without saying why. "
@@ -247,11 +248,16 @@ def test_a_run_the_cli_refused_shows_the_reason_first_in_full(root):
     reason = ("--corpus ('/data/a-rather-long-folder-name/with/several/levels/of/sub-folders/corpus.txt'): "
               "Corpus file not found: check the path and that the app may read it")
     (root / "refused" / run_folder.LOG_FILE).write_text(f"error: {reason}\n")
+    access.record_owner(root / "refused", access.Visitor(VISITOR_A))
     at = open_app(TRAIN, query={"run": "refused"})
     assert state_shown(at) == "failed" and not at.exception
     assert errors(at) == [f"The run failed: {reason} (the training process, pid 999999999, exited) Last lines of "
                           "its log:"]
     assert at.code[0].value == f"error: {reason}" and at.code[0].proto.wrap_lines  # wrapped, not cut at the edge
+    other = open_app(TRAIN, query={"run": "refused"}, visitor=VISITOR_B)  # issue 30: no log, no server paths
+    assert errors(other) == ["The run failed: --corpus ('…'): Corpus file not found: check the path and that the app "
+                             "may read it (the training process, pid 999999999, exited)"]
+    assert not [code for code in other.code if "error:" in code.value]
 
 
 def fake_run(root, name, lr, points):

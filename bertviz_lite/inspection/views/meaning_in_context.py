@@ -20,6 +20,7 @@ from bertviz_lite.inspection.word_vectors import (
     static_vectors,
     unit_rows,
 )
+from bertviz_lite.limits import MAX_USER_OCCURRENCES, MAX_USER_SENTENCE_CHARS, MAX_USER_SENTENCES, check_text
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.corpora.senses import SenseIndex, find_word
 from bertviz_lite.text.tokenization import BertTokenizer
@@ -85,12 +86,40 @@ def gather_occurrences(index: SenseIndex, word: str, extra_sentences: Sequence[s
         sentence = index.sentences[mention.sentence]
         sense, gloss = (sentence.synset, sentence.gloss) if mention.synset else (UNLABELLED, "")
         found.append(Occurrence(sentence.text, mention.start, mention.end, sense, gloss))
-    forms = index.irregular_forms(word)
-    for line in extra_sentences:
+    return found + user_occurrences(index, word, extra_sentences)
+
+
+def user_occurrences(index: SenseIndex, word: str, lines: Sequence[str]) -> list[Occurrence]:
+    """The word's occurrences in the user's sentences; ValueError past the limits on lines, characters (both checked
+    before anything is read) and occurrences (each one is a vector at every layer)."""
+    check_user_lines(lines)
+    forms, found = index.irregular_forms(word), []
+    for line in lines:
         label, text = user_sentence(line)
         sense = f"{label} ({YOURS})" if label else YOURS
         found += [Occurrence(text, start, end, sense, "") for start, end in find_word(text, word, forms)]
+        if len(found) > MAX_USER_OCCURRENCES:
+            raise ValueError(f"“{word}” occurs more than {MAX_USER_OCCURRENCES} times in your sentences; this server "
+                             f"takes at most {MAX_USER_OCCURRENCES}: use fewer sentences.")
     return found
+
+
+def user_lines(text: str) -> tuple[str, ...]:
+    """The non-blank lines of "Your sentences", within the limits (ValueError in words past them)."""
+    lines = tuple(line for line in check_text(text, MAX_USER_SENTENCE_CHARS, "The text of your sentences").splitlines()
+                  if line.strip())
+    check_user_lines(lines)
+    return lines
+
+
+def check_user_lines(lines: Sequence[str]) -> None:
+    """At most MAX_USER_SENTENCES lines of MAX_USER_SENTENCE_CHARS characters in all, counted before any is read."""
+    if len(lines) > MAX_USER_SENTENCES:
+        raise ValueError(f"Your sentences are {len(lines):,} lines; this server takes at most {MAX_USER_SENTENCES}.")
+    total = sum(map(len, lines))
+    if total > MAX_USER_SENTENCE_CHARS:
+        raise ValueError(f"The text of your sentences is {total:,} characters long; this server takes at most "
+                         f"{MAX_USER_SENTENCE_CHARS:,}.")
 
 
 def user_sentence(line: str) -> tuple[str, str]:

@@ -28,6 +28,7 @@ from bertviz_lite.inspection.views.beyond_attention import (
     token_attribution,
 )
 from bertviz_lite.inspection.walkthrough import Question
+from bertviz_lite.limits import MAX_WORD_CHARS, check_text
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.tokenization import MASK_TOKEN, BertTokenizer, Encoding
 
@@ -84,6 +85,7 @@ def mask_position(encoding: Encoding) -> int:
 
 def candidate_id(tokenizer: BertTokenizer, word: str) -> int:
     """The vocabulary id of a candidate word, which must be one token of this model's vocabulary (or a piece: "##s")."""
+    check_text(word or "", MAX_WORD_CHARS, "A candidate word")
     if word and word.strip() in tokenizer.vocab:
         return int(tokenizer.vocab[word.strip()])
     pieces = encode_alone(tokenizer, word or " ").tokens[1:-1] if word and word.strip() else []

@@ -1,0 +1,71 @@
+"""Seconds for a whole `python -m bertviz_lite.check` of a 2-layer learner's model on 4 sentence pairs, on one core.
+
+The check starts a child process (which imports torch), builds and fills the learner's model, runs it twice with hooks
+and searches the mistakes; as a reference, one forward pass of our own model on the same batch is timed in the same
+run, and a bare `python -c "import torch"` (the child's floor). Prints key=value lines; the goal is a check under 5 s.
+
+    python bench/check_speed.py [--repeats 3] [--file tests/check/learners/hf_style.py]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bertviz_lite import Bert  # noqa: E402
+from bertviz_lite.check import check_file  # noqa: E402
+from bertviz_lite.check.reference import check_config, seeded_weights, sentence_pairs  # noqa: E402
+
+GOAL_S = 5.0
+
+
+def seconds(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def forward_ms(repeats: int) -> float:
+    """Median of one forward pass of our model (the check's config) on the check's batch."""
+    config = check_config()
+    model = Bert(config, init_weights=False)
+    model.load_state_dict(seeded_weights(config), strict=False)
+    model.eval()
+    ids, segments = sentence_pairs(config)
+    with torch.no_grad():
+        model(ids, segments)
+        return statistics.median(seconds(lambda: model(ids, segments)) for _ in range(max(repeats, 20))) * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--file", type=Path, default=ROOT / "tests" / "check" / "learners" / "hf_style.py")
+    options = parser.parse_args()
+    torch.set_num_threads(1)
+    verdicts = []
+    check_s = statistics.median(seconds(lambda: verdicts.append(check_file(options.file).verdict))
+                                for _ in range(options.repeats))
+    import_s = statistics.median(seconds(lambda: subprocess.run([sys.executable, "-c", "import torch"], check=True))
+                                 for _ in range(options.repeats))
+    reference_ms = forward_ms(options.repeats)
+    print(f"file={options.file.name} verdict={verdicts[-1]} threads=1 repeats={options.repeats}")
+    print(f"check_s={check_s:.2f}")
+    print(f"torch_import_s={import_s:.2f}")
+    print(f"forward_ms={reference_ms:.3f}")
+    print(f"ratio_check_to_forward={check_s * 1e3 / reference_ms:.0f}")
+    print(f"ratio_check_to_torch_import={check_s / import_s:.2f}")
+    print(f"goal_check_under_{GOAL_S:g}_s={'met' if check_s < GOAL_S else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""The worst visitor inputs found (issue 30) fed through the package functions the pages call: each must be refused
+with a sentence within 1 s of CPU and 100 MB of memory.
+
+    python bench/input_bounds.py           # every case
+    python bench/input_bounds.py --quick   # a smaller safetensors header to build; the smoke test runs this
+
+One line per case, key=value: case, refused (the refusal's first words), cpu_s (process CPU time of the call),
+peak_mb (growth of the process's peak resident memory during the call, measured from a reset peak), within_budget.
+The inputs themselves are built before the measurement: they arrive in the server as a widget's or a link's value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bertviz_lite.inspection import explore  # noqa: E402
+from bertviz_lite.inspection.views import contexts as meaning  # noqa: E402
+from bertviz_lite.inspection.views import contrast  # noqa: E402
+from bertviz_lite.loading.pretrained import load  # noqa: E402
+from bertviz_lite.loading.run_folder import validate_run_name  # noqa: E402
+from bertviz_lite.runs import run_options, upload  # noqa: E402
+from bertviz_lite.server import access  # noqa: E402
+from bertviz_lite.text.corpora.senses import sense_index  # noqa: E402
+
+MB = 1 << 20
+CPU_BUDGET_S, MEMORY_BUDGET_MB = 1.0, 100
+
+
+def kib(field: str) -> int:
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(field + ":"))
+
+
+def measure(action: Callable[[], object]) -> tuple[str, float, float]:
+    """(the refusal's text, CPU seconds, peak resident growth in MB) of an action that must raise ValueError."""
+    with open("/proc/self/clear_refs", "w") as handle:
+        handle.write("5")  # the peak starts again from here
+    before, cpu = kib("VmRSS"), time.process_time()
+    try:
+        action()
+        refusal = "ACCEPTED"
+    except ValueError as err:  # CheckpointError and OptionError are ValueErrors
+        refusal = " ".join(str(err).split()[:8])
+    return refusal, time.process_time() - cpu, (kib("VmHWM") - before) / 1024
+
+
+def empty_tensor_zip(folder: Path, count: int = 800_000) -> bytes:
+    """A checkpoint zip whose model.safetensors is a header of `count` empty tensors (47 MB, 2 MB zipped)."""
+    header = json.dumps({f"t{i}": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]} for i in range(count)})
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("m/config.json", (folder / "config.json").read_bytes())
+        archive.writestr("m/vocab.txt", (folder / "vocab.txt").read_bytes())
+        archive.writestr("m/model.safetensors", len(header).to_bytes(8, "little") + header.encode())
+    return buffer.getvalue()
+
+
+def cases(root: Path, quick: bool = False) -> dict[str, Callable[[], object]]:
+    """The worst inputs, each as the call a page makes with it (`quick`: a 1.2 MB header, not 47 MB, to build)."""
+    _, tokenizer = load("all-MiniLM-L6-v2")
+    sentence, words = "bank " * 600_000, "bank " * 200_000  # 3 MB; 1 MB
+    bomb = empty_tensor_zip(REPO / "checkpoints" / "demo-tiny", 20_000 if quick else 800_000)
+    tiny = run_options.preset_options("tiny")
+    english = {**{k: v for k, v in tiny.items() if k not in run_options.MODEL_FIELDS}, "init": "minilm-english"}
+    corpus = ("A sentence of the corpus. " * 240_000).encode()  # 6.2 MB
+    index = sense_index()
+    return {
+        "sentence_3mb": lambda: explore.encode(tokenizer, sentence, None, 128),
+        "your_sentences_1mb": lambda: meaning.user_lines(words),
+        "your_sentences_lines_bypassing_the_page": lambda: meaning.gather_occurrences(index, "bank", [words] * 10),
+        "candidate_word_3mb": lambda: contrast.candidate_id(tokenizer, sentence),
+        "run_name_1mb": lambda: validate_run_name("/" + "n" * MB),
+        "corpus_6mb": lambda: run_options.corpus_summary(corpus),
+        "safetensors_800000_empty_tensors": lambda: upload.import_zip(bomb, "bomb", root),
+        "form_num_documents_1e9": lambda: run_options.check_form({**tiny, "num_documents": 10**9}),
+        "form_steps_10e5000": lambda: run_options.check_form({**tiny, "steps": 10**5000}),
+        "form_minilm_english_batch_1024": lambda: run_options.check_form({**english, "batch_size": 1024}),
+        "path_5000_chars": lambda: access.check_model_source("/" + "a" * 5000),
+        "path_other_users_home": lambda: access.check_model_source("~nosuchuser123/model"),
+        "path_proc": lambda: access.check_model_source("/proc/1/root/x"),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="the header of 20,000 empty tensors, not 800,000")
+    quick = parser.parse_args(argv).quick
+    worst_cpu, worst_mb = 0.0, 0.0
+    with tempfile.TemporaryDirectory() as folder:
+        for name, action in cases(Path(folder), quick).items():
+            refusal, cpu_s, peak_mb = measure(action)
+            worst_cpu, worst_mb = max(worst_cpu, cpu_s), max(worst_mb, peak_mb)
+            within = refusal != "ACCEPTED" and cpu_s <= CPU_BUDGET_S and peak_mb <= MEMORY_BUDGET_MB
+            print(f"case={name} cpu_s={cpu_s:.4f} peak_mb={peak_mb:.1f} within_budget={within} refused={refusal!r}",
+                  flush=True)
+    print(f"worst_cpu_s={worst_cpu:.4f} worst_peak_mb={worst_mb:.1f} cpu_budget_s={CPU_BUDGET_S} "
+          f"memory_budget_mb={MEMORY_BUDGET_MB}")
+
+
+if __name__ == "__main__":
+    main()

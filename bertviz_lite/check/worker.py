@@ -1,0 +1,224 @@
+"""`python -m bertviz_lite.check.worker DIR`: the learner's code runs here, job after job, under limits.
+
+The checker writes DIR/request.json (config, jobs, limits), our weights (ours.safetensors) and the inputs
+(inputs.safetensors); each job leaves DIR/job<N>.json and DIR/job<N>.safetensors as soon as it ends, so a job that
+hangs or dies costs only itself. The checker reads JSON and safetensors back, never a pickle.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import resource
+import signal
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import Tensor, nn
+
+from bertviz_lite.check import masking_worker
+from bertviz_lite.check.capture import StageHooks, first_tensor, load_weights, param_infos
+from bertviz_lite.check.learner import CannotBuild, build, find_class
+from bertviz_lite.check.learner import load_file as load_learner
+from bertviz_lite.check.mapping import EMB, Sizes, map_part
+
+PART_NAMES = {
+    "model": ("Bert", "BERT", "BertModel", "BertForPreTraining"),
+    "embedding": ("BertEmbedding", "BertEmbeddings", "BERTEmbedding", "Embeddings", "Embedding"),
+    "attention": ("BertAttention", "MultiHeadedAttention", "MultiHeadAttention", "BertSelfAttention", "SelfAttention",
+                  "Attention"),
+    "mlp": ("BertMLP", "PositionwiseFeedForward", "FeedForward", "MLP", "BertFeedForward", "FFN"),
+    "layer": ("BertLayer", "EncoderLayer", "TransformerBlock", "TransformerLayer", "Block"),
+}
+
+
+class TimeLimit(Exception):
+    """The job ran past its time limit."""
+
+
+def _on_alarm(_signum, _frame):
+    raise TimeLimit()
+
+
+def last_frame(error: BaseException, learner_dir: str | None) -> str:
+    """Their traceback's last frame ("file.py, line 12, in forward: code"), preferring frames in their folder."""
+    frames = traceback.extract_tb(error.__traceback__)
+    theirs = [f for f in frames if learner_dir and f.filename.startswith(learner_dir)]
+    frame = (theirs or frames or [None])[-1]
+    if frame is None:
+        return ""
+    return f"{Path(frame.filename).name}, line {frame.lineno}, in {frame.name}: {(frame.line or '').strip()}"
+
+
+def run_job(job: dict[str, Any], request: dict[str, Any], ours: dict[str, Tensor], inputs: dict[str, Tensor]):
+    """(result JSON, tensors) of one job; every failure of theirs becomes a result, never an exception here."""
+    phase = {"now": "load"}
+    torch.manual_seed(0)  # each job sees the same random numbers, alone or after others
+    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, float(request["time_limit"]))
+    try:
+        if job["part"] == "masking":
+            return masking_worker.masking_job(job, phase)
+        return model_job(job, request, ours, inputs, phase)
+    except CannotBuild as error:
+        return {"status": "cannot-build", "message": str(error)}, {}
+    except BaseException as error:  # noqa: BLE001 - whatever their code raises is a finding
+        return _failure(error, job, phase["now"]), {}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _forget(Path(job["file"]).resolve().parent)
+
+
+def _forget(folder: Path) -> None:
+    """The learner's folder off sys.path and its modules out of sys.modules: the next job's files of the same
+    names (another attention.py) are imported afresh."""
+    sys.path[:] = [p for p in sys.path if p != str(folder)]
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and Path(file).resolve().parent == folder:
+            del sys.modules[name]
+
+
+def _failure(error: BaseException, job: dict[str, Any], phase: str) -> dict[str, Any]:
+    where = last_frame(error, str(Path(job["file"]).resolve().parent))
+    if isinstance(error, TimeLimit):
+        status, message = "timeout", "stopped there"
+    elif isinstance(error, MemoryError) or ("memory" in str(error).lower() and "alloc" in str(error).lower()):
+        status, message = "memory", f"it asked for more memory than the limit allows ({type(error).__name__})"
+    else:
+        status, message = "exception", f"{type(error).__name__}: {str(error)[:300]}"
+    return {"status": status, "phase": phase, "message": message, "where": where}
+
+
+def model_job(job, request, ours, inputs, phase) -> tuple[dict[str, Any], dict[str, Tensor]]:
+    """Build their model or part, fill it with our weights, run it with hooks (twice, to catch live dropout)."""
+    config, part = request["config"], job["part"]
+    module = load_learner(Path(job["file"]))
+    cls = find_class(module, job.get("class"), PART_NAMES[part])
+    model = build(module, cls, config)
+    phase["now"] = "map"
+    sizes = Sizes(**{k: config[k] for k in ("vocab_size", "hidden_size", "intermediate_size",
+                                            "max_position_embeddings", "num_hidden_layers")})
+    infos = param_infos(model)
+    _check_sizes(infos, part, config)
+    mapping = map_part(infos, {k: tuple(v.shape) for k, v in ours.items()}, sizes, part, job.get("override"))
+    problems = load_weights(model, mapping, ours)
+    phase["now"] = "run"
+    model.eval()
+    hooks = StageHooks(model, mapping, config)
+    hooks.install()
+    first = _traced(model, hooks, part, inputs, config)
+    second = _traced(model, hooks, part, inputs, config)
+    dropout_stage = next((k for k in first if k in second and not torch.equal(first[k], second[k])), None)
+    if dropout_stage:
+        with _dropout_off():
+            first = _traced(model, hooks, part, inputs, config)
+    result = {"status": "ran", "class": cls.__name__, "mapping": mapping.table(), "problems": problems,
+              "unmapped": {"theirs": mapping.unmapped_theirs, "ours": mapping.unmapped_ours},
+              "dropout_stage": dropout_stage, "tied": _tied(model, mapping),
+              "eps": sorted({m.eps for m in model.modules() if isinstance(m, nn.LayerNorm)})}
+    return result, {k: v.contiguous() for k, v in first.items()}
+
+
+def _check_sizes(infos, part: str, config: dict[str, Any]) -> None:
+    """Refuse a model built at sizes of its own: nothing would map, and every stage would differ for that alone."""
+    vocab, hidden = config["vocab_size"], config["hidden_size"]
+    if part in ("model", "embedding") and infos and not any(p.shape == (vocab, hidden) for p in infos):
+        shapes = sorted({p.shape for p in infos if len(p.shape) == 2}, key=lambda s: -s[0] * s[1])[:1]
+        raise CannotBuild(
+            f"Your model does not take the sizes it is given (vocab_size={vocab}, hidden_size={hidden}): none of its "
+            f"weights is a {vocab} x {hidden} word table (its largest is {' x '.join(map(str, shapes[0]))}). Take the "
+            f"sizes as constructor parameters, or add a function build(config) that uses config.vocab_size, "
+            f"config.hidden_size, ….")
+
+
+def _traced(model: nn.Module, hooks: StageHooks, part: str, inputs: dict[str, Tensor], config) -> dict[str, Tensor]:
+    hooks.captured = {}
+    with torch.no_grad():
+        output = call(model, part, inputs)
+    hooks.exposed()
+    captured = dict(hooks.captured)
+    if part in ("model", "embedding"):
+        logits = first_tensor(output, config["vocab_size"])
+        if logits is not None and logits.dim() == 3:
+            captured["model.output"] = logits.detach().float().clone()
+        nsp = first_tensor(output, 2)
+        if nsp is not None and nsp.dim() == 2 and "nsp_logits" not in captured:
+            captured["nsp_logits"] = nsp.detach().float().clone()
+    hidden = first_tensor(output, config["hidden_size"])
+    if hidden is not None:
+        captured["part.output"] = hidden.detach().float().clone()
+    return captured
+
+
+def call(model: nn.Module, part: str, inputs: dict[str, Tensor]) -> Any:
+    """Their forward, with the arguments its signature asks for: (ids, segments), (x, mask), (q, k, v, mask), (x)."""
+    names = [n.lower() for n, p in inspect.signature(model.forward).parameters.items()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = sum(1 for p in inspect.signature(model.forward).parameters.values() if p.default is p.empty
+                   and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+    if part in ("model", "embedding"):
+        ids, seg = inputs["input_ids"], inputs["token_type_ids"]
+        return model(ids) if len(names) == 1 else model(ids, seg)
+    x = inputs["layer_input" if part != "mlp" else "mlp_input"]
+    if part == "mlp" or len(names) == 1:
+        return model(x)
+    qkv = len(names) >= 4 or (required >= 3 and names[:3] in (["q", "k", "v"], ["query", "key", "value"]))
+    keep = inputs["input_ids"] != 0
+    # (B, 1, 1, T) with 1 where a key may be attended; else (B, T) so; else nn.MultiheadAttention's (B, T), True on padding
+    masks = (keep.long()[:, None, None, :], keep.long(), ~keep)
+    for index, mask in enumerate(masks):
+        try:
+            return model(x, x, x, mask) if qkv else model(x, mask)
+        except (RuntimeError, IndexError, AssertionError):
+            if index == len(masks) - 1:
+                raise
+
+
+class _dropout_off:
+    """Dropout made the identity while their model runs once more, to compare what the rest computes."""
+
+    def __enter__(self):
+        self.saved = (torch.nn.functional.dropout, torch.dropout, nn.Dropout.forward)
+        torch.nn.functional.dropout = lambda x, *args, **kwargs: x
+        torch.dropout = lambda x, *args, **kwargs: x
+        nn.Dropout.forward = lambda self, x: x
+
+    def __exit__(self, *exc):
+        torch.nn.functional.dropout, torch.dropout, nn.Dropout.forward = self.saved
+
+
+def _tied(model: nn.Module, mapping) -> bool | None:
+    """Whether their MLM decoder is their word-embedding matrix; None when they have no decoder of their own."""
+    params = dict(model.named_parameters(remove_duplicate=False))
+    holders = [name for name, sources in mapping.entries.items() if sources == [EMB + "word_embeddings.weight"]]
+    if len(holders) < 2:
+        return None
+    return all(params[h] is params[holders[0]] for h in holders)
+
+
+def main(argv: list[str]) -> int:
+    folder = Path(argv[0])
+    request = json.loads((folder / "request.json").read_text())
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    limit = int(request["memory_limit"])
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    ours, inputs = load_file(folder / "ours.safetensors"), load_file(folder / "inputs.safetensors")
+    (folder / "ready").write_text("")
+    for n, job in enumerate(request["jobs"]):
+        if n < request.get("start", 0):
+            continue
+        result, tensors = run_job(job, request, ours, inputs)
+        save_file(tensors, str(folder / f"job{n}.safetensors"))
+        (folder / f"job{n}.json").write_text(json.dumps(result, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,14 @@
+"""A learner's Bert that kills its own process."""
+
+import os
+
+from torch import nn
+
+
+class Bert(nn.Module):
+    def __init__(self, vocab_size, hidden_size):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, hidden_size)
+
+    def forward(self, input_ids, token_type_ids):
+        os._exit(3)
