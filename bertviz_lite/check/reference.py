@@ -15,7 +15,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from bertviz_lite.model.config import BertConfig
-from bertviz_lite.model.modeling import BertForPreTraining, sinusoidal_position_table
+from bertviz_lite.model.embeddings import sinusoidal_position_table
+from bertviz_lite.model.modeling import BertForPreTraining
 
 SEED = 0
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4  # the exercise pads with id 0
