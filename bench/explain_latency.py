@@ -83,12 +83,12 @@ def view_timers(trace: explore.PairTrace, position: int) -> dict:
         return lambda: figure(data_function(trace, **params))
 
     return {
-        "norm-weighted attention (all heads)": timer(views.norm_attention, figures.norm_heatmap, layer=2),
-        "norm-weighted attention (one head)": timer(views.norm_attention, figures.norm_heatmap, layer=2, head=0),
-        "[CLS]/[SEP] share by layer": timer(views.special_share_by_layer, figures.special_share_figure),
-        "attribution, MLM": timer(views.token_attribution, figures.attribution_figure, position=position, steps=STEPS),
-        "attribution, NSP": timer(views.token_attribution, figures.attribution_figure, position=None, steps=STEPS),
-        "head knock-out (4 heads)": timer(views.head_knockout, figures.knockout_figure, heads=KNOCKED, position=position),
+        "norm-weighted attention (all heads)": timer(views.norm_attention, figures.norm_attention_figure, layer=2),
+        "norm-weighted attention (one head)": timer(views.norm_attention, figures.norm_attention_figure, layer=2, head=0),
+        "[CLS]/[SEP] share by layer": timer(views.special_share_by_layer, figures.special_share_by_layer_figure),
+        "attribution, MLM": timer(views.token_attribution, figures.token_attribution_figure, position=position, steps=STEPS),
+        "attribution, NSP": timer(views.token_attribution, figures.token_attribution_figure, position=None, steps=STEPS),
+        "head knock-out (4 heads)": timer(views.head_knockout, figures.head_knockout_figure, heads=KNOCKED, position=position),
         "layer by layer, MLM": timer(views.logit_lens, figures.logit_lens_figure, position=position),
     }
 
@@ -210,12 +210,12 @@ def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int) ->
     chosen = attribution.Target(position, *pair)
     print(f"patching: {num_tokens} tokens, {model.config.num_hidden_layers} layers, {clean!r} / {corrupted!r}")
     for site in patching.SITES if num_tokens <= views.why_this_word.MAX_PATCHING_TOKENS else ():  # the page refuses more
-        call = lambda site=site: figures.patching_heatmap(views.activation_patching(  # noqa: E731
+        call = lambda site=site: figures.activation_patching_figure(views.activation_patching(  # noqa: E731
             model, tokenizer, text_a=clean, text_b=corrupted, target=target, foil=foil, site=site))
         print(f"  view  patching grid, {site:<30s} {median_ms(call, repeats):8.1f} ms")
     for name, data, figure in (("contrast layer by layer", views.contrast_lens, figures.contrast_lens_figure),
                                ("contrast attribution (LOO + IG 32)", views.contrast_attribution,
-                                figures.attribution_figure)):
+                                figures.token_attribution_figure)):
         call = lambda data=data, figure=figure: figure(  # noqa: E731
             data(model, tokenizer, text_a=clean, target=target, foil=foil))
         print(f"  view  {name:<44s} {median_ms(call, repeats):8.1f} ms")

@@ -90,7 +90,7 @@ def test_norm_view_keeps_the_sentence_filter_and_computes_its_note(tiny_trace):
     assert len(frame) == full.raw.size and set(frame.columns) >= {"weight", "norm_weighted", "layer", "head"}
     by_layer = views.special_share_by_layer(tiny_trace)
     assert len(by_layer.to_frame()) == 4 and by_layer.to_frame()["to [SEP]"].between(0, 1).all()
-    fig = figures.special_share_figure(by_layer)
+    fig = figures.special_share_by_layer_figure(by_layer)
     assert len(fig.data) == 4 and fig.layout.legend.orientation == "h"  # 2 weightings × [CLS], [SEP]; legend below
 
 
@@ -183,7 +183,7 @@ def test_token_attribution_puts_every_method_beside_leave_one_out(tiny, tiny_tra
     frame = data.to_frame()
     assert frame.shape == (len(data.tokens), 3 + len(views.beyond_attention.METHODS))
     assert len(data.correlation_frame()) == 5
-    fig = figures.attribution_figure(data)
+    fig = figures.token_attribution_figure(data)
     assert fig.data[0].z.shape == (len(data.tokens), 6) and np.abs(fig.data[0].z).max() <= 1.0
 
 
@@ -225,7 +225,7 @@ def test_head_knockout_view_reads_a_head_masked_trace(tiny, tiny_trace):
     assert data.nsp_after == pytest.approx(float(torch.softmax(knocked.nsp_logits[0].double(), -1)[0]), rel=1e-5)
     frame = data.to_frame()
     assert frame["prediction"].iloc[-1] == "NSP: IsNext" and (frame["knocked_out"] == "L0H0 L1H2").all()
-    assert {t.name for t in figures.knockout_figure(data).data} == {"with every head", "heads knocked out"}
+    assert {t.name for t in figures.head_knockout_figure(data).data} == {"with every head", "heads knocked out"}
     untouched = views.head_knockout(tiny_trace, heads=(), position=3)
     np.testing.assert_allclose(untouched.before, untouched.after, atol=1e-6)
 

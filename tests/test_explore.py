@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from bertviz_lite.figures import head_view, model_view_figure, neuron_view_figure
+from bertviz_lite.figures import head_view_figure, model_view_figure, neuron_view_figure
 from bertviz_lite.figures.attention import MAX_TICK_LABELS, _attention_heatmap, _rollout_heatmap
 from bertviz_lite.figures.model_view import PICKER_NAME
 from bertviz_lite.inspection import analysis, explore, views
@@ -160,7 +160,7 @@ def _drawn_lines(fig) -> list:
 
 
 def test_head_view_figure_windows_queries_and_keys(trace):
-    fig = head_view(views.head_view_links(trace, layer=1, heads=[0, 2], sentence_filter="All", window=slice(4, 10),
+    fig = head_view_figure(views.head_view_links(trace, layer=1, heads=[0, 2], sentence_filter="All", window=slice(4, 10),
                                min_weight=0.0))
     columns = [t for t in fig.data if t.mode != "lines"]
     assert [list(c.text) for c in columns] == [trace.tokens[4:10]] * 2
@@ -168,11 +168,11 @@ def test_head_view_figure_windows_queries_and_keys(trace):
     assert {t.meta["head"] for t in lines} == {0, 2}
     ys = np.concatenate([np.asarray(t.y, dtype=float) for t in lines])
     assert np.nanmax(ys) < 6 and fig.layout.meta == {"top_k": HEAD_VIEW_MAX_TOP_K, "start": 4, "stop": 10}
-    focused = head_view(views.head_view_links(trace, layer=1, heads=[0], sentence_filter="All",
+    focused = head_view_figure(views.head_view_links(trace, layer=1, heads=[0], sentence_filter="All",
                                    window=slice(4, 10), focus=6, min_weight=0.0))
     starts = np.concatenate([np.asarray(t.y, dtype=float)[0::3] for t in _drawn_lines(focused)])
     assert set(starts[np.isfinite(starts)].tolist()) == {2.0}  # only the query at position 6 = row 2 of the window
-    a_to_b = head_view(views.head_view_links(trace, layer=0, heads=[0], sentence_filter="A→B", min_weight=0.0))
+    a_to_b = head_view_figure(views.head_view_links(trace, layer=0, heads=[0], sentence_filter="A→B", min_weight=0.0))
     sentence = analysis.sentence_ids(trace.segments, trace.special)
     segments = np.concatenate([np.asarray(t.y, dtype=float).reshape(-1, 3)[:, :2]
                                for t in _drawn_lines(a_to_b)]).astype(int)

@@ -109,7 +109,7 @@ def test_rollout_heatmap():
 
 def test_head_view_one_legend_group_per_head_and_focus():
     attn = random_attention(3, 8, 8)
-    fig = figures.head_view(select_links(attn, TOKENS, top_k=8, min_weight=0.0))
+    fig = figures.head_view_figure(select_links(attn, TOKENS, top_k=8, min_weight=0.0))
     lines = line_traces(fig)
     assert {t.legendgroup for t in lines} == {"head 0", "head 1", "head 2"}
     assert [t.name for t in fig.data if t.showlegend] == ["head 0", "head 1", "head 2"]
@@ -119,7 +119,7 @@ def test_head_view_one_legend_group_per_head_and_focus():
     token_columns = [t for t in fig.data if t.mode != "lines"]
     assert [list(t.text) for t in token_columns] == [TOKENS, TOKENS]
     assert "%{text}" in token_columns[0].hovertemplate
-    focused = line_traces(figures.head_view(select_links(attn, TOKENS, heads=[1], focus_token=2, top_k=8, min_weight=0.0)))
+    focused = line_traces(figures.head_view_figure(select_links(attn, TOKENS, heads=[1], focus_token=2, top_k=8, min_weight=0.0)))
     assert {t.legendgroup for t in focused} == {"head 1"}
     assert sum(segment_count(t) for t in focused) == 8
     left_ends = np.concatenate([np.asarray(t.y)[0::3] for t in focused])
@@ -129,7 +129,7 @@ def test_head_view_one_legend_group_per_head_and_focus():
 def test_head_view_weights_levels_threshold_and_mask():
     attn = np.zeros((1, 3, 3))
     attn[0] = [[0.9, 0.095, 0.005], [0.5, 0.5, 0.0], [0.31, 0.31, 0.38]]
-    fig = figures.head_view(select_links(attn, ["[CLS]", "a", "[SEP]"]))
+    fig = figures.head_view_figure(select_links(attn, ["[CLS]", "a", "[SEP]"]))
     lines = line_traces(fig)
     assert sum(segment_count(t) for t in lines) == 7  # the 0.005 and 0.0 lines are dropped
     by_level = {t.meta["level"]: segment_count(t) for t in lines}
@@ -137,19 +137,19 @@ def test_head_view_weights_levels_threshold_and_mask():
     assert [t.line.color.endswith(",1)") for t in lines if t.meta["level"] == 5] == [True]
     mask = np.zeros((3, 3), bool)
     mask[0, 0] = True
-    only = line_traces(figures.head_view(select_links(attn, ["[CLS]", "a", "[SEP]"], mask=mask)))
+    only = line_traces(figures.head_view_figure(select_links(attn, ["[CLS]", "a", "[SEP]"], mask=mask)))
     assert [(list(t.x[:2]), list(t.y[:2])) for t in only if len(t.x)] == [([0.0, 1.0], [0.0, 0.0])]
 
 
 def test_head_view_rejects_bad_heads():
     with pytest.raises(ValueError, match="heads"):
-        figures.head_view(select_links(random_attention(2, 4, 4), list("abcd"), heads=[2]))
+        figures.head_view_figure(select_links(random_attention(2, 4, 4), list("abcd"), heads=[2]))
 
 
 def test_large_inputs_build_with_capped_sizes():
     tokens = [f"w{i}" for i in range(512)]
     attn = random_attention(2, 2, 512, 512)
-    heads = figures.head_view(select_links(attn[0], tokens, top_k=20))
+    heads = figures.head_view_figure(select_links(attn[0], tokens, top_k=20))
     lines = line_traces(heads)
     assert sum(segment_count(t) for t in lines) <= 2 * 512 * 20
     assert heads.layout.height <= 4000
@@ -260,7 +260,7 @@ def test_training_curves_skip_missing_values():
 
 def test_figures_are_deterministic():
     attn = random_attention(2, 8, 8)
-    first, second = figures.head_view(select_links(attn, TOKENS)), figures.head_view(select_links(attn, TOKENS))
+    first, second = figures.head_view_figure(select_links(attn, TOKENS)), figures.head_view_figure(select_links(attn, TOKENS))
     assert first.to_json() == second.to_json()
 
 
@@ -300,7 +300,7 @@ def test_head_view_has_sixteen_distinct_colours_a_solo_legend_and_hover_lines():
 
     assert len({head_colour(h) for h in range(16)}) == 16
     links = select_links(random_attention(12, 8, 8), TOKENS, min_weight=0.2)
-    fig = figures.head_view(links)
+    fig = figures.head_view_figure(links)
     assert fig.layout.legend.itemclick == "toggleothers" and fig.layout.legend.itemdoubleclick == "toggle"
     queries = next(t for t in fig.data if t.name == "queries")
     queries_of_0 = sum(int((q == 0).sum()) for q, _, _ in links.links)
@@ -380,7 +380,7 @@ def test_phone_titles_fit_a_phone_and_the_wide_ones_stay():
     parts = [rng.normal(size=(8, 6)) for _ in range(5)]
     links = select_links(random_attention(4, 8, 8), TOKENS)
     model_view = views.model_view_tiles(random_attention(2, 4, 8, 8), TOKENS)
-    for build in (partial(_embedding_parts_figure, *parts, tokens=TOKENS), partial(figures.head_view, links),
+    for build in (partial(_embedding_parts_figure, *parts, tokens=TOKENS), partial(figures.head_view_figure, links),
                   partial(figures.model_view_figure, model_view)):
         wide, phone = build(), build(narrow=True)
         assert len(title_lines(wide)) == 1 and len(title_lines(wide)[0]) > NARROW_TITLE_CHARS  # desktop: as it was
@@ -438,7 +438,7 @@ def test_phone_model_view_lays_its_colour_bar_under_a_grid_sized_to_a_phone():
 def test_phone_head_view_puts_its_legend_under_the_lines():
     """Beside the lines the legend of 12 heads took a third of a phone's figure and left the lines 80 px."""
     links = select_links(random_attention(12, 8, 8), TOKENS)
-    wide, phone = figures.head_view(links), figures.head_view(links, narrow=True)
+    wide, phone = figures.head_view_figure(links), figures.head_view_figure(links, narrow=True)
     assert wide.layout.legend.orientation is None and phone.layout.legend.orientation == "h"
     assert phone.layout.legend.yref == "container" and phone.layout.margin.b >= 100  # room for three rows of heads
     assert np.diff(phone.layout.xaxis.range)[0] < np.diff(wide.layout.xaxis.range)[0]  # the lines get the width

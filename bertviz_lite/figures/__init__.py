@@ -7,17 +7,17 @@ by module; a new builder adds its name here and to its module's `__all__`.
 from bertviz_lite.figures.attention import (
     attention_map_figure,
     head_statistics_figure,
-    head_view,
+    head_view_figure,
     neuron_view_figure,
     rollout_figure,
 )
 from bertviz_lite.figures.beyond_attention import (
-    attribution_figure,
-    knockout_figure,
+    attention_weights_figure,
+    head_knockout_figure,
     logit_lens_figure,
-    norm_heatmap,
-    special_share_figure,
-    weights_heatmap,
+    norm_attention_figure,
+    special_share_by_layer_figure,
+    token_attribution_figure,
 )
 from bertviz_lite.figures.classroom import (
     class_answers_figure,
@@ -47,14 +47,15 @@ from bertviz_lite.figures.training import (
     throughput_curve,
 )
 from bertviz_lite.figures.why_this_word import (
+    activation_patching_figure,
     contrast_lens_figure,
     pair_likelihood_figure,
-    patching_heatmap,
 )
 
 __all__ = [
+    "activation_patching_figure",
     "attention_map_figure",
-    "attribution_figure",
+    "attention_weights_figure",
     "class_answers_figure",
     "class_cloze_figure",
     "compare_runs",
@@ -62,24 +63,23 @@ __all__ = [
     "curve_frame",
     "embedding_norms_figure",
     "embedding_window_figure",
+    "head_knockout_figure",
     "head_statistics_figure",
-    "head_view",
-    "knockout_figure",
+    "head_view_figure",
     "logit_lens_figure",
     "lr_curve",
     "metric_curves",
     "model_view_figure",
     "neuron_view_figure",
     "next_sentence_figure",
-    "norm_heatmap",
+    "norm_attention_figure",
     "pair_likelihood_figure",
-    "patching_heatmap",
     "position_similarity_figure",
     "rollout_figure",
-    "special_share_figure",
+    "special_share_by_layer_figure",
     "throughput_curve",
+    "token_attribution_figure",
     "token_chip_html",
     "token_projection_figure",
     "top_predictions_figure",
-    "weights_heatmap",
 ]

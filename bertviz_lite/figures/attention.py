@@ -25,7 +25,7 @@ from bertviz_lite.inspection.analysis import unique_labels
 from bertviz_lite.text.display import plain_labels
 
 # What `bertviz_lite.figures` offers at its top (its __init__ lists them by name).
-__all__ = ["attention_map_figure", "head_statistics_figure", "head_view", "neuron_view_figure", "rollout_figure"]
+__all__ = ["attention_map_figure", "head_statistics_figure", "head_view_figure", "neuron_view_figure", "rollout_figure"]
 
 if TYPE_CHECKING:
     from bertviz_lite.inspection.analysis import AttentionSteps
@@ -185,7 +185,7 @@ NARROW_HEAD_VIEW_TITLE = "Head view: each query token (left)<br>to the key token
 NARROW_LEGEND_ROWS = 110  # px under a phone's head view: the legend's title and 12 heads, five a row
 
 
-def head_view(links: HeadViewLinks, levels: int = 5, narrow: bool = False) -> go.Figure:
+def head_view_figure(links: HeadViewLinks, levels: int = 5, narrow: bool = False) -> go.Figure:
     """BertViz-style head view of one layer (views.select_links): queries left, keys right, lines between.
 
     Each head gets a distinct colour and a legend entry: a click shows that head alone, a second click all

@@ -274,7 +274,7 @@ def model_view_selection(selection: dict | None, num_layers: int, num_heads: int
 def clicked_token(selection: dict | None) -> int | None:
     """Index (within the figure) of the token clicked in a head view, from st.plotly_chart's selection.
 
-    The token columns of figures.head_view carry their index as customdata; its lines carry none.
+    The token columns of figures.head_view_figure carry their index as customdata; its lines carry none.
     """
     for point in (selection or {}).get("points") or []:
         custom = point.get("customdata")

@@ -110,8 +110,8 @@ def head_view_tab(layer: int, sentence_filter: str) -> None:
         st.caption(f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
                    "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
                    "them back). Click a head in the legend to show it alone, click it again for all heads.")
-        show_figure(figures.head_view(links), "head_view", frame=links.to_frame, on_select=_focus_clicked_token,
-                    selection_mode="points", slide_top=255, narrow=partial(figures.head_view, links, narrow=True))
+        show_figure(figures.head_view_figure(links), "head_view", frame=links.to_frame, on_select=_focus_clicked_token,
+                    selection_mode="points", slide_top=255, narrow=partial(figures.head_view_figure, links, narrow=True))
         for key in ("head_view", narrow_key("head_view")):  # hover a token: its lines light up
             st.html(head_view_hover_script(key), unsafe_allow_javascript=True)
 

@@ -84,14 +84,14 @@ if tabs["Norm-weighted attention"].open:
             above = None if is_present() else st.container()  # presentation mode: the figures first, then the note
             raw_column, norm_column = st.columns(2)
             with raw_column:
-                show_figure(figures.weights_heatmap(data), "beyond_raw_attention", frame=data.to_frame,
+                show_figure(figures.attention_weights_figure(data), "beyond_raw_attention", frame=data.to_frame,
                             slide_top=300)
             with norm_column:
-                show_figure(figures.norm_heatmap(data), "beyond_norm_attention", frame=data.to_frame, slide_top=300)
+                show_figure(figures.norm_attention_figure(data), "beyond_norm_attention", frame=data.to_frame, slide_top=300)
             (above or st).info(data.note())
             show_table(data.shares().round(4), "beyond_norm_shares", hide_index=True)
         shares = view(views.special_share_by_layer, ctx)
-        show_figure(figures.special_share_figure(shares), "beyond_special_share", frame=shares.to_frame)
+        show_figure(figures.special_share_by_layer_figure(shares), "beyond_special_share", frame=shares.to_frame)
 
 if tabs["Attribution"].open:
     with tabs["Attribution"]:
@@ -113,7 +113,7 @@ if tabs["Attribution"].open:
                     "segments kept). Attention, rollout and norms are read from the explained token's row."
                 )
                 with figure:
-                    show_figure(figures.attribution_figure(data, slide=is_present()), "beyond_attribution",
+                    show_figure(figures.token_attribution_figure(data, slide=is_present()), "beyond_attribution",
                                 frame=data.to_frame, slide_top=200)
                 show_table(data.correlation_frame().round(3), "beyond_attribution_spearman", hide_index=True)
                 st.caption(data.completeness_note())
@@ -136,7 +136,7 @@ if tabs["Head knock-out"].open:
                 st.caption("A knocked-out head's attention probabilities are multiplied by 0 (transformers' head_mask): "
                            "it adds nothing to its layer's output, and the layers above see the difference.")
                 with figure:
-                    show_figure(figures.knockout_figure(data), "beyond_knockout", frame=data.to_frame)
+                    show_figure(figures.head_knockout_figure(data), "beyond_knockout", frame=data.to_frame)
             with st.expander("Model view: click a tile to knock that head out (or bring it back)"):
                 overview = view(views.model_view, ctx, masked)
                 key = renewing_key("beyond_model_view", bare_first=False)

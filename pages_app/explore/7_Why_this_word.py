@@ -130,7 +130,7 @@ if tabs["Contrastive prediction"].open:
                     data = shown(views.contrast_attribution, text_a=text_a, target=target, foil=foil,
                                  max_length=ctx.max_length)
                 if data is not None:
-                    show_figure(figures.attribution_figure(data), "contrast_attribution", frame=data.to_frame)
+                    show_figure(figures.token_attribution_figure(data), "contrast_attribution", frame=data.to_frame)
                     show_table(data.correlation_frame().round(3), "contrast_attribution_spearman", hide_index=True)
                     st.caption(f"Leave-one-out: how much {data.label} drops when each token becomes [MASK]. "
                                + data.completeness_note())
@@ -150,4 +150,4 @@ if tabs["Activation patching"].open:
             if grids and (not asked or ask(views.patching_question(grids[0]), "patching")):
                 st.caption(CAPTIONS[restore])
                 for grid in grids:
-                    show_figure(figures.patching_heatmap(grid), f"contrast_patching_{grid.site}", frame=grid.to_frame)
+                    show_figure(figures.activation_patching_figure(grid), f"contrast_patching_{grid.site}", frame=grid.to_frame)
