@@ -27,9 +27,10 @@ sys.path.insert(0, str(REPO))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bench.classroom_load import server_memory_mib  # noqa: E402
+from devtools.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 from tests.browser.driver import new_page, open_page, type_into, wait_for_figure, wait_for_idle  # noqa: E402
-from tests.browser.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 
 FILLER = "and then the story went on for a long while without any end in sight " * 40  # > 512 tokens
 WORDS = ("Anna", "Boris", "Clara", "David", "Elena", "Frank", "Greta", "Hugo", "Ines", "Jonas", "Karl", "Lena",
@@ -44,6 +45,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="seconds after the tab closed for one more RSS (past BERTVIZ_LITE_CACHE_TTL_S); 0: none")
     parser.add_argument("--revisit", type=float, default=0.0,
                         help="after that, one more visitor opens and closes the app; RSS this many seconds later")
+    add_smoke_flag(parser, argv, sentences=1, settle=0.0)
     return parser.parse_args(argv)
 
 

@@ -21,6 +21,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite import Bert  # noqa: E402
 from bertviz_lite.check import check_file  # noqa: E402
 from bertviz_lite.check.reference import check_config, seeded_weights, sentence_pairs  # noqa: E402
@@ -46,11 +47,12 @@ def forward_ms(repeats: int) -> float:
         return statistics.median(seconds(lambda: model(ids, segments)) for _ in range(max(repeats, 20))) * 1e3
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--file", type=Path, default=ROOT / "tests" / "check" / "learners" / "hf_style.py")
-    options = parser.parse_args()
+    add_smoke_flag(parser, argv, repeats=1)
+    options = parser.parse_args(argv)
     torch.set_num_threads(1)
     verdicts = []
     check_s = statistics.median(seconds(lambda: verdicts.append(check_file(options.file).verdict))

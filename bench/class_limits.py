@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.server import class_joining, class_results, classroom  # noqa: E402
 from bertviz_lite.server.classroom import CHOICE, ClassError, NewQuestion, Position  # noqa: E402
 
@@ -73,6 +74,7 @@ def _refusal(call) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fresh-ids", type=int, default=200)
+    add_smoke_flag(parser, argv, fresh_ids=50)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:

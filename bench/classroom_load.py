@@ -1,6 +1,6 @@
 """Classroom load: one `streamlit run app.py` for a lecture hall, a training run beside it, N visitors.
 
-Starts the app on a free loopback port (tests/browser/server.py) and times, first, one visitor on the
+Starts the app on a free loopback port (devtools/server.py) and times, first, one visitor on the
 fresh server right after /_stcore/health answers. Then it starts one classroom training run as its own
 process (in a temporary folder, killed at the end) and, for each N, lets N visitors start together
 (with a small random jitter). A visitor is not a browser but a client of Streamlit's own websocket
@@ -53,9 +53,10 @@ from websockets.asyncio.client import connect
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, MINILM  # noqa: E402
 from bertviz_lite.loading.run_folder import read_metrics, read_status  # noqa: E402
-from tests.browser.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
+from devtools.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 
 LOOPBACK = "127.0.0.1"  # the only address this script talks to
 ATTENTION_PAGE = "Attention"  # url_path of pages_app/explore/3_Attention.py (app.py gives it no other)
@@ -305,10 +306,12 @@ def memory_after_leaving(pid: int, rss_start: float, settle_s: float) -> str:
             f"{after:.0f} MiB {settle_s:.0f} s after the visitors left ({after - rss_start:+.0f} MiB)")
 
 
-def start_training(run_dir: Path, steps: int) -> subprocess.Popen:
-    """One classroom training run as its own process, as a user would start it, writing only to run_dir."""
+def start_training(run_dir: Path, steps: int, *options: str) -> subprocess.Popen:
+    """One classroom training run as its own process, as a user would start it, writing only to run_dir.
+
+    options: more of the CLI's options (a smoke run's smaller data)."""
     command = [sys.executable, "-m", "bertviz_lite.train", "--preset", "classroom", "--steps", str(steps),
-               "--out", str(run_dir), "--threads", "1", "--quiet"]
+               "--out", str(run_dir), "--threads", "1", "--quiet", *options]
     with open(run_dir.parent / "train.log", "w") as log:  # the child keeps its own copy of the handle
         return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
 
@@ -439,6 +442,19 @@ def load_rounds(port: int, server_pid: int, run_dir: Path, args, deadline: float
     return rows, rounds
 
 
+def key_values(cold: Visit, rounds: dict[int, list[Visit]], rss_start: float) -> str:
+    """The figures of record as key=value lines: the fresh server's first page, then per N the new figure's p95 and
+    the errors."""
+    nan = math.nan
+    lines = [f"fresh_first_page_s={cold.first_page_s or nan:.2f}", f"fresh_new_figure_s={cold.new_figure_s or nan:.2f}",
+             f"rss_start_mib={rss_start:.0f}"]
+    for count, visits in rounds.items():
+        new = [v.new_figure_s for v in visits if v.new_figure_s is not None]
+        lines += [f"visitors_{count}_new_figure_p95_s={percentile(new, 95):.2f}",
+                  f"visitors_{count}_errors={sum(len(v.errors) for v in visits)}"]
+    return "\n".join(lines)
+
+
 def goals(cold: Visit, rounds: dict[int, list[Visit]]) -> str:
     """The issue's goals, met or not: fresh first page < 2 s; at the largest N, p95 < 5 s and no errors."""
     met = {True: "met", False: "NOT met"}
@@ -480,6 +496,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="512-token inputs: each visitor's new sentence A is padded and max length set to 512")
     parser.add_argument("--settle", type=float, default=30.0,
                         help="seconds to wait after the last visitor left before reading the server's RSS again")
+    add_smoke_flag(parser, argv, visitors=[1], no_training=True, settle=0.0)
     args = parser.parse_args(argv)
     if max(args.visitors) + sum(args.visitors) >= len(NOUNS) * len(ADJECTIVES):
         parser.error(f"at most {len(NOUNS) * len(ADJECTIVES) - 1} visitors in all")
@@ -542,6 +559,7 @@ def main(argv: list[str] | None = None) -> int:
                 stop(training)
             stop(server)
     print(f"\n{describe_machine()}\n{HEADER}\n" + "\n".join(rows) + f"\n\n{memory}\n{learned}\n{goals(cold, rounds)}")
+    print(key_values(cold, rounds, rss_start))
     return 0
 
 

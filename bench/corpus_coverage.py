@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.text.corpora import ENGLISH_PATH, EVERYDAY_PATH, english_corpus  # noqa: E402
 from bertviz_lite.text.tokenization import BertTokenizer  # noqa: E402
 
@@ -25,13 +26,15 @@ ROOT = Path(__file__).resolve().parent.parent
 PATHS = {"english": ENGLISH_PATH, "everyday": EVERYDAY_PATH}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", choices=tuple(PATHS), default="everyday")
     parser.add_argument("--vocab", type=Path, default=ROOT / "checkpoints" / "minilm-english" / "vocab.txt")
-    args = parser.parse_args()
+    parser.add_argument("--documents", type=int, default=None, help="only the first N documents (default: all)")
+    add_smoke_flag(parser, argv, documents=50)
+    args = parser.parse_args(argv)
     path = PATHS[args.corpus]
-    documents = english_corpus(path)
+    documents = english_corpus(path)[: args.documents]
     sentences = [s for doc in documents for s in doc]
     tokenizer = BertTokenizer.from_vocab(args.vocab)
     counts = Counter(sentences)
@@ -49,7 +52,7 @@ def main() -> None:
         split += sum(n > 1 for n in Counter(w for w in encoding.word_ids if w is not None).values()) * count
     used = len(seen_ids - set(tokenizer.all_special_ids))
     print(f"corpus={path.name}")
-    print(f"documents={len(documents)} sentences={len(sentences)} words={sum(len(s.split()) for s in sentences)}")
+    print(f"documents={len(documents)}\nsentences={len(sentences)}\nwords={sum(len(s.split()) for s in sentences)}")
     print(f"compressed_mb={path.stat().st_size / 1e6:.2f}")
     print(f"words_known={1 - unknown / words:.5f} ({unknown} of {words} basic-tokenizer words give [UNK])")
     print(f"words_one_piece={1 - split / words:.4f} (the rest are spelt with 2 or more WordPiece pieces)")

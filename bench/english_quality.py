@@ -28,6 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite import load  # noqa: E402
 from bertviz_lite.inspection.evaluation import fill_mask, is_next_probability  # noqa: E402
 from bertviz_lite.inspection.minimal_pairs import builtin_minimal_pairs, phenomena, prefers_good  # noqa: E402
@@ -82,9 +83,9 @@ def nsp_accuracy(model, tokenizer, pairs: list[dict]) -> float:
     return right / len(pairs)
 
 
-def minimal_pair_scores(model, tokenizer) -> dict[str, float]:
-    """Accuracy on the built-in minimal pairs, overall and per phenomenon."""
-    pairs = builtin_minimal_pairs()
+def minimal_pair_scores(model, tokenizer, limit: int | None = None) -> dict[str, float]:
+    """Accuracy on the built-in minimal pairs (the first `limit`; None: all), overall and per phenomenon."""
+    pairs = builtin_minimal_pairs()[:limit]
     right = {pair: prefers_good(model, tokenizer, pair) for pair in pairs}
     scores = {"minimal_pairs": sum(right.values()) / len(pairs)}
     for name in phenomena(pairs):
@@ -93,7 +94,7 @@ def minimal_pair_scores(model, tokenizer) -> dict[str, float]:
     return scores
 
 
-def evaluate(source: str, held_out: dict, verbose: bool) -> None:
+def evaluate(source: str, held_out: dict, verbose: bool, limit: int | None = None) -> None:
     model, tokenizer = load(source)
     print(f"model={source}")
     if not model.has_mlm_head:
@@ -102,7 +103,7 @@ def evaluate(source: str, held_out: dict, verbose: bool) -> None:
     started = time.perf_counter()
     cloze = cloze_scores(model, tokenizer, held_out["cloze"])
     scores = {**{k: v for k, v in cloze.items() if k != "wrong"}, "nsp": nsp_accuracy(model, tokenizer, held_out["nsp"]),
-              **minimal_pair_scores(model, tokenizer)}
+              **minimal_pair_scores(model, tokenizer, limit)}
     for key, value in scores.items():
         print(f"{key}={value:.3f}")
     met = [key for key, (way, goal) in GOALS.items() if (scores[key] >= goal if way == ">=" else scores[key] <= goal)]
@@ -112,21 +113,25 @@ def evaluate(source: str, held_out: dict, verbose: bool) -> None:
         print(f"  wrong: {line}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", action="append", help=f"a model name or folder; repeat to compare (default: {DEFAULT_MODEL})")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for PyTorch (default: 2)")
     parser.add_argument("--verbose", action="store_true", help="also list the cloze sentences whose first guess was wrong")
     parser.add_argument("--no-overlap-check", action="store_true", help="skip reading the corpora for overlap")
-    args = parser.parse_args()
+    parser.add_argument("--items", type=int, default=None,
+                        help="only the first N cloze sentences, NSP pairs and minimal pairs (default: all)")
+    add_smoke_flag(parser, argv, model=["demo-tiny"], items=4)
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     held_out = json.loads(SET_PATH.read_text(encoding="utf-8"))
-    print(f"cloze_sentences={len(held_out['cloze'])} nsp_pairs={len(held_out['nsp'])} "
-          f"minimal_pairs={len(builtin_minimal_pairs())}")
+    held_out |= {part: held_out[part][: args.items] for part in ("cloze", "nsp")}
+    print(f"cloze_sentences={len(held_out['cloze'])}\nnsp_pairs={len(held_out['nsp'])}\n"
+          f"minimal_pairs={len(builtin_minimal_pairs()[: args.items])}")
     if not args.no_overlap_check:
         print(f"overlap={overlap_with_corpora(held_out)}")
     for source in args.model or [DEFAULT_MODEL]:
-        evaluate(source, held_out, args.verbose)
+        evaluate(source, held_out, args.verbose, args.items)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bertviz_lite import figures
+from bench._smoke import add_smoke_flag  # noqa: E402
+from bertviz_lite import figures  # noqa: E402
 from bertviz_lite.inspection import (  # noqa: E402
     attribution,
     explore,
@@ -38,7 +39,7 @@ from bertviz_lite.inspection import (  # noqa: E402
     views,
 )
 from bertviz_lite.loading.pretrained import ENGLISH, load  # noqa: E402
-from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR  # noqa: E402
 from tests.reference import restore_hidden_hook, zero_heads_hooks  # noqa: E402
 
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
@@ -77,7 +78,7 @@ def interleaved_medians(ours, theirs, repeats: int) -> tuple[float, float]:
     return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
 
 
-def view_timers(trace: explore.PairTrace, position: int) -> dict:
+def view_timers(trace: explore.PairTrace, position: int, steps: int = STEPS) -> dict:
     """name -> a call that computes one view's data and draws its figure, as the page does."""
     def timer(data_function, figure, **params):
         return lambda: figure(data_function(trace, **params))
@@ -86,14 +87,14 @@ def view_timers(trace: explore.PairTrace, position: int) -> dict:
         "norm-weighted attention (all heads)": timer(views.norm_attention, figures.norm_attention_figure, layer=2),
         "norm-weighted attention (one head)": timer(views.norm_attention, figures.norm_attention_figure, layer=2, head=0),
         "[CLS]/[SEP] share by layer": timer(views.special_share_by_layer, figures.special_share_by_layer_figure),
-        "attribution, MLM": timer(views.token_attribution, figures.token_attribution_figure, position=position, steps=STEPS),
-        "attribution, NSP": timer(views.token_attribution, figures.token_attribution_figure, position=None, steps=STEPS),
+        "attribution, MLM": timer(views.token_attribution, figures.token_attribution_figure, position=position, steps=steps),
+        "attribution, NSP": timer(views.token_attribution, figures.token_attribution_figure, position=None, steps=steps),
         "head knock-out (4 heads)": timer(views.head_knockout, figures.head_knockout_figure, heads=KNOCKED, position=position),
         "layer by layer, MLM": timer(views.logit_lens, figures.logit_lens_figure, position=position),
     }
 
 
-def transformers_pairs(model, tokenizer, reference, inputs: dict, position: int) -> dict:
+def transformers_pairs(model, tokenizer, reference, inputs: dict, position: int, steps: int = STEPS) -> dict:
     """name -> (ours, transformers) calls that do the same model work."""
     ids, segments, mask = inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"]
     length = ids.shape[1]
@@ -104,7 +105,7 @@ def transformers_pairs(model, tokenizer, reference, inputs: dict, position: int)
     variants[torch.arange(length), torch.arange(length)] = tokenizer.mask_token_id
     baseline = torch.full_like(ids, tokenizer.mask_token_id)
     word = reference.bert.embeddings.word_embeddings
-    alphas = torch.linspace(0, 1, STEPS + 1)[:, None, None]
+    alphas = torch.linspace(0, 1, steps + 1)[:, None, None]
 
     def hf_knockout():
         with torch.inference_mode():
@@ -122,7 +123,7 @@ def transformers_pairs(model, tokenizer, reference, inputs: dict, position: int)
         with torch.no_grad():
             x, x0 = word(ids), word(baseline)
         points = (x0 + alphas * (x - x0)).requires_grad_(True)
-        score = target_log_probs(inputs_embeds=points, token_type_ids=segments.expand(STEPS + 1, -1)).sum()
+        score = target_log_probs(inputs_embeds=points, token_type_ids=segments.expand(steps + 1, -1)).sum()
         torch.autograd.grad(score, points)
 
     return {
@@ -130,8 +131,8 @@ def transformers_pairs(model, tokenizer, reference, inputs: dict, position: int)
         f"leave-one-out batch ({length + 1} inputs)": (
             lambda: attribution.leave_one_out(model, ids, segments, mask, target, tokenizer.mask_token_id),
             hf_leave_one_out),
-        f"integrated gradients ({STEPS} steps)": (
-            lambda: attribution.integrated_gradients(model, ids, segments, mask, target, baseline, STEPS),
+        f"integrated gradients ({steps} steps)": (
+            lambda: attribution.integrated_gradients(model, ids, segments, mask, target, baseline, steps),
             hf_integrated_gradients),
     }
 
@@ -275,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="the app's default (BERTVIZ_LITE_THREADS) is 1")
     parser.add_argument("--lengths", type=int, nargs="*", default=[32, 64])
     parser.add_argument("--patching-tokens", type=int, nargs="*", default=[16])
+    parser.add_argument("--ig-steps", type=int, default=STEPS, help="integrated gradients' steps (the page's: 32)")
+    add_smoke_flag(parser, argv, repeats=1, lengths=[8], patching_tokens=[10], ig_steps=2)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
@@ -292,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         trace = explore.trace_pair(model, tokenizer, *pair, max_length=length, masked_positions=(position,))
         print(f"tokens={trace.num_tokens}")
         slowest = 0.0
-        for name, call in view_timers(trace, position).items():
+        for name, call in view_timers(trace, position, args.ig_steps).items():
             ms = median_ms(call, args.repeats)
             slowest = max(slowest, ms)
             print(f"  view  {name:<40s} {ms:8.1f} ms")
@@ -302,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         knocked = [tuple(int(n) for n in name[1:].split("H")) for name in KNOCKED]
         hooks = zero_heads_hooks(reference, knocked)
         try:
-            for name, (ours, theirs) in transformers_pairs(model, tokenizer, reference, inputs, position).items():
+            for name, (ours, theirs) in transformers_pairs(model, tokenizer, reference, inputs, position, args.ig_steps).items():
                 if not name.startswith("forward"):
                     for hook in hooks:
                         hook.remove()

@@ -27,6 +27,7 @@ import plotly.tools  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import pages_app.common._ui as ui  # noqa: E402
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite import figures  # noqa: E402
 
 FILLER = "and then the story went on for a long while without any end in sight " * 40  # > 512 tokens
@@ -52,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--max-length", type=int, default=512)
+    add_smoke_flag(parser, argv, repeats=1, max_length=16)
     args = parser.parse_args(argv)
     for builder in ("attention_map_figure", "model_view_figure"):
         timed(figures, builder, "build")
@@ -74,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             at.run()
             runs.append({"rerun": time.perf_counter() - started, **SPENT})
         medians = {key: statistics.median(run.get(key, 0.0) for run in runs) for key in runs[0]}
-        print(f"tab={tab.replace(' ', '_')} " + " ".join(f"{key}_ms={value * 1000:.1f}" for key, value in medians.items()))
+        name = tab.lower().replace(" ", "_")
+        print("\n".join(f"{name}_{key}_ms={value * 1000:.1f}" for key, value in medians.items()))
     return 0
 
 

@@ -22,6 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite import load  # noqa: E402
 from bertviz_lite.inspection.evaluation import fill_mask, is_next_probability  # noqa: E402
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO, MINILM  # noqa: E402
@@ -74,6 +75,8 @@ def evaluate(source: str, held_out: dict, verbose: bool) -> None:
     seconds = time.perf_counter() - started
     print(f"{source}: top1={top1:.1%} top5={top5:.1%} (n={len(held_out['cloze'])}) "
           f"nsp={nsp:.1%} (n={len(held_out['nsp'])}) in {seconds:.1f} s")
+    name = Path(source).name.replace("-", "_").lower()
+    print(f"{name}_top1={top1:.3f}\n{name}_top5={top5:.3f}\n{name}_nsp={nsp:.3f}\n{name}_seconds={seconds:.1f}")
     if source == DEFAULT_MODEL:
         met = top5 >= GOALS["top5"] and nsp >= GOALS["nsp"]
         print(f"  goals top5>={GOALS['top5']:.0%} nsp>={GOALS['nsp']:.0%}: {'met' if met else 'NOT met'}")
@@ -86,10 +89,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", nargs="+", default=[DEFAULT_MODEL, DEMO, MINILM])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--verbose", action="store_true", help="list the missed sentences")
+    parser.add_argument("--items", type=int, default=None, help="only the first N cloze sentences and NSP pairs")
+    add_smoke_flag(parser, argv, models=[DEMO], items=4)
     options = parser.parse_args(argv)
     torch.set_num_threads(options.threads)
     held_out = json.loads(SET_PATH.read_text(encoding="utf-8"))
-    print(f"held-out sentences found in the English corpus: {overlap_with_corpus(held_out)}")
+    held_out |= {part: held_out[part][: options.items] for part in ("cloze", "nsp")}
+    overlap = overlap_with_corpus(held_out)
+    print(f"held-out sentences found in the English corpus: {overlap}\noverlap={overlap}")
     for source in options.models:
         evaluate(source, held_out, options.verbose)
 

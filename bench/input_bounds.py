@@ -2,7 +2,7 @@
 with a sentence within 1 s of CPU and 100 MB of memory.
 
     python bench/input_bounds.py           # every case
-    python bench/input_bounds.py --quick   # a smaller safetensors header to build; the smoke test runs this
+    python bench/input_bounds.py --smoke   # a smaller safetensors header to build; the smoke test runs this
 
 One line per case, key=value: case, refused (the refusal's first words), cpu_s (process CPU time of the call),
 peak_mb (growth of the process's peak resident memory during the call, measured from a reset peak), within_budget.
@@ -24,6 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.inspection import explore  # noqa: E402
 from bertviz_lite.inspection.views import meaning_in_context as meaning  # noqa: E402
 from bertviz_lite.inspection.views import why_this_word  # noqa: E402
@@ -65,11 +66,11 @@ def empty_tensor_zip(folder: Path, count: int = 800_000) -> bytes:
     return buffer.getvalue()
 
 
-def cases(root: Path, quick: bool = False) -> dict[str, Callable[[], object]]:
-    """The worst inputs, each as the call a page makes with it (`quick`: a 1.2 MB header, not 47 MB, to build)."""
+def cases(root: Path, tensors: int = 800_000) -> dict[str, Callable[[], object]]:
+    """The worst inputs, each as the call a page makes with it (`tensors`: 800,000 empty ones make a 47 MB header)."""
     _, tokenizer = load("all-MiniLM-L6-v2")
     sentence, words = "bank " * 600_000, "bank " * 200_000  # 3 MB; 1 MB
-    bomb = empty_tensor_zip(REPO / "checkpoints" / "demo-tiny", 20_000 if quick else 800_000)
+    bomb = empty_tensor_zip(REPO / "checkpoints" / "demo-tiny", tensors)
     tiny = run_options.preset_options("tiny")
     english = {**{k: v for k, v in tiny.items() if k not in run_options.MODEL_FIELDS}, "init": "minilm-english"}
     corpus = ("A sentence of the corpus. " * 240_000).encode()  # 6.2 MB
@@ -93,11 +94,12 @@ def cases(root: Path, quick: bool = False) -> dict[str, Callable[[], object]]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="the header of 20,000 empty tensors, not 800,000")
-    quick = parser.parse_args(argv).quick
+    parser.add_argument("--tensors", type=int, default=800_000, help="empty tensors the bomb's header names")
+    add_smoke_flag(parser, argv, tensors=20_000)
+    tensors = parser.parse_args(argv).tensors
     worst_cpu, worst_mb = 0.0, 0.0
     with tempfile.TemporaryDirectory() as folder:
-        for name, action in cases(Path(folder), quick).items():
+        for name, action in cases(Path(folder), tensors).items():
             refusal, cpu_s, peak_mb = measure(action)
             worst_cpu, worst_mb = max(worst_cpu, cpu_s), max(worst_mb, peak_mb)
             within = refusal != "ACCEPTED" and cpu_s <= CPU_BUDGET_S and peak_mb <= MEMORY_BUDGET_MB

@@ -20,6 +20,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.loading.pretrained import load, minilm_dir  # noqa: E402
 
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
@@ -51,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--lengths", type=int, nargs="+", default=[20, 50, 170])
+    add_smoke_flag(parser, argv, repeats=1, lengths=[8])
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 

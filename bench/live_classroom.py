@@ -43,10 +43,11 @@ from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 from websockets.asyncio.client import connect  # noqa: E402
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bench.classroom_load import CLIENT, LOOPBACK, describe_machine, percentile, rerun_request  # noqa: E402
 from bertviz_lite.server import class_results, database  # noqa: E402
 from bertviz_lite.server import classroom as live  # noqa: E402
-from tests.browser.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
+from devtools.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 
 PAGE = "class"  # url_path of pages_app/classroom/11_Class.py
 STEP_HEADING = re.compile(r"Step (\d+) of \d+")
@@ -255,6 +256,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--idle", type=float, default=10.0, help="seconds of polling only, for its CPU cost")
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=0)
+    add_smoke_flag(parser, argv, students=1, jitter=0.0, idle=0.5)  # the 3 moves reach step 4, the first that asks
     return parser.parse_args(argv)
 
 

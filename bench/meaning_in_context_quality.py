@@ -19,6 +19,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.inspection.views import meaning_in_context as meaning  # noqa: E402
 from bertviz_lite.loading.pretrained import load  # noqa: E402
 from bertviz_lite.text.corpora.senses import sense_index  # noqa: E402
@@ -57,13 +58,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=["minilm-english", "demo-tiny"])
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--words", nargs="+", default=list(WORDS), help="the polysemous words scored (default: 40)")
+    add_smoke_flag(parser, argv, models=["demo-tiny"], words=["bank", "fit"])
     options = parser.parse_args(argv)
     torch.set_num_threads(options.threads)
     index = sense_index()
     for source in options.models:
         model, tokenizer = load(source)
         start = time.perf_counter()
-        scores = [word_scores(model, tokenizer, index, word) for word in WORDS]
+        scores = [word_scores(model, tokenizer, index, word) for word in options.words]
         report(source, scores, time.perf_counter() - start)
 
 

@@ -1,18 +1,18 @@
 """Page latency of the Attention page in Debian's chromium: from entering a pair to the figure drawn.
 
-Starts `streamlit run app.py` on a free port (tests/browser/server.py, as the browser tests do), opens the Attention page with
-the default model (minilm-english: MiniLM's sizes, 6 layers × 12 heads) and, for pairs of exactly 32, 128
-and 512 tokens, times from pressing Enter in
-sentence A to the single-head heatmap drawn with the new pair; then the same for the model view
-(all layers × heads) at 128 tokens. Each pair is new (a different first word), so nothing comes from
-the trace cache. It also reports the longest main-thread task in the browser during each
-measurement (a "freeze" is a long task that blocks scrolling and clicks), and, as a reference
-measured in the same run, a rerun that redraws the heatmap without running the model (clicking a
-sentence filter): the "× reference" column is load-independent where the seconds are not.
+Starts `streamlit run app.py` on a free port (devtools/server.py's running_streamlit, as the browser tests do),
+opens the Attention page with the default model (minilm-english: MiniLM's sizes, 6 layers × 12 heads) and, for
+pairs of exactly 32, 128 and 512 tokens, times from pressing Enter in sentence A to the single-head heatmap drawn
+with the new pair; then the same for the model view (all layers × heads) at 128 and 512 tokens. Each pair is new (a
+different first word), so nothing comes from the trace cache. It also reports the longest main-thread task in the
+browser during each measurement (a "freeze" is a long task that blocks scrolling and clicks), and, as a reference
+measured in the same run, a rerun that redraws the heatmap without running the model (clicking a sentence filter):
+the "× reference" column is load-independent where the seconds are not.
 
-    python bench/page_latency.py [--repeats 5]
+    python bench/page_latency.py [--repeats 5] [--heatmap-tokens 32 128 512] [--model-view-tokens 128 512]
 
-Goals: < 1.5 s at 32 tokens, < 3 s for the model view at 128 tokens, no freeze at 512.
+Goals: < 1.5 s at 32 tokens, < 3 s for the model view at 128 tokens, no freeze at 512. Prints a markdown table,
+then the same figures as key=value lines (heatmap_32_median_s=…).
 """
 
 from __future__ import annotations
@@ -28,21 +28,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.loading.pretrained import load  # noqa: E402
+from devtools.server import CHROMIUM, CHROMIUM_ARGS, open_front_page, running_streamlit  # noqa: E402
 from tests.browser.driver import new_page, open_page, open_tab, type_into, wait_for_idle  # noqa: E402
-from tests.browser.server import (  # noqa: E402
-    ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    free_port,
-    open_front_page,
-    start_streamlit,
-    stop,
-    wait_until_healthy,
-)
 
 WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
          "and children play near the old river bank on a warm summer afternoon").split()
+HEATMAP_GOALS = {32: "< 1.5 s", 512: "no freeze"}
+MODEL_VIEW_GOALS = {128: "< 3 s", 512: "no freeze"}
 SALTS = "alpha bravo delta echo golf hotel india kilo lima mike oscar papa quebec romeo sierra tango".split()
 
 # Remember the figure's current data, so that "ready" means: new data, drawn.
@@ -121,58 +115,70 @@ def measure(page, tokenizer, num_tokens: int, key: str, images: int, repeats: in
     return [time_pair(page, *pair_of(tokenizer, num_tokens, next(salts)), key, rows, images) for _ in range(repeats)]
 
 
-def report(name: str, goal: str, samples: list[tuple[float, float]], ref: float) -> str:
+def report(name: str, goal: str, samples: list[tuple[float, float]], ref: float, values: dict[str, str]) -> str:
+    """The table row; its figures also go into values under the key `name` (heatmap_32_median_s, …)."""
     times, longest = [s[0] for s in samples], [s[1] for s in samples]
     median = statistics.median(times)
+    key = name.replace(",", "").replace(" tokens", "").replace(" ", "_")
+    values |= {f"{key}_median_s": f"{median:.2f}", f"{key}_max_s": f"{max(times):.2f}",
+               f"{key}_x_reference": f"{median / ref:.1f}", f"{key}_longest_task_s": f"{max(longest):.2f}"}
     return f"| {name} | {median:.2f} | {max(times):.2f} | {median / ref:.1f} | {max(longest):.2f} | {goal} |"
+
+
+def measure_all(browser, url: str, tokenizer, args) -> tuple[list[str], dict[str, str]]:
+    """The table's rows and the same figures as {key: value}: the reference, then each heatmap and model view."""
+    salts = iter(SALTS * 10)
+    rows, values = [], {}
+    if not args.smoke:  # warm-ups: the smoke run goes through the same calls once, cold
+        open_front_page(browser, url)
+    page = new_page(browser, viewport={"width": 1400, "height": 1000})
+    open_page(page, url, "Attention")
+    type_into(page, "max_length", "512")
+    wait_for_idle(page)
+    if not args.smoke:
+        measure(page, tokenizer, 32, "attention_heatmap", 1, 1, salts)  # warm-up: imports, first figures
+    ref = reference(page, tokenizer, args.repeats)
+    rows.append(f"| reference: filter click, heatmap redrawn, no model run | {ref:.2f} | | 1.0 | | |")
+    values["reference_s"] = f"{ref:.2f}"
+    print(rows[-1], flush=True)
+    for count in args.heatmap_tokens:
+        samples = measure(page, tokenizer, count, "attention_heatmap", 1, args.repeats, salts)
+        rows.append(report(f"heatmap, {count} tokens", HEATMAP_GOALS.get(count, "—"), samples, ref, values))
+        print(rows[-1], flush=True)
+    open_tab(page, "Model view")
+    for count in args.model_view_tokens:  # the long ones take half the repeats
+        repeats = args.repeats if count <= 128 else max(1, args.repeats // 2)
+        samples = measure(page, tokenizer, count, "model_view", 1, repeats, salts)
+        rows.append(report(f"model view, {count} tokens", MODEL_VIEW_GOALS.get(count, "—"), samples, ref, values))
+        print(rows[-1], flush=True)
+    return rows, values
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--heatmap-tokens", type=int, nargs="+", default=[32, 128, 512])
+    parser.add_argument("--model-view-tokens", type=int, nargs="+", default=[128, 512])
+    add_smoke_flag(parser, argv, repeats=1, heatmap_tokens=[32], model_view_tokens=[32])
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    _, tokenizer = load("all-MiniLM-L6-v2")
-    salts = iter(SALTS * 10)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    server = start_streamlit(port, ARTIFACTS / "bench_streamlit.log")
-    url = f"http://127.0.0.1:{port}"
-    rows = []
-    try:
-        wait_until_healthy(url, server)
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            open_front_page(browser, url)
-            page = new_page(browser, viewport={"width": 1400, "height": 1000})
-            open_page(page, url, "Attention")
-            type_into(page, "max_length", "512")
-            wait_for_idle(page)
-            measure(page, tokenizer, 32, "attention_heatmap", 1, 1, salts)  # warm-up: imports, first figures
-            ref = reference(page, tokenizer, args.repeats)
-            rows.append(f"| reference: filter click, heatmap redrawn, no model run | {ref:.2f} | | 1.0 | | |")
-            print(rows[-1], flush=True)
-            for count, goal in ((32, "< 1.5 s"), (128, "—"), (512, "no freeze")):
-                samples = measure(page, tokenizer, count, "attention_heatmap", 1, args.repeats, salts)
-                rows.append(report(f"heatmap, {count} tokens", goal, samples, ref))
-                print(rows[-1], flush=True)
-            open_tab(page, "Model view")
-            samples = measure(page, tokenizer, 128, "model_view", 1, args.repeats, salts)
-            rows.append(report("model view, 128 tokens", "< 3 s", samples, ref))
-            print(rows[-1], flush=True)
-            samples = measure(page, tokenizer, 512, "model_view", 1, max(1, args.repeats // 2), salts)
-            rows.append(report("model view, 512 tokens", "no freeze", samples, ref))
-            print(rows[-1], flush=True)
-            browser.close()
-    finally:
-        stop(server)
+    ready = {}
+
+    def while_starting() -> None:  # chromium and the tokenizer while the server starts
+        ready["browser"] = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        ready["tokenizer"] = load("all-MiniLM-L6-v2")[1]
+
+    with sync_playwright() as playwright, running_streamlit("bench_streamlit.log", while_starting) as url:
+        rows, values = measure_all(ready["browser"], url, ready["tokenizer"], args)
+        ready["browser"].close()
     load_average = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"\n{platform.machine()}, {os.cpu_count()} cores, load average {load_average:.1f} · Python {platform.python_version()}"
     )
     print("| view | median s | max s | × reference | longest browser task s | goal |\n|---|---|---|---|---|---|")
     print("\n".join(rows))
+    print("\n".join(f"{key}={value}" for key, value in values.items()))
     return 0
 
 

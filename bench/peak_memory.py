@@ -18,6 +18,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench._smoke import add_smoke_flag  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -25,11 +28,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--preset", default="small")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--train-args", default="", help="more options for the run, e.g. '--batch-size 4'")
+    add_smoke_flag(parser, argv, preset="tiny", steps=2,
+                   train_args="--batch-size 4 --num-documents 200 --eval-pairs 16")
     options = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         run = Path(folder) / "run"
         command = [sys.executable, "-m", "bertviz_lite.train", "--preset", options.preset, "--steps",
-                   str(options.steps), "--threads", str(options.threads), "--device", "cpu", "--quiet", "--out", str(run)]
+                   str(options.steps), "--threads", str(options.threads), "--device", "cpu", "--quiet", "--out", str(run),
+                   *options.train_args.split()]
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         subprocess.run(command, check=True, env=env, cwd=folder)
         peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux

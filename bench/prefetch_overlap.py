@@ -25,6 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, load  # noqa: E402
 from bertviz_lite.text.corpora import english_corpus, everyday_corpus  # noqa: E402
 from bertviz_lite.text.pretraining_data import PretrainingCollator, make_nsp_pairs  # noqa: E402
@@ -32,9 +33,11 @@ from bertviz_lite.training.optimization import PretrainingStep, make_optimizer, 
 from bertviz_lite.training.prefetch import PREFETCH_DEPTH, made_ahead  # noqa: E402
 
 
-def batch_maker(batch_size: int, tokenizer):
-    """A function that collates the next batch of English pairs, as a GPU run of the English model does."""
-    pairs = make_nsp_pairs(english_corpus() + everyday_corpus(), seed=0)
+def batch_maker(batch_size: int, tokenizer, documents: int | None = None):
+    """A function that collates the next batch of English pairs, as a GPU run of the English model does.
+
+    documents: only the first N documents of the corpus (None: all)."""
+    pairs = make_nsp_pairs((english_corpus() + everyday_corpus())[:documents], seed=0)
     collate = PretrainingCollator(tokenizer, 128, 0.15, whole_word_mask=True, mask_repeats=True)
     generator, starts = torch.Generator().manual_seed(0), itertools.cycle(range(0, len(pairs) - batch_size, batch_size))
     return lambda: collate(pairs[(start := next(starts)) : start + batch_size], generator)
@@ -80,10 +83,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch threads on the CPU (the other core collates)")
     parser.add_argument("--stand-in-ms", type=float, default=0.0, help="a GIL-free stand-in step of this many ms")
+    parser.add_argument("--documents", type=int, default=None, help="only the first N documents (default: all)")
+    add_smoke_flag(parser, argv, model="demo-tiny", batch_size=4, steps=2, reps=1, documents=200)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     model, tokenizer = load(args.model)
-    make, step = batch_maker(args.batch_size, tokenizer), step_function(args, model, torch.device(args.device))
+    make, step = batch_maker(args.batch_size, tokenizer, args.documents), step_function(args, model, torch.device(args.device))
     collating = time.perf_counter()
     make()
     print(f"collate_ms={1000 * (time.perf_counter() - collating):.1f}")

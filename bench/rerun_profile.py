@@ -1,6 +1,6 @@
 """Where a rerun's time goes under a burst: bench/classroom_load.py's rounds with py-spy sampling the server.
 
-Starts the app (tests/browser/server.py), lets one visitor open the fresh server, starts the classroom training
+Starts the app (devtools/server.py), lets one visitor open the fresh server, starts the classroom training
 run beside it, then attaches py-spy (`pip install py-spy`; it reads the process from outside, so the app has no
 hook) to the server and runs the visitor rounds. Every sample of a busy server thread (idle threads, and threads
 waiting for the GIL, are not sampled) is put in the first bucket that one of its frames matches, in this order:
@@ -11,13 +11,15 @@ waiting for the GIL, are not sampled) is put in the first bucket that one of its
 
     python bench/rerun_profile.py [--visitors 30 30 30] [--rate 200]
 
-Prints key=value lines: the share of samples per bucket, and the top functions of the largest buckets.
+Prints key=value lines: the share of samples per bucket, and the top functions of the largest buckets. py-spy is in
+requirements-dev.txt; without it, --smoke runs the rest (server, visitor, training run, rounds) unprofiled.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import classroom_load as load  # noqa: E402 - the same visitors, server and training run
+from _smoke import add_smoke_flag  # noqa: E402
 
 # (bucket, substrings of a frame "function (file:line)"); the first bucket any frame of a sample matches wins.
 BUCKETS = (
@@ -71,9 +74,16 @@ def split(samples: list[tuple[list[str], int]], top: int) -> str:
     lines = [f"samples={everything}"]
     for name, count in totals.most_common():
         lines.append(f"share[{name}]={100 * count / everything:.1f}%")
+        lines.append(f"share_{_key(name)}_percent={100 * count / everything:.1f}")
         for leaf, leaf_count in leaves[name].most_common(top):
             lines.append(f"    {100 * leaf_count / everything:5.1f}%  {leaf}")
     return "\n".join(lines)
+
+
+def _key(bucket_name: str) -> str:
+    """A bucket's name as a key: its first words, e.g. "model trace" -> model_trace, "Streamlit's own" -> streamlits_own."""
+    words = bucket_name.split(" (")[0].replace("'", "").replace(",", "").lower().split()
+    return "_".join(words[:3])
 
 
 def attach(pid: int, out: Path, rate: int) -> subprocess.Popen:
@@ -89,7 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-steps", type=int, default=100_000)
     parser.add_argument("--top", type=int, default=6, help="leaf functions listed per bucket")
     parser.add_argument("--read", type=Path, help="only split a raw profile written before (tests/artifacts/...)")
+    add_smoke_flag(parser, argv, visitors=[1], rate=50, train_steps=2, top=2)
     ours = parser.parse_args(argv)
+    profiled = shutil.which("py-spy") is not None
+    if not profiled and not ours.smoke:
+        raise SystemExit("py-spy is not installed: pip install py-spy (requirements-dev.txt)")
     if ours.read:
         print(split(read_samples(ours.read), ours.top))
         return 0
@@ -104,10 +118,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             load.wait_until_healthy(f"http://{load.LOOPBACK}:{port}", server)
             load.cold_start(port, args, deadline)
-            training = load.start_training(run_dir, args.train_steps)
+            smaller = ("--num-documents", "200", "--eval-pairs", "16") if ours.smoke else ()
+            training = load.start_training(run_dir, args.train_steps, *smaller)
             print(f"Training run: {load.wait_for_training(run_dir, training)}")
-            spy = attach(server.pid, raw, ours.rate)
-            time.sleep(1.0)  # py-spy attaches; the rounds start after
+            if profiled:
+                spy = attach(server.pid, raw, ours.rate)
+                time.sleep(1.0)  # py-spy attaches; the rounds start after
             print(load.HEADER)
             load.load_rounds(port, server.pid, run_dir, args, deadline)
         finally:
@@ -117,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             if training is not None:
                 load.stop(training)
             load.stop(server)
-    print(split(read_samples(raw), ours.top))
+    print(split(read_samples(raw), ours.top) if profiled else "profiled=false (py-spy is not installed)")
     return 0
 
 

@@ -25,6 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.model.modeling import IGNORE_INDEX  # noqa: E402
 from bertviz_lite.training.trainer import Trainer, TrainerCallback  # noqa: E402
 from bertviz_lite.training.training_args import TrainingArguments  # noqa: E402
@@ -70,11 +71,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--full", action="store_true", help="train the whole preset, do not stop at the goal")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--eval-every", type=int, default=None, help="default: 20 (tiny), the preset's (classroom)")
-    for name in ("lr", "warmup", "steps", "batch_size", "seq_len", "vocab_size", "seed"):
+    for name in ("lr", "warmup", "steps", "batch_size", "seq_len", "vocab_size", "seed", "eval_pairs", "num_documents"):
         parser.add_argument(f"--{name.replace('_', '-')}", type=float if name == "lr" else int, default=None)
+    add_smoke_flag(parser, argv, steps=4, eval_every=2, batch_size=4, eval_pairs=16, num_documents=200)
     options = parser.parse_args(argv)
     torch.set_num_threads(options.threads)
-    untouched = ("threads", "eval_every", "preset", "full")
+    untouched = ("threads", "eval_every", "preset", "full", "smoke")
     overrides = {k: v for k, v in vars(options).items() if v is not None and k not in untouched}
     if options.preset == "tiny":  # tuned for speed of learning; the classroom run keeps all its own settings
         eval_every = options.eval_every or 20
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"whole_run_seconds={total_s:.1f} final eval_mlm_acc={last['eval_mlm_acc']:.3f} "
               f"({last['eval_mlm_acc'] / baseline:.1f}x baseline) eval_nsp_acc={last['eval_nsp_acc']:.3f}")
     if goal.reached is None:
-        print(f"seconds_to_learn=not reached in {args.steps} steps")
+        print(f"steps_run={args.steps}\nseconds_to_learn=not_reached")
     else:
         print(f"steps_to_learn={goal.reached[0]}")
         print(f"seconds_to_learn={goal.reached[1]:.1f}")

@@ -24,6 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.inspection import explore  # noqa: E402
 from bertviz_lite.loading.pretrained import ENGLISH, load  # noqa: E402
 from bertviz_lite.model.batching import batcher_for, pad_inputs, split_trace  # noqa: E402
@@ -83,11 +84,13 @@ def together(model, tokenizer, threads: int, batched: bool, round_: int) -> tupl
     return (time.perf_counter() - start) * 1000, latencies
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=32)
-    args = parser.parse_args()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 32], help="sentences per padded pass")
+    add_smoke_flag(parser, argv, repeats=1, threads=2, sizes=[2])
+    args = parser.parse_args(argv)
     model, tokenizer = load(ENGLISH)
     model.eval()
     lone = explore.encode(tokenizer, sentences(1)[0], None, 128).to_tensors()
@@ -98,7 +101,7 @@ def main() -> None:
             model.trace(**lone, heads=False)
 
     print(f"lone_trace_ms={best_ms(trace_lone, 4 * args.repeats):.1f}")
-    for size in (8, 16, 32):
+    for size in args.sizes:
         print(f"batched_{size}_per_sentence_ms={batched_ms(model, tokenizer, size, args.repeats):.2f}")
     for batched in (False, True):
         name = "batched" if batched else "unbatched"

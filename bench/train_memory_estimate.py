@@ -3,7 +3,7 @@ Train form's budget check reads, beside the growth of a fresh process's peak res
 steps (the model built, AdamW, forward, backward, clip, update: training/optimization.py's own step), on CPU.
 
     python bench/train_memory_estimate.py              # random valid forms (seed 0) and BERT-sized ones
-    python bench/train_memory_estimate.py --quick      # one small random form (the smoke test)
+    python bench/train_memory_estimate.py --smoke      # one small random form (the smoke test)
 
 One line per form, key=value: its sizes, estimate_mb, measured_mb, ratio (estimate / measured); last a summary line
 with the smallest and largest ratio. The budget holds when every ratio lies in [0.5, 2].
@@ -23,6 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite import limits  # noqa: E402
 from bertviz_lite.model.config import BertConfig  # noqa: E402
 
@@ -115,12 +116,13 @@ def line(form: dict, result: dict) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="one random form only")
     parser.add_argument("--forms", type=int, default=10, help="random forms (default 10)")
+    parser.add_argument("--no-bert", action="store_true", help="leave out the MiniLM and BERT-base shaped forms")
+    add_smoke_flag(parser, argv, forms=1, no_bert=True)
     options = parser.parse_args(argv)
     rng = random.Random(0)
-    forms = [random_form(rng) for _ in range(1 if options.quick else options.forms)]
-    forms += [] if options.quick else bert_forms()
+    forms = [random_form(rng) for _ in range(options.forms)]
+    forms += [] if options.no_bert else bert_forms()
     ratios = []
     for form in forms:
         result = compare([form])[0]

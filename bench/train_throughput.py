@@ -24,7 +24,9 @@ from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.model.config import BertConfig  # noqa: E402
+from bertviz_lite.model.modeling import BertForPreTraining  # noqa: E402
 from bertviz_lite.text.pretraining_data import PretrainingCollator, builtin_corpus  # noqa: E402
 from bertviz_lite.text.tokenization import BertTokenizer  # noqa: E402
 from bertviz_lite.training.optimization import PretrainingStep, make_optimizer, optimizer_step  # noqa: E402
@@ -48,10 +50,10 @@ class HuggingFaceStep(nn.Module):
 
 
 def full_length_batches(
-    tokenizer: BertTokenizer, num_batches: int, batch_size: int, seq_len: int, seed: int = 0
+    tokenizer: BertTokenizer, num_batches: int, batch_size: int, seq_len: int, seed: int = 0, num_documents: int = 2000
 ) -> list[dict[str, Tensor]]:
     """Batches of sentence pairs that fill seq_len: each segment is several consecutive story sentences."""
-    sentences = [s for doc in builtin_corpus(seed=seed, num_documents=2000) for s in doc]
+    sentences = [s for doc in builtin_corpus(seed=seed, num_documents=num_documents) for s in doc]
     collator = PretrainingCollator(tokenizer, max_length=seq_len, mask_prob=0.15)
     generator = torch.Generator().manual_seed(seed)
     span, batches, cursor = 12, [], 0  # 12 sentences (~110 tokens) per segment, cut to fit
@@ -71,17 +73,19 @@ def full_length_batches(
 
 
 def build_models(config: BertConfig, device: torch.device) -> dict[str, nn.Module]:
-    """Ours and transformers' (eager and sdpa), all from the same initial weights."""
-    from transformers import BertConfig as HFBertConfig
-    from transformers import BertForPreTraining
+    """Ours and transformers' (eager and sdpa), all from the same initial weights.
+
+    transformers' classes are spelt with their module's name: theirs and ours share the name BertForPreTraining.
+    """
+    import transformers
 
     torch.manual_seed(0)
     ours = BertForPreTraining(config)
     models = {"ours": PretrainingStep(ours)}
     for implementation in ("eager", "sdpa"):
-        hf_config = HFBertConfig(**config.to_hf_dict(), attn_implementation=implementation)
+        hf_config = transformers.BertConfig(**config.to_hf_dict(), attn_implementation=implementation)
         hf_config.position_embedding_type = "absolute"
-        hf = BertForPreTraining(hf_config)
+        hf = transformers.BertForPreTraining(hf_config)
         hf.load_state_dict(ours.hf_state_dict(), strict=False)
         models[f"transformers_{implementation}"] = HuggingFaceStep(hf)
     return {name: model.to(device).train() for name, model in models.items()}
@@ -114,14 +118,18 @@ def main(argv: list[str] | None = None) -> None:
                         help="auto: bf16 autocast on CUDA, float32 on CPU; bf16: autocast on CPU too (both sides)")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--steps-per-rep", type=int, default=4)
+    parser.add_argument("--num-documents", type=int, default=2000, help="built-in stories for the vocabulary and batches")
+    add_smoke_flag(parser, argv, batch_size=2, seq_len=32, vocab_size=500, reps=1, steps_per_rep=1, num_documents=100)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     config = BertConfig(**{**PRESETS["small"]["config"], "vocab_size": args.vocab_size})
     if args.dropout is not None:
         config.hidden_dropout_prob = config.attention_probs_dropout_prob = args.dropout
-    tokenizer = BertTokenizer.train([s for d in builtin_corpus(num_documents=2000) for s in d], args.vocab_size)
-    batches = full_length_batches(tokenizer, args.steps_per_rep, args.batch_size, args.seq_len)
+    stories = builtin_corpus(num_documents=args.num_documents)
+    tokenizer = BertTokenizer.train([s for d in stories for s in d], args.vocab_size)
+    batches = full_length_batches(tokenizer, args.steps_per_rep, args.batch_size, args.seq_len,
+                                  num_documents=args.num_documents)
     batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
     tokens = sum(int(b["attention_mask"].sum()) for b in batches)
     masked = sum(int((b["labels"] != -100).sum()) for b in batches) / tokens

@@ -14,17 +14,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.training.cli import prepare  # noqa: E402
 from bertviz_lite.training.distributed import Distributed  # noqa: E402
 from bertviz_lite.training.trainer import Trainer, TrainerCallback  # noqa: E402
 
 RECHECK_EVERY = 500
 SAFETY = 0.93  # evaluations, snapshots and saves cost time the first measurement does not see
+# --smoke without training options: a few steps of the tiny preset on a little data, in a temporary folder.
+SMOKE_RUN = ("--preset", "tiny", "--steps", "6", "--batch-size", "4", "--num-documents", "200", "--eval-pairs", "16",
+             "--eval-every", "3", "--log-every", "3", "--snapshot-every", "1000", "--save-every", "0", "--device", "cpu")
 
 
 def fitted_steps(step: int, seconds_per_step: float, seconds_left: float, planned: int, warmup: int) -> int:
@@ -56,19 +61,30 @@ class FitToDeadline(TrainerCallback):
             trainer.args.steps = steps
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--minutes", type=float, required=True, help="wall-clock budget from the start of this script")
+    parser.add_argument("--minutes", type=float, help="wall-clock budget from the start of this script (required)")
     parser.add_argument("--measure-after", type=int, default=60, help="steps before the first fit (default 60)")
     parser.add_argument("train_args", nargs=argparse.REMAINDER, help="-- then python -m bertviz_lite.train's options")
-    args = parser.parse_args()
+    add_smoke_flag(parser, argv, minutes=0.05, measure_after=2)
+    args = parser.parse_args(argv)
+    if args.minutes is None:
+        parser.error("--minutes is required")
     deadline = time.monotonic() + args.minutes * 60
     train_argv = args.train_args[1:] if args.train_args[:1] == ["--"] else args.train_args
+    if args.smoke and not train_argv:
+        with tempfile.TemporaryDirectory() as folder:
+            return fit_and_train([*SMOKE_RUN, "--out", f"{folder}/run"], deadline, args.measure_after)
+    return fit_and_train(train_argv, deadline, args.measure_after)
+
+
+def fit_and_train(train_argv: list[str], deadline: float, measure_after: int) -> int:
+    """Train with these options, the steps fitted to the deadline; print the outcome as key=value lines."""
     trainer = prepare(train_argv, Distributed(), quiet=True)
-    trainer.callbacks.append(FitToDeadline(deadline, args.measure_after, trainer.args.steps))
+    trainer.callbacks.append(FitToDeadline(deadline, measure_after, trainer.args.steps))
     started = time.monotonic()
     result = trainer.train()
-    print(f"state={result.state} steps={result.step} seconds={time.monotonic() - started:.1f}")
+    print(f"state={result.state}\nsteps={result.step}\nseconds={time.monotonic() - started:.1f}")
     print(f"message={result.message}")
     return 0 if result.state in ("finished", "stopped") else 1
 

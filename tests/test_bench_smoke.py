@@ -1,31 +1,85 @@
-"""The bench scripts run and print their key=value lines (their figures are compared in the bench, not here)."""
+"""Every bench script runs: `python bench/X.py --smoke` ends with exit code 0 and prints key=value lines.
+
+A script joins by being in bench/ (private helper modules start with `_`); it must then accept --smoke, declared
+with bench/_smoke.py's add_smoke_flag. No timing is asserted: a smoke run's numbers mean nothing.
+bench/gpu_english.sh is left out: it trains two MiniLM-sized runs for minutes from .gpu/minilm, a float16 copy made
+on the lent GPU's machine that no checkout has, so there is no cheap run of it here.
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
+
+from bench._smoke import add_smoke_flag
+
 REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted(p.name for p in (REPO / "bench").glob("*.py") if not p.name.startswith("_"))
+KEY_VALUE = re.compile(r"[a-z0-9_]+=\S+(?:\s|$)")  # a line that begins with key=value
+# They start the app's server on a port of their own (and the first two Debian's chromium): the browser marker keeps
+# them out of the quick loop (pytest -m 'not slow and not browser').
+CHROMIUM = {"browser_memory.py", "page_latency.py"}
+SERVER = CHROMIUM | {"classroom_load.py", "live_classroom.py", "rerun_profile.py"}
+TIMEOUT_S = 240
 
 
-def bench(script: str, *args: str) -> list[dict[str, str]]:
-    """Run bench/<script> --quick; each output line as its key=value pairs."""
-    out = subprocess.run([sys.executable, str(REPO / "bench" / script), "--quick", *args], capture_output=True,
-                         text=True, check=True, cwd=REPO, timeout=300).stdout
-    return [dict(re.findall(r"(\w+)=('[^']*'|\"[^\"]*\"|\S+)", line)) for line in out.splitlines() if "=" in line]
+def _within_budget(lines: list[str]) -> None:
+    """input_bounds: every worst input is refused within 1 s of CPU and 100 MB (issue 30's acceptance)."""
+    assert not [line for line in lines if line.startswith("case=") and "within_budget=True" not in line]
+    worst = dict(pair.split("=", 1) for pair in lines[-1].split())
+    assert float(worst["worst_cpu_s"]) <= 1.0 and float(worst["worst_peak_mb"]) <= 100
 
 
-def test_train_memory_estimate_prints_the_ratio_of_each_form():
-    *forms, summary = bench("train_memory_estimate.py")
-    assert forms and all(float(form["estimate_mb"]) > 0 and float(form["measured_mb"]) > 0 for form in forms)
-    assert summary["within_2x"] == "True"
+def _within_2x(lines: list[str]) -> None:
+    """train_memory_estimate: the estimate within 2x of a real run's peak growth."""
+    assert "within_2x=True" in lines[-1]
 
 
-def test_input_bounds_refuses_every_worst_input_within_1_s_of_cpu_and_100_mb():
-    *cases, summary = bench("input_bounds.py")
-    assert {"sentence_3mb", "your_sentences_1mb", "safetensors_800000_empty_tensors", "form_num_documents_1e9",
-            "path_5000_chars"} <= {case["case"] for case in cases}
-    assert [case["case"] for case in cases if case["within_budget"] != "True"] == []
-    assert float(summary["worst_cpu_s"]) <= 1.0 and float(summary["worst_peak_mb"]) <= 100
+# Scripts whose smoke run also answers a question of their own (the output lines that hold key=value pairs).
+CLAIMS = {"input_bounds.py": _within_budget, "train_memory_estimate.py": _within_2x}
+
+
+def _param(name: str):
+    return pytest.param(name, marks=[pytest.mark.browser] if name in SERVER else [], id=name.removesuffix(".py"))
+
+
+@pytest.mark.parametrize("script", [_param(name) for name in SCRIPTS])
+def test_bench_script_runs_its_smoke_setting(script):
+    if script in CHROMIUM and not Path("/usr/bin/chromium").exists():
+        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)")
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, f"bench/{script}", "--smoke"], cwd=REPO, capture_output=True, text=True,
+                          timeout=TIMEOUT_S, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    print(f"{script}: {time.perf_counter() - started:.1f} s")
+    assert done.returncode == 0, f"{script} --smoke exited with {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    lines = [line for line in done.stdout.splitlines() if KEY_VALUE.match(line)]
+    assert lines, f"{script} --smoke printed no key=value line:\n{done.stdout[-3000:]}"
+    CLAIMS.get(script, lambda _: None)([line for line in done.stdout.splitlines() if "=" in line])
+
+
+def test_every_bench_script_declares_the_smoke_flag_through_the_helper():
+    missing = [name for name in SCRIPTS if "add_smoke_flag(" not in (REPO / "bench" / name).read_text(encoding="utf-8")]
+    assert missing == []
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    add_smoke_flag(parser, argv, repeats=1)
+    return parser.parse_args(argv)
+
+
+def test_smoke_makes_the_smaller_values_the_defaults_and_an_option_given_still_wins():
+    assert (_parse([]).repeats, _parse(["--smoke"]).repeats) == (5, 1)
+    assert _parse(["--repeats", "3", "--smoke"]).repeats == _parse(["--smoke", "--repeats", "3"]).repeats == 3
+    assert _parse(["--", "--smoke"]).repeats == 5  # another program's option (bench/train_to_deadline.py)
+    with pytest.raises(ValueError, match="repets"):
+        add_smoke_flag(argparse.ArgumentParser(), [], repets=1)

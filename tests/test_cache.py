@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from bertviz_lite.server.cache import LARGE_BYTES, LARGE_TTL_S, SharedCache, cache_key, estimate_nbytes
-from tests.waiting import wait_until
+from devtools.waiting import wait_until
 
 MB = 1024 * 1024
 

@@ -9,7 +9,7 @@ import pytest
 
 from bertviz_lite.server import class_joining, class_results, classroom, database
 from bertviz_lite.server.classroom import CHOICE, CLOZE, ClassError, NewQuestion, Position
-from tests.waiting import wait_until
+from devtools.waiting import wait_until
 
 PAIR = Position("all-MiniLM-L6-v2", "The cat sat on the [MASK].", "It was warm.")
 NSP = NewQuestion(CHOICE, "Does B follow A?", ("Yes", "No"), "Yes")

@@ -11,7 +11,7 @@ import pytest
 
 from bertviz_lite.server import class_joining, class_results, classroom, database
 from bertviz_lite.server.classroom import CHOICE, CLOZE, ClassError, NewQuestion, Position
-from tests.waiting import wait_until
+from devtools.waiting import wait_until
 
 PAIR = Position("all-MiniLM-L6-v2", "The cat sat on the [MASK].", "It was warm.", step=1, layer=0, head=0)
 NSP = NewQuestion(CHOICE, "Will the model say that sentence B follows sentence A?", ("Yes", "No"), "Yes", "91%.")

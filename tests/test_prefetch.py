@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from bertviz_lite.training.prefetch import THREAD_NAME, Prefetcher
-from tests.waiting import wait_until
+from devtools.waiting import wait_until
 
 
 def prefetching() -> bool:

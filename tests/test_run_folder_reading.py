@@ -10,7 +10,7 @@ from bertviz_lite.figures.training import compare_runs, downsample
 from bertviz_lite.loading import run_folder
 from bertviz_lite.loading.run_folder import load_metrics, read_status, read_train_args
 from bertviz_lite.runs import lifecycle
-from tests.waiting import wait_until
+from devtools.waiting import wait_until
 
 HUGE = "9" * 400
 

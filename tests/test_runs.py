@@ -14,7 +14,7 @@ from bertviz_lite.loading.run_folder import read_metrics, write_status
 from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.server import access, settings
 from bertviz_lite.training.cli import arguments_from_namespace, build_parser
-from tests.waiting import wait_until
+from devtools.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 # Small enough to start in a few seconds on 2 cores; `steps` is set per test.

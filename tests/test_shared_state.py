@@ -14,7 +14,7 @@ import pytest
 from bertviz_lite.atomic import exclusive_lock
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.server import access
-from tests.waiting import wait_until
+from devtools.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "teacher-secret-2"

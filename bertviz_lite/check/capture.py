@@ -23,14 +23,41 @@ from bertviz_lite.check.mapping import (
 )
 
 
-def param_infos(model: nn.Module) -> list[ParamInfo]:
-    """Every parameter of theirs, tied ones under each name, with its owner module's path and class."""
+def param_infos(model: nn.Module, observed: dict[int, tuple[int, tuple[int, ...] | None]] | None = None) -> list[ParamInfo]:
+    """Every parameter of theirs, tied ones under each name, with its owner module's path and class, and (from
+    `observe`) when that module started in a trial pass and what it gave."""
     infos = []
     for path, module in model.named_modules(remove_duplicate=False):
+        ran, output = (observed or {}).get(id(module), (None, None))
         for name, param in module.named_parameters(recurse=False):
             full = f"{path}.{name}" if path else name
-            infos.append(ParamInfo(full, tuple(param.shape), path, type(module).__name__))
+            infos.append(ParamInfo(full, tuple(param.shape), path, type(module).__name__, ran, output))
     return infos
+
+
+def observe(model: nn.Module, run: Callable[[], Any]) -> dict[int, tuple[int, tuple[int, ...] | None]]:
+    """id(module) -> (the order it started in during `run`, the shape of its first output tensor): which dense
+    runs per token and which on [CLS] alone, and which LayerNorm comes after which, whatever they are named."""
+    seen: dict[int, tuple[int, tuple[int, ...] | None]] = {}
+
+    def started(module, _inputs):
+        seen.setdefault(id(module), (len(seen), None))
+
+    def finished(module, _inputs, output):
+        order, shape = seen[id(module)]
+        value = first_tensor(output)
+        if shape is None and value is not None and not value.is_nested:
+            seen[id(module)] = (order, tuple(value.shape))
+    handles = []
+    for module in {id(m): m for m in model.modules()}.values():
+        handles += [module.register_forward_pre_hook(started), module.register_forward_hook(finished)]
+    try:
+        with torch.no_grad():
+            run()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return seen
 
 
 def _their_params(model: nn.Module) -> dict[str, nn.Parameter]:

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from bertviz_lite.check.compare import Finding, compare, explain, unexplained
 from bertviz_lite.check.mapping import FINAL_NORM
-from bertviz_lite.check.mistakes import OBSERVED
+from bertviz_lite.check.mistakes import DESIGN_CHOICES, OBSERVED
 from bertviz_lite.check.reference import (
     Recipe,
     check_config,
@@ -104,16 +104,42 @@ def report_for(request: CheckRequest, result: dict[str, Any], tensors: dict[str,
                         inputs["input_ids"], inputs["token_type_ids"], inputs, request.part)
     theirs, evidence, recipe, findings = _prepared(request.part, result, tensors, reference)
     stages = compare(theirs, reference(Recipe()))
-    recipe, named = explain(theirs, reference, recipe, evidence, set(result["unmapped"]["ours"]))
+    absent = set(result["unmapped"]["ours"])
+    if "nsp_logits" not in theirs:  # no NSP head: a pooler it does not have is no finding
+        absent.discard("bert.pooler.dense.weight")
+    recipe, named = explain(theirs, reference, recipe, evidence, absent)
     findings = _in_stage_order(findings + named, [s.name for s in stages])
-    leftover = unexplained(compare(theirs, reference(recipe)))
+    final = compare(theirs, reference(recipe))
+    leftover = unexplained(final)
     findings += [leftover] if leftover else []
-    notes = list(result.get("problems", []))
+    notes = list(result.get("problems", [])) + _absent_notes(request.part, theirs, reference(Recipe()))
     if eps != 1e-12:
         notes.append(f"your LayerNorms use eps={eps:g} (BERT: 1e-12); the reference used yours")
-    clean = all(s.ok for s in stages) and not findings
-    return Report("match" if clean else "differs", stages, findings, result["mapping"], result["unmapped"], notes,
-                  subject, request.part)
+    design_only = all(f.code in DESIGN_CHOICES for f in findings)
+    if design_only and findings:  # each stage against BERT as their design choices change it
+        stages = final
+        notes.append(f"stages compared with BERT as your design choices change it ({', '.join(_codes(findings))})")
+    verdict = "match" if design_only and all(s.ok for s in stages) else "differs"
+    return Report(verdict, stages, findings, result["mapping"], result["unmapped"], notes, subject, request.part)
+
+
+def _codes(findings: list[Finding]) -> list[str]:
+    return list(dict.fromkeys(f.code for f in findings))
+
+
+def _absent_notes(part: str, theirs: dict[str, Tensor], ours: dict[str, Tensor]) -> list[str]:
+    """What was not compared because their model has no such stage, said as such rather than as a difference."""
+    notes = []
+    hidden = [name.removesuffix(".attention.probs") for name in ours
+              if name.endswith(".attention.probs") and name not in theirs]
+    if hidden:
+        notes.append(f"attention probabilities not compared ({', '.join(hidden)}): your attention does not expose "
+                     f"them (F.scaled_dot_product_attention, or nn.MultiheadAttention with need_weights=False, keeps "
+                     f"them inside; return them or keep them as self.attn to have them compared); the stages after "
+                     f"them were compared")
+    if part == "model" and "nsp_logits" not in theirs:
+        notes.append("no NSP head: NSP and pooler not checked (the exercise's Bert returns MLM logits only)")
+    return notes
 
 
 def _failure_sentence(request: CheckRequest, result: dict[str, Any]) -> str:

@@ -26,6 +26,8 @@ class ParamInfo:
     shape: tuple[int, ...]
     module: str
     module_type: str
+    ran: int | None = None  # when its module started in a trial pass (0 first); None where not observed
+    output: tuple[int, ...] | None = None  # the shape of that module's first output tensor in that pass
 
 
 @dataclass
@@ -169,10 +171,13 @@ def _map_by_role(params: list[ParamInfo], sizes: Sizes, mapping: Mapping) -> Non
     container = layers_container(list(modules), sizes.num_hidden_layers)
     per_layer: dict[int, dict[str, list[ParamInfo]]] = {}
     before, after = {}, {}
+    starts = [g[0].ran for p, g in modules.items() if layer_index(p, container) is not None and g[0].ran is not None]
     for path, group in modules.items():
         index = layer_index(path, container)
         if index is not None:
             per_layer.setdefault(index, {})[path] = group
+        elif group[0].ran is not None and starts:  # run order decides: a head declared before the layers runs after
+            (after if group[0].ran > min(starts) else before)[path] = group
         elif per_layer:
             after[path] = group
         else:
@@ -312,16 +317,14 @@ def _map_outside_layers(before: dict[str, list[ParamInfo]], after: dict[str, lis
                         mapping: Mapping) -> None:
     """Embeddings and their LayerNorm before the layers; pooler, MLM and NSP heads after them."""
     h = sizes.hidden_size
-    squares = []
+    squares, norms = [], []
     for path, group in [*before.items(), *after.items()]:
         weight, bias = _weight_and_bias(group)
         if _is_norm(group, h):
             if path in before or "emb" in path.lower():
                 _assign(mapping, group, EMB + "LayerNorm")
-            elif any(w in path.lower() for w in HEAD_WORDS):
-                _assign(mapping, group, "cls.predictions.transform.LayerNorm")
             else:
-                _assign(mapping, group, FINAL_NORM)
+                norms.append(path)
         elif weight is None or len(weight.shape) != 2:
             vectors = [p for p in group if p.shape == (sizes.vocab_size,)]
             if vectors:
@@ -338,14 +341,39 @@ def _map_outside_layers(before: dict[str, list[ParamInfo]], after: dict[str, lis
             _assign(mapping, group, "cls.seq_relationship")
         elif weight.shape == (h, h):
             squares.append(path)
-    _map_head_squares(squares, {**before, **after}, mapping)
+    modules = {**before, **after}
+    transform = _map_head_squares(squares, modules, mapping)
+    for path in norms:
+        _assign(mapping, modules[path], _head_norm_role(path, modules, transform))
 
 
-def _map_head_squares(squares: list[str], modules: dict[str, list[ParamInfo]], mapping: Mapping) -> None:
-    """The pooler's dense and the MLM transform's dense: by name, else the pooler first."""
-    pooler = [p for p in squares if "pool" in p.lower()]
-    transform = [p for p in squares if p not in pooler and any(w in p.lower() for w in HEAD_WORDS)]
-    rest = [p for p in squares if p not in pooler and p not in transform]
+def _head_norm_role(path: str, modules: dict[str, list[ParamInfo]], transform: str | None) -> str:
+    """A LayerNorm after the layers: the MLM transform's when it runs after the transform's dense (as observed in
+    the trial pass), a final LayerNorm on the encoder's output when it runs before; else by its name."""
+    ran = modules[path][0].ran
+    dense_ran = modules[transform][0].ran if transform else None
+    if ran is not None and dense_ran is not None:
+        return "cls.predictions.transform.LayerNorm" if ran > dense_ran else FINAL_NORM
+    if any(w in path.lower() for w in HEAD_WORDS):
+        return "cls.predictions.transform.LayerNorm"
+    return FINAL_NORM
+
+
+def _observed_head(group: list[ParamInfo]) -> str | None:
+    """What a (H, H) dense after the layers does, from its output in the trial pass: (B, H) from the [CLS] position
+    is the pooler's, (B, T, H) per token the MLM transform's."""
+    output = group[0].output
+    return None if output is None else {2: "pooler", 3: "transform"}.get(len(output))
+
+
+def _map_head_squares(squares: list[str], modules: dict[str, list[ParamInfo]], mapping: Mapping) -> str | None:
+    """The pooler's dense and the MLM transform's dense: by what they output, by name, else the pooler first.
+    Returns the transform's module path."""
+    seen = {p: _observed_head(modules[p]) for p in squares}
+    pooler = [p for p in squares if seen[p] == "pooler" or (seen[p] is None and "pool" in p.lower())]
+    transform = [p for p in squares if p not in pooler and (seen[p] == "transform" or (
+        seen[p] is None and any(w in p.lower() for w in HEAD_WORDS)))]
+    rest = [p for p in squares if p not in pooler and p not in transform and seen[p] is None]
     if not pooler and rest:
         pooler.append(rest.pop(0))
     if not transform and rest:
@@ -354,3 +382,4 @@ def _map_head_squares(squares: list[str], modules: dict[str, list[ParamInfo]], m
         _assign(mapping, modules[pooler[0]], "bert.pooler.dense")
     if transform:
         _assign(mapping, modules[transform[0]], "cls.predictions.transform.dense")
+    return transform[0] if transform else None

@@ -52,7 +52,9 @@ class Report:
         if self.findings:
             lines += ["", "Findings:"]
             lines += [f"  [{f.code}] at {f.stage}: {f.message}" for f in self.findings]
-        lines += ["", f"Verdict: {self.verdict}"]
+        design = ", ".join(dict.fromkeys(f.code for f in self.findings))
+        suffix = f" (design differences from BERT, not errors: {design})" if self.verdict == "match" and design else ""
+        lines += ["", f"Verdict: {self.verdict}{suffix}"]
         return "\n".join(lines)
 
 

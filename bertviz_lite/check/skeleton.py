@@ -120,8 +120,9 @@ def part_status(part: str, name: str, report: Report | None) -> PartStatus:
     """done when it matches; not started while it raises NotImplementedError or is missing; else wrong."""
     if report is None:
         return PartStatus(part, name, "not started", "not in the folder yet")
-    if report.verdict == "match":
-        return PartStatus(part, name, "done")
+    if report.verdict == "match":  # its findings, if any, are design differences
+        design = ", ".join(dict.fromkeys(report.codes))
+        return PartStatus(part, name, "done", f"design differences from BERT: {design}" if design else "")
     first = report.findings[0] if report.findings else None
     if first is not None and "NotImplementedError" in first.message:
         return PartStatus(part, name, "not started")

@@ -21,7 +21,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from bertviz_lite.check import masking_worker
-from bertviz_lite.check.capture import StageHooks, first_tensor, load_weights, param_infos
+from bertviz_lite.check.capture import StageHooks, first_tensor, load_weights, observe, param_infos
 from bertviz_lite.check.learner import CannotBuild, build, find_class
 from bertviz_lite.check.learner import load_file as load_learner
 from bertviz_lite.check.mapping import EMB, Sizes, map_part
@@ -103,12 +103,17 @@ def model_job(job, request, ours, inputs, phase) -> tuple[dict[str, Any], dict[s
     phase["now"] = "map"
     sizes = Sizes(**{k: config[k] for k in ("vocab_size", "hidden_size", "intermediate_size",
                                             "max_position_embeddings", "num_hidden_layers")})
-    infos = param_infos(model)
-    _check_sizes(infos, part, config)
+    _check_sizes(param_infos(model), part, config)
+    model.eval()
+    observed = None
+    if part == "model":  # a trial pass: which module runs when and what it gives tells the heads apart
+        phase["now"] = "run"
+        observed = observe(model, lambda: call(model, part, inputs))
+        phase["now"] = "map"
+    infos = param_infos(model, observed)
     mapping = map_part(infos, {k: tuple(v.shape) for k, v in ours.items()}, sizes, part, job.get("override"))
     problems = load_weights(model, mapping, ours)
     phase["now"] = "run"
-    model.eval()
     hooks = StageHooks(model, mapping, config)
     hooks.install()
     first = _traced(model, hooks, part, inputs, config)
@@ -206,6 +211,9 @@ def main(argv: list[str]) -> int:
     request = json.loads((folder / "request.json").read_text())
     torch.set_num_threads(1)
     torch.manual_seed(0)
+    # nn.TransformerEncoder(Layer)'s eval fast path runs a layer as one fused kernel (no hook sees its linears or
+    # norms) and a padded batch as a nested tensor; off, their layers run module by module, as in training.
+    torch.backends.mha.set_fastpath_enabled(False)
     limit = int(request["memory_limit"])
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -7,10 +7,10 @@ from streamlit.testing.v1 import AppTest
 
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
+from devtools.waiting import wait_until
 from pages_app.common._ui import SHARED, context_for, get_trace
 from pages_app.explore._warm_up import default_inputs, start_warm_up
 from tests.app.conftest import APP, PAGES, no_exception
-from tests.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
                                 reason=f"checkpoints/{DEFAULT_MODEL} is missing")

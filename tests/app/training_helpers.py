@@ -11,7 +11,7 @@ import plotly.io
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lite.loading import run_folder
-from tests.waiting import wait_until
+from devtools.waiting import wait_until
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 # Two classroom visitors (ids as the app hands them out).

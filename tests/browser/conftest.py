@@ -13,9 +13,9 @@ from playwright.sync_api import expect
 
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.runs import lifecycle
+from devtools.server import CHROMIUM, CHROMIUM_ARGS, running_streamlit
+from devtools.waiting import wait_until
 from tests.browser.driver import new_page
-from tests.browser.server import CHROMIUM, CHROMIUM_ARGS, running_streamlit
-from tests.waiting import wait_until
 
 # An expectation waits on the page's state; the suite runs on two pytest workers, so a rerun may take longer
 # than Playwright's default 5 s while the other worker is busy.

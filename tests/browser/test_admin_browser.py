@@ -10,10 +10,10 @@ from playwright.sync_api import expect
 
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.server import access
+from devtools.server import running_streamlit
+from devtools.waiting import wait_until
 from tests.app.tiny_checkpoint import save_tiny
 from tests.browser.driver import EXCEPTION, choose_option, new_page, open_page, wait_for_idle
-from tests.browser.server import running_streamlit
-from tests.waiting import wait_until
 
 pytestmark = pytest.mark.browser
 TOKEN = "lecture-hall-admin-token"

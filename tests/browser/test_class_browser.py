@@ -6,6 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from bertviz_lite.inspection import walkthrough as walk
+from devtools.server import ARTIFACTS, running_streamlit
 from tests.browser.driver import (
     EXCEPTION,
     NEEDS_DEFAULT_MODEL,
@@ -16,7 +17,6 @@ from tests.browser.driver import (
     wait_for_figure,
     wait_for_idle,
 )
-from tests.browser.server import ARTIFACTS, running_streamlit
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 PHONE = {"width": 390, "height": 844}

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from devtools.server import running_streamlit
 from tests.browser.driver import EXCEPTION, NEEDS_DEFAULT_MODEL, new_page, open_page, wait_for_figure
-from tests.browser.server import running_streamlit
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from bertviz_lite.figures.tabs import ATTENTION_TABS, titles
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DESCRIPTIONS, ENGLISH, MINILM
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
+from devtools.server import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
     NEEDS_DEFAULT_MODEL,
@@ -28,7 +29,6 @@ from tests.browser.driver import (
     wait_for_figure,
     wait_for_idle,
 )
-from tests.browser.server import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from devtools.server import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
     NEEDS_DEFAULT_MODEL,
@@ -15,7 +16,6 @@ from tests.browser.driver import (
     wait_for_figure,
     wait_for_idle,
 )
-from tests.browser.server import ARTIFACTS
 from tests.browser.test_presentation import overlaps
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]

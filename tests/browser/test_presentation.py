@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from bertviz_lite.inspection.walkthrough import STEPS
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from devtools.server import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
     NEEDS_DEFAULT_MODEL,
@@ -26,7 +27,6 @@ from tests.browser.driver import (
     wait_for_figure,
     wait_for_idle,
 )
-from tests.browser.server import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 

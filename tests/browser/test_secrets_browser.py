@@ -10,9 +10,9 @@ import pytest
 from playwright.sync_api import expect
 
 from bertviz_lite.server import cookie_handoff
+from devtools.server import open_front_page
+from devtools.waiting import wait_until
 from tests.browser.driver import EXCEPTION, NEEDS_DEFAULT_MODEL, new_page, open_page, wait_for_idle
-from tests.browser.server import open_front_page
-from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.browser]
 

@@ -27,10 +27,10 @@ from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.server import haproxy
 from bertviz_lite.server.balancer import WORKER_SETTING
+from devtools.server import REPO, free_port
+from devtools.waiting import wait_until
 from tests.browser.driver import new_page, wait_for_idle
-from tests.browser.server import REPO, free_port
 from tests.browser.test_training_browser import OPTIONS, set_number, wait_for_run_to_show
-from tests.waiting import wait_until
 
 pytestmark = pytest.mark.browser
 VISITOR_ID = "serve-test-visitor-0123456789"

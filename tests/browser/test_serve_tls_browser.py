@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from bertviz_lite.server import classroom, cookie_handoff, database, haproxy
+from devtools.server import REPO, free_port
+from devtools.waiting import wait_until
 from tests.browser.driver import NEEDS_DEFAULT_MODEL
-from tests.browser.server import REPO, free_port
-from tests.waiting import wait_until
 
 pytestmark = pytest.mark.browser
 UNCHECKED = ssl._create_unverified_context()  # the certificate is self-signed

@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.training.training_args import PRESETS
+from devtools.server import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
     click_model_view_tile,
@@ -21,7 +22,6 @@ from tests.browser.driver import (
     selected_option,
     wait_for_idle,
 )
-from tests.browser.server import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 

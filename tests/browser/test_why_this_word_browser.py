@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 
 from bertviz_lite.inspection.views.why_this_word import EXAMPLES
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from devtools.server import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
     NEEDS_DEFAULT_MODEL,
@@ -22,7 +23,6 @@ from tests.browser.driver import (
     wait_for_figure,
     wait_for_idle,
 )
-from tests.browser.server import ARTIFACTS
 from tests.browser.test_presentation import overlaps, reveal
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
-from bertviz_lite.check.capture import param_infos
+from bertviz_lite.check.capture import observe, param_infos
 from bertviz_lite.check.mapping import FINAL_NORM, ZERO_ROW, Sizes, map_part
 
 SIZES = Sizes(vocab_size=100, hidden_size=32, intermediate_size=128, max_position_embeddings=64, num_hidden_layers=2)
@@ -77,3 +78,32 @@ def test_raw_matrices_used_as_x_at_w_are_split_per_matrix_and_transposed():
     assert table["layers.0.W1"] == f"({layer}intermediate.dense.weight).T"
     assert table["layers.0.W2"] == f"({layer}output.dense.weight).T"
     assert table["layers.0.b_o"] == layer + "attention.output.dense.bias"
+
+
+class Misleading(nn.Module):
+    """Its MLM transform is declared first and named `pool`, its LayerNorm `norm_out`: only the run tells."""
+
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.Linear(32, 32)
+        self.norm_out = nn.LayerNorm(32)
+        self.tok = nn.Embedding(100, 32)
+        self.blocks = nn.ModuleList([Block(), Block()])
+
+    def forward(self, ids):
+        x = self.tok(ids)
+        for block in self.blocks:
+            x = block.norm1(x + block.attn(x, x, x)[0])
+            x = block.norm2(x + block.ffn(x))
+        x = self.norm_out(nn.functional.gelu(self.pool(x)))  # (B, T, H): every token, as the MLM transform
+        return x @ self.tok.weight.T
+
+
+def test_a_trial_pass_tells_the_mlm_transform_from_a_pooler_whatever_the_names_and_order():
+    model = Misleading().eval()
+    observed = observe(model, lambda: model(torch.randint(0, 100, (2, 5))))
+    entries = map_part(param_infos(model, observed), OURS, SIZES, "model").entries
+    assert entries["pool.weight"] == ["cls.predictions.transform.dense.weight"]
+    assert entries["norm_out.weight"] == ["cls.predictions.transform.LayerNorm.weight"]
+    guessed = map_part(param_infos(model), OURS, SIZES, "model").entries  # names and declaration order alone
+    assert guessed["pool.weight"] == ["bert.pooler.dense.weight"]

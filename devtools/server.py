@@ -1,7 +1,7 @@
 """A `streamlit run app.py` on a free port, and Debian's chromium to open it.
 
-Used by tests/browser/conftest.py and by the benchmarks that drive the app (bench/page_latency.py,
-bench/classroom_load.py).
+Used by tests/browser/ and by the benchmarks that drive the app (bench/page_latency.py, bench/classroom_load.py,
+bench/live_classroom.py, bench/browser_memory.py, bench/rerun_profile.py).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tests.waiting import wait_until
+from devtools.waiting import wait_until
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "tests" / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]

@@ -1,0 +1,1 @@
+"""Helpers that tests/ and bench/ both import: a `streamlit run app.py` on a free port, and waiting on state."""

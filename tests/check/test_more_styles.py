@@ -1,0 +1,58 @@
+"""Two more styles a learner writes: attention through F.scaled_dot_product_attention (no probabilities to compare,
+said so; everything after them compared) and a "minimal" BERT from nn.TransformerEncoderLayer / nn.TransformerEncoder
+(in_proj_weight, linear1/linear2, norm1/norm2; src_key_padding_mask True on padding)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bertviz_lite.check import CheckRequest, check_files
+
+LEARNERS = Path(__file__).parent / "learners"
+SDPA, MINIMAL = LEARNERS / "sdpa_style.py", LEARNERS / "minimal_style.py"
+PADDING = "src_key_padding_mask=input_ids == 0"
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    inverted = tmp_path_factory.mktemp("minimal") / "inverted.py"
+    inverted.write_text(MINIMAL.read_text().replace(PADDING, "src_key_padding_mask=input_ids != 0"))
+    requests = {"sdpa": CheckRequest(SDPA), "sdpa attention": CheckRequest(SDPA, "attention"),
+                "minimal": CheckRequest(MINIMAL), "inverted": CheckRequest(inverted)}
+    return dict(zip(requests, check_files(list(requests.values())), strict=True))
+
+
+@pytest.mark.parametrize("name", ["sdpa", "sdpa attention", "minimal"])
+def test_attention_without_exposed_probabilities_matches_and_says_what_was_not_compared(reports, name):
+    report = reports[name]
+    assert (report.verdict, report.exit_code, report.findings) == ("match", 0, []), report.to_text()
+    names = [s.name for s in report.stages]
+    assert not any(n.endswith("attention.probs") for n in names)
+    assert "layer.0.attention.output" in names and len(names) >= (1 if name == "sdpa attention" else 14)
+    assert all(s.ok and s.max_abs_diff < 1e-5 for s in report.stages), report.to_text()
+    note = next(n for n in report.notes if n.startswith("attention probabilities not compared"))
+    assert ("layer.0, layer.1" if name != "sdpa attention" else "(layer.0)") in note
+
+
+def test_the_minimal_style_maps_pytorchs_encoder_layer(reports):
+    mapping = reports["minimal"].mapping
+    layer = "bert.encoder.layer.1."
+    assert mapping["encoder.layers.1.self_attn.in_proj_weight"] == " + ".join(
+        layer + f"attention.self.{n}.weight" for n in ("query", "key", "value"))
+    assert mapping["encoder.layers.1.self_attn.out_proj.weight"] == layer + "attention.output.dense.weight"
+    assert mapping["encoder.layers.1.linear1.weight"] == layer + "intermediate.dense.weight"
+    assert mapping["encoder.layers.1.linear2.weight"] == layer + "output.dense.weight"
+    assert mapping["encoder.layers.1.norm1.weight"] == layer + "attention.output.LayerNorm.weight"
+    assert mapping["encoder.layers.1.norm2.weight"] == layer + "output.LayerNorm.weight"
+    assert mapping["head.0.weight"] == "cls.predictions.transform.dense.weight"
+    assert reports["minimal"].unmapped["theirs"] == []
+
+
+def test_a_padding_mask_given_in_the_attention_masks_sense_is_named_inverted(reports):
+    """src_key_padding_mask is True where a key is ignored: `input_ids != 0` there hides every real token."""
+    report = reports["inverted"]
+    assert report.verdict == "differs"
+    assert [(f.code, f.stage) for f in report.findings] == [("mask-inverted", "layer.0.attention.output")], \
+        report.to_text()
