@@ -12,7 +12,7 @@ import streamlit as st
 from bertviz_lite.server import classroom, cookie_handoff
 from pages_app.common._pages import navigation
 from pages_app.common._share import PRESENT, apply_link, link_control, show_link_notes, sync_link
-from pages_app.common._sidebar import render_sidebar
+from pages_app.common._sidebar import hand_over, render_sidebar
 from pages_app.common._ui import presentation_style
 from pages_app.explore._warm_up import start_warm_up
 
@@ -23,9 +23,10 @@ apply_link()  # a shared link's state (?a=…&layer=…&present=1), on a session
 st.set_page_config(page_title="bertviz-lite", page_icon="🔎", layout="wide",  # an emoji: a material icon is fetched from Google
                    initial_sidebar_state="collapsed" if st.session_state.get(PRESENT) else "auto")
 page = st.navigation(navigation())
-render_sidebar()
+inputs = render_sidebar()
 presentation_style()
 sync_link(page.url_path)
 link_control(page.url_path)
 show_link_notes()
+hand_over(inputs)  # the page's load_context() builds this run's one Context from them
 page.run()

@@ -1,7 +1,7 @@
 """Latency of each Beyond-attention and Why-this-word view (data + figure) on minilm-english, and of its model runs
 against transformers.
 
-Every view is timed from a cached trace, as the page computes it: explore.from_trace(data function) and its
+Every view is timed from a cached trace, as the page computes it: data_function(trace, **picks) and its
 figure builder. Where transformers can do the same model work (a forward with heads zeroed, the leave-one-out
 batch, the integrated-gradients forward and backward, both projecting only the explained position onto the
 vocabulary), both run alternately in the same process with the same weights and threads, and the ratio
@@ -81,15 +81,15 @@ def interleaved_medians(ours, theirs, repeats: int) -> tuple[float, float]:
 def view_timers(trace: explore.PairTrace, position: int, steps: int = STEPS) -> dict:
     """name -> a call that computes one view's data and draws its figure, as the page does."""
     def timer(data_function, figure, **params):
-        return lambda: figure(explore.from_trace(data_function, trace, **params))
+        return lambda: figure(data_function(trace, **params))
 
     return {
-        "norm-weighted attention (all heads)": timer(views.norm_attention, figures.norm_heatmap, layer=2),
-        "norm-weighted attention (one head)": timer(views.norm_attention, figures.norm_heatmap, layer=2, head=0),
-        "[CLS]/[SEP] share by layer": timer(views.special_share_by_layer, figures.special_share_figure),
-        "attribution, MLM": timer(views.token_attribution, figures.attribution_figure, position=position, steps=steps),
-        "attribution, NSP": timer(views.token_attribution, figures.attribution_figure, position=None, steps=steps),
-        "head knock-out (4 heads)": timer(views.head_knockout, figures.knockout_figure, heads=KNOCKED, position=position),
+        "norm-weighted attention (all heads)": timer(views.norm_attention, figures.norm_attention_figure, layer=2),
+        "norm-weighted attention (one head)": timer(views.norm_attention, figures.norm_attention_figure, layer=2, head=0),
+        "[CLS]/[SEP] share by layer": timer(views.special_share_by_layer, figures.special_share_by_layer_figure),
+        "attribution, MLM": timer(views.token_attribution, figures.token_attribution_figure, position=position, steps=steps),
+        "attribution, NSP": timer(views.token_attribution, figures.token_attribution_figure, position=None, steps=steps),
+        "head knock-out (4 heads)": timer(views.head_knockout, figures.head_knockout_figure, heads=KNOCKED, position=position),
         "layer by layer, MLM": timer(views.logit_lens, figures.logit_lens_figure, position=position),
     }
 
@@ -209,17 +209,16 @@ def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int) ->
     position = tokenizer.encode_pair(clean, None).tokens.index("[MASK]")
     pair = tokenizer.convert_tokens_to_ids([target, foil])
     chosen = attribution.Target(position, *pair)
-    trace = explore.trace_pair(model, tokenizer, clean, corrupted)
     print(f"patching: {num_tokens} tokens, {model.config.num_hidden_layers} layers, {clean!r} / {corrupted!r}")
-    for site in patching.SITES if num_tokens <= views.contrast.MAX_PATCHING_TOKENS else ():  # the page refuses more
-        call = lambda site=site: figures.patching_heatmap(explore.from_trace(  # noqa: E731
-            views.activation_patching, trace, text_a=clean, text_b=corrupted, target=target, foil=foil, site=site))
+    for site in patching.SITES if num_tokens <= views.why_this_word.MAX_PATCHING_TOKENS else ():  # the page refuses more
+        call = lambda site=site: figures.activation_patching_figure(views.activation_patching(  # noqa: E731
+            model, tokenizer, text_a=clean, text_b=corrupted, target=target, foil=foil, site=site))
         print(f"  view  patching grid, {site:<30s} {median_ms(call, repeats):8.1f} ms")
     for name, data, figure in (("contrast layer by layer", views.contrast_lens, figures.contrast_lens_figure),
                                ("contrast attribution (LOO + IG 32)", views.contrast_attribution,
-                                figures.attribution_figure)):
+                                figures.token_attribution_figure)):
         call = lambda data=data, figure=figure: figure(  # noqa: E731
-            explore.from_trace(data, trace, text_a=clean, target=target, foil=foil))
+            data(model, tokenizer, text_a=clean, target=target, foil=foil))
         print(f"  view  {name:<44s} {median_ms(call, repeats):8.1f} ms")
 
     def ours(site):

@@ -26,8 +26,8 @@ sys.path.insert(0, str(REPO))
 
 from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.inspection import explore  # noqa: E402
-from bertviz_lite.inspection.views import contexts as meaning  # noqa: E402
-from bertviz_lite.inspection.views import contrast  # noqa: E402
+from bertviz_lite.inspection.views import meaning_in_context as meaning  # noqa: E402
+from bertviz_lite.inspection.views import why_this_word  # noqa: E402
 from bertviz_lite.loading.pretrained import load  # noqa: E402
 from bertviz_lite.loading.run_folder import validate_run_name  # noqa: E402
 from bertviz_lite.runs import run_options, upload  # noqa: E402
@@ -79,7 +79,7 @@ def cases(root: Path, tensors: int = 800_000) -> dict[str, Callable[[], object]]
         "sentence_3mb": lambda: explore.encode(tokenizer, sentence, None, 128),
         "your_sentences_1mb": lambda: meaning.user_lines(words),
         "your_sentences_lines_bypassing_the_page": lambda: meaning.gather_occurrences(index, "bank", [words] * 10),
-        "candidate_word_3mb": lambda: contrast.candidate_id(tokenizer, sentence),
+        "candidate_word_3mb": lambda: why_this_word.candidate_id(tokenizer, sentence),
         "run_name_1mb": lambda: validate_run_name("/" + "n" * MB),
         "corpus_6mb": lambda: run_options.corpus_summary(corpus),
         "safetensors_800000_empty_tensors": lambda: upload.import_zip(bomb, "bomb", root),

@@ -49,7 +49,7 @@ from bertviz_lite.server import class_results, database  # noqa: E402
 from bertviz_lite.server import classroom as live  # noqa: E402
 from devtools.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 
-PAGE = "class"  # url_path of pages_app/classroom/8_Class.py
+PAGE = "class"  # url_path of pages_app/classroom/11_Class.py
 STEP_HEADING = re.compile(r"Step (\d+) of \d+")
 JOIN_CODE = re.compile(r'bvl-join-code[^>]*>([A-Z0-9]+)<')
 ANSWERS = re.compile(r"(\d+) of (\d+)")

@@ -89,7 +89,7 @@ def time_pair(page, text_a: str, text_b: str, key: str, rows: int | None, images
 def time_filter_click(page, label: str, rows: int) -> float:
     """Reference: seconds from clicking a sentence filter to the heatmap redrawn (cached trace, no model run)."""
     page.evaluate(_MARK, "attention_heatmap")
-    button = page.locator(".st-key-attn_filter button", has_text=label)
+    button = page.locator(".st-key-attn_sentence_filter button", has_text=label)
     start = time.perf_counter()
     button.click()
     page.wait_for_function(_READY, arg=["attention_heatmap", rows, 1], timeout=120_000, polling="raf")

@@ -33,7 +33,7 @@ from _smoke import add_smoke_flag  # noqa: E402
 
 # (bucket, substrings of a frame "function (file:line)"); the first bucket any frame of a sample matches wins.
 BUCKETS = (
-    ("model trace", ("get_trace (", "trace_pair (")),
+    ("model trace", ("get_trace (", "trace_encoding (")),
     ("model load", ("load_model (", "loading/pretrained.py")),
     ("serialisation (plotly JSON, protobuf)", ("plotly/io/_json.py", "/json/encoder.py", "SerializeToString",
                                                "serialize_forward_msg", "PlotlyJSONEncoder", "orjson")),

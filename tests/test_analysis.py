@@ -16,7 +16,7 @@ def test_sentence_ids_put_cls_and_first_sep_in_a_and_final_sep_in_b():
 
 
 @pytest.mark.parametrize(
-    ("which", "queries", "keys"),
+    ("sentence_filter", "queries", "keys"),
     [
         ("A→A", range(0, 5), range(0, 5)),
         ("A→B", range(0, 5), range(5, 8)),
@@ -24,8 +24,8 @@ def test_sentence_ids_put_cls_and_first_sep_in_a_and_final_sep_in_b():
         ("B→B", range(5, 8), range(5, 8)),
     ],
 )
-def test_sentence_filter_mask_selects_one_block(which, queries, keys):
-    mask = analysis.sentence_filter_mask(SEGMENTS, SPECIAL, which)
+def test_sentence_filter_mask_selects_one_block(sentence_filter, queries, keys):
+    mask = analysis.sentence_filter_mask(SEGMENTS, SPECIAL, sentence_filter)
     expected = np.zeros((8, 8), bool)
     expected[np.ix_(list(queries), list(keys))] = True
     np.testing.assert_array_equal(mask, expected)
@@ -47,7 +47,7 @@ def test_sentence_filter_blocks_reassemble_all_and_padding_is_dropped():
 
 def test_head_statistics_identity_attention_is_all_self_with_zero_entropy():
     attn = np.broadcast_to(np.eye(8), (2, 3, 8, 8))
-    stats = analysis.head_statistics(attn, TOKENS)
+    stats = analysis.attention_statistics(attn, TOKENS)
     assert list(stats.columns) == [
         "layer",
         "head",
@@ -75,7 +75,7 @@ def test_head_statistics_uniform_and_previous_token_heads():
     uniform = np.full((8, 8), 1 / 8)
     previous = np.eye(8, k=-1)
     previous[0, 0] = 1.0
-    stats = analysis.head_statistics(np.stack([uniform, previous])[None], TOKENS)
+    stats = analysis.attention_statistics(np.stack([uniform, previous])[None], TOKENS)
     np.testing.assert_allclose(
         stats.loc[0, ["entropy", "to_cls", "to_sep", "to_self"]], [np.log(8), 1 / 8, 2 / 8, 1 / 8]
     )
@@ -86,7 +86,7 @@ def test_head_statistics_ignores_padded_rows():
     attn = np.zeros((1, 1, 4, 4))
     attn[0, 0, :3, :3] = np.eye(3)
     attn[0, 0, 3] = [1 / 3, 1 / 3, 1 / 3, 0]  # padded query row: must not count
-    stats = analysis.head_statistics(attn, ["[CLS]", "a", "[SEP]", "[PAD]"], attention_mask=[1, 1, 1, 0])
+    stats = analysis.attention_statistics(attn, ["[CLS]", "a", "[SEP]", "[PAD]"], attention_mask=[1, 1, 1, 0])
     assert stats.loc[0, "to_self"] == pytest.approx(1.0)
     assert stats.loc[0, "entropy"] == pytest.approx(0.0)
 
@@ -118,18 +118,18 @@ def test_neuron_view_reproduces_attention_row_and_output():
     rng = np.random.default_rng(1)
     q, k, v = (rng.normal(size=(7, 16)).astype(np.float32) for _ in range(3))
     key_mask = np.array([1, 1, 1, 1, 1, 0, 0])
-    n = analysis.neuron_view(q, k, v, query_index=2, key_mask=key_mask)
+    n = analysis.attention_steps(q, k, v, query_index=2, key_mask=key_mask)
     scores = q.astype(np.float64) @ k.T.astype(np.float64) / 4.0
     scores[:, key_mask == 0] = -np.inf
     expected = np.exp(scores - scores.max(-1, keepdims=True))
     expected /= expected.sum(-1, keepdims=True)
-    np.testing.assert_allclose(n["weights"], expected[2], atol=1e-6)
-    np.testing.assert_allclose(n["products"].sum(-1), n["dot"], atol=1e-9)
-    np.testing.assert_allclose(n["scaled"], n["dot"] / 4.0)
-    assert np.isneginf(n["masked"][5:]).all() and n["weights"][5:].tolist() == [0.0, 0.0]
-    np.testing.assert_allclose(n["weighted_values"], n["weights"][:, None] * v, atol=1e-9)
-    np.testing.assert_allclose(n["output"], n["weights"] @ v, atol=1e-6)
-    assert n["query"].shape == (16,) and n["products"].shape == (7, 16)
+    np.testing.assert_allclose(n.weights, expected[2], atol=1e-6)
+    np.testing.assert_allclose(n.products.sum(-1), n.dot, atol=1e-9)
+    np.testing.assert_allclose(n.scaled, n.dot / 4.0)
+    assert np.isneginf(n.masked[5:]).all() and n.weights[5:].tolist() == [0.0, 0.0]
+    np.testing.assert_allclose(n.weighted_values, n.weights[:, None] * v, atol=1e-9)
+    np.testing.assert_allclose(n.output, n.weights @ v, atol=1e-6)
+    assert n.query.shape == (16,) and n.products.shape == (7, 16)
 
 
 def test_neuron_view_matches_torch_attention_row():
@@ -137,9 +137,9 @@ def test_neuron_view_matches_torch_attention_row():
     gen = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(6, 8, generator=gen) for _ in range(3))
     probs = torch.softmax(q @ k.T / 8**0.5, dim=-1)
-    n = analysis.neuron_view(q, k, v, query_index=4)
-    np.testing.assert_allclose(n["weights"], probs[4].numpy(), atol=1e-6)
-    np.testing.assert_allclose(n["output"], (probs @ v)[4].numpy(), atol=1e-5)
+    n = analysis.attention_steps(q, k, v, query_index=4)
+    np.testing.assert_allclose(n.weights, probs[4].numpy(), atol=1e-6)
+    np.testing.assert_allclose(n.output, (probs @ v)[4].numpy(), atol=1e-5)
 
 
 def test_softmax_over_the_last_axis_with_minus_infinity():

@@ -168,3 +168,94 @@ def test_the_package_never_imports_streamlit_or_pages():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(name.split(".")[0] in ("streamlit", "pages_app") for name in names), path
+
+
+# ---------------------------------------------------------------- the hallway: no hidden doors
+
+# bertviz_lite/check/ builds and calls a learner's own classes, whose parameters it cannot know in advance: reading
+# their signatures is what it is for, and no call of ours goes through it.
+READS_FOREIGN_CODE = PACKAGE / "check"
+HALLWAY = [*sorted(p for p in PACKAGE.rglob("*.py") if READS_FOREIGN_CODE not in p.parents), *PAGES, REPO / "app.py"]
+
+
+def _module_names(tree: ast.Module) -> set[str]:
+    """The names a file binds to modules (`import numpy as np`, `from bertviz_lite import figures`)."""
+    import importlib.util
+
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                try:
+                    found = importlib.util.find_spec(f"{node.module}.{alias.name}") is not None
+                except (ImportError, ValueError):
+                    found = False
+                if found:
+                    names.add(alias.asname or alias.name)
+    return names
+
+
+def hidden_doors(path: Path) -> list[str]:
+    """Where a call or a name is resolved by reflection: a __getattr__, globals(), a function's parameters read to
+    fill them by name (inspect.signature), getattr on a module (a function looked up by its name as a string)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules, found = _module_names(tree), []
+    for node in ast.walk(tree):
+        where = f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path.name}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.FunctionDef) and node.name in ("__getattr__", "__getattribute__"):
+            found.append(f"{where} defines {node.name}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            name, args = node.func.id, node.args
+            if name in ("globals", "locals"):
+                found.append(f"{where} calls {name}()")
+            elif name == "getattr" and args and isinstance(args[0], ast.Name) and args[0].id in modules:
+                found.append(f"{where} looks up a name in module {args[0].id} by string")
+        if isinstance(node, ast.Attribute) and (node.attr in ("getfullargspec", "co_varnames") or (
+                node.attr == "signature" and getattr(node.value, "id", None) == "inspect")):
+            found.append(f"{where} reads a function's parameters ({node.attr})")
+        if isinstance(node, ast.ImportFrom) and node.module == "inspect" and any(
+                alias.name in ("signature", "getfullargspec") for alias in node.names):
+            found.append(f"{where} imports inspect's signature reading")
+        if isinstance(node, ast.Attribute) and node.attr == "update" and isinstance(node.value, ast.Call) \
+                and getattr(node.value.func, "id", None) == "globals":
+            found.append(f"{where} fills globals()")
+    return found
+
+
+def test_the_hallway_has_no_hidden_doors():
+    """From the sidebar's sentence to a figure, every call can be followed by go-to-definition (issue 31)."""
+    assert [door for path in HALLWAY for door in hidden_doors(path)] == []
+
+
+def test_the_hidden_door_check_finds_each_kind(tmp_path):
+    sample = tmp_path / "hidden_doors_sample.py"
+    sample.write_text(
+        "import inspect\nfrom bertviz_lite import figures\n\n\nclass Proxy:\n    def __getattr__(self, name):\n"
+        "        return name\n\n\nglobals().update({})\nbuilder = getattr(figures, 'head_view')\n"
+        "wanted = inspect.signature(print).parameters\n", encoding="utf-8")
+    doors = hidden_doors(sample)
+    assert sorted(door.split(" ", 1)[1] for door in doors) == [
+        "calls globals()", "defines __getattr__", "fills globals()", "looks up a name in module figures by string",
+        "reads a function's parameters (signature)",
+    ]
+
+
+def test_no_page_keeps_a_trace_in_its_globals():
+    """Streamlit keeps a page's globals after its run (for the widget callbacks): a page reads its trace where it uses
+    it, so that only the shared cache decides how long a trace lives."""
+    kept = []
+    for path in PAGES:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign | ast.AnnAssign) and any(
+                    isinstance(call, ast.Call) and getattr(call.func, "id", None) == "get_trace"
+                    for call in ast.walk(node.value)):
+                kept.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert kept == []
+
+
+def test_page_files_have_numbers_of_their_own():
+    """pages_app/<section>/N_Name.py: one number per page across the sections, in the navigation's order."""
+    numbers = [int(path.name.split("_", 1)[0]) for path in PAGES if path.name[0].isdigit()]
+    assert len(numbers) == len(set(numbers)) and sorted(numbers) == list(range(len(numbers)))

@@ -98,21 +98,6 @@ def test_a_dropped_value_a_session_still_held_is_collected_once_the_session_lets
         gc.enable()
 
 
-def test_a_handle_keeps_the_key_not_the_value_and_computes_it_again_once_dropped(make_cache):
-    cache, computed = make_cache(), []
-
-    def compute():
-        computed.append(1)
-        return Trace(megabytes(1))
-
-    page_globals = {"trace": cache.handle("trace", compute)}  # what a page keeps after its run
-    value = weakref.ref(cache.get("trace", compute))
-    assert page_globals["trace"].output.numel() == MB // 4 and len(computed) == 1
-    cache.clear()
-    assert value() is None  # nothing but the cache held the value
-    assert page_globals["trace"].output.numel() == MB // 4 and len(computed) == 2
-
-
 def test_a_large_entry_is_kept_a_shorter_idle_time(make_cache):
     cache = make_cache(max_bytes=200 * MB, ttl_s=600)
     cache.get("large", lambda: megabytes(LARGE_BYTES / MB))

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from bertviz_lite.figures.predictions import topk_bar
+from bertviz_lite.figures.predictions import _topk_bar
 from bertviz_lite.inspection import walkthrough
 from bertviz_lite.inspection.explore import csv_bytes
 from bertviz_lite.model.config import BertConfig
@@ -42,7 +42,7 @@ def test_a_vocab_token_in_the_walkthrough_text_is_text():
 
 def test_a_vocab_token_in_the_predictions_chart_is_no_link():
     token = '<a href="https://evil.example">click</a>'
-    fig = topk_bar([token, "ok"], [0.6, 0.4], title=f"Position 3: [MASK], originally {token!r}")
+    fig = _topk_bar([token, "ok"], [0.6, 0.4], title=f"Position 3: [MASK], originally {token!r}")
     assert all("<a" not in label for label in fig.data[0].y) and "&lt;a href" in fig.data[0].y[0]
     assert "<a" not in fig.layout.title.text
 
@@ -57,8 +57,8 @@ def test_csv_cells_that_start_a_formula_are_neutralised():
 
 
 def test_a_vocab_token_in_the_attention_figures_is_no_link():
-    from bertviz_lite.figures.attention import attention_heatmap
+    from bertviz_lite.figures.attention import _attention_heatmap
 
     token = '<a href="https://evil.example">x</a>'
-    fig = attention_heatmap(np.full((2, 2), 0.5), ["[CLS]", token])
+    fig = _attention_heatmap(np.full((2, 2), 0.5), ["[CLS]", token])
     assert all("<a" not in str(label) for label in [*fig.data[0].x, *fig.data[0].y])

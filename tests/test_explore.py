@@ -11,19 +11,12 @@ import pandas as pd
 import pytest
 import torch
 
-from bertviz_lite.figures import (
-    attention_heatmap,
-    head_view,
-    model_view_figure,
-    neuron_view_figure,
-    rollout_heatmap,
-)
-from bertviz_lite.figures.attention import MAX_TICK_LABELS
+from bertviz_lite.figures import head_view_figure, model_view_figure, neuron_view_figure
+from bertviz_lite.figures.attention import MAX_TICK_LABELS, _attention_heatmap, _rollout_heatmap
 from bertviz_lite.figures.model_view import PICKER_NAME
 from bertviz_lite.inspection import analysis, explore, views
-from bertviz_lite.inspection.explore import from_trace
 from bertviz_lite.inspection.views.attention import HEAD_VIEW_MAX_LINES, HEAD_VIEW_MAX_TOP_K
-from bertviz_lite.inspection.views.predictions import default_masks
+from bertviz_lite.inspection.views.predictions import copy_note, default_masks
 from tests.app.tiny_checkpoint import build_tiny
 from tests.attention_samples import mosaic_tile
 
@@ -62,7 +55,7 @@ def test_trace_pair_writes_mask_at_chosen_positions(tiny):
     masked = explore.trace_pair(model, tokenizer, *PAIR, masked_positions=[3, 1])
     assert masked.masked_positions == (1, 3)
     assert [masked.tokens[i] for i in (1, 3)] == ["[MASK]", "[MASK]"]
-    assert views.masked_positions(masked.tokens) == [1, 3]
+    assert views.mask_token_positions(masked.tokens) == [1, 3]
     assert masked.encoding.tokens[1] != "[MASK]"  # the encoding keeps the original tokens
     with pytest.raises(ValueError, match="must lie in"):
         explore.trace_pair(model, tokenizer, *PAIR, masked_positions=[999])
@@ -117,8 +110,8 @@ def test_mask_encoding_is_reproducible_and_spares_special_tokens(tiny):
 
 def test_embedding_helpers(tiny, trace):
     model, _ = tiny
-    assert views.embedding_sum_error(trace.embeddings) < 1e-6
-    window = from_trace(views.embedding_window, trace, start=5, size=4)
+    assert views.embedding_sum_error(trace) < 1e-6
+    window = views.embedding_window(trace, start=5, size=4)
     parts, tokens = window.parts, window.tokens
     assert tokens == trace.tokens[5:9] and all(p.shape == (4, 32) for p in parts)
     assert explore.token_window(10, 50, 4) == slice(6, 10)
@@ -129,15 +122,15 @@ def test_embedding_helpers(tiny, trace):
     np.testing.assert_allclose(sinusoidal, analysis.sinusoidal_position_table(64, 32))
     choices = views.vector_choices(2)
     assert choices[-1] == "after layer 2"
-    np.testing.assert_array_equal(from_trace(views.vectors_for, trace, choice=choices[-1]), trace.hidden_states[2])
-    np.testing.assert_array_equal(from_trace(views.vectors_for, trace, choice=choices[0]), trace.embeddings["token"])
+    np.testing.assert_array_equal(views.vectors_for(trace, choice=choices[-1]), trace.hidden_states[2])
+    np.testing.assert_array_equal(views.vectors_for(trace, choice=choices[0]), trace.embeddings["token"])
     with pytest.raises(ValueError, match="unknown vectors"):
-        from_trace(views.vectors_for, trace, choice="nonsense")
+        views.vectors_for(trace, choice="nonsense")
 
 
 def test_attention_block_follows_the_sentence_filter(trace):
     sentence = analysis.sentence_ids(trace.segments, trace.special)
-    block_map = from_trace(views.attention_map, trace, layer=1, head=2, which="B→A")
+    block_map = views.attention_map(trace, layer=1, head=2, sentence_filter="B→A")
     block, q_tokens, k_tokens = block_map.weights, block_map.query_tokens, block_map.key_tokens
     rows, cols = np.flatnonzero(sentence == 1), np.flatnonzero(sentence == 0)
     np.testing.assert_array_equal(block, trace.attentions[1, 2][np.ix_(rows, cols)])
@@ -145,10 +138,10 @@ def test_attention_block_follows_the_sentence_filter(trace):
     frame = block_map.to_frame()
     assert len(frame) == rows.size * cols.size
     assert frame["query_index"].iloc[0] == rows[0] and frame["key_index"].iloc[-1] == cols[-1]
-    full = from_trace(views.attention_map, trace, layer=0, head=0, which="All").weights
+    full = views.attention_map(trace, layer=0, head=0, sentence_filter="All").weights
     np.testing.assert_array_equal(full, trace.attentions[0, 0])
-    first = from_trace(views.attention_map, trace, layer=0, head=0)
-    fig = attention_heatmap(first.weights, first.query_tokens, first.key_tokens, first.title)
+    first = views.attention_map(trace, layer=0, head=0)
+    fig = _attention_heatmap(first.weights, first.query_tokens, first.key_tokens, first.title)
     np.testing.assert_array_equal(fig.data[0].z, trace.attentions[0, 0])
     assert fig.layout.xaxis.nticks is None  # short inputs keep every label
 
@@ -158,7 +151,7 @@ def test_head_view_budget_and_mask(trace):
     assert views.head_view_top_k(512, 12) * 512 * 12 <= HEAD_VIEW_MAX_LINES
     assert views.head_view_top_k(512, 12) >= 1
     assert views.head_view_min_weight(22) == 0.04 and views.head_view_min_weight(512) == 0.0
-    assert from_trace(views.head_view_links, trace, layer=1, heads=[0, 3]).to_frame()["head"].unique().tolist() == [0, 3]
+    assert views.head_view_links(trace, layer=1, heads=[0, 3]).to_frame()["head"].unique().tolist() == [0, 3]
 
 
 def _drawn_lines(fig) -> list:
@@ -167,7 +160,7 @@ def _drawn_lines(fig) -> list:
 
 
 def test_head_view_figure_windows_queries_and_keys(trace):
-    fig = head_view(from_trace(views.head_view_links, trace, layer=1, heads=[0, 2], which="All", window=slice(4, 10),
+    fig = head_view_figure(views.head_view_links(trace, layer=1, heads=[0, 2], sentence_filter="All", window=slice(4, 10),
                                min_weight=0.0))
     columns = [t for t in fig.data if t.mode != "lines"]
     assert [list(c.text) for c in columns] == [trace.tokens[4:10]] * 2
@@ -175,11 +168,11 @@ def test_head_view_figure_windows_queries_and_keys(trace):
     assert {t.meta["head"] for t in lines} == {0, 2}
     ys = np.concatenate([np.asarray(t.y, dtype=float) for t in lines])
     assert np.nanmax(ys) < 6 and fig.layout.meta == {"top_k": HEAD_VIEW_MAX_TOP_K, "start": 4, "stop": 10}
-    focused = head_view(from_trace(views.head_view_links, trace, layer=1, heads=[0], which="All",
+    focused = head_view_figure(views.head_view_links(trace, layer=1, heads=[0], sentence_filter="All",
                                    window=slice(4, 10), focus=6, min_weight=0.0))
     starts = np.concatenate([np.asarray(t.y, dtype=float)[0::3] for t in _drawn_lines(focused)])
     assert set(starts[np.isfinite(starts)].tolist()) == {2.0}  # only the query at position 6 = row 2 of the window
-    a_to_b = head_view(from_trace(views.head_view_links, trace, layer=0, heads=[0], which="A→B", min_weight=0.0))
+    a_to_b = head_view_figure(views.head_view_links(trace, layer=0, heads=[0], sentence_filter="A→B", min_weight=0.0))
     sentence = analysis.sentence_ids(trace.segments, trace.special)
     segments = np.concatenate([np.asarray(t.y, dtype=float).reshape(-1, 3)[:, :2]
                                for t in _drawn_lines(a_to_b)]).astype(int)
@@ -187,7 +180,7 @@ def test_head_view_figure_windows_queries_and_keys(trace):
 
 
 def test_model_view_figure_has_one_clickable_point_per_tile(trace):
-    fig = model_view_figure(from_trace(views.model_view, trace))
+    fig = model_view_figure(views.model_view(trace))
     size = trace.num_tokens  # short input: tiles are not downsampled
     picker = next(t for t in fig.data if t.name == PICKER_NAME)
     assert len(picker.x) == 8 and fig.layout.meta["tile"] == size
@@ -198,7 +191,7 @@ def test_model_view_figure_has_one_clickable_point_per_tile(trace):
         assert head * step < picker.x[index] < head * step + size and layer * step < picker.y[index] < layer * step + size
     assert np.isnan(fig.data[0].z[size]).all()  # a gap row between layers
     assert views.model_view_size(512) == 32 and views.model_view_size(20) == 20
-    frame = from_trace(views.model_view, trace, max_tokens=4).to_frame()
+    frame = views.model_view(trace, max_tokens=4).to_frame()
     assert len(frame) == 8 * 16
     np.testing.assert_allclose(frame.groupby(["layer", "head", "query_index"])["weight"].sum(), 1.0, atol=1e-6)
 
@@ -232,13 +225,13 @@ def test_clicked_token(selection, expected):
 
 
 def test_head_statistics_layer_by_layer_equals_all_at_once(trace):
-    expected = analysis.head_statistics(trace.attentions, trace.tokens)
-    pd.testing.assert_frame_equal(from_trace(analysis.head_statistics, trace), expected, check_dtype=False)
+    expected = analysis.attention_statistics(trace.attentions, trace.tokens)
+    pd.testing.assert_frame_equal(views.head_statistics(trace).to_frame(), expected, check_dtype=False)
 
 
 def test_neuron_figure_and_frame(trace):
-    neuron = from_trace(views.neuron_data, trace, layer=1, head=2, query_index=3)
-    fig = neuron_view_figure(neuron.steps, neuron.tokens, neuron.query_index)
+    neuron = views.neuron_view(trace, layer=1, head=2, query_index=3)
+    fig = neuron_view_figure(neuron)
     weights = next(t for t in fig.data if t.name == "softmax weight")
     np.testing.assert_allclose(weights.x, trace.attentions[1, 2, 3], atol=1e-5)
     frame = neuron.to_frame()
@@ -247,12 +240,12 @@ def test_neuron_figure_and_frame(trace):
 
 
 def test_rollout_rows_sum_to_one_and_long_inputs_get_fewer_labels(trace):
-    flow = from_trace(analysis.attention_rollout, trace)
+    flow = analysis.attention_rollout(trace.attentions)
     np.testing.assert_allclose(flow.sum(-1), 1.0, atol=1e-6)
-    fig = rollout_heatmap(flow[-1], trace.tokens, "Attention rollout after layer 2")
+    fig = _rollout_heatmap(flow[-1], trace.tokens, "Attention rollout after layer 2")
     np.testing.assert_array_equal(fig.data[0].z, flow[-1])
     assert fig.layout.xaxis.nticks is None
-    long = rollout_heatmap(np.eye(200), [f"t{i}" for i in range(200)], "Attention rollout after layer 1")
+    long = _rollout_heatmap(np.eye(200), [f"t{i}" for i in range(200)], "Attention rollout after layer 1")
     assert long.layout.xaxis.nticks == long.layout.yaxis.nticks == MAX_TICK_LABELS
 
 
@@ -264,13 +257,13 @@ def test_predictions(tiny):
     assert position in views.maskable_positions(encoding)
     assert 0 not in views.maskable_positions(encoding)
     trace = explore.trace_pair(model, tokenizer, *PAIR, masked_positions=[position])
-    top = views.top_predictions(trace.mlm_logits, tokenizer, position, k=5)
+    top = views.top_predictions(trace, position, k=5).to_frame()
     probs = torch.softmax(torch.tensor(trace.mlm_logits[position], dtype=torch.float64), -1)
     np.testing.assert_allclose(top["probability"], torch.topk(probs, 5).values.numpy())
     assert top["token"].tolist() == tokenizer.convert_ids_to_tokens(top["id"].tolist())
-    p = views.is_next_probability(trace.nsp_logits)
+    p = views.next_sentence(trace).p_is_next
     assert p == pytest.approx(torch.softmax(torch.tensor(trace.nsp_logits, dtype=torch.float64), -1)[0].item())
-    assert views.nsp_frame(p)["probability"].sum() == pytest.approx(1.0)
+    assert views.next_sentence(trace).to_frame()["probability"].sum() == pytest.approx(1.0)
 
 
 def test_model_card_names_sizes_vocabulary_and_heads(tiny):
@@ -294,7 +287,9 @@ def test_predictions_without_heads_say_so(tiny):
     model.has_mlm_head = model.has_nsp_head = False  # as for all-MiniLM-L6-v2, whose file has no heads
     headless = explore.trace_pair(model, tokenizer, *PAIR)
     with pytest.raises(ValueError, match="no trained masked-language-model head"):
-        views.top_predictions(headless.mlm_logits, None, 1)
+        views.top_predictions(headless, 1)
+    with pytest.raises(ValueError, match="no trained next-sentence"):
+        views.next_sentence(headless)
     assert views.is_next_probability(headless.nsp_logits) is None
 
 
@@ -330,12 +325,12 @@ def test_csv_bytes():
 
 def test_copy_note_names_a_first_guess_the_input_already_shows():
     tokens = ["[CLS]", "bees", "make", "[MASK]", ".", "[SEP]"]
-    note = views.copy_note(tokens, 3, "bees")
+    note = copy_note(tokens, 3, "bees")
     assert note is not None and "*bees*" in note and "Why this word" in note
-    assert views.copy_note(tokens, 3, "honey") is None  # not in the input
-    assert views.copy_note(["[CLS]", "the", "cat", "saw", "the", "[MASK]", "[SEP]"], 5, "the") is None  # function word
-    assert views.copy_note(["[CLS]", "play", "##ing", "[MASK]", "[SEP]"], 3, "##ing") is None  # a piece, not a word
-    assert views.copy_note(["[CLS]", "bees", "[SEP]"], 1, "bees") is None  # the word at the blank itself is no copy
+    assert copy_note(tokens, 3, "honey") is None  # not in the input
+    assert copy_note(["[CLS]", "the", "cat", "saw", "the", "[MASK]", "[SEP]"], 5, "the") is None  # function word
+    assert copy_note(["[CLS]", "play", "##ing", "[MASK]", "[SEP]"], 3, "##ing") is None  # a piece, not a word
+    assert copy_note(["[CLS]", "bees", "[SEP]"], 1, "bees") is None  # the word at the blank itself is no copy
 
 
 def test_nsp_caption_says_the_pair_is_judged_as_typed_and_gives_the_masked_variant():

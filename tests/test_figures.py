@@ -9,10 +9,20 @@ import pytest
 
 from bertviz_lite import figures
 from bertviz_lite.figures._common import NARROW_TITLE_CHARS, PHONE_FIGURE_WIDTH
+from bertviz_lite.figures.attention import _attention_heatmap, _rollout_heatmap
+from bertviz_lite.figures.embeddings import (
+    _component_norms_bar,
+    _embedding_parts_figure,
+    _pca_scatter,
+    _position_similarity_heatmap,
+    _uncluttered_labels,
+)
+from bertviz_lite.figures.predictions import _nsp_bar, _topk_bar
 from bertviz_lite.figures.tokens import chip_classes
 from bertviz_lite.inspection import analysis, views
-from bertviz_lite.inspection.views import select_links
+from bertviz_lite.inspection.views import HeadStatistics, NeuronView, select_links
 from tests.attention_samples import SEGMENTS, TOKENS, random_attention
+from tests.trace_arrays import pair_trace
 
 
 def line_traces(fig: go.Figure) -> list:
@@ -71,7 +81,7 @@ def test_chip_classes_per_kind():
 
 def test_attention_heatmap_returns_input_and_unique_labels():
     attn = random_attention(8, 8)
-    fig = figures.attention_heatmap(attn, TOKENS, TOKENS, "Layer 0 head 1")
+    fig = _attention_heatmap(attn, TOKENS, TOKENS, "Layer 0 head 1")
     trace = fig.data[0]
     np.testing.assert_array_equal(np.asarray(trace.z), attn)
     np.testing.assert_allclose(np.asarray(trace.z).sum(1), 1.0)
@@ -92,14 +102,14 @@ def test_attention_heatmap_returns_input_and_unique_labels():
 
 def test_rollout_heatmap():
     rollout = analysis.attention_rollout(random_attention(2, 2, 8, 8))[-1]
-    fig = figures.rollout_heatmap(rollout, TOKENS)
+    fig = _rollout_heatmap(rollout, TOKENS)
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), rollout)
     assert fig.layout.title.text == "Attention rollout"
 
 
 def test_head_view_one_legend_group_per_head_and_focus():
     attn = random_attention(3, 8, 8)
-    fig = figures.head_view(select_links(attn, TOKENS, top_k=8, min_weight=0.0))
+    fig = figures.head_view_figure(select_links(attn, TOKENS, top_k=8, min_weight=0.0))
     lines = line_traces(fig)
     assert {t.legendgroup for t in lines} == {"head 0", "head 1", "head 2"}
     assert [t.name for t in fig.data if t.showlegend] == ["head 0", "head 1", "head 2"]
@@ -109,7 +119,7 @@ def test_head_view_one_legend_group_per_head_and_focus():
     token_columns = [t for t in fig.data if t.mode != "lines"]
     assert [list(t.text) for t in token_columns] == [TOKENS, TOKENS]
     assert "%{text}" in token_columns[0].hovertemplate
-    focused = line_traces(figures.head_view(select_links(attn, TOKENS, heads=[1], focus_token=2, top_k=8, min_weight=0.0)))
+    focused = line_traces(figures.head_view_figure(select_links(attn, TOKENS, heads=[1], focus_token=2, top_k=8, min_weight=0.0)))
     assert {t.legendgroup for t in focused} == {"head 1"}
     assert sum(segment_count(t) for t in focused) == 8
     left_ends = np.concatenate([np.asarray(t.y)[0::3] for t in focused])
@@ -119,7 +129,7 @@ def test_head_view_one_legend_group_per_head_and_focus():
 def test_head_view_weights_levels_threshold_and_mask():
     attn = np.zeros((1, 3, 3))
     attn[0] = [[0.9, 0.095, 0.005], [0.5, 0.5, 0.0], [0.31, 0.31, 0.38]]
-    fig = figures.head_view(select_links(attn, ["[CLS]", "a", "[SEP]"]))
+    fig = figures.head_view_figure(select_links(attn, ["[CLS]", "a", "[SEP]"]))
     lines = line_traces(fig)
     assert sum(segment_count(t) for t in lines) == 7  # the 0.005 and 0.0 lines are dropped
     by_level = {t.meta["level"]: segment_count(t) for t in lines}
@@ -127,47 +137,47 @@ def test_head_view_weights_levels_threshold_and_mask():
     assert [t.line.color.endswith(",1)") for t in lines if t.meta["level"] == 5] == [True]
     mask = np.zeros((3, 3), bool)
     mask[0, 0] = True
-    only = line_traces(figures.head_view(select_links(attn, ["[CLS]", "a", "[SEP]"], mask=mask)))
+    only = line_traces(figures.head_view_figure(select_links(attn, ["[CLS]", "a", "[SEP]"], mask=mask)))
     assert [(list(t.x[:2]), list(t.y[:2])) for t in only if len(t.x)] == [([0.0, 1.0], [0.0, 0.0])]
 
 
 def test_head_view_rejects_bad_heads():
     with pytest.raises(ValueError, match="heads"):
-        figures.head_view(select_links(random_attention(2, 4, 4), list("abcd"), heads=[2]))
+        figures.head_view_figure(select_links(random_attention(2, 4, 4), list("abcd"), heads=[2]))
 
 
 def test_large_inputs_build_with_capped_sizes():
     tokens = [f"w{i}" for i in range(512)]
     attn = random_attention(2, 2, 512, 512)
-    heads = figures.head_view(select_links(attn[0], tokens, top_k=20))
+    heads = figures.head_view_figure(select_links(attn[0], tokens, top_k=20))
     lines = line_traces(heads)
     assert sum(segment_count(t) for t in lines) <= 2 * 512 * 20
     assert heads.layout.height <= 4000
-    assert figures.attention_heatmap(attn[0, 0], tokens, tokens).data[0].z.shape == (512, 512)
+    assert _attention_heatmap(attn[0, 0], tokens, tokens).data[0].z.shape == (512, 512)
 
 
 def test_neuron_view_figure_shows_every_step():
     rng = np.random.default_rng(3)
     q, k, v = (rng.normal(size=(8, 4)) for _ in range(3))
-    neuron = analysis.neuron_view(q, k, v, 1, key_mask=[1] * 7 + [0])
-    fig = figures.neuron_view_figure(neuron, TOKENS, 1)
+    neuron = analysis.attention_steps(q, k, v, 1, key_mask=[1] * 7 + [0])
+    fig = figures.neuron_view_figure(NeuronView(neuron, TOKENS, 1))
     by_name = {t.name: t for t in fig.data}
     np.testing.assert_array_equal(np.asarray(by_name["query"].z), q[1:2])
     np.testing.assert_array_equal(np.asarray(by_name["keys"].z), k)
     np.testing.assert_array_equal(np.asarray(by_name["q × k"].z), q[1] * k)
-    np.testing.assert_allclose(np.asarray(by_name["softmax weight"].x), neuron["weights"])
+    np.testing.assert_allclose(np.asarray(by_name["softmax weight"].x), neuron.weights)
     np.testing.assert_allclose(np.asarray(by_name["q · k"].x), k @ q[1])
-    np.testing.assert_allclose(np.asarray(by_name["output"].z)[0], neuron["weights"] @ v)
+    np.testing.assert_allclose(np.asarray(by_name["output"].z)[0], neuron.weights @ v)
     assert by_name["q · k / √d (grey = masked)"].marker.color[-1] == "#bbbbbb"
     assert fig.layout.title.text == "Neuron view for query the (1)"
 
 
 def test_head_statistics_figure():
-    stats = analysis.head_statistics(random_attention(2, 3, 8, 8), TOKENS)
+    stats = HeadStatistics(analysis.attention_statistics(random_attention(2, 3, 8, 8), TOKENS))
     fig = figures.head_statistics_figure(stats, "to_cls")
     z = np.asarray(fig.data[0].z)
     assert z.shape == (2, 3) and z[1, 2] == pytest.approx(
-        stats.query("layer == 1 and head == 2")["to_cls"].item()
+        stats.table.query("layer == 1 and head == 2")["to_cls"].item()
     )
     assert list(fig.data[0].x) == ["H0", "H1", "H2"] and list(fig.data[0].y) == ["L0", "L1"]
     with pytest.raises(ValueError, match="not in the head statistics"):
@@ -180,14 +190,14 @@ def test_head_statistics_figure():
 def test_embedding_parts():
     rng = np.random.default_rng(0)
     parts = [rng.normal(size=(8, 6)) for _ in range(5)]
-    fig = figures.embedding_parts_figure(*parts, tokens=TOKENS)
+    fig = _embedding_parts_figure(*parts, tokens=TOKENS)
     assert len(fig.data) == 5
     for trace, part in zip(fig.data, parts, strict=True):
         np.testing.assert_array_equal(np.asarray(trace.z), part)
     assert [t.coloraxis for t in fig.data] == ["coloraxis"] * 4 + ["coloraxis2"]
     assert fig.layout.coloraxis.cmax == pytest.approx(np.percentile(np.abs(np.stack(parts[:4])), 98))  # robust range
     assert (
-        figures.embedding_parts_figure(*parts, tokens=TOKENS, layout="column").layout.yaxis5.type
+        _embedding_parts_figure(*parts, tokens=TOKENS, layout="column").layout.yaxis5.type
         == "category"
     )
 
@@ -196,14 +206,14 @@ def test_component_norms_bar_and_similarity_and_pca():
     rng = np.random.default_rng(0)
     parts = [rng.normal(size=(8, 6)) for _ in range(5)]
     norms = analysis.embedding_component_norms(*parts, tokens=TOKENS)
-    bars = figures.component_norms_bar(norms)
+    bars = _component_norms_bar(norms)
     assert [t.name for t in bars.data] == list(analysis.EMBEDDING_PARTS.values())
     np.testing.assert_allclose(np.asarray(bars.data[3].y), np.linalg.norm(parts[3], axis=1))
     sim = analysis.cosine_similarity_matrix(analysis.sinusoidal_position_table(16, 8))
-    heat = figures.position_similarity_heatmap(sim, "Sinusoidal positions")
+    heat = _position_similarity_heatmap(sim, "Sinusoidal positions")
     np.testing.assert_array_equal(np.asarray(heat.data[0].z), sim)
     points = analysis.pca_2d(parts[4])
-    scatter = figures.pca_scatter(points, TOKENS, SEGMENTS)
+    scatter = _pca_scatter(points, TOKENS, SEGMENTS)
     assert [t.name for t in scatter.data] == ["sentence A", "sentence B"]
     assert list(scatter.data[1].text) == ["it", "ran", "[SEP]"]
     np.testing.assert_allclose(np.asarray(scatter.data[1].x), points[5:, 0])
@@ -215,14 +225,14 @@ def test_component_norms_bar_and_similarity_and_pca():
 
 
 def test_topk_bar_highest_on_top_and_nsp_bar():
-    fig = figures.topk_bar(["cat", "1", "dog"], [0.2, 0.1, 0.7], "Predictions for [MASK] (3)")
+    fig = _topk_bar(["cat", "1", "dog"], [0.2, 0.1, 0.7], "Predictions for [MASK] (3)")
     assert list(fig.data[0].y) == ["dog", "cat", "1"] and list(fig.data[0].x) == [0.7, 0.2, 0.1]
     assert fig.layout.yaxis.autorange == "reversed" and fig.layout.yaxis.type == "category"
-    nsp = figures.nsp_bar(0.8)
+    nsp = _nsp_bar(0.8)
     assert list(nsp.data[0].y) == ["IsNext", "NotNext"]
     np.testing.assert_allclose(nsp.data[0].x, [0.8, 0.2])
     with pytest.raises(ValueError, match="probability"):
-        figures.nsp_bar(1.5)
+        _nsp_bar(1.5)
 
 
 def test_training_curves_skip_missing_values():
@@ -250,7 +260,7 @@ def test_training_curves_skip_missing_values():
 
 def test_figures_are_deterministic():
     attn = random_attention(2, 8, 8)
-    first, second = figures.head_view(select_links(attn, TOKENS)), figures.head_view(select_links(attn, TOKENS))
+    first, second = figures.head_view_figure(select_links(attn, TOKENS)), figures.head_view_figure(select_links(attn, TOKENS))
     assert first.to_json() == second.to_json()
 
 
@@ -262,7 +272,7 @@ def test_readable_sets_dark_fonts_everywhere_and_larger_ones_for_a_projector():
 
     parts = [np.random.default_rng(0).normal(size=(8, 6)) for _ in range(5)]
     for present, tick in ((False, 13), (True, 16)):
-        fig = figures.embedding_parts_figure(*parts, tokens=TOKENS)
+        fig = _embedding_parts_figure(*parts, tokens=TOKENS)
         height = fig.layout.height
         readable(fig, present)
         axes = [fig.layout[name] for name in fig.layout if name.startswith(("xaxis", "yaxis"))]
@@ -270,13 +280,13 @@ def test_readable_sets_dark_fonts_everywhere_and_larger_ones_for_a_projector():
         assert fig.layout.coloraxis.colorbar.tickfont.size == tick and fig.layout.coloraxis2.colorbar.tickfont.size == tick
         assert all(note.font.size >= tick for note in fig.layout.annotations)
         assert fig.layout.height == (round(height * 16 / 13) if present else height)
-    heatmap = readable(figures.attention_heatmap(random_attention(8, 8), TOKENS), True)
+    heatmap = readable(_attention_heatmap(random_attention(8, 8), TOKENS), True)
     assert heatmap.data[0].colorbar.tickfont.size == 16 and heatmap.layout.xaxis.tickfont.size >= 14
 
 
 def test_embedding_colour_bars_lie_under_the_plots_and_titles_are_short():
     parts = [np.random.default_rng(0).normal(size=(8, 6)) for _ in range(5)]
-    fig = figures.embedding_parts_figure(*parts, tokens=TOKENS)
+    fig = _embedding_parts_figure(*parts, tokens=TOKENS)
     bars = [fig.layout.coloraxis.colorbar, fig.layout.coloraxis2.colorbar]
     assert all(bar.orientation == "h" and bar.yref == "container" for bar in bars)
     assert bars[0].x + bars[0].len / 2 < bars[1].x - bars[1].len / 2  # side by side, not overlapping
@@ -290,7 +300,7 @@ def test_head_view_has_sixteen_distinct_colours_a_solo_legend_and_hover_lines():
 
     assert len({head_colour(h) for h in range(16)}) == 16
     links = select_links(random_attention(12, 8, 8), TOKENS, min_weight=0.2)
-    fig = figures.head_view(links)
+    fig = figures.head_view_figure(links)
     assert fig.layout.legend.itemclick == "toggleothers" and fig.layout.legend.itemdoubleclick == "toggle"
     queries = next(t for t in fig.data if t.name == "queries")
     queries_of_0 = sum(int((q == 0).sum()) for q, _, _ in links.links)
@@ -302,9 +312,9 @@ def test_head_view_has_sixteen_distinct_colours_a_solo_legend_and_hover_lines():
 
 
 def test_prediction_bars_put_their_text_outside_and_nsp_shows_its_one():
-    top = figures.topk_bar(["a", "b"], [0.9, 0.1])
+    top = _topk_bar(["a", "b"], [0.9, 0.1])
     assert top.data[0].textposition == "outside" and top.layout.xaxis.range[1] > 0.9 * 1.15
-    nsp = figures.nsp_bar(0.99)
+    nsp = _nsp_bar(0.99)
     assert 1 in nsp.layout.xaxis.tickvals and nsp.layout.xaxis.range[1] > 1 and nsp.data[0].textposition == "outside"
 
 
@@ -312,7 +322,7 @@ def test_embedding_heatmaps_saturate_at_a_robust_range_a_projector_can_show():
     rng = np.random.default_rng(0)
     parts = [rng.normal(0, 0.05, (len(TOKENS), 16)) for _ in range(5)]
     parts[4][0, 0] = 40.0  # one LayerNorm outlier dimension must not wash the rest out to white
-    fig = figures.embedding_parts_figure(*parts, tokens=TOKENS)
+    fig = _embedding_parts_figure(*parts, tokens=TOKENS)
     norm_limit = float(np.percentile(np.abs(parts[4]), 98))
     assert fig.layout.coloraxis2.cmax == pytest.approx(norm_limit) and norm_limit < 1
     assert fig.layout.coloraxis.cmax == pytest.approx(np.percentile(np.abs(np.stack(parts[:4])), 98))
@@ -322,8 +332,8 @@ def test_embedding_heatmaps_saturate_at_a_robust_range_a_projector_can_show():
 def test_pca_labels_do_not_pile_up_and_every_token_stays_on_hover():
     points = np.array([[0.0, 0.0]] * 14 + [[1.0, 1.0], [0.5, 0.0]])
     tokens = [f"t{i}" for i in range(16)]
-    assert figures.uncluttered_labels(points, tokens) == ["t0"] + [""] * 13 + ["t14", "t15"]
-    scatter = figures.pca_scatter(points, tokens)
+    assert _uncluttered_labels(points, tokens) == ["t0"] + [""] * 13 + ["t14", "t15"]
+    scatter = _pca_scatter(points, tokens)
     assert list(scatter.data[0].text) == ["t0"] + [""] * 13 + ["t14", "t15"]
     assert [row[1] for row in scatter.data[0].customdata] == tokens  # the hover still names every point
 
@@ -331,14 +341,14 @@ def test_pca_labels_do_not_pile_up_and_every_token_stays_on_hover():
 def test_view_builders_draw_their_dataclass_as_the_array_builders_do():
     rng = np.random.default_rng(1)
     attentions = rng.dirichlet(np.ones(len(TOKENS)), size=(2, 2, len(TOKENS)))
-    flow = views.rollout(attentions, TOKENS, after=2)
+    trace = pair_trace(attentions, TOKENS, segments=SEGMENTS)
+    flow = views.rollout(trace, after=2)
     np.testing.assert_allclose(flow.flow, analysis.attention_rollout(attentions)[1])
     fig = figures.rollout_figure(flow)
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), flow.flow)
     assert fig.layout.title.text == "Attention rollout after layer 2"
     assert len(flow.to_frame()) == len(TOKENS) ** 2
-    special = [t in ('[CLS]', '[SEP]') for t in TOKENS]
-    block = views.attention_map(attentions, TOKENS, np.array(SEGMENTS), special, layer=1, head=0)
+    block = views.attention_map(trace, layer=1, head=0)
     np.testing.assert_array_equal(np.asarray(figures.attention_map_figure(block).data[0].z), block.weights)
 
 
@@ -369,8 +379,8 @@ def test_phone_titles_fit_a_phone_and_the_wide_ones_stay():
     rng = np.random.default_rng(0)
     parts = [rng.normal(size=(8, 6)) for _ in range(5)]
     links = select_links(random_attention(4, 8, 8), TOKENS)
-    model_view = views.model_view(random_attention(2, 4, 8, 8), TOKENS)
-    for build in (partial(figures.embedding_parts_figure, *parts, tokens=TOKENS), partial(figures.head_view, links),
+    model_view = views.model_view_tiles(random_attention(2, 4, 8, 8), TOKENS)
+    for build in (partial(_embedding_parts_figure, *parts, tokens=TOKENS), partial(figures.head_view_figure, links),
                   partial(figures.model_view_figure, model_view)):
         wide, phone = build(), build(narrow=True)
         assert len(title_lines(wide)) == 1 and len(title_lines(wide)[0]) > NARROW_TITLE_CHARS  # desktop: as it was
@@ -384,8 +394,8 @@ def test_phone_embedding_parts_stack_their_colour_bars():
     takes the full width, the raw parts' above LayerNorm's, with a title short enough to fit beside it."""
     rng = np.random.default_rng(0)
     parts = [rng.normal(size=(8, 6)) for _ in range(5)]
-    wide = figures.embedding_parts_figure(*parts, tokens=TOKENS)
-    phone = figures.embedding_parts_figure(*parts, tokens=TOKENS, narrow=True)
+    wide = _embedding_parts_figure(*parts, tokens=TOKENS)
+    phone = _embedding_parts_figure(*parts, tokens=TOKENS, narrow=True)
     raw, norm = phone.layout.coloraxis.colorbar, phone.layout.coloraxis2.colorbar
     assert wide.layout.coloraxis.colorbar.x != wide.layout.coloraxis2.colorbar.x  # desktop: side by side, as it was
     assert raw.x == norm.x == 0.5 and raw.len == norm.len == 1.0 and raw.orientation == norm.orientation == "h"
@@ -401,8 +411,8 @@ def test_phone_neuron_view_has_short_column_titles_and_the_same_data():
     other; the phone's are at most 7 characters, over the same traces."""
     rng = np.random.default_rng(3)
     q, k, v = (rng.normal(size=(8, 4)) for _ in range(3))
-    neuron = analysis.neuron_view(q, k, v, 1)
-    wide, phone = figures.neuron_view_figure(neuron, TOKENS, 1), figures.neuron_view_figure(neuron, TOKENS, 1, narrow=True)
+    neuron = NeuronView(analysis.attention_steps(q, k, v, 1), TOKENS, 1)
+    wide, phone = figures.neuron_view_figure(neuron), figures.neuron_view_figure(neuron, narrow=True)
     assert max(len(note.text) for note in wide.layout.annotations) > 15  # desktop: as it was
     assert len(phone.layout.annotations) == len(wide.layout.annotations)
     assert all(len(note.text) <= 8 for note in phone.layout.annotations)
@@ -413,7 +423,7 @@ def test_phone_neuron_view_has_short_column_titles_and_the_same_data():
 def test_phone_model_view_lays_its_colour_bar_under_a_grid_sized_to_a_phone():
     """Upright beside the grid, the colour bar left 12 heads ~200 px on a phone, in a figure twice the grid's
     height: the phone's bar lies under the grid, and the figure's height follows a phone's width."""
-    model_view = views.model_view(random_attention(6, 12, 8, 8), TOKENS)
+    model_view = views.model_view_tiles(random_attention(6, 12, 8, 8), TOKENS)
     wide = figures.model_view_figure(model_view, tile_size=80)
     phone = figures.model_view_figure(model_view, tile_size=80, narrow=True)
     assert wide.data[0].colorbar.orientation is None and phone.data[0].colorbar.orientation == "h"
@@ -428,7 +438,7 @@ def test_phone_model_view_lays_its_colour_bar_under_a_grid_sized_to_a_phone():
 def test_phone_head_view_puts_its_legend_under_the_lines():
     """Beside the lines the legend of 12 heads took a third of a phone's figure and left the lines 80 px."""
     links = select_links(random_attention(12, 8, 8), TOKENS)
-    wide, phone = figures.head_view(links), figures.head_view(links, narrow=True)
+    wide, phone = figures.head_view_figure(links), figures.head_view_figure(links, narrow=True)
     assert wide.layout.legend.orientation is None and phone.layout.legend.orientation == "h"
     assert phone.layout.legend.yref == "container" and phone.layout.margin.b >= 100  # room for three rows of heads
     assert np.diff(phone.layout.xaxis.range)[0] < np.diff(wide.layout.xaxis.range)[0]  # the lines get the width

@@ -55,7 +55,7 @@ def test_the_field_is_checked_and_reaches_the_command_line(declared):
 
 def test_the_train_form_draws_the_field_in_its_section(declared, monkeypatch, tmp_path):
     use_checkpoints_folder(monkeypatch, tmp_path / "checkpoints")
-    at = open_app("pages_app/train/5_Train.py")
+    at = open_app("pages_app/train/8_Train.py")
     box = at.number_input(key="opt_label_smoothing")
     assert box.label == "Label smoothing" and box.value == 0.0 and box.step == 0.05 and HELP in box.help
     box.set_value(-0.5).run()
@@ -69,7 +69,7 @@ def test_the_comparison_names_the_field_by_its_label(declared, monkeypatch, tmp_
         (root / name).mkdir()
         (root / name / "train_args.json").write_text(json.dumps({"args": {"label_smoothing": smoothing}, "config": {}}))
         (root / name / "metrics.jsonl").write_text(json.dumps({"split": "train", "step": 1, "mlm_loss": 5.0}) + "\n")
-    at = open_app("pages_app/train/6_Compare_runs.py")
+    at = open_app("pages_app/train/9_Compare_runs.py")
     at.multiselect(key="compare_runs").set_value(["a", "b"]).run()
     assert list(at.dataframe[0].value.index) == ["Label smoothing"]
 

@@ -16,8 +16,8 @@ import tomllib
 
 from bertviz_lite import limits
 from bertviz_lite.inspection import explore
-from bertviz_lite.inspection.views import contexts as meaning
-from bertviz_lite.inspection.views import contrast
+from bertviz_lite.inspection.views import meaning_in_context as meaning
+from bertviz_lite.inspection.views import why_this_word
 from bertviz_lite.loading import pretrained
 from bertviz_lite.loading.run_folder import validate_run_name
 from bertviz_lite.model.config import BertConfig
@@ -47,7 +47,7 @@ def test_a_3_mb_sentence_is_refused_before_it_is_tokenized():
 
 def test_a_candidate_word_and_a_run_name_are_bounded_before_they_are_read_or_quoted():
     with pytest.raises(ValueError, match=r"^A candidate word is 1,000,000 characters long; this server takes at most 50\.$"):
-        contrast.candidate_id(Untouchable(), "w" * 1_000_000)
+        why_this_word.candidate_id(Untouchable(), "w" * 1_000_000)
     with pytest.raises(ValueError, match=r"^The run name is 1,000,001 characters long; use at most 100$"):
         validate_run_name("/" + "n" * 1_000_000)  # the separator's message would have quoted the whole name
 

@@ -1,11 +1,13 @@
 """Recipe "a new view": a data function in views/<topic>.py and a builder in figures/<topic>.py, each listed in its
-module's __all__, and one ViewTab in bertviz_lite.inspection.views.tabs; the Attention page draws the tab with its
-figure, a CSV button and the page's link (here: a temporary view, the attention each key receives in one head)."""
+module's __all__ and imported by name in its room's __init__, and one ViewTab holding both in
+bertviz_lite.figures.tabs; the Attention page draws the tab with its figure, a CSV button and the page's link
+(here: a temporary view, the attention each key receives in one head)."""
 
 from __future__ import annotations
 
-import sys
+import ast
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,12 +15,15 @@ import plotly.graph_objects as go
 import pytest
 
 from bertviz_lite import figures
+from bertviz_lite.figures import tabs
+from bertviz_lite.figures.tabs import ViewTab
 from bertviz_lite.inspection import views
-from bertviz_lite.inspection.views import public_names, tabs
-from bertviz_lite.inspection.views.tabs import ViewTab
+from bertviz_lite.inspection.explore import PairTrace
 from bertviz_lite.server import access
 from tests.app.conftest import array, charts, no_exception, run_app
 from tests.app.tiny_checkpoint import save_tiny
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -32,22 +37,20 @@ class KeyShares:
         return pd.DataFrame({"token": self.tokens, "share": self.shares})
 
 
-def key_shares(attentions, tokens, layer: int, head: int) -> KeyShares:
-    return KeyShares(list(tokens), attentions[layer, head].mean(axis=0))
+def key_shares(trace: PairTrace, layer: int, head: int) -> KeyShares:
+    return KeyShares(list(trace.tokens), trace.attentions[layer, head].mean(axis=0))
 
 
 def key_shares_figure(data: KeyShares) -> go.Figure:
     return go.Figure(go.Bar(x=data.tokens, y=data.shares))
 
 
-TAB = ViewTab("Key shares", data=key_shares, figure="key_shares_figure")
+TAB = ViewTab("Key shares", data=key_shares, figure=key_shares_figure, picks=("layer", "head"))
 
 
 @pytest.fixture
 def declared(monkeypatch):
-    """The two functions as views/ and figures/ offer a module's __all__, and the tab in its one place."""
-    monkeypatch.setattr(views, "key_shares", key_shares, raising=False)
-    monkeypatch.setattr(figures, "key_shares_figure", key_shares_figure, raising=False)
+    """The tab in its one place, holding the two functions themselves."""
     monkeypatch.setattr(tabs, "ATTENTION_TABS", (*tabs.ATTENTION_TABS, TAB))
 
 
@@ -57,17 +60,20 @@ def tiny_state(monkeypatch, tmp_path) -> dict:
     return {"model_picker": "Another folder…", "model_path": str(save_tiny(tmp_path / "tiny"))}
 
 
-def test_a_new_module_in_views_is_offered_without_an_edit_in_its_init(monkeypatch, tmp_path):
-    package = tmp_path / "views_like"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "shares.py").write_text("__all__ = ['key_shares']\n\ndef key_shares():\n    return 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    try:
-        assert public_names("views_like", [str(package)])["key_shares"]() == 1
-    finally:
-        for name in ("views_like.shares", "views_like"):
-            sys.modules.pop(name, None)
+def _all_of(path: Path) -> set[str]:
+    """The names a module lists in its __all__."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+@pytest.mark.parametrize("room", [views, figures])
+def test_a_rooms_init_lists_by_name_every_name_its_modules_offer(room):
+    folder = Path(room.__file__).parent
+    offered = set().union(*(_all_of(path) for path in folder.glob("[!_]*.py")))
+    assert set(room.__all__) == offered
+    assert all(callable(getattr(room, name)) or isinstance(getattr(room, name), dict | type) for name in offered)
 
 
 def test_the_declared_view_arrives_as_a_tab_with_its_figure_csv_and_link(declared, tiny_state):

@@ -1,6 +1,6 @@
 """Recipe "a new file in the run folder": its name and one RunFile entry in run_folder.FILES, saying what the app
-does with it; RunFolder(path).<name> finds it, a folder holding it is listed, the zip download carries it and an
-upload accepts it within its limit (here: a temporary notes.md)."""
+does with it, and its attribute on RunFolder; RunFolder(path).<name> finds it, a folder holding it is listed, the zip
+download carries it and an upload accepts it within its limit (here: a temporary notes.md)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ TEXT = "# Notes\nLearning rate halved after step 40.\n"
 @pytest.fixture
 def declared(monkeypatch):
     monkeypatch.setitem(run_folder.FILES, "notes", NOTES)
+    attribute = run_folder._FilePath()  # what `notes = _FilePath()` in RunFolder's body makes
+    attribute.__set_name__(RunFolder, "notes")
+    monkeypatch.setattr(RunFolder, "notes", attribute, raising=False)
 
 
 @pytest.fixture

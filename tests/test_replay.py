@@ -13,7 +13,7 @@ from bertviz_lite.figures.replay import (
     replay_model_view,
     specialisation_heatmap,
 )
-from bertviz_lite.inspection.views.attention import model_view
+from bertviz_lite.inspection.views import model_view_tiles
 from bertviz_lite.inspection.views.replay import (
     COLOUR_SCALES,
     PATTERNS,
@@ -96,7 +96,7 @@ def test_the_colour_range_is_the_same_on_every_steps_figures():
         ranges = set()
         for att in steps:
             heat = replay_heatmap(att[1, 0], TOKENS, zrange).data[0]
-            mosaic = replay_model_view(model_view(att, TOKENS), zrange).data[0]
+            mosaic = replay_model_view(model_view_tiles(att, TOKENS), zrange).data[0]
             ranges |= {(heat.zmin, heat.zmax), (mosaic.zmin, mosaic.zmax)}
             assert heat.zauto is False and mosaic.zauto is False
         assert ranges == {zrange}

@@ -18,12 +18,12 @@ def test_a_good_link_reads_back_exactly():
 
 
 def test_a_link_carries_the_sentence_filter_and_the_open_tab():
-    state = share.SharedState(layer=2, head=5, which="A→B", tab="Model view")
+    state = share.SharedState(layer=2, head=5, sentence_filter="A→B", tab="Model view")
     query = share.query_for(state)
     assert query == {"layer": "2", "head": "5", "filter": "A→B", "tab": "Model view"}
     assert share.parse_query(query, MODELS, "minilm-english") == state
     bad = share.parse_query({"filter": "C→D", "tab": "<script>"}, MODELS, "minilm-english")
-    assert bad.which is None and bad.tab is None
+    assert bad.sentence_filter is None and bad.tab is None
     assert "sentence filter ('C→D') is not one of All, A→A" in bad.notes[0] and "tab" in bad.notes[1]
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from bertviz_lite.inspection.views.tabs import ALL_TABS, GLOSSARY, PAGE_ABOUT, glossary
+from bertviz_lite.figures.tabs import ALL_TABS, GLOSSARY, PAGE_ABOUT, glossary
 from pages_app.common._pages import EXPLORE, pages_in
 
 VIEWS = [*ALL_TABS, *PAGE_ABOUT.values()]

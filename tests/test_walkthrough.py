@@ -7,7 +7,8 @@ from bertviz_lite.figures._common import NARROW_TITLE_CHARS
 from bertviz_lite.figures.walkthrough import MAX_ID_COLUMNS, ids_figure, one_head_figure, residual_figure
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.model.config import BertConfig
-from tests.attention_samples import SPECIAL, TOKENS, random_attention
+from tests.attention_samples import TOKENS, random_attention
+from tests.trace_arrays import pair_trace
 
 
 class FakeTokenizer:
@@ -30,7 +31,7 @@ def test_eight_steps_in_the_lecture_order_with_texts_that_fill_in():
 
 def test_attention_question_answer_is_the_heaviest_key_among_the_options():
     attn = random_attention(2, 4, 8, 8, seed=3)
-    question = walk.attention_question(attn, TOKENS, SPECIAL, layer=1, head=2, query=2)
+    question = walk.attention_question(pair_trace(attn, TOKENS), layer=1, head=2, query=2)
     best = int(np.argmax(attn[1, 2, 2]))
     assert question.answer == f"{TOKENS[best]} ({best})"
     assert {"[CLS] (0)", "dog (2)", "the (1)", "##gy (3)", "[SEP] (4)"} <= set(question.options)
@@ -63,11 +64,13 @@ def test_mlm_question_offers_the_top_three_and_the_hidden_word():
 def test_one_head_data_reproduces_the_attention_row():
     rng = np.random.default_rng(0)
     queries, keys, values = (rng.normal(size=(2, 4, 8, 8)) for _ in range(3))
-    data = walk.one_head_data(queries, keys, values, TOKENS, layer=1, head=3, query_index=5)
+    trace = pair_trace(random_attention(2, 4, 8, 8), TOKENS, queries, keys, values)
+    data = walk.one_head_data(trace, layer=1, head=3, query_index=5)
     scores = keys[1, 3] @ queries[1, 3, 5] / np.sqrt(8)
     expected = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
-    np.testing.assert_allclose(data.weights, expected, atol=1e-12)
-    np.testing.assert_allclose(data.contributions, np.linalg.norm(expected[:, None] * values[1, 3], axis=1))
+    np.testing.assert_allclose(data.weights, expected, atol=1e-6)  # the trace holds float32, as the model's
+    np.testing.assert_allclose(data.contributions, np.linalg.norm(expected[:, None] * values[1, 3], axis=1),
+                               rtol=1e-5)
     assert list(data.to_frame()["key"]) == TOKENS
     fig = one_head_figure(data)
     np.testing.assert_allclose(fig.data[1].x, expected)
@@ -77,7 +80,7 @@ def test_one_head_data_reproduces_the_attention_row():
 def test_residual_changes_are_relative_and_drawn_per_layer():
     states = np.ones((3, 2, 4))
     states[1:] *= 3  # layer 1 triples every vector (change 2), layer 2 keeps it (change 0)
-    data = walk.residual_changes(states, ["a", "b"])
+    data = walk.residual_changes(pair_trace(random_attention(2, 1, 2, 2), ["a", "b"], hidden_states=states))
     np.testing.assert_allclose(data.change, [[2, 2], [0, 0]])
     assert len(data.to_frame()) == 4
     fig = residual_figure(data)
@@ -118,7 +121,8 @@ def test_phone_ids_table_has_a_row_a_token_with_the_same_cells():
 
 
 def test_phone_residual_has_a_row_a_token_and_its_colour_bar_below():
-    data = walk.residual_changes(np.arange(1, 25, dtype=float).reshape(3, 2, 4), ["a", "b"])
+    states = np.arange(1, 25, dtype=float).reshape(3, 2, 4)
+    data = walk.residual_changes(pair_trace(random_attention(2, 1, 2, 2), ["a", "b"], hidden_states=states))
     wide, phone = residual_figure(data), residual_figure(data, narrow=True)
     np.testing.assert_allclose(np.asarray(phone.data[0].z), np.asarray(wide.data[0].z).T)
     assert list(phone.data[0].y) == list(wide.data[0].x) == ["a (0)", "b (1)"] and list(phone.data[0].x) == ["L1", "L2"]
@@ -129,7 +133,8 @@ def test_phone_residual_has_a_row_a_token_and_its_colour_bar_below():
 def test_phone_one_head_has_short_plot_titles_and_the_same_bars():
     rng = np.random.default_rng(1)
     queries, keys, values = (rng.normal(size=(1, 2, 8, 4)) for _ in range(3))
-    data = walk.one_head_data(queries, keys, values, TOKENS, layer=0, head=1, query_index=2)
+    trace = pair_trace(random_attention(1, 2, 8, 8), TOKENS, queries, keys, values)
+    data = walk.one_head_data(trace, layer=0, head=1, query_index=2)
     wide, phone = one_head_figure(data), one_head_figure(data, narrow=True)
     assert max(len(note.text) for note in wide.layout.annotations) > 15  # desktop: as it was
     assert all(len(note.text) <= 10 for note in phone.layout.annotations)  # three ~80-px plots
@@ -142,7 +147,8 @@ def test_phone_tables_of_a_long_input_show_its_first_tokens_and_say_so():
     MAX_ID_COLUMNS rows, and the title's third line says how many of how many."""
     tokens = [f"w{i}" for i in range(100)]
     ids = ids_figure(tokens, range(100), [0] * 100, narrow=True)
-    changes = walk.residual_changes(np.ones((3, 100, 4)) * np.arange(1, 4)[:, None, None], tokens)
+    states = np.ones((3, 100, 4)) * np.arange(1, 4)[:, None, None]
+    changes = walk.residual_changes(pair_trace(random_attention(2, 1, 100, 100), tokens, hidden_states=states))
     residual = residual_figure(changes, narrow=True)
     for fig, rows in ((ids, len(ids.data[0].text)), (residual, len(residual.data[0].y))):
         assert rows == MAX_ID_COLUMNS

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -25,14 +24,18 @@ from bertviz_lite.figures._common import (
 from bertviz_lite.inspection.analysis import unique_labels
 from bertviz_lite.text.display import plain_labels
 
-# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
-__all__ = [
-    "attention_heatmap", "head_statistics_figure", "head_view", "neuron_view_figure", "rollout_heatmap",
-    "attention_map_figure", "neuron_figure", "rollout_figure",
-]
+# What `bertviz_lite.figures` offers at its top (its __init__ lists them by name).
+__all__ = ["attention_map_figure", "head_statistics_figure", "head_view_figure", "neuron_view_figure", "rollout_figure"]
 
 if TYPE_CHECKING:
-    from bertviz_lite.inspection.views.attention import AttentionMap, HeadViewLinks, NeuronData, Rollout
+    from bertviz_lite.inspection.analysis import AttentionSteps
+    from bertviz_lite.inspection.views.attention import (
+        AttentionMap,
+        HeadStatistics,
+        HeadViewLinks,
+        NeuronView,
+        Rollout,
+    )
 
 ATTENTION_HOVER = "%{y} → %{x}: %{z:.3f}<extra></extra>"
 STAT_TITLES = {
@@ -49,7 +52,7 @@ MAX_TICK_LABELS = 64  # beyond this, every token label on an axis is unreadable 
 # ---------------------------------------------------------------- one map
 
 
-def attention_heatmap(
+def _attention_heatmap(
     attn, q_tokens: Sequence[str], k_tokens: Sequence[str] | None = None, title: str = "Attention",
     axis_titles: bool = True,
 ) -> go.Figure:
@@ -88,9 +91,9 @@ def attention_heatmap(
     return go.Figure(heatmap, layout=layout)
 
 
-def rollout_heatmap(rollout, tokens: Sequence[str], title: str = "Attention rollout") -> go.Figure:
+def _rollout_heatmap(rollout, tokens: Sequence[str], title: str = "Attention rollout") -> go.Figure:
     """Heatmap of a [T, T] rollout: row i shows how much each input token flows into token i."""
-    fig = attention_heatmap(rollout, tokens, tokens, title)
+    fig = _attention_heatmap(rollout, tokens, tokens, title)
     fig.update_layout(xaxis_title="input token", yaxis_title="token at this layer")
     fig.update_traces(colorbar={"title": {"text": "share"}})
     return fig
@@ -182,7 +185,7 @@ NARROW_HEAD_VIEW_TITLE = "Head view: each query token (left)<br>to the key token
 NARROW_LEGEND_ROWS = 110  # px under a phone's head view: the legend's title and 12 heads, five a row
 
 
-def head_view(links: HeadViewLinks, levels: int = 5, narrow: bool = False) -> go.Figure:
+def head_view_figure(links: HeadViewLinks, levels: int = 5, narrow: bool = False) -> go.Figure:
     """BertViz-style head view of one layer (views.select_links): queries left, keys right, lines between.
 
     Each head gets a distinct colour and a legend entry: a click shows that head alone, a second click all
@@ -250,20 +253,20 @@ def _vector_heatmap(matrix: np.ndarray, y: list[str], limit: float, name: str) -
     )
 
 
-def _score_bars(neuron: dict, labels: list[str]) -> list[go.Bar]:
-    masked = ~np.isfinite(neuron["masked"])
+def _score_bars(neuron: AttentionSteps, labels: list[str]) -> list[go.Bar]:
+    masked = ~np.isfinite(neuron.masked)
     scaled_colours = np.where(masked, "#bbbbbb", "#1f77b4").tolist()
     bar = {"y": labels, "orientation": "h"}
     return [
         go.Bar(
-            x=neuron["dot"],
+            x=neuron.dot,
             name="q · k",
             marker_color="#aec7e8",
             **bar,
             hovertemplate="%{y}: q · k = %{x:.3f}<extra></extra>",
         ),
         go.Bar(
-            x=neuron["scaled"],
+            x=neuron.scaled,
             name="q · k / √d (grey = masked)",
             marker_color=scaled_colours,
             **bar,
@@ -272,34 +275,35 @@ def _score_bars(neuron: dict, labels: list[str]) -> list[go.Bar]:
     ]
 
 
-def _add_neuron_traces(fig: go.Figure, neuron: dict, labels: list[str], query_index: int) -> None:
+def _add_neuron_traces(fig: go.Figure, neuron: AttentionSteps, labels: list[str], query_index: int) -> None:
     """The query (top), one row per key through the head's stages (middle), the output (bottom)."""
-    keys = np.asarray(neuron["keys"])
-    qk_limit = symmetric_range(neuron["query"], keys)
-    value_limit = symmetric_range(neuron["weighted_values"], neuron["output"])
+    keys = np.asarray(neuron.keys)
+    qk_limit = symmetric_range(neuron.query, keys)
+    value_limit = symmetric_range(neuron.weighted_values, neuron.output)
     query_label = [f"q: {labels[query_index]}"]
-    fig.add_trace(_vector_heatmap(neuron["query"][None, :], query_label, qk_limit, "query"), row=1, col=1)
+    fig.add_trace(_vector_heatmap(neuron.query[None, :], query_label, qk_limit, "query"), row=1, col=1)
     fig.add_trace(_vector_heatmap(keys, labels, qk_limit, "keys"), row=2, col=1)
-    products = np.asarray(neuron["products"])
+    products = np.asarray(neuron.products)
     fig.add_trace(_vector_heatmap(products, labels, symmetric_range(products), "q × k"), row=2, col=2)
     fig.add_traces(_score_bars(neuron, labels), rows=2, cols=3)
-    weights = go.Bar(x=neuron["weights"], y=labels, orientation="h", name="softmax weight", marker_color="#2ca02c",
+    weights = go.Bar(x=neuron.weights, y=labels, orientation="h", name="softmax weight", marker_color="#2ca02c",
                      hovertemplate="%{y}: %{x:.3f}<extra></extra>")
     fig.add_trace(weights, row=2, col=4)
     fig.add_trace(
-        _vector_heatmap(neuron["weighted_values"], labels, value_limit, "weight × value"), row=2, col=5
+        _vector_heatmap(neuron.weighted_values, labels, value_limit, "weight × value"), row=2, col=5
     )
-    fig.add_trace(_vector_heatmap(neuron["output"][None, :], ["output"], value_limit, "output"), row=3, col=5)
+    fig.add_trace(_vector_heatmap(neuron.output[None, :], ["output"], value_limit, "output"), row=3, col=5)
 
 
-def neuron_view_figure(neuron: dict, tokens: Sequence[str], query_index: int, narrow: bool = False) -> go.Figure:
-    """The whole path of one query through one head, from analysis.neuron_view.
+def neuron_view_figure(data: NeuronView, narrow: bool = False) -> go.Figure:
+    """The whole path of one query through one head (views.neuron_view).
 
     Top: the query vector. Middle row, one line per key token: keys, q × k, the dot products
     (raw and scaled), softmax weights and weighted values. Bottom: the output vector.
     narrow: for a phone's width: short column titles and fewer ticks (the long ones ran into each other).
     """
-    keys = np.asarray(neuron["keys"])
+    neuron, tokens, query_index = data.steps, data.tokens, data.query_index
+    keys = np.asarray(neuron.keys)
     length = keys.shape[0]
     check_length(tokens, length, "tokens")
     labels = plain_labels(unique_labels(tokens))
@@ -342,8 +346,9 @@ def neuron_view_figure(neuron: dict, tokens: Sequence[str], query_index: int, na
 # ---------------------------------------------------------------- head statistics
 
 
-def head_statistics_figure(df: pd.DataFrame, value: str = "entropy") -> go.Figure:
-    """Heatmap layer × head of one column of analysis.head_statistics."""
+def head_statistics_figure(data: HeadStatistics, value: str = "entropy") -> go.Figure:
+    """Heatmap layer × head of one column of views.head_statistics."""
+    df = data.table
     if value not in df:
         raise ValueError(f"column {value!r} is not in the head statistics ({', '.join(df.columns)})")
     table = df.pivot(index="layer", columns="head", values=value).sort_index().sort_index(axis=1)
@@ -370,14 +375,9 @@ def head_statistics_figure(df: pd.DataFrame, value: str = "entropy") -> go.Figur
 
 def attention_map_figure(block: AttentionMap, axis_titles: bool = True) -> go.Figure:
     """One head's attention map (views.attention_map), rows queries and columns keys."""
-    return attention_heatmap(block.weights, block.query_tokens, block.key_tokens, block.title, axis_titles=axis_titles)
-
-
-def neuron_figure(neuron: NeuronData, narrow: bool = False) -> go.Figure:
-    """The neuron view of one query (views.neuron_data); narrow: laid out for a phone."""
-    return neuron_view_figure(neuron.steps, neuron.tokens, neuron.query_index, narrow=narrow)
+    return _attention_heatmap(block.weights, block.query_tokens, block.key_tokens, block.title, axis_titles=axis_titles)
 
 
 def rollout_figure(data: Rollout) -> go.Figure:
     """Attention rollout after one layer (views.rollout)."""
-    return rollout_heatmap(data.flow, data.tokens, title=data.title)
+    return _rollout_heatmap(data.flow, data.tokens, title=data.title)

@@ -26,13 +26,15 @@ from bertviz_lite.inspection.analysis import EMBEDDING_PARTS, unique_labels
 from bertviz_lite.text.display import plain_labels
 
 if TYPE_CHECKING:
-    from bertviz_lite.inspection.views.embeddings import EmbeddingWindow, PositionSimilarity, TokenProjection
+    from bertviz_lite.inspection.views.embeddings import (
+        EmbeddingNorms,
+        EmbeddingWindow,
+        PositionSimilarity,
+        TokenProjection,
+    )
 
-# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
-__all__ = [
-    "component_norms_bar", "embedding_parts_figure", "pca_scatter", "position_similarity_heatmap", "uncluttered_labels",
-    "embedding_window_figure", "position_similarity_figure", "token_projection_figure",
-]
+# What `bertviz_lite.figures` offers at its top (its __init__ lists them by name).
+__all__ = ["embedding_norms_figure", "embedding_window_figure", "position_similarity_figure", "token_projection_figure"]
 
 PART_TITLES = ("token embedding", "position embedding", "segment embedding", "sum", "after LayerNorm")
 # Subplot titles short enough not to collide at 1024 px, read left to right as the sum they are.
@@ -54,7 +56,7 @@ def _embedding_trace(matrix: np.ndarray, labels: list[str], **kwargs) -> go.Heat
     )
 
 
-def embedding_parts_figure(
+def _embedding_parts_figure(
     token, position, segment, summed, layer_norm, tokens: Sequence[str], layout: str = "row", narrow: bool = False
 ) -> go.Figure:
     """The five embedding stages of one example side by side (layout "row") or stacked ("column").
@@ -111,7 +113,7 @@ def embedding_parts_figure(
 
 
 def _stack_colour_bars(fig: go.Figure, raw_limit: float, norm_limit: float) -> None:
-    """A phone's layout of embedding_parts_figure: two-line title, short bar titles, the bars one under the other."""
+    """A phone's layout of _embedding_parts_figure: two-line title, short bar titles, the bars one under the other."""
     raw, norm = (_diverging_axis(limit, title, x=0.5, length=1.0) for limit, title in (
         (raw_limit, f"raw parts ({ROBUST_PERCENTILE:g}% inside)"), (norm_limit, "LayerNorm")))
     height = fig.layout.height + NARROW_BAR_ROW + 20
@@ -121,7 +123,7 @@ def _stack_colour_bars(fig: go.Figure, raw_limit: float, norm_limit: float) -> N
     fig.update_xaxes(nticks=2)  # "0 100 200 300" rotated under each 50-px plot ran into the axis title
 
 
-def component_norms_bar(df: pd.DataFrame) -> go.Figure:
+def _component_norms_bar(df: pd.DataFrame) -> go.Figure:
     """Grouped bars of the L2 norm of each embedding part per token (from embedding_component_norms)."""
     labels = plain_labels(unique_labels(df["token"].astype(str).tolist()))
     fig = go.Figure()
@@ -145,7 +147,7 @@ def component_norms_bar(df: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def position_similarity_heatmap(
+def _position_similarity_heatmap(
     sim, title: str = "Cosine similarity between position embeddings", labels: Sequence[str] | None = None
 ) -> go.Figure:
     """Heatmap of a [N, N] similarity matrix between positions (or any labelled items)."""
@@ -163,7 +165,7 @@ def position_similarity_heatmap(
     return fig
 
 
-def pca_scatter(
+def _pca_scatter(
     points,
     tokens: Sequence[str],
     token_type_ids: Sequence[int] | None = None,
@@ -178,7 +180,7 @@ def pca_scatter(
         np.zeros(len(tokens), int) if token_type_ids is None else np.asarray(token_type_ids).astype(int)
     )
     check_length(segments, points.shape[0], "segment ids")
-    shown = uncluttered_labels(points, tokens)
+    shown = _uncluttered_labels(points, tokens)
     fig = go.Figure()
     for segment, name in ((0, "sentence A"), (1, "sentence B")):
         chosen = np.flatnonzero(segments == segment)
@@ -203,7 +205,7 @@ def pca_scatter(
     return fig
 
 
-def uncluttered_labels(points: np.ndarray, tokens: Sequence[str], min_gap: float = 0.06) -> list[str]:
+def _uncluttered_labels(points: np.ndarray, tokens: Sequence[str], min_gap: float = 0.06) -> list[str]:
     """Each point's label, or "" where it would sit on a label already placed (it stays on hover).
 
     Greedy in token order on the plot's unit square: 14 tokens in one blob showed as one unreadable smear.
@@ -235,14 +237,19 @@ def _diverging_axis(limit: float, title: str, x: float, length: float) -> dict:
 
 def embedding_window_figure(window: EmbeddingWindow, layout: str = "row", narrow: bool = False) -> go.Figure:
     """The five embedding stages of a window of tokens (views.embedding_window); narrow: laid out for a phone."""
-    return embedding_parts_figure(*window.parts, tokens=window.tokens, layout=layout, narrow=narrow)
+    return _embedding_parts_figure(*window.parts, tokens=window.tokens, layout=layout, narrow=narrow)
 
 
 def position_similarity_figure(similarity: PositionSimilarity) -> go.Figure:
     """Cosine similarity of one table's position vectors (views.position_similarity)."""
-    return position_similarity_heatmap(similarity.matrix, title=similarity.title)
+    return _position_similarity_heatmap(similarity.matrix, title=similarity.title)
 
 
 def token_projection_figure(projection: TokenProjection) -> go.Figure:
     """Token vectors on their first two principal components (views.token_projection)."""
-    return pca_scatter(projection.points, projection.tokens, projection.sentence, title=projection.title)
+    return _pca_scatter(projection.points, projection.tokens, projection.sentence, title=projection.title)
+
+
+def embedding_norms_figure(data: EmbeddingNorms) -> go.Figure:
+    """Each embedding part's size per token (views.embedding_norms)."""
+    return _component_norms_bar(data.table)

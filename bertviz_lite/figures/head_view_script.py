@@ -2,7 +2,7 @@
 
 Plotly cannot restyle other traces on hover by itself. `head_view_hover_script(key)` returns a <script>
 that watches the chart under `.st-key-<key>`: hovering a token (the "queries" or "keys" column of
-figures.head_view) dims every line and redraws that token's lines on top, in their head's colour at
+figures.head_view_figure) dims every line and redraws that token's lines on top, in their head's colour at
 full strength; leaving the token restores the view. It reads only the figure's own data.
 """
 

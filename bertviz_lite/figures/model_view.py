@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from bertviz_lite.figures._common import COLOUR_BAR_BELOW, NARROW_BAR_MARGIN, PHONE_FIGURE_WIDTH, SEQUENTIAL
 from bertviz_lite.inspection.views.attention import ModelView
 
-# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+# What `bertviz_lite.figures` offers at its top (its __init__ lists them by name).
 __all__ = ["model_view_figure"]
 
 PICKER_NAME = "tile picker"

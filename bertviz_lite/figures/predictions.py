@@ -8,13 +8,14 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bertviz_lite.figures._common import category_axis
+from bertviz_lite.inspection.views.predictions import NextSentence, TopPredictions
 from bertviz_lite.text.display import plain_label
 
-# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
-__all__ = ["nsp_bar", "topk_bar"]
+# What `bertviz_lite.figures` offers at its top (its __init__ lists them by name).
+__all__ = ["next_sentence_figure", "top_predictions_figure"]
 
 
-def topk_bar(tokens: Sequence[str], probs: Sequence[float], title: str = "Top predictions") -> go.Figure:
+def _topk_bar(tokens: Sequence[str], probs: Sequence[float], title: str = "Top predictions") -> go.Figure:
     """Horizontal bars of candidate tokens and their probabilities, highest on top."""
     probs = np.asarray(probs, dtype=np.float64).reshape(-1)
     if len(tokens) != probs.size:
@@ -43,7 +44,7 @@ def topk_bar(tokens: Sequence[str], probs: Sequence[float], title: str = "Top pr
     return fig
 
 
-def nsp_bar(p_is_next: float, title: str = "Next-sentence prediction: does sentence B follow A?") -> go.Figure:
+def _nsp_bar(p_is_next: float, title: str = "Next-sentence prediction: does sentence B follow A?") -> go.Figure:
     """Two horizontal bars: probability that sentence B follows A (IsNext) and that it does not.
 
     The question is in the title: a rotated axis title does not fit the chart's height.
@@ -76,3 +77,13 @@ def nsp_bar(p_is_next: float, title: str = "Next-sentence prediction: does sente
         margin={"t": 50, "b": 50, "r": 70},  # room for the text beside a bar near 100%
     )
     return fig
+
+
+def top_predictions_figure(data: TopPredictions, title: str | None = None) -> go.Figure:
+    """The top guesses at one masked position (views.top_predictions); title: instead of the data's own."""
+    return _topk_bar(data.tokens, data.probabilities, title=data.title if title is None else title)
+
+
+def next_sentence_figure(data: NextSentence, title: str = "Does sentence B follow A?") -> go.Figure:
+    """IsNext against NotNext (views.next_sentence)."""
+    return _nsp_bar(data.p_is_next, title=title)

@@ -9,9 +9,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bertviz_lite.figures._common import SEQUENTIAL
-from bertviz_lite.figures.attention import attention_heatmap
+from bertviz_lite.figures.attention import _attention_heatmap
 from bertviz_lite.figures.model_view import model_view_figure
-from bertviz_lite.figures.predictions import topk_bar
+from bertviz_lite.figures.predictions import _topk_bar
 from bertviz_lite.inspection.views.attention import ModelView
 from bertviz_lite.inspection.views.replay import HeadSpecialisation, PredictionSeries
 
@@ -28,7 +28,7 @@ def _fix_colours(fig: go.Figure, zrange: tuple[float, float]) -> go.Figure:
 
 def replay_heatmap(weights, tokens: Sequence[str], zrange: tuple[float, float]) -> go.Figure:
     """One head's [T, T] map at one step, coloured on the fixed zrange (the top axis holds the keys)."""
-    return _fix_colours(attention_heatmap(weights, tokens, title=""), zrange)
+    return _fix_colours(_attention_heatmap(weights, tokens, title=""), zrange)
 
 
 def replay_model_view(model_view: ModelView, zrange: tuple[float, float]) -> go.Figure:
@@ -64,8 +64,8 @@ def guesses_bar(series: PredictionSeries, step: int) -> go.Figure:
     if index is None:
         raise ValueError(f"step {step} has no saved predictions")
     tokens, probs = series.top_tokens[index], series.top_probs[index]
-    fig = topk_bar(tokens, probs, title=f"Step {step}: top guesses at [MASK]<br>(answer: “{series.answer}”)")
-    order = np.argsort(-probs, kind="stable")  # topk_bar draws the bars in this order
+    fig = _topk_bar(tokens, probs, title=f"Step {step}: top guesses at [MASK]<br>(answer: “{series.answer}”)")
+    order = np.argsort(-probs, kind="stable")  # _topk_bar draws the bars in this order
     fig.update_traces(marker_color=[ANSWER_COLOUR if tokens[i] == series.answer else GUESS_COLOUR for i in order])
     fig.update_layout(xaxis_range=[0, 1], height=320, margin={"t": 80, "b": 40})
     return fig

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+# What `bertviz_lite.figures` offers at its top (its __init__ lists them by name).
 __all__ = ["token_chip_html"]
 
 # Masking decisions made by the MLM data collator for each position.

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from bertviz_lite.figures._common import LEGEND_BELOW
 from bertviz_lite.limits import MAX_POINTS_DRAWN, recorded_number
 
-# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+# What `bertviz_lite.figures` offers at its top (its __init__ lists them by name).
 __all__ = [
     "compare_runs", "curve_frame", "lr_curve", "metric_curves", "throughput_curve",
 ]

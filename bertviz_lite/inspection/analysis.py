@@ -2,13 +2,14 @@
 
 Every function accepts numpy arrays or anything `np.asarray` understands (CPU torch tensors
 included) and returns numpy arrays or pandas DataFrames. Shapes use T = tokens, L = layers,
-H = heads (or hidden size where it says so), d = head size. Parameters named like a trace's arrays
-(`attentions`, `tokens`) are filled from one by `explore.from_trace`.
+H = heads (or hidden size where it says so), d = head size. The views (inspection/views/) hand them a trace's
+arrays.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -48,7 +49,7 @@ def sentence_ids(token_type_ids, special_tokens_mask) -> np.ndarray:
 
 
 def sentence_filter_mask(
-    token_type_ids, special_tokens_mask, which: str = "All", attention_mask=None
+    token_type_ids, special_tokens_mask, sentence_filter: str = "All", attention_mask=None
 ) -> np.ndarray:
     """Which (query, key) cells belong to a sentence pair such as "A→B". Shape bool [T, T].
 
@@ -56,14 +57,14 @@ def sentence_filter_mask(
     Sentence membership follows `sentence_ids` ([CLS] and the first [SEP] in A, final [SEP] in B).
     Positions with `attention_mask == 0` (padding) are dropped from every filter, "All" included.
     """
-    if which not in SENTENCE_FILTERS:
-        raise ValueError(f"sentence filter {which!r} is not one of {', '.join(SENTENCE_FILTERS)}")
+    if sentence_filter not in SENTENCE_FILTERS:
+        raise ValueError(f"sentence filter {sentence_filter!r} is not one of {', '.join(SENTENCE_FILTERS)}")
     sentence = sentence_ids(token_type_ids, special_tokens_mask)
     valid = _valid_positions(attention_mask, sentence.shape[0])
-    if which == "All":
+    if sentence_filter == "All":
         queries, keys = valid, valid
     else:
-        query_sentence, key_sentence = ("AB".index(which[0]), "AB".index(which[-1]))
+        query_sentence, key_sentence = ("AB".index(sentence_filter[0]), "AB".index(sentence_filter[-1]))
         queries = (sentence == query_sentence) & valid
         keys = (sentence == key_sentence) & valid
     return queries[:, None] & keys[None, :]
@@ -121,7 +122,7 @@ def _layer_statistics(attn: np.ndarray, tokens: np.ndarray, valid: np.ndarray) -
     }
 
 
-def head_statistics(attentions, tokens: Sequence[str], attention_mask=None) -> pd.DataFrame:
+def attention_statistics(attentions, tokens: Sequence[str], attention_mask=None) -> pd.DataFrame:
     """Summary numbers for every attention head, computed one layer at a time.
 
     Args:
@@ -180,7 +181,7 @@ def attention_rollout(attentions, add_residual: bool = True) -> np.ndarray:
     return rollout
 
 
-# ---------------------------------------------------------------- softmax and the neuron view
+# ---------------------------------------------------------------- softmax
 
 
 def softmax(scores) -> np.ndarray:
@@ -194,20 +195,25 @@ def softmax(scores) -> np.ndarray:
     return np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
 
 
-def neuron_view(q, k, v, query_index: int, key_mask=None) -> dict[str, np.ndarray]:
-    """Every step of one head's attention for one query token, in float64.
+@dataclass(frozen=True)
+class AttentionSteps:
+    """Every step of one head's attention for one query token, in float64 (T keys, d head size)."""
 
-    Args:
-        q, k, v: [T, d] query, key and value vectors of one head.
-        query_index: which query token to follow.
-        key_mask: optional [T], 1 for keys that may be attended to, 0 for padding.
+    query: np.ndarray  # [d]
+    keys: np.ndarray  # [T, d]
+    values: np.ndarray  # [T, d]
+    products: np.ndarray  # [T, d] q * k per element
+    dot: np.ndarray  # [T] q · k
+    scaled: np.ndarray  # [T] dot / sqrt(d)
+    masked: np.ndarray  # [T] scaled, -inf on masked keys
+    weights: np.ndarray  # [T] softmax of masked: the model's attention row
+    weighted_values: np.ndarray  # [T, d] weights[:, None] * values
+    output: np.ndarray  # [d] the sum of weighted_values
 
-    Returns:
-        dict with query [d], keys [T, d], values [T, d], products [T, d] (q * k per element),
-        dot [T] (q · k), scaled [T] (dot / sqrt(d)), masked [T] (scaled, -inf on masked keys),
-        weights [T] (softmax of masked: the model's attention row), weighted_values [T, d]
-        (weights[:, None] * v) and output [d] (sum of weighted_values).
-    """
+
+def attention_steps(q, k, v, query_index: int, key_mask=None) -> AttentionSteps:
+    """Every step of one head's attention ([T, d] q, k, v) for one query token; key_mask: optional [T], 1 for keys
+    that may be attended to, 0 for padding."""
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
     if q.ndim != 2 or q.shape != k.shape or k.shape[0] != v.shape[0]:
         raise ValueError(f"q, k, v must be [T, d] with matching T; got {q.shape}, {k.shape}, {v.shape}")
@@ -217,22 +223,11 @@ def neuron_view(q, k, v, query_index: int, key_mask=None) -> dict[str, np.ndarra
     products = query[None, :] * k
     dot = products.sum(axis=-1)
     scaled = dot / np.sqrt(q.shape[-1])
-    keep = _valid_positions(key_mask, k.shape[0])
-    masked = np.where(keep, scaled, -np.inf)
+    masked = np.where(_valid_positions(key_mask, k.shape[0]), scaled, -np.inf)
     weights = softmax(masked)
     weighted_values = weights[:, None] * v
-    return {
-        "query": query,
-        "keys": k,
-        "values": v,
-        "products": products,
-        "dot": dot,
-        "scaled": scaled,
-        "masked": masked,
-        "weights": weights,
-        "weighted_values": weighted_values,
-        "output": weighted_values.sum(axis=0),
-    }
+    return AttentionSteps(query, k, v, products, dot, scaled, masked, weights, weighted_values,
+                          weighted_values.sum(axis=0))
 
 
 # ---------------------------------------------------------------- downsampling

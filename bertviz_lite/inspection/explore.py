@@ -1,17 +1,15 @@
 """The explore pages' input: one traced forward pass per sentence pair, and what a user clicked.
 
 Everything here is plain Python, numpy, pandas and torch (no streamlit), so a notebook can do what
-a page does: `trace_pair` runs the model once, and `from_trace(data_function, trace, **params)`
-hands a view's data function (bertviz_lite.inspection.views, bertviz_lite.inspection.analysis) the arrays it reads.
+a page does: `trace = trace_pair(model, tokenizer, text_a, text_b)` runs the model once, and a view's data function
+takes it with the view's picks spelled out: `views.attention_map(trace, layer=0, head=1)`.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -26,13 +24,6 @@ from bertviz_lite.text.display import plain_frame
 from bertviz_lite.text.tokenization import UNK_TOKEN, BertTokenizer, Encoding
 
 EMBEDDING_NAMES = ("token", "position", "segment", "sum", "layer_norm")
-# PairTrace attributes a data function may name as parameters (see from_trace), besides the per-layer arrays
-# (attentions, queries, keys, values: outputs.LayerAttention's per_layer names).
-TRACE_FIELDS = (
-    "encoding", "input_ids", "tokens", "masked_positions", "segments", "special", "embeddings",
-    "hidden_states", "mlm_logits", "nsp_logits", "model", "tokenizer",
-)
-T = TypeVar("T")
 
 
 def _batch_one(tensor: torch.Tensor | None) -> np.ndarray | None:
@@ -61,7 +52,7 @@ class PairTrace:
     encoding: Encoding  # the tokenizer's output, before any masking
     input_ids: np.ndarray  # [T] the ids the model saw ([MASK] written at masked_positions)
     tokens: list[str]  # [T] the tokens the model saw
-    masked_positions: tuple[int, ...]  # positions replaced by [MASK] on request
+    masked_positions: tuple[int, ...]  # the positions the caller asked to replace by [MASK]
     output: BertTrace
     # The model and tokenizer that made the trace, for views that run the model again (attribution,
     # head knock-out, the logit lens); left out of comparisons and repr.
@@ -71,23 +62,43 @@ class PairTrace:
     @cached_property
     def embeddings(self) -> dict[str, np.ndarray]:
         """EMBEDDING_NAMES -> [T, H]."""
-        return {name: _batch_one(getattr(self.output.embeddings, name)) for name in EMBEDDING_NAMES}
+        parts = self.output.embeddings
+        arrays = (parts.token, parts.position, parts.segment, parts.sum, parts.layer_norm)
+        return {name: _batch_one(array) for name, array in zip(EMBEDDING_NAMES, arrays, strict=True)}
 
-    # hidden_states [L + 1, T, H]: the embedding output, then each layer's.
-    hidden_states = cached_property(lambda self: _per_layer(self.output.hidden_states))
+    @cached_property
+    def hidden_states(self) -> np.ndarray:
+        """[L + 1, T, H]: the embedding output, then each layer's."""
+        return _per_layer(self.output.hidden_states)
 
-    def __getattr__(self, name: str) -> np.ndarray:
-        """Per layer, as numpy, made once on first use: attentions [L, nh, T, T] (rows sum to 1), queries, keys and
-        values [L, nh, T, hd], and any other intermediate outputs.LayerAttention declares (BertTrace.per_layer)."""
-        output = self.__dict__.get("output")
-        if output is None or name not in output.per_layer():
-            raise AttributeError(f"PairTrace has no attribute {name!r}")
-        array = self.__dict__[name] = _per_layer(getattr(output, name))
-        return array
+    @cached_property
+    def attentions(self) -> np.ndarray:
+        """[L, nh, T, T] attention probabilities; each row sums to 1."""
+        return _per_layer(self.output.attentions)
 
-    def field_names(self) -> tuple[str, ...]:
-        """The attributes a data function may name as parameters: TRACE_FIELDS and the per-layer arrays."""
-        return (*TRACE_FIELDS, *self.output.per_layer())
+    @cached_property
+    def queries(self) -> np.ndarray:
+        """[L, nh, T, hd]."""
+        return _per_layer(self.output.queries)
+
+    @cached_property
+    def keys(self) -> np.ndarray:
+        """[L, nh, T, hd]."""
+        return _per_layer(self.output.keys)
+
+    @cached_property
+    def values(self) -> np.ndarray:
+        """[L, nh, T, hd]."""
+        return _per_layer(self.output.values)
+
+    def layer_array(self, name: str) -> np.ndarray:
+        """Any intermediate outputs.LayerAttention declares, by its per_layer name, as one array [L, ...] made once."""
+        made = self.__dict__.setdefault("_layer_arrays", {})
+        if name not in made:
+            if name not in self.output.per_layer():
+                raise KeyError(f"the trace recorded no per-layer {name!r} (outputs.LayerAttention declares it)")
+            made[name] = _per_layer(self.output.layer_tensors(name))
+        return made[name]
 
     @cached_property
     def mlm_logits(self) -> np.ndarray | None:
@@ -119,18 +130,12 @@ class PairTrace:
 
     @property
     def has_sentence_b(self) -> bool:
-        return any(s == 1 for s in self.encoding.sequence_ids if s is not None)
+        return has_sentence_b(self.encoding)
 
 
-def from_trace(data: Callable[..., T], trace: PairTrace, **params) -> T:
-    """data(**params), every parameter named like a trace field (TRACE_FIELDS) read from the trace.
-
-    Data functions take plain arrays (attentions, tokens, ...), so they run without a model too;
-    this is the one place that hands them a trace's arrays. Explicit params win over the trace.
-    """
-    wanted, available = inspect.signature(data).parameters, trace.field_names()
-    fields = {name: getattr(trace, name) for name in wanted if name in available and name not in params}
-    return data(**fields, **params)
+def has_sentence_b(encoding: Encoding) -> bool:
+    """Whether the encoding holds a sentence B."""
+    return any(s == 1 for s in encoding.sequence_ids if s is not None)
 
 
 def source_version(source: str) -> str:
@@ -197,13 +202,26 @@ def trace_pair(
     masked_positions: Sequence[int] = (),
     batched: bool = True,
 ) -> PairTrace:
-    """Tokenize, optionally write [MASK] at some positions, and run one traced forward pass.
+    """Tokenize (max_length capped by the model's positions), optionally write [MASK] at some positions, and run one
+    traced forward pass (trace_encoding)."""
+    max_length = effective_max_length(model, max_length)
+    encoding = encode(tokenizer, text_a, text_b, max_length)
+    return trace_encoding(model, tokenizer, encoding, max_length, masked_positions, batched)
+
+
+def trace_encoding(
+    model: BertForPreTraining,
+    tokenizer: BertTokenizer,
+    encoding: Encoding,
+    max_length: int,
+    masked_positions: Sequence[int] = (),
+    batched: bool = True,
+) -> PairTrace:
+    """One traced forward pass of a pair encoded with max_length (the capped one), [MASK] written at masked_positions.
 
     batched: the pass is shared with other threads' traces of the same moment (model/batching.py: one padded pass,
     the same numbers up to float rounding), which costs a lone caller a few milliseconds.
     """
-    max_length = effective_max_length(model, max_length)
-    encoding = encode(tokenizer, text_a, text_b, max_length)
     inputs = encoding.to_tensors()
     masked = tuple(sorted({int(p) for p in masked_positions}))
     if any(not 0 <= p < len(encoding) for p in masked):
@@ -256,7 +274,7 @@ def model_view_selection(selection: dict | None, num_layers: int, num_heads: int
 def clicked_token(selection: dict | None) -> int | None:
     """Index (within the figure) of the token clicked in a head view, from st.plotly_chart's selection.
 
-    The token columns of figures.head_view carry their index as customdata; line traces carry none.
+    The token columns of figures.head_view_figure carry their index as customdata; its lines carry none.
     """
     for point in (selection or {}).get("points") or []:
         custom = point.get("customdata")

@@ -7,13 +7,13 @@ model's answer (`check_answer`). The data behind the new figures: `one_head_data
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from bertviz_lite.inspection.analysis import neuron_view, softmax, unique_labels
+from bertviz_lite.inspection.analysis import attention_steps, softmax, unique_labels
+from bertviz_lite.inspection.explore import PairTrace
 from bertviz_lite.limits import clamp
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.text.tokenization import BertTokenizer
@@ -145,13 +145,12 @@ def _candidate_keys(query: int, length: int, special) -> list[int]:
     return [i for i in candidates if 0 <= i < length]
 
 
-def attention_question(attentions, tokens: Sequence[str], special, layer: int, head: int,
-                       query: int) -> Question:
+def attention_question(trace: PairTrace, layer: int, head: int, query: int) -> Question:
     """Which key does token `query` attend to most in one head? Options: the answer and common patterns."""
-    row = np.asarray(attentions[layer, head, query], dtype=np.float64)
-    labels = unique_labels(tokens)
+    row = np.asarray(trace.attentions[layer, head, query], dtype=np.float64)
+    labels = unique_labels(trace.tokens)
     best = int(np.argmax(row))
-    chosen = sorted({best, *_candidate_keys(query, len(tokens), np.asarray(special))})
+    chosen = sorted({best, *_candidate_keys(query, trace.num_tokens, trace.special)})
     return Question(
         prompt=f"Which token will {labels[query]} attend to most in layer {layer}, head {head}?",
         options=tuple(labels[i] for i in chosen),
@@ -210,11 +209,11 @@ class OneHead:
                              "weight": self.weights, "contribution": self.contributions})
 
 
-def one_head_data(queries, keys, values, tokens: Sequence[str], layer: int, head: int, query_index: int) -> OneHead:
-    """The three stages of attention for one query ([L, nh, T, hd] queries, keys, values of a trace)."""
-    path = neuron_view(queries[layer, head], keys[layer, head], values[layer, head], query_index)
-    contributions = np.linalg.norm(path["weighted_values"], axis=1)
-    return OneHead(path["scaled"], path["weights"], contributions, list(tokens), query_index, layer, head)
+def one_head_data(trace: PairTrace, layer: int, head: int, query_index: int) -> OneHead:
+    """The three stages of attention for one query token in one head of the trace."""
+    path = attention_steps(trace.queries[layer, head], trace.keys[layer, head], trace.values[layer, head], query_index)
+    contributions = np.linalg.norm(path.weighted_values, axis=1)
+    return OneHead(path.scaled, path.weights, contributions, list(trace.tokens), query_index, layer, head)
 
 
 @dataclass(frozen=True)
@@ -232,9 +231,9 @@ class ResidualChanges:
                              "relative_change": self.change.ravel()})
 
 
-def residual_changes(hidden_states, tokens: Sequence[str]) -> ResidualChanges:
-    """Relative change of every token's vector through each layer, from [L + 1, T, H] hidden states."""
-    states = np.asarray(hidden_states, dtype=np.float64)
+def residual_changes(trace: PairTrace) -> ResidualChanges:
+    """Relative change of every token's vector through each layer of the trace ([L + 1, T, H] hidden states)."""
+    states, tokens = np.asarray(trace.hidden_states, dtype=np.float64), trace.tokens
     before, after = states[:-1], states[1:]
     norms = np.maximum(np.linalg.norm(before, axis=-1), 1e-12)
     return ResidualChanges(np.linalg.norm(after - before, axis=-1) / norms, list(tokens))

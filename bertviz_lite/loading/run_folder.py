@@ -135,6 +135,16 @@ def checkpoints_root() -> Path:
     return CHECKPOINTS_DIR  # read at call time, so tests can point it at a temporary folder
 
 
+class _FilePath:
+    """A RunFolder attribute named like a FILES key: `run.weights` is <run>/model.safetensors."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name
+
+    def __get__(self, run: RunFolder | None, owner: type | None = None) -> Path:
+        return self if run is None else run.path / FILES[self.key].name  # the class itself: the descriptor
+
+
 @dataclass(frozen=True)
 class RunFolder:
     """One run (or checkpoint) folder: where each of its files lives, and what the folder says as a whole."""
@@ -152,11 +162,20 @@ class RunFolder:
         """The path of one of the run's files, by its name (one of the *_FILE constants)."""
         return self.path / name
 
-    def __getattr__(self, attribute: str) -> Path:
-        """`run.weights`, `run.status`, `run.stop`, …: the path of the file FILES names."""
-        if attribute in FILES:
-            return self.path / FILES[attribute].name
-        raise AttributeError(f"RunFolder has no attribute {attribute!r}")
+    # The path of each file FILES names, one attribute per key (go-to-definition lands here, FILES says the name).
+    weights = _FilePath()
+    config = _FilePath()
+    vocab = _FilePath()
+    train_args = _FilePath()
+    metrics = _FilePath()
+    status = _FilePath()
+    optimizer = _FilePath()
+    launch = _FilePath()
+    owner = _FilePath()
+    log = _FilePath()
+    corpus = _FilePath()
+    stop = _FilePath()
+    snapshots = _FilePath()
 
     def snapshot(self, step: int) -> Path:
         """`<run>/snapshots/step_000100.safetensors` for step 100."""

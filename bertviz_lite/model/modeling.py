@@ -55,10 +55,10 @@ class BertSelfAttention(nn.Module):
         context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         return self.merge_heads(context)
 
-    def explicit(
+    def forward_with_attention(
         self, hidden_states: Tensor, mask: Tensor | None, head_mask: Tensor | None = None
     ) -> tuple[Tensor, LayerAttention]:
-        """Slow path that keeps q, k, v and the attention probabilities for inspection.
+        """The forward pass with attention written out (not the fused kernel), keeping q, k, v and the probabilities.
 
         head_mask (nh,) multiplies each head's probabilities, as transformers' `head_mask` did: 0 knocks a head out.
         """
@@ -98,10 +98,10 @@ class BertAttention(nn.Module):
     def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
         return self.output(self.self(hidden_states, mask), hidden_states)
 
-    def explicit(
+    def forward_with_attention(
         self, hidden_states: Tensor, mask: Tensor | None, head_mask: Tensor | None = None
     ) -> tuple[Tensor, LayerAttention]:
-        context, inside = self.self.explicit(hidden_states, mask, head_mask)
+        context, inside = self.self.forward_with_attention(hidden_states, mask, head_mask)
         return self.output(context, hidden_states), inside
 
 
@@ -145,10 +145,10 @@ class BertLayer(nn.Module):
     def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
         return self.feed_forward(self.attention(hidden_states, mask))
 
-    def explicit(
+    def forward_with_attention(
         self, hidden_states: Tensor, mask: Tensor | None, head_mask: Tensor | None = None
     ) -> tuple[Tensor, LayerAttention]:
-        attention_output, inside = self.attention.explicit(hidden_states, mask, head_mask)
+        attention_output, inside = self.attention.forward_with_attention(hidden_states, mask, head_mask)
         return self.feed_forward(attention_output), inside
 
 
@@ -162,14 +162,14 @@ class BertEncoder(nn.Module):
             hidden_states = layer(hidden_states, mask)
         return hidden_states
 
-    def explicit(
+    def forward_with_attention(
         self, hidden_states: Tensor, mask: Tensor | None, head_mask: Tensor | None = None
     ) -> tuple[tuple[Tensor, ...], tuple[LayerAttention, ...]]:
         """Every layer's output (the input first) and what each layer's attention computed; head_mask (L, nh)."""
         outputs, inside = [hidden_states], []
         for index, layer in enumerate(self.layer):
             layer_mask = None if head_mask is None else head_mask[index]
-            hidden_states, layer_inside = layer.explicit(hidden_states, mask, layer_mask)
+            hidden_states, layer_inside = layer.forward_with_attention(hidden_states, mask, layer_mask)
             outputs.append(hidden_states)
             inside.append(layer_inside)
         return tuple(outputs), tuple(inside)
@@ -341,7 +341,7 @@ class BertForPreTraining(nn.Module):
         parts = self.bert.embeddings.parts(input_ids, token_type_ids, position_ids)
         hidden = self.bert.embeddings.dropout(parts.layer_norm)
         mask = additive_mask(attention_mask, hidden.dtype)
-        hidden_states, layers = self.bert.encoder.explicit(hidden, mask, head_mask)
+        hidden_states, layers = self.bert.encoder.forward_with_attention(hidden, mask, head_mask)
         pooled = self.bert.pooler(hidden_states[-1])
         return BertTrace(
             embeddings=parts, layers=layers, hidden_states=hidden_states, pooled=pooled,

@@ -38,8 +38,9 @@ def per_layer(name: str, axes: tuple[int, ...] = (2,)):
 class LayerAttention:
     """What one layer's self-attention computed, per head: queries, keys, values and probabilities.
 
-    A new intermediate is one more field here, recorded in BertSelfAttention.explicit (or BertLayer.explicit);
-    BertTrace and PairTrace offer it under its per_layer name (transformers' names where they exist).
+    A new intermediate is one more field here, recorded in BertSelfAttention.forward_with_attention (or
+    BertLayer.forward_with_attention); BertTrace.layer_tensors(name) and PairTrace.layer_array(name) offer it under its
+    per_layer name (transformers' names where they exist); the four below also have their own properties on both.
     """
 
     query: Tensor = per_layer("queries")  # (B, nh, T, hd)
@@ -69,12 +70,30 @@ class BertTrace:
         """{per-layer name: LayerAttention field} of the intermediates this trace recorded."""
         return per_layer_names(self.layers[0]) if self.layers else {}
 
-    def __getattr__(self, name: str) -> tuple[Tensor, ...]:
-        """Per layer, under transformers' names: attentions (B, nh, T, T) probabilities; queries, keys, values."""
-        layers = self.__dict__.get("layers", ())
-        if layers and name in (names := per_layer_names(layers[0])):
-            return tuple(getattr(layer, names[name]) for layer in layers)
-        raise AttributeError(f"BertTrace has no attribute {name!r}")
+    def layer_tensors(self, name: str) -> tuple[Tensor, ...]:
+        """One intermediate per layer, by its per_layer name ("attentions", "queries", …); KeyError for another."""
+        field_name = self.per_layer()[name]
+        return tuple(getattr(layer, field_name) for layer in self.layers)
+
+    @property
+    def attentions(self) -> tuple[Tensor, ...]:
+        """Per layer: the attention probabilities (B, nh, T, T), as transformers names them."""
+        return tuple(layer.probs for layer in self.layers)
+
+    @property
+    def queries(self) -> tuple[Tensor, ...]:
+        """Per layer: (B, nh, T, hd)."""
+        return tuple(layer.query for layer in self.layers)
+
+    @property
+    def keys(self) -> tuple[Tensor, ...]:
+        """Per layer: (B, nh, T, hd)."""
+        return tuple(layer.key for layer in self.layers)
+
+    @property
+    def values(self) -> tuple[Tensor, ...]:
+        """Per layer: (B, nh, T, hd)."""
+        return tuple(layer.value for layer in self.layers)
 
 
 @dataclass

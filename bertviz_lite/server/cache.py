@@ -7,9 +7,9 @@ next used, so a class that leaves keeps its last 512-token traces (154-230 MB ea
 - drops entries idle for longer than their time to live from a daemon thread, without waiting for a caller (a
   large entry after LARGE_TTL_S), then gives the memory back (server/memory.py) when much was freed;
 - computes a key once however many callers ask for it together (a lecture hall clicks at the same moment): the
-  first caller computes, the others wait for its value, or its error;
-- hands out a `Handle` where the value would be kept beyond its use (a page's globals), so that only the cache
-  decides how long it lives.
+  first caller computes, the others wait for its value, or its error.
+Only the cache decides how long a value lives: callers read it where they use it, in a local (pages_app's
+`get_trace(ctx)` and `view(...)`), and never keep it in a page's globals, which Streamlit keeps after the run.
 """
 
 from __future__ import annotations
@@ -166,11 +166,6 @@ class SharedCache:
             with contextlib.suppress(TypeError):  # a value without weak references (a tuple) is not followed
                 self._dropped.append(weakref.ref(entry.value))
 
-    def handle(self, key: Hashable, compute: Callable[[], T], **options: Any) -> T:
-        """get(key, compute, **options) now (its errors raised here), returned as a Handle that holds only the key."""
-        self.get(key, compute, **options)
-        return Handle(self, key, compute, options)  # type: ignore[return-value]  # it stands in for the value
-
     def build_once(self, build: functools.partial, finish: functools.partial) -> Any:
         """finish(build()), computed once per build's function, arguments and options and finish's options.
 
@@ -218,25 +213,6 @@ class SharedCache:
         """Stop the sweeper and drop every entry."""
         self._closed.set()
         self.clear()
-
-
-class Handle:
-    """A stand-in for a cached value: each attribute read gets the value from the cache (computed again if dropped).
-
-    Whoever keeps the handle keeps a key, not the value: Streamlit keeps a page's globals as long as a session's
-    widget callbacks refer to them, and a closed tab's session for minutes, so a page's `trace = ...` would otherwise
-    hold a 230 MB trace beyond what is shown.
-    """
-
-    __slots__ = ("_cache", "_key", "_compute", "_options")
-
-    def __init__(self, cache: SharedCache, key: Hashable, compute: Callable[[], Any], options: dict) -> None:
-        self._cache, self._key, self._compute, self._options = cache, key, compute, options
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):  # its own slots before they are set (a copy), and private names: not the value's
-            raise AttributeError(name)
-        return getattr(self._cache.get(self._key, self._compute, **self._options), name)
 
 
 def _measured(entry: Entry) -> int:

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
+from bertviz_lite.figures.tabs import ALL_TABS
 from bertviz_lite.inspection.analysis import SENTENCE_FILTERS
-from bertviz_lite.inspection.views.tabs import ALL_TABS
 from bertviz_lite.limits import MAX_SENTENCE_CHARS, MAX_WORD_CHARS, clamp
 
 MAX_TEXT = MAX_SENTENCE_CHARS  # characters of a sentence read from a URL: what the sidebar's boxes take
@@ -38,8 +38,8 @@ class SharedState:
     model: str | None = None
     layer: int | None = None
     head: int | None = None
-    which: str | None = None  # the sentence filter (query → key): All, A→A, A→B, B→A, B→B
-    tab: str | None = None  # the open tab's title (views/tabs.py)
+    sentence_filter: str | None = None  # the sentence filter (query → key): All, A→A, A→B, B→A, B→B
+    tab: str | None = None  # the open tab's title (figures/tabs.py)
     token: int | None = None  # the picked token: the neuron view's query, the prediction Beyond attention explains
     masked: tuple[int, ...] | None = None  # positions Predictions masks
     knocked: tuple[str, ...] | None = None  # heads Beyond attention knocks out ("L2H5")
@@ -119,7 +119,7 @@ def parse_query(query: Mapping[str, str], allowed_models: Sequence[str], default
         model=_model(query.get("model"), allowed_models, default_model, notes),
         layer=_index(query.get("layer"), "layer", notes),
         head=_index(query.get("head"), "head", notes),
-        which=_choice(query.get("filter"), "sentence filter", SENTENCE_FILTERS, notes),
+        sentence_filter=_choice(query.get("filter"), "sentence filter", SENTENCE_FILTERS, notes),
         tab=_choice(query.get("tab"), "tab", [tab.title for tab in ALL_TABS], notes),
         token=_index(query.get("token"), "token", notes, low=-1),  # -1: Beyond attention's next-sentence decision
         masked=_positions(query.get("masked"), notes),
@@ -147,7 +147,7 @@ def query_for(state: SharedState) -> dict[str, str]:
     """
     cut = {key: None if text is None else text[:MAX_TEXT] for key, text in (("a", state.text_a), ("b", state.text_b))}
     values = {"a": cut["a"], "b": cut["b"], "model": state.model, "layer": state.layer, "head": state.head,
-              "filter": state.which, "tab": state.tab, "token": state.token,
+              "filter": state.sentence_filter, "tab": state.tab, "token": state.token,
               "masked": None if state.masked is None else ",".join(map(str, state.masked[:MAX_LIST])),
               "knocked": None if state.knocked is None else ",".join(state.knocked[:MAX_LIST]), "step": state.step,
               "present": "1" if state.present else None,

@@ -1,6 +1,6 @@
 """Pre-train BERT with MLM + NSP: the Trainer's loop, shared by the CLI, the app and tests.
 
-The options are `training_args.TrainingArguments`; `training_setup.prepare_run` builds the model and the data;
+The options are `training_args.TrainingArguments`; `preparation.prepare_run` builds the model and the data;
 `optimization` does one step. The Trainer writes nothing until `train()` is called; everything it writes
 goes into the run folder (`args.out`), in the formats documented in `bertviz_lite.loading.run_folder` and
 `bertviz_lite.loading.checkpoints`. Under `torchrun` (RANK / WORLD_SIZE / LOCAL_RANK in the environment) each process
@@ -81,7 +81,7 @@ class Trainer:
         tokenizer: use this vocabulary instead of training one on the corpus.
         resume: continue the run in `args.out` from its checkpoint (weights, step, schedule, data order and,
             when optimizer.safetensors belongs to that step, AdamW's moments); its masking restarts.
-        prepared: the model and data from `training_setup.prepare_run` (by default made here from `args`,
+        prepared: the model and data from `preparation.prepare_run` (by default made here from `args`,
             `tokenizer` and `resume`).
     """
 

@@ -15,9 +15,9 @@ import streamlit as st
 from bertviz_lite.figures import (
     embedding_window_figure,
     model_view_figure,
-    nsp_bar,
+    next_sentence_figure,
     token_chip_html,
-    topk_bar,
+    top_predictions_figure,
 )
 from bertviz_lite.figures.style import readable
 from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
@@ -25,7 +25,6 @@ from bertviz_lite.inspection import explore, views
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.inspection.views.predictions import default_masks
 from bertviz_lite.limits import clamp
-from bertviz_lite.server import access
 from bertviz_lite.server.classroom import CHOICE, CLOZE, NewQuestion, Position
 from bertviz_lite.text.display import plain_markdown
 from pages_app.common._sidebar import DEFAULTS, Inputs
@@ -33,9 +32,10 @@ from pages_app.common._ui import (
     LOAD_ERRORS,
     SHARED,
     SLIDE_BOTTOM,
+    Context,
+    context_for,
     get_trace,
     is_present,
-    load_model,
     plotly_config,
     view,
 )
@@ -44,18 +44,28 @@ CLASS_MAX_LENGTH = DEFAULTS["max_length"]
 QUESTION_STEPS = ("one_head", "mlm", "nsp")  # the walkthrough's steps that ask (pages_app/explore/0_Walkthrough.py)
 FIGURE_MAX_HEIGHT = SLIDE_BOTTOM - 260  # in presentation mode, below the step's question on a 1280 × 720 slide
 PROJECTOR_ONLY = ("embeddings",)  # five wide heatmaps side by side: unreadable at 390 px
+NSP_QUESTION = "Next-sentence prediction: does sentence B follow A?"
 CLOZE_PROMPT = "What word will BERT put in place of [MASK]? Type one word."
 
 
 class Stage(NamedTuple):
     position: Position
-    inputs: Inputs
-    model: object
-    tokenizer: object
-    encoding: object
+    ctx: Context
     masked: tuple[int, ...]
     trace: explore.PairTrace
     query: int | None  # the masked position (the question's token)
+
+    @property
+    def model(self):
+        return self.ctx.model
+
+    @property
+    def tokenizer(self):
+        return self.ctx.tokenizer
+
+    @property
+    def encoding(self):
+        return self.ctx.encoding
 
     @property
     def step(self) -> walk.Step:
@@ -67,16 +77,13 @@ def stage_for(position: Position) -> Stage | str:
     inputs = Inputs(position.source, position.text_a, position.text_b, CLASS_MAX_LENGTH,
                     explore.source_version(position.source))
     try:
-        access.check_model_source(position.source)
-        model, tokenizer = load_model(inputs.source, inputs.version)
-        encoding = explore.encode(tokenizer, inputs.text_a, inputs.text_b,
-                                  explore.effective_max_length(model, CLASS_MAX_LENGTH))
-        masked = default_masks(encoding)
-        trace = get_trace(inputs, masked)
+        ctx = context_for(inputs)
+        masked = default_masks(ctx.encoding)
+        trace = get_trace(ctx, masked)
     except LOAD_ERRORS as err:
         return f"The class's model cannot be shown here: {err}"
-    query = (views.masked_positions(trace.tokens) or [None])[0]
-    return Stage(clamped(position, model.config), inputs, model, tokenizer, encoding, masked, trace, query)
+    query = (views.mask_token_positions(trace.tokens) or [None])[0]
+    return Stage(clamped(position, ctx.model.config), ctx, masked, trace, query)
 
 
 def clamped(position: Position, config) -> Position:
@@ -95,7 +102,7 @@ def questions(stage: Stage) -> dict[str, NewQuestion]:
     key, trace, pos = stage.step.key, stage.trace, stage.position
     if key == "one_head":
         target = 0 if stage.query is None else stage.query
-        asked = view(walk.attention_question, stage.inputs, stage.masked, layer=pos.layer, head=pos.head, query=target)
+        asked = view(walk.attention_question, stage.ctx, stage.masked, layer=pos.layer, head=pos.head, query=target)
         return {"Ask the question": _choice(asked)}
     if key == "mlm" and stage.model.has_mlm_head and stage.query is not None:
         original = stage.encoding.tokens[stage.query] if stage.masked else None
@@ -116,7 +123,7 @@ def _choice(question: walk.Question) -> NewQuestion:
 
 def model_top(stage: Stage, k: int = 5):
     """The model's k most likely words at the masked position (a frame: token, probability)."""
-    return views.top_predictions(stage.trace.mlm_logits, stage.tokenizer, stage.query, k)
+    return view(views.top_predictions, stage.ctx, stage.masked, position=stage.query, k=k).to_frame()
 
 
 def chart(fig, name: str, phone: bool) -> None:
@@ -131,24 +138,23 @@ def _build(stage: Stage, phone: bool):
     if key == "ids":
         return "ids", ids_figure(trace.tokens, enc.position_ids, enc.token_type_ids)
     if key == "embeddings":
-        return "embeddings", embedding_window_figure(view(views.embedding_window, stage.inputs, stage.masked, start=0,
+        return "embeddings", embedding_window_figure(view(views.embedding_window, stage.ctx, stage.masked, start=0,
                                                           size=48))
     if key == "one_head":
         target = 0 if stage.query is None else stage.query
-        data = view(walk.one_head_data, stage.inputs, stage.masked, layer=pos.layer, head=pos.head, query_index=target)
+        data = view(walk.one_head_data, stage.ctx, stage.masked, layer=pos.layer, head=pos.head, query_index=target)
         return "one_head", one_head_figure(data)
     if key == "many_heads":
         tiles = min(80, (300 if phone else 520) // stage.model.config.num_hidden_layers)
-        return "model_view", model_view_figure(view(views.model_view, stage.inputs, stage.masked), tile_size=tiles)
+        return "model_view", model_view_figure(view(views.model_view, stage.ctx, stage.masked), tile_size=tiles)
     if key == "residual":
-        return "residual", residual_figure(view(walk.residual_changes, stage.inputs, stage.masked))
+        return "residual", residual_figure(view(walk.residual_changes, stage.ctx, stage.masked))
     if key == "mlm" and stage.model.has_mlm_head and stage.query is not None:
-        top = model_top(stage, 5 if phone else 10)
-        title = "Top guesses at [MASK]" if phone else views.prediction_title(enc, stage.query)
-        return "mlm", topk_bar(top["token"].tolist(), top["probability"], title)
+        top = view(views.top_predictions, stage.ctx, stage.masked, position=stage.query, k=5 if phone else 10)
+        return "mlm", top_predictions_figure(top, title="Top guesses at [MASK]" if phone else None)
     if key == "nsp" and stage.model.has_nsp_head and trace.has_sentence_b:
-        probability = views.is_next_probability(trace.nsp_logits)
-        return "nsp", nsp_bar(probability, title="Does B follow A?") if phone else nsp_bar(probability)
+        answer = view(views.next_sentence, stage.ctx, stage.masked)
+        return "nsp", next_sentence_figure(answer, "Does B follow A?" if phone else NSP_QUESTION)
     return None
 
 

@@ -52,8 +52,8 @@ def _set_state(linked: share.SharedState) -> None:
     for page in PAGES:  # a tab and a filter go to every page that has them (the link does not say which page)
         if page.tab_key and linked.tab in {tab.title for tab in page.tabs}:
             state[page.tab_key] = linked.tab
-        if page.filter_key and linked.which is not None:
-            state[page.filter_key] = linked.which
+        if page.sentence_filter_key and linked.sentence_filter is not None:
+            state[page.sentence_filter_key] = linked.sentence_filter
         for key, value in ((page.token_key, linked.token), (page.knocked_key, linked.knocked),
                            (page.masked_key, linked.masked)):
             if key and value is not None:  # checked against the input by the page (keep_choice, keep_choices)
@@ -128,7 +128,7 @@ def current_state(page_path: str) -> share.SharedState:
     return share.SharedState(
         text_a=state.get("sentence_a"), text_b=state.get("sentence_b"),
         model=None if model == OTHER_FOLDER else model, layer=field("layer", layer_key), head=field("head", head_key),
-        which=field("filter", page and page.filter_key), tab=field("tab", page and page.tab_key),
+        sentence_filter=field("filter", page and page.sentence_filter_key), tab=field("tab", page and page.tab_key),
         token=field("token", page and page.token_key),
         masked=_listed(field("masked", page and page.masked_key)), knocked=_listed(field("knocked", page and page.knocked_key)),
         step=field("step", STEP), present=bool(state.get(PRESENT)),

@@ -20,6 +20,7 @@ OTHER_FOLDER = "Another folder…"
 MODEL_HELP = " ".join(f"{name}: {describe(name)}" for name in BUILT_IN) + (
     " Then your checkpoints, BERT models in the local Hugging Face cache, or any BERT folder."
 )
+PAGE_INPUTS = "_page_inputs"  # the Inputs app.py handed to this run's page (hand_over)
 DEFAULTS = {
     "present": False,
     "model_picker": DEFAULT_MODEL,
@@ -77,11 +78,21 @@ def render_sidebar() -> Inputs:
         st.number_input("Max length (tokens)", 8, 512, _held("max_length"), step=8, key="max_length",
                         help="[CLS] A [SEP] B [SEP] is cut to this many tokens; the longer sentence loses tokens first.")
         remember_visitor()
-    return current_inputs()
+    return _read_inputs()
+
+
+def hand_over(inputs: Inputs) -> None:
+    """app.py gives the page it runs next the Inputs render_sidebar() returned (load_context starts from them)."""
+    st.session_state[PAGE_INPUTS] = inputs
 
 
 def current_inputs() -> Inputs:
-    """The inputs as they stand in session state."""
+    """The Inputs app.py handed over on this run (those of the sidebar's widgets before a first hand-over)."""
+    return st.session_state.get(PAGE_INPUTS) or _read_inputs()
+
+
+def _read_inputs() -> Inputs:
+    """The inputs as the sidebar's widgets hold them."""
     state = {**DEFAULTS, **st.session_state.to_dict()}
     source = state["model_path"].strip() if state["model_picker"] == OTHER_FOLDER else state["model_picker"]
     return Inputs(source, state["sentence_a"], state["sentence_b"], int(state["max_length"]),

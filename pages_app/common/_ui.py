@@ -11,10 +11,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from bertviz_lite import figures
 from bertviz_lite.figures.style import readable
 from bertviz_lite.inspection import explore
-from bertviz_lite.inspection.views.tabs import ViewTab, glossary
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.server import access, cache, settings
@@ -31,7 +29,6 @@ T = TypeVar("T")
 # Presentation mode is a slide of 1280 × 720 (or 1024 × 768): a figure ends by SLIDE_BOTTOM px from the top.
 SLIDE_BOTTOM, SLIDE_TOP = 704, 240
 ASSETS = Path(__file__).resolve().parent / "assets"  # the presentation CSS and the clicker script
-KEPT_TAB = "_kept_"  # prefix of the plain key that remembers a page's open tab
 # Presentation mode: a compact header (smaller titles, less space above them, captions hidden) and larger token chips.
 STEP_KEYS_JS = (ASSETS / "step_keys.js").read_text(encoding="utf-8")  # read once, not on every rerun
 PRESENT_CSS = "<style>" + (ASSETS / "present.css").read_text(encoding="utf-8") + "</style>"
@@ -45,11 +42,13 @@ GC_FROM_TOKENS = 256  # inputs this long take seconds to trace, so a full collec
 
 
 class Context(NamedTuple):
+    """One run's model, tokenizer and encoded pair, each made once from the sidebar's Inputs."""
+
     inputs: Inputs
     model: BertForPreTraining
     tokenizer: BertTokenizer
     encoding: Encoding
-    max_length: int
+    max_length: int  # inputs.max_length capped by the model's position table
 
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
@@ -58,17 +57,34 @@ def load_model(source: str, version: str = "") -> tuple[BertForPreTraining, Bert
     return load(source)
 
 
-def get_trace(inputs: Inputs, masked: tuple[int, ...] = (), handle: bool = False) -> explore.PairTrace:
-    """One traced forward pass per input, shared by every figure on every page (it grows as its arrays are made);
-    handle: a stand-in holding only its key (server/cache.py's Handle), for pages, whose globals outlive the run."""
-    return (SHARED.handle if handle else SHARED.get)(("trace", inputs, masked), partial(_trace, inputs, masked), grows=True)
+def checked_model(inputs: Inputs) -> tuple[BertForPreTraining, BertTokenizer]:
+    """The inputs' model, if the server lets it load (server/access.py); raises ValueError or OSError."""
+    access.check_model_source(inputs.source)
+    return load_model(inputs.source, inputs.version)
 
 
-def _trace(inputs: Inputs, masked: tuple[int, ...]) -> explore.PairTrace:
+def context_for(inputs: Inputs) -> Context:
+    """The Context of inputs outside a page's run (the warm-up, a live class); raises ValueError or OSError."""
+    model, tokenizer = checked_model(inputs)
+    max_length = explore.effective_max_length(model, inputs.max_length)
+    return Context(inputs, model, tokenizer, explore.encode(tokenizer, inputs.text_a, inputs.text_b, max_length),
+                   max_length)
+
+
+def get_trace(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
+    """The one traced pass of the context's pair ([MASK] at `masked`), shared by every figure and visitor.
+
+    Read it where it is used, into a local: Streamlit keeps a page's globals after its run (for the widget callbacks,
+    and a closed tab's session for minutes), and a trace held there would outlive the cache's bounds.
+    """
+    masked = tuple(sorted(masked))
+    return SHARED.get(("trace", ctx.inputs, masked), partial(_trace, ctx, masked), grows=True)
+
+
+def _trace(ctx: Context, masked: tuple[int, ...]) -> explore.PairTrace:
     with st.spinner("Running the model…"):
-        model, tokenizer = load_model(inputs.source, inputs.version)
-        trace = explore.trace_pair(model, tokenizer, inputs.text_a, inputs.text_b, inputs.max_length, masked)
-    if inputs.max_length >= GC_FROM_TOKENS:  # its working memory, and dropped traces in reference cycles, go back now
+        trace = explore.trace_encoding(ctx.model, ctx.tokenizer, ctx.encoding, ctx.max_length, masked)
+    if ctx.max_length >= GC_FROM_TOKENS:  # its working memory, and dropped traces in reference cycles, go back now
         release_memory()  # (no postScriptGC: it cost 30 visitors' latency, bench/RESULTS.md)
     return trace
 
@@ -79,15 +95,14 @@ def _stop_with(message: str) -> None:
 
 
 def load_context() -> Context:
-    """Model, tokenizer and encoding of the current inputs; any problem ends the page with st.error."""
+    """This run's Context from the sidebar's Inputs (app.py hands them over); any problem ends the page with st.error."""
     inputs = current_inputs()
     for problem in filter(None, (THREADS_PROBLEM, CACHE_PROBLEM)):
         st.warning(problem)
     if not inputs.source:
         _stop_with("Type the path of a model folder in the sidebar.")
     try:
-        access.check_model_source(inputs.source)
-        model, tokenizer = load_model(inputs.source, inputs.version)
+        model, tokenizer = checked_model(inputs)
     except LOAD_ERRORS as err:
         _stop_with(f"Could not load the model: {err}")
     st.sidebar.caption(explore.model_card(model, tokenizer))
@@ -104,22 +119,19 @@ def load_context() -> Context:
     return Context(inputs, model, tokenizer, encoding, max_length)
 
 
-def trace_for(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
-    """The cached trace of the context's inputs (with [MASK] at `masked`)."""
-    try:
-        return get_trace(ctx.inputs, tuple(sorted(masked)), handle=True)
-    except ValueError as err:
-        _stop_with(str(err))
+def view(data: Callable[..., T], ctx: Context, masked: Sequence[int] = (), **picks) -> T:
+    """data(trace, **picks) on the context's trace, computed once for every visitor: a page names the package's data
+    function and its picks, say view(views.attention_map, ctx, layer=0, head=1)."""
+    masked = tuple(sorted(masked))
+    return SHARED.get(cache.cache_key(data, ctx.inputs, masked, **picks),
+                      lambda: data(get_trace(ctx, masked), **picks))
 
 
-def view(data: Callable[..., T], inputs: Inputs, masked: tuple[int, ...] = (), **params) -> T:
-    """A view's data on the cached trace of inputs: explore.from_trace(data, trace, **params), computed once.
-
-    One cache for every view: the page names the package's data function, say
-    view(analysis.head_statistics, ctx.inputs) or view(views.attention_map, ctx.inputs, layer=0, head=1).
-    """
-    return SHARED.get(cache.cache_key(data, inputs, masked, **params),
-                      lambda: explore.from_trace(data, get_trace(inputs, masked), **params))
+def view_of_model(data: Callable[..., T], ctx: Context, **params) -> T:
+    """data(model, tokenizer, **params), computed once: a view that runs the model on sentences of its own (Why this
+    word) rather than reading the trace."""
+    return SHARED.get(cache.cache_key(data, ctx.inputs.source, ctx.inputs.version, **params),
+                      lambda: data(ctx.model, ctx.tokenizer, **params))
 
 
 def plotly_config(name: str) -> dict:
@@ -192,44 +204,6 @@ def show_figure(fig: go.Figure | partial, name: str, frame: pd.DataFrame | Calla
 
 def _built(fig: go.Figure | partial, drawn: partial) -> go.Figure:
     return SHARED.build_once(fig, drawn) if isinstance(fig, partial) else drawn(fig)
-
-
-def declared_tabs(declared: Sequence[ViewTab], key: str) -> dict:
-    """The page's st.tabs by title, the open one kept across page visits, its one line on top in presentation mode.
-
-    st.tabs has no persist_state: the open tab is copied to a plain key, which brings it back after a visit.
-    """
-    state, kept = st.session_state, f"{KEPT_TAB}{key}"
-    if key not in state and kept in state:
-        state[key] = state[kept]
-    titles = [tab.title for tab in declared]
-    tabs = dict(zip(titles, st.tabs(titles, key=key, on_change="rerun"), strict=True))
-    state[kept] = state.get(key, titles[0])
-    for tab in declared:
-        if tabs[tab.title].open:
-            with tabs[tab.title]:
-                about(tab)
-    return tabs
-
-
-def about(tab: ViewTab) -> None:
-    """In presentation mode, the view's one plain line, with its symbols explained on hover."""
-    if is_present() and tab.about:
-        st.markdown(tab.about, help=glossary(tab) or None)
-
-
-def show_declared_tabs(declared: Sequence[ViewTab], tabs: dict, inputs: Inputs, masked: tuple[int, ...] = (),
-                       **picks) -> None:
-    """Draw the open one of the tabs declared with a data function and a builder (views/tabs.py): figure + CSV.
-
-    tabs: the page's st.tabs by title; picks: the page's pickers (layer, head, which), passed where the data
-    function takes them.
-    """
-    for tab in declared:
-        if not tab.drawn_by_page and tabs[tab.title].open:
-            with tabs[tab.title]:
-                data = view(tab.data, inputs, masked, **tab.params(**picks))
-                show_figure(partial(getattr(figures, tab.figure), data), tab.name, frame=data.to_frame)
 
 
 def show_table(frame: pd.DataFrame, name: str, **kwargs) -> None:

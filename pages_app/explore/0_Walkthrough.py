@@ -7,12 +7,12 @@ import streamlit as st
 from bertviz_lite.figures import (
     embedding_window_figure,
     model_view_figure,
-    nsp_bar,
+    next_sentence_figure,
     token_chip_html,
-    topk_bar,
+    top_predictions_figure,
 )
 from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
-from bertviz_lite.inspection import views
+from bertviz_lite.inspection import explore, views
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.inspection.views.predictions import default_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
@@ -20,13 +20,13 @@ from bertviz_lite.text.display import plain_markdown
 from pages_app.common._share import HEAD, LAYER, STEP
 from pages_app.common._state import KEEP, clamp_number
 from pages_app.common._ui import (
+    get_trace,
     is_present,
     load_context,
     on_tile_click,
     show_figure,
     step_keys,
     switch_model_button,
-    trace_for,
     view,
 )
 from pages_app.explore._questions import ask
@@ -34,10 +34,9 @@ from pages_app.explore._questions import ask
 ctx = load_context()
 encoding = ctx.encoding
 masked = default_masks(encoding)
-trace = trace_for(ctx, masked)
-query = (views.masked_positions(trace.tokens) or [None])[0]
+query = min([*views.mask_token_positions(encoding.tokens), *masked], default=None)  # the first [MASK] of the input
 original = encoding.tokens[query] if masked else None
-num_layers, num_heads = trace.attentions.shape[:2]
+num_layers, num_heads = ctx.model.config.num_hidden_layers, ctx.model.config.num_attention_heads
 step = walk.clamp_step(st.session_state.get(STEP, 1))
 st.session_state[STEP] = step
 current = walk.STEPS[step - 1]
@@ -55,7 +54,7 @@ back.button("Previous", on_click=_go, args=(step - 1,), disabled=step == 1, key=
 forward.button("Next", on_click=_go, args=(step + 1,), disabled=step == len(walk.STEPS), key="walk_next",
                icon=":material/arrow_forward:", type="primary", width="stretch")
 step_keys("walk_prev", "walk_next")
-facts = walk.step_facts(ctx.model.config, ctx.tokenizer.vocab_size, trace.num_tokens, original)
+facts = walk.step_facts(ctx.model.config, ctx.tokenizer.vocab_size, len(encoding), original)
 st.markdown(walk.step_text(current, facts))
 
 
@@ -70,16 +69,18 @@ def no_head(kind: str) -> None:
 
 
 def step_tokens() -> None:
-    st.html(token_chip_html(trace.tokens, encoding.token_type_ids, encoding.special_tokens_mask))
+    tokens = get_trace(ctx, masked).tokens
+    st.html(token_chip_html(tokens, encoding.token_type_ids, encoding.special_tokens_mask))
 
 
 def step_ids() -> None:
-    ids = (trace.tokens, encoding.position_ids, encoding.token_type_ids)  # a new encoding each run: built here, small
+    tokens = get_trace(ctx, masked).tokens
+    ids = (tokens, encoding.position_ids, encoding.token_type_ids)  # a new encoding each run: built here, small
     show_figure(ids_figure(*ids), "walk_ids", frame=views.encoding_frame(encoding), narrow=ids_figure(*ids, narrow=True))
 
 
 def step_embeddings() -> None:
-    window = view(views.embedding_window, ctx.inputs, masked, start=0, size=48)
+    window = view(views.embedding_window, ctx, masked, start=0, size=48)
     show_figure(partial(embedding_window_figure, window), "walk_embeddings", frame=window.to_frame, slide_top=210,
                 narrow=partial(embedding_window_figure, window, narrow=True))
 
@@ -90,7 +91,7 @@ def step_one_head() -> None:
     layer = st.session_state.get(LAYER, num_layers // 2)
     head = st.session_state.get(HEAD, 0)
     target = 0 if query is None else query
-    question = view(walk.attention_question, ctx.inputs, masked, layer=layer, head=head, query=target)
+    question = view(walk.attention_question, ctx, masked, layer=layer, head=head, query=target)
     if is_present():  # a slide: the pickers beside the question, so that they show with the figure
         pick_layer, pick_head, question_box = st.columns([1, 1, 6], vertical_alignment="bottom")
     else:
@@ -98,7 +99,7 @@ def step_one_head() -> None:
     with question_box:
         revealed = ask(question, "attention")
     if revealed:
-        data = view(walk.one_head_data, ctx.inputs, masked, layer=layer, head=head, query_index=target)
+        data = view(walk.one_head_data, ctx, masked, layer=layer, head=head, query_index=target)
         show_figure(partial(one_head_figure, data), "walk_one_head", frame=data.to_frame, slide_top=315,
                     narrow=partial(one_head_figure, data, narrow=True))
     if not is_present():
@@ -114,7 +115,7 @@ def _open_head(layer: int, head: int) -> None:
 
 
 def step_many_heads() -> None:
-    overview = view(views.model_view, ctx.inputs, masked)
+    overview = view(views.model_view, ctx, masked)
     tile_size = min(80, 520 // num_layers)
     show_figure(partial(model_view_figure, overview, tile_size=tile_size), "walk_model_view",
                 frame=overview.to_frame, on_select=on_tile_click("walk_model_view", num_layers, num_heads, _open_head),
@@ -123,7 +124,7 @@ def step_many_heads() -> None:
 
 
 def step_residual() -> None:
-    changes = view(walk.residual_changes, ctx.inputs, masked)
+    changes = view(walk.residual_changes, ctx, masked)
     show_figure(partial(residual_figure, changes), "walk_residual", frame=changes.to_frame, slide_top=235,
                 narrow=partial(residual_figure, changes, narrow=True))
 
@@ -133,27 +134,26 @@ def step_mlm() -> None:
         return no_head("masked-word (MLM)")
     if query is None:
         return st.info("There is no word to mask: type a sentence with at least one ordinary word.")
-    question = walk.mlm_question(trace.mlm_logits, ctx.tokenizer, query, original)
+    question = walk.mlm_question(get_trace(ctx, masked).mlm_logits, ctx.tokenizer, query, original)
     if ask(question, "mlm"):
-        top = views.top_predictions(trace.mlm_logits, ctx.tokenizer, query, 10)
-        show_figure(topk_bar(top["token"].tolist(), top["probability"], title=views.prediction_title(encoding, query)),
-                    "walk_mlm", frame=top, slide_top=285)
+        top = view(views.top_predictions, ctx, masked, position=query, k=10)
+        show_figure(top_predictions_figure(top), "walk_mlm", frame=top.to_frame, slide_top=285)
 
 
 def step_nsp() -> None:
     if not ctx.model.has_nsp_head:
         return no_head("next-sentence (NSP)")
-    if not trace.has_sentence_b:
+    if not explore.has_sentence_b(encoding):
         return st.info("Type a sentence B in the sidebar to ask the model whether it follows sentence A.")
-    probability = views.is_next_probability(trace.nsp_logits)
-    if ask(walk.nsp_question(probability), "nsp"):
-        show_figure(nsp_bar(probability, title="Does sentence B follow A?"), "walk_nsp",  # the step says NSP
-                    frame=views.nsp_frame(probability))
+    answer = view(views.next_sentence, ctx, masked)
+    if ask(walk.nsp_question(answer.p_is_next), "nsp"):
+        show_figure(next_sentence_figure(answer), "walk_nsp", frame=answer.to_frame)  # the step says NSP
 
 
-# A step declared in walk.STEPS is drawn by step_<its key> above; a step without such a function shows its text only.
-RENDER = {step.key: globals().get(f"step_{step.key}") for step in walk.STEPS}
-if RENDER[current.key] is not None:
+# A step declared in walk.STEPS is drawn by its function here; a step without one shows its text only.
+RENDER = {"tokens": step_tokens, "ids": step_ids, "embeddings": step_embeddings, "one_head": step_one_head,
+          "many_heads": step_many_heads, "residual": step_residual, "mlm": step_mlm, "nsp": step_nsp}
+if current.key in RENDER:
     RENDER[current.key]()
 if step == len(walk.STEPS):  # the walk's end leads on to a word's meaning in context, with a guess first
     st.page_link("pages_app/explore/6_Meaning_in_context.py", icon=":material/translate:",

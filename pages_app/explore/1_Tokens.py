@@ -3,10 +3,11 @@
 import streamlit as st
 
 from bertviz_lite.figures import token_chip_html
+from bertviz_lite.figures.tabs import PAGE_ABOUT
 from bertviz_lite.inspection import views
-from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
 from pages_app.common._state import KEEP
-from pages_app.common._ui import about, load_context, show_table
+from pages_app.common._ui import load_context, show_table
+from pages_app.explore._tabs import about
 
 ctx = load_context()
 encoding = ctx.encoding

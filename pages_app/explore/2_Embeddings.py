@@ -5,11 +5,11 @@ from functools import partial
 import streamlit as st
 
 from bertviz_lite import figures
-from bertviz_lite.inspection import analysis, views
-from bertviz_lite.inspection.explore import EMBEDDING_NAMES
-from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
+from bertviz_lite.figures.tabs import PAGE_ABOUT
+from bertviz_lite.inspection import views
 from pages_app.common._state import KEEP, clamp_number, keep_choice
-from pages_app.common._ui import about, load_context, show_figure, trace_for, view
+from pages_app.common._ui import load_context, show_figure, view
+from pages_app.explore._tabs import about
 
 WINDOW = 64  # tokens per heatmap page: 512 × 384 × 5 cells would be a slow figure
 
@@ -22,7 +22,7 @@ def parts_section() -> None:
         clamp_number("emb_start", 0, count - WINDOW)
         start = st.slider(f"First token shown ({WINDOW} at a time)", 0, count - WINDOW, 0, key="emb_start",
                           persist_state=KEEP)
-    window = view(views.embedding_window, ctx.inputs, start=start, size=WINDOW)
+    window = view(views.embedding_window, ctx, start=start, size=WINDOW)
     show_figure(figures.embedding_window_figure(window), "embedding_parts", frame=window.to_frame, slide_top=160,
                 narrow=partial(figures.embedding_window_figure, window, narrow=True))
 
@@ -46,14 +46,13 @@ def projection_section() -> None:
     choices = views.vector_choices(ctx.model.config.num_hidden_layers)
     keep_choice("pca_vectors", choices, choices[-1])
     choice = st.selectbox("Vectors", choices, index=len(choices) - 1, key="pca_vectors", persist_state=KEEP)
-    projection = view(views.token_projection, ctx.inputs, choice=choice)
+    projection = view(views.token_projection, ctx, choice=choice)
     show_figure(figures.token_projection_figure(projection),
                 "pca", frame=projection.to_frame)
 
 
 ctx = load_context()
-trace = trace_for(ctx)
-count = trace.num_tokens
+count = len(ctx.encoding)
 
 st.header("Embeddings")
 about(PAGE_ABOUT["embeddings"])  # presentation mode: one plain line on what the page shows
@@ -63,10 +62,10 @@ st.caption(
 )
 
 parts_section()
-st.caption(f"Check: largest |sum − (token + position + segment)| = {views.embedding_sum_error(trace.embeddings):.2e}.")
+st.caption(f"Check: largest |sum − (token + position + segment)| = {view(views.embedding_sum_error, ctx):.2e}.")
 
-norms = analysis.embedding_component_norms(*(trace.embeddings[n] for n in EMBEDDING_NAMES), tokens=trace.tokens)
-show_figure(figures.component_norms_bar(norms), "embedding_norms", frame=norms)
+norms = view(views.embedding_norms, ctx)
+show_figure(figures.embedding_norms_figure(norms), "embedding_norms", frame=norms.to_frame)
 
 st.subheader("Position embeddings")
 positions_section()

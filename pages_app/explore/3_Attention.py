@@ -5,34 +5,32 @@ from functools import partial
 import streamlit as st
 
 from bertviz_lite import figures
+from bertviz_lite.figures import tabs as declared
 from bertviz_lite.figures.attention import STAT_TITLES
 from bertviz_lite.figures.head_view_script import head_view_hover_script
 from bertviz_lite.inspection import analysis, explore, views
-from bertviz_lite.inspection.views import tabs as declared
 from pages_app.common._state import KEEP, clamp_number, keep_choice, keep_choices
 from pages_app.common._ui import (
     clicked,
-    declared_tabs,
     is_present,
     load_context,
     narrow_key,
     on_tile_click,
-    show_declared_tabs,
     show_figure,
     show_table,
-    trace_for,
     view,
 )
 from pages_app.explore._attention_ui import controls_then_figure, head_pickers, renewing_key
+from pages_app.explore._tabs import declared_tabs, show_declared_tabs
 
 HEAD_VIEW_WINDOW = 64  # tokens (queries and keys) drawn at once in the head view of a long input
 SLIDE_WINDOW = 22  # in presentation mode: the tokens a 1280 × 720 slide shows with 16-px labels ≥ 17 px apart
 ALL_TOKENS = -1
 
 ctx = load_context()
-trace = trace_for(ctx)
-num_layers, num_heads, count = trace.attentions.shape[0], trace.attentions.shape[1], trace.num_tokens
-labels = analysis.unique_labels(trace.tokens)
+config, count = ctx.model.config, len(ctx.encoding)
+num_layers, num_heads = config.num_hidden_layers, config.num_attention_heads
+labels = analysis.unique_labels(ctx.encoding.tokens)
 
 # Presentation mode: the title and the pickers share a row, so that the figure's bottom stays on the slide.
 title_box, picker_box = st.columns([1, 4], vertical_alignment="bottom") if is_present() else (st.container(),) * 2
@@ -45,12 +43,12 @@ if not is_present():  # the compact presentation header keeps the figure above t
     st.page_link("pages_app/explore/5_Beyond_attention.py", icon=":material/troubleshoot:",
                  label="Weights alone can mislead: see Beyond attention")
 with picker_box:
-    which, layer, head = head_pickers("attn", trace.has_sentence_b, num_layers, range(num_heads),
+    sentence_filter, layer, head = head_pickers("attn", explore.has_sentence_b(ctx.encoding), num_layers, range(num_heads),
                                       on_head=lambda: _show_in_head_view(st.session_state["attn_head"]))
 
 
-def single_head(layer: int, head: int, which: str, name: str, axis_titles: bool = True) -> None:
-    block = view(views.attention_map, ctx.inputs, layer=layer, head=head, which=which)
+def single_head(layer: int, head: int, sentence_filter: str, name: str, axis_titles: bool = True) -> None:
+    block = view(views.attention_map, ctx, layer=layer, head=head, sentence_filter=sentence_filter)
     show_figure(partial(figures.attention_map_figure, block, axis_titles=axis_titles), name, frame=block.to_frame,
                 slide_top=230)
 
@@ -102,31 +100,31 @@ def head_view_controls() -> tuple:
 
 
 @st.fragment  # its controls change this figure only: they rerun it, not the page and the sidebar
-def head_view_tab(layer: int, which: str) -> None:
+def head_view_tab(layer: int, sentence_filter: str) -> None:
     control_box, figure_box = controls_then_figure()
     with control_box:
         heads, window, focus, min_weight = head_view_controls()
     with figure_box:
-        links = view(views.head_view_links, ctx.inputs, layer=layer, heads=heads, which=which, window=window,
+        links = view(views.head_view_links, ctx, layer=layer, heads=heads, sentence_filter=sentence_filter, window=window,
                      focus=None if focus == ALL_TOKENS else focus, min_weight=min_weight)
         st.caption(f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
                    "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
                    "them back). Click a head in the legend to show it alone, click it again for all heads.")
-        show_figure(figures.head_view(links), "head_view", frame=links.to_frame, on_select=_focus_clicked_token,
-                    selection_mode="points", slide_top=255, narrow=partial(figures.head_view, links, narrow=True))
+        show_figure(figures.head_view_figure(links), "head_view", frame=links.to_frame, on_select=_focus_clicked_token,
+                    selection_mode="points", slide_top=255, narrow=partial(figures.head_view_figure, links, narrow=True))
         for key in ("head_view", narrow_key("head_view")):  # hover a token: its lines light up
             st.html(head_view_hover_script(key), unsafe_allow_javascript=True)
 
 
 @st.fragment
 def statistics_tab() -> None:
-    stats = view(analysis.head_statistics, ctx.inputs)
+    stats = view(views.head_statistics, ctx)
     controls, figure = controls_then_figure()
     value = controls.selectbox("Statistic", list(STAT_TITLES), key="stat_value", persist_state=KEEP,
                                format_func=STAT_TITLES.get)
     with figure:
-        show_figure(figures.head_statistics_figure(stats, value), "head_statistics", frame=stats)
-    show_table(stats.round(4), "head_statistics_table", hide_index=True)
+        show_figure(figures.head_statistics_figure(stats, value), "head_statistics", frame=stats.to_frame)
+    show_table(stats.to_frame().round(4), "head_statistics_table", hide_index=True)
 
 
 @st.fragment
@@ -140,7 +138,7 @@ def rollout_tab() -> None:
     if num_layers > 1:  # a slider needs two values
         clamp_number("rollout_layer", 1, num_layers)
         after = controls.slider("After layer", 1, num_layers, num_layers, key="rollout_layer", persist_state=KEEP)
-    flow = view(views.rollout, ctx.inputs, after=after)
+    flow = view(views.rollout, ctx, after=after)
     with figure:
         show_figure(figures.rollout_figure(flow), "rollout", frame=flow.to_frame, slide_top=260)
 
@@ -148,15 +146,15 @@ def rollout_tab() -> None:
 tabs = declared_tabs(declared.ATTENTION_TABS, "attn_view")
 if tabs["Heatmap"].open:
     with tabs["Heatmap"]:
-        single_head(layer, head, which, "attention_heatmap")
+        single_head(layer, head, sentence_filter, "attention_heatmap")
 
 if tabs["Head view"].open:
     with tabs["Head view"]:
-        head_view_tab(layer, which)
+        head_view_tab(layer, sentence_filter)
 
 if tabs["Model view"].open:
     with tabs["Model view"]:
-        overview = view(views.model_view, ctx.inputs)
+        overview = view(views.model_view, ctx)
         st.caption(
             "Every layer (rows) and head (columns). Click a tile to open that head beside it."
             + (f" Tiles are averaged into {overview.tile} × {overview.tile} blocks of tokens." if overview.tile < count else "")
@@ -183,10 +181,10 @@ if tabs["Neuron view"].open:
             f"Layer {layer}, head {head}: the query vector of {labels[query]}, every key, their element-wise "
             "product, the dot product and its scaled version, the softmax, and the value-weighted sum."
         )
-        neuron = view(views.neuron_data, ctx.inputs, layer=layer, head=head, query_index=query)
+        neuron = view(views.neuron_view, ctx, layer=layer, head=head, query_index=query)
         with figure:
-            show_figure(figures.neuron_figure(neuron), "neuron_view", frame=neuron.to_frame,
-                        narrow=partial(figures.neuron_figure, neuron, narrow=True))
+            show_figure(figures.neuron_view_figure(neuron), "neuron_view", frame=neuron.to_frame,
+                        narrow=partial(figures.neuron_view_figure, neuron, narrow=True))
 
 if tabs["Head statistics"].open:
     with tabs["Head statistics"]:
@@ -196,4 +194,4 @@ if tabs["Rollout"].open:
     with tabs["Rollout"]:
         rollout_tab()
 
-show_declared_tabs(declared.ATTENTION_TABS, tabs, ctx.inputs, layer=layer, head=head, which=which)
+show_declared_tabs(declared.ATTENTION_TABS, tabs, ctx, layer=layer, head=head, sentence_filter=sentence_filter)

@@ -3,13 +3,14 @@
 import streamlit as st
 
 from bertviz_lite import figures
-from bertviz_lite.inspection import analysis, views
+from bertviz_lite.figures.tabs import PAGE_ABOUT
+from bertviz_lite.inspection import analysis, explore, views
 from bertviz_lite.inspection.views.predictions import default_masks
-from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages_app.common._share import from_link
 from pages_app.common._state import KEEP, keep_choices, new_input
-from pages_app.common._ui import about, load_context, show_figure, switch_model_button, trace_for
+from pages_app.common._ui import load_context, show_figure, switch_model_button, view
+from pages_app.explore._tabs import about
 
 ctx = load_context()
 encoding = ctx.encoding
@@ -36,7 +37,6 @@ left, right = st.columns([3, 1])
 chosen = left.multiselect("Tokens to mask (or type [MASK] in a sentence)", maskable, default=default,
                           key="pred_mask", persist_state=KEEP, format_func=lambda i: labels[i])
 k = right.number_input("Top k", 1, 30, 10, key="pred_k", persist_state=KEEP)
-trace = trace_for(ctx, chosen)
 
 # Side by side, so both fit a 1280 × 720 screen.
 mlm_column, nsp_column = (
@@ -44,25 +44,23 @@ mlm_column, nsp_column = (
 if ctx.model.has_mlm_head:
     with mlm_column:
         st.subheader("Masked words")
-        positions = views.masked_positions(trace.tokens)
+        positions = sorted({*views.mask_token_positions(encoding.tokens), *chosen})  # typed and picked [MASK]s
         if not positions:
             st.info("Pick a token to mask above, or write [MASK] in sentence A or B.")
         for position in positions:
-            top = views.top_predictions(trace.mlm_logits, ctx.tokenizer, position, k)
-            title = views.prediction_title(encoding, position)
-            show_figure(figures.topk_bar(top["token"].tolist(), top["probability"], title=title),
-                        f"predictions_{position}", frame=top)
-            if note := views.copy_note(trace.tokens, position, top["token"].iloc[0]):
-                st.caption(note)
+            top = view(views.top_predictions, ctx, chosen, position=position, k=k)
+            show_figure(figures.top_predictions_figure(top), f"predictions_{position}", frame=top.to_frame)
+            if top.note:
+                st.caption(top.note)
 
 if ctx.model.has_nsp_head:
     with nsp_column:
         st.subheader("Next sentence")
-        if not trace.has_sentence_b:
+        if not explore.has_sentence_b(encoding):
             st.info("Type a sentence B to ask the model whether it follows sentence A.")
         else:
             # NSP judges the pair as typed: the tokens picked above are masked for the MLM guesses only.
-            probability = views.is_next_probability(trace_for(ctx).nsp_logits)
-            show_figure(figures.nsp_bar(probability, title="Does sentence B follow A?"), "nsp",
-                        frame=views.nsp_frame(probability))
-            st.caption(views.nsp_caption(probability, views.is_next_probability(trace.nsp_logits), len(chosen)))
+            as_typed = view(views.next_sentence, ctx)
+            show_figure(figures.next_sentence_figure(as_typed), "nsp", frame=as_typed.to_frame)
+            with_picks = view(views.next_sentence, ctx, chosen)
+            st.caption(views.nsp_caption(as_typed.p_is_next, with_picks.p_is_next, len(chosen)))

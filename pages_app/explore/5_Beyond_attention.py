@@ -3,25 +3,16 @@
 import streamlit as st
 
 from bertviz_lite import figures
-from bertviz_lite.inspection import analysis, attribution, views
-from bertviz_lite.inspection.views import tabs as declared
-from bertviz_lite.inspection.views.explain import explained_masks
+from bertviz_lite.figures import tabs as declared
+from bertviz_lite.inspection import analysis, attribution, explore, views
+from bertviz_lite.inspection.views.beyond_attention import explained_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.text.display import plain_markdown
 from pages_app.common._share import ALL_HEADS, from_link
 from pages_app.common._state import KEEP, keep_choice, keep_choices, new_input
-from pages_app.common._ui import (
-    declared_tabs,
-    is_present,
-    load_context,
-    on_tile_click,
-    show_declared_tabs,
-    show_figure,
-    show_table,
-    trace_for,
-    view,
-)
+from pages_app.common._ui import is_present, load_context, on_tile_click, show_figure, show_table, view
 from pages_app.explore._attention_ui import controls_then_figure, head_pickers, renewing_key
+from pages_app.explore._tabs import declared_tabs, show_declared_tabs
 
 NSP = -1  # the "Explain" option for the next-sentence decision
 
@@ -63,7 +54,7 @@ def pick_target(where=st) -> tuple[int | None, tuple[int, ...]] | None:
 def shown(data_function, masked: tuple[int, ...] = (), **params):
     """The view's data, or None after a plain st.error (a model without the needed head, say)."""
     try:
-        return view(data_function, ctx.inputs, masked, **params)
+        return view(data_function, ctx, masked, **params)
     except ValueError as err:
         st.error(plain_markdown(err))
         return None
@@ -76,7 +67,6 @@ def _toggle_head(layer: int, head: int) -> None:
     st.session_state["beyond_heads"] = [h for h in chosen if h != name] if name in chosen else [*chosen, name]
 
 
-trace = trace_for(ctx)
 tabs = declared_tabs(declared.BEYOND_ATTENTION_TABS, "beyond_view")
 
 if tabs["Norm-weighted attention"].open:
@@ -87,21 +77,21 @@ if tabs["Norm-weighted attention"].open:
             "vector it weighs. For all heads, the norm of the heads' summed vectors ‖Σ_h α f(x)‖ is shown."
         )
         heads = [ALL_HEADS, *range(num_heads)]
-        which, layer, head = head_pickers("beyond", trace.has_sentence_b, num_layers, heads, ALL_HEADS,
+        sentence_filter, layer, head = head_pickers("beyond", explore.has_sentence_b(encoding), num_layers, heads, ALL_HEADS,
                                           lambda h: "all heads" if h == ALL_HEADS else f"head {h}")
-        data = shown(views.norm_attention, layer=layer, head=None if head == ALL_HEADS else head, which=which)
+        data = shown(views.norm_attention, layer=layer, head=None if head == ALL_HEADS else head, sentence_filter=sentence_filter)
         if data is not None:
             above = None if is_present() else st.container()  # presentation mode: the figures first, then the note
             raw_column, norm_column = st.columns(2)
             with raw_column:
-                show_figure(figures.weights_heatmap(data), "beyond_raw_attention", frame=data.to_frame,
+                show_figure(figures.attention_weights_figure(data), "beyond_raw_attention", frame=data.to_frame,
                             slide_top=300)
             with norm_column:
-                show_figure(figures.norm_heatmap(data), "beyond_norm_attention", frame=data.to_frame, slide_top=300)
+                show_figure(figures.norm_attention_figure(data), "beyond_norm_attention", frame=data.to_frame, slide_top=300)
             (above or st).info(data.note())
             show_table(data.shares().round(4), "beyond_norm_shares", hide_index=True)
-        shares = view(views.special_share_by_layer, ctx.inputs)
-        show_figure(figures.special_share_figure(shares), "beyond_special_share", frame=shares)
+        shares = view(views.special_share_by_layer, ctx)
+        show_figure(figures.special_share_by_layer_figure(shares), "beyond_special_share", frame=shares.to_frame)
 
 if tabs["Attribution"].open:
     with tabs["Attribution"]:
@@ -123,7 +113,7 @@ if tabs["Attribution"].open:
                     "segments kept). Attention, rollout and norms are read from the explained token's row."
                 )
                 with figure:
-                    show_figure(figures.attribution_figure(data, slide=is_present()), "beyond_attribution",
+                    show_figure(figures.token_attribution_figure(data, slide=is_present()), "beyond_attribution",
                                 frame=data.to_frame, slide_top=200)
                 show_table(data.correlation_frame().round(3), "beyond_attribution_spearman", hide_index=True)
                 st.caption(data.completeness_note())
@@ -146,9 +136,9 @@ if tabs["Head knock-out"].open:
                 st.caption("A knocked-out head's attention probabilities are multiplied by 0 (transformers' head_mask): "
                            "it adds nothing to its layer's output, and the layers above see the difference.")
                 with figure:
-                    show_figure(figures.knockout_figure(data), "beyond_knockout", frame=data.to_frame)
+                    show_figure(figures.head_knockout_figure(data), "beyond_knockout", frame=data.to_frame)
             with st.expander("Model view: click a tile to knock that head out (or bring it back)"):
-                overview = view(views.model_view, ctx.inputs, masked)
+                overview = view(views.model_view, ctx, masked)
                 key = renewing_key("beyond_model_view", bare_first=False)
                 show_figure(figures.model_view_figure(overview, tile_size=min(80, 480 // num_layers)), "beyond_model_view",
                             frame=overview.to_frame, key=key, selection_mode="points",
@@ -172,4 +162,4 @@ if tabs["Layer by layer"].open:
                 with figure:
                     show_figure(figures.logit_lens_figure(data), "beyond_logit_lens", frame=data.to_frame)
 
-show_declared_tabs(declared.BEYOND_ATTENTION_TABS, tabs, ctx.inputs)
+show_declared_tabs(declared.BEYOND_ATTENTION_TABS, tabs, ctx)

@@ -6,24 +6,24 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from bertviz_lite.figures.contexts import context_scatter, separation_figure
-from bertviz_lite.inspection.views import contexts as meaning
-from bertviz_lite.inspection.views.tabs import PAGE_ABOUT
+from bertviz_lite.figures.meaning_in_context import context_scatter, separation_figure
+from bertviz_lite.figures.tabs import PAGE_ABOUT
+from bertviz_lite.inspection.views import meaning_in_context as meaning
 from bertviz_lite.limits import MAX_USER_SENTENCE_CHARS
 from bertviz_lite.text.corpora.senses import sense_index
 from bertviz_lite.text.display import plain_markdown
 from pages_app.common._state import keep_choice
 from pages_app.common._ui import (
     SHARED,
-    about,
+    get_trace,
     is_present,
     load_context,
     load_model,
     narrow_key,
     show_figure,
     show_table,
-    trace_for,
 )
+from pages_app.explore._tabs import about
 
 WORD, EXTRA, LAYER, QUERY, SCOPE = "meaning_word", "meaning_extra", "meaning_layer", "meaning_query", "meaning_scope"
 UNLABELLED = "meaning_unlabelled"
@@ -62,7 +62,8 @@ def _word_contexts(source: str, version: str, word: str, extra: tuple[str, ...],
 # One pool per model and layer; MiniLM's holds 39,364 × 384 floats (60 MB), so at most two are kept (120 MB: a
 # bound by construction), and kept while the server runs: one took 1-4 minutes to build.
 @st.cache_resource(max_entries=2, show_spinner="Running the model on the whole sense index up to this layer (once per "
-                   "model and layer; MiniLM's last layer took 1-4 minutes on one busy core, bench/contexts_latency.py)…")
+                   "model and layer; MiniLM's last layer took 1-4 minutes on one busy core, "
+                   "bench/meaning_in_context_latency.py)…")
 def index_pool(source: str, version: str, layer: int) -> meaning.NeighbourPool:
     """meaning.index_pool on the model of a source: every labelled word of the index at one layer."""
     model, tokenizer = load_model(source, version)
@@ -187,15 +188,14 @@ with score:
 
 st.subheader("Nearest neighbours", anchor=False)
 options = [f"o{i}" for i in range(len(data.occurrences))]
-pair = trace_for(ctx)
-options += [f"p{i}" for i, special in enumerate(pair.special) if not special]
+options += [f"p{i}" for i, special in enumerate(ctx.encoding.special_tokens_mask) if not special]
 
 
 def _label(option: str) -> str:
     if option.startswith("o"):
         o = data.occurrences[int(option[1:])]
         return f"{o.text[: o.start]}[{o.text[o.start : o.end]}]{o.text[o.end :]}"
-    return f"sidebar pair: {pair.tokens[int(option[1:])]} (token {option[1:]})"
+    return f"sidebar pair: {ctx.encoding.tokens[int(option[1:])]} (token {option[1:]})"
 
 
 keep_choice(QUERY, options, options[0])
@@ -207,7 +207,7 @@ scope = pick_scope.radio("Search among", [OWN, WHOLE], key=SCOPE, horizontal=Tru
 if query.startswith("o"):
     exclude, vector = data.occurrences[int(query[1:])], data.vectors[layer, int(query[1:])]
 else:
-    exclude, vector = None, pair.hidden_states[layer, int(query[1:])]
+    exclude, vector = None, get_trace(ctx).hidden_states[layer, int(query[1:])].copy()  # not a view: no trace kept
 pool = meaning.pool_from_contexts(data, layer) if scope == OWN else index_pool(ctx.inputs.source, ctx.inputs.version,
                                                                                 layer)
 neighbours = meaning.nearest_neighbours(pool, vector, K, exclude=exclude)

@@ -3,13 +3,14 @@
 import streamlit as st
 
 from bertviz_lite import figures
+from bertviz_lite.figures import tabs as declared
 from bertviz_lite.inspection import views
-from bertviz_lite.inspection.views import tabs as declared
 from bertviz_lite.limits import MAX_WORD_CHARS
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages_app.common._share import WORD_KEYS
-from pages_app.common._ui import declared_tabs, load_context, show_figure, show_table, view
+from pages_app.common._ui import load_context, show_figure, show_table, view_of_model
 from pages_app.explore._questions import ask
+from pages_app.explore._tabs import declared_tabs
 
 RESTORE = {"residual stream": ("residual",), "attention vs feed-forward": ("attention", "feed-forward"),
            "heads": ("head",)}
@@ -39,25 +40,25 @@ st.caption(
 
 def _use_example() -> None:
     """The picked example goes into the sidebar's sentences and the candidates; the picker empties again."""
-    name = st.session_state.get("contrast_example")
+    name = st.session_state.get("why_this_word_example")
     if name in views.EXAMPLES:
         a, b, target, foil = views.EXAMPLES[name]
         st.session_state.update({"sentence_a": a, "sentence_b": b, TARGET: target, FOIL: foil})
-    st.session_state["contrast_example"] = None
+    st.session_state["why_this_word_example"] = None
 
 
 def _use_pair() -> None:
     """The picked built-in minimal pair goes into the sidebar's sentences; the picker empties again."""
-    picked = views.builtin_pair_choices().get(st.session_state.get("contrast_pair"))
+    picked = views.builtin_pair_choices().get(st.session_state.get("why_this_word_pair"))
     if picked:
         st.session_state["sentence_a"], st.session_state["sentence_b"] = picked
-    st.session_state["contrast_pair"] = None
+    st.session_state["why_this_word_pair"] = None
 
 
 def shown(data_function, **params):
     """A view's data, or None after a plain st.error (a sentence without [MASK], lengths that differ, …)."""
     try:
-        return view(data_function, ctx.inputs, **params)
+        return view_of_model(data_function, ctx, **params)
     except ValueError as err:
         st.error(str(err))
         return None
@@ -66,7 +67,7 @@ def shown(data_function, **params):
 def pick_candidates() -> tuple[str, str] | str:
     """The target and foil words at A's [MASK] (typed, or the model's defaults), or why there are none."""
     try:
-        default = view(views.default_candidates, ctx.inputs, text_a=text_a, text_b=text_b, max_length=ctx.max_length)
+        default = view_of_model(views.default_candidates, ctx, text_a=text_a, text_b=text_b, max_length=ctx.max_length)
     except ValueError as err:
         default, reason = None, str(err)
     pick_target, pick_foil = st.columns(2)
@@ -82,7 +83,7 @@ def pick_candidates() -> tuple[str, str] | str:
     return (target or "").strip() or default[0], (foil or "").strip() or default[1]
 
 
-st.selectbox("Examples", list(views.EXAMPLES), index=None, key="contrast_example", on_change=_use_example,
+st.selectbox("Examples", list(views.EXAMPLES), index=None, key="why_this_word_example", on_change=_use_example,
              placeholder="Load an example into sentence A (clean) and sentence B (corrupted)…",
              help="Each example is a pair of sentences of the same length with a [MASK] in A, and two candidates.")
 if not ctx.model.has_mlm_head:
@@ -99,11 +100,11 @@ def candidates_or_note() -> tuple[str, str] | None:
         return None
     return candidates
 
-tabs = declared_tabs(declared.WHY_THIS_WORD_TABS, "contrast_view")
+tabs = declared_tabs(declared.WHY_THIS_WORD_TABS, "why_this_word_view")
 
 if tabs["Minimal pairs"].open:
     with tabs["Minimal pairs"]:
-        st.selectbox("Built-in minimal pairs", list(views.builtin_pair_choices()), index=None, key="contrast_pair",
+        st.selectbox("Built-in minimal pairs", list(views.builtin_pair_choices()), index=None, key="why_this_word_pair",
                      on_change=_use_pair, placeholder="Load a built-in minimal pair into sentences A and B…",
                      help="Pairs generated from templates (bertviz_lite/inspection/minimal_pairs.py): agreement across "
                           "an attractor, determiner–noun agreement, irregular past forms, argument structure, negative "
@@ -129,7 +130,7 @@ if tabs["Contrastive prediction"].open:
                     data = shown(views.contrast_attribution, text_a=text_a, target=target, foil=foil,
                                  max_length=ctx.max_length)
                 if data is not None:
-                    show_figure(figures.attribution_figure(data), "contrast_attribution", frame=data.to_frame)
+                    show_figure(figures.token_attribution_figure(data), "contrast_attribution", frame=data.to_frame)
                     show_table(data.correlation_frame().round(3), "contrast_attribution_spearman", hide_index=True)
                     st.caption(f"Leave-one-out: how much {data.label} drops when each token becomes [MASK]. "
                                + data.completeness_note())
@@ -139,7 +140,7 @@ if tabs["Activation patching"].open:
         if words := candidates_or_note():
             target, foil = words
             restore = st.segmented_control("Restore", list(RESTORE), default="residual stream",
-                                           key="contrast_restore") or "residual stream"
+                                           key="why_this_word_restore") or "residual stream"
             grids = [shown(views.activation_patching, text_a=text_a, text_b=text_b, target=target, foil=foil,
                            site=site, max_length=ctx.max_length) for site in RESTORE[restore]]
             grids = [grid for grid in grids if grid is not None]
@@ -149,4 +150,4 @@ if tabs["Activation patching"].open:
             if grids and (not asked or ask(views.patching_question(grids[0]), "patching")):
                 st.caption(CAPTIONS[restore])
                 for grid in grids:
-                    show_figure(figures.patching_heatmap(grid), f"contrast_patching_{grid.site}", frame=grid.to_frame)
+                    show_figure(figures.activation_patching_figure(grid), f"contrast_patching_{grid.site}", frame=grid.to_frame)

@@ -2,7 +2,7 @@
 
 app.py calls `start_warm_up()` on every run; the first run of a process starts one thread that loads the default
 model and traces the sidebar's default pair through the pages' own cached functions (`_ui.load_model`,
-`_ui.get_trace`, `_ui.view`), so the visitors who arrive next find them ready. It also builds, and drops, the
+`_ui.context_for`, `_ui.get_trace`, `_ui.view`), so the visitors who arrive next find them ready. It also builds, and drops, the
 Attention page's first heatmap, so that plotly's lazily imported figure classes are loaded before a visitor needs them.
 """
 
@@ -17,7 +17,7 @@ from bertviz_lite import figures
 from bertviz_lite.inspection import explore, views
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages_app.common._sidebar import DEFAULTS, Inputs
-from pages_app.common._ui import LOAD_ERRORS, get_trace, load_model, view
+from pages_app.common._ui import LOAD_ERRORS, context_for, get_trace, view
 
 LOGGER = logging.getLogger(__name__)
 THREAD = "bertviz-warm-up"
@@ -37,14 +37,14 @@ def default_inputs() -> Inputs:
 def warm_up(inputs: Inputs) -> None:
     """Model, trace (with its prediction logits, which the walkthrough reads) and one figure of `inputs`."""
     try:
-        load_model(inputs.source, inputs.version)
-        trace = get_trace(inputs)
+        ctx = context_for(inputs)
+        trace = get_trace(ctx)
     except LOAD_ERRORS as err:  # the default model is missing or broken: the pages will say so in plain words
         LOGGER.warning("warm-up skipped: %s", err)
         return
     _ = trace.mlm_logits, trace.nsp_logits
     # The Attention page's first heatmap (its default layer, head and filter), data cached as the page asks for it.
-    figures.attention_map_figure(view(views.attention_map, inputs, layer=0, head=0, which="All"))
+    figures.attention_map_figure(view(views.attention_map, ctx, layer=0, head=0, sentence_filter="All"))
 
 
 @st.cache_resource(show_spinner=False)

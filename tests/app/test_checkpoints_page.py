@@ -15,7 +15,7 @@ from bertviz_lite.server import access, cookie_handoff, database
 from tests.app.tiny_checkpoint import save_tiny, zip_of
 from tests.app.training_helpers import VISITOR_A, VISITOR_B, open_app, use_checkpoints_folder
 
-PAGE = "pages_app/train/7_Checkpoints.py"
+PAGE = "pages_app/train/10_Checkpoints.py"
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from bertviz_lite.server import class_joining, class_results, classroom, databas
 from pages_app.common._sidebar import OTHER_FOLDER
 from tests.app.conftest import APP, array, no_exception
 
-PAGE = "pages_app/classroom/8_Class.py"
+PAGE = "pages_app/classroom/11_Class.py"
 NSP_STEP = walk.step_number("nsp")
 
 

@@ -7,9 +7,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from bertviz_lite.figures import tabs
+from bertviz_lite.figures.tabs import titles
 from bertviz_lite.inspection import analysis, explore, views
-from bertviz_lite.inspection.views import tabs
-from bertviz_lite.inspection.views.tabs import titles
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO
 from tests.app.conftest import (
     APP,
@@ -109,7 +109,7 @@ def test_attention_heatmap_rows_sum_to_one_and_match_the_model(source, loaded):
 
 
 def test_sentence_filter_cuts_the_heatmap_to_a_to_b(source, loaded):
-    at = run_app(source, "attention", attn_filter="A→B", attn_layer=1, attn_head=1)
+    at = run_app(source, "attention", attn_sentence_filter="A→B", attn_layer=1, attn_head=1)
     no_exception(at)
     trace = own_trace(loaded, source)
     heatmap = charts(at)["attention_heatmap"]["data"][0]
@@ -150,7 +150,7 @@ def test_attention_views_show_the_trace(source, loaded, tab):
         np.testing.assert_allclose(array(bars["x"]), trace.attentions[1, 1, 1], atol=1e-5)
     elif tab == "Head statistics":
         z = array(figures["head_statistics"]["data"][0]["z"])
-        expected = analysis.head_statistics(trace.attentions, trace.tokens)
+        expected = analysis.attention_statistics(trace.attentions, trace.tokens)
         np.testing.assert_allclose(z.ravel(), expected["entropy"], atol=1e-5)
         assert len(at.dataframe[0].value) == num_layers * num_heads
     elif tab == "Rollout":

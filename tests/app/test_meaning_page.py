@@ -7,7 +7,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lite.inspection.views import contexts as meaning
+from bertviz_lite.inspection.views import meaning_in_context as meaning
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO
 from bertviz_lite.text.corpora import senses
 from pages_app.common._sidebar import OTHER_FOLDER

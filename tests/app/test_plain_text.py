@@ -19,7 +19,7 @@ def test_a_run_link_with_markdown_is_quoted_as_text(monkeypatch, tmp_path):
     root = use_checkpoints_folder(monkeypatch, tmp_path / "checkpoints")
     save_tiny(root / "mine")
     write_status(root / "mine", state="finished", message="done", step=2, total_steps=2, checkpoint_step=2)
-    at = open_app("pages_app/train/5_Train.py", query={"run": LINK})
+    at = open_app("pages_app/train/8_Train.py", query={"run": LINK})
     assert not at.exception
     warning = next(w.value for w in at.warning if "no run named" in w.value)
     quoted = warning.split("“", 1)[1].split("”", 1)[0]

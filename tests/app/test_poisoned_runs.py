@@ -12,7 +12,7 @@ from bertviz_lite.server import access
 from tests.app.tiny_checkpoint import save_tiny
 from tests.app.training_helpers import VISITOR_A, VISITOR_B, open_app, use_checkpoints_folder
 
-CHECKPOINTS, COMPARE = "pages_app/train/7_Checkpoints.py", "pages_app/train/6_Compare_runs.py"
+CHECKPOINTS, COMPARE = "pages_app/train/10_Checkpoints.py", "pages_app/train/9_Compare_runs.py"
 HUGE = "9" * 400  # a 400-digit number: json parses it as an int no float can hold
 
 
@@ -95,5 +95,5 @@ def test_compare_runs_renders_every_poisoned_run(root):
 def test_the_train_page_shows_a_run_with_a_poisoned_status(root):
     (root / "huge-loss" / "status.json").write_text(f'{{"state": "finished", "step": {HUGE}, "message": "done"}}')
     for name in ["huge-status", "huge-loss"]:
-        at = open_app("pages_app/train/5_Train.py", query={"run": name})
+        at = open_app("pages_app/train/8_Train.py", query={"run": name})
         assert not at.exception and at.selectbox(key="train_run").value == name

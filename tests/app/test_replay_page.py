@@ -11,7 +11,7 @@ from bertviz_lite.loading.checkpoints import save_snapshot
 from bertviz_lite.loading.run_folder import write_status
 from tests.app.training_helpers import array, chart, open_app, traces, use_checkpoints_folder
 
-TRAIN = "pages_app/train/5_Train.py"
+TRAIN = "pages_app/train/8_Train.py"
 TOKENS = ["[CLS]", "the", "cat", "sat", "[SEP]", "it", "slept", "[SEP]"]
 STEPS = (0, 20, 40, 60)
 

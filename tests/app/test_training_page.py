@@ -29,8 +29,8 @@ from tests.app.training_helpers import (
 )
 from tests.attention_samples import mosaic_tile
 
-TRAIN = "pages_app/train/5_Train.py"
-COMPARE = "pages_app/train/6_Compare_runs.py"
+TRAIN = "pages_app/train/8_Train.py"
+COMPARE = "pages_app/train/9_Compare_runs.py"
 CURVES = {
     "train_loss_chart": ("mlm_loss", "nsp_loss", "eval_mlm_loss", "eval_nsp_loss"),
     "train_accuracy_chart": ("mlm_acc", "nsp_acc", "eval_mlm_acc", "eval_nsp_acc"),

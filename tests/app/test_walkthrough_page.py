@@ -72,7 +72,7 @@ def test_attention_question_right_then_wrong(walk_state, loaded):
     at = run_app(walk_state, "walkthrough", walk_step=4, attn_layer=1, attn_head=1)
     trace = own_trace(loaded, walk_state)
     query = trace.masked_positions[0]
-    question = explore.from_trace(walk.attention_question, trace, layer=1, head=1, query=query)
+    question = walk.attention_question(trace, layer=1, head=1, query=query)
     reveal(at, "attention", question.answer)
     no_exception(at)
     assert at.success[0].value.startswith("Right!")

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from devtools.waiting import wait_until
-from pages_app.common._ui import SHARED, get_trace
+from pages_app.common._ui import SHARED, context_for, get_trace
 from pages_app.explore._warm_up import default_inputs, start_warm_up
 from tests.app.conftest import APP, PAGES, no_exception
 
@@ -27,10 +27,10 @@ def test_the_first_run_warms_the_default_pairs_trace_for_the_next_visitors():
 
     def warmed() -> bool:
         # What a page gets from the cache for the default pair; only the warm-up reads its prediction logits.
-        trace = get_trace(default_inputs())
+        trace = get_trace(context_for(default_inputs()))
         return "mlm_logits" in trace.__dict__ and "nsp_logits" in trace.__dict__
 
     wait_until(warmed, 60, "the warm-up to trace the default pair")
-    assert get_trace(default_inputs()).tokens[:3] == ["[CLS]", "the", "cat"]
+    assert get_trace(context_for(default_inputs())).tokens[:3] == ["[CLS]", "the", "cat"]
     thread = start_warm_up()  # one thread per process, however many runs ask
     assert start_warm_up() is thread and thread.name == "bertviz-warm-up"

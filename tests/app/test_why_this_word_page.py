@@ -8,15 +8,15 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lite import patched_logits
-from bertviz_lite.inspection.views import contrast
-from bertviz_lite.inspection.views.sentence_pair import builtin_pair_choices as contrast_choices
+from bertviz_lite.inspection.views import why_this_word
+from bertviz_lite.inspection.views.why_this_word import builtin_pair_choices as contrast_choices
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO
 from tests.app.conftest import APP, HAS_DEMO, array, charts, no_exception, texts
 
 PAGE = "pages_app/explore/7_Why_this_word.py"
-CAPITAL = contrast.EXAMPLES["capital: Paris / Rome"]
+CAPITAL = why_this_word.EXAMPLES["capital: Paris / Rome"]
 # demo-tiny splits most words into pieces: this pair keeps the same length there
-AGREEMENT = contrast.EXAMPLES["agreement across an attractor"]
+AGREEMENT = why_this_word.EXAMPLES["agreement across an attractor"]
 PAIR = ("The keys to the cabinet are on the table.", "The keys to the cabinet is on the table.")
 FIGURES = {
     ("Minimal pairs", None): {"contrast_minimal_pair"},
@@ -54,7 +54,7 @@ def open_page(state: dict, reveal: bool = True, **extra) -> AppTest:
 @pytest.mark.parametrize(("tab", "restore"), list(FIGURES))
 def test_every_view_renders_with_its_csv(model_state, tab, restore):
     state = {**model_state, **(dict(zip(("sentence_a", "sentence_b"), PAIR, strict=True)) if tab == "Minimal pairs" else {})}
-    at = open_page(state, contrast_view=tab, **({"contrast_restore": restore} if restore else {}))
+    at = open_page(state, why_this_word_view=tab, **({"why_this_word_restore": restore} if restore else {}))
     no_exception(at)
     assert not at.error, texts(at)
     shown = charts(at)
@@ -65,7 +65,7 @@ def test_every_view_renders_with_its_csv(model_state, tab, restore):
 
 
 def test_the_question_hides_the_figure_until_the_reveal(model_state):
-    at = open_page(model_state, reveal=False, contrast_view="Activation patching")
+    at = open_page(model_state, reveal=False, why_this_word_view="Activation patching")
     no_exception(at)
     assert not charts(at) and at.radio(key="walk_choice_patching").options[-1].startswith("never")
     at.radio(key="walk_choice_patching").set_value(at.radio(key="walk_choice_patching").options[0]).run()
@@ -76,8 +76,8 @@ def test_the_question_hides_the_figure_until_the_reveal(model_state):
 
 def _own_metric(loaded_model, state, target: str, foil: str) -> tuple[float, float, int]:
     model, tokenizer = loaded_model
-    a = contrast.encode_alone(tokenizer, state["sentence_a"])
-    b = contrast.encode_alone(tokenizer, state["sentence_b"])
+    a = why_this_word.encode_alone(tokenizer, state["sentence_a"])
+    b = why_this_word.encode_alone(tokenizer, state["sentence_b"])
     position = a.tokens.index("[MASK]")
     ids = tokenizer.convert_tokens_to_ids([target, foil])
     with torch.no_grad():
@@ -95,7 +95,7 @@ def _candidates(at) -> tuple[str, str]:
 
 
 def test_the_contrast_by_layer_ends_on_the_models_logit_difference(model_state, loaded):
-    at = open_page(model_state, contrast_view="Contrastive prediction")
+    at = open_page(model_state, why_this_word_view="Contrastive prediction")
     no_exception(at)
     target, foil = _candidates(at)
     clean, _, _ = _own_metric(loaded(model_state), model_state, target, foil)
@@ -106,7 +106,7 @@ def test_the_contrast_by_layer_ends_on_the_models_logit_difference(model_state, 
 
 
 def test_the_residual_grid_is_the_recovered_share_of_patched_runs(model_state, loaded):
-    at = open_page(model_state, contrast_view="Activation patching")
+    at = open_page(model_state, why_this_word_view="Activation patching")
     no_exception(at)
     target, foil = _candidates(at)
     model, tokenizer = loaded(model_state)
@@ -115,33 +115,33 @@ def test_the_residual_grid_is_the_recovered_share_of_patched_runs(model_state, l
     layers = model.config.num_hidden_layers
     assert share.shape[0] == layers + 1
     assert share[layers, position] == pytest.approx(1.0, abs=1e-4)  # the last layer at the [MASK] is the answer
-    ids = [contrast.encode_alone(tokenizer, model_state[k]).to_tensors()["input_ids"] for k in ("sentence_a", "sentence_b")]
+    ids = [why_this_word.encode_alone(tokenizer, model_state[k]).to_tensors()["input_ids"] for k in ("sentence_a", "sentence_b")]
     logits = patched_logits(model, *ids, None, 1, position)[0, position]
     own = float(logits[tokenizer.convert_tokens_to_ids(target)] - logits[tokenizer.convert_tokens_to_ids(foil)])
     assert share[1, position] == pytest.approx((own - corrupted) / (clean - corrupted), abs=1e-3)
-    same = [i for i, (a, b) in enumerate(zip(*(contrast.encode_alone(tokenizer, model_state[k]).tokens
+    same = [i for i, (a, b) in enumerate(zip(*(why_this_word.encode_alone(tokenizer, model_state[k]).tokens
                                                  for k in ("sentence_a", "sentence_b")), strict=True)) if a == b]
     np.testing.assert_allclose(share[0, same], 0.0, atol=1e-4)  # an unchanged token's embedding restores nothing
 
 
 def test_sentences_of_different_lengths_or_without_a_mask_get_a_sentence(model_state):
     at = open_page({**model_state, "sentence_b": model_state["sentence_b"] + " And much more besides."},
-                   contrast_view="Activation patching")
+                   why_this_word_view="Activation patching")
     no_exception(at)
     assert "must have the same number of tokens" in texts(at) and not charts(at)
-    at = open_page({**model_state, "sentence_a": "No mask here."}, contrast_view="Contrastive prediction")
+    at = open_page({**model_state, "sentence_a": "No mask here."}, why_this_word_view="Contrastive prediction")
     no_exception(at)
     assert "Sentence A has no [MASK]" in texts(at) and not charts(at)
 
 
 def test_an_example_fills_both_sentences_and_the_candidates():
-    at = open_page({"model_picker": DEFAULT_MODEL}, reveal=False, contrast_view="Contrastive prediction")
+    at = open_page({"model_picker": DEFAULT_MODEL}, reveal=False, why_this_word_view="Contrastive prediction")
     no_exception(at)
     name = "pronoun: woman / man"
-    at.selectbox(key="contrast_example").set_value(name).run()
+    at.selectbox(key="why_this_word_example").set_value(name).run()
     no_exception(at)
-    assert at.selectbox(key="contrast_example").value is None  # ready for the next pick
-    a, b, target, foil = contrast.EXAMPLES[name]
+    assert at.selectbox(key="why_this_word_example").value is None  # ready for the next pick
+    a, b, target, foil = why_this_word.EXAMPLES[name]
     assert at.session_state["sentence_a"] == a and at.session_state["sentence_b"] == b
     assert at.text_input(key="contrast_target").value == target and at.text_input(key="contrast_foil").value == foil
 
@@ -151,7 +151,7 @@ def test_a_link_carries_both_sentences_and_the_candidates():
     a, b, target, foil = CAPITAL
     at.query_params.update({"a": a, "b": b, "target": target, "foil": foil})
     at.switch_page(PAGE)
-    at.session_state["contrast_view"] = "Contrastive prediction"
+    at.session_state["why_this_word_view"] = "Contrastive prediction"
     at.run()
     no_exception(at)
     assert at.text_input(key="contrast_target").value == target and at.text_input(key="contrast_foil").value == foil
@@ -161,7 +161,7 @@ def test_a_link_carries_both_sentences_and_the_candidates():
 def test_minimal_pairs_show_each_sentences_pll_token_by_token(model_state, loaded):
     from bertviz_lite.inspection.minimal_pairs import pseudo_log_likelihood
 
-    at = open_page({**model_state, "sentence_a": PAIR[0], "sentence_b": PAIR[1]}, contrast_view="Minimal pairs")
+    at = open_page({**model_state, "sentence_a": PAIR[0], "sentence_b": PAIR[1]}, why_this_word_view="Minimal pairs")
     no_exception(at)
     model, tokenizer = loaded(model_state)
     bars = charts(at)["contrast_minimal_pair"]["data"]
@@ -173,9 +173,9 @@ def test_minimal_pairs_show_each_sentences_pll_token_by_token(model_state, loade
 
 
 def test_a_built_in_minimal_pair_fills_both_sentences():
-    at = open_page({"model_picker": DEFAULT_MODEL}, reveal=False, contrast_view="Minimal pairs")
-    label = at.selectbox(key="contrast_pair").options[1]
-    at.selectbox(key="contrast_pair").set_value(label).run()
+    at = open_page({"model_picker": DEFAULT_MODEL}, reveal=False, why_this_word_view="Minimal pairs")
+    label = at.selectbox(key="why_this_word_pair").options[1]
+    at.selectbox(key="why_this_word_pair").set_value(label).run()
     no_exception(at)
     a, b = contrast_choices()[label]
     assert (at.session_state["sentence_a"], at.session_state["sentence_b"]) == (a, b)
@@ -183,6 +183,6 @@ def test_a_built_in_minimal_pair_fills_both_sentences():
 
 
 def test_a_sentence_with_a_mask_is_not_scored_as_a_minimal_pair(model_state):
-    at = open_page(model_state, contrast_view="Minimal pairs")
+    at = open_page(model_state, why_this_word_view="Minimal pairs")
     no_exception(at)
     assert "sentence A has a [MASK] in it" in texts(at) and not charts(at)

@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from bertviz_lite.inspection.views.tabs import ATTENTION_TABS, titles
+from bertviz_lite.figures.tabs import ATTENTION_TABS, titles
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DESCRIPTIONS, ENGLISH, MINILM
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from devtools.server import ARTIFACTS

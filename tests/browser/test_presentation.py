@@ -387,7 +387,7 @@ def test_picks_survive_a_visit_to_another_page(streamlit_url, page):
     open_page(page, streamlit_url, "Attention")
     choose_option(page, "attn_layer", "2")
     choose_option(page, "attn_head", "5")
-    pick_filter(page, "attn_filter", "A→A")
+    pick_filter(page, "attn_sentence_filter", "A→A")
     open_tab(page, "Rollout")
     go_to(page, "Predictions")
     expect(page.get_by_role("heading", level=2).first).to_contain_text("Predictions")
@@ -396,14 +396,14 @@ def test_picks_survive_a_visit_to_another_page(streamlit_url, page):
     page.screenshot(path=str(ARTIFACTS / "picks_after_a_visit.png"))
     expect(page.locator(".st-key-attn_layer input[role='combobox']")).to_have_value("2")
     assert selected_option(page, "attn_layer") == "2" and selected_option(page, "attn_head") == "5"
-    expect_filter(page, "attn_filter", "A→A")
+    expect_filter(page, "attn_sentence_filter", "A→A")
     assert_no_exception(page)
 
 
 def test_a_copied_link_reopens_the_tab_and_the_filter_in_a_fresh_browser(streamlit_url, page, browser):
     open_page(page, streamlit_url, "Attention")
     choose_option(page, "attn_layer", "3")
-    pick_filter(page, "attn_filter", "A→B")
+    pick_filter(page, "attn_sentence_filter", "A→B")
     open_tab(page, "Model view")
     page.wait_for_function("() => location.search.includes('tab=Model')", timeout=10_000)
     link = page.locator('[data-testid="stSidebar"] [data-testid="stCode"] code').first.text_content()
@@ -413,7 +413,7 @@ def test_a_copied_link_reopens_the_tab_and_the_filter_in_a_fresh_browser(streaml
         fresh.goto(link)
         expect(fresh.get_by_role("tab", name="Model view")).to_have_attribute("aria-selected", "true", timeout=60_000)
         wait_for_idle(fresh)
-        expect_filter(fresh, "attn_filter", "A→B")
+        expect_filter(fresh, "attn_sentence_filter", "A→B")
         assert selected_option(fresh, "attn_layer") == "3"
         fresh.wait_for_function("() => document.querySelector('.st-key-model_view .js-plotly-plot')?._fullLayout",
                                 timeout=60_000)

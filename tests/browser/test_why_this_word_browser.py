@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import expect
 
-from bertviz_lite.inspection.views.contrast import EXAMPLES
+from bertviz_lite.inspection.views.why_this_word import EXAMPLES
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from devtools.server import ARTIFACTS
 from tests.browser.driver import (
@@ -46,7 +46,7 @@ def test_every_view_opens_from_a_link_and_fits_1280x720(streamlit_url, page, pre
     for tab, restore, key in VIEWS:
         open_tab(page, tab)
         if restore:
-            page.locator(".st-key-contrast_restore").get_by_text(restore, exact=True).click()
+            page.locator(".st-key-why_this_word_restore").get_by_text(restore, exact=True).click()
             wait_for_idle(page)
         asking = page.get_by_role("button", name="Reveal the model's answer")
         asking.or_(page.locator(f".st-key-{key}")).first.wait_for(timeout=60_000)  # the question, or the figure

@@ -1,32 +1,161 @@
 """The data of every explore view: one data function per view, its figure builder is in bertviz_lite.figures.
 
-A data function takes plain arrays and labels (parameters named like PairTrace fields, such as
-`attentions` or `tokens`, are filled from a trace by explore.from_trace) and returns the arrays and
-labels its figure draws, usually as a small dataclass with a to_frame() for the CSV download.
-
-`views.attention_map` and the rest: every name a module here lists in its `__all__` is offered here too,
-so a new view module needs no edit in this file.
+A data function takes a trace (explore.PairTrace) and the view's picks, spelled out, say
+`views.attention_map(trace, layer=0, head=1, sentence_filter="A→B")`, and returns a small dataclass with a to_frame()
+for the CSV download. The names below are the views a page reaches as `views.<name>`, listed by module; a new view adds its
+name here and to its module's `__all__`.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from types import ModuleType
+from bertviz_lite.inspection.views.attention import (
+    AttentionMap,
+    HeadStatistics,
+    HeadViewLinks,
+    ModelView,
+    NeuronView,
+    Rollout,
+    attention_map,
+    head_statistics,
+    head_view_links,
+    head_view_min_weight,
+    head_view_top_k,
+    model_view,
+    model_view_size,
+    model_view_tiles,
+    neuron_view,
+    rollout,
+    select_links,
+)
+from bertviz_lite.inspection.views.beyond_attention import (
+    Attribution,
+    HeadKnockout,
+    LogitLens,
+    default_choice,
+    explain_choices,
+    head_knockout,
+    logit_lens,
+    token_attribution,
+)
+from bertviz_lite.inspection.views.embeddings import (
+    EmbeddingNorms,
+    EmbeddingWindow,
+    PositionSimilarity,
+    TokenProjection,
+    embedding_norms,
+    embedding_sum_error,
+    embedding_window,
+    position_similarity,
+    position_tables,
+    token_projection,
+    vector_choices,
+    vectors_for,
+)
+from bertviz_lite.inspection.views.norms import (
+    NormAttention,
+    SpecialShares,
+    norm_attention,
+    special_share_by_layer,
+)
+from bertviz_lite.inspection.views.predictions import (
+    NextSentence,
+    TopPredictions,
+    default_mask_position,
+    default_masks,
+    is_next_probability,
+    mask_token_positions,
+    maskable_positions,
+    next_sentence,
+    nsp_caption,
+    top_predictions,
+)
+from bertviz_lite.inspection.views.tokens import (
+    encoding_frame,
+    mask_encoding,
+    masking_frame,
+)
+from bertviz_lite.inspection.views.why_this_word import (
+    EXAMPLES,
+    ContrastLens,
+    PairLikelihood,
+    Patching,
+    activation_patching,
+    builtin_pair_choices,
+    contrast_attribution,
+    contrast_lens,
+    contrast_question,
+    default_candidates,
+    pair_likelihood,
+    pair_likelihood_question,
+    patching_question,
+)
 
-
-def public_names(package: str, path: list[str]) -> dict[str, object]:
-    """Every name the package's modules list in their `__all__`, by name; two modules may not offer one name."""
-    found: dict[str, object] = {}
-    owners: dict[str, str] = {}
-    for info in pkgutil.iter_modules(path):
-        module: ModuleType = importlib.import_module(f"{package}.{info.name}")
-        for name in getattr(module, "__all__", ()):
-            if name in owners or name == info.name:
-                raise ImportError(f"{package}: {name!r} is offered by {owners.get(name, info.name)} and {info.name}")
-            found[name], owners[name] = getattr(module, name), info.name
-    return found
-
-
-globals().update(public_names(__name__, __path__))
-__all__ = sorted(public_names(__name__, __path__))
+__all__ = [
+    "AttentionMap",
+    "Attribution",
+    "ContrastLens",
+    "EXAMPLES",
+    "EmbeddingNorms",
+    "EmbeddingWindow",
+    "HeadKnockout",
+    "HeadStatistics",
+    "HeadViewLinks",
+    "LogitLens",
+    "ModelView",
+    "NeuronView",
+    "NextSentence",
+    "NormAttention",
+    "PairLikelihood",
+    "Patching",
+    "PositionSimilarity",
+    "Rollout",
+    "SpecialShares",
+    "TokenProjection",
+    "TopPredictions",
+    "activation_patching",
+    "attention_map",
+    "builtin_pair_choices",
+    "contrast_attribution",
+    "contrast_lens",
+    "contrast_question",
+    "default_candidates",
+    "default_choice",
+    "default_mask_position",
+    "default_masks",
+    "embedding_norms",
+    "embedding_sum_error",
+    "embedding_window",
+    "encoding_frame",
+    "explain_choices",
+    "head_knockout",
+    "head_statistics",
+    "head_view_links",
+    "head_view_min_weight",
+    "head_view_top_k",
+    "is_next_probability",
+    "logit_lens",
+    "mask_encoding",
+    "mask_token_positions",
+    "maskable_positions",
+    "masking_frame",
+    "model_view",
+    "model_view_size",
+    "model_view_tiles",
+    "neuron_view",
+    "next_sentence",
+    "norm_attention",
+    "nsp_caption",
+    "pair_likelihood",
+    "pair_likelihood_question",
+    "patching_question",
+    "position_similarity",
+    "position_tables",
+    "rollout",
+    "select_links",
+    "special_share_by_layer",
+    "token_attribution",
+    "token_projection",
+    "top_predictions",
+    "vector_choices",
+    "vectors_for",
+]

@@ -1,8 +1,7 @@
 """The data behind each attention view: arrays and labels for a builder in bertviz_lite.figures.
 
-Parameters named attentions, queries, keys, values, tokens, segments and special take a trace's
-arrays (explore.from_trace fills them in); each view's data has a to_frame() for its CSV download.
-Head statistics and rollout need nothing beyond analysis.head_statistics / attention_rollout.
+Each data function takes a trace (explore.PairTrace) and the view's picks, spelled out; each view's data has a
+to_frame() for its CSV download. The arithmetic on plain arrays is in analysis.py.
 """
 
 from __future__ import annotations
@@ -14,12 +13,13 @@ import numpy as np
 import pandas as pd
 
 from bertviz_lite.inspection import analysis
+from bertviz_lite.inspection.explore import PairTrace
 
-# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ lists them by name).
 __all__ = [
-    "AttentionMap", "ModelView", "HeadViewLinks", "NeuronData", "attention_map",
-    "model_view", "head_view_links", "head_view_min_weight", "head_view_top_k", "model_view_size",
-    "neuron_data", "select_links", "Rollout", "rollout",
+    "AttentionMap", "ModelView", "HeadViewLinks", "NeuronView", "attention_map",
+    "model_view", "model_view_tiles", "head_view_links", "head_view_min_weight", "head_view_top_k", "model_view_size",
+    "neuron_view", "select_links", "Rollout", "rollout", "HeadStatistics", "head_statistics",
 ]
 
 # Line budget of the head view: above it, fewer lines per query are drawn (keeps 512 tokens smooth).
@@ -57,11 +57,11 @@ class AttentionMap(SentenceCut):
     tokens: list[str]  # [T] every token of the input
     layer: int
     head: int
-    which: str = "All"
+    sentence_filter: str = "All"
 
     @property
     def title(self) -> str:
-        return f"Layer {self.layer}, head {self.head} ({self.which})"
+        return f"Layer {self.layer}, head {self.head} ({self.sentence_filter})"
 
     def to_frame(self) -> pd.DataFrame:
         """Long table: query_index, query, key_index, key (input positions), weight, layer, head."""
@@ -71,13 +71,12 @@ class AttentionMap(SentenceCut):
         return frame.assign(layer=self.layer, head=self.head)
 
 
-def attention_map(attentions, tokens: Sequence[str], segments, special, layer: int, head: int,
-                  which: str = "All") -> AttentionMap:
-    """One head of [L, nh, T, T] attention, the cells kept by a sentence filter such as "A→B"."""
-    mask = analysis.sentence_filter_mask(segments, special, which)
+def attention_map(trace: PairTrace, layer: int, head: int, sentence_filter: str = "All") -> AttentionMap:
+    """One head of the trace's attention, the cells kept by a sentence filter such as "A→B"."""
+    mask = analysis.sentence_filter_mask(trace.segments, trace.special, sentence_filter)
     rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
-    weights = np.asarray(attentions[layer, head])[np.ix_(rows, cols)]
-    return AttentionMap(weights, rows, cols, list(tokens), layer, head, which)
+    weights = np.asarray(trace.attentions[layer, head])[np.ix_(rows, cols)]
+    return AttentionMap(weights, rows, cols, list(trace.tokens), layer, head, sentence_filter)
 
 
 # ---------------------------------------------------------------- head view
@@ -176,13 +175,10 @@ def head_view_min_weight(num_tokens: int) -> float:
 
 
 def head_view_links(
-    attentions,
-    tokens: Sequence[str],
-    segments,
-    special,
+    trace: PairTrace,
     layer: int,
     heads: Sequence[int],
-    which: str = "All",
+    sentence_filter: str = "All",
     window: slice | None = None,
     focus: int | None = None,
     min_weight: float | None = None,
@@ -192,12 +188,12 @@ def head_view_links(
     focus is a position in the whole input; lines per query are capped by head_view_top_k, and
     min_weight defaults to head_view_min_weight of the window.
     """
-    window = window or slice(0, len(tokens))
+    window = window or slice(0, trace.num_tokens)
     size = window.stop - window.start
-    mask = analysis.sentence_filter_mask(segments, special, which)[window, window]
+    mask = analysis.sentence_filter_mask(trace.segments, trace.special, sentence_filter)[window, window]
     top_k = head_view_top_k(1 if focus is not None else size, max(len(heads), 1))
     return select_links(
-        attentions[layer][:, window, window], tokens[window], heads, mask=mask, top_k=top_k,
+        trace.attentions[layer][:, window, window], trace.tokens[window], heads, mask=mask, top_k=top_k,
         focus_token=None if focus is None else focus - window.start,
         min_weight=head_view_min_weight(size) if min_weight is None else min_weight, start=window.start, layer=layer,
     )
@@ -231,7 +227,12 @@ def model_view_size(num_tokens: int) -> int:
     return min(num_tokens, MODEL_VIEW_MAX_TILE)
 
 
-def model_view(attentions, tokens: Sequence[str], max_tokens: int | None = None) -> ModelView:
+def model_view(trace: PairTrace, max_tokens: int | None = None) -> ModelView:
+    """Every head of the trace block-averaged (model_view_tiles)."""
+    return model_view_tiles(trace.attentions, trace.tokens, max_tokens)
+
+
+def model_view_tiles(attentions, tokens: Sequence[str], max_tokens: int | None = None) -> ModelView:
     """[L, nh, T, T] attention -> every head block-averaged (analysis.downsample_attention).
 
     Tiles have min(T, max_tokens) groups a side; by default model_view_size(T).
@@ -254,10 +255,10 @@ def model_view(attentions, tokens: Sequence[str], max_tokens: int | None = None)
 
 
 @dataclass(frozen=True)
-class NeuronData:
-    """Every step of one head's attention for one query token (analysis.neuron_view)."""
+class NeuronView:
+    """Every step of one head's attention for one query token (analysis.attention_steps)."""
 
-    steps: dict[str, np.ndarray]
+    steps: analysis.AttentionSteps
     tokens: list[str]
     query_index: int
 
@@ -265,19 +266,38 @@ class NeuronData:
         """Per key token: q·k, q·k/√d, softmax weight; the vectors as key_i / weighted_value_i columns."""
         steps = self.steps
         frame = pd.DataFrame(
-            {"key_index": np.arange(len(self.tokens)), "key": self.tokens, "q_dot_k": steps["dot"],
-             "scaled": steps["scaled"], "weight": steps["weights"]}
+            {"key_index": np.arange(len(self.tokens)), "key": self.tokens, "q_dot_k": steps.dot,
+             "scaled": steps.scaled, "weight": steps.weights}
         )
-        dims = steps["keys"].shape[1]
-        keys = pd.DataFrame(steps["keys"], columns=[f"key_{i}" for i in range(dims)])
-        weighted = pd.DataFrame(steps["weighted_values"], columns=[f"weighted_value_{i}" for i in range(dims)])
+        dims = steps.keys.shape[1]
+        keys = pd.DataFrame(steps.keys, columns=[f"key_{i}" for i in range(dims)])
+        weighted = pd.DataFrame(steps.weighted_values, columns=[f"weighted_value_{i}" for i in range(dims)])
         return pd.concat([frame, keys, weighted], axis=1)
 
 
-def neuron_data(queries, keys, values, tokens: Sequence[str], layer: int, head: int, query_index: int) -> NeuronData:
-    """analysis.neuron_view of one head ([L, nh, T, hd] queries, keys, values) and query token."""
-    steps = analysis.neuron_view(queries[layer, head], keys[layer, head], values[layer, head], query_index)
-    return NeuronData(steps, list(tokens), query_index)
+def neuron_view(trace: PairTrace, layer: int, head: int, query_index: int) -> NeuronView:
+    """analysis.attention_steps of one head of the trace and one query token."""
+    steps = analysis.attention_steps(trace.queries[layer, head], trace.keys[layer, head], trace.values[layer, head],
+                                     query_index)
+    return NeuronView(steps, list(trace.tokens), query_index)
+
+
+# ---------------------------------------------------------------- head statistics and rollout
+
+
+@dataclass(frozen=True)
+class HeadStatistics:
+    """One row per (layer, head): analysis.attention_statistics of the trace (entropy, to_cls, …)."""
+
+    table: pd.DataFrame
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table
+
+
+def head_statistics(trace: PairTrace) -> HeadStatistics:
+    """Summary numbers for every attention head of the trace (analysis.attention_statistics)."""
+    return HeadStatistics(analysis.attention_statistics(trace.attentions, trace.tokens))
 
 
 @dataclass(frozen=True)
@@ -297,6 +317,6 @@ class Rollout:
         return analysis.attention_to_csv_frame(self.flow, self.tokens)
 
 
-def rollout(attentions: np.ndarray, tokens: Sequence[str], after: int) -> Rollout:
-    """analysis.attention_rollout of the trace's attentions [L, H, T, T], after layer `after` (1 … L)."""
-    return Rollout(analysis.attention_rollout(attentions)[after - 1], list(tokens), after)
+def rollout(trace: PairTrace, after: int) -> Rollout:
+    """analysis.attention_rollout of the trace's attentions, after layer `after` (1 … L)."""
+    return Rollout(analysis.attention_rollout(trace.attentions)[after - 1], list(trace.tokens), after)

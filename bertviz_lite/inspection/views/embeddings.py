@@ -1,25 +1,23 @@
 """The data behind each embeddings view: the parts of a window of tokens, positions compared, PCA.
 
-Parameters named embeddings, hidden_states, tokens, segments and special take a trace's arrays
-(explore.from_trace fills them in); each view's data has a to_frame() for its CSV download.
-The per-token norms are analysis.embedding_component_norms.
+Each data function takes a trace (explore.PairTrace) and the view's picks; each view's data has a to_frame() for its
+CSV download.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from bertviz_lite.inspection import analysis
-from bertviz_lite.inspection.explore import EMBEDDING_NAMES, token_window
+from bertviz_lite.inspection.explore import EMBEDDING_NAMES, PairTrace, token_window
 from bertviz_lite.model.modeling import BertForPreTraining
 
-# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ lists them by name).
 __all__ = [
-    "EmbeddingWindow", "PositionSimilarity", "TokenProjection", "embedding_sum_error",
+    "EmbeddingNorms", "EmbeddingWindow", "PositionSimilarity", "embedding_norms", "TokenProjection", "embedding_sum_error",
     "embedding_window", "position_similarity", "position_tables", "token_projection", "vector_choices",
     "vectors_for",
 ]
@@ -56,18 +54,34 @@ class EmbeddingWindow:
         return pd.concat(frames, ignore_index=True)
 
 
-def embedding_window(embeddings: Mapping[str, np.ndarray], tokens: Sequence[str], start: int = 0,
-                     size: int = 64) -> EmbeddingWindow:
+def embedding_window(trace: PairTrace, start: int = 0, size: int = 64) -> EmbeddingWindow:
     """The parts of tokens [start, start + size), clipped to the input (token_window)."""
+    embeddings, tokens = trace.embeddings, trace.tokens
     window = token_window(len(tokens), start, size)
     return EmbeddingWindow(tuple(embeddings[name][window] for name in EMBEDDING_NAMES), list(tokens[window]),
                            window.start)
 
 
-def embedding_sum_error(embeddings: Mapping[str, np.ndarray]) -> float:
+def embedding_sum_error(trace: PairTrace) -> float:
     """Largest |sum - (token + position + segment)| over all tokens and dimensions (float rounding)."""
-    parts = [embeddings[name] for name in ("sum", "token", "position", "segment")]
+    parts = [trace.embeddings[name] for name in ("sum", "token", "position", "segment")]
     return float(np.abs(parts[0] - (parts[1] + parts[2] + parts[3])).max())
+
+
+@dataclass(frozen=True)
+class EmbeddingNorms:
+    """The L2 norm of each embedding part per token (analysis.embedding_component_norms)."""
+
+    table: pd.DataFrame  # index, token, token_norm, position_norm, segment_norm, sum_norm, layer_norm_norm
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table
+
+
+def embedding_norms(trace: PairTrace) -> EmbeddingNorms:
+    """Each embedding part's size for every token of the trace."""
+    parts = (trace.embeddings[name] for name in EMBEDDING_NAMES)
+    return EmbeddingNorms(analysis.embedding_component_norms(*parts, tokens=trace.tokens))
 
 
 # ---------------------------------------------------------------- positions
@@ -114,14 +128,14 @@ def vector_choices(num_layers: int) -> list[str]:
     ]
 
 
-def vectors_for(embeddings: Mapping[str, np.ndarray], hidden_states: np.ndarray, choice: str) -> np.ndarray:
-    """[T, H] vectors named by vector_choices."""
+def vectors_for(trace: PairTrace, choice: str) -> np.ndarray:
+    """[T, H] vectors of the trace named by vector_choices."""
     if choice == "token embedding":
-        return embeddings["token"]
+        return trace.embeddings["token"]
     if choice.startswith("embedding output"):
-        return hidden_states[0]
+        return trace.hidden_states[0]
     if choice.startswith("after layer "):
-        return hidden_states[int(choice.rsplit(" ", 1)[1])]
+        return trace.hidden_states[int(choice.rsplit(" ", 1)[1])]
     raise ValueError(f"unknown vectors {choice!r}: pick one of {', '.join(vector_choices(1))} or 'after layer N'")
 
 
@@ -142,9 +156,8 @@ class TokenProjection:
         )
 
 
-def token_projection(embeddings: Mapping[str, np.ndarray], hidden_states: np.ndarray, tokens: Sequence[str],
-                     segments, special, choice: str) -> TokenProjection:
+def token_projection(trace: PairTrace, choice: str) -> TokenProjection:
     """analysis.pca_2d of the vectors named by choice, with each token's sentence (analysis.sentence_ids)."""
-    points = analysis.pca_2d(vectors_for(embeddings, hidden_states, choice))
-    return TokenProjection(points, list(tokens), analysis.sentence_ids(segments, special),
+    points = analysis.pca_2d(vectors_for(trace, choice))
+    return TokenProjection(points, list(trace.tokens), analysis.sentence_ids(trace.segments, trace.special),
                            f"{choice}: first two principal components")

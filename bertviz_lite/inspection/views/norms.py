@@ -1,7 +1,7 @@
 """The data behind the norm-weighted attention views (Kobayashi et al., 2020): ‖α f(x)‖ beside the weights α.
 
-Parameters named attentions, values, model, tokens, segments and special take a trace's arrays
-(explore.from_trace fills them in); each view's data has a to_frame() for its CSV download.
+Each data function takes a trace (explore.PairTrace) and the view's picks; each view's data has a to_frame() for
+its CSV download.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import pandas as pd
 
 from bertviz_lite.inspection import analysis
 from bertviz_lite.inspection.attribution import attention_output_weights, norm_weighted_attention
+from bertviz_lite.inspection.explore import PairTrace
 from bertviz_lite.inspection.views.attention import SentenceCut
-from bertviz_lite.model.modeling import BertForPreTraining
 
-# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ lists them by name).
 __all__ = [
-    "NormAttention", "norm_attention", "special_share_by_layer",
+    "NormAttention", "SpecialShares", "norm_attention", "special_share_by_layer",
 ]
 
 SPECIAL = ("[CLS]", "[SEP]")
@@ -43,12 +43,12 @@ class NormAttention(SentenceCut):
     tokens: list[str]  # [T] every token of the input
     layer: int
     head: int | None  # None: every head of the layer
-    which: str = "All"
+    sentence_filter: str = "All"
 
     @property
     def where(self) -> str:
         heads = "all heads" if self.head is None else f"head {self.head}"
-        return f"Layer {self.layer}, {heads}" + ("" if self.which == "All" else f" ({self.which})")
+        return f"Layer {self.layer}, {heads}" + ("" if self.sentence_filter == "All" else f" ({self.sentence_filter})")
 
     def shares(self) -> pd.DataFrame:
         """Share of the shown total on [CLS], on [SEP] and on every other token: weights against norms."""
@@ -74,21 +74,32 @@ class NormAttention(SentenceCut):
         return frame.assign(layer=self.layer, head="all" if self.head is None else self.head)
 
 
-def norm_attention(attentions, values, model: BertForPreTraining, tokens: Sequence[str], segments, special, layer: int,
-                   head: int | None = None, which: str = "All") -> NormAttention:
+def norm_attention(trace: PairTrace, layer: int, head: int | None = None, sentence_filter: str = "All") -> NormAttention:
     """Attention weights and ‖α f(x)‖ of one head (head=None: all heads, summed as vectors), filtered like "A→B"."""
+    attentions, values, model = trace.attentions, trace.values, trace.model
     per_head, summed = norm_weighted_attention(attentions[layer], values[layer], attention_output_weights(model)[layer])
     raw = np.asarray(attentions[layer], dtype=np.float64)
     raw, norm = (raw.mean(axis=0), summed) if head is None else (raw[head], per_head[head])
-    mask = analysis.sentence_filter_mask(segments, special, which)
+    mask = analysis.sentence_filter_mask(trace.segments, trace.special, sentence_filter)
     rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
     cut = np.ix_(rows, cols)
-    return NormAttention(raw[cut], norm[cut], rows, cols, list(tokens), layer, head, which)
+    return NormAttention(raw[cut], norm[cut], rows, cols, list(trace.tokens), layer, head, sentence_filter)
 
 
-def special_share_by_layer(attentions, values, model: BertForPreTraining, tokens: Sequence[str]) -> pd.DataFrame:
+@dataclass(frozen=True)
+class SpecialShares:
+    """Per layer and weighting, the share landing on [CLS] and on [SEP]."""
+
+    table: pd.DataFrame  # layer, weighting ("attention weight" / "norm-weighted"), to [CLS], to [SEP]
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table
+
+
+def special_share_by_layer(trace: PairTrace) -> SpecialShares:
     """Per layer, the share of all attention (heads' mean) and of ‖Σ_h α f(x)‖ landing on [CLS] and on [SEP]."""
-    weights = attention_output_weights(model)
+    attentions, values, tokens = trace.attentions, trace.values, trace.tokens
+    weights = attention_output_weights(trace.model)
     rows = []
     for layer in range(len(attentions)):
         raw = np.asarray(attentions[layer], dtype=np.float64).mean(axis=0)
@@ -96,4 +107,4 @@ def special_share_by_layer(attentions, values, model: BertForPreTraining, tokens
         for weighting, matrix in (("attention weight", raw), ("norm-weighted", norm)):
             rows.append({"layer": layer, "weighting": weighting,
                          **{f"to {token}": _share(matrix, tokens, token) for token in SPECIAL}})
-    return pd.DataFrame(rows)
+    return SpecialShares(pd.DataFrame(rows))

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from bertviz_lite.inspection.analysis import softmax
+from bertviz_lite.inspection.explore import PairTrace
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.text.pretraining_data import is_content_word
-from bertviz_lite.text.tokenization import MASK_TOKEN, BertTokenizer, Encoding
+from bertviz_lite.text.tokenization import MASK_TOKEN, Encoding
 
-# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ lists them by name).
 __all__ = [
-    "copy_note", "default_mask_position", "is_next_probability", "maskable_positions", "masked_positions",
-    "nsp_caption", "nsp_frame", "prediction_title", "top_predictions",
+    "NextSentence", "TopPredictions", "default_mask_position", "default_masks", "is_next_probability",
+    "mask_token_positions", "maskable_positions", "next_sentence", "nsp_caption", "top_predictions",
 ]
 
 
@@ -33,14 +35,14 @@ def default_mask_position(encoding: Encoding) -> int | None:
 
 def default_masks(encoding: Encoding) -> tuple[int, ...]:
     """What to mask before a pick: none if the text has a typed [MASK], else the default position."""
-    if masked_positions(encoding.tokens):
+    if mask_token_positions(encoding.tokens):
         return ()
     position = default_mask_position(encoding)
     return () if position is None else (position,)
 
 
-def masked_positions(tokens: Sequence[str]) -> list[int]:
-    """Positions that hold [MASK]: picked in the app, or typed as [MASK] in the text."""
+def mask_token_positions(tokens: Sequence[str]) -> list[int]:
+    """Positions that hold [MASK]: picked in the app (PairTrace.masked_positions), or typed as [MASK] in the text."""
     return [i for i, token in enumerate(tokens) if token == MASK_TOKEN]
 
 
@@ -52,16 +54,32 @@ def prediction_title(encoding: Encoding, position: int) -> str:
     return f"Position {position}: [MASK], originally {original!r}"
 
 
-def top_predictions(mlm_logits, tokenizer: BertTokenizer, position: int, k: int = 10) -> pd.DataFrame:
-    """The k most likely tokens at one position of [T, V] logits: rank, token, id, probability."""
-    if mlm_logits is None:
+@dataclass(frozen=True)
+class TopPredictions:
+    """The MLM head's k most likely tokens at one position of a trace, best first."""
+
+    position: int
+    title: str  # where, and what the token was before masking (prediction_title)
+    tokens: list[str]  # [k]
+    ids: np.ndarray  # [k]
+    probabilities: np.ndarray  # [k]
+    note: str | None  # copy_note of the first guess
+
+    def to_frame(self) -> pd.DataFrame:
+        """rank, token, id, probability."""
+        return pd.DataFrame({"rank": np.arange(1, len(self.tokens) + 1), "token": self.tokens, "id": self.ids,
+                             "probability": self.probabilities})
+
+
+def top_predictions(trace: PairTrace, position: int, k: int = 10) -> TopPredictions:
+    """The k most likely tokens at one position of the trace's MLM logits."""
+    if trace.mlm_logits is None:
         raise ValueError("This model has no trained masked-language-model head, so it cannot predict tokens.")
-    probs = softmax(mlm_logits[position])
+    probs = softmax(trace.mlm_logits[position])
     top = np.argsort(-probs, kind="stable")[:k]
-    return pd.DataFrame(
-        {"rank": np.arange(1, top.size + 1), "token": tokenizer.convert_ids_to_tokens(top.tolist()),
-         "id": top, "probability": probs[top]}
-    )
+    tokens = list(trace.tokenizer.convert_ids_to_tokens(top.tolist()))
+    return TopPredictions(position, prediction_title(trace.encoding, position), tokens, top, probs[top],
+                          copy_note(trace.tokens, position, tokens[0]))
 
 
 def copy_note(tokens: Sequence[str], position: int, guess: str) -> str | None:
@@ -81,9 +99,22 @@ def is_next_probability(nsp_logits) -> float | None:
     return float(softmax(nsp_logits)[0])
 
 
-def nsp_frame(p_is_next: float) -> pd.DataFrame:
-    """The NSP probabilities as a two-row table."""
-    return pd.DataFrame({"label": ["IsNext", "NotNext"], "probability": [p_is_next, 1.0 - p_is_next]})
+@dataclass(frozen=True)
+class NextSentence:
+    """The NSP head's answer: P(B follows A)."""
+
+    p_is_next: float
+
+    def to_frame(self) -> pd.DataFrame:
+        """The NSP probabilities as a two-row table."""
+        return pd.DataFrame({"label": ["IsNext", "NotNext"], "probability": [self.p_is_next, 1.0 - self.p_is_next]})
+
+
+def next_sentence(trace: PairTrace) -> NextSentence:
+    """P(IsNext) of the trace's pair."""
+    if trace.nsp_logits is None:
+        raise ValueError("This model has no trained next-sentence (NSP) head.")
+    return NextSentence(is_next_probability(trace.nsp_logits))
 
 
 def nsp_caption(p_as_typed: float, p_with_picks: float, picked: int) -> str:

@@ -13,7 +13,7 @@ Pattern shares (`pattern_shares`), per layer and head, on one snapshot's attenti
     "next": A[i, i + 1], averaged over the query rows i < T - 1 whose next token is not [PAD];
     "self": A[i, i], averaged over the query rows.
 So a head that sends every row wholly to its previous token scores exactly 1 on "previous"; a uniform
-head over T tokens scores 1/T on "previous", "next" and "self". These are analysis.head_statistics' numbers
+head over T tokens scores 1/T on "previous", "next" and "self". These are analysis.attention_statistics' numbers
 (0 where no row qualifies).
 """
 
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from bertviz_lite.inspection import analysis
-from bertviz_lite.inspection.views.attention import ModelView, model_view
+from bertviz_lite.inspection.views.attention import ModelView, model_view_tiles
 from bertviz_lite.loading.checkpoints import load_snapshot, load_snapshot_predictions
 
 PATTERNS = ("[CLS]", "[SEP]", "previous", "next", "self")
@@ -51,13 +51,13 @@ def pattern_shares(attentions, tokens: Sequence[str]) -> np.ndarray:
         attentions: [L, H, T, T] attention probabilities (rows are queries).
         tokens: the T token strings.
     Returns:
-        float64 [L, H, len(PATTERNS)]: analysis.head_statistics' to_cls, to_sep, to_prev, to_next, to_self.
+        float64 [L, H, len(PATTERNS)]: analysis.attention_statistics' to_cls, to_sep, to_prev, to_next, to_self.
     """
     attentions = np.asarray(attentions)
     if attentions.ndim != 4 or attentions.shape[-1] != attentions.shape[-2] or attentions.shape[-1] != len(tokens):
         raise ValueError(f"attentions must be [layers, heads, T, T] with T = {len(tokens)}, got {list(attentions.shape)}")
     real = np.array([token != PAD_TOKEN for token in tokens], dtype=int)
-    stats = analysis.head_statistics(attentions, tokens, attention_mask=real)
+    stats = analysis.attention_statistics(attentions, tokens, attention_mask=real)
     columns = stats[[_STATISTIC_OF[pattern] for pattern in PATTERNS]].to_numpy(dtype=np.float64)
     return columns.reshape(*attentions.shape[:2], len(PATTERNS))
 
@@ -210,7 +210,7 @@ class ReplayFrame:
 def replay_frame(path: str | os.PathLike) -> ReplayFrame:
     """The ReplayFrame of one snapshot file; ValueError when it cannot be read."""
     _, attentions, tokens = load_snapshot(path)
-    return ReplayFrame(attentions, tokens, model_view(attentions, tokens))
+    return ReplayFrame(attentions, tokens, model_view_tiles(attentions, tokens))
 
 
 def next_step(steps: Sequence[int], step: int | None) -> int | None:

@@ -9,7 +9,7 @@ from bertviz_lite.model.modeling import IGNORE_INDEX
 from bertviz_lite.text.masking import DECISION_NAMES, MaskingResult, mask_tokens
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 
-# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ lists them by name).
 __all__ = ["encoding_frame", "mask_encoding", "masking_frame"]
 
 

@@ -1,6 +1,7 @@
 """Figures beyond attention weights: norm-weighted attention, attribution against leave-one-out, knock-out, logit lens.
 
-Builders only draw: they take a view's data (bertviz_lite.inspection.views.norms / views.explain) and return a `go.Figure`.
+Builders only draw: they take a view's data (bertviz_lite.inspection.views.norms / views.beyond_attention) and
+return a `go.Figure`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ import textwrap
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -20,40 +20,41 @@ from bertviz_lite.figures._common import (
     category_axis,
     token_axis_height,
 )
-from bertviz_lite.figures.attention import attention_heatmap
+from bertviz_lite.figures.attention import _attention_heatmap
 from bertviz_lite.inspection.analysis import unique_labels
 from bertviz_lite.text.display import plain_labels
 
-# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
+# What `bertviz_lite.figures` offers at its top (its __init__ lists them by name).
 __all__ = [
-    "attribution_figure", "knockout_figure", "logit_lens_figure", "norm_heatmap", "special_share_figure",
-    "weights_heatmap",
+    "attention_weights_figure", "head_knockout_figure", "logit_lens_figure", "norm_attention_figure",
+    "special_share_by_layer_figure", "token_attribution_figure",
 ]
 
 if TYPE_CHECKING:
-    from bertviz_lite.inspection.views.explain import Attribution, HeadKnockout, LogitLens
-    from bertviz_lite.inspection.views.norms import NormAttention
+    from bertviz_lite.inspection.views.beyond_attention import Attribution, HeadKnockout, LogitLens
+    from bertviz_lite.inspection.views.norms import NormAttention, SpecialShares
 
 BEFORE, AFTER = "#1f77b4", "#d62728"
 WEIGHTING_COLOURS = {"attention weight": "#1f77b4", "norm-weighted": "#ff7f0e"}
 
 
-def weights_heatmap(data: NormAttention) -> go.Figure:
+def attention_weights_figure(data: NormAttention) -> go.Figure:
     """The attention weights α beside their norm-weighted map (the heads' mean when no head is picked)."""
     title = ("α, heads' mean · " if data.head is None else "α · ") + data.where
-    return attention_heatmap(data.raw, data.query_tokens, data.key_tokens, title)
+    return _attention_heatmap(data.raw, data.query_tokens, data.key_tokens, title)
 
 
-def norm_heatmap(data: NormAttention) -> go.Figure:
+def norm_attention_figure(data: NormAttention) -> go.Figure:
     """The norm-weighted map ‖α f(x)‖ as a heatmap shaped like the attention heatmap beside it."""
-    fig = attention_heatmap(data.norm, data.query_tokens, data.key_tokens, f"‖α f(x)‖ · {data.where}")
+    fig = _attention_heatmap(data.norm, data.query_tokens, data.key_tokens, f"‖α f(x)‖ · {data.where}")
     fig.update_traces(colorbar={"title": {"text": "norm"}}, colorscale="Oranges",
                       hovertemplate="%{y} → %{x}: ‖α f(x)‖ = %{z:.3f}<extra></extra>")
     return fig
 
 
-def special_share_figure(shares: pd.DataFrame) -> go.Figure:
-    """Per layer, the share on [CLS] and on [SEP] by attention weight and by norm (special_share_by_layer's table)."""
+def special_share_by_layer_figure(data: SpecialShares) -> go.Figure:
+    """Per layer, the share on [CLS] and on [SEP] by attention weight and by norm (views.special_share_by_layer)."""
+    shares = data.table
     fig = make_subplots(rows=1, cols=2, subplot_titles=["Share on [CLS]", "Share on [SEP]"], shared_yaxes=True)
     for col, column in enumerate(("to [CLS]", "to [SEP]"), start=1):
         for weighting, group in shares.groupby("weighting", sort=False):
@@ -70,7 +71,7 @@ SUBTITLE = ("<br><sup>each column ÷ its largest |score|; ρ: Spearman with leav
 HEADER_CHARS = 13  # a slide's attribution header line: "(last layer)", "norm-weighted"
 
 
-def attribution_figure(data: Attribution, slide: bool = False) -> go.Figure:
+def token_attribution_figure(data: Attribution, slide: bool = False) -> go.Figure:
     """Tokens (rows) × methods (columns), each column scaled by its largest |score|; ρ with leave-one-out in the header.
 
     slide: for a projector's slide (presentation mode: the figure is short and wide), headers on up to three short
@@ -109,7 +110,7 @@ def _before_after(fig: go.Figure, labels: list[str], before, after, row: int) ->
                              hovertemplate=f"%{{y}}: %{{x:.4f}} ({name})<extra></extra>"), row=row, col=1)
 
 
-def knockout_figure(data: HeadKnockout) -> go.Figure:
+def head_knockout_figure(data: HeadKnockout) -> go.Figure:
     """MLM candidates and P(IsNext), before and after the knock-out, as paired horizontal bars."""
     parts = [(f"Position {data.position}: top predictions", data.candidates, data.before, data.after)] if data.candidates else []
     if data.nsp_before is not None:

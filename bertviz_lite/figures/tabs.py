@@ -1,14 +1,13 @@
 """The tabs of the explore pages, declared once: each page builds its st.tabs from these, and the tests import them.
 
-A tab that names a data function and a figure builder needs no page code: the page calls
-`view(tab.data, inputs, **tab.params(layer=…, head=…, which=…))` (only the pickers the function names) and
-draws `figures.<tab.figure>(data)` with a CSV of `data.to_frame()`. The other tabs are drawn by their page's
-own code (controls, clicks).
+A tab that holds a data function and its figure builder needs no page code: the page calls
+`view(tab.data, ctx, **tab.chosen(layer=…, head=…, sentence_filter=…))` (the picks the tab declares it takes) and draws
+`tab.figure(data)` with a CSV of `data.to_frame()`. The other tabs are drawn by their page's own code (controls,
+clicks).
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,8 +18,9 @@ class ViewTab:
     """One tab of an explore page."""
 
     title: str  # the tab's label, also its value in session state (attn_view, beyond_view)
-    data: Callable[..., Any] | None = None  # a data function of bertviz_lite.inspection.views
-    figure: str | None = None  # the name of its builder in bertviz_lite.figures (figures import views, not back)
+    data: Callable[..., Any] | None = None  # a data function of bertviz_lite.inspection.views: data(trace, **picks)
+    figure: Callable[[Any], Any] | None = None  # its builder in bertviz_lite.figures: figure(data) -> go.Figure
+    picks: tuple[str, ...] = ()  # the page's picks (layer, head, sentence_filter, …) the data function takes
     about: str = ""  # one plain line: what the view shows (kept on screen in presentation mode)
     symbols: tuple[str, ...] = ()  # the symbols it puts on screen, explained in GLOSSARY
 
@@ -34,10 +34,9 @@ class ViewTab:
         """The chart key and the file name of its PNG and CSV: the data function's name."""
         return self.data.__name__ if self.data is not None else self.title.lower().replace(" ", "_")
 
-    def params(self, **picks: Any) -> dict[str, Any]:
-        """The page's picks (layer, head, which, …) that the data function takes."""
-        wanted = inspect.signature(self.data).parameters if self.data is not None else {}
-        return {name: value for name, value in picks.items() if name in wanted}
+    def chosen(self, **picks: Any) -> dict[str, Any]:
+        """Of the page's picks (layer, head, sentence_filter, …), the ones this tab declares in `picks`."""
+        return {name: picks[name] for name in self.picks}
 
 
 # Plain words for every symbol the views put on screen (hover text beside a view's line in presentation mode).

@@ -1,8 +1,7 @@
 """The data behind the explanation views: token attribution against leave-one-out, head knock-out, the logit lens.
 
-Each takes a trace's arrays and its model (explore.from_trace fills parameters named like PairTrace fields)
-plus the prediction to explain: an MLM position, or position=None for the NSP decision. Each view's data has
-a to_frame() for its CSV download.
+Each takes a trace (explore.PairTrace, whose model runs again) plus the prediction to explain: an MLM position,
+or position=None for the NSP decision. Each view's data has a to_frame() for its CSV download.
 """
 
 from __future__ import annotations
@@ -16,16 +15,17 @@ import torch
 
 from bertviz_lite.inspection import analysis, attribution
 from bertviz_lite.inspection.attribution import Target
+from bertviz_lite.inspection.explore import PairTrace
 from bertviz_lite.inspection.views.predictions import (
     default_mask_position,
     is_next_probability,
+    mask_token_positions,
     maskable_positions,
-    masked_positions,
 )
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.tokenization import MASK_TOKEN, BertTokenizer, Encoding
 
-# What `bertviz_lite.inspection.views` offers at its top (its __init__ collects every module's __all__).
+# What `bertviz_lite.inspection.views` offers at its top (its __init__ lists them by name).
 __all__ = [
     "Attribution", "HeadKnockout", "LogitLens", "default_choice", "explain_choices", "head_knockout",
     "logit_lens", "token_attribution",
@@ -48,7 +48,7 @@ def explain_choices(encoding: Encoding, model: BertForPreTraining) -> list[int |
 
 def default_choice(encoding: Encoding, choices: Sequence[int | None]) -> int | None:
     """A [MASK] typed in the text, else the Predictions page's default token, else the first choice (NSP, say)."""
-    for candidate in [*masked_positions(encoding.tokens), default_mask_position(encoding)]:
+    for candidate in [*mask_token_positions(encoding.tokens), default_mask_position(encoding)]:
         if candidate is not None and candidate in choices:
             return candidate
     return choices[0] if choices else None
@@ -150,8 +150,7 @@ def _attention_scores(attentions, values, model: BertForPreTraining, row: int) -
     }
 
 
-def token_attribution(model: BertForPreTraining, tokenizer: BertTokenizer, input_ids, segments, tokens: Sequence[str], attentions,
-                      values, mlm_logits, position: int | None = None, steps: int = 32, token_id: int | None = None,
+def token_attribution(trace: PairTrace, position: int | None = None, steps: int = 32, token_id: int | None = None,
                       foil_id: int | None = None) -> Attribution:
     """Leave-one-out ([MASK] in place of each token, the model run again) against attention, rollout, norms and gradients.
 
@@ -159,16 +158,17 @@ def token_attribution(model: BertForPreTraining, tokenizer: BertTokenizer, input
     (positions and segments kept), over `steps` trapezoid intervals. The explained quantity is the top
     prediction's log-probability, token_id's, or with a foil_id the contrast logit(token_id) − logit(foil_id).
     """
+    model, tokenizer, tokens = trace.model, trace.tokenizer, trace.tokens
     _needs_head(model, position)
     if len(tokens) > MAX_ATTRIBUTION_TOKENS:
         raise ValueError(f"Attribution runs the model once per token, so it takes at most {MAX_ATTRIBUTION_TOKENS} "
                          f"tokens; this input has {len(tokens)}. Lower the max length or shorten the sentences.")
-    target = explained_target(mlm_logits, position, token_id, foil_id)
-    ids, segment_ids, mask = _inputs(input_ids, segments)
+    target = explained_target(trace.mlm_logits, position, token_id, foil_id)
+    ids, segment_ids, mask = _inputs(trace.input_ids, trace.segments)
     loo, _ = attribution.leave_one_out(model, ids, segment_ids, mask, target, tokenizer.mask_token_id)
     baseline = torch.full_like(ids, tokenizer.mask_token_id)
     grads = attribution.integrated_gradients(model, ids, segment_ids, mask, target, baseline, steps)
-    scores = {LOO: loo, **_attention_scores(attentions, values, model, 0 if position is None else position),
+    scores = {LOO: loo, **_attention_scores(trace.attentions, trace.values, model, 0 if position is None else position),
               "gradient × input": grads.gradient_x_input, "integrated gradients": grads.integrated_gradients}
     compared = np.ones(len(tokens), dtype=bool)
     if position is not None:
@@ -208,14 +208,14 @@ def _candidates(before: np.ndarray, after: np.ndarray, k: int) -> np.ndarray:
     return np.asarray(ids + [int(i) for i in np.argsort(-after, kind="stable")[:k] if int(i) not in ids])
 
 
-def head_knockout(model: BertForPreTraining, tokenizer: BertTokenizer, input_ids, segments, mlm_logits, nsp_logits,
-                  heads: Sequence[str] = (), position: int | None = None, k: int = 5) -> HeadKnockout:
+def head_knockout(trace: PairTrace, heads: Sequence[str] = (), position: int | None = None, k: int = 5) -> HeadKnockout:
     """MLM top-k at position and P(IsNext), with every head and with the named heads' attention multiplied by 0."""
+    model, tokenizer, mlm_logits, nsp_logits = trace.model, trace.tokenizer, trace.mlm_logits, trace.nsp_logits
     if position is not None:
         _needs_head(model, position)
     config = model.config
     mask = attribution.head_mask(heads, config.num_hidden_layers, config.num_attention_heads)
-    ids, segment_ids, attention_mask = _inputs(input_ids, segments)
+    ids, segment_ids, attention_mask = _inputs(trace.input_ids, trace.segments)
     model.eval()
     knocked = model.trace(ids, segment_ids, attention_mask, head_mask=mask)
     nsp_after = None if nsp_logits is None else is_next_probability(knocked.nsp_logits[0].numpy())
@@ -271,11 +271,11 @@ def _layer_probabilities(model: BertForPreTraining, hidden_states, position: int
     return layer_logits(model, hidden_states, position).softmax(-1).double().numpy()
 
 
-def logit_lens(model: BertForPreTraining, tokenizer: BertTokenizer, hidden_states, position: int | None = None,
-               k: int = 5) -> LogitLens:
+def logit_lens(trace: PairTrace, position: int | None = None, k: int = 5) -> LogitLens:
     """What each layer would predict if the MLM head (or the pooler and NSP head) read it directly."""
+    model, tokenizer = trace.model, trace.tokenizer
     _needs_head(model, position)
-    probs = _layer_probabilities(model, hidden_states, position)
+    probs = _layer_probabilities(model, trace.hidden_states, position)
     top = np.argsort(-probs, axis=-1, kind="stable")[:, : min(k, probs.shape[1])]
     names = NSP_LABELS if position is None else None
     top_tokens = [[names[i] for i in row] if names else tokenizer.convert_ids_to_tokens(row.tolist()) for row in top]

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bertviz_lite.figures._common import HEAD_COLOURS, LEGEND_BELOW
-from bertviz_lite.inspection.views.contexts import (
+from bertviz_lite.inspection.views.meaning_in_context import (
     UNLABELLED,
     YOURS,
     ContextProjection,

@@ -4,7 +4,7 @@ model and layer, the memory it holds, then one query).
 
 Goal: under 2 s for a word with about 200 sentences on one thread. Prints key=value lines.
 
-    python bench/contexts_latency.py [--model minilm-english] [--word go] [--threads 1] [--repeats 3] [--layers 6]
+    python bench/meaning_in_context_latency.py [--model minilm-english] [--word go] [--threads 1] [--repeats 3] [--layers 6]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._smoke import add_smoke_flag  # noqa: E402
-from bertviz_lite.inspection.views import contexts as meaning  # noqa: E402
+from bertviz_lite.inspection.views import meaning_in_context as meaning  # noqa: E402
 from bertviz_lite.loading.pretrained import load  # noqa: E402
 from bertviz_lite.text.corpora.senses import SenseIndex, sense_index  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Figures for "Why this word": the contrast layer by layer, activation patching grids, minimal pairs.
 
-Builders only draw: they take a view's data (bertviz_lite.inspection.views.contrast, views.minimal_pairs) and return
-a `go.Figure`. The contrast's attribution is drawn by figures.explain.attribution_figure, as on Beyond attention.
+Builders only draw: they take a view's data (bertviz_lite.inspection.views.why_this_word) and return a `go.Figure`.
+The contrast's attribution is drawn by figures.beyond_attention.token_attribution_figure, as on Beyond attention.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from plotly.subplots import make_subplots
 from bertviz_lite.figures._common import UNIT_DIVERGING, category_axis
 
 if TYPE_CHECKING:
-    from bertviz_lite.inspection.views.contrast import ContrastLens, Patching
-    from bertviz_lite.inspection.views.sentence_pair import PairLikelihood
+    from bertviz_lite.inspection.views.why_this_word import ContrastLens, PairLikelihood, Patching
 
-# What `bertviz_lite.figures` offers at its top (its __init__ collects every module's __all__).
-__all__ = ["contrast_lens_figure", "pair_likelihood_figure", "patching_heatmap"]
+# What `bertviz_lite.figures` offers at its top (its __init__ lists them by name).
+__all__ = ["contrast_lens_figure", "pair_likelihood_figure", "activation_patching_figure"]
 TARGET, FOIL = "#1f77b4", "#d62728"  # the two candidates, in every figure of the page
 SAME, DIFFERENT = "#9aa5b1", "#ff7f0e"  # tokens the two sentences share / where they differ
 SITE_TITLES = {
@@ -61,7 +60,7 @@ def _emphasise(labels: list[str], chosen: list[int]) -> list[str]:
     return [f"<b>{label}</b>" if i in chosen else label for i, label in enumerate(labels)]
 
 
-def patching_heatmap(data: Patching) -> go.Figure:
+def activation_patching_figure(data: Patching) -> go.Figure:
     """Layers (rows) × positions or heads (columns), the recovered share of the contrast; shares print in the cells.
 
     The colour range is fixed at −100 % … 100 % (the clean answer fully back is 100 %); bold columns are the

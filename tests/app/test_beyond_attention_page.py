@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from bertviz_lite.figures.tabs import BEYOND_ATTENTION_TABS, titles
 from bertviz_lite.inspection import explore
-from bertviz_lite.inspection.views.tabs import BEYOND_ATTENTION_TABS, titles
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO, MINILM
 from tests.app.conftest import APP, HAS_DEMO, PAIR, array, charts, no_exception, texts
 from tests.app.tiny_checkpoint import save_tiny

@@ -1,10 +1,10 @@
 """Meaning in context, how well: do a model's contextual vectors tell WordNet's senses of a word apart, layer by layer,
-better than the static input embedding? Leave-one-out nearest-centroid accuracy (inspection/contexts.py) over the
+better than the static input embedding? Leave-one-out nearest-centroid accuracy (inspection/word_vectors.py) over the
 labelled example sentences of 40 polysemous words, averaged over the words (each word counts once).
 
 Goal for minilm-english: the best layer at least 20 points above the static baseline. Prints key=value lines.
 
-    python bench/contexts_quality.py [--models minilm-english demo-tiny] [--threads 1]
+    python bench/meaning_in_context_quality.py [--models minilm-english demo-tiny] [--threads 1]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._smoke import add_smoke_flag  # noqa: E402
-from bertviz_lite.inspection.views import contexts as meaning  # noqa: E402
+from bertviz_lite.inspection.views import meaning_in_context as meaning  # noqa: E402
 from bertviz_lite.loading.pretrained import load  # noqa: E402
 from bertviz_lite.text.corpora.senses import sense_index  # noqa: E402
 

@@ -12,14 +12,14 @@ import pytest
 import torch
 import transformers
 
-from bertviz_lite.figures.contexts import (
+from bertviz_lite.figures.meaning_in_context import (
     MAX_LEGEND_SENSES,
     NARROW_LEGEND_ROW,
     context_scatter,
     separation_figure,
 )
-from bertviz_lite.inspection.contexts import WordSpan, hidden_states, loo_centroid_accuracy, span_vectors
-from bertviz_lite.inspection.views import contexts as meaning
+from bertviz_lite.inspection.views import meaning_in_context as meaning
+from bertviz_lite.inspection.word_vectors import WordSpan, hidden_states, loo_centroid_accuracy, span_vectors
 from bertviz_lite.loading.pretrained import minilm_dir
 from bertviz_lite.text.corpora import senses
 from tests.app.tiny_checkpoint import build_tiny

@@ -66,18 +66,18 @@ def test_norm_weighted_attention_equals_a_direct_computation(tiny, tiny_trace):
     model, _ = tiny
     for layer in range(model.config.num_hidden_layers):
         per_head, summed = direct_norms(model, torch.as_tensor(tiny_trace.hidden_states[layer]), layer)
-        every = explore.from_trace(views.norm_attention, tiny_trace, layer=layer)
+        every = views.norm_attention(tiny_trace, layer=layer)
         np.testing.assert_allclose(every.norm, summed, rtol=1e-4, atol=1e-6)
         np.testing.assert_allclose(every.raw, tiny_trace.attentions[layer].mean(axis=0), atol=1e-7)
         for head in range(model.config.num_attention_heads):
-            one = explore.from_trace(views.norm_attention, tiny_trace, layer=layer, head=head)
+            one = views.norm_attention(tiny_trace, layer=layer, head=head)
             np.testing.assert_allclose(one.norm, per_head[head], rtol=1e-4, atol=1e-6)
         assert (summed <= per_head.sum(axis=0) + 1e-6).all()  # the norm of a sum is at most the sum of norms
 
 
 def test_norm_view_keeps_the_sentence_filter_and_computes_its_note(tiny_trace):
-    full = explore.from_trace(views.norm_attention, tiny_trace, layer=1)
-    a_to_b = explore.from_trace(views.norm_attention, tiny_trace, layer=1, which="A→B")
+    full = views.norm_attention(tiny_trace, layer=1)
+    a_to_b = views.norm_attention(tiny_trace, layer=1, sentence_filter="A→B")
     rows, cols = a_to_b.query_positions, a_to_b.key_positions
     np.testing.assert_allclose(a_to_b.norm, full.norm[np.ix_(rows, cols)])
     assert "[SEP]" in a_to_b.key_tokens and "[CLS]" not in a_to_b.key_tokens
@@ -88,9 +88,9 @@ def test_norm_view_keeps_the_sentence_filter_and_computes_its_note(tiny_trace):
     assert f"only {shares.loc[['[CLS]', '[SEP]'], 'norm-weighted'].sum():.0%}" in full.note()
     frame = full.to_frame()
     assert len(frame) == full.raw.size and set(frame.columns) >= {"weight", "norm_weighted", "layer", "head"}
-    by_layer = explore.from_trace(views.special_share_by_layer, tiny_trace)
-    assert len(by_layer) == 4 and by_layer["to [SEP]"].between(0, 1).all()
-    fig = figures.special_share_figure(by_layer)
+    by_layer = views.special_share_by_layer(tiny_trace)
+    assert len(by_layer.to_frame()) == 4 and by_layer.to_frame()["to [SEP]"].between(0, 1).all()
+    fig = figures.special_share_by_layer_figure(by_layer)
     assert len(fig.data) == 4 and fig.layout.legend.orientation == "h"  # 2 weightings × [CLS], [SEP]; legend below
 
 
@@ -106,7 +106,7 @@ def completeness_case(model, tokenizer, trace, target):
 @pytest.mark.parametrize("position", [3, None], ids=["mlm", "nsp"])
 def test_integrated_gradients_add_up_to_the_score_difference(tiny, tiny_trace, position):
     model, tokenizer = tiny
-    target = views.explain.explained_target(tiny_trace.mlm_logits, position)
+    target = views.beyond_attention.explained_target(tiny_trace.mlm_logits, position)
     grads, ids, segments = completeness_case(model, tokenizer, tiny_trace, target)
     assert grads.completeness_error < 0.01
     assert abs(grads.integrated_gradients.sum() - (grads.score - grads.baseline_score)) < 0.01 * abs(
@@ -127,7 +127,7 @@ def test_integrated_gradients_completeness_on_real_weights(position):
     model, tokenizer = load(ENGLISH)
     trace = explore.trace_pair(model, tokenizer, "Paris is the capital of France.", "It is famous for the Eiffel Tower.",
                                masked_positions=(4,))
-    target = views.explain.explained_target(trace.mlm_logits, position)
+    target = views.beyond_attention.explained_target(trace.mlm_logits, position)
     grads, _, _ = completeness_case(model, tokenizer, trace, target)
     assert abs(grads.score - grads.baseline_score) > 0.1
     assert grads.completeness_error < 0.01
@@ -136,7 +136,7 @@ def test_integrated_gradients_completeness_on_real_weights(position):
 def test_gradient_times_input_matches_autograd_through_the_ordinary_forward(tiny, tiny_trace):
     model, tokenizer = tiny
     ids, segments, _ = tensors(tiny_trace)
-    target = views.explain.explained_target(tiny_trace.mlm_logits, 3)
+    target = views.beyond_attention.explained_target(tiny_trace.mlm_logits, 3)
     grads, _, _ = completeness_case(model, tokenizer, tiny_trace, target)
     captured = {}
 
@@ -160,7 +160,7 @@ def test_gradient_times_input_matches_autograd_through_the_ordinary_forward(tiny
 def test_leave_one_out_runs_the_model_again_with_each_token_masked(tiny, tiny_trace):
     model, tokenizer = tiny
     ids, segments, mask = tensors(tiny_trace)
-    target = views.explain.explained_target(tiny_trace.mlm_logits, 3)
+    target = views.beyond_attention.explained_target(tiny_trace.mlm_logits, 3)
     loo, score = attribution.leave_one_out(model, ids, segments, mask, target, tokenizer.mask_token_id)
     assert loo[3] == 0.0  # position 3 already holds [MASK]
     assert np.abs(loo).max() > 1e-3
@@ -172,8 +172,8 @@ def test_leave_one_out_runs_the_model_again_with_each_token_masked(tiny, tiny_tr
 
 
 def test_token_attribution_puts_every_method_beside_leave_one_out(tiny, tiny_trace):
-    data = explore.from_trace(views.token_attribution, tiny_trace, position=3)
-    assert list(data.scores) == list(views.explain.METHODS)
+    data = views.token_attribution(tiny_trace, position=3)
+    assert list(data.scores) == list(views.beyond_attention.METHODS)
     assert not data.compared[3] and data.compared.sum() == len(data.tokens) - 1
     loo = data.scores["leave-one-out"][data.compared]
     for method, rho in data.correlation.items():
@@ -181,9 +181,9 @@ def test_token_attribution_puts_every_method_beside_leave_one_out(tiny, tiny_tra
     np.testing.assert_allclose(data.scores["attention (last layer)"], tiny_trace.attentions[-1][:, 3].mean(axis=0))
     assert data.scores["integrated gradients"][3] == 0.0  # the baseline equals the input there
     frame = data.to_frame()
-    assert frame.shape == (len(data.tokens), 3 + len(views.explain.METHODS))
+    assert frame.shape == (len(data.tokens), 3 + len(views.beyond_attention.METHODS))
     assert len(data.correlation_frame()) == 5
-    fig = figures.attribution_figure(data)
+    fig = figures.token_attribution_figure(data)
     assert fig.data[0].z.shape == (len(data.tokens), 6) and np.abs(fig.data[0].z).max() <= 1.0
 
 
@@ -213,7 +213,7 @@ def test_trapezoid_weights_and_bad_steps():
 
 def test_head_knockout_view_reads_a_head_masked_trace(tiny, tiny_trace):
     model, _ = tiny
-    data = explore.from_trace(views.head_knockout, tiny_trace, heads=("L0H0", "L1H2"), position=3, k=3)
+    data = views.head_knockout(tiny_trace, heads=("L0H0", "L1H2"), position=3, k=3)
     ids, segments, _ = tensors(tiny_trace)
     knocked = model.trace(ids, segments, head_mask=attribution.head_mask(["L0H0", "L1H2"], 2, 4))
     after = torch.softmax(knocked.mlm_logits[0, 3].double(), -1)
@@ -225,8 +225,8 @@ def test_head_knockout_view_reads_a_head_masked_trace(tiny, tiny_trace):
     assert data.nsp_after == pytest.approx(float(torch.softmax(knocked.nsp_logits[0].double(), -1)[0]), rel=1e-5)
     frame = data.to_frame()
     assert frame["prediction"].iloc[-1] == "NSP: IsNext" and (frame["knocked_out"] == "L0H0 L1H2").all()
-    assert {t.name for t in figures.knockout_figure(data).data} == {"with every head", "heads knocked out"}
-    untouched = explore.from_trace(views.head_knockout, tiny_trace, heads=(), position=3)
+    assert {t.name for t in figures.head_knockout_figure(data).data} == {"with every head", "heads knocked out"}
+    untouched = views.head_knockout(tiny_trace, heads=(), position=3)
     np.testing.assert_allclose(untouched.before, untouched.after, atol=1e-6)
 
 
@@ -237,14 +237,14 @@ def model_tokens(tiny, ids):
 @torch.no_grad()
 def test_logit_lens_reads_every_layer_with_the_output_head(tiny, tiny_trace):
     model, tokenizer = tiny
-    lens = explore.from_trace(views.logit_lens, tiny_trace, position=3, k=4)
+    lens = views.logit_lens(tiny_trace, position=3, k=4)
     assert lens.layers == ["embeddings", "after layer 0", "after layer 1"]
     final = torch.softmax(torch.as_tensor(tiny_trace.mlm_logits[3]).double(), -1)
     assert lens.answer == tokenizer.convert_ids_to_tokens([int(final.argmax())])[0]
     assert lens.answer_probs[-1] == pytest.approx(float(final.max()), rel=1e-5)
     first = torch.softmax(model.cls.predictions(torch.as_tensor(tiny_trace.hidden_states[0][3])).double(), -1)
     np.testing.assert_allclose(lens.top_probs[0], torch.topk(first, 4).values.numpy(), rtol=1e-5)
-    nsp = explore.from_trace(views.logit_lens, tiny_trace, position=None)
+    nsp = views.logit_lens(tiny_trace, position=None)
     assert nsp.answer_probs[-1] == pytest.approx(
         float(torch.softmax(torch.as_tensor(tiny_trace.nsp_logits).double(), -1).max()), rel=1e-5
     )
@@ -258,15 +258,15 @@ def test_a_model_without_heads_says_so(tiny_trace):
     model.has_mlm_head = False
     try:
         with pytest.raises(ValueError, match="no trained masked-language-model head"):
-            explore.from_trace(views.logit_lens, tiny_trace, position=3)
+            views.logit_lens(tiny_trace, position=3)
     finally:
         model.has_mlm_head = True
 
 
 def test_attribution_refuses_long_inputs_in_a_sentence(tiny, tiny_trace, monkeypatch):
-    monkeypatch.setattr(views.explain, "MAX_ATTRIBUTION_TOKENS", 10)
+    monkeypatch.setattr(views.beyond_attention, "MAX_ATTRIBUTION_TOKENS", 10)
     with pytest.raises(ValueError, match=r"at most 10 tokens; this input has \d+\. Lower the max length"):
-        explore.from_trace(views.token_attribution, tiny_trace, position=3)
+        views.token_attribution(tiny_trace, position=3)
 
 
 def test_explain_choices_follow_the_heads_and_the_input(tiny):
@@ -290,13 +290,13 @@ def test_explained_masks_put_one_mask_unless_the_text_has_it_and_none_for_nsp(ti
     _, tokenizer = tiny
     alone = tokenizer.encode_pair("The cat sat on the [MASK].", None)
     typed = alone.tokens.index("[MASK]")
-    assert views.explain.explained_masks(alone, typed) == ()
-    assert views.explain.explained_masks(alone, 2) == (2,)
-    assert views.explain.explained_masks(alone, None) == ()
+    assert views.beyond_attention.explained_masks(alone, typed) == ()
+    assert views.beyond_attention.explained_masks(alone, 2) == (2,)
+    assert views.beyond_attention.explained_masks(alone, None) == ()
 
 
 def test_the_integrated_gradients_total_is_their_sum(tiny_trace):
-    data = explore.from_trace(views.token_attribution, tiny_trace, position=3)
+    data = views.token_attribution(tiny_trace, position=3)
     assert data.integrated_gradients_total == pytest.approx(float(data.scores["integrated gradients"].sum()))
     difference = data.score - data.baseline_score
     assert data.integrated_gradients_total == pytest.approx(difference, rel=0.05, abs=1e-3)

@@ -1,5 +1,5 @@
 """Meaning in context: one word in many sentences, its senses in 2-D layer by layer, how well they separate, and
-its nearest neighbours in context (a concordance). The arithmetic is in inspection/contexts.py.
+its nearest neighbours in context (a concordance). The arithmetic is in inspection/word_vectors.py.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import numpy as np
 import pandas as pd
 
 from bertviz_lite.inspection.analysis import pca_2d
-from bertviz_lite.inspection.contexts import (
+from bertviz_lite.inspection.walkthrough import Question, Verdict, check_answer
+from bertviz_lite.inspection.word_vectors import (
     WordSpan,
     loo_centroid_accuracy,
     span_vectors,
     static_vectors,
     unit_rows,
 )
-from bertviz_lite.inspection.walkthrough import Question, Verdict, check_answer
 from bertviz_lite.limits import MAX_USER_OCCURRENCES, MAX_USER_SENTENCE_CHARS, MAX_USER_SENTENCES, check_text
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.corpora.senses import SenseIndex, find_word
