@@ -19,6 +19,10 @@ from bertviz_lite.figures.beyond_attention import (
     special_share_by_layer_figure,
     token_attribution_figure,
 )
+from bertviz_lite.figures.check import (
+    stage_ladder_figure,
+    stage_sides_figure,
+)
 from bertviz_lite.figures.classroom import (
     class_answers_figure,
     class_cloze_figure,
@@ -77,6 +81,8 @@ __all__ = [
     "position_similarity_figure",
     "rollout_figure",
     "special_share_by_layer_figure",
+    "stage_ladder_figure",
+    "stage_sides_figure",
     "throughput_curve",
     "token_attribution_figure",
     "token_chip_html",
