@@ -36,7 +36,7 @@ def held_out_losses(preset: str, dtype: str, seed: int, steps: int | None, eval_
     with tempfile.TemporaryDirectory() as folder:
         given = {name: value for name, value in sizes.items() if value is not None}
         args = TrainingArguments(preset=preset, dtype=dtype, seed=seed, steps=steps, eval_every=eval_every,
-                                 snapshot_every=10**9, save_every=0, device="cpu", out=f"{folder}/run", **given)
+                                 snapshot_every=10_000_000, save_every=0, device="cpu", out=f"{folder}/run", **given)
         trainer = Trainer(args)
         started = time.perf_counter()
         trainer.train()

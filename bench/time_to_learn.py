@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     overrides = {k: v for k, v in vars(options).items() if v is not None and k not in untouched}
     if options.preset == "tiny":  # tuned for speed of learning; the classroom run keeps all its own settings
         eval_every = options.eval_every or 20
-        overrides |= {"eval_every": eval_every, "log_every": eval_every, "snapshot_every": 10**9, "save_every": 0}
+        overrides |= {"eval_every": eval_every, "log_every": eval_every, "snapshot_every": 10_000_000, "save_every": 0}
     elif options.eval_every:
         overrides["eval_every"] = options.eval_every
     with tempfile.TemporaryDirectory() as folder:

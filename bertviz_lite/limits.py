@@ -361,7 +361,10 @@ def check_weight_file(path: Path, config: BertConfig) -> None:
 # What a visitor types, links or pastes is checked against these before any work (tokenizing, a file system call);
 # the pages give the same numbers to their widgets' max_chars, which a link or a script can bypass.
 
-MAX_SENTENCE_CHARS = 2000  # Sentence A and B: 512 tokens need far fewer characters
+# Sentence A and B: 512 tokens of English are about 3,000 characters and 600 words about 3,600; a pair of 20,000
+# tokenizes in ~15 ms. A link carries at most MAX_LINK_SENTENCE_CHARS (a URL of tens of kB breaks in browsers).
+MAX_SENTENCE_CHARS = 20_000
+MAX_LINK_SENTENCE_CHARS = 2000
 MAX_WORD_CHARS = 50  # Why this word's target and foil
 MAX_PATH_CHARS = 1024  # the model folder's path (Linux's PATH_MAX is 4096)
 MAX_NAME_CHARS = 100  # a run's or a checkpoint's name

@@ -18,9 +18,9 @@ from urllib.parse import urlencode
 
 from bertviz_lite.figures.tabs import ALL_TABS
 from bertviz_lite.inspection.analysis import SENTENCE_FILTERS
-from bertviz_lite.limits import MAX_SENTENCE_CHARS, MAX_WORD_CHARS, clamp
+from bertviz_lite.limits import MAX_LINK_SENTENCE_CHARS, MAX_WORD_CHARS, clamp
 
-MAX_TEXT = MAX_SENTENCE_CHARS  # characters of a sentence read from a URL: what the sidebar's boxes take
+MAX_TEXT = MAX_LINK_SENTENCE_CHARS  # characters of a sentence read from a URL (512 tokens need fewer)
 MAX_INDEX = 1023  # layer, head and step numbers are clamped to the model later; this only bounds the parse
 MAX_WORD = MAX_WORD_CHARS  # characters of a candidate word read from a URL
 QUERY_KEYS = ("a", "b", "model", "layer", "head", "filter", "tab", "token", "masked", "knocked", "step", "present",

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import streamlit as st
 
-from bertviz_lite.limits import MAX_PATH_CHARS, MAX_SENTENCE_CHARS
+from bertviz_lite.limits import MAX_PATH_CHARS
 from bertviz_lite.loading.pretrained import BUILT_IN, DEFAULT_MODEL, describe, model_sources, source_label
 from bertviz_lite.server import access
 from pages_app.common._state import keep_choice
@@ -73,8 +73,9 @@ def render_sidebar() -> Inputs:
             st.text_input("Model folder", _held("model_path"), key="model_path", placeholder="/path/to/a/bert/folder",
                           max_chars=MAX_PATH_CHARS,
                           help="A folder with config.json, vocab.txt and model.safetensors (or pytorch_model.bin).")
-        st.text_input("Sentence A", _held("sentence_a"), key="sentence_a", max_chars=MAX_SENTENCE_CHARS)
-        st.text_input("Sentence B (optional)", _held("sentence_b"), key="sentence_b", max_chars=MAX_SENTENCE_CHARS)
+        # No max_chars: a box drops a paste longer than it without a word; explore.encode refuses one with a sentence.
+        st.text_input("Sentence A", _held("sentence_a"), key="sentence_a")
+        st.text_input("Sentence B (optional)", _held("sentence_b"), key="sentence_b")
         st.number_input("Max length (tokens)", 8, 512, _held("max_length"), step=8, key="max_length",
                         help="[CLS] A [SEP] B [SEP] is cut to this many tokens; the longer sentence loses tokens first.")
         remember_visitor()

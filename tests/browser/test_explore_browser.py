@@ -188,9 +188,10 @@ def test_fresh_session_opens_on_minilm_english_and_fills_in_paris(streamlit_url,
     [
         ("   ", "Sentence A is empty"),
         ("Party time 🎉🎉 with 🦜 parrots", "[UNK]"),
-        ("word " * 4000, "truncated"),
+        ("word " * 600, "truncated"),  # 600 words: cut to the max length, said so
+        ("word " * 4001, "characters long; this server takes at most 20,000"),  # a paste past the limit: refused
     ],
-    ids=["only-spaces", "emoji", "20k-characters"],
+    ids=["only-spaces", "emoji", "600-words", "20k-characters"],
 )
 def test_odd_input_gives_a_plain_message(streamlit_url, page, text_a, message):
     open_page(page, streamlit_url, "Attention")
