@@ -361,8 +361,7 @@ def check_weight_file(path: Path, config: BertConfig) -> None:
 # What a visitor types, links or pastes is checked against these before any work (tokenizing, a file system call);
 # the pages give the same numbers to their widgets' max_chars, which a link or a script can bypass.
 
-# Sentence A and B: 512 tokens of English are about 3,000 characters and 600 words about 3,600; a pair of 20,000
-# tokenizes in ~15 ms. A link carries at most MAX_LINK_SENTENCE_CHARS (a URL of tens of kB breaks in browsers).
+# Sentence A and B: 512 tokens are ~3,000 characters and 600 words ~3,600; 20,000 tokenize in ~15 ms. A link: 2,000.
 MAX_SENTENCE_CHARS = 20_000
 MAX_LINK_SENTENCE_CHARS = 2000
 MAX_WORD_CHARS = 50  # Why this word's target and foil
