@@ -24,7 +24,7 @@ if not allowed:  # before any widget: the learner's file is never read, let alon
     st.info(why)
     st.stop()
 st.caption(
-    "Write your own BERT (README: Build your own BERT), give its file here and press Check: your code runs in a "
+    "Write your own BERT (docs/learners.md, Build your own BERT), give its file here and press Check: your code runs in a "
     "separate process with a time and a memory limit, filled with the weights of a tiny seeded BERT, and every "
     "stage is compared with ours. The checker uses its own 4 padded sentence pairs, not the sidebar's pair, so "
     "that the same file gives the same numbers every time."

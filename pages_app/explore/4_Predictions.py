@@ -24,7 +24,7 @@ if not (ctx.model.has_mlm_head or ctx.model.has_nsp_head):
         f"masked words. {DEFAULT_MODEL} is the same encoder with both heads trained in this project."
     )
     if not switch_model_button():
-        st.caption(f"checkpoints/{DEFAULT_MODEL} is missing from this install (see the README).")
+        st.caption(f"checkpoints/{DEFAULT_MODEL} is missing from this install (see docs/learners.md).")
     st.stop()
 
 labels = analysis.unique_labels(encoding.tokens)
