@@ -1,6 +1,6 @@
 """The `--smoke` flag every bench script declares: its smallest run through the same code paths.
 
-tests/test_bench_smoke.py runs `python bench/X.py --smoke` for every script in bench/ and checks that it ends well
+tests/bench/test_bench_smoke.py runs `python bench/X.py --smoke` for every script in bench/ and checks that it ends well
 and prints key=value lines. A smoke run's numbers are not figures of record (bench/RESULTS.md, "Smoke runs").
 """
 

@@ -33,7 +33,7 @@ for i in "${!NAMES[@]}"; do
         --measure-after "$MEASURE_AFTER" -- "${COMMON[@]}" ${RECIPES[$i]} --out "$RUNS/${NAMES[$i]}" > "$LOGS/${NAMES[$i]}.log" 2>&1 &
 done
 if [ "$DEVICE" = cuda ]; then
-    timeout 240 python3 -m pytest tests/test_cuda.py -p no:cacheprovider -o addopts="" -q -rA > "$LOGS/cuda_tests.log" 2>&1
+    timeout 240 python3 -m pytest tests/model/test_cuda.py -p no:cacheprovider -o addopts="" -q -rA > "$LOGS/cuda_tests.log" 2>&1
 fi
 wait
 echo "trained_by_s=$SECONDS" >> "$LOGS/machine.txt"

@@ -47,9 +47,9 @@ def _group(module: Path) -> str | None:
         return "browser"
     if module.parent == tests / "check":  # the checker's tests: a module's tests share the child process of its fixture
         return f"check-{module.stem}"
-    if module.parent != tests or any(word in module.read_text(encoding="utf-8") for word in SHARES_THE_APP):
+    if module.parent == tests / "app" or any(word in module.read_text(encoding="utf-8") for word in SHARES_THE_APP):
         return "app"
-    return None
+    return None  # tests/model/, tests/text/, …: spread over both workers
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the test ids

@@ -1,7 +1,8 @@
 """transformers as the reference where it has no argument for the job: forward hooks zero heads or patch activations.
 
 Its BERT dropped `head_mask`, so heads are zeroed by hooks; activation patching restores a hidden state by a hook.
-Used by tests/test_head_mask.py and tests/test_patching.py, and by bench/explain_latency.py as the same reference.
+Used by tests/model/test_head_mask.py and tests/inspection/test_patching.py, and by bench/explain_latency.py as the
+same reference.
 """
 
 from __future__ import annotations

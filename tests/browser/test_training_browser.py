@@ -14,6 +14,7 @@ from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.training.training_args import PRESETS
 from devtools.server import ARTIFACTS
+from devtools.waiting import wait_until
 from tests.browser.driver import (
     EXCEPTION,
     click_model_view_tile,
@@ -64,9 +65,9 @@ def wait_for_run_to_show(page) -> None:
 
 
 def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
-    busy = lifecycle.active_runs(CHECKPOINTS_DIR)
-    if len(busy) >= lifecycle.max_concurrent_runs():
-        pytest.skip(f"{busy[0].name} is training in checkpoints/: the server allows no second run now")
+    # An earlier test's run may still be saving its last step: wait for the slot (the browser tests run one by one).
+    wait_until(lambda: len(lifecycle.active_runs(CHECKPOINTS_DIR)) < lifecycle.max_concurrent_runs(), 120,
+               "the training slot to be free (no run left training in checkpoints/)")
     open_page(page, streamlit_url, "train")
     form = page.locator('[data-testid="stExpander"] details', has_text="Start a new run")
     if form.get_attribute("open") is None:  # with a run to show, its curves come first and the form is folded

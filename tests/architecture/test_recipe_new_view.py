@@ -23,7 +23,7 @@ from bertviz_lite.server import access
 from tests.app.conftest import array, charts, no_exception, run_app
 from tests.app.tiny_checkpoint import save_tiny
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

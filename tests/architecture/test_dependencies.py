@@ -10,7 +10,7 @@ import pytest
 
 from bertviz_lite.loading import pretrained
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("transformers", "sentence_transformers", "sklearn", "scipy", pretrained.MINILM_PACKAGE)
 
 

@@ -16,7 +16,7 @@ from bertviz_lite.runs import lifecycle
 from bertviz_lite.server import access
 from devtools.waiting import wait_until
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TOKEN = "teacher-secret-2"
 VISITOR, OTHER = access.Visitor("visitor-a-0123456789abcdef"), access.Visitor("visitor-b-0123456789abcdef")
 FAST = {"preset": "tiny", "num_documents": 200, "vocab_size": 200, "seq_len": 32, "batch_size": 8, "steps": 5000,

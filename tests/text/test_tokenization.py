@@ -248,7 +248,7 @@ print(json.dumps(tokenizer.convert_ids_to_tokens(list(range(tokenizer.vocab_size
 
 @pytest.mark.slow
 def test_training_gives_the_same_vocabulary_in_separate_processes():
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     vocabularies = []
     for hash_seed in ("1", "2"):  # a fresh process each: tokenizers' trainer differed between processes
         path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "bertviz_lite"
 MAX_MODULE_LINES = 400
 # The declared order, bottom first: a module imports from its own room or the rooms before it, never after.

@@ -13,7 +13,7 @@ import pytest
 
 from bertviz_lite.server import balancer, haproxy
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def serve(*args: str, **env: str) -> subprocess.CompletedProcess:

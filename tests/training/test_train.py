@@ -24,7 +24,7 @@ from bertviz_lite.training.training_args import TrainingArguments
 from devtools.waiting import wait_until
 from tests.app.tiny_checkpoint import save_tiny
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # The tiny preset on a smaller corpus and vocabulary, so that a run starts and steps quickly.
 TINY = ["--preset", "tiny", "--num-documents", "150", "--vocab-size", "300", "--seq-len", "32", "--batch-size", "8",
         "--eval-pairs", "32", "--threads", "1", "--quiet"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 DOCS = sorted((REPO / "docs").glob("*.md"))
 MARKDOWN = [README, *DOCS, REPO / "ARCHITECTURE.md"]

@@ -20,7 +20,7 @@ import pytest
 
 from bench._smoke import add_smoke_flag
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p.name for p in (REPO / "bench").glob("*.py") if not p.name.startswith("_"))
 KEY_VALUE = re.compile(r"[a-z0-9_]+=\S+(?:\s|$)")  # a line that begins with key=value
 # They start the app's server on a port of their own (and the first two Debian's chromium): the browser marker keeps

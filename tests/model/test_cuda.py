@@ -10,8 +10,8 @@ import torch
 
 from bertviz_lite import load
 from bertviz_lite.loading.run_folder import read_metrics, read_status
-from tests.test_model import hf_model, ours_from, padded_pair_batch
-from tests.test_train import TINY, environment
+from tests.model.test_model import hf_model, ours_from, padded_pair_batch
+from tests.training.test_train import TINY, environment
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

@@ -14,7 +14,7 @@ from bertviz_lite.loading.checkpoints import checkpoint_step
 from bertviz_lite.loading.pretrained import load_folder
 from bertviz_lite.loading.run_folder import read_metrics, read_status
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY = ["--preset", "tiny", "--num-documents", "150", "--vocab-size", "300", "--seq-len", "32", "--batch-size", "8",
         "--eval-pairs", "32", "--hidden-size", "32", "--num-attention-heads", "4", "--intermediate-size", "64",
         "--max-position-embeddings", "32", "--quiet"]

@@ -16,7 +16,7 @@ from bertviz_lite.server import access, settings
 from bertviz_lite.training.cli import arguments_from_namespace, build_parser
 from devtools.waiting import wait_until
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # Small enough to start in a few seconds on 2 cores; `steps` is set per test.
 FAST = {"preset": "tiny", "num_documents": 200, "vocab_size": 200, "seq_len": 32, "batch_size": 8,
         "eval_pairs": 32, "log_every": 2, "eval_every": 10, "snapshot_every": 10, "threads": 1}

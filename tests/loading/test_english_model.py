@@ -12,10 +12,10 @@ from bertviz_lite import load
 from bertviz_lite.inspection.evaluation import fill_mask, is_next_probability
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, ENGLISH
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
-from tests.test_pretrained import PAIRS, padded_batch
+from tests.loading.test_pretrained import PAIRS, padded_batch
 
 FOLDER = CHECKPOINTS_DIR / ENGLISH
-HELD_OUT = json.loads((Path(__file__).resolve().parents[1] / "bench" / "fill_mask_set.json").read_text())
+HELD_OUT = json.loads((Path(__file__).resolve().parents[2] / "bench" / "fill_mask_set.json").read_text())
 # Five sentences of the held-out cloze set that the model gets right by a clear margin (top-1 p > 0.25).
 CLOZE = {
     "Paris is the [MASK] of France.": "capital",
