@@ -20,8 +20,12 @@ start_warm_up()  # once per process: the default pair's model and trace, in the 
 cookie_handoff.install_route()  # once per process: the route that sets the lecturer's and admin's HttpOnly cookies
 classroom.start_purge_timer()  # once per process: classes ended KEEP_DAYS ago go, hourly
 apply_link()  # a shared link's state (?a=…&layer=…&present=1), on a session's first run
-st.set_page_config(page_title="bertviz-lite", page_icon="🔎", layout="wide",  # an emoji: a material icon is fetched from Google
-                   initial_sidebar_state="collapsed" if st.session_state.get(PRESENT) else "auto")
+st.set_page_config(
+    page_title="bertviz-lite",
+    page_icon="🔎",
+    layout="wide",  # an emoji: a material icon is fetched from Google
+    initial_sidebar_state="collapsed" if st.session_state.get(PRESENT) else "auto",
+)
 page = st.navigation(navigation())
 inputs = render_sidebar()
 presentation_style()

@@ -30,13 +30,24 @@ from bertviz_lite.training.training_args import TrainingArguments  # noqa: E402
 RUNS = {"fp32 seed 0": ("fp32", 0), "fp32 seed 1": ("fp32", 1), "bf16 seed 0": ("bf16", 0)}
 
 
-def held_out_losses(preset: str, dtype: str, seed: int, steps: int | None, eval_every: int,
-                    **sizes: int | None) -> tuple[dict, float]:
+def held_out_losses(
+    preset: str, dtype: str, seed: int, steps: int | None, eval_every: int, **sizes: int | None
+) -> tuple[dict, float]:
     """{step: held-out loss} of one run, and its wall seconds; sizes: TrainingArguments' (None: the preset's)."""
     with tempfile.TemporaryDirectory() as folder:
         given = {name: value for name, value in sizes.items() if value is not None}
-        args = TrainingArguments(preset=preset, dtype=dtype, seed=seed, steps=steps, eval_every=eval_every,
-                                 snapshot_every=10_000_000, save_every=0, device="cpu", out=f"{folder}/run", **given)
+        args = TrainingArguments(
+            preset=preset,
+            dtype=dtype,
+            seed=seed,
+            steps=steps,
+            eval_every=eval_every,
+            snapshot_every=10_000_000,
+            save_every=0,
+            device="cpu",
+            out=f"{folder}/run",
+            **given,
+        )
         trainer = Trainer(args)
         started = time.perf_counter()
         trainer.train()
@@ -52,16 +63,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--eval-every", type=int, default=50)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=None, help="default: the preset's")
-    parser.add_argument("--eval-pairs", type=int, default=None, help="held-out pairs (default: the trainer's)")
-    parser.add_argument("--num-documents", type=int, default=None, help="built-in stories (default: the trainer's)")
+    parser.add_argument(
+        "--eval-pairs", type=int, default=None, help="held-out pairs (default: the trainer's)"
+    )
+    parser.add_argument(
+        "--num-documents", type=int, default=None, help="built-in stories (default: the trainer's)"
+    )
     add_smoke_flag(parser, argv, steps=4, eval_every=2, batch_size=4, eval_pairs=16, num_documents=200)
     options = parser.parse_args(argv)
     torch.set_num_threads(options.threads)
     curves, seconds = {}, {}
     for name, (dtype, seed) in RUNS.items():
         curves[name], seconds[name] = held_out_losses(
-            options.preset, dtype, seed, options.steps, options.eval_every, batch_size=options.batch_size,
-            eval_pairs=options.eval_pairs, num_documents=options.num_documents)
+            options.preset,
+            dtype,
+            seed,
+            options.steps,
+            options.eval_every,
+            batch_size=options.batch_size,
+            eval_pairs=options.eval_pairs,
+            num_documents=options.num_documents,
+        )
     steps = sorted(curves["fp32 seed 0"])
     print(f"preset={options.preset} threads={torch.get_num_threads()} torch={torch.__version__}")
     print("step  " + "  ".join(f"{name:>12s}" for name in RUNS))

@@ -33,25 +33,59 @@ from devtools.server import ARTIFACTS, free_port, start_streamlit, stop, wait_un
 from tests.browser.driver import new_page, open_page, type_into, wait_for_figure, wait_for_idle  # noqa: E402
 
 FILLER = "and then the story went on for a long while without any end in sight " * 40  # > 512 tokens
-WORDS = ("Anna", "Boris", "Clara", "David", "Elena", "Frank", "Greta", "Hugo", "Ines", "Jonas", "Karl", "Lena",
-         "Marco", "Nina", "Oscar", "Paula", "Quentin", "Rosa", "Sven", "Tara")
+WORDS = (
+    "Anna",
+    "Boris",
+    "Clara",
+    "David",
+    "Elena",
+    "Frank",
+    "Greta",
+    "Hugo",
+    "Ines",
+    "Jonas",
+    "Karl",
+    "Lena",
+    "Marco",
+    "Nina",
+    "Oscar",
+    "Paula",
+    "Quentin",
+    "Rosa",
+    "Sven",
+    "Tara",
+)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sentences", type=int, default=15, help="different 512-token sentences, one after another")
-    parser.add_argument("--settle", type=float, default=30.0, help="seconds after the tab closed before the last RSS")
-    parser.add_argument("--after-ttl", type=float, default=0.0,
-                        help="seconds after the tab closed for one more RSS (past BERTVIZ_LITE_CACHE_TTL_S); 0: none")
-    parser.add_argument("--revisit", type=float, default=0.0,
-                        help="after that, one more visitor opens and closes the app; RSS this many seconds later")
+    parser.add_argument(
+        "--sentences", type=int, default=15, help="different 512-token sentences, one after another"
+    )
+    parser.add_argument(
+        "--settle", type=float, default=30.0, help="seconds after the tab closed before the last RSS"
+    )
+    parser.add_argument(
+        "--after-ttl",
+        type=float,
+        default=0.0,
+        help="seconds after the tab closed for one more RSS (past BERTVIZ_LITE_CACHE_TTL_S); 0: none",
+    )
+    parser.add_argument(
+        "--revisit",
+        type=float,
+        default=0.0,
+        help="after that, one more visitor opens and closes the app; RSS this many seconds later",
+    )
     add_smoke_flag(parser, argv, sentences=1, settle=0.0)
     return parser.parse_args(argv)
 
 
 def open_browser(playwright):
-    return playwright.chromium.launch(executable_path="/usr/bin/chromium",
-                                      args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+    return playwright.chromium.launch(
+        executable_path="/usr/bin/chromium",
+        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+    )
 
 
 def revisit(base: str, pid: int, start: float, wait_s: float) -> None:
@@ -64,7 +98,9 @@ def revisit(base: str, pid: int, start: float, wait_s: float) -> None:
         browser.close()
     time.sleep(wait_s)
     rss = server_memory_mib(pid)[0]
-    print(f"revisit_after_s={wait_s:.0f} rss_after_revisit_mib={rss:.0f} growth_after_revisit_mib={rss - start:.0f}")
+    print(
+        f"revisit_after_s={wait_s:.0f} rss_after_revisit_mib={rss:.0f} growth_after_revisit_mib={rss - start:.0f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,22 +125,31 @@ def main(argv: list[str] | None = None) -> int:
                 wait_for_idle(page, timeout_ms=120_000)
                 wait_for_figure(page, "attention_heatmap", timeout_ms=120_000)
                 rss = server_memory_mib(server.pid)[0]
-                print(f"sentence={index + 1} seconds={time.perf_counter() - started:.1f} rss_mib={rss:.0f}", flush=True)
+                print(
+                    f"sentence={index + 1} seconds={time.perf_counter() - started:.1f} rss_mib={rss:.0f}",
+                    flush=True,
+                )
             peak_during = server_memory_mib(server.pid)[1]
             page.close()
             browser.close()
         closed = time.monotonic()
         time.sleep(args.settle)  # the visitor is gone: what does the server keep?
         after, peak = server_memory_mib(server.pid)
-        print(f"rss_peak_mib={peak:.0f} rss_after_mib={after:.0f} growth_after_mib={after - start:.0f} "
-              f"growth_peak_mib={peak_during - start:.0f}")
-        print(f"goal_growth_under_800_mib={'met' if after - start < 800 else 'NOT met'} "
-              f"given_back_share={(peak - after) / max(peak - start, 1):.2f}")
+        print(
+            f"rss_peak_mib={peak:.0f} rss_after_mib={after:.0f} growth_after_mib={after - start:.0f} "
+            f"growth_peak_mib={peak_during - start:.0f}"
+        )
+        print(
+            f"goal_growth_under_800_mib={'met' if after - start < 800 else 'NOT met'} "
+            f"given_back_share={(peak - after) / max(peak - start, 1):.2f}"
+        )
         if args.after_ttl > args.settle:
             time.sleep(max(0.0, args.after_ttl - (time.monotonic() - closed)))
             later = server_memory_mib(server.pid)[0]
-            print(f"after_ttl_s={args.after_ttl:.0f} rss_after_ttl_mib={later:.0f} growth_after_ttl_mib={later - start:.0f} "
-                  f"given_back_share_after_ttl={(peak - later) / max(peak - start, 1):.2f}")
+            print(
+                f"after_ttl_s={args.after_ttl:.0f} rss_after_ttl_mib={later:.0f} growth_after_ttl_mib={later - start:.0f} "
+                f"given_back_share_after_ttl={(peak - later) / max(peak - start, 1):.2f}"
+            )
         if args.revisit:
             revisit(base, server.pid, start, args.revisit)
     finally:

@@ -55,10 +55,13 @@ def main(argv: list[str] | None = None) -> None:
     options = parser.parse_args(argv)
     torch.set_num_threads(1)
     verdicts = []
-    check_s = statistics.median(seconds(lambda: verdicts.append(check_file(options.file).verdict))
-                                for _ in range(options.repeats))
-    import_s = statistics.median(seconds(lambda: subprocess.run([sys.executable, "-c", "import torch"], check=True))
-                                 for _ in range(options.repeats))
+    check_s = statistics.median(
+        seconds(lambda: verdicts.append(check_file(options.file).verdict)) for _ in range(options.repeats)
+    )
+    import_s = statistics.median(
+        seconds(lambda: subprocess.run([sys.executable, "-c", "import torch"], check=True))
+        for _ in range(options.repeats)
+    )
     reference_ms = forward_ms(options.repeats)
     print(f"file={options.file.name} verdict={verdicts[-1]} threads=1 repeats={options.repeats}")
     print(f"check_s={check_s:.2f}")

@@ -38,22 +38,35 @@ def _tries(call) -> bool:
 
 def run(fresh_ids: int, path: Path) -> dict[str, int]:
     code, secret = classroom.start_class(PAIR, path=path)
-    question = classroom.ask(code, secret, NewQuestion(CHOICE, "Does B follow A?", ("Yes", "No"), "Yes"), path=path)
+    question = classroom.ask(
+        code, secret, NewQuestion(CHOICE, "Does B follow A?", ("Yes", "No"), "Yes"), path=path
+    )
     joined = [s for i in range(fresh_ids) if (s := _join(code, f"fresh-{i}", "203.0.113.7", path))]
-    answers = sum(_tries(lambda s=s: class_joining.answer(code, s, question, "No", address="203.0.113.7", path=path))
-                  for s in joined)
-    wrong = "A" * classroom.CODE_LENGTH if code != "A" * classroom.CODE_LENGTH else "C" * classroom.CODE_LENGTH
+    answers = sum(
+        _tries(lambda s=s: class_joining.answer(code, s, question, "No", address="203.0.113.7", path=path))
+        for s in joined
+    )
+    wrong = (
+        "A" * classroom.CODE_LENGTH if code != "A" * classroom.CODE_LENGTH else "C" * classroom.CODE_LENGTH
+    )
     counted = 0
     for guess in range(300):  # 30 fresh ids x 10 wrong codes from one address
-        refusal = _refusal(lambda g=guess: class_joining.join(wrong, f"guesser-{g // 10}", "203.0.113.66", path=path))
+        refusal = _refusal(
+            lambda g=guess: class_joining.join(wrong, f"guesser-{g // 10}", "203.0.113.66", path=path)
+        )
         counted += "no class with this code" in refusal
     token = classroom.join_token(code, secret)
-    return {"one_address_joined": len(joined), "one_address_refused": fresh_ids - len(joined),
-            "one_address_answers": answers, "chart_counts": class_results.answer_count(question, path=path),
-            "other_address_joins": int(bool(_join(code, "student", "198.51.100.2", path))),
-            "guessers_locked_after": counted,
-            "qr_link_joins_during_guessing": int(_tries(
-                lambda: class_joining.join(code, "neighbour", "203.0.113.66", token=token, path=path)))}
+    return {
+        "one_address_joined": len(joined),
+        "one_address_refused": fresh_ids - len(joined),
+        "one_address_answers": answers,
+        "chart_counts": class_results.answer_count(question, path=path),
+        "other_address_joins": int(bool(_join(code, "student", "198.51.100.2", path))),
+        "guessers_locked_after": counted,
+        "qr_link_joins_during_guessing": int(
+            _tries(lambda: class_joining.join(code, "neighbour", "203.0.113.66", token=token, path=path))
+        ),
+    }
 
 
 def _join(code: str, browser: str, address: str, path: Path) -> str:

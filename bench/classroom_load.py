@@ -68,9 +68,11 @@ LONG_FILLER = "and then the story went on for a long while without any end in si
 MODEL_CARD = " layers · "  # in the sidebar caption written once the model is loaded (explore.model_card)
 CLIENT = f"websocket protocol client (`websockets` {websockets.__version__}, asyncio; no browser)"
 # Single WordPiece tokens of BERT's uncased vocabulary: (adjective, noun) makes every sentence A new.
-NOUNS = ("cat dog horse bird fish lion tiger bear wolf fox rabbit mouse duck goat sheep cow pig frog snake owl "
-         "eagle whale shark deer monkey camel donkey parrot spider bee ant turtle zebra elephant penguin "
-         "dolphin chicken pony bull").split()
+NOUNS = (
+    "cat dog horse bird fish lion tiger bear wolf fox rabbit mouse duck goat sheep cow pig frog snake owl "
+    "eagle whale shark deer monkey camel donkey parrot spider bee ant turtle zebra elephant penguin "
+    "dolphin chicken pony bull"
+).split()
 ADJECTIVES = "red blue green yellow brown black white small large young quiet happy tired hungry".split()
 # Milestones of one script run, in the order the page sends them (pages_app/explore/3_Attention.py).
 MILESTONES = ("started", "sidebar", "model", "trace", "figure", "finished")
@@ -179,7 +181,9 @@ async def script_run(ws, back: BackMsg, markers: tuple[str, ...], timeout: float
     return run
 
 
-def rerun_request(page_name: str = "", page_hash: str = "", widgets: dict[str, str | int] | None = None) -> BackMsg:
+def rerun_request(
+    page_name: str = "", page_hash: str = "", widgets: dict[str, str | int] | None = None
+) -> BackMsg:
     """A BackMsg asking to run the page, with string (or int: a number input's) widget values keyed by widget id."""
     back = BackMsg()
     back.rerun_script.query_string = ""
@@ -195,8 +199,16 @@ def rerun_request(page_name: str = "", page_hash: str = "", widgets: dict[str, s
     return back
 
 
-async def _visit_steps(ws, outcome: Visit, started: float, sentence: str, markers, model: str, timeout: float,
-                       long_input: bool = False):
+async def _visit_steps(
+    ws,
+    outcome: Visit,
+    started: float,
+    sentence: str,
+    markers,
+    model: str,
+    timeout: float,
+    long_input: bool = False,
+):
     """First page, optionally another model, then the timed new sentence A."""
     outcome.stage = "first page"
     first = await script_run(ws, rerun_request(page_name=ATTENTION_PAGE), (), timeout)
@@ -208,7 +220,9 @@ async def _visit_steps(ws, outcome: Visit, started: float, sentence: str, marker
     if model != DEFAULT_MODEL:
         outcome.stage = "model switch"
         widgets[ids[MODEL_KEY]] = model
-        outcome.runs.append(await script_run(ws, rerun_request(page_hash=page_hash, widgets=widgets), (), timeout))
+        outcome.runs.append(
+            await script_run(ws, rerun_request(page_hash=page_hash, widgets=widgets), (), timeout)
+        )
     outcome.stage = "new figure"
     if long_input:  # the issue's memory case: 512-token inputs, each one new
         widgets[ids[MAX_LENGTH_KEY]] = 512
@@ -220,18 +234,28 @@ async def _visit_steps(ws, outcome: Visit, started: float, sentence: str, marker
         outcome.new_figure_s = new.marks["figure"] - new.sent
 
 
-async def visit(port: int, sentence: str, markers: tuple[str, str], args, delay: float, outcome: Visit) -> None:
+async def visit(
+    port: int, sentence: str, markers: tuple[str, str], args, delay: float, outcome: Visit
+) -> None:
     """One visitor, from connecting to its new figure; fills `outcome` as it goes."""
     await asyncio.sleep(delay)
     started = time.perf_counter()
     url = f"ws://{LOOPBACK}:{port}/_stcore/stream"
     try:
         # No proxy (loopback only); no protocol pings, as a browser sends none.
-        async with connect(url, subprotocols=["streamlit"], max_size=None, proxy=None, ping_interval=None,
-                           open_timeout=args.timeout) as ws:
+        async with connect(
+            url,
+            subprotocols=["streamlit"],
+            max_size=None,
+            proxy=None,
+            ping_interval=None,
+            open_timeout=args.timeout,
+        ) as ws:
             await _visit_steps(ws, outcome, started, sentence, markers, args.model, args.timeout, args.long)
     except (TimeoutError, asyncio.TimeoutError) as err:
-        outcome.errors.append(f"timeout ({outcome.stage}): {str(err) or f'no answer within {args.timeout:g} s'}")
+        outcome.errors.append(
+            f"timeout ({outcome.stage}): {str(err) or f'no answer within {args.timeout:g} s'}"
+        )
     except websockets.ConnectionClosed as err:
         outcome.errors.append(f"disconnected ({outcome.stage}): {err}")
     except (OSError, KeyError) as err:
@@ -302,16 +326,31 @@ def memory_after_leaving(pid: int, rss_start: float, settle_s: float) -> str:
     peak = server_memory_mib(pid)[1]
     time.sleep(settle_s)
     after = server_memory_mib(pid)[0]
-    return (f"Server RSS: {rss_start:.0f} MiB at start (after the first page), peak {peak:.0f} MiB, "
-            f"{after:.0f} MiB {settle_s:.0f} s after the visitors left ({after - rss_start:+.0f} MiB)")
+    return (
+        f"Server RSS: {rss_start:.0f} MiB at start (after the first page), peak {peak:.0f} MiB, "
+        f"{after:.0f} MiB {settle_s:.0f} s after the visitors left ({after - rss_start:+.0f} MiB)"
+    )
 
 
 def start_training(run_dir: Path, steps: int, *options: str) -> subprocess.Popen:
     """One classroom training run as its own process, as a user would start it, writing only to run_dir.
 
     options: more of the CLI's options (a smoke run's smaller data)."""
-    command = [sys.executable, "-m", "bertviz_lite.train", "--preset", "classroom", "--steps", str(steps),
-               "--out", str(run_dir), "--threads", "1", "--quiet", *options]
+    command = [
+        sys.executable,
+        "-m",
+        "bertviz_lite.train",
+        "--preset",
+        "classroom",
+        "--steps",
+        str(steps),
+        "--out",
+        str(run_dir),
+        "--threads",
+        "1",
+        "--quiet",
+        *options,
+    ]
     with open(run_dir.parent / "train.log", "w") as log:  # the child keeps its own copy of the handle
         return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
 
@@ -333,14 +372,21 @@ def wait_for_training(run_dir: Path, process: subprocess.Popen, timeout: float =
 CLASSROOM_NSP_GOAL, CLASSROOM_MLM_GOAL, CLASSROOM_PROMISE_S = 0.80, 2 * 0.0956, 120.0
 
 
-def time_to_goal(run_dir: Path, process: subprocess.Popen | None, limit_s: float = CLASSROOM_PROMISE_S) -> str:
+def time_to_goal(
+    run_dir: Path, process: subprocess.Popen | None, limit_s: float = CLASSROOM_PROMISE_S
+) -> str:
     """Wait (at most limit_s of the run's own time) for the classroom goal; the trainer's seconds when it was met."""
     while True:
         evals = read_metrics(run_dir, "eval")
         for record in evals:
-            if record.get("eval_nsp_acc", 0) >= CLASSROOM_NSP_GOAL and record.get("eval_mlm_acc", 0) >= CLASSROOM_MLM_GOAL:
-                return (f"classroom run reached its goal at step {record['step']} after {record['elapsed_s']:.1f} s "
-                        f"(promise < {limit_s:.0f} s): {'met' if record['elapsed_s'] < limit_s else 'NOT met'}")
+            if (
+                record.get("eval_nsp_acc", 0) >= CLASSROOM_NSP_GOAL
+                and record.get("eval_mlm_acc", 0) >= CLASSROOM_MLM_GOAL
+            ):
+                return (
+                    f"classroom run reached its goal at step {record['step']} after {record['elapsed_s']:.1f} s "
+                    f"(promise < {limit_s:.0f} s): {'met' if record['elapsed_s'] < limit_s else 'NOT met'}"
+                )
         elapsed = max((r.get("elapsed_s", 0) for r in read_metrics(run_dir)), default=0)
         if process is None or process.poll() is not None or elapsed > limit_s:
             return f"classroom run: goal NOT reached within {elapsed:.0f} s of training"
@@ -370,9 +416,15 @@ def round_row(count: int, visits: list[Visit], memory: tuple[float, float], step
     new = [v.new_figure_s for v in visits if v.new_figure_s is not None]
     first = [v.first_page_s for v in visits if v.first_page_s is not None]
     errors = sum(len(v.errors) for v in visits)
-    cells = [count, *(f"{percentile(new, q):.2f}" for q in (50, 95, 100)),
-             *(f"{percentile(first, q):.2f}" for q in (50, 95, 100)), errors,
-             f"{memory[0]:.0f} ({memory[1]:.0f})", step, f"{wall_s:.1f}"]
+    cells = [
+        count,
+        *(f"{percentile(new, q):.2f}" for q in (50, 95, 100)),
+        *(f"{percentile(first, q):.2f}" for q in (50, 95, 100)),
+        errors,
+        f"{memory[0]:.0f} ({memory[1]:.0f})",
+        step,
+        f"{wall_s:.1f}",
+    ]
     return "| " + " | ".join(str(cell) for cell in cells) + " |"
 
 
@@ -403,19 +455,28 @@ def warm_up(port: int, timeout: float) -> None:
         answer = f"{err.code} {err.read().decode()[:80]}"
     except OSError as err:
         answer = f"failed: {err}"
-    print(f"Warm-up: /_stcore/script-health-check answered {answer} after {time.perf_counter() - start:.2f} s")
+    print(
+        f"Warm-up: /_stcore/script-health-check answered {answer} after {time.perf_counter() - start:.2f} s"
+    )
 
 
 def cold_start(port: int, args, deadline: float) -> Visit:
     """One visitor on the fresh server, right after it said it is up."""
     [result] = asyncio.run(classroom(port, 0, [0.0], args, deadline - time.monotonic()))
-    print(f"Fresh server, one visitor: first page {result.first_page_s or math.nan:.2f} s (goal < 2 s), "
-          f"new figure {result.new_figure_s or math.nan:.2f} s, errors {len(result.errors)}")
+    print(
+        f"Fresh server, one visitor: first page {result.first_page_s or math.nan:.2f} s (goal < 2 s), "
+        f"new figure {result.new_figure_s or math.nan:.2f} s, errors {len(result.errors)}"
+    )
     if result.runs:
         first = result.runs[0]
-        print(f"  first run, seconds after the request: {timeline(first)}"
-              + ("; a page_not_found came first (Streamlit's pages/-folder mode on a fresh server)"
-                 if first.page_not_found else ""))
+        print(
+            f"  first run, seconds after the request: {timeline(first)}"
+            + (
+                "; a page_not_found came first (Streamlit's pages/-folder mode on a fresh server)"
+                if first.page_not_found
+                else ""
+            )
+        )
     print_errors([result])
     return result
 
@@ -430,14 +491,18 @@ def load_rounds(port: int, server_pid: int, run_dir: Path, args, deadline: float
             break
         start, load_before = time.monotonic(), os.getloadavg()[0]
         delays = [rng.uniform(0, args.jitter) for _ in range(count)]
-        visits = rounds[count] = asyncio.run(classroom(port, next_index, delays, args, deadline - time.monotonic()))
+        visits = rounds[count] = asyncio.run(
+            classroom(port, next_index, delays, args, deadline - time.monotonic())
+        )
         wall_s = time.monotonic() - start
         next_index += count
         rows.append(round_row(count, visits, server_memory_mib(server_pid), training_step(run_dir), wall_s))
         print(rows[-1], flush=True)
         timed = [v.runs[-1] for v in visits if v.new_figure_s is not None]
-        print(f"    new-figure run, median seconds after the request: {median_timeline(timed)}; "
-              f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
+        print(
+            f"    new-figure run, median seconds after the request: {median_timeline(timed)}; "
+            f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after"
+        )
         print_errors(visits)
     return rows, rounds
 
@@ -446,12 +511,17 @@ def key_values(cold: Visit, rounds: dict[int, list[Visit]], rss_start: float) ->
     """The figures of record as key=value lines: the fresh server's first page, then per N the new figure's p95 and
     the errors."""
     nan = math.nan
-    lines = [f"fresh_first_page_s={cold.first_page_s or nan:.2f}", f"fresh_new_figure_s={cold.new_figure_s or nan:.2f}",
-             f"rss_start_mib={rss_start:.0f}"]
+    lines = [
+        f"fresh_first_page_s={cold.first_page_s or nan:.2f}",
+        f"fresh_new_figure_s={cold.new_figure_s or nan:.2f}",
+        f"rss_start_mib={rss_start:.0f}",
+    ]
     for count, visits in rounds.items():
         new = [v.new_figure_s for v in visits if v.new_figure_s is not None]
-        lines += [f"visitors_{count}_new_figure_p95_s={percentile(new, 95):.2f}",
-                  f"visitors_{count}_errors={sum(len(v.errors) for v in visits)}"]
+        lines += [
+            f"visitors_{count}_new_figure_p95_s={percentile(new, 95):.2f}",
+            f"visitors_{count}_errors={sum(len(v.errors) for v in visits)}",
+        ]
     return "\n".join(lines)
 
 
@@ -464,38 +534,74 @@ def goals(cold: Visit, rounds: dict[int, list[Visit]]) -> str:
         count = max(rounds)
         p95 = percentile([v.new_figure_s for v in rounds[count] if v.new_figure_s is not None], 95)
         errors = sum(len(v.errors) for v in rounds[count])
-        lines.append(f"N = {count}: new figure p95 {p95:.2f} s < 5 s: {met[p95 < 5]}; errors {errors}: {met[errors == 0]}")
+        lines.append(
+            f"N = {count}: new figure p95 {p95:.2f} s < 5 s: {met[p95 < 5]}; errors {errors}: {met[errors == 0]}"
+        )
     return "; ".join(lines)
 
 
-HEADER = ("| visitors | new figure p50 s | p95 s | max s | first page p50 s | p95 s | max s | errors "
-          "| server RSS MiB (peak) | training step | round wall s |\n|---|---|---|---|---|---|---|---|---|---|---|")
+HEADER = (
+    "| visitors | new figure p50 s | p95 s | max s | first page p50 s | p95 s | max s | errors "
+    "| server RSS MiB (peak) | training step | round wall s |\n|---|---|---|---|---|---|---|---|---|---|---|"
+)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--visitors", type=int, nargs="+", default=[1, 10, 30],
-                        help="visitor counts, one round each, in this order on the same server")
-    parser.add_argument("--model", choices=[DEFAULT_MODEL, MINILM], default=DEFAULT_MODEL,
-                        help="the model every visitor picks in the sidebar (default: the app's)")
+    parser.add_argument(
+        "--visitors",
+        type=int,
+        nargs="+",
+        default=[1, 10, 30],
+        help="visitor counts, one round each, in this order on the same server",
+    )
+    parser.add_argument(
+        "--model",
+        choices=[DEFAULT_MODEL, MINILM],
+        default=DEFAULT_MODEL,
+        help="the model every visitor picks in the sidebar (default: the app's)",
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds allowed for each script run")
     parser.add_argument("--max-runtime", type=float, default=1200.0, help="seconds for the whole benchmark")
     parser.add_argument("--jitter", type=float, default=0.5, help="visitors start within this many seconds")
-    parser.add_argument("--train-steps", type=int, default=100_000,
-                        help="steps of the classroom training run (more than the bench lasts, so it trains throughout)")
+    parser.add_argument(
+        "--train-steps",
+        type=int,
+        default=100_000,
+        help="steps of the classroom training run (more than the bench lasts, so it trains throughout)",
+    )
     parser.add_argument("--no-training", action="store_true", help="no training run beside the server")
-    parser.add_argument("--server-config", action="append", default=[], metavar="NAME=VALUE",
-                        help="a streamlit config option for the server, e.g. runner.postScriptGC=false (repeatable)")
-    parser.add_argument("--warm-up", action="store_true",
-                        help="enable and call /_stcore/script-health-check before the first visitor")
+    parser.add_argument(
+        "--server-config",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a streamlit config option for the server, e.g. runner.postScriptGC=false (repeatable)",
+    )
+    parser.add_argument(
+        "--warm-up",
+        action="store_true",
+        help="enable and call /_stcore/script-health-check before the first visitor",
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=0,
-                        help="start the app as `python -m bertviz_lite.serve --workers N` (haproxy in front, sticky "
-                             "sessions) instead of one streamlit; RSS is then the sum over its processes")
-    parser.add_argument("--long", action="store_true",
-                        help="512-token inputs: each visitor's new sentence A is padded and max length set to 512")
-    parser.add_argument("--settle", type=float, default=30.0,
-                        help="seconds to wait after the last visitor left before reading the server's RSS again")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="start the app as `python -m bertviz_lite.serve --workers N` (haproxy in front, sticky "
+        "sessions) instead of one streamlit; RSS is then the sum over its processes",
+    )
+    parser.add_argument(
+        "--long",
+        action="store_true",
+        help="512-token inputs: each visitor's new sentence A is padded and max length set to 512",
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=30.0,
+        help="seconds to wait after the last visitor left before reading the server's RSS again",
+    )
     add_smoke_flag(parser, argv, visitors=[1], no_training=True, settle=0.0)
     args = parser.parse_args(argv)
     if max(args.visitors) + sum(args.visitors) >= len(NOUNS) * len(ADJECTIVES):
@@ -505,9 +611,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def describe_machine() -> str:
     load = os.getloadavg()
-    return (f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, load average "
-            f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, Python {platform.python_version()}, "
-            f"streamlit {streamlit.__version__}")
+    return (
+        f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, load average "
+        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, Python {platform.python_version()}, "
+        f"streamlit {streamlit.__version__}"
+    )
 
 
 def start_app(port: int, workers: int) -> subprocess.Popen:
@@ -515,8 +623,17 @@ def start_app(port: int, workers: int) -> subprocess.Popen:
     haproxy on the port (its /_stcore/health answers once every worker does)."""
     if not workers:
         return start_streamlit(port, ARTIFACTS / "classroom_streamlit.log")
-    command = [sys.executable, "-m", "bertviz_lite.serve", "--workers", str(workers), "--port", str(port),
-               "--run-dir", str(ARTIFACTS / "classroom_serve")]
+    command = [
+        sys.executable,
+        "-m",
+        "bertviz_lite.serve",
+        "--workers",
+        str(workers),
+        "--port",
+        str(port),
+        "--run-dir",
+        str(ARTIFACTS / "classroom_serve"),
+    ]
     log = open(ARTIFACTS / "classroom_serve.log", "w")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
 
@@ -526,8 +643,13 @@ def main(argv: list[str] | None = None) -> int:
     deadline = time.monotonic() + args.max_runtime
     print(describe_machine())
     print(f"Client: {CLIENT}. Model: {args.model}. Per-run timeout {args.timeout:g} s.")
-    print(f"App: {f'{args.workers} workers behind haproxy (python -m bertviz_lite.serve)' if args.workers else 'one streamlit'}")
-    print("Milestones of a script run: " + "; ".join(f"{name} = {text}" for name, text in MILESTONE_HELP.items()))
+    print(
+        f"App: {f'{args.workers} workers behind haproxy (python -m bertviz_lite.serve)' if args.workers else 'one streamlit'}"
+    )
+    print(
+        "Milestones of a script run: "
+        + "; ".join(f"{name} = {text}" for name, text in MILESTONE_HELP.items())
+    )
     if args.warm_up:
         args.server_config.append("server.scriptHealthCheckEnabled=true")
     if args.server_config:
@@ -546,7 +668,9 @@ def main(argv: list[str] | None = None) -> int:
             cold = cold_start(port, args, deadline)
             if not args.no_training:
                 training = start_training(run_dir, args.train_steps)
-                print(f"Training run (--preset classroom --threads 1): {wait_for_training(run_dir, training)}")
+                print(
+                    f"Training run (--preset classroom --threads 1): {wait_for_training(run_dir, training)}"
+                )
             rss_start = server_memory_mib(server.pid)[0]
             print(HEADER, flush=True)
             rows, rounds = load_rounds(port, server.pid, run_dir, args, deadline)
@@ -558,7 +682,11 @@ def main(argv: list[str] | None = None) -> int:
             if training is not None:
                 stop(training)
             stop(server)
-    print(f"\n{describe_machine()}\n{HEADER}\n" + "\n".join(rows) + f"\n\n{memory}\n{learned}\n{goals(cold, rounds)}")
+    print(
+        f"\n{describe_machine()}\n{HEADER}\n"
+        + "\n".join(rows)
+        + f"\n\n{memory}\n{learned}\n{goals(cold, rounds)}"
+    )
     print(key_values(cold, rounds, rss_start))
     return 0
 

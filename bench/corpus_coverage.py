@@ -30,7 +30,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", choices=tuple(PATHS), default="everyday")
     parser.add_argument("--vocab", type=Path, default=ROOT / "checkpoints" / "minilm-english" / "vocab.txt")
-    parser.add_argument("--documents", type=int, default=None, help="only the first N documents (default: all)")
+    parser.add_argument(
+        "--documents", type=int, default=None, help="only the first N documents (default: all)"
+    )
     add_smoke_flag(parser, argv, documents=50)
     args = parser.parse_args(argv)
     path = PATHS[args.corpus]
@@ -45,14 +47,19 @@ def main(argv: list[str] | None = None) -> None:
         pieces = encoding.input_ids[1:-1]
         seen_ids.update(pieces)
         word_ids = {w for w in encoding.word_ids if w is not None}
-        unknown_words = {w for w, i in zip(encoding.word_ids, encoding.input_ids, strict=True)
-                         if w is not None and i == tokenizer.unk_token_id}
+        unknown_words = {
+            w
+            for w, i in zip(encoding.word_ids, encoding.input_ids, strict=True)
+            if w is not None and i == tokenizer.unk_token_id
+        }
         words += len(word_ids) * count
         unknown += len(unknown_words) * count
         split += sum(n > 1 for n in Counter(w for w in encoding.word_ids if w is not None).values()) * count
     used = len(seen_ids - set(tokenizer.all_special_ids))
     print(f"corpus={path.name}")
-    print(f"documents={len(documents)}\nsentences={len(sentences)}\nwords={sum(len(s.split()) for s in sentences)}")
+    print(
+        f"documents={len(documents)}\nsentences={len(sentences)}\nwords={sum(len(s.split()) for s in sentences)}"
+    )
     print(f"compressed_mb={path.stat().st_size / 1e6:.2f}")
     print(f"words_known={1 - unknown / words:.5f} ({unknown} of {words} basic-tokenizer words give [UNK])")
     print(f"words_one_piece={1 - split / words:.4f} (the rest are spelt with 2 or more WordPiece pieces)")

@@ -36,8 +36,13 @@ from bertviz_lite.loading.pretrained import DEFAULT_MODEL  # noqa: E402
 from bertviz_lite.text.corpora import english_corpus, everyday_corpus  # noqa: E402
 
 SET_PATH = Path(__file__).resolve().parent / "english_quality_set.json"
-GOALS = {"cloze_top1": (">=", 0.55), "cloze_top5": (">=", 0.85), "copy_rate": ("<=", 0.10), "nsp": (">=", 0.85),
-         "minimal_pairs": (">=", 0.75)}
+GOALS = {
+    "cloze_top1": (">=", 0.55),
+    "cloze_top5": (">=", 0.85),
+    "copy_rate": ("<=", 0.10),
+    "nsp": (">=", 0.85),
+    "minimal_pairs": (">=", 0.75),
+}
 
 
 def _normal(text: str) -> str:
@@ -46,8 +51,12 @@ def _normal(text: str) -> str:
 
 def overlap_with_corpora(held_out: dict) -> int:
     """How many held-out sentences (cloze filled with each answer, NSP sentences) occur in a shipped corpus."""
-    corpus = {_normal(s) for documents in (english_corpus(), everyday_corpus()) for doc in documents for s in doc}
-    texts = [item["text"].replace("[MASK]", answer) for item in held_out["cloze"] for answer in item["answers"]]
+    corpus = {
+        _normal(s) for documents in (english_corpus(), everyday_corpus()) for doc in documents for s in doc
+    }
+    texts = [
+        item["text"].replace("[MASK]", answer) for item in held_out["cloze"] for answer in item["answers"]
+    ]
     texts += [pair[key] for pair in held_out["nsp"] for key in ("a", "b")]
     return sum(_normal(text) in corpus for text in texts)
 
@@ -73,8 +82,14 @@ def cloze_scores(model, tokenizer, cloze: list[dict]) -> dict[str, float | list[
         if guesses[0] not in item["answers"]:
             wrong.append(f"{item['text']} -> {', '.join(guesses[:5])}")
     n = len(cloze)
-    return {"cloze_top1": top1 / n, "cloze_top5": top5 / n, "copy_rate": copies / n,
-            "cloze_top1_without_copies": top1_without_copies / n, "cloze_top20": top20 / n, "wrong": wrong}
+    return {
+        "cloze_top1": top1 / n,
+        "cloze_top5": top5 / n,
+        "copy_rate": copies / n,
+        "cloze_top1_without_copies": top1_without_copies / n,
+        "cloze_top20": top20 / n,
+        "wrong": wrong,
+    }
 
 
 def nsp_accuracy(model, tokenizer, pairs: list[dict]) -> float:
@@ -102,11 +117,18 @@ def evaluate(source: str, held_out: dict, verbose: bool, limit: int | None = Non
         return
     started = time.perf_counter()
     cloze = cloze_scores(model, tokenizer, held_out["cloze"])
-    scores = {**{k: v for k, v in cloze.items() if k != "wrong"}, "nsp": nsp_accuracy(model, tokenizer, held_out["nsp"]),
-              **minimal_pair_scores(model, tokenizer, limit)}
+    scores = {
+        **{k: v for k, v in cloze.items() if k != "wrong"},
+        "nsp": nsp_accuracy(model, tokenizer, held_out["nsp"]),
+        **minimal_pair_scores(model, tokenizer, limit),
+    }
     for key, value in scores.items():
         print(f"{key}={value:.3f}")
-    met = [key for key, (way, goal) in GOALS.items() if (scores[key] >= goal if way == ">=" else scores[key] <= goal)]
+    met = [
+        key
+        for key, (way, goal) in GOALS.items()
+        if (scores[key] >= goal if way == ">=" else scores[key] <= goal)
+    ]
     print(f"goals_met={len(met)}/{len(GOALS)} ({', '.join(met) or 'none'})")
     print(f"seconds={time.perf_counter() - started:.1f}")
     for line in cloze["wrong"] if verbose else []:
@@ -115,19 +137,33 @@ def evaluate(source: str, held_out: dict, verbose: bool, limit: int | None = Non
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", action="append", help=f"a model name or folder; repeat to compare (default: {DEFAULT_MODEL})")
+    parser.add_argument(
+        "--model",
+        action="append",
+        help=f"a model name or folder; repeat to compare (default: {DEFAULT_MODEL})",
+    )
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for PyTorch (default: 2)")
-    parser.add_argument("--verbose", action="store_true", help="also list the cloze sentences whose first guess was wrong")
-    parser.add_argument("--no-overlap-check", action="store_true", help="skip reading the corpora for overlap")
-    parser.add_argument("--items", type=int, default=None,
-                        help="only the first N cloze sentences, NSP pairs and minimal pairs (default: all)")
+    parser.add_argument(
+        "--verbose", action="store_true", help="also list the cloze sentences whose first guess was wrong"
+    )
+    parser.add_argument(
+        "--no-overlap-check", action="store_true", help="skip reading the corpora for overlap"
+    )
+    parser.add_argument(
+        "--items",
+        type=int,
+        default=None,
+        help="only the first N cloze sentences, NSP pairs and minimal pairs (default: all)",
+    )
     add_smoke_flag(parser, argv, model=["demo-tiny"], items=4)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     held_out = json.loads(SET_PATH.read_text(encoding="utf-8"))
     held_out |= {part: held_out[part][: args.items] for part in ("cloze", "nsp")}
-    print(f"cloze_sentences={len(held_out['cloze'])}\nnsp_pairs={len(held_out['nsp'])}\n"
-          f"minimal_pairs={len(builtin_minimal_pairs()[: args.items])}")
+    print(
+        f"cloze_sentences={len(held_out['cloze'])}\nnsp_pairs={len(held_out['nsp'])}\n"
+        f"minimal_pairs={len(builtin_minimal_pairs()[: args.items])}"
+    )
     if not args.no_overlap_check:
         print(f"overlap={overlap_with_corpora(held_out)}")
     for source in args.model or [DEFAULT_MODEL]:

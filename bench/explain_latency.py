@@ -42,8 +42,10 @@ from bertviz_lite.loading.pretrained import ENGLISH, load  # noqa: E402
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR  # noqa: E402
 from tests.reference import restore_hidden_hook, zero_heads_hooks  # noqa: E402
 
-WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
-         "and children play near the old river bank on a warm summer afternoon").split()
+WORDS = (
+    "the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
+    "and children play near the old river bank on a warm summer afternoon"
+).split()
 KNOCKED = ("L0H3", "L2H7", "L5H0", "L5H11")
 STEPS = 32
 
@@ -80,16 +82,29 @@ def interleaved_medians(ours, theirs, repeats: int) -> tuple[float, float]:
 
 def view_timers(trace: explore.PairTrace, position: int, steps: int = STEPS) -> dict:
     """name -> a call that computes one view's data and draws its figure, as the page does."""
+
     def timer(data_function, figure, **params):
         return lambda: figure(data_function(trace, **params))
 
     return {
-        "norm-weighted attention (all heads)": timer(views.norm_attention, figures.norm_attention_figure, layer=2),
-        "norm-weighted attention (one head)": timer(views.norm_attention, figures.norm_attention_figure, layer=2, head=0),
-        "[CLS]/[SEP] share by layer": timer(views.special_share_by_layer, figures.special_share_by_layer_figure),
-        "attribution, MLM": timer(views.token_attribution, figures.token_attribution_figure, position=position, steps=steps),
-        "attribution, NSP": timer(views.token_attribution, figures.token_attribution_figure, position=None, steps=steps),
-        "head knock-out (4 heads)": timer(views.head_knockout, figures.head_knockout_figure, heads=KNOCKED, position=position),
+        "norm-weighted attention (all heads)": timer(
+            views.norm_attention, figures.norm_attention_figure, layer=2
+        ),
+        "norm-weighted attention (one head)": timer(
+            views.norm_attention, figures.norm_attention_figure, layer=2, head=0
+        ),
+        "[CLS]/[SEP] share by layer": timer(
+            views.special_share_by_layer, figures.special_share_by_layer_figure
+        ),
+        "attribution, MLM": timer(
+            views.token_attribution, figures.token_attribution_figure, position=position, steps=steps
+        ),
+        "attribution, NSP": timer(
+            views.token_attribution, figures.token_attribution_figure, position=None, steps=steps
+        ),
+        "head knock-out (4 heads)": timer(
+            views.head_knockout, figures.head_knockout_figure, heads=KNOCKED, position=position
+        ),
         "layer by layer, MLM": timer(views.logit_lens, figures.logit_lens_figure, position=position),
     }
 
@@ -100,7 +115,9 @@ def transformers_pairs(model, tokenizer, reference, inputs: dict, position: int,
     length = ids.shape[1]
     target_id = int(model.trace(ids, segments, mask).mlm_logits[0, position].argmax())
     target = attribution.Target(position, target_id)
-    head_mask = attribution.head_mask(KNOCKED, model.config.num_hidden_layers, model.config.num_attention_heads)
+    head_mask = attribution.head_mask(
+        KNOCKED, model.config.num_hidden_layers, model.config.num_attention_heads
+    )
     variants = ids.repeat(length + 1, 1)
     variants[torch.arange(length), torch.arange(length)] = tokenizer.mask_token_id
     baseline = torch.full_like(ids, tokenizer.mask_token_id)
@@ -111,7 +128,9 @@ def transformers_pairs(model, tokenizer, reference, inputs: dict, position: int,
         with torch.inference_mode():
             reference(**inputs)
 
-    def target_log_probs(**encoder_inputs):  # the vocabulary projection at the explained position only, as ours
+    def target_log_probs(
+        **encoder_inputs,
+    ):  # the vocabulary projection at the explained position only, as ours
         hidden = reference.bert(**encoder_inputs).last_hidden_state
         return torch.log_softmax(reference.cls.predictions(hidden[:, position]), -1)[:, target_id]
 
@@ -127,13 +146,18 @@ def transformers_pairs(model, tokenizer, reference, inputs: dict, position: int,
         torch.autograd.grad(score, points)
 
     return {
-        "forward with 4 heads zeroed": (lambda: model.trace(ids, segments, mask, head_mask=head_mask), hf_knockout),
+        "forward with 4 heads zeroed": (
+            lambda: model.trace(ids, segments, mask, head_mask=head_mask),
+            hf_knockout,
+        ),
         f"leave-one-out batch ({length + 1} inputs)": (
             lambda: attribution.leave_one_out(model, ids, segments, mask, target, tokenizer.mask_token_id),
-            hf_leave_one_out),
+            hf_leave_one_out,
+        ),
         f"integrated gradients ({steps} steps)": (
             lambda: attribution.integrated_gradients(model, ids, segments, mask, target, baseline, steps),
-            hf_integrated_gradients),
+            hf_integrated_gradients,
+        ),
     }
 
 
@@ -155,12 +179,18 @@ def hf_patching_grid(reference, clean_ids, corrupted_ids, position: int, pair: l
         clean_states = reference.bert(input_ids=clean_ids, output_hidden_states=True).hidden_states
         rows = []
         for layer in range(reference.config.num_hidden_layers + 1):
-            hook = restore_hidden_hook(reference, layer, torch.eye(length, dtype=torch.bool), clean_states[layer])
+            hook = restore_hidden_hook(
+                reference, layer, torch.eye(length, dtype=torch.bool), clean_states[layer]
+            )
             try:
-                hidden = reference.bert(input_ids=corrupted_ids.expand(length, -1)).last_hidden_state[:, position]
+                hidden = reference.bert(input_ids=corrupted_ids.expand(length, -1)).last_hidden_state[
+                    :, position
+                ]
             finally:
                 hook.remove()
-            logits = reference.cls.predictions(hidden)[:, pair]  # the head on the explained position only, as ours
+            logits = reference.cls.predictions(hidden)[
+                :, pair
+            ]  # the head on the explained position only, as ours
             rows.append(logits[:, 0] - logits[:, 1])
     return rows
 
@@ -174,11 +204,13 @@ def hf_head_grid(reference, clean_ids, corrupted_ids, position: int, pair: list[
     def keep(layer):
         def hook(module, args, output):
             clean_context[layer] = output[0]
+
         return hook
 
     def restore(select, layer):
         def hook(module, args, output):
             return (torch.where(select, clean_context[layer], output[0]), *output[1:])
+
         return hook
 
     attention = [layer.attention.self for layer in reference.bert.encoder.layer]
@@ -194,7 +226,9 @@ def hf_head_grid(reference, clean_ids, corrupted_ids, position: int, pair: list[
         for layer, module in enumerate(attention):
             handle = module.register_forward_hook(restore(select, layer))
             try:
-                hidden = reference.bert(input_ids=corrupted_ids.expand(heads, -1)).last_hidden_state[:, position]
+                hidden = reference.bert(input_ids=corrupted_ids.expand(heads, -1)).last_hidden_state[
+                    :, position
+                ]
             finally:
                 handle.remove()
             logits = reference.cls.predictions(hidden)[:, pair]
@@ -209,31 +243,48 @@ def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int) ->
     position = tokenizer.encode_pair(clean, None).tokens.index("[MASK]")
     pair = tokenizer.convert_tokens_to_ids([target, foil])
     chosen = attribution.Target(position, *pair)
-    print(f"patching: {num_tokens} tokens, {model.config.num_hidden_layers} layers, {clean!r} / {corrupted!r}")
-    for site in patching.SITES if num_tokens <= views.why_this_word.MAX_PATCHING_TOKENS else ():  # the page refuses more
-        call = lambda site=site: figures.activation_patching_figure(views.activation_patching(  # noqa: E731
-            model, tokenizer, text_a=clean, text_b=corrupted, target=target, foil=foil, site=site))
+    print(
+        f"patching: {num_tokens} tokens, {model.config.num_hidden_layers} layers, {clean!r} / {corrupted!r}"
+    )
+    for site in (
+        patching.SITES if num_tokens <= views.why_this_word.MAX_PATCHING_TOKENS else ()
+    ):  # the page refuses more
+        call = lambda site=site: figures.activation_patching_figure(  # noqa: E731
+            views.activation_patching(
+                model, tokenizer, text_a=clean, text_b=corrupted, target=target, foil=foil, site=site
+            )
+        )
         print(f"  view  patching grid, {site:<30s} {median_ms(call, repeats):8.1f} ms")
-    for name, data, figure in (("contrast layer by layer", views.contrast_lens, figures.contrast_lens_figure),
-                               ("contrast attribution (LOO + IG 32)", views.contrast_attribution,
-                                figures.token_attribution_figure)):
+    for name, data, figure in (
+        ("contrast layer by layer", views.contrast_lens, figures.contrast_lens_figure),
+        ("contrast attribution (LOO + IG 32)", views.contrast_attribution, figures.token_attribution_figure),
+    ):
         call = lambda data=data, figure=figure: figure(  # noqa: E731
-            data(model, tokenizer, text_a=clean, target=target, foil=foil))
+            data(model, tokenizer, text_a=clean, target=target, foil=foil)
+        )
         print(f"  view  {name:<44s} {median_ms(call, repeats):8.1f} ms")
 
     def ours(site):
-        return lambda: patching.patching_grid(model, patching.record_run(model, ids[0]), patching.record_run(model, ids[1]),
-                                              site, chosen)
+        return lambda: patching.patching_grid(
+            model, patching.record_run(model, ids[0]), patching.record_run(model, ids[1]), site, chosen
+        )
+
     # Same numbers first: our grid and transformers' hooked runs agree.
     theirs = torch.stack(hf_patching_grid(reference, *ids, position, pair)).numpy()
     print(f"  residual grid, largest |ours − transformers| = {abs(ours('residual')() - theirs).max():.2e}")
     results = {}
-    for name, site, hf in (("layers × positions (residual stream)", "residual", hf_patching_grid),
-                           ("layers × heads (head outputs)", "head", hf_head_grid)):
-        ours_ms, theirs_ms = interleaved_medians(ours(site), lambda hf=hf: hf(reference, *ids, position, pair), repeats)
+    for name, site, hf in (
+        ("layers × positions (residual stream)", "residual", hf_patching_grid),
+        ("layers × heads (head outputs)", "head", hf_head_grid),
+    ):
+        ours_ms, theirs_ms = interleaved_medians(
+            ours(site), lambda hf=hf: hf(reference, *ids, position, pair), repeats
+        )
         results[site] = ours_ms
-        print(f"  model patching grid, {name:<40s} ours={ours_ms:8.1f} ms transformers={theirs_ms:8.1f} ms "
-              f"ratio={ours_ms / theirs_ms:.3f}")
+        print(
+            f"  model patching grid, {name:<40s} ours={ours_ms:8.1f} ms transformers={theirs_ms:8.1f} ms "
+            f"ratio={ours_ms / theirs_ms:.3f}"
+        )
     print(f"  residual grid at {num_tokens} tokens: {results['residual']:.0f} ms (goal < 3000 ms)")
     return results["residual"]
 
@@ -258,14 +309,25 @@ def pll_rows(model, tokenizer, reference, repeats: int) -> float:
             return float(picked[torch.arange(len(positions)), ids[0, positions]].sum())
 
     ours_value, theirs_value = pseudo_log_likelihood(model, tokenizer, PLL_SENTENCE), theirs()
-    print(f"pseudo-log-likelihood: {len(encoding)} tokens, {PLL_SENTENCE!r}: ours {ours_value:.4f}, "
-          f"transformers {theirs_value:.4f}")
-    ours_ms, theirs_ms = interleaved_medians(lambda: pseudo_log_likelihood(model, tokenizer, PLL_SENTENCE), theirs,
-                                             repeats)
-    print(f"  model pseudo-log-likelihood ({len(positions)} masked copies)        ours={ours_ms:8.1f} ms "
-          f"transformers={theirs_ms:8.1f} ms ratio={ours_ms / theirs_ms:.3f} (goal < 500 ms)")
-    view = lambda: figures.pair_likelihood_figure(views.pair_likelihood(model, tokenizer, PLL_SENTENCE,  # noqa: E731
-                                                                       PLL_SENTENCE.replace(" are ", " is ")))
+    print(
+        f"pseudo-log-likelihood: {len(encoding)} tokens, {PLL_SENTENCE!r}: ours {ours_value:.4f}, "
+        f"transformers {theirs_value:.4f}"
+    )
+    ours_ms, theirs_ms = interleaved_medians(
+        lambda: pseudo_log_likelihood(model, tokenizer, PLL_SENTENCE), theirs, repeats
+    )
+    print(
+        f"  model pseudo-log-likelihood ({len(positions)} masked copies)        ours={ours_ms:8.1f} ms "
+        f"transformers={theirs_ms:8.1f} ms ratio={ours_ms / theirs_ms:.3f} (goal < 500 ms)"
+    )
+    view = lambda: figures.pair_likelihood_figure(  # noqa: E731
+        views.pair_likelihood(
+            model,
+            tokenizer,
+            PLL_SENTENCE,
+            PLL_SENTENCE.replace(" are ", " is "),
+        )
+    )
     print(f"  view  minimal pair (two sentences' PLL + figure)  {median_ms(view, repeats):8.1f} ms")
     return ours_ms
 
@@ -273,10 +335,14 @@ def pll_rows(model, tokenizer, reference, repeats: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--threads", type=int, default=1, help="the app's default (BERTVIZ_LITE_THREADS) is 1")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="the app's default (BERTVIZ_LITE_THREADS) is 1"
+    )
     parser.add_argument("--lengths", type=int, nargs="*", default=[32, 64])
     parser.add_argument("--patching-tokens", type=int, nargs="*", default=[16])
-    parser.add_argument("--ig-steps", type=int, default=STEPS, help="integrated gradients' steps (the page's: 32)")
+    parser.add_argument(
+        "--ig-steps", type=int, default=STEPS, help="integrated gradients' steps (the page's: 32)"
+    )
     add_smoke_flag(parser, argv, repeats=1, lengths=[8], patching_tokens=[10], ig_steps=2)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -284,8 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import BertForPreTraining
 
     model, tokenizer = load(ENGLISH)
-    reference = BertForPreTraining.from_pretrained(str(CHECKPOINTS_DIR / ENGLISH), attn_implementation="eager",
-                                                   dtype=torch.float32).eval()
+    reference = BertForPreTraining.from_pretrained(
+        str(CHECKPOINTS_DIR / ENGLISH), attn_implementation="eager", dtype=torch.float32
+    ).eval()
     print(f"torch={torch.__version__} threads={args.threads} repeats={args.repeats} model={ENGLISH}")
     worst_ratio = 0.0
     for length in args.lengths:
@@ -300,20 +367,27 @@ def main(argv: list[str] | None = None) -> int:
             slowest = max(slowest, ms)
             print(f"  view  {name:<40s} {ms:8.1f} ms")
         print(f"  slowest view at {trace.num_tokens} tokens: {slowest:.1f} ms (goal < 1500 ms at 32 tokens)")
-        inputs = {"input_ids": torch.as_tensor(trace.input_ids)[None], "token_type_ids": torch.as_tensor(trace.segments)[None],
-                  "attention_mask": torch.ones(1, trace.num_tokens, dtype=torch.long)}
+        inputs = {
+            "input_ids": torch.as_tensor(trace.input_ids)[None],
+            "token_type_ids": torch.as_tensor(trace.segments)[None],
+            "attention_mask": torch.ones(1, trace.num_tokens, dtype=torch.long),
+        }
         knocked = [tuple(int(n) for n in name[1:].split("H")) for name in KNOCKED]
         hooks = zero_heads_hooks(reference, knocked)
         try:
-            for name, (ours, theirs) in transformers_pairs(model, tokenizer, reference, inputs, position, args.ig_steps).items():
+            for name, (ours, theirs) in transformers_pairs(
+                model, tokenizer, reference, inputs, position, args.ig_steps
+            ).items():
                 if not name.startswith("forward"):
                     for hook in hooks:
                         hook.remove()
                     hooks = []
                 ours_ms, theirs_ms = interleaved_medians(ours, theirs, args.repeats)
                 worst_ratio = max(worst_ratio, ours_ms / theirs_ms)
-                print(f"  model {name:<40s} ours={ours_ms:8.1f} ms transformers={theirs_ms:8.1f} ms "
-                      f"ratio={ours_ms / theirs_ms:.3f}")
+                print(
+                    f"  model {name:<40s} ours={ours_ms:8.1f} ms transformers={theirs_ms:8.1f} ms "
+                    f"ratio={ours_ms / theirs_ms:.3f}"
+                )
         finally:
             for hook in hooks:
                 hook.remove()

@@ -63,8 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     timed(ui.st, "plotly_chart", "plotly_chart")
     for tab in ("Heatmap", "Model view"):
         at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
-        for key, value in {"sentence_a": "The cat sat on the mat. " + FILLER, "sentence_b": "",
-                           "max_length": args.max_length, "attn_view": tab}.items():
+        for key, value in {
+            "sentence_a": "The cat sat on the mat. " + FILLER,
+            "sentence_b": "",
+            "max_length": args.max_length,
+            "attn_view": tab,
+        }.items():
             at.session_state[key] = value
         at.switch_page("pages_app/explore/3_Attention.py")
         at.run()

@@ -39,7 +39,9 @@ def _normal(text: str) -> str:
 def overlap_with_corpus(held_out: dict) -> int:
     """How many held-out sentences (cloze sentences with an answer filled in, NSP sentences) occur in the corpus."""
     corpus = {_normal(sentence) for document in english_corpus() for sentence in document}
-    texts = [item["text"].replace("[MASK]", answer) for item in held_out["cloze"] for answer in item["answers"]]
+    texts = [
+        item["text"].replace("[MASK]", answer) for item in held_out["cloze"] for answer in item["answers"]
+    ]
     texts += [pair[key] for pair in held_out["nsp"] for key in ("a", "b")]
     return sum(_normal(text) in corpus for text in texts)
 
@@ -67,16 +69,22 @@ def nsp_accuracy(model, tokenizer, pairs: list[dict]) -> float:
 def evaluate(source: str, held_out: dict, verbose: bool) -> None:
     model, tokenizer = load(source)
     if not model.has_mlm_head:
-        print(f"{source}: no trained MLM/NSP heads (an encoder fine-tuned for sentence embeddings): not scored")
+        print(
+            f"{source}: no trained MLM/NSP heads (an encoder fine-tuned for sentence embeddings): not scored"
+        )
         return
     started = time.perf_counter()
     top1, top5, missed = cloze_scores(model, tokenizer, held_out["cloze"])
     nsp = nsp_accuracy(model, tokenizer, held_out["nsp"])
     seconds = time.perf_counter() - started
-    print(f"{source}: top1={top1:.1%} top5={top5:.1%} (n={len(held_out['cloze'])}) "
-          f"nsp={nsp:.1%} (n={len(held_out['nsp'])}) in {seconds:.1f} s")
+    print(
+        f"{source}: top1={top1:.1%} top5={top5:.1%} (n={len(held_out['cloze'])}) "
+        f"nsp={nsp:.1%} (n={len(held_out['nsp'])}) in {seconds:.1f} s"
+    )
     name = Path(source).name.replace("-", "_").lower()
-    print(f"{name}_top1={top1:.3f}\n{name}_top5={top5:.3f}\n{name}_nsp={nsp:.3f}\n{name}_seconds={seconds:.1f}")
+    print(
+        f"{name}_top1={top1:.3f}\n{name}_top5={top5:.3f}\n{name}_nsp={nsp:.3f}\n{name}_seconds={seconds:.1f}"
+    )
     if source == DEFAULT_MODEL:
         met = top5 >= GOALS["top5"] and nsp >= GOALS["nsp"]
         print(f"  goals top5>={GOALS['top5']:.0%} nsp>={GOALS['nsp']:.0%}: {'met' if met else 'NOT met'}")
@@ -89,7 +97,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", nargs="+", default=[DEFAULT_MODEL, DEMO, MINILM])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--verbose", action="store_true", help="list the missed sentences")
-    parser.add_argument("--items", type=int, default=None, help="only the first N cloze sentences and NSP pairs")
+    parser.add_argument(
+        "--items", type=int, default=None, help="only the first N cloze sentences and NSP pairs"
+    )
     add_smoke_flag(parser, argv, models=[DEMO], items=4)
     options = parser.parse_args(argv)
     torch.set_num_threads(options.threads)

@@ -57,7 +57,9 @@ def measure(action: Callable[[], object]) -> tuple[str, float, float]:
 
 def empty_tensor_zip(folder: Path, count: int = 800_000) -> bytes:
     """A checkpoint zip whose model.safetensors is a header of `count` empty tensors (47 MB, 2 MB zipped)."""
-    header = json.dumps({f"t{i}": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]} for i in range(count)})
+    header = json.dumps(
+        {f"t{i}": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]} for i in range(count)}
+    )
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("m/config.json", (folder / "config.json").read_bytes())
@@ -72,13 +74,18 @@ def cases(root: Path, tensors: int = 800_000) -> dict[str, Callable[[], object]]
     sentence, words = "bank " * 600_000, "bank " * 200_000  # 3 MB; 1 MB
     bomb = empty_tensor_zip(REPO / "checkpoints" / "demo-tiny", tensors)
     tiny = run_options.preset_options("tiny")
-    english = {**{k: v for k, v in tiny.items() if k not in run_options.MODEL_FIELDS}, "init": "minilm-english"}
+    english = {
+        **{k: v for k, v in tiny.items() if k not in run_options.MODEL_FIELDS},
+        "init": "minilm-english",
+    }
     corpus = ("A sentence of the corpus. " * 240_000).encode()  # 6.2 MB
     index = sense_index()
     return {
         "sentence_3mb": lambda: explore.encode(tokenizer, sentence, None, 128),
         "your_sentences_1mb": lambda: meaning.user_lines(words),
-        "your_sentences_lines_bypassing_the_page": lambda: meaning.gather_occurrences(index, "bank", [words] * 10),
+        "your_sentences_lines_bypassing_the_page": lambda: meaning.gather_occurrences(
+            index, "bank", [words] * 10
+        ),
         "candidate_word_3mb": lambda: why_this_word.candidate_id(tokenizer, sentence),
         "run_name_1mb": lambda: validate_run_name("/" + "n" * MB),
         "corpus_6mb": lambda: run_options.corpus_summary(corpus),
@@ -103,10 +110,14 @@ def main(argv: list[str] | None = None) -> None:
             refusal, cpu_s, peak_mb = measure(action)
             worst_cpu, worst_mb = max(worst_cpu, cpu_s), max(worst_mb, peak_mb)
             within = refusal != "ACCEPTED" and cpu_s <= CPU_BUDGET_S and peak_mb <= MEMORY_BUDGET_MB
-            print(f"case={name} cpu_s={cpu_s:.4f} peak_mb={peak_mb:.1f} within_budget={within} refused={refusal!r}",
-                  flush=True)
-    print(f"worst_cpu_s={worst_cpu:.4f} worst_peak_mb={worst_mb:.1f} cpu_budget_s={CPU_BUDGET_S} "
-          f"memory_budget_mb={MEMORY_BUDGET_MB}")
+            print(
+                f"case={name} cpu_s={cpu_s:.4f} peak_mb={peak_mb:.1f} within_budget={within} refused={refusal!r}",
+                flush=True,
+            )
+    print(
+        f"worst_cpu_s={worst_cpu:.4f} worst_peak_mb={worst_mb:.1f} cpu_budget_s={CPU_BUDGET_S} "
+        f"memory_budget_mb={MEMORY_BUDGET_MB}"
+    )
 
 
 if __name__ == "__main__":

@@ -23,8 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.loading.pretrained import load, minilm_dir  # noqa: E402
 
-WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
-         "and children play near the old river bank on a warm summer afternoon").split()
+WORDS = (
+    "the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
+    "and children play near the old river bank on a warm summer afternoon"
+).split()
 
 
 def sentence_pair(num_tokens: int) -> tuple[str, str]:
@@ -67,11 +69,15 @@ def main(argv: list[str] | None = None) -> int:
         inputs = enc.to_tensors()
         with torch.inference_mode():
             ours, theirs = interleaved_medians(
-                partial(model.trace, **inputs), partial(reference, **inputs, output_attentions=True), args.repeats
+                partial(model.trace, **inputs),
+                partial(reference, **inputs, output_attentions=True),
+                args.repeats,
             )
         ratios.append(ours / theirs)
-        print(f"tokens={len(enc.tokens)} ours_trace_ms={ours:.2f} transformers_ms={theirs:.2f} "
-              f"ratio={ours / theirs:.3f}")
+        print(
+            f"tokens={len(enc.tokens)} ours_trace_ms={ours:.2f} transformers_ms={theirs:.2f} "
+            f"ratio={ours / theirs:.3f}"
+        )
     print(f"worst_ratio={max(ratios):.3f}")
     return 0
 

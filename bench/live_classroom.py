@@ -51,7 +51,7 @@ from devtools.server import ARTIFACTS, free_port, start_streamlit, stop, wait_un
 
 PAGE = "class"  # url_path of pages_app/classroom/11_Class.py
 STEP_HEADING = re.compile(r"Step (\d+) of \d+")
-JOIN_CODE = re.compile(r'bvl-join-code[^>]*>([A-Z0-9]+)<')
+JOIN_CODE = re.compile(r"bvl-join-code[^>]*>([A-Z0-9]+)<")
 ANSWERS = re.compile(r"(\d+) of (\d+)")
 
 
@@ -61,7 +61,9 @@ class Participant:
 
     name: str
     query: str = ""
-    address: str = ""  # the X-Forwarded-For it claims (Streamlit's uvicorn trusts it from 127.0.0.1): its phone's own
+    address: str = (
+        ""  # the X-Forwarded-For it claims (Streamlit's uvicorn trusts it from 127.0.0.1): its phone's own
+    )
     steps: dict[int, float] = field(default_factory=dict)  # step number -> first time its heading arrived
     widget_ids: dict[str, str] = field(default_factory=dict)  # user key -> widget id
     page_hash: str = ""
@@ -79,7 +81,8 @@ class Participant:
             self.page_hash = msg.navigation.page_script_hash
         elif kind == "auto_rerun" and msg.auto_rerun.fragment_id not in self.timers:
             self.timers[msg.auto_rerun.fragment_id] = asyncio.create_task(
-                self.poll(msg.auto_rerun.fragment_id, msg.auto_rerun.interval))
+                self.poll(msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
+            )
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
             self.note_element(msg.delta.new_element, now)
         elif kind == "script_finished":
@@ -134,8 +137,15 @@ class Participant:
 
     async def open(self, port: int, timeout: float) -> None:
         headers = {"X-Forwarded-For": self.address} if self.address else None
-        self.ws = await connect(f"ws://{LOOPBACK}:{port}/_stcore/stream", subprotocols=["streamlit"], max_size=None,
-                                proxy=None, ping_interval=None, open_timeout=timeout, additional_headers=headers)
+        self.ws = await connect(
+            f"ws://{LOOPBACK}:{port}/_stcore/stream",
+            subprotocols=["streamlit"],
+            max_size=None,
+            proxy=None,
+            ping_interval=None,
+            open_timeout=timeout,
+            additional_headers=headers,
+        )
         asyncio.create_task(self.read())
         back = rerun_request(page_name=PAGE)
         back.rerun_script.query_string = self.query
@@ -160,8 +170,10 @@ async def wait_for(condition, timeout: float, what: str, errors: list[str]) -> b
 
 async def join_students(port: int, code: str, count: int, args, rng: random.Random) -> list[Participant]:
     # Each phone has its own address on a lecture hall's Wi-Fi (one address is limited: issue 30).
-    students = [Participant(f"student {i}", query=f"class={code}", address=f"10.{i // 250}.{i % 250}.1")
-                for i in range(count)]
+    students = [
+        Participant(f"student {i}", query=f"class={code}", address=f"10.{i // 250}.{i % 250}.1")
+        for i in range(count)
+    ]
 
     async def arrive(student: Participant) -> None:
         await asyncio.sleep(rng.uniform(0, args.jitter))
@@ -180,18 +192,27 @@ async def moves(lecturer: Participant, students: list[Participant], args, errors
     for move in range(args.moves):
         step = move + 2
         sent = await lecturer.click("class_next")
-        await wait_for(lambda s=step: all(s in student.steps for student in students), args.timeout,
-                       f"every student showing step {step}", errors)
+        await wait_for(
+            lambda s=step: all(s in student.steps for student in students),
+            args.timeout,
+            f"every student showing step {step}",
+            errors,
+        )
         follow += [student.steps[step] - sent for student in students if step in student.steps]
     return follow
 
 
-async def answers(lecturer: Participant, students: list[Participant], args, rng: random.Random,
-                  errors: list[str]) -> tuple[list[float], int]:
+async def answers(
+    lecturer: Participant, students: list[Participant], args, rng: random.Random, errors: list[str]
+) -> tuple[list[float], int]:
     """The lecturer asks; every student presses an option; seconds until the projector counts each answer."""
     await lecturer.click("class_ask_choice")
-    ready = await wait_for(lambda: all(any(k.startswith("class_option_") for k in s.widget_ids) for s in students),
-                           args.timeout, "every student showing the answer buttons", errors)
+    ready = await wait_for(
+        lambda: all(any(k.startswith("class_option_") for k in s.widget_ids) for s in students),
+        args.timeout,
+        "every student showing the answer buttons",
+        errors,
+    )
     if not ready:
         return [], 0
 
@@ -201,10 +222,16 @@ async def answers(lecturer: Participant, students: list[Participant], args, rng:
         return await student.click(option)
 
     sent = await asyncio.gather(*(press(s) for s in students))
-    await wait_for(lambda: all(s.acknowledged for s in students), args.timeout, "every answer acknowledged", errors)
+    await wait_for(
+        lambda: all(s.acknowledged for s in students), args.timeout, "every answer acknowledged", errors
+    )
     acked = sorted((s.acknowledged, t) for s, t in zip(students, sent, strict=True) if s.acknowledged)
-    await wait_for(lambda: lecturer.counts and lecturer.counts[-1][1] >= len(acked), args.timeout,
-                   "the projector counting every acknowledged answer", errors)
+    await wait_for(
+        lambda: lecturer.counts and lecturer.counts[-1][1] >= len(acked),
+        args.timeout,
+        "the projector counting every acknowledged answer",
+        errors,
+    )
     to_projector = []
     for rank, (_, sent_at) in enumerate(acked, start=1):
         shown = next((at for at, count in lecturer.counts if count >= rank and at >= sent_at), None)
@@ -226,7 +253,9 @@ async def session(port: int, server_pid: int, args) -> dict:
     await wait_for(lambda: lecturer.join_code, args.timeout, "the join code", errors)
     lecturer.query = f"class={lecturer.join_code}"
     students = await join_students(port, lecturer.join_code, args.students, args, rng)
-    await wait_for(lambda: all(1 in s.steps for s in students), args.timeout, "every student on step 1", errors)
+    await wait_for(
+        lambda: all(1 in s.steps for s in students), args.timeout, "every student on step 1", errors
+    )
     before = cpu_seconds(server_pid)
     await asyncio.sleep(args.idle)  # everyone only polls: the cost of following
     idle_cpu = (cpu_seconds(server_pid) - before) / args.idle * 100
@@ -237,8 +266,14 @@ async def session(port: int, server_pid: int, args) -> dict:
     for participant in (lecturer, *students):
         errors += participant.errors
         await participant.close()
-    return {"students": sum(1 in s.steps for s in students), "follow": follow, "to_projector": to_projector,
-            "errors": errors, "answers_lost": max(0, acknowledged - counted), "idle_cpu": idle_cpu}
+    return {
+        "students": sum(1 in s.steps for s in students),
+        "follow": follow,
+        "to_projector": to_projector,
+        "errors": errors,
+        "answers_lost": max(0, acknowledged - counted),
+        "idle_cpu": idle_cpu,
+    }
 
 
 def select_cost_us(code: str, repeats: int = 2000) -> float:
@@ -252,18 +287,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=100)
     parser.add_argument("--moves", type=int, default=3, help="times the lecturer presses Next (from step 1)")
-    parser.add_argument("--jitter", type=float, default=2.0, help="students arrive and answer within this many s")
+    parser.add_argument(
+        "--jitter", type=float, default=2.0, help="students arrive and answer within this many s"
+    )
     parser.add_argument("--idle", type=float, default=10.0, help="seconds of polling only, for its CPU cost")
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=0)
-    add_smoke_flag(parser, argv, students=1, jitter=0.0, idle=0.5)  # the 3 moves reach step 4, the first that asks
+    add_smoke_flag(
+        parser, argv, students=1, jitter=0.0, idle=0.5
+    )  # the 3 moves reach step 4, the first that asks
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     print(describe_machine())
-    print(f"Client: {CLIENT}; one lecturer and {args.students} students, {args.moves} moves, jitter {args.jitter:g} s")
+    print(
+        f"Client: {CLIENT}; one lecturer and {args.students} students, {args.moves} moves, jitter {args.jitter:g} s"
+    )
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="live_classroom_") as data:
         os.environ[database.DATA_DIR_SETTING] = data  # the server and this script share one fresh database

@@ -48,9 +48,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--word", default="go", help="a word with about 200 sentences in the index (go: 200)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--layers", type=int, nargs="*", default=None, help="index layers to build (default: last)")
-    parser.add_argument("--pool-sentences", type=int, default=None,
-                        help="build the neighbour index over the first N sentences (default: all)")
+    parser.add_argument(
+        "--layers", type=int, nargs="*", default=None, help="index layers to build (default: last)"
+    )
+    parser.add_argument(
+        "--pool-sentences",
+        type=int,
+        default=None,
+        help="build the neighbour index over the first N sentences (default: all)",
+    )
     add_smoke_flag(parser, argv, model="demo-tiny", word="bank", repeats=1, pool_sentences=200)
     options = parser.parse_args(argv)
     torch.set_num_threads(options.threads)
@@ -64,15 +70,24 @@ def main(argv: list[str] | None = None) -> None:
         seconds, data = timed(lambda: word_to_data(model, tokenizer, index, options.word))
         times.append(seconds)
     median = statistics.median(times)
-    print(f"word={options.word}\nsentences={len(data.occurrences)}\nword_to_data_s={median:.2f}\n"
-          f"max_s={max(times):.2f}\ngoal_s={GOAL_S}\nmet={median < GOAL_S}")
-    pooled = index if options.pool_sentences is None else SenseIndex(index.sentences[: options.pool_sentences])
+    print(
+        f"word={options.word}\nsentences={len(data.occurrences)}\nword_to_data_s={median:.2f}\n"
+        f"max_s={max(times):.2f}\ngoal_s={GOAL_S}\nmet={median < GOAL_S}"
+    )
+    pooled = (
+        index if options.pool_sentences is None else SenseIndex(index.sentences[: options.pool_sentences])
+    )
     for layer in options.layers or [model.config.num_hidden_layers]:
         seconds, pool = timed(lambda layer=layer: meaning.index_pool(model, tokenizer, pooled, layer))
-        query_s, _ = timed(lambda pool=pool, layer=layer: meaning.nearest_neighbours(pool, data.vectors[layer, 0], 10,
-                                                                         exclude=data.occurrences[0]))
-        print(f"index_pool_layer={layer}\nindex_pool_words={len(pool.occurrences)}\nindex_pool_build_s={seconds:.1f}\n"
-              f"index_pool_memory_mb={pool.nbytes / 2**20:.1f}\nindex_pool_query_ms={query_s * 1e3:.0f}")
+        query_s, _ = timed(
+            lambda pool=pool, layer=layer: meaning.nearest_neighbours(
+                pool, data.vectors[layer, 0], 10, exclude=data.occurrences[0]
+            )
+        )
+        print(
+            f"index_pool_layer={layer}\nindex_pool_words={len(pool.occurrences)}\nindex_pool_build_s={seconds:.1f}\n"
+            f"index_pool_memory_mb={pool.nbytes / 2**20:.1f}\nindex_pool_query_ms={query_s * 1e3:.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -25,10 +25,48 @@ from bertviz_lite.loading.pretrained import load  # noqa: E402
 from bertviz_lite.text.corpora.senses import sense_index  # noqa: E402
 
 # Common polysemous words, each with at least two WordNet senses illustrated by two example sentences or more.
-WORDS = ("play", "work", "fall", "make", "hold", "leave", "clear", "give", "hot", "close", "call", "turn", "light",
-         "carry", "take", "strike", "break", "right", "see", "keep", "come", "get", "serve", "go", "run", "feel",
-         "cold", "open", "catch", "pull", "draw", "fit", "line", "head", "beat", "time", "set", "point", "sound",
-         "bank")
+WORDS = (
+    "play",
+    "work",
+    "fall",
+    "make",
+    "hold",
+    "leave",
+    "clear",
+    "give",
+    "hot",
+    "close",
+    "call",
+    "turn",
+    "light",
+    "carry",
+    "take",
+    "strike",
+    "break",
+    "right",
+    "see",
+    "keep",
+    "come",
+    "get",
+    "serve",
+    "go",
+    "run",
+    "feel",
+    "cold",
+    "open",
+    "catch",
+    "pull",
+    "draw",
+    "fit",
+    "line",
+    "head",
+    "beat",
+    "time",
+    "set",
+    "point",
+    "sound",
+    "bank",
+)
 GOAL_POINTS = 20.0
 
 
@@ -44,11 +82,15 @@ def report(source: str, scores: list[meaning.SenseSeparation], seconds: float) -
     chance = float(np.nanmean([s.chance for s in scores]))
     best = int(np.argmax(per_layer))
     gain = (per_layer[best] - static) * 100
-    print(f"model={source} words={len(scores)} sentences={sum(s.num_scored for s in scores)} "
-          f"senses_per_word={np.mean([s.num_senses for s in scores]):.1f} seconds={seconds:.0f}")
-    print(f"static_sense_accuracy={static:.3f} chance_accuracy={chance:.3f} best_layer={best} "
-          f"best_layer_sense_accuracy={per_layer[best]:.3f} gain_points={gain:.1f} "
-          f"goal_points={GOAL_POINTS:.0f} met={gain >= GOAL_POINTS}")
+    print(
+        f"model={source} words={len(scores)} sentences={sum(s.num_scored for s in scores)} "
+        f"senses_per_word={np.mean([s.num_senses for s in scores]):.1f} seconds={seconds:.0f}"
+    )
+    print(
+        f"static_sense_accuracy={static:.3f} chance_accuracy={chance:.3f} best_layer={best} "
+        f"best_layer_sense_accuracy={per_layer[best]:.3f} gain_points={gain:.1f} "
+        f"goal_points={GOAL_POINTS:.0f} met={gain >= GOAL_POINTS}"
+    )
     print("per_layer_accuracy=" + ",".join(f"{value:.3f}" for value in per_layer))
     wins = sum(np.nanmax(s.accuracy) > s.static for s in scores)
     print(f"words_where_some_layer_beats_static={wins}/{len(scores)}")
@@ -58,7 +100,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=["minilm-english", "demo-tiny"])
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--words", nargs="+", default=list(WORDS), help="the polysemous words scored (default: 40)")
+    parser.add_argument(
+        "--words", nargs="+", default=list(WORDS), help="the polysemous words scored (default: 40)"
+    )
     add_smoke_flag(parser, argv, models=["demo-tiny"], words=["bank", "fit"])
     options = parser.parse_args(argv)
     torch.set_num_threads(options.threads)

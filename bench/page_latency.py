@@ -33,8 +33,10 @@ from bertviz_lite.loading.pretrained import load  # noqa: E402
 from devtools.server import CHROMIUM, CHROMIUM_ARGS, open_front_page, running_streamlit  # noqa: E402
 from tests.browser.driver import new_page, open_page, open_tab, type_into, wait_for_idle  # noqa: E402
 
-WORDS = ("the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
-         "and children play near the old river bank on a warm summer afternoon").split()
+WORDS = (
+    "the quick brown fox jumps over the lazy dog while a small bird sings in the tall green tree "
+    "and children play near the old river bank on a warm summer afternoon"
+).split()
 HEATMAP_GOALS = {32: "< 1.5 s", 512: "no freeze"}
 MODEL_VIEW_GOALS = {128: "< 3 s", 512: "no freeze"}
 SALTS = "alpha bravo delta echo golf hotel india kilo lima mike oscar papa quebec romeo sierra tango".split()
@@ -110,18 +112,29 @@ def reference(page, tokenizer, repeats: int) -> float:
     return statistics.median(times)
 
 
-def measure(page, tokenizer, num_tokens: int, key: str, images: int, repeats: int, salts) -> list[tuple[float, float]]:
+def measure(
+    page, tokenizer, num_tokens: int, key: str, images: int, repeats: int, salts
+) -> list[tuple[float, float]]:
     rows = num_tokens if key == "attention_heatmap" else None
-    return [time_pair(page, *pair_of(tokenizer, num_tokens, next(salts)), key, rows, images) for _ in range(repeats)]
+    return [
+        time_pair(page, *pair_of(tokenizer, num_tokens, next(salts)), key, rows, images)
+        for _ in range(repeats)
+    ]
 
 
-def report(name: str, goal: str, samples: list[tuple[float, float]], ref: float, values: dict[str, str]) -> str:
+def report(
+    name: str, goal: str, samples: list[tuple[float, float]], ref: float, values: dict[str, str]
+) -> str:
     """The table row; its figures also go into values under the key `name` (heatmap_32_median_s, …)."""
     times, longest = [s[0] for s in samples], [s[1] for s in samples]
     median = statistics.median(times)
     key = name.replace(",", "").replace(" tokens", "").replace(" ", "_")
-    values |= {f"{key}_median_s": f"{median:.2f}", f"{key}_max_s": f"{max(times):.2f}",
-               f"{key}_x_reference": f"{median / ref:.1f}", f"{key}_longest_task_s": f"{max(longest):.2f}"}
+    values |= {
+        f"{key}_median_s": f"{median:.2f}",
+        f"{key}_max_s": f"{max(times):.2f}",
+        f"{key}_x_reference": f"{median / ref:.1f}",
+        f"{key}_longest_task_s": f"{max(longest):.2f}",
+    }
     return f"| {name} | {median:.2f} | {max(times):.2f} | {median / ref:.1f} | {max(longest):.2f} | {goal} |"
 
 
@@ -149,7 +162,9 @@ def measure_all(browser, url: str, tokenizer, args) -> tuple[list[str], dict[str
     for count in args.model_view_tokens:  # the long ones take half the repeats
         repeats = args.repeats if count <= 128 else max(1, args.repeats // 2)
         samples = measure(page, tokenizer, count, "model_view", 1, repeats, salts)
-        rows.append(report(f"model view, {count} tokens", MODEL_VIEW_GOALS.get(count, "—"), samples, ref, values))
+        rows.append(
+            report(f"model view, {count} tokens", MODEL_VIEW_GOALS.get(count, "—"), samples, ref, values)
+        )
         print(rows[-1], flush=True)
     return rows, values
 
@@ -176,7 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\n{platform.machine()}, {os.cpu_count()} cores, load average {load_average:.1f} · Python {platform.python_version()}"
     )
-    print("| view | median s | max s | × reference | longest browser task s | goal |\n|---|---|---|---|---|---|")
+    print(
+        "| view | median s | max s | × reference | longest browser task s | goal |\n|---|---|---|---|---|---|"
+    )
     print("\n".join(rows))
     print("\n".join(f"{key}={value}" for key, value in values.items()))
     return 0

@@ -39,7 +39,10 @@ def batch_maker(batch_size: int, tokenizer, documents: int | None = None):
     documents: only the first N documents of the corpus (None: all)."""
     pairs = make_nsp_pairs((english_corpus() + everyday_corpus())[:documents], seed=0)
     collate = PretrainingCollator(tokenizer, 128, 0.15, whole_word_mask=True, mask_repeats=True)
-    generator, starts = torch.Generator().manual_seed(0), itertools.cycle(range(0, len(pairs) - batch_size, batch_size))
+    generator, starts = (
+        torch.Generator().manual_seed(0),
+        itertools.cycle(range(0, len(pairs) - batch_size, batch_size)),
+    )
     return lambda: collate(pairs[(start := next(starts)) : start + batch_size], generator)
 
 
@@ -77,18 +80,29 @@ def steps_per_s(step, make, depth: int, steps: int) -> float:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="a model name or folder (its tokenizer and size)")
+    parser.add_argument(
+        "--model", default=DEFAULT_MODEL, help="a model name or folder (its tokenizer and size)"
+    )
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads on the CPU (the other core collates)")
-    parser.add_argument("--stand-in-ms", type=float, default=0.0, help="a GIL-free stand-in step of this many ms")
-    parser.add_argument("--documents", type=int, default=None, help="only the first N documents (default: all)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads on the CPU (the other core collates)"
+    )
+    parser.add_argument(
+        "--stand-in-ms", type=float, default=0.0, help="a GIL-free stand-in step of this many ms"
+    )
+    parser.add_argument(
+        "--documents", type=int, default=None, help="only the first N documents (default: all)"
+    )
     add_smoke_flag(parser, argv, model="demo-tiny", batch_size=4, steps=2, reps=1, documents=200)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     model, tokenizer = load(args.model)
-    make, step = batch_maker(args.batch_size, tokenizer, args.documents), step_function(args, model, torch.device(args.device))
+    make, step = (
+        batch_maker(args.batch_size, tokenizer, args.documents),
+        step_function(args, model, torch.device(args.device)),
+    )
     collating = time.perf_counter()
     make()
     print(f"collate_ms={1000 * (time.perf_counter() - collating):.1f}")

@@ -35,8 +35,17 @@ from _smoke import add_smoke_flag  # noqa: E402
 BUCKETS = (
     ("model trace", ("get_trace (", "trace_encoding (")),
     ("model load", ("load_model (", "loading/pretrained.py")),
-    ("serialisation (plotly JSON, protobuf)", ("plotly/io/_json.py", "/json/encoder.py", "SerializeToString",
-                                               "serialize_forward_msg", "PlotlyJSONEncoder", "orjson")),
+    (
+        "serialisation (plotly JSON, protobuf)",
+        (
+            "plotly/io/_json.py",
+            "/json/encoder.py",
+            "SerializeToString",
+            "serialize_forward_msg",
+            "PlotlyJSONEncoder",
+            "orjson",
+        ),
+    ),
     ("figure building (figures/, plotly)", ("bertviz_lite/figures/", "/plotly/", "/_plotly_utils/")),
     ("view data (inspection/)", ("bertviz_lite/inspection/",)),
     ("Streamlit caches (hash, lookup)", ("streamlit/runtime/caching/",)),
@@ -87,8 +96,20 @@ def _key(bucket_name: str) -> str:
 
 
 def attach(pid: int, out: Path, rate: int) -> subprocess.Popen:
-    command = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--output", str(out), "--rate", str(rate),
-               "--full-filenames", "--nonblocking"]
+    command = [
+        "py-spy",
+        "record",
+        "--pid",
+        str(pid),
+        "--format",
+        "raw",
+        "--output",
+        str(out),
+        "--rate",
+        str(rate),
+        "--full-filenames",
+        "--nonblocking",
+    ]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -98,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
     parser.add_argument("--train-steps", type=int, default=100_000)
     parser.add_argument("--top", type=int, default=6, help="leaf functions listed per bucket")
-    parser.add_argument("--read", type=Path, help="only split a raw profile written before (tests/artifacts/...)")
+    parser.add_argument(
+        "--read", type=Path, help="only split a raw profile written before (tests/artifacts/...)"
+    )
     add_smoke_flag(parser, argv, visitors=[1], rate=50, train_steps=2, top=2)
     ours = parser.parse_args(argv)
     profiled = shutil.which("py-spy") is not None

@@ -36,9 +36,12 @@ MLM_FACTOR = 2.0
 
 def most_frequent_token_baseline(trainer: Trainer) -> tuple[str, float]:
     """(token, accuracy on the held-out masked positions) of always predicting the most frequent training token."""
-    encodings = trainer.tokenizer.encode_batch_pairs([(a, b) for a, b, _ in trainer.train_pairs], trainer.args.seq_len)
-    counts = collections.Counter(i for e in encodings for i, s in zip(e.input_ids, e.special_tokens_mask, strict=True)
-                                 if not s)
+    encodings = trainer.tokenizer.encode_batch_pairs(
+        [(a, b) for a, b, _ in trainer.train_pairs], trainer.args.seq_len
+    )
+    counts = collections.Counter(
+        i for e in encodings for i, s in zip(e.input_ids, e.special_tokens_mask, strict=True) if not s
+    )
     token_id = counts.most_common(1)[0][0]
     labels = torch.cat([b["labels"][b["labels"] != IGNORE_INDEX].cpu() for b in trainer._eval_batches()])
     return trainer.tokenizer.convert_ids_to_tokens(token_id), float((labels == token_id).float().mean())
@@ -56,10 +59,17 @@ class Goal(TrainerCallback):
         if record["split"] != "eval":
             return
         seconds = time.perf_counter() - self.started - self.untimed_s
-        print(f"step {record['step']:5d}  {seconds:6.1f} s  held-out nsp_acc {record['eval_nsp_acc']:.3f}  "
-              f"mlm_acc {record['eval_mlm_acc']:.3f}", flush=True)
+        print(
+            f"step {record['step']:5d}  {seconds:6.1f} s  held-out nsp_acc {record['eval_nsp_acc']:.3f}  "
+            f"mlm_acc {record['eval_mlm_acc']:.3f}",
+            flush=True,
+        )
         self.last = record
-        if record["eval_nsp_acc"] >= self.nsp_goal and record["eval_mlm_acc"] >= self.mlm_goal and self.reached is None:
+        if (
+            record["eval_nsp_acc"] >= self.nsp_goal
+            and record["eval_mlm_acc"] >= self.mlm_goal
+            and self.reached is None
+        ):
             self.reached = (record["step"], seconds)
             if not self.full:
                 trainer.request_stop()
@@ -70,8 +80,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--preset", choices=list(NSP_GOALS), default="tiny")
     parser.add_argument("--full", action="store_true", help="train the whole preset, do not stop at the goal")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--eval-every", type=int, default=None, help="default: 20 (tiny), the preset's (classroom)")
-    for name in ("lr", "warmup", "steps", "batch_size", "seq_len", "vocab_size", "seed", "eval_pairs", "num_documents"):
+    parser.add_argument(
+        "--eval-every", type=int, default=None, help="default: 20 (tiny), the preset's (classroom)"
+    )
+    for name in (
+        "lr",
+        "warmup",
+        "steps",
+        "batch_size",
+        "seq_len",
+        "vocab_size",
+        "seed",
+        "eval_pairs",
+        "num_documents",
+    ):
         parser.add_argument(f"--{name.replace('_', '-')}", type=float if name == "lr" else int, default=None)
     add_smoke_flag(parser, argv, steps=4, eval_every=2, batch_size=4, eval_pairs=16, num_documents=200)
     options = parser.parse_args(argv)
@@ -80,7 +102,12 @@ def main(argv: list[str] | None = None) -> None:
     overrides = {k: v for k, v in vars(options).items() if v is not None and k not in untouched}
     if options.preset == "tiny":  # tuned for speed of learning; the classroom run keeps all its own settings
         eval_every = options.eval_every or 20
-        overrides |= {"eval_every": eval_every, "log_every": eval_every, "snapshot_every": 10_000_000, "save_every": 0}
+        overrides |= {
+            "eval_every": eval_every,
+            "log_every": eval_every,
+            "snapshot_every": 10_000_000,
+            "save_every": 0,
+        }
     elif options.eval_every:
         overrides["eval_every"] = options.eval_every
     with tempfile.TemporaryDirectory() as folder:
@@ -93,17 +120,23 @@ def main(argv: list[str] | None = None) -> None:
         goal.untimed_s = time.perf_counter() - baseline_started  # the baseline is not part of learning
         goal.mlm_goal = MLM_FACTOR * baseline
         print(f"cpu={_cpu_name()!r} threads={torch.get_num_threads()} torch={torch.__version__}")
-        print(f"args: steps={args.steps} lr={args.lr} warmup={args.warmup} batch_size={args.batch_size} "
-              f"seq_len={args.seq_len} vocab_size={trainer.tokenizer.vocab_size} eval_every={args.eval_every} "
-              f"eval_pairs={len(trainer.eval_pairs)}")
-        print(f"baseline_mlm_acc={baseline:.4f} (always {token!r}); goal: eval_nsp_acc>={goal.nsp_goal} "
-              f"eval_mlm_acc>={goal.mlm_goal:.4f}")
+        print(
+            f"args: steps={args.steps} lr={args.lr} warmup={args.warmup} batch_size={args.batch_size} "
+            f"seq_len={args.seq_len} vocab_size={trainer.tokenizer.vocab_size} eval_every={args.eval_every} "
+            f"eval_pairs={len(trainer.eval_pairs)}"
+        )
+        print(
+            f"baseline_mlm_acc={baseline:.4f} (always {token!r}); goal: eval_nsp_acc>={goal.nsp_goal} "
+            f"eval_mlm_acc>={goal.mlm_goal:.4f}"
+        )
         trainer.train()
         total_s = time.perf_counter() - started - goal.untimed_s
     if options.full:
         last = goal.last
-        print(f"whole_run_seconds={total_s:.1f} final eval_mlm_acc={last['eval_mlm_acc']:.3f} "
-              f"({last['eval_mlm_acc'] / baseline:.1f}x baseline) eval_nsp_acc={last['eval_nsp_acc']:.3f}")
+        print(
+            f"whole_run_seconds={total_s:.1f} final eval_mlm_acc={last['eval_mlm_acc']:.3f} "
+            f"({last['eval_mlm_acc'] / baseline:.1f}x baseline) eval_nsp_acc={last['eval_nsp_acc']:.3f}"
+        )
     if goal.reached is None:
         print(f"steps_run={args.steps}\nseconds_to_learn=not_reached")
     else:

@@ -29,15 +29,32 @@ from bertviz_lite.inspection import explore  # noqa: E402
 from bertviz_lite.loading.pretrained import ENGLISH, load  # noqa: E402
 from bertviz_lite.model.batching import batcher_for, pad_inputs, split_trace  # noqa: E402
 
-SUBJECTS = ["The cat", "A student", "My neighbour", "The old teacher", "Her brother", "The small dog", "A farmer",
-            "The pilot"]
-ACTIONS = ["sat on the mat", "read a long book", "ran to the station", "cooked dinner for everyone",
-           "painted the fence", "slept in the sun"]
+SUBJECTS = [
+    "The cat",
+    "A student",
+    "My neighbour",
+    "The old teacher",
+    "Her brother",
+    "The small dog",
+    "A farmer",
+    "The pilot",
+]
+ACTIONS = [
+    "sat on the mat",
+    "read a long book",
+    "ran to the station",
+    "cooked dinner for everyone",
+    "painted the fence",
+    "slept in the sun",
+]
 
 
 def sentences(count: int) -> list[str]:
     """`count` different sentences of about a dozen tokens each."""
-    return [f"{SUBJECTS[i % len(SUBJECTS)]} {ACTIONS[i % len(ACTIONS)]} because it was day {i}." for i in range(count)]
+    return [
+        f"{SUBJECTS[i % len(SUBJECTS)]} {ACTIONS[i % len(ACTIONS)]} because it was day {i}."
+        for i in range(count)
+    ]
 
 
 def best_ms(run, repeats: int) -> float:
@@ -113,9 +130,11 @@ def main(argv: list[str] | None = None) -> None:
             latencies.extend(each)
         latencies.sort()
         p95 = latencies[int(0.95 * (len(latencies) - 1))]
-        print(f"{args.threads}_threads_{name}_wall_ms={statistics.median(walls):.0f} "
-              f"p50_ms={statistics.median(latencies):.0f} p95_ms={p95:.0f} "
-              f"passes_per_round={(batcher_for(model).passes - passes_before) / args.repeats:.1f}")
+        print(
+            f"{args.threads}_threads_{name}_wall_ms={statistics.median(walls):.0f} "
+            f"p50_ms={statistics.median(latencies):.0f} p95_ms={p95:.0f} "
+            f"passes_per_round={(batcher_for(model).passes - passes_before) / args.repeats:.1f}"
+        )
 
 
 if __name__ == "__main__":

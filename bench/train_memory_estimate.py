@@ -66,8 +66,14 @@ def measured_bytes(forms: list[dict]) -> list[int]:
     """Per form, the peak resident memory a process grows by over its steps (model, optimizer and steps), all forms
     in one fresh process: the first pays the runtime's own first-step memory, the next reuse it."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(forms)], capture_output=True, text=True, env=env,
-                         check=True, cwd=REPO).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(forms)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        cwd=REPO,
+    ).stdout
     return [kib * 1024 for kib in json.loads(out.splitlines()[-1])]
 
 
@@ -80,21 +86,40 @@ def random_form(rng: random.Random, steps: int = 3, tiny: bool = False) -> dict:
     """A valid form of sizes a visitor may choose, that a 2-core machine steps in seconds (`tiny`: in a second)."""
     heads = rng.choice([2, 4] if tiny else [2, 4, 8])
     hidden = heads * rng.choice([16, 32] if tiny else [16, 32, 64])
-    config = {"vocab_size": rng.choice([1000, 4000] if tiny else [1000, 4000, 8000, 16000]), "hidden_size": hidden,
-              "num_hidden_layers": rng.randint(1, 2 if tiny else 4), "num_attention_heads": heads,
-              "intermediate_size": hidden * rng.choice([2, 4]), "max_position_embeddings": 512}
+    config = {
+        "vocab_size": rng.choice([1000, 4000] if tiny else [1000, 4000, 8000, 16000]),
+        "hidden_size": hidden,
+        "num_hidden_layers": rng.randint(1, 2 if tiny else 4),
+        "num_attention_heads": heads,
+        "intermediate_size": hidden * rng.choice([2, 4]),
+        "max_position_embeddings": 512,
+    }
     batch, seq_len = ([4, 8, 16], [16, 32, 64]) if tiny else ([8, 16, 32, 64], [32, 64, 128, 256])
     return {"config": config, "batch_size": rng.choice(batch), "seq_len": rng.choice(seq_len), "steps": steps}
 
 
 def bert_forms(steps: int = 2) -> list[dict]:
     """BERT-sized forms: MiniLM's shape with its 30,522-token vocabulary, and BERT-base at batch 8."""
-    minilm = {"vocab_size": 30522, "hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12,
-              "intermediate_size": 1536, "max_position_embeddings": 512}
-    base = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
-            "intermediate_size": 3072, "max_position_embeddings": 512}
-    return [{"config": minilm, "batch_size": 64, "seq_len": 128, "steps": steps},
-            {"config": base, "batch_size": 8, "seq_len": 128, "steps": steps}]
+    minilm = {
+        "vocab_size": 30522,
+        "hidden_size": 384,
+        "num_hidden_layers": 6,
+        "num_attention_heads": 12,
+        "intermediate_size": 1536,
+        "max_position_embeddings": 512,
+    }
+    base = {
+        "vocab_size": 30522,
+        "hidden_size": 768,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "intermediate_size": 3072,
+        "max_position_embeddings": 512,
+    }
+    return [
+        {"config": minilm, "batch_size": 64, "seq_len": 128, "steps": steps},
+        {"config": base, "batch_size": 8, "seq_len": 128, "steps": steps},
+    ]
 
 
 def compare(forms: list[dict], workers: int = 1) -> list[dict]:
@@ -102,22 +127,34 @@ def compare(forms: list[dict], workers: int = 1) -> list[dict]:
     runtime's first-step memory is part of what it costs), and their ratio; `workers` processes at a time."""
     with ThreadPoolExecutor(workers) as pool:
         measured = list(pool.map(lambda form: measured_bytes([form])[0], forms))
-    return [{"estimate_mb": estimate_bytes(form) / MB, "measured_mb": grown / MB,
-             "ratio": estimate_bytes(form) / max(grown, 1)} for form, grown in zip(forms, measured, strict=True)]
+    return [
+        {
+            "estimate_mb": estimate_bytes(form) / MB,
+            "measured_mb": grown / MB,
+            "ratio": estimate_bytes(form) / max(grown, 1),
+        }
+        for form, grown in zip(forms, measured, strict=True)
+    ]
 
 
 def line(form: dict, result: dict) -> str:
     c = form["config"]
-    sizes = (f"hidden={c['hidden_size']} layers={c['num_hidden_layers']} heads={c['num_attention_heads']} "
-             f"ffn={c['intermediate_size']} vocab={c['vocab_size']} batch={form['batch_size']} seq_len={form['seq_len']}")
-    return (f"{sizes} estimate_mb={result['estimate_mb']:.1f} measured_mb={result['measured_mb']:.1f} "
-            f"ratio={result['ratio']:.2f}")
+    sizes = (
+        f"hidden={c['hidden_size']} layers={c['num_hidden_layers']} heads={c['num_attention_heads']} "
+        f"ffn={c['intermediate_size']} vocab={c['vocab_size']} batch={form['batch_size']} seq_len={form['seq_len']}"
+    )
+    return (
+        f"{sizes} estimate_mb={result['estimate_mb']:.1f} measured_mb={result['measured_mb']:.1f} "
+        f"ratio={result['ratio']:.2f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--forms", type=int, default=10, help="random forms (default 10)")
-    parser.add_argument("--no-bert", action="store_true", help="leave out the MiniLM and BERT-base shaped forms")
+    parser.add_argument(
+        "--no-bert", action="store_true", help="leave out the MiniLM and BERT-base shaped forms"
+    )
     add_smoke_flag(parser, argv, forms=1, no_bert=True)
     options = parser.parse_args(argv)
     rng = random.Random(0)
@@ -128,8 +165,10 @@ def main(argv: list[str] | None = None) -> None:
         result = compare([form])[0]
         ratios.append(result["ratio"])
         print(line(form, result), flush=True)
-    print(f"forms={len(forms)} min_ratio={min(ratios):.2f} max_ratio={max(ratios):.2f} "
-          f"within_2x={all(0.5 <= r <= 2 for r in ratios)}")
+    print(
+        f"forms={len(forms)} min_ratio={min(ratios):.2f} max_ratio={max(ratios):.2f} "
+        f"within_2x={all(0.5 <= r <= 2 for r in ratios)}"
+    )
 
 
 if __name__ == "__main__":

@@ -42,15 +42,22 @@ class HuggingFaceStep(nn.Module):
 
     def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor]:
         out = self.model(
-            input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"],
-            attention_mask=batch["attention_mask"], labels=batch["labels"],
+            input_ids=batch["input_ids"],
+            token_type_ids=batch["token_type_ids"],
+            attention_mask=batch["attention_mask"],
+            labels=batch["labels"],
             next_sentence_label=batch["next_sentence_label"],
         )
         return (out.loss,)
 
 
 def full_length_batches(
-    tokenizer: BertTokenizer, num_batches: int, batch_size: int, seq_len: int, seed: int = 0, num_documents: int = 2000
+    tokenizer: BertTokenizer,
+    num_batches: int,
+    batch_size: int,
+    seq_len: int,
+    seed: int = 0,
+    num_documents: int = 2000,
 ) -> list[dict[str, Tensor]]:
     """Batches of sentence pairs that fill seq_len: each segment is several consecutive story sentences."""
     sentences = [s for doc in builtin_corpus(seed=seed, num_documents=num_documents) for s in doc]
@@ -92,7 +99,11 @@ def build_models(config: BertConfig, device: torch.device) -> dict[str, nn.Modul
 
 
 def time_steps(
-    step_module: nn.Module, optimizer, batches: list[dict[str, Tensor]], device: torch.device, dtype: str = "auto"
+    step_module: nn.Module,
+    optimizer,
+    batches: list[dict[str, Tensor]],
+    device: torch.device,
+    dtype: str = "auto",
 ) -> float:
     """Seconds for one optimizer step per batch."""
     if device.type == "cuda":
@@ -112,14 +123,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--vocab-size", type=int, default=8000)
-    parser.add_argument("--dropout", type=float, default=None, help="hidden and attention dropout (default: the preset's)")
-    parser.add_argument("--foreach-adamw", action="store_true", help="AdamW(foreach=True) instead of fused, both sides")
-    parser.add_argument("--dtype", default="auto", choices=list(DTYPES),
-                        help="auto: bf16 autocast on CUDA, float32 on CPU; bf16: autocast on CPU too (both sides)")
+    parser.add_argument(
+        "--dropout", type=float, default=None, help="hidden and attention dropout (default: the preset's)"
+    )
+    parser.add_argument(
+        "--foreach-adamw", action="store_true", help="AdamW(foreach=True) instead of fused, both sides"
+    )
+    parser.add_argument(
+        "--dtype",
+        default="auto",
+        choices=list(DTYPES),
+        help="auto: bf16 autocast on CUDA, float32 on CPU; bf16: autocast on CPU too (both sides)",
+    )
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--steps-per-rep", type=int, default=4)
-    parser.add_argument("--num-documents", type=int, default=2000, help="built-in stories for the vocabulary and batches")
-    add_smoke_flag(parser, argv, batch_size=2, seq_len=32, vocab_size=500, reps=1, steps_per_rep=1, num_documents=100)
+    parser.add_argument(
+        "--num-documents", type=int, default=2000, help="built-in stories for the vocabulary and batches"
+    )
+    add_smoke_flag(
+        parser, argv, batch_size=2, seq_len=32, vocab_size=500, reps=1, steps_per_rep=1, num_documents=100
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -128,8 +151,9 @@ def main(argv: list[str] | None = None) -> None:
         config.hidden_dropout_prob = config.attention_probs_dropout_prob = args.dropout
     stories = builtin_corpus(num_documents=args.num_documents)
     tokenizer = BertTokenizer.train([s for d in stories for s in d], args.vocab_size)
-    batches = full_length_batches(tokenizer, args.steps_per_rep, args.batch_size, args.seq_len,
-                                  num_documents=args.num_documents)
+    batches = full_length_batches(
+        tokenizer, args.steps_per_rep, args.batch_size, args.seq_len, num_documents=args.num_documents
+    )
     batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
     tokens = sum(int(b["attention_mask"].sum()) for b in batches)
     masked = sum(int((b["labels"] != -100).sum()) for b in batches) / tokens
@@ -149,9 +173,11 @@ def main(argv: list[str] | None = None) -> None:
     medians = {name: statistics.median(values) for name, values in rates.items()}
     cpu = _cpu_name()
     print(f"device={args.device} cpu={cpu!r} threads={torch.get_num_threads()} torch={torch.__version__}")
-    print(f"batch={args.batch_size}x{args.seq_len} vocab={args.vocab_size} masked={masked:.3f} "
-          f"dtype={args.dtype} dropout={config.hidden_dropout_prob} adamw={'foreach' if args.foreach_adamw else 'fused'} "
-          f"reps={args.reps} steps_per_rep={args.steps_per_rep}")
+    print(
+        f"batch={args.batch_size}x{args.seq_len} vocab={args.vocab_size} masked={masked:.3f} "
+        f"dtype={args.dtype} dropout={config.hidden_dropout_prob} adamw={'foreach' if args.foreach_adamw else 'fused'} "
+        f"reps={args.reps} steps_per_rep={args.steps_per_rep}"
+    )
     for name, values in rates.items():
         print(f"{name}_tokens_per_s median={medians[name]:.0f} all={[round(v) for v in values]}")
     theirs = max(medians["transformers_eager"], medians["transformers_sdpa"])

@@ -28,8 +28,28 @@ from bertviz_lite.training.trainer import Trainer, TrainerCallback  # noqa: E402
 RECHECK_EVERY = 500
 SAFETY = 0.93  # evaluations, snapshots and saves cost time the first measurement does not see
 # --smoke without training options: a few steps of the tiny preset on a little data, in a temporary folder.
-SMOKE_RUN = ("--preset", "tiny", "--steps", "6", "--batch-size", "4", "--num-documents", "200", "--eval-pairs", "16",
-             "--eval-every", "3", "--log-every", "3", "--snapshot-every", "1000", "--save-every", "0", "--device", "cpu")
+SMOKE_RUN = (
+    "--preset",
+    "tiny",
+    "--steps",
+    "6",
+    "--batch-size",
+    "4",
+    "--num-documents",
+    "200",
+    "--eval-pairs",
+    "16",
+    "--eval-every",
+    "3",
+    "--log-every",
+    "3",
+    "--snapshot-every",
+    "1000",
+    "--save-every",
+    "0",
+    "--device",
+    "cpu",
+)
 
 
 def fitted_steps(step: int, seconds_per_step: float, seconds_left: float, planned: int, warmup: int) -> int:
@@ -57,15 +77,24 @@ class FitToDeadline(TrainerCallback):
         self.mark = (step, now)
         steps = fitted_steps(step, per_step, self.deadline - now, self.planned, trainer.args.warmup or 0)
         if steps != trainer.args.steps:
-            print(f"fit step={step} seconds_per_step={per_step:.4f} steps={trainer.args.steps}->{steps}", flush=True)
+            print(
+                f"fit step={step} seconds_per_step={per_step:.4f} steps={trainer.args.steps}->{steps}",
+                flush=True,
+            )
             trainer.args.steps = steps
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--minutes", type=float, help="wall-clock budget from the start of this script (required)")
-    parser.add_argument("--measure-after", type=int, default=60, help="steps before the first fit (default 60)")
-    parser.add_argument("train_args", nargs=argparse.REMAINDER, help="-- then python -m bertviz_lite.train's options")
+    parser.add_argument(
+        "--minutes", type=float, help="wall-clock budget from the start of this script (required)"
+    )
+    parser.add_argument(
+        "--measure-after", type=int, default=60, help="steps before the first fit (default 60)"
+    )
+    parser.add_argument(
+        "train_args", nargs=argparse.REMAINDER, help="-- then python -m bertviz_lite.train's options"
+    )
     add_smoke_flag(parser, argv, minutes=0.05, measure_after=2)
     args = parser.parse_args(argv)
     if args.minutes is None:

@@ -57,10 +57,16 @@ TRAIN_EXAMPLES_SETTING = "BERTVIZ_LITE_MAX_TRAIN_EXAMPLES"
 VISITOR_DISK_SETTING = "BERTVIZ_LITE_VISITOR_DISK_MB"
 DISK_SETTING = "BERTVIZ_LITE_DISK_MB"
 DEFAULT_VISITOR_DISK_MB = 2048  # uploads and runs of one visitor
-DEFAULT_DISK_MB = 20480  # uploads and runs of all visitors together (shipped checkpoints and terminal runs aside)
-MAX_SNAPSHOTS = 250  # snapshot files of one run (an upload's, or what an app run's steps / snapshot_every make)
+DEFAULT_DISK_MB = (
+    20480  # uploads and runs of all visitors together (shipped checkpoints and terminal runs aside)
+)
+MAX_SNAPSHOTS = (
+    250  # snapshot files of one run (an upload's, or what an app run's steps / snapshot_every make)
+)
 MAX_SNAPSHOTS_BYTES = 256 * MB  # all snapshot files of one upload together
-DEFAULT_TRAIN_MEMORY_MB = 8192  # BERT-base at batch 32 × 128 tokens needs about 7.2 GB by training_memory_bytes
+DEFAULT_TRAIN_MEMORY_MB = (
+    8192  # BERT-base at batch 32 × 128 tokens needs about 7.2 GB by training_memory_bytes
+)
 DEFAULT_MAX_TRAIN_EXAMPLES = 1_000_000  # steps × batch of one app-launched run: the base preset is 320,000
 DEFAULT_MAX_PARAMETERS = 400_000_000
 DEFAULT_MAX_ACTIVATION_MB = 1024
@@ -87,7 +93,9 @@ MAX_POINTS_DRAWN = 2000  # points per curve: longer curves are downsampled befor
 MAX_RECORDED_NUMBER = sys.float_info.max
 MAX_STEP = 10**12  # a step, step count or pid past this is not a training run's
 FLOAT_BYTES = 4  # activations are float32
-TRAINING_RUNTIME_BYTES = 64 * MB  # autograd, the allocator's arenas, thread pools: a tiny model's step grows ~90 MB
+TRAINING_RUNTIME_BYTES = (
+    64 * MB
+)  # autograd, the allocator's arenas, thread pools: a tiny model's step grows ~90 MB
 WEIGHT_SLACK_BYTES = 1 * MB  # headers, position_ids buffers
 
 
@@ -218,9 +226,11 @@ def check_model_size(config: BertConfig, source: str = "config.json") -> None:
     count, most = parameter_count(config), max_parameters()
     if count > most:
         size = f"{amount(config.num_hidden_layers)} layers of hidden size {amount(config.hidden_size)}"
-        raise ValueError(f"{source} asks for {size} and a vocabulary of {amount(config.vocab_size)} tokens: about "
-                         f"{amount(count)} parameters. This server allows models up to {amount(most)} parameters "
-                         f"(BERT-large has about 340 M); a setting raises the limit: {MAX_PARAMETERS_SETTING}")
+        raise ValueError(
+            f"{source} asks for {size} and a vocabulary of {amount(config.vocab_size)} tokens: about "
+            f"{amount(count)} parameters. This server allows models up to {amount(most)} parameters "
+            f"(BERT-large has about 340 M); a setting raises the limit: {MAX_PARAMETERS_SETTING}"
+        )
     needed, allowed = activation_bytes(config), max_activation_bytes()
     if needed > allowed:
         raise ValueError(
@@ -255,7 +265,9 @@ def check_json_depth(text: str, name: str, max_depth: int = MAX_JSON_DEPTH) -> N
     for match in _JSON_BRACKET.finditer(_JSON_STRING.sub('""', text)):
         depth += 1 if match.group() in "[{" else -1
         if depth > max_depth:
-            raise ValueError(f"{name} is nested more than {max_depth} levels deep; this server reads no deeper")
+            raise ValueError(
+                f"{name} is nested more than {max_depth} levels deep; this server reads no deeper"
+            )
 
 
 def read_json(path: Path, name: str, max_bytes: int = MAX_JSON_BYTES) -> Any:
@@ -282,7 +294,9 @@ def check_vocab_file(path: Path, vocab_size: int, name: str = "vocab.txt") -> No
     """Refuse a vocabulary past 10 MB or 1,000,000 lines, or of another size than the config's."""
     lines = count_lines(read_limited(path, MAX_VOCAB_BYTES, name))
     if lines > MAX_VOCAB_LINES:
-        raise ValueError(f"{name} has {lines} lines; this server reads vocabularies of at most {MAX_VOCAB_LINES}")
+        raise ValueError(
+            f"{name} has {lines} lines; this server reads vocabularies of at most {MAX_VOCAB_LINES}"
+        )
     if lines != vocab_size:
         raise ValueError(f"{name} has {lines} tokens but config.json says vocab_size {vocab_size}")
 
@@ -301,7 +315,9 @@ def safetensors_header_length(head: bytes, size: int, name: str) -> int:
     file or 100 MB, or a header that does not start a JSON object."""
     length = int.from_bytes(head[:8], "little") if len(head) >= 9 else 0
     if not 0 < length <= size - 8 or head[8:9] != b"{":
-        raise ValueError(f"{name} is damaged or not a weight file (its first bytes are not a safetensors header)")
+        raise ValueError(
+            f"{name} is damaged or not a weight file (its first bytes are not a safetensors header)"
+        )
     if length > MAX_SAFETENSORS_HEADER_BYTES:
         raise ValueError(
             f"{name} has a {megabytes(length)} header; this server reads at most {megabytes(MAX_SAFETENSORS_HEADER_BYTES)}"
@@ -397,4 +413,6 @@ def recorded_number(value: Any, bound: float = MAX_RECORDED_NUMBER) -> int | flo
 
 def recorded_count(value: Any) -> int | None:
     """`value` if it is an int in 0..MAX_STEP (a step, a step count, a pid), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_STEP else None
+    return (
+        value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_STEP else None
+    )

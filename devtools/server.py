@@ -32,11 +32,25 @@ def free_port() -> int:
 def start_streamlit(port: int, log_path: Path) -> subprocess.Popen:
     """`streamlit run app.py` headless on 127.0.0.1:port, logging to log_path."""
     command = [
-        sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-        "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
     ]  # everything else from .streamlit/config.toml, as a plain `streamlit run app.py` has it
     log = open(log_path, "w")  # noqa: SIM115 - closed with the process
-    env = {"BERTVIZ_LITE_DATA_DIR": str(ARTIFACTS / "data"), **os.environ}  # the live class's database: not data/
+    env = {
+        "BERTVIZ_LITE_DATA_DIR": str(ARTIFACTS / "data"),
+        **os.environ,
+    }  # the live class's database: not data/
     return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
 
 

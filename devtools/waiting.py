@@ -9,7 +9,9 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_until(condition: Callable[[], T], timeout: float = 60.0, what: str = "condition", every: float = 0.05) -> T:
+def wait_until(
+    condition: Callable[[], T], timeout: float = 60.0, what: str = "condition", every: float = 0.05
+) -> T:
     """Call `condition` every `every` seconds until it returns something true, and return that.
 
     Raises TimeoutError naming `what` when `timeout` seconds pass first.

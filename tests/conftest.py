@@ -45,9 +45,13 @@ def _group(module: Path) -> str | None:
     tests = Path(__file__).parent
     if module.parent == tests / "browser":
         return "browser"
-    if module.parent == tests / "check":  # the checker's tests: a module's tests share the child process of its fixture
+    if (
+        module.parent == tests / "check"
+    ):  # the checker's tests: a module's tests share the child process of its fixture
         return f"check-{module.stem}"
-    if module.parent == tests / "app" or any(word in module.read_text(encoding="utf-8") for word in SHARES_THE_APP):
+    if module.parent == tests / "app" or any(
+        word in module.read_text(encoding="utf-8") for word in SHARES_THE_APP
+    ):
         return "app"
     return None  # tests/model/, tests/text/, …: spread over both workers
 

@@ -41,6 +41,7 @@ def restore_hidden_hook(reference: nn.Module, layer: int, select: torch.Tensor, 
     Layer 0 is the embedding output (hooked on `bert.embeddings`), layer l the output of `bert.encoder.layer[l-1]`:
     activation patching as TransformerLens does it, on transformers' BertForPreTraining. Returns the handle.
     """
+
     def hook(module, args, output):
         hidden = output[0] if isinstance(output, tuple) else output
         hidden = torch.where(select[..., None], clean_hidden, hidden)

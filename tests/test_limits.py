@@ -15,10 +15,17 @@ from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.tokenization import SPECIAL_TOKENS, BertTokenizer, read_vocab_file
 
-TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-            max_position_embeddings=64)
+TINY = dict(
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=64,
+    max_position_embeddings=64,
+)
 BERT_BASE = BertConfig()
-BERT_LARGE = BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
+BERT_LARGE = BertConfig(
+    hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096
+)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +60,9 @@ def refused(action, match):
     with pytest.raises(ValueError, match=match) as caught:
         action()
     seconds = time.perf_counter() - start
-    growth_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before) / 1024  # ru_maxrss is in kB
+    growth_mb = (
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before
+    ) / 1024  # ru_maxrss is in kB
     return seconds, growth_mb, str(caught.value)
 
 
@@ -66,13 +75,17 @@ def files_of(folder):
 
 @pytest.mark.parametrize("position_embedding_type", ["learned", "sinusoidal"])
 def test_parameter_count_is_exact(position_embedding_type):
-    config = BertConfig(vocab_size=97, type_vocab_size=3, position_embedding_type=position_embedding_type, **TINY)
+    config = BertConfig(
+        vocab_size=97, type_vocab_size=3, position_embedding_type=position_embedding_type, **TINY
+    )
     assert limits.parameter_count(config) == BertForPreTraining(config).num_parameters()
 
 
 def test_bert_base_and_large_fit_the_default_limits_and_twice_large_does_not():
     assert 330e6 < limits.parameter_count(BERT_LARGE) < 340e6
-    assert 0.6e9 < limits.activation_bytes(BERT_LARGE) < 0.8e9  # 24 x 16 x 512 x 512 attention weights dominate
+    assert (
+        0.6e9 < limits.activation_bytes(BERT_LARGE) < 0.8e9
+    )  # 24 x 16 x 512 x 512 attention weights dominate
     for config in (BERT_BASE, BERT_LARGE):
         limits.check_model_size(config)
     with pytest.raises(ValueError, match="BERTVIZ_LITE_MAX_PARAMETERS"):
@@ -80,7 +93,9 @@ def test_bert_base_and_large_fit_the_default_limits_and_twice_large_does_not():
 
 
 def test_settings_raise_the_limits_and_bad_settings_are_named(monkeypatch):
-    big = BertConfig(hidden_size=1024, num_hidden_layers=48, num_attention_heads=16, max_position_embeddings=128)
+    big = BertConfig(
+        hidden_size=1024, num_hidden_layers=48, num_attention_heads=16, max_position_embeddings=128
+    )
     monkeypatch.setenv("BERTVIZ_LITE_MAX_PARAMETERS", "1_000_000_000")
     limits.check_model_size(big)
     monkeypatch.setenv("BERTVIZ_LITE_MAX_ACTIVATION_MB", "1")
@@ -97,11 +112,16 @@ def test_settings_raise_the_limits_and_bad_settings_are_named(monkeypatch):
 @pytest.mark.parametrize(
     ("changes", "match"),
     [
-        ({"num_hidden_layers": 1_000_000}, r"1000000 layers.*up to 400 M parameters.*BERTVIZ_LITE_MAX_PARAMETERS"),
+        (
+            {"num_hidden_layers": 1_000_000},
+            r"1000000 layers.*up to 400 M parameters.*BERTVIZ_LITE_MAX_PARAMETERS",
+        ),
         ({"hidden_size": 1_000_000_000, "num_attention_heads": 1}, "BERTVIZ_LITE_MAX_PARAMETERS"),
         ({"vocab_size": 10**12}, "BERTVIZ_LITE_MAX_PARAMETERS"),
-        ({"max_position_embeddings": 100_000, "position_embedding_type": "sinusoidal"},
-         "100000-token inputs.*BERTVIZ_LITE_MAX_ACTIVATION_MB"),
+        (
+            {"max_position_embeddings": 100_000, "position_embedding_type": "sinusoidal"},
+            "100000-token inputs.*BERTVIZ_LITE_MAX_ACTIVATION_MB",
+        ),
         ({"num_hidden_layers": 10**4000}, r"10\^4000 layers.*about 10\^4003 parameters"),
     ],
 )
@@ -174,7 +194,9 @@ def test_a_huge_vocabulary_is_refused_after_reading_at_most_10_mb(folder):
 
 def test_a_vocabulary_of_another_size_is_refused_before_the_tokenizer_is_built(folder):
     (folder / "vocab.txt").write_bytes(b"\r\n".join(b"t%d" % i for i in range(900_000)) + b"\r\n")
-    seconds, _, _ = refused(lambda: load_folder(folder), "vocab.txt has 900000 tokens but config.json says vocab_size 15")
+    seconds, _, _ = refused(
+        lambda: load_folder(folder), "vocab.txt has 900000 tokens but config.json says vocab_size 15"
+    )
     assert seconds < 1
 
 

@@ -22,14 +22,21 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m bertviz_lite.check", description="Check your BERT against ours, stage by stage.")
+    p = _Parser(
+        prog="python -m bertviz_lite.check", description="Check your BERT against ours, stage by stage."
+    )
     p.add_argument("file", nargs="?", help="your .py file, or a folder made by --new")
     p.add_argument("--class", dest="class_name", help="your class (or masking function) to check")
     p.add_argument("--part", choices=PARTS, default="model", help="check one piece on its own")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--new", metavar="DIR", help="write the exercise's outline into DIR")
-    p.add_argument("--map", action="append", default=[], metavar="THEIRS=OURS",
-                   help="place your parameter THEIRS on our OURS (a+b+c stacks ours), overriding the guess")
+    p.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="THEIRS=OURS",
+        help="place your parameter THEIRS on our OURS (a+b+c stacks ours), overriding the guess",
+    )
     p.add_argument("--time-limit", type=float, default=TIME_LIMIT_S, help="seconds your code may run")
     return p
 

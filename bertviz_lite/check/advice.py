@@ -6,7 +6,7 @@ from bertviz_lite.check.compare import Finding
 
 CHANGE = {
     "learned-vs-sinusoidal": "To match BERT, learn the table: nn.Embedding(max_position_embeddings, hidden_size) "
-                             "looked up at positions 0 … T-1.",
+    "looked up at positions 0 … T-1.",
     "no-position-embedding": "Add position_embeddings(torch.arange(T)) to the token and segment embeddings.",
     "segment-offset": "Use nn.Embedding(2, hidden_size) looked up at token_type_ids as they are given (0 and 1).",
     "no-segment-embedding": "Add token_type_embeddings(token_type_ids) to the sum.",
@@ -14,7 +14,7 @@ CHANGE = {
     "scale-dk": "Divide the scores q @ kᵀ by math.sqrt(head_size) before the softmax.",
     "softmax-axis": "Use softmax(dim=-1), over the keys.",
     "mask-ignored": "Before the softmax, fill the scores at padding keys (attention_mask == 0) with a large negative "
-                    "number.",
+    "number.",
     "pre-ln": "Compute LayerNorm(x + sublayer(x)) in each block, with no LayerNorm before the sub-layer.",
     "shared-layernorm": "Give the attention block and the feed-forward block each their own nn.LayerNorm.",
     "layernorm-formula": "Use nn.LayerNorm(hidden_size, eps=1e-12).",

@@ -23,7 +23,9 @@ from bertviz_lite.check.mapping import (
 )
 
 
-def param_infos(model: nn.Module, observed: dict[int, tuple[int, tuple[int, ...] | None]] | None = None) -> list[ParamInfo]:
+def param_infos(
+    model: nn.Module, observed: dict[int, tuple[int, tuple[int, ...] | None]] | None = None
+) -> list[ParamInfo]:
     """Every parameter of theirs, tied ones under each name, with its owner module's path and class, and (from
     `observe`) when that module started in a trial pass and what it gave."""
     infos = []
@@ -48,6 +50,7 @@ def observe(model: nn.Module, run: Callable[[], Any]) -> dict[int, tuple[int, tu
         value = first_tensor(output)
         if shape is None and value is not None and not value.is_nested:
             seen[id(module)] = (order, tuple(value.shape))
+
     handles = []
     for module in {id(m): m for m in model.modules()}.values():
         handles += [module.register_forward_pre_hook(started), module.register_forward_hook(finished)]
@@ -61,8 +64,11 @@ def observe(model: nn.Module, run: Callable[[], Any]) -> dict[int, tuple[int, tu
 
 
 def _their_params(model: nn.Module) -> dict[str, nn.Parameter]:
-    return {f"{path}.{name}" if path else name: param for path, module in model.named_modules(remove_duplicate=False)
-            for name, param in module.named_parameters(recurse=False)}
+    return {
+        f"{path}.{name}" if path else name: param
+        for path, module in model.named_modules(remove_duplicate=False)
+        for name, param in module.named_parameters(recurse=False)
+    }
 
 
 @torch.no_grad()
@@ -73,14 +79,20 @@ def load_weights(model: nn.Module, mapping: Mapping, ours: dict[str, Tensor]) ->
     for theirs, sources in list(mapping.entries.items()):
         hidden = ours[EMB + "word_embeddings.weight"].shape[1]
         stacked = [s for s in sources if s != TRANSPOSED]
-        parts = [_constant(s, hidden) if s.startswith("<") else ours[s] for s in stacked if s.startswith("<") or s in ours]
+        parts = [
+            _constant(s, hidden) if s.startswith("<") else ours[s]
+            for s in stacked
+            if s.startswith("<") or s in ours
+        ]
         value = torch.cat(parts) if len(parts) > 1 else parts[0] if parts else None
         target = params.get(theirs)
         if value is not None and TRANSPOSED in sources:
             value = value.T
         if value is None or target is None or value.shape != target.shape:
-            problems.append(f"{theirs} {tuple(target.shape) if target is not None else '?'} cannot take "
-                            f"{' + '.join(sources)}")
+            problems.append(
+                f"{theirs} {tuple(target.shape) if target is not None else '?'} cannot take "
+                f"{' + '.join(sources)}"
+            )
             del mapping.entries[theirs]
             continue
         target.copy_(value.to(target.dtype))
@@ -147,9 +159,12 @@ class StageHooks:
             value = pick(inputs, output)
             if isinstance(value, Tensor) and stage not in self.captured:
                 self.captured[stage] = value.detach().float().clone()
+
         self.handles.append(module.register_forward_hook(keep))
 
-    def output_of(self, stage: str, ours: str, want=lambda m: True, last_dim: int | None = None) -> str | None:
+    def output_of(
+        self, stage: str, ours: str, want=lambda m: True, last_dim: int | None = None
+    ) -> str | None:
         path, module = _owner(self.model, self.mapping, ours, want)
         if module is not None:
             if type(module).__name__ == "NonDynamicallyQuantizableLinear":  # nn.MultiheadAttention's out_proj
@@ -167,8 +182,11 @@ class StageHooks:
             self.hook("embeddings.layer_norm", norm, lambda _i, out: first_tensor(out))
             self.hook("embeddings.sum", norm, lambda inputs, _o: first_tensor(inputs))
         elif token is not None and segment is not None and _common_ancestor([token, segment]):
-            self.hook("embeddings.sum", self.modules[_common_ancestor([token, segment])],
-                      lambda _i, out: first_tensor(out, h))
+            self.hook(
+                "embeddings.sum",
+                self.modules[_common_ancestor([token, segment])],
+                lambda _i, out: first_tensor(out, h),
+            )
         for i in range(self.sizes["num_hidden_layers"]):
             self.install_layer(i)
         self.output_of("pooler", "bert.pooler.dense.weight")
@@ -182,13 +200,22 @@ class StageHooks:
         self.output_of(name + "feed_forward", roles["ff2"] + ".weight")
         attention += [_owner(self.model, self.mapping, roles[r] + ".weight")[0] for r in "qkv"]
         attention = [p for p in attention if p is not None]
-        everything = [theirs.rsplit(".", 1)[0] for theirs, sources in self.mapping.entries.items()
-                      if any(s.startswith(f"bert.encoder.layer.{i}.") for s in sources)]
+        everything = [
+            theirs.rsplit(".", 1)[0]
+            for theirs, sources in self.mapping.entries.items()
+            if any(s.startswith(f"bert.encoder.layer.{i}.") for s in sources)
+        ]
         if everything:
-            self.hook(name + "output", self.modules[_common_ancestor(everything)], lambda _i, out: first_tensor(out, h))
+            self.hook(
+                name + "output",
+                self.modules[_common_ancestor(everything)],
+                lambda _i, out: first_tensor(out, h),
+            )
         if attention:
             container = _common_ancestor(attention)
-            if isinstance(self.modules.get(container), nn.ModuleList):  # linears[0..3]: their attention is its parent
+            if isinstance(
+                self.modules.get(container), nn.ModuleList
+            ):  # linears[0..3]: their attention is its parent
                 container = container.rsplit(".", 1)[0] if "." in container else ""
             self.hook_probabilities(name + "attention.probs", container)
             self.attention_modules[name + "attention.probs"] = container
@@ -201,6 +228,7 @@ class StageHooks:
         def pick(inputs, output):
             candidates = [*(output if isinstance(output, (tuple, list)) else (output,)), *inputs]
             return next((item for item in candidates if _looks_like_probs(item, nh)), None)
+
         for path, module in self.modules.items():
             if path == container or path.startswith(container + ".") or not container:
                 self.hook(stage, module, pick)
@@ -234,4 +262,6 @@ def _looks_like_probs(value: Any, heads: int) -> bool:
     if not torch.is_floating_point(value) or bool((value < 0).any()):
         return False
     ones = torch.ones((), dtype=value.dtype)
-    return bool(torch.allclose(value.sum(-1), ones, atol=1e-4) or torch.allclose(value.sum(-2), ones, atol=1e-4))
+    return bool(
+        torch.allclose(value.sum(-1), ones, atol=1e-4) or torch.allclose(value.sum(-2), ones, atol=1e-4)
+    )

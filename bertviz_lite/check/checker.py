@@ -28,10 +28,19 @@ from bertviz_lite.check.report import Report, error_report
 from bertviz_lite.check.sandbox import MEMORY_LIMIT_BYTES, TIME_LIMIT_S, run_jobs
 
 PARTS = ("embedding", "attention", "mlp", "layer", "model", "masking")
-PART_STAGES = {"embedding": ("embeddings.",), "attention": ("layer.0.attention.",),
-               "mlp": ("layer.0.feed_forward", "layer.0.output"), "layer": ("layer.0.",), "model": ("",)}
-FAILURES = {"exception": "raised an exception", "timeout": "ran past the time limit", "memory": "ran out of memory",
-            "crashed": "crashed"}
+PART_STAGES = {
+    "embedding": ("embeddings.",),
+    "attention": ("layer.0.attention.",),
+    "mlp": ("layer.0.feed_forward", "layer.0.output"),
+    "layer": ("layer.0.",),
+    "model": ("",),
+}
+FAILURES = {
+    "exception": "raised an exception",
+    "timeout": "ran past the time limit",
+    "memory": "ran out of memory",
+    "crashed": "crashed",
+}
 
 
 @dataclass
@@ -49,8 +58,9 @@ def check_file(path: str | Path, part: str = "model", class_name: str | None = N
     return check_files([CheckRequest(Path(path), part, class_name)], **limits)[0]
 
 
-def check_files(requests: list[CheckRequest], time_limit: float = TIME_LIMIT_S,
-                memory_limit: int = MEMORY_LIMIT_BYTES) -> list[Report]:
+def check_files(
+    requests: list[CheckRequest], time_limit: float = TIME_LIMIT_S, memory_limit: int = MEMORY_LIMIT_BYTES
+) -> list[Report]:
     """One report per request; all of them run in one child process, one after another."""
     from bertviz_lite.check.masking_check import masking_report
 
@@ -58,10 +68,16 @@ def check_files(requests: list[CheckRequest], time_limit: float = TIME_LIMIT_S,
     weights = seeded_weights(config)
     ids, seg = sentence_pairs(config)
     bert = reference_stages(reference_weights(weights, []), ids, seg, config)
-    inputs = {"input_ids": ids, "token_type_ids": seg, "layer_input": bert["embeddings.layer_norm"].float(),
-              "mlp_input": bert["layer.0.attention.layer_norm"].float()}
-    jobs = [{"file": str(r.file.resolve()), "part": r.part, "class": r.class_name, "override": r.override}
-            for r in requests]
+    inputs = {
+        "input_ids": ids,
+        "token_type_ids": seg,
+        "layer_input": bert["embeddings.layer_norm"].float(),
+        "mlp_input": bert["layer.0.attention.layer_norm"].float(),
+    }
+    jobs = [
+        {"file": str(r.file.resolve()), "part": r.part, "class": r.class_name, "override": r.override}
+        for r in requests
+    ]
     results = run_jobs(jobs, asdict(config), weights, inputs, time_limit, memory_limit)
     reports = []
     with one_thread():
@@ -89,19 +105,34 @@ def _subject(request: CheckRequest, result: dict[str, Any]) -> str:
     return f"{result.get('class') or request.class_name or 'the model'} in {request.file.name}"
 
 
-def report_for(request: CheckRequest, result: dict[str, Any], tensors: dict[str, Tensor],
-               weights: dict[str, Tensor], inputs: dict[str, Tensor]) -> Report:
+def report_for(
+    request: CheckRequest,
+    result: dict[str, Any],
+    tensors: dict[str, Tensor],
+    weights: dict[str, Tensor],
+    inputs: dict[str, Tensor],
+) -> Report:
     """The report of one finished (or failed) job."""
     subject, status = _subject(request, result), result.get("status")
     if status != "ran":
         sentence = _failure_sentence(request, result)
         if status == "cannot-build" or result.get("phase") in ("load", "map"):
             return error_report(sentence, subject, request.part)
-        return Report("differs", findings=[Finding(status, result.get("phase", "run"), sentence)], subject=subject,
-                      part=request.part)
+        return Report(
+            "differs",
+            findings=[Finding(status, result.get("phase", "run"), sentence)],
+            subject=subject,
+            part=request.part,
+        )
     eps = result["eps"][0] if len(result.get("eps", [])) == 1 else 1e-12
-    reference = partial(_reference, reference_weights(weights, result["unmapped"]["ours"], eps),
-                        inputs["input_ids"], inputs["token_type_ids"], inputs, request.part)
+    reference = partial(
+        _reference,
+        reference_weights(weights, result["unmapped"]["ours"], eps),
+        inputs["input_ids"],
+        inputs["token_type_ids"],
+        inputs,
+        request.part,
+    )
     theirs, evidence, recipe, findings = _prepared(request.part, result, tensors, reference)
     ours = reference(Recipe())
     stages = compare(theirs, ours)
@@ -119,10 +150,21 @@ def report_for(request: CheckRequest, result: dict[str, Any], tensors: dict[str,
     design_only = all(f.code in DESIGN_CHOICES for f in findings)
     if design_only and findings:  # each stage against BERT as their design choices change it
         stages, ours = final, reference(recipe)
-        notes.append(f"stages compared with BERT as your design choices change it ({', '.join(_codes(findings))})")
+        notes.append(
+            f"stages compared with BERT as your design choices change it ({', '.join(_codes(findings))})"
+        )
     verdict = "match" if design_only and all(s.ok for s in stages) else "differs"
-    return Report(verdict, stages, findings, result["mapping"], result["unmapped"], notes, subject, request.part,
-                  tensors={"theirs": theirs, "ours": ours})
+    return Report(
+        verdict,
+        stages,
+        findings,
+        result["mapping"],
+        result["unmapped"],
+        notes,
+        subject,
+        request.part,
+        tensors={"theirs": theirs, "ours": ours},
+    )
 
 
 def _codes(findings: list[Finding]) -> list[str]:
@@ -132,13 +174,18 @@ def _codes(findings: list[Finding]) -> list[str]:
 def _absent_notes(part: str, theirs: dict[str, Tensor], ours: dict[str, Tensor]) -> list[str]:
     """What was not compared because their model has no such stage, said as such rather than as a difference."""
     notes = []
-    hidden = [name.removesuffix(".attention.probs") for name in ours
-              if name.endswith(".attention.probs") and name not in theirs]
+    hidden = [
+        name.removesuffix(".attention.probs")
+        for name in ours
+        if name.endswith(".attention.probs") and name not in theirs
+    ]
     if hidden:
-        notes.append(f"attention probabilities not compared ({', '.join(hidden)}): your attention does not expose "
-                     f"them (F.scaled_dot_product_attention, or nn.MultiheadAttention with need_weights=False, keeps "
-                     f"them inside; return them or keep them as self.attn to have them compared); the stages after "
-                     f"them were compared")
+        notes.append(
+            f"attention probabilities not compared ({', '.join(hidden)}): your attention does not expose "
+            f"them (F.scaled_dot_product_attention, or nn.MultiheadAttention with need_weights=False, keeps "
+            f"them inside; return them or keep them as self.attn to have them compared); the stages after "
+            f"them were compared"
+        )
     if part == "model" and "nsp_logits" not in theirs:
         notes.append("no NSP head: NSP and pooler not checked (the exercise's Bert returns MLM logits only)")
     return notes
@@ -149,17 +196,25 @@ def _failure_sentence(request: CheckRequest, result: dict[str, Any]) -> str:
     if status == "cannot-build":
         return result["message"]
     what = {"load": "loading the file", "map": "building the model", "run": "running the model"}.get(
-        result.get("phase", "run"), "running it")
+        result.get("phase", "run"), "running it"
+    )
     where = f" (last frame: {result['where']})" if result.get("where") else ""
     return f"{request.file.name} {FAILURES.get(status, 'failed')} while {what}: {result.get('message', '')}{where}."
 
 
-def _reference(weights: dict[str, Tensor], ids: Tensor, seg: Tensor, inputs: dict[str, Tensor], part: str,
-               recipe: Recipe) -> dict[str, Tensor]:
+def _reference(
+    weights: dict[str, Tensor], ids: Tensor, seg: Tensor, inputs: dict[str, Tensor], part: str, recipe: Recipe
+) -> dict[str, Tensor]:
     """The reference's stages for `part`; an attention, MLP or layer starts from the input their part was given."""
     if part in ("attention", "mlp", "layer"):
-        stages = part_stages(weights, ids, inputs["mlp_input" if part == "mlp" else "layer_input"], part,
-                             check_config(), recipe)
+        stages = part_stages(
+            weights,
+            ids,
+            inputs["mlp_input" if part == "mlp" else "layer_input"],
+            part,
+            check_config(),
+            recipe,
+        )
     else:
         stages = reference_stages(weights, ids, seg, check_config(), recipe)
     return {k: v for k, v in stages.items() if k.startswith(PART_STAGES[part])}
@@ -171,17 +226,23 @@ def _prepared(part: str, result: dict[str, Any], tensors: dict[str, Tensor], ref
     theirs = {k: v.double() for k, v in tensors.items()}
     findings, recipe, evidence = [], Recipe(), {}
     unmapped = result["unmapped"]["ours"]
-    if part in ("attention", "mlp") and not any("output.LayerNorm" in s and "attention" not in s
-                                                for s in result["mapping"].values()):
+    if part in ("attention", "mlp") and not any(
+        "output.LayerNorm" in s and "attention" not in s for s in result["mapping"].values()
+    ):
         theirs.pop("layer.0.output", None)  # their part ends before the residual + LayerNorm
     if part == "attention":
         theirs.pop("layer.0.output", None)
     if "part.output" in theirs and part in ("model", "embedding"):
         normed = "bert.embeddings.LayerNorm.weight" not in unmapped
-        stage = "encoder.output" if part == "model" else "embeddings.layer_norm" if normed else "embeddings.sum"
+        stage = (
+            "encoder.output" if part == "model" else "embeddings.layer_norm" if normed else "embeddings.sum"
+        )
         theirs.setdefault(stage, theirs["part.output"])
-    if "bert.embeddings.position_embeddings.weight" in unmapped and "embeddings.position" not in theirs \
-            and all(k in theirs for k in ("embeddings.sum", "embeddings.token", "embeddings.segment")):
+    if (
+        "bert.embeddings.position_embeddings.weight" in unmapped
+        and "embeddings.position" not in theirs
+        and all(k in theirs for k in ("embeddings.sum", "embeddings.token", "embeddings.segment"))
+    ):
         position = theirs["embeddings.sum"] - theirs["embeddings.token"] - theirs["embeddings.segment"]
         theirs["embeddings.position"] = position
         if bool(torch.allclose(position, position[:1].expand_as(position), atol=1e-5)):

@@ -43,8 +43,11 @@ def aligned(theirs: Tensor, ours: Tensor) -> tuple[Tensor, Tensor] | None:
     theirs = theirs.to(torch.float64)
     if theirs.dim() == 3 and ours.dim() == 4 and theirs.shape == (ours.shape[0], *ours.shape[2:]):
         return theirs, ours.mean(1)
-    if theirs.dim() == ours.dim() == 3 and theirs.shape == (ours.shape[1], ours.shape[0], ours.shape[2]) \
-            and theirs.shape != ours.shape:
+    if (
+        theirs.dim() == ours.dim() == 3
+        and theirs.shape == (ours.shape[1], ours.shape[0], ours.shape[2])
+        and theirs.shape != ours.shape
+    ):
         return theirs.transpose(0, 1), ours
     try:
         return torch.broadcast_to(theirs, ours.shape), ours
@@ -63,8 +66,15 @@ def compare(theirs: dict[str, Tensor], ours: dict[str, Tensor], tolerance: float
         if pair is not None:
             value = (pair[0] - pair[1]).abs().max().item() if pair[1].numel() else 0.0
             diff = value if value == value and value != float("inf") else None
-        stages.append(Stage(name, list(reference.shape), list(theirs[name].shape), diff,
-                            diff is not None and diff <= tolerance))
+        stages.append(
+            Stage(
+                name,
+                list(reference.shape),
+                list(theirs[name].shape),
+                diff,
+                diff is not None and diff <= tolerance,
+            )
+        )
     return stages
 
 
@@ -74,8 +84,13 @@ def first_failure(stages: list[Stage], order: list[str]) -> int:
     return next((i for i, name in enumerate(order) if name in failed), len(order))
 
 
-def explain(theirs: dict[str, Tensor], reference: Callable[[Recipe], dict[str, Tensor]], recipe: Recipe,
-            evidence: dict[str, Tensor], absent: set[str] = frozenset()) -> tuple[Recipe, list[Finding]]:
+def explain(
+    theirs: dict[str, Tensor],
+    reference: Callable[[Recipe], dict[str, Tensor]],
+    recipe: Recipe,
+    evidence: dict[str, Tensor],
+    absent: set[str] = frozenset(),
+) -> tuple[Recipe, list[Finding]]:
     """The mistakes their model's structure shows (`absent`: our parameters it has no place for), then those found
     one by one at the first stage that still differs, and the recipe they make."""
     order = list(reference(Recipe()).keys())
@@ -85,7 +100,8 @@ def explain(theirs: dict[str, Tensor], reference: Callable[[Recipe], dict[str, T
         if now == len(order):
             break
         best = _best_single(theirs, reference, recipe, evidence, order, now) or _best_pair(
-            theirs, reference, recipe, evidence, order, now)
+            theirs, reference, recipe, evidence, order, now
+        )
         if best is None:
             break
         findings += [Finding(m.code, order[now], m.message) for m in best[1]]
@@ -100,9 +116,15 @@ def _structural(theirs, reference, recipe, evidence, absent) -> tuple[Recipe, li
         if changed is None:
             continue
         before, after = reference(recipe), reference(changed)
-        last = list(before)[-1]  # a part's output: a part without its LayerNorm shows it by that stage's absence
-        shown = [k for k in before if (k in theirs and (k not in after or not _same(before[k], after[k])))
-                 or (k == last and k not in after and k not in theirs)]
+        last = list(before)[
+            -1
+        ]  # a part's output: a part without its LayerNorm shows it by that stage's absence
+        shown = [
+            k
+            for k in before
+            if (k in theirs and (k not in after or not _same(before[k], after[k])))
+            or (k == last and k not in after and k not in theirs)
+        ]
         if shown:
             findings.append(Finding(candidate.code, shown[0], candidate.message))
             recipe = changed
@@ -132,7 +154,7 @@ def _best_pair(theirs, reference, recipe, evidence, order, now):
     best = None
     for i, first in enumerate(MISTAKES):
         once = first.apply(recipe, evidence)
-        for second in MISTAKES[i + 1:] if once is not None else ():
+        for second in MISTAKES[i + 1 :] if once is not None else ():
             twice = second.apply(once, evidence)
             if twice is None or first.code == second.code:
                 continue
@@ -147,7 +169,14 @@ def unexplained(stages: list[Stage]) -> Finding | None:
     stage = next((s for s in stages if not s.ok), None)
     if stage is None:
         return None
-    how = (f"max abs diff {stage.max_abs_diff:.3g}" if stage.max_abs_diff is not None
-           else f"shape {tuple(stage.shape_theirs)} against {tuple(stage.shape_ours)}, or numbers that are not finite")
-    return Finding("unexplained", stage.name, f"{stage.name} differs from BERT ({how}) in a way none of the known "
-                   f"mistakes explains: compare this step of your code with modeling.py.")
+    how = (
+        f"max abs diff {stage.max_abs_diff:.3g}"
+        if stage.max_abs_diff is not None
+        else f"shape {tuple(stage.shape_theirs)} against {tuple(stage.shape_ours)}, or numbers that are not finite"
+    )
+    return Finding(
+        "unexplained",
+        stage.name,
+        f"{stage.name} differs from BERT ({how}) in a way none of the known "
+        f"mistakes explains: compare this step of your code with modeling.py.",
+    )

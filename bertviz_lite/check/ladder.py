@@ -29,14 +29,23 @@ class StageLadder:
         return next((i for i, ok in enumerate(self.ok) if not ok), None)
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame({"stage": self.stages, "max_abs_diff": self.max_abs_diff,
-                             "tolerance": self.tolerance, "ok": self.ok})
+        return pd.DataFrame(
+            {
+                "stage": self.stages,
+                "max_abs_diff": self.max_abs_diff,
+                "tolerance": self.tolerance,
+                "ok": self.ok,
+            }
+        )
 
 
 def stage_ladder(report: Report) -> StageLadder:
     """The ladder of a report (empty for a file that could not be loaded, built or run)."""
-    return StageLadder([s.name for s in report.stages], [s.max_abs_diff for s in report.stages],
-                       [s.ok for s in report.stages])
+    return StageLadder(
+        [s.name for s in report.stages],
+        [s.max_abs_diff for s in report.stages],
+        [s.ok for s in report.stages],
+    )
 
 
 def mapping_frame(report: Report) -> pd.DataFrame:

@@ -17,25 +17,122 @@ from torch import nn
 
 # Our config field -> the names learners give it in constructors and config objects.
 ALIASES = {
-    "vocab_size": ("vocab_size", "vocab", "n_vocab", "num_tokens", "vocab_len", "ntoken", "n_tokens", "vocabulary_size"),
-    "hidden_size": ("hidden_size", "d_model", "embed_size", "hidden", "n_embd", "n_embed", "dim", "embed_dim",
-                    "emb_dim", "emb_size", "embedding_size", "hidden_dim", "embedding_dim", "d_embed", "d_hidden",
-                    "model_dim", "d_emb"),
-    "num_hidden_layers": ("num_hidden_layers", "num_layers", "n_layers", "n_layer", "layers", "depth", "nlayers",
-                          "num_blocks", "n_blocks", "num_encoder_layers", "n_encoder_layers"),
-    "num_attention_heads": ("num_attention_heads", "num_heads", "heads", "n_heads", "n_head", "attn_heads", "h",
-                            "nhead", "head_num", "num_head", "n_attn_heads"),
-    "intermediate_size": ("intermediate_size", "d_ff", "feed_forward_hidden", "middle_dim", "ff_dim", "d_ffn",
-                          "dim_feedforward", "ffn_dim", "mlp_dim", "d_inner", "hidden_ff", "ff_hidden", "ffn_hidden",
-                          "d_hid", "intermediate_dim", "ffn_size", "ff_size", "feedforward_dim"),
-    "max_position_embeddings": ("max_position_embeddings", "max_len", "seq_len", "block_size", "max_seq_len",
-                                "max_length", "n_positions", "context_length", "max_positions", "n_ctx",
-                                "max_seq_length", "seq_length", "max_seq", "context_size", "maxlen"),
-    "type_vocab_size": ("type_vocab_size", "n_segments", "num_segments", "segment_size", "n_segment",
-                        "num_token_types", "n_types"),
-    "hidden_dropout_prob": ("dropout", "dropout_prob", "hidden_dropout_prob", "p_drop", "drop", "dropout_rate",
-                            "attention_probs_dropout_prob", "attn_dropout", "p", "dropout_p", "attn_pdrop",
-                            "resid_pdrop", "embd_pdrop"),
+    "vocab_size": (
+        "vocab_size",
+        "vocab",
+        "n_vocab",
+        "num_tokens",
+        "vocab_len",
+        "ntoken",
+        "n_tokens",
+        "vocabulary_size",
+    ),
+    "hidden_size": (
+        "hidden_size",
+        "d_model",
+        "embed_size",
+        "hidden",
+        "n_embd",
+        "n_embed",
+        "dim",
+        "embed_dim",
+        "emb_dim",
+        "emb_size",
+        "embedding_size",
+        "hidden_dim",
+        "embedding_dim",
+        "d_embed",
+        "d_hidden",
+        "model_dim",
+        "d_emb",
+    ),
+    "num_hidden_layers": (
+        "num_hidden_layers",
+        "num_layers",
+        "n_layers",
+        "n_layer",
+        "layers",
+        "depth",
+        "nlayers",
+        "num_blocks",
+        "n_blocks",
+        "num_encoder_layers",
+        "n_encoder_layers",
+    ),
+    "num_attention_heads": (
+        "num_attention_heads",
+        "num_heads",
+        "heads",
+        "n_heads",
+        "n_head",
+        "attn_heads",
+        "h",
+        "nhead",
+        "head_num",
+        "num_head",
+        "n_attn_heads",
+    ),
+    "intermediate_size": (
+        "intermediate_size",
+        "d_ff",
+        "feed_forward_hidden",
+        "middle_dim",
+        "ff_dim",
+        "d_ffn",
+        "dim_feedforward",
+        "ffn_dim",
+        "mlp_dim",
+        "d_inner",
+        "hidden_ff",
+        "ff_hidden",
+        "ffn_hidden",
+        "d_hid",
+        "intermediate_dim",
+        "ffn_size",
+        "ff_size",
+        "feedforward_dim",
+    ),
+    "max_position_embeddings": (
+        "max_position_embeddings",
+        "max_len",
+        "seq_len",
+        "block_size",
+        "max_seq_len",
+        "max_length",
+        "n_positions",
+        "context_length",
+        "max_positions",
+        "n_ctx",
+        "max_seq_length",
+        "seq_length",
+        "max_seq",
+        "context_size",
+        "maxlen",
+    ),
+    "type_vocab_size": (
+        "type_vocab_size",
+        "n_segments",
+        "num_segments",
+        "segment_size",
+        "n_segment",
+        "num_token_types",
+        "n_types",
+    ),
+    "hidden_dropout_prob": (
+        "dropout",
+        "dropout_prob",
+        "hidden_dropout_prob",
+        "p_drop",
+        "drop",
+        "dropout_rate",
+        "attention_probs_dropout_prob",
+        "attn_dropout",
+        "p",
+        "dropout_p",
+        "attn_pdrop",
+        "resid_pdrop",
+        "embd_pdrop",
+    ),
     "layer_norm_eps": ("layer_norm_eps", "eps", "ln_eps", "norm_eps", "layer_norm_epsilon"),
     "pad_token_id": ("pad_token_id", "pad_idx", "padding_idx", "pad_id", "pad_index"),
 }
@@ -61,8 +158,11 @@ def load_file(path: Path) -> types.ModuleType:
 
 def module_classes(module: types.ModuleType) -> dict[str, type]:
     """The nn.Module classes their file defines or imports."""
-    return {name: obj for name, obj in vars(module).items()
-            if inspect.isclass(obj) and issubclass(obj, nn.Module) and not obj.__module__.startswith("torch")}
+    return {
+        name: obj
+        for name, obj in vars(module).items()
+        if inspect.isclass(obj) and issubclass(obj, nn.Module) and not obj.__module__.startswith("torch")
+    }
 
 
 def find_class(module: types.ModuleType, wanted: str | None, names: tuple[str, ...] = MODEL_NAMES) -> type:
@@ -75,8 +175,10 @@ def find_class(module: types.ModuleType, wanted: str | None, names: tuple[str, .
     for name in names:
         if name in classes:
             return classes[name]
-    raise CannotBuild(f"No class named {', '.join(names[:-1])} or {names[-1]} in the file ({_listing(classes)}); "
-                      f"name yours with --class NAME.")
+    raise CannotBuild(
+        f"No class named {', '.join(names[:-1])} or {names[-1]} in the file ({_listing(classes)}); "
+        f"name yours with --class NAME."
+    )
 
 
 def _listing(classes: dict[str, type]) -> str:
@@ -126,8 +228,9 @@ def construct(cls: type, classes: dict[str, type], config: dict[str, Any], depth
     return cls(**arguments)
 
 
-def _argument(name: str, param: inspect.Parameter, classes: dict[str, type], config: dict[str, Any],
-              depth: int) -> Any:
+def _argument(
+    name: str, param: inspect.Parameter, classes: dict[str, type], config: dict[str, Any], depth: int
+) -> Any:
     for field_name, names in ALIASES.items():
         if name in names:
             return config[field_name]
@@ -141,7 +244,8 @@ def _argument(name: str, param: inspect.Parameter, classes: dict[str, type], con
     raise CannotBuild(
         f"Cannot build {param.name!r} of the constructor: it is none of the usual names (vocab_size, hidden_size / "
         f"d_model, num_layers, num_heads, d_ff, max_len, dropout, config); add a function build(config) to the file "
-        f"that returns your model.")
+        f"that returns your model."
+    )
 
 
 def _class_for(name: str, param: inspect.Parameter, classes: dict[str, type]) -> type | None:

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 
 ZERO_ROW = "<zero row>"
 TRANSPOSED = "<transposed>"  # a raw matrix used as x @ W (in, out), where nn.Linear keeps (out, in)
-FINAL_NORM = "<final LayerNorm>"  # a LayerNorm after the last layer (pre-LN encoders end with one): weight 1, bias 0
+FINAL_NORM = (
+    "<final LayerNorm>"  # a LayerNorm after the last layer (pre-LN encoders end with one): weight 1, bias 0
+)
 EMB = "bert.embeddings."
 HEAD_WORDS = ("cls", "mlm", "lm", "pred", "head", "transform", "nsp", "next", "classifier")
 
@@ -59,13 +61,24 @@ class Mapping:
 def layer_role_names(i: int) -> dict[str, str]:
     """Our module prefix for each role inside encoder layer i."""
     p = f"bert.encoder.layer.{i}."
-    return {"q": p + "attention.self.query", "k": p + "attention.self.key", "v": p + "attention.self.value",
-            "o": p + "attention.output.dense", "ln1": p + "attention.output.LayerNorm",
-            "ff1": p + "intermediate.dense", "ff2": p + "output.dense", "ln2": p + "output.LayerNorm"}
+    return {
+        "q": p + "attention.self.query",
+        "k": p + "attention.self.key",
+        "v": p + "attention.self.value",
+        "o": p + "attention.output.dense",
+        "ln1": p + "attention.output.LayerNorm",
+        "ff1": p + "intermediate.dense",
+        "ff2": p + "output.dense",
+        "ln2": p + "output.LayerNorm",
+    }
 
 
-def map_parameters(theirs: list[ParamInfo], ours: dict[str, tuple[int, ...]], sizes: Sizes,
-                   override: dict[str, str] | None = None) -> Mapping:
+def map_parameters(
+    theirs: list[ParamInfo],
+    ours: dict[str, tuple[int, ...]],
+    sizes: Sizes,
+    override: dict[str, str] | None = None,
+) -> Mapping:
     """Place every parameter of theirs on ours: override, then Hugging Face names, then roles by name and shape."""
     mapping = Mapping()
     for info in theirs:
@@ -85,13 +98,21 @@ def map_parameters(theirs: list[ParamInfo], ours: dict[str, tuple[int, ...]], si
     return mapping
 
 
-PART_PREFIXES = {"embedding": (EMB,), "attention": ("bert.encoder.layer.0.attention.",),
-                 "mlp": ("bert.encoder.layer.0.intermediate.", "bert.encoder.layer.0.output."),
-                 "layer": ("bert.encoder.layer.0.",)}
+PART_PREFIXES = {
+    "embedding": (EMB,),
+    "attention": ("bert.encoder.layer.0.attention.",),
+    "mlp": ("bert.encoder.layer.0.intermediate.", "bert.encoder.layer.0.output."),
+    "layer": ("bert.encoder.layer.0.",),
+}
 
 
-def map_part(theirs: list[ParamInfo], ours: dict[str, tuple[int, ...]], sizes: Sizes, part: str,
-             override: dict[str, str] | None = None) -> Mapping:
+def map_part(
+    theirs: list[ParamInfo],
+    ours: dict[str, tuple[int, ...]],
+    sizes: Sizes,
+    part: str,
+    override: dict[str, str] | None = None,
+) -> Mapping:
     """One part on its own: an embedding maps onto our embeddings, an attention, MLP or layer onto our layer 0."""
     if part == "model":
         return map_parameters(theirs, ours, sizes, override)
@@ -103,12 +124,16 @@ def map_part(theirs: list[ParamInfo], ours: dict[str, tuple[int, ...]], sizes: S
         _map_layer(modules, 0, sizes, mapping)
     if part == "mlp":  # a feed-forward's own LayerNorm is the layer's second
         for name, sources in mapping.entries.items():
-            mapping.entries[name] = [s.replace("attention.output.LayerNorm", "output.LayerNorm") for s in sources]
+            mapping.entries[name] = [
+                s.replace("attention.output.LayerNorm", "output.LayerNorm") for s in sources
+            ]
     for name, value in (override or {}).items():
         mapping.entries[name] = [piece.strip() for piece in value.split("+")]
     used = {source for sources in mapping.entries.values() for source in sources}
     mapping.unmapped_theirs = [p.name for p in theirs if p.name not in mapping.entries]
-    mapping.unmapped_ours = [name for name in ours if name.startswith(PART_PREFIXES[part]) and name not in used]
+    mapping.unmapped_ours = [
+        name for name in ours if name.startswith(PART_PREFIXES[part]) and name not in used
+    ]
     return mapping
 
 
@@ -147,7 +172,7 @@ def layer_index(path: str, container: str | None) -> int | None:
     """The layer a module path lies in: the integer after the layers' container."""
     if container is None or not path.startswith(container + "."):
         return None
-    head = path[len(container) + 1:].split(".")[0]
+    head = path[len(container) + 1 :].split(".")[0]
     return int(head) if head.isdigit() else None
 
 
@@ -171,12 +196,16 @@ def _map_by_role(params: list[ParamInfo], sizes: Sizes, mapping: Mapping) -> Non
     container = layers_container(list(modules), sizes.num_hidden_layers)
     per_layer: dict[int, dict[str, list[ParamInfo]]] = {}
     before, after = {}, {}
-    starts = [g[0].ran for p, g in modules.items() if layer_index(p, container) is not None and g[0].ran is not None]
+    starts = [
+        g[0].ran for p, g in modules.items() if layer_index(p, container) is not None and g[0].ran is not None
+    ]
     for path, group in modules.items():
         index = layer_index(path, container)
         if index is not None:
             per_layer.setdefault(index, {})[path] = group
-        elif group[0].ran is not None and starts:  # run order decides: a head declared before the layers runs after
+        elif (
+            group[0].ran is not None and starts
+        ):  # run order decides: a head declared before the layers runs after
             (after if group[0].ran > min(starts) else before)[path] = group
         elif per_layer:
             after[path] = group
@@ -222,7 +251,9 @@ ROLE_WORDS = {
     "q": re.compile(r"^(q|query|wq|w_q|q_proj|to_q|project_query|q_linear|queries)$"),
     "k": re.compile(r"^(k|key|wk|w_k|k_proj|to_k|project_key|k_linear|keys)$"),
     "v": re.compile(r"^(v|value|wv|w_v|v_proj|to_v|project_value|v_linear|values)$"),
-    "o": re.compile(r"^(o|wo|w_o|o_proj|out_proj|output_linear|out|proj|dense|c_proj|output|project_output|fc_out)$"),
+    "o": re.compile(
+        r"^(o|wo|w_o|o_proj|out_proj|output_linear|out|proj|dense|c_proj|output|project_output|fc_out)$"
+    ),
 }
 
 
@@ -256,14 +287,17 @@ def _map_layer(layer_modules: dict[str, list[ParamInfo]], index: int, sizes: Siz
             fused_weight = names.get("in_proj_weight", weight)
             fused_bias = names.get("in_proj_bias", bias if "in_proj_weight" not in names else None)
             mapping.entries[fused_weight.name] = [roles[r] + ".weight" for r in "qkv"] + (
-                [TRANSPOSED] if fused_weight.shape == (h, 3 * h) else [])
+                [TRANSPOSED] if fused_weight.shape == (h, 3 * h) else []
+            )
             if fused_bias is not None:
                 mapping.entries[fused_bias.name] = [roles[r] + ".bias" for r in "qkv"]
             fused = True
         elif _is_norm(group, h):
             norms.append(path)
         elif weight is not None and weight.shape in ((inner, h), (h, inner)):
-            first = (weight.shape == (inner, h)) != _is_raw(weight)  # a raw (H, I) matrix is the first, as x @ W
+            first = (weight.shape == (inner, h)) != _is_raw(
+                weight
+            )  # a raw (H, I) matrix is the first, as x @ W
             _assign(mapping, group, roles["ff1" if first else "ff2"])
         elif weight is not None and weight.shape == (h, h):
             squares.append(path)
@@ -272,8 +306,13 @@ def _map_layer(layer_modules: dict[str, list[ParamInfo]], index: int, sizes: Siz
         _assign(mapping, layer_modules[path], roles[role])
 
 
-def _map_squares(squares: list[str], free: list[str], layer_modules: dict[str, list[ParamInfo]],
-                 roles: dict[str, str], mapping: Mapping) -> None:
+def _map_squares(
+    squares: list[str],
+    free: list[str],
+    layer_modules: dict[str, list[ParamInfo]],
+    roles: dict[str, str],
+    mapping: Mapping,
+) -> None:
     """The (H, H) projections: by name where names say, the rest in order Q, K, V, output."""
     named = {path: _square_role(path) for path in squares}
     placed = set()
@@ -305,16 +344,22 @@ def _embedding_role(info: ParamInfo, sizes: Sizes) -> str | None:
 
 
 def _map_table(mapping: Mapping, info: ParamInfo, role: str) -> None:
-    ours = {"word": EMB + "word_embeddings.weight", "position": EMB + "position_embeddings.weight",
-            "segment": EMB + "token_type_embeddings.weight"}[role]
-    if role == "segment" and info.shape[0] == 3:  # segments 1/2 with 0 for padding, as the BERT-pytorch tutorial
+    ours = {
+        "word": EMB + "word_embeddings.weight",
+        "position": EMB + "position_embeddings.weight",
+        "segment": EMB + "token_type_embeddings.weight",
+    }[role]
+    if (
+        role == "segment" and info.shape[0] == 3
+    ):  # segments 1/2 with 0 for padding, as the BERT-pytorch tutorial
         mapping.entries[info.name] = [ZERO_ROW, ours]
     else:
         mapping.entries[info.name] = [ours]
 
 
-def _map_outside_layers(before: dict[str, list[ParamInfo]], after: dict[str, list[ParamInfo]], sizes: Sizes,
-                        mapping: Mapping) -> None:
+def _map_outside_layers(
+    before: dict[str, list[ParamInfo]], after: dict[str, list[ParamInfo]], sizes: Sizes, mapping: Mapping
+) -> None:
     """Embeddings and their LayerNorm before the layers; pooler, MLM and NSP heads after them."""
     h = sizes.hidden_size
     squares, norms = [], []
@@ -366,13 +411,19 @@ def _observed_head(group: list[ParamInfo]) -> str | None:
     return None if output is None else {2: "pooler", 3: "transform"}.get(len(output))
 
 
-def _map_head_squares(squares: list[str], modules: dict[str, list[ParamInfo]], mapping: Mapping) -> str | None:
+def _map_head_squares(
+    squares: list[str], modules: dict[str, list[ParamInfo]], mapping: Mapping
+) -> str | None:
     """The pooler's dense and the MLM transform's dense: by what they output, by name, else the pooler first.
     Returns the transform's module path."""
     seen = {p: _observed_head(modules[p]) for p in squares}
     pooler = [p for p in squares if seen[p] == "pooler" or (seen[p] is None and "pool" in p.lower())]
-    transform = [p for p in squares if p not in pooler and (seen[p] == "transform" or (
-        seen[p] is None and any(w in p.lower() for w in HEAD_WORDS)))]
+    transform = [
+        p
+        for p in squares
+        if p not in pooler
+        and (seen[p] == "transform" or (seen[p] is None and any(w in p.lower() for w in HEAD_WORDS)))
+    ]
     rest = [p for p in squares if p not in pooler and p not in transform and seen[p] is None]
     if not pooler and rest:
         pooler.append(rest.pop(0))

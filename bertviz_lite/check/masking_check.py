@@ -29,8 +29,10 @@ def share(count: int, total: int) -> tuple[float, float, float]:
 def _rate(name: str, count: int, total: int, expected: float) -> tuple[Stage, str]:
     p, low, high = share(count, total)
     ok = low <= expected <= high
-    return (Stage(name, [], [], abs(p - expected), ok),
-            f"{name}: {p:.2%} of {total} (99.99% interval {low:.2%} to {high:.2%}), BERT {expected:.0%}")
+    return (
+        Stage(name, [], [], abs(p - expected), ok),
+        f"{name}: {p:.2%} of {total} (99.99% interval {low:.2%} to {high:.2%}), BERT {expected:.0%}",
+    )
 
 
 def _count(name: str, count: int, total: int, what: str) -> tuple[Stage, str]:
@@ -48,33 +50,74 @@ def masking_report(result: dict[str, Any], tensors: dict[str, Tensor], subject: 
     labels_everywhere = bool(labelled.float().mean() > 0.9)
     chosen = (masked != ids) if labels_everywhere else labelled
     if labels_everywhere:
-        findings.append(Finding("labels-every-position", "masking.labels", "Your labels hold a token at (almost) "
-                                "every position; BERT's are -100 except where a token was chosen, so the loss reads "
-                                "only those. (Below, 'chosen' is estimated from the changed tokens.)"))
+        findings.append(
+            Finding(
+                "labels-every-position",
+                "masking.labels",
+                "Your labels hold a token at (almost) "
+                "every position; BERT's are -100 except where a token was chosen, so the loss reads "
+                "only those. (Below, 'chosen' is estimated from the changed tokens.)",
+            )
+        )
     checks = [
-        (_rate("masking.chosen", int((chosen & ordinary).sum()), int(ordinary.sum()), 0.15), "masking-rate",
-         "Your function does not choose 15% of the ordinary tokens."),
-        (_count("masking.special", int((chosen & special).sum()), int(special.sum()), "[CLS]/[SEP] tokens chosen"),
-         "masks-special", "Your function chooses [CLS] and [SEP] tokens; BERT never masks a special token."),
-        (_count("masking.padding", int((chosen & padding).sum()), int(padding.sum()), "padding positions chosen"),
-         "masks-padding", "Your function chooses padding positions; BERT chooses among the real tokens only."),
+        (
+            _rate("masking.chosen", int((chosen & ordinary).sum()), int(ordinary.sum()), 0.15),
+            "masking-rate",
+            "Your function does not choose 15% of the ordinary tokens.",
+        ),
+        (
+            _count(
+                "masking.special",
+                int((chosen & special).sum()),
+                int(special.sum()),
+                "[CLS]/[SEP] tokens chosen",
+            ),
+            "masks-special",
+            "Your function chooses [CLS] and [SEP] tokens; BERT never masks a special token.",
+        ),
+        (
+            _count(
+                "masking.padding",
+                int((chosen & padding).sum()),
+                int(padding.sum()),
+                "padding positions chosen",
+            ),
+            "masks-padding",
+            "Your function chooses padding positions; BERT chooses among the real tokens only.",
+        ),
     ]
     picked = chosen & ordinary
     total = int(picked.sum())
     checks += [
-        (_rate("masking.mask", int((picked & (masked == MASK)).sum()), total, 0.8), "split-80-10-10",
-         "Of the chosen tokens, not 80% become [MASK]."),
-        (_rate("masking.random", int((picked & (masked != MASK) & (masked != ids)).sum()), total, 0.1),
-         "split-80-10-10", "Of the chosen tokens, not 10% become a random token."),
-        (_rate("masking.kept", int((picked & (masked == ids)).sum()), total, 0.1), "split-80-10-10",
-         "Of the chosen tokens, not 10% are kept as they were."),
+        (
+            _rate("masking.mask", int((picked & (masked == MASK)).sum()), total, 0.8),
+            "split-80-10-10",
+            "Of the chosen tokens, not 80% become [MASK].",
+        ),
+        (
+            _rate("masking.random", int((picked & (masked != MASK) & (masked != ids)).sum()), total, 0.1),
+            "split-80-10-10",
+            "Of the chosen tokens, not 10% become a random token.",
+        ),
+        (
+            _rate("masking.kept", int((picked & (masked == ids)).sum()), total, 0.1),
+            "split-80-10-10",
+            "Of the chosen tokens, not 10% are kept as they were.",
+        ),
     ]
     if labels_everywhere:  # 'chosen' is only estimated: the shares would blame the labels' mistake twice
         checks = checks[1:3]
     else:
         wrong = int((labelled & (labels != ids)).sum())
-        checks.append((_count("masking.labels", wrong, int(labelled.sum()), "labels that are not the original token"),
-                       "labels-wrong", "Your labels are not the original token ids at the chosen positions."))
+        checks.append(
+            (
+                _count(
+                    "masking.labels", wrong, int(labelled.sum()), "labels that are not the original token"
+                ),
+                "labels-wrong",
+                "Your labels are not the original token ids at the chosen positions.",
+            )
+        )
     for (stage, note), code, message in checks:
         stages.append(stage)
         notes.append(note)

@@ -15,8 +15,17 @@ PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 SPECIAL_IDS = (PAD, UNK, CLS, SEP, MASK)
 VOCAB_SIZE = 1000
 BATCHES, ROWS, LENGTH = 60, 16, 32  # ~20,000 ordinary tokens: the 15% share to within ±1% at 99.99%
-FUNCTION_NAMES = ("mask_tokens", "masking", "mask", "mask_input", "mlm_mask", "random_masking", "apply_mask",
-                  "create_masked_lm_predictions", "mask_batch")
+FUNCTION_NAMES = (
+    "mask_tokens",
+    "masking",
+    "mask",
+    "mask_input",
+    "mlm_mask",
+    "random_masking",
+    "apply_mask",
+    "create_masked_lm_predictions",
+    "mask_batch",
+)
 ID_NAMES = ("input_ids", "ids", "inputs", "tokens", "x", "token_ids", "batch", "input", "seq", "sequence")
 
 
@@ -36,10 +45,14 @@ def masking_batches(seed: int = 0) -> list[Tensor]:
 
 def find_function(module: Any, wanted: str | None):
     """Their function by name, else one of the usual names, else the only function taking token ids."""
-    functions = {n: f for n, f in vars(module).items() if inspect.isfunction(f) and f.__module__ == module.__name__}
+    functions = {
+        n: f for n, f in vars(module).items() if inspect.isfunction(f) and f.__module__ == module.__name__
+    }
     if wanted:
         if wanted not in functions:
-            raise CannotBuild(f"No function named {wanted} in the file; it has {', '.join(sorted(functions)) or 'none'}.")
+            raise CannotBuild(
+                f"No function named {wanted} in the file; it has {', '.join(sorted(functions)) or 'none'}."
+            )
         return functions[wanted]
     for name in FUNCTION_NAMES:
         if name in functions:
@@ -47,8 +60,10 @@ def find_function(module: Any, wanted: str | None):
     takers = [f for f in functions.values() if _first_param(f) in ID_NAMES]
     if len(takers) == 1:
         return takers[0]
-    raise CannotBuild(f"No masking function found (looked for {', '.join(FUNCTION_NAMES[:3])}, or one function whose "
-                      f"first parameter is input_ids); name yours with --class NAME.")
+    raise CannotBuild(
+        f"No masking function found (looked for {', '.join(FUNCTION_NAMES[:3])}, or one function whose "
+        f"first parameter is input_ids); name yours with --class NAME."
+    )
 
 
 def _first_param(function) -> str | None:
@@ -63,22 +78,41 @@ def arguments(function, ids: Tensor, generator: torch.Generator) -> dict[str, An
         ("vocab_size", "vocab", "n_vocab", "num_tokens"): VOCAB_SIZE,
         ("mask_token_id", "mask_id", "mask_token", "mask_idx", "mask_index"): MASK,
         ("pad_token_id", "pad_id", "pad_idx", "pad_token", "pad_index"): PAD,
-        ("cls_token_id", "cls_id"): CLS, ("sep_token_id", "sep_id"): SEP,
-        ("special_ids", "special_token_ids", "special_tokens", "specials", "special_token_list"): list(SPECIAL_IDS),
+        ("cls_token_id", "cls_id"): CLS,
+        ("sep_token_id", "sep_id"): SEP,
+        ("special_ids", "special_token_ids", "special_tokens", "specials", "special_token_list"): list(
+            SPECIAL_IDS
+        ),
         ("special_tokens_mask", "special_mask"): special,
-        ("mask_prob", "prob", "p", "probability", "mlm_probability", "masking_prob", "mlm_prob", "rate"): 0.15,
+        (
+            "mask_prob",
+            "prob",
+            "p",
+            "probability",
+            "mlm_probability",
+            "masking_prob",
+            "mlm_prob",
+            "rate",
+        ): 0.15,
         ("attention_mask",): (ids != PAD).long(),
         ("generator", "rng", "gen"): generator,
     }
     values, params = {}, list(inspect.signature(function).parameters.values())
     values[params[0].name] = ids
     for param in params[1:]:
-        value = next((v for names, v in known.items() if param.name.lower() in names), inspect.Parameter.empty)
+        value = next(
+            (v for names, v in known.items() if param.name.lower() in names), inspect.Parameter.empty
+        )
         if value is not inspect.Parameter.empty:
             values[param.name] = value
-        elif param.default is inspect.Parameter.empty and param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise CannotBuild(f"Cannot call {function.__name__}: its parameter {param.name!r} is none of the usual "
-                              f"names (vocab_size, mask_token_id, special_tokens_mask, mask_prob, …).")
+        elif param.default is inspect.Parameter.empty and param.kind not in (
+            param.VAR_POSITIONAL,
+            param.VAR_KEYWORD,
+        ):
+            raise CannotBuild(
+                f"Cannot call {function.__name__}: its parameter {param.name!r} is none of the usual "
+                f"names (vocab_size, mask_token_id, special_tokens_mask, mask_prob, …)."
+            )
     return values
 
 
@@ -90,8 +124,9 @@ def two_tensors(output: Any) -> tuple[Tensor, Tensor]:
         return output["input_ids"], output["labels"]
     if hasattr(output, "input_ids") and hasattr(output, "labels"):
         return output.input_ids, output.labels
-    raise CannotBuild("The masking function must return (masked_ids, labels); it returned "
-                      f"{type(output).__name__}.")
+    raise CannotBuild(
+        f"The masking function must return (masked_ids, labels); it returned {type(output).__name__}."
+    )
 
 
 def masking_job(job: dict[str, Any], phase: dict[str, str]) -> tuple[dict[str, Any], dict[str, Tensor]]:

@@ -35,9 +35,11 @@ def mistake(code: str, message: str, design_choice: bool = False, absent: str | 
 
     `absent`: our parameter whose absence from their model shows the mistake without a search (no pooler weights:
     no pooler); the mistake is then applied first."""
+
     def register(apply: Callable[[Recipe, dict[str, Tensor]], Recipe | None]):
         MISTAKES.append(Mistake(code, message, apply, design_choice, absent))
         return apply
+
     return register
 
 
@@ -47,39 +49,58 @@ def _set(recipe: Recipe, **fields) -> Recipe | None:
     return None if all(getattr(recipe, k) == v for k, v in fields.items()) else changed
 
 
-@mistake("learned-vs-sinusoidal", "Your position embeddings are the fixed sin/cos table of the Transformer paper; "
-         "BERT learns a position table (a design difference, not an error).", design_choice=True)
+@mistake(
+    "learned-vs-sinusoidal",
+    "Your position embeddings are the fixed sin/cos table of the Transformer paper; "
+    "BERT learns a position table (a design difference, not an error).",
+    design_choice=True,
+)
 def _sinusoidal(recipe, evidence):
     return _set(recipe, positions="sinusoidal")
 
 
-@mistake("no-position-embedding", "Your embeddings add no position embedding: without it the encoder cannot tell "
-         "the order of the tokens.")
+@mistake(
+    "no-position-embedding",
+    "Your embeddings add no position embedding: without it the encoder cannot tell the order of the tokens.",
+)
 def _no_positions(recipe, evidence):
     return _set(recipe, positions="none")
 
 
-@mistake("sinusoidal-formula", "Your fixed position table departs from sin/cos of pos / 10000^(2i/d) "
-         "(check the exponent, the 10000 and which dimensions take sin and which cos).")
+@mistake(
+    "sinusoidal-formula",
+    "Your fixed position table departs from sin/cos of pos / 10000^(2i/d) "
+    "(check the exponent, the 10000 and which dimensions take sin and which cos).",
+)
 def _own_table(recipe, evidence):
     table = evidence.get("position_table")
     return None if table is None else replace(recipe, positions="table", position_table=table)
 
 
-@mistake("segment-offset", "Your segment embedding takes segments 1 and 2 with 0 for padding (as the BERT-pytorch "
-         "tutorial); BERT's token_type_ids are 0 for sentence A and 1 for sentence B.", design_choice=True)
+@mistake(
+    "segment-offset",
+    "Your segment embedding takes segments 1 and 2 with 0 for padding (as the BERT-pytorch "
+    "tutorial); BERT's token_type_ids are 0 for sentence A and 1 for sentence B.",
+    design_choice=True,
+)
 def _segment_offset(recipe, evidence):
     return _set(recipe, segment_offset=True)
 
 
-@mistake("no-segment-embedding", "Your embeddings add no segment (token type) embedding: sentence A and sentence "
-         "B look alike to the encoder.")
+@mistake(
+    "no-segment-embedding",
+    "Your embeddings add no segment (token type) embedding: sentence A and sentence "
+    "B look alike to the encoder.",
+)
 def _no_segments(recipe, evidence):
     return _set(recipe, segments=False)
 
 
-@mistake("no-embedding-layernorm", "Your embeddings skip the LayerNorm after token + position + segment.",
-         absent="bert.embeddings.LayerNorm.weight")
+@mistake(
+    "no-embedding-layernorm",
+    "Your embeddings skip the LayerNorm after token + position + segment.",
+    absent="bert.embeddings.LayerNorm.weight",
+)
 def _no_embedding_layernorm(recipe, evidence):
     return _set(recipe, embedding_layernorm=False)
 
@@ -94,8 +115,10 @@ def _unscaled(recipe, evidence):
     return _set(recipe, scale="none")
 
 
-@mistake("softmax-axis", "Your softmax runs over the queries (dim=-2); each query's row of scores must sum to 1 "
-         "(dim=-1).")
+@mistake(
+    "softmax-axis",
+    "Your softmax runs over the queries (dim=-2); each query's row of scores must sum to 1 (dim=-1).",
+)
 def _softmax_axis(recipe, evidence):
     return _set(recipe, softmax_dim=-2)
 
@@ -105,56 +128,81 @@ def _mask_ignored(recipe, evidence):
     return _set(recipe, mask="ignored")
 
 
-@mistake("mask-on-queries", "Your padding mask hides padding queries (rows) instead of padding keys (columns): "
-         "mask the scores with a (B, 1, 1, T) mask.")
+@mistake(
+    "mask-on-queries",
+    "Your padding mask hides padding queries (rows) instead of padding keys (columns): "
+    "mask the scores with a (B, 1, 1, T) mask.",
+)
 def _mask_on_queries(recipe, evidence):
     return _set(recipe, mask="queries")
 
 
-@mistake("mask-inverted", "Your padding mask is inverted: tokens attend only to [PAD] positions (mask where "
-         "attention_mask == 0, not == 1).")
+@mistake(
+    "mask-inverted",
+    "Your padding mask is inverted: tokens attend only to [PAD] positions (mask where "
+    "attention_mask == 0, not == 1).",
+)
 def _mask_inverted(recipe, evidence):
     return _set(recipe, mask="inverted")
 
 
-@mistake("heads-split", "Your heads are cut from the wrong axis: view (B, T, H) as (B, T, heads, head_dim), then "
-         "transpose to (B, heads, T, head_dim).")
+@mistake(
+    "heads-split",
+    "Your heads are cut from the wrong axis: view (B, T, H) as (B, T, heads, head_dim), then "
+    "transpose to (B, heads, T, head_dim).",
+)
 def _heads_no_transpose(recipe, evidence):
     return _set(recipe, heads="no-transpose")
 
 
-@mistake("heads-split", "Your heads take every n-th dimension: view (B, T, H) as (B, T, heads, head_dim), not "
-         "(B, T, head_dim, heads).")
+@mistake(
+    "heads-split",
+    "Your heads take every n-th dimension: view (B, T, H) as (B, T, heads, head_dim), not "
+    "(B, T, head_dim, heads).",
+)
 def _heads_inner(recipe, evidence):
     return _set(recipe, heads="inner")
 
 
-@mistake("pre-ln", "Your layers normalise before each sub-layer (pre-LN: x + f(LayerNorm(x))); BERT normalises "
-         "after the residual (post-LN: LayerNorm(x + f(x))).")
+@mistake(
+    "pre-ln",
+    "Your layers normalise before each sub-layer (pre-LN: x + f(LayerNorm(x))); BERT normalises "
+    "after the residual (post-LN: LayerNorm(x + f(x))).",
+)
 def _pre_ln(recipe, evidence):
     return _set(recipe, layer_norm="pre")
 
 
-@mistake("shared-layernorm", "Your layer uses one LayerNorm for both sub-layers; BERT has one after attention and "
-         "another after the feed-forward.")
+@mistake(
+    "shared-layernorm",
+    "Your layer uses one LayerNorm for both sub-layers; BERT has one after attention and "
+    "another after the feed-forward.",
+)
 def _shared_layernorm(recipe, evidence):
     return _set(recipe, shared_layernorm=True)
 
 
-@mistake("layernorm-formula", "Your LayerNorm divides by the standard deviation plus eps (unbiased, as the Annotated "
-         "Transformer's does); BERT's divides by sqrt(variance + eps) with the biased variance (nn.LayerNorm).")
+@mistake(
+    "layernorm-formula",
+    "Your LayerNorm divides by the standard deviation plus eps (unbiased, as the Annotated "
+    "Transformer's does); BERT's divides by sqrt(variance + eps) with the biased variance (nn.LayerNorm).",
+)
 def _layer_norm_formula(recipe, evidence):
     return _set(recipe, layer_norm_formula="std")
 
 
-@mistake("no-residual", "Your attention block has no residual connection: add the block's input before the "
-         "LayerNorm.")
+@mistake(
+    "no-residual",
+    "Your attention block has no residual connection: add the block's input before the LayerNorm.",
+)
 def _no_attention_residual(recipe, evidence):
     return _set(recipe, attention_residual=False)
 
 
-@mistake("no-residual", "Your feed-forward block has no residual connection: add the block's input before the "
-         "LayerNorm.")
+@mistake(
+    "no-residual",
+    "Your feed-forward block has no residual connection: add the block's input before the LayerNorm.",
+)
 def _no_feed_forward_residual(recipe, evidence):
     return _set(recipe, feed_forward_residual=False)
 
@@ -179,16 +227,24 @@ def _head_relu(recipe, evidence):
     return _set(recipe, head_activation="relu")
 
 
-@mistake("no-pooler", "Your NSP head reads the [CLS] vector directly; BERT passes it through the pooler "
-         "(dense + tanh) first (a design difference, not an error).", design_choice=True,
-         absent="bert.pooler.dense.weight")
+@mistake(
+    "no-pooler",
+    "Your NSP head reads the [CLS] vector directly; BERT passes it through the pooler "
+    "(dense + tanh) first (a design difference, not an error).",
+    design_choice=True,
+    absent="bert.pooler.dense.weight",
+)
 def _no_pooler(recipe, evidence):
     return _set(recipe, pooler=False)
 
 
-@mistake("mlm-head-plain-linear", "Your MLM head is one linear layer; BERT's transforms first (dense, GELU, "
-         "LayerNorm) and then decodes (a design difference, not an error).", design_choice=True,
-         absent="cls.predictions.transform.dense.weight")
+@mistake(
+    "mlm-head-plain-linear",
+    "Your MLM head is one linear layer; BERT's transforms first (dense, GELU, "
+    "LayerNorm) and then decodes (a design difference, not an error).",
+    design_choice=True,
+    absent="cls.predictions.transform.dense.weight",
+)
 def _mlm_plain(recipe, evidence):
     return _set(recipe, mlm_transform=False)
 
@@ -200,15 +256,17 @@ def by_code(code: str) -> list[Mistake]:
 # Found from the learner's run itself rather than by a variant of the reference.
 OBSERVED = {
     "dropout-active": "Two calls in eval mode give different numbers: your dropout stays on (use nn.Dropout "
-                      "modules, or F.dropout(x, p, training=self.training)).",
+    "modules, or F.dropout(x, p, training=self.training)).",
     "mlm-head-untied": "Your MLM decoder has its own weight matrix; BERT ties it to the word embeddings "
-                       "(a design difference, not an error).",
+    "(a design difference, not an error).",
     "final-layernorm": "Your encoder ends with a LayerNorm after its last layer, as pre-LN encoders do; BERT's has "
-                       "none (a design difference, not an error).",
+    "none (a design difference, not an error).",
     "log-probabilities": "Your model returns log-probabilities (log_softmax) where the exercise asks for logits "
-                         "(a design difference, not an error).",
+    "(a design difference, not an error).",
 }
 CODES = sorted({m.code for m in MISTAKES} | set(OBSERVED))
 # Codes that are a difference from BERT, not an error: a model whose only findings are these matches.
-DESIGN_CHOICES = frozenset({m.code for m in MISTAKES if m.design_choice}
-                           | {"mlm-head-untied", "final-layernorm", "log-probabilities"})
+DESIGN_CHOICES = frozenset(
+    {m.code for m in MISTAKES if m.design_choice}
+    | {"mlm-head-untied", "final-layernorm", "log-probabilities"}
+)

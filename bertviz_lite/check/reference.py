@@ -26,9 +26,17 @@ MASKED_QUERY = -1e9  # what learners write in masked_fill; the variants that mas
 
 def check_config() -> BertConfig:
     """The tiny model every check runs: fast on one core, big enough to tell the mistakes apart."""
-    return BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                      intermediate_size=128, max_position_embeddings=64, layer_norm_eps=1e-12,
-                      hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    return BertConfig(
+        vocab_size=100,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=64,
+        layer_norm_eps=1e-12,
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+    )
 
 
 def seeded_weights(config: BertConfig, seed: int = SEED) -> dict[str, Tensor]:
@@ -53,11 +61,15 @@ def seeded_weights(config: BertConfig, seed: int = SEED) -> dict[str, Tensor]:
     return weights
 
 
-def reference_weights(weights: dict[str, Tensor], unmapped: list[str], eps: float = 1e-12) -> dict[str, Tensor]:
+def reference_weights(
+    weights: dict[str, Tensor], unmapped: list[str], eps: float = 1e-12
+) -> dict[str, Tensor]:
     """Our weights in float64 for the reference, with the biases the learner's model has no place for set to 0
     (a Linear without bias) and the LayerNorm epsilon theirs uses."""
-    reference = {k: (torch.zeros_like(v) if k in unmapped and k.endswith(".bias") else v).double()
-                 for k, v in weights.items()}
+    reference = {
+        k: (torch.zeros_like(v) if k in unmapped and k.endswith(".bias") else v).double()
+        for k, v in weights.items()
+    }
     reference["eps"] = torch.tensor(eps, dtype=torch.float64)
     return reference
 
@@ -86,7 +98,9 @@ ACTIVATIONS = {"gelu": F.gelu, "gelu-tanh": gelu_tanh, "relu": F.relu}
 class Recipe:
     """How the reference computes; BERT by default. Each mistake in mistakes.py flips one field."""
 
-    positions: str = "learned"  # "learned" | "sinusoidal" | "table" (position_table, the learner's own) | "none"
+    positions: str = (
+        "learned"  # "learned" | "sinusoidal" | "table" (position_table, the learner's own) | "none"
+    )
     position_table: Tensor | None = field(default=None, compare=False)
     segments: bool = True  # False: no segment embedding at all
     segment_offset: bool = False  # segments looked up as 1/2 with row 0 (padding) zero
@@ -97,14 +111,18 @@ class Recipe:
     heads: str = "split"  # "split" | "no-transpose" | "inner"
     layer_norm: str = "post"  # "post" | "pre"
     shared_layernorm: bool = False
-    layer_norm_formula: str = "torch"  # "torch" | "std": (x - mean) / (unbiased std + eps), as tutorials write it
+    layer_norm_formula: str = (
+        "torch"  # "torch" | "std": (x - mean) / (unbiased std + eps), as tutorials write it
+    )
     attention_residual: bool = True
     feed_forward_residual: bool = True
     activation: str = "gelu"
     head_activation: str = "gelu"
     pooler: bool = True
     mlm_transform: bool = True
-    final_layernorm: bool = False  # a LayerNorm (weight 1, bias 0) after the last layer, as pre-LN encoders have
+    final_layernorm: bool = (
+        False  # a LayerNorm (weight 1, bias 0) after the last layer, as pre-LN encoders have
+    )
     log_softmax: bool = False  # the model returns MLM log-probabilities, as the BERT-pytorch tutorial's does
 
 
@@ -125,8 +143,12 @@ def embedding_stages(w: dict[str, Tensor], ids: Tensor, seg: Tensor, recipe: Rec
         segment_table = torch.cat([torch.zeros_like(segment_table[:1]), segment_table])
     segment = F.embedding(seg, segment_table) * float(recipe.segments)
     summed = token + position + segment
-    stages = {"embeddings.token": token, "embeddings.position": position, "embeddings.segment": segment,
-              "embeddings.sum": summed}
+    stages = {
+        "embeddings.token": token,
+        "embeddings.position": position,
+        "embeddings.segment": segment,
+        "embeddings.sum": summed,
+    }
     if recipe.embedding_layernorm:
         stages["embeddings.layer_norm"] = _layer_norm(summed, w, prefix + "LayerNorm", recipe)
     return stages
@@ -179,26 +201,34 @@ def attention_probs(q: Tensor, k: Tensor, keep: Tensor, recipe: Recipe) -> Tenso
 
 def _norms(i: int, recipe: Recipe) -> tuple[str, str]:
     p = f"bert.encoder.layer.{i}."
-    return p + "attention.output.LayerNorm", p + ("attention.output.LayerNorm" if recipe.shared_layernorm
-                                                  else "output.LayerNorm")
+    return p + "attention.output.LayerNorm", p + (
+        "attention.output.LayerNorm" if recipe.shared_layernorm else "output.LayerNorm"
+    )
 
 
-def layer_stages(x: Tensor, keep: Tensor, w: dict[str, Tensor], i: int, nh: int, recipe: Recipe) -> dict[str, Tensor]:
+def layer_stages(
+    x: Tensor, keep: Tensor, w: dict[str, Tensor], i: int, nh: int, recipe: Recipe
+) -> dict[str, Tensor]:
     """One encoder layer: probabilities, attention output (before the residual), first LayerNorm, feed-forward
     (second linear's output) and the layer's output."""
     p, ln1 = f"bert.encoder.layer.{i}.", _norms(i, recipe)[0]
     pre = recipe.layer_norm == "pre"
     attn_in = _layer_norm(x, w, ln1, recipe) if pre else x
-    q, k, v = (split_heads(_linear(attn_in, w, p + f"attention.self.{n}"), nh, recipe.heads)
-               for n in ("query", "key", "value"))
+    q, k, v = (
+        split_heads(_linear(attn_in, w, p + f"attention.self.{n}"), nh, recipe.heads)
+        for n in ("query", "key", "value")
+    )
     probs = attention_probs(q, k, keep, recipe)
     attention = _linear(merge_heads(probs @ v, recipe.heads), w, p + "attention.output.dense")
     after_attention = attention + x if recipe.attention_residual else attention
     normed = after_attention if pre else _layer_norm(after_attention, w, ln1, recipe)
     name = f"layer.{i}."
-    return {name + "attention.probs": probs, name + "attention.output": attention,
-            name + "attention.layer_norm": attn_in if pre else normed,
-            **feed_forward_stages(normed, w, i, recipe)}
+    return {
+        name + "attention.probs": probs,
+        name + "attention.output": attention,
+        name + "attention.layer_norm": attn_in if pre else normed,
+        **feed_forward_stages(normed, w, i, recipe),
+    }
 
 
 def feed_forward_stages(x: Tensor, w: dict[str, Tensor], i: int, recipe: Recipe) -> dict[str, Tensor]:
@@ -214,8 +244,14 @@ def feed_forward_stages(x: Tensor, w: dict[str, Tensor], i: int, recipe: Recipe)
 
 
 @torch.no_grad()
-def part_stages(w: dict[str, Tensor], ids: Tensor, part_input: Tensor, part: str, config: BertConfig,
-                recipe: Recipe = Recipe()) -> dict[str, Tensor]:
+def part_stages(
+    w: dict[str, Tensor],
+    ids: Tensor,
+    part_input: Tensor,
+    part: str,
+    config: BertConfig,
+    recipe: Recipe = Recipe(),
+) -> dict[str, Tensor]:
     """The stages of one part (attention, mlp, layer) from the input the learner's part was given."""
     x = part_input.to(w["eps"].dtype)
     if part == "mlp":
@@ -244,8 +280,9 @@ def head_stages(hidden: Tensor, w: dict[str, Tensor], recipe: Recipe) -> dict[st
 
 
 @torch.no_grad()
-def reference_stages(w: dict[str, Tensor], ids: Tensor, seg: Tensor, config: BertConfig,
-                     recipe: Recipe = Recipe()) -> dict[str, Tensor]:
+def reference_stages(
+    w: dict[str, Tensor], ids: Tensor, seg: Tensor, config: BertConfig, recipe: Recipe = Recipe()
+) -> dict[str, Tensor]:
     """Every stage of one forward pass, in the order it is computed, under `recipe`."""
     stages = embedding_stages(w, ids, seg, recipe)
     hidden = stages.get("embeddings.layer_norm", stages["embeddings.sum"])
@@ -256,7 +293,9 @@ def reference_stages(w: dict[str, Tensor], ids: Tensor, seg: Tensor, config: Ber
         hidden = layer[f"layer.{i}.output"]
     if recipe.final_layernorm:
         ones = torch.ones(hidden.shape[-1], dtype=hidden.dtype)
-        hidden = _layer_norm(hidden, {"final.weight": ones, "final.bias": ones * 0, "eps": w["eps"]}, "final", recipe)
+        hidden = _layer_norm(
+            hidden, {"final.weight": ones, "final.bias": ones * 0, "eps": w["eps"]}, "final", recipe
+        )
     stages["encoder.output"] = hidden
     stages.update(head_stages(hidden, w, recipe))
     return stages

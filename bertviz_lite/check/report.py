@@ -35,12 +35,18 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         """The issue's schema: verdict, stages, findings, mapping, unmapped."""
-        return {"verdict": self.verdict, "stages": [asdict(s) for s in self.stages],
-                "findings": [asdict(f) for f in self.findings], "mapping": dict(self.mapping),
-                "unmapped": {"theirs": list(self.unmapped["theirs"]), "ours": list(self.unmapped["ours"])}}
+        return {
+            "verdict": self.verdict,
+            "stages": [asdict(s) for s in self.stages],
+            "findings": [asdict(f) for f in self.findings],
+            "mapping": dict(self.mapping),
+            "unmapped": {"theirs": list(self.unmapped["theirs"]), "ours": list(self.unmapped["ours"])},
+        }
 
     def to_text(self) -> str:
-        lines = [f"Checked {self.subject} ({self.part}) against bertviz_lite's BERT, tolerance {TOLERANCE:g}."]
+        lines = [
+            f"Checked {self.subject} ({self.part}) against bertviz_lite's BERT, tolerance {TOLERANCE:g}."
+        ]
         if self.mapping:
             lines += ["", "Weights (theirs <- ours):"]
             width = max(len(k) for k in self.mapping)
@@ -55,7 +61,11 @@ class Report:
             lines += ["", "Findings:"]
             lines += [f"  [{f.code}] at {f.stage}: {f.message}" for f in self.findings]
         design = ", ".join(dict.fromkeys(f.code for f in self.findings))
-        suffix = f" (design differences from BERT, not errors: {design})" if self.verdict == "match" and design else ""
+        suffix = (
+            f" (design differences from BERT, not errors: {design})"
+            if self.verdict == "match" and design
+            else ""
+        )
         lines += ["", f"Verdict: {self.verdict}{suffix}"]
         return "\n".join(lines)
 
@@ -67,7 +77,9 @@ def _stage_table(stages: list[Stage]) -> str:
         diff = "n/a" if s.max_abs_diff is None else f"{s.max_abs_diff:.2e}"
         shape_theirs = "x".join(map(str, s.shape_theirs))
         shape_ours = "x".join(map(str, s.shape_ours))
-        rows.append(f"  {s.name:<{width}}  {shape_theirs:<14} {shape_ours:<14} {diff:>10}  {'ok' if s.ok else 'DIFFERS'}")
+        rows.append(
+            f"  {s.name:<{width}}  {shape_theirs:<14} {shape_ours:<14} {diff:>10}  {'ok' if s.ok else 'DIFFERS'}"
+        )
     return "\n".join(rows)
 
 

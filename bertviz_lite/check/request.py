@@ -24,7 +24,9 @@ def check_request(path_text: str, class_text: str = "") -> CheckRequest:
     """The checker's request for a typed path and class; a ValueError with one sentence for what cannot be one."""
     path = _path(path_text, "your .py file")
     if path.suffix != ".py":
-        raise ValueError("Give your model's .py file (for a folder's progress: python -m bertviz_lite.check FOLDER).")
+        raise ValueError(
+            "Give your model's .py file (for a folder's progress: python -m bertviz_lite.check FOLDER)."
+        )
     if not path.is_file():
         raise ValueError(f"There is no file {path}.")
     class_name = class_text.strip() or None

@@ -27,9 +27,14 @@ READY = "ready"  # the file the child writes once torch is imported and the inpu
 POLL_S = 0.05
 
 
-def run_jobs(jobs: list[dict[str, Any]], config: dict[str, Any], ours: dict[str, Tensor],
-             inputs: dict[str, Tensor], time_limit: float = TIME_LIMIT_S,
-             memory_limit: int = MEMORY_LIMIT_BYTES) -> list[tuple[dict[str, Any], dict[str, Tensor]]]:
+def run_jobs(
+    jobs: list[dict[str, Any]],
+    config: dict[str, Any],
+    ours: dict[str, Tensor],
+    inputs: dict[str, Tensor],
+    time_limit: float = TIME_LIMIT_S,
+    memory_limit: int = MEMORY_LIMIT_BYTES,
+) -> list[tuple[dict[str, Any], dict[str, Tensor]]]:
     """Each job's (result, tensors), run one after another in one child process."""
     with tempfile.TemporaryDirectory(prefix="bertviz-check-") as folder:
         root = Path(folder)
@@ -37,7 +42,9 @@ def run_jobs(jobs: list[dict[str, Any]], config: dict[str, Any], ours: dict[str,
         save_file({k: v.contiguous() for k, v in ours.items()}, str(root / "ours.safetensors"))
         save_file({k: v.contiguous() for k, v in inputs.items()}, str(root / "inputs.safetensors"))
         results, start = [], 0
-        while start < len(jobs):  # a job that kills the child costs only itself: the next child starts after it
+        while start < len(
+            jobs
+        ):  # a job that kills the child costs only itself: the next child starts after it
             request["start"] = start
             (root / "request.json").write_text(json.dumps(request))
             returncode, log = _run_child(root, time_limit + 2.0)
@@ -56,9 +63,15 @@ def _run_child(root: Path, job_s: float) -> tuple[int | None, str]:
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     (root / READY).unlink(missing_ok=True)
     with open(root / "child.log", "wb") as log:
-        child = subprocess.Popen([sys.executable, "-m", "bertviz_lite.check.worker", str(root)], cwd=root, env=env,
-                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 start_new_session=True)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "bertviz_lite.check.worker", str(root)],
+            cwd=root,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         returncode = _wait(child, root, time.monotonic(), job_s)
     text = (root / "child.log").read_bytes()[-2000:].decode("utf-8", "replace")
     return returncode, text
@@ -82,7 +95,9 @@ def _wait(child: subprocess.Popen, root: Path, started: float, job_s: float) -> 
             return None
 
 
-def _read_job(root: Path, n: int, returncode: int | None, log: str) -> tuple[dict[str, Any], dict[str, Tensor]]:
+def _read_job(
+    root: Path, n: int, returncode: int | None, log: str
+) -> tuple[dict[str, Any], dict[str, Tensor]]:
     result_path, tensor_path = root / f"job{n}.json", root / f"job{n}.safetensors"
     if not result_path.is_file() or result_path.stat().st_size > MAX_RESULT_BYTES:
         return _lost(returncode, log), {}
@@ -97,10 +112,14 @@ def _read_job(root: Path, n: int, returncode: int | None, log: str) -> tuple[dic
 def _lost(returncode: int | None, log: str) -> dict[str, Any]:
     """The result of a job the child never finished: killed for time, or died (a signal, os._exit, a C crash)."""
     if returncode is None:
-        return {"status": "timeout", "phase": "run", "message": "it was stopped from outside",
-                "lost": True}
+        return {"status": "timeout", "phase": "run", "message": "it was stopped from outside", "lost": True}
     lines = [line for line in log.strip().splitlines() if line.strip()]
     last = lines[-1] if lines else ""
     how = f"killed by signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
-    return {"status": "crashed", "phase": "run", "message": f"the process running it died ({how})", "where": last,
-            "lost": True}
+    return {
+        "status": "crashed",
+        "phase": "run",
+        "message": f"the process running it died ({how})",
+        "where": last,
+        "lost": True,
+    }

@@ -28,8 +28,15 @@ class StageSides:
 
     def to_frame(self) -> pd.DataFrame:
         row, col = np.indices(self.theirs.shape)
-        return pd.DataFrame({self.rows: row.ravel(), self.columns: col.ravel(), "theirs": self.theirs.ravel(),
-                             "ours": self.ours.ravel(), "difference": self.difference.ravel()})
+        return pd.DataFrame(
+            {
+                self.rows: row.ravel(),
+                self.columns: col.ravel(),
+                "theirs": self.theirs.ravel(),
+                "ours": self.ours.ravel(),
+                "difference": self.difference.ravel(),
+            }
+        )
 
 
 def _pair(report: Report, stage: str) -> tuple[np.ndarray, np.ndarray]:
@@ -38,8 +45,10 @@ def _pair(report: Report, stage: str) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"The check kept no numbers of both sides for {stage}.")
     both = aligned(theirs, ours)
     if both is None:
-        raise ValueError(f"Your {stage} has shape {tuple(theirs.shape)} and ours {tuple(ours.shape)}: they cannot be "
-                         "laid side by side.")
+        raise ValueError(
+            f"Your {stage} has shape {tuple(theirs.shape)} and ours {tuple(ours.shape)}: they cannot be "
+            "laid side by side."
+        )
     return both[0].numpy(), both[1].numpy()
 
 
@@ -55,10 +64,22 @@ def stage_sides(report: Report, stage: str, pair: int = 0, head: int = 0) -> Sta
     pairs, heads = stage_shape(report, stage)
     pair, head = min(max(pair, 0), pairs - 1), min(max(head, 0), heads - 1)
     if theirs.ndim == 4:  # (B, nh, T, T) attention probabilities
-        return StageSides(stage, f"pair {pair + 1}, head {head + 1}", theirs[pair, head], ours[pair, head],
-                          "query token", "key token")
+        return StageSides(
+            stage,
+            f"pair {pair + 1}, head {head + 1}",
+            theirs[pair, head],
+            ours[pair, head],
+            "query token",
+            "key token",
+        )
     if theirs.ndim == 3:  # (B, T, H) hidden states, or (B, T, T) head-averaged probabilities
         square = stage.endswith("probs")
-        return StageSides(stage, f"pair {pair + 1}" + (", mean of heads" if square else ""), theirs[pair], ours[pair],
-                          "query token" if square else "token", "key token" if square else "unit")
+        return StageSides(
+            stage,
+            f"pair {pair + 1}" + (", mean of heads" if square else ""),
+            theirs[pair],
+            ours[pair],
+            "query token" if square else "token",
+            "key token" if square else "unit",
+        )
     return StageSides(stage, "every pair", np.atleast_2d(theirs), np.atleast_2d(ours), "pair", "unit")

@@ -10,8 +10,14 @@ from bertviz_lite.check.report import Report
 
 SKELETON_FILE = "bert.py"
 # (part, the skeleton's name for it), in the order the exercise builds them.
-OUTLINE = (("embedding", "BertEmbedding"), ("attention", "BertAttention"), ("mlp", "BertMLP"),
-           ("layer", "BertLayer"), ("model", "Bert"), ("masking", "mask_tokens"))
+OUTLINE = (
+    ("embedding", "BertEmbedding"),
+    ("attention", "BertAttention"),
+    ("mlp", "BertMLP"),
+    ("layer", "BertLayer"),
+    ("model", "Bert"),
+    ("masking", "mask_tokens"),
+)
 
 SKELETON = '''"""Build your own BERT. Fill in each TODO, then run:  python -m bertviz_lite.check {folder}
 
@@ -132,7 +138,9 @@ def part_status(part: str, name: str, report: Report | None) -> PartStatus:
 
 def progress_text(statuses: list[PartStatus]) -> str:
     marks = {"done": "[x]", "wrong": "[!]", "not started": "[ ]"}
-    lines = [f"{marks[s.status]} {s.name:<14} {s.status}" + (f": {s.detail}" if s.detail else "") for s in statuses]
+    lines = [
+        f"{marks[s.status]} {s.name:<14} {s.status}" + (f": {s.detail}" if s.detail else "") for s in statuses
+    ]
     return "\n".join(lines)
 
 

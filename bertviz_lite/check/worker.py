@@ -29,8 +29,14 @@ from bertviz_lite.check.mapping import EMB, Sizes, map_part
 PART_NAMES = {
     "model": ("Bert", "BERT", "BertModel", "BertForPreTraining"),
     "embedding": ("BertEmbedding", "BertEmbeddings", "BERTEmbedding", "Embeddings", "Embedding"),
-    "attention": ("BertAttention", "MultiHeadedAttention", "MultiHeadAttention", "BertSelfAttention", "SelfAttention",
-                  "Attention"),
+    "attention": (
+        "BertAttention",
+        "MultiHeadedAttention",
+        "MultiHeadAttention",
+        "BertSelfAttention",
+        "SelfAttention",
+        "Attention",
+    ),
     "mlp": ("BertMLP", "PositionwiseFeedForward", "FeedForward", "MLP", "BertFeedForward", "FFN"),
     "layer": ("BertLayer", "EncoderLayer", "TransformerBlock", "TransformerLayer", "Block"),
 }
@@ -101,8 +107,18 @@ def model_job(job, request, ours, inputs, phase) -> tuple[dict[str, Any], dict[s
     cls = find_class(module, job.get("class"), PART_NAMES[part])
     model = build(module, cls, config)
     phase["now"] = "map"
-    sizes = Sizes(**{k: config[k] for k in ("vocab_size", "hidden_size", "intermediate_size",
-                                            "max_position_embeddings", "num_hidden_layers")})
+    sizes = Sizes(
+        **{
+            k: config[k]
+            for k in (
+                "vocab_size",
+                "hidden_size",
+                "intermediate_size",
+                "max_position_embeddings",
+                "num_hidden_layers",
+            )
+        }
+    )
     _check_sizes(param_infos(model), part, config)
     model.eval()
     observed = None
@@ -122,10 +138,16 @@ def model_job(job, request, ours, inputs, phase) -> tuple[dict[str, Any], dict[s
     if dropout_stage:
         with _dropout_off():
             first = _traced(model, hooks, part, inputs, config)
-    result = {"status": "ran", "class": cls.__name__, "mapping": mapping.table(), "problems": problems,
-              "unmapped": {"theirs": mapping.unmapped_theirs, "ours": mapping.unmapped_ours},
-              "dropout_stage": dropout_stage, "tied": _tied(model, mapping),
-              "eps": sorted({m.eps for m in model.modules() if isinstance(m, nn.LayerNorm)})}
+    result = {
+        "status": "ran",
+        "class": cls.__name__,
+        "mapping": mapping.table(),
+        "problems": problems,
+        "unmapped": {"theirs": mapping.unmapped_theirs, "ours": mapping.unmapped_ours},
+        "dropout_stage": dropout_stage,
+        "tied": _tied(model, mapping),
+        "eps": sorted({m.eps for m in model.modules() if isinstance(m, nn.LayerNorm)}),
+    }
     return result, {k: v.contiguous() for k, v in first.items()}
 
 
@@ -138,10 +160,13 @@ def _check_sizes(infos, part: str, config: dict[str, Any]) -> None:
             f"Your model does not take the sizes it is given (vocab_size={vocab}, hidden_size={hidden}): none of its "
             f"weights is a {vocab} x {hidden} word table (its largest is {' x '.join(map(str, shapes[0]))}). Take the "
             f"sizes as constructor parameters, or add a function build(config) that uses config.vocab_size, "
-            f"config.hidden_size, ….")
+            f"config.hidden_size, …."
+        )
 
 
-def _traced(model: nn.Module, hooks: StageHooks, part: str, inputs: dict[str, Tensor], config) -> dict[str, Tensor]:
+def _traced(
+    model: nn.Module, hooks: StageHooks, part: str, inputs: dict[str, Tensor], config
+) -> dict[str, Tensor]:
     hooks.captured = {}
     with torch.no_grad():
         output = call(model, part, inputs)
@@ -162,10 +187,16 @@ def _traced(model: nn.Module, hooks: StageHooks, part: str, inputs: dict[str, Te
 
 def call(model: nn.Module, part: str, inputs: dict[str, Tensor]) -> Any:
     """Their forward, with the arguments its signature asks for: (ids, segments), (x, mask), (q, k, v, mask), (x)."""
-    names = [n.lower() for n, p in inspect.signature(model.forward).parameters.items()
-             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    required = sum(1 for p in inspect.signature(model.forward).parameters.values() if p.default is p.empty
-                   and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+    names = [
+        n.lower()
+        for n, p in inspect.signature(model.forward).parameters.items()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    required = sum(
+        1
+        for p in inspect.signature(model.forward).parameters.values()
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    )
     if part in ("model", "embedding"):
         ids, seg = inputs["input_ids"], inputs["token_type_ids"]
         return model(ids) if len(names) == 1 else model(ids, seg)
@@ -200,7 +231,9 @@ class _dropout_off:
 def _tied(model: nn.Module, mapping) -> bool | None:
     """Whether their MLM decoder is their word-embedding matrix; None when they have no decoder of their own."""
     params = dict(model.named_parameters(remove_duplicate=False))
-    holders = [name for name, sources in mapping.entries.items() if sources == [EMB + "word_embeddings.weight"]]
+    holders = [
+        name for name, sources in mapping.entries.items() if sources == [EMB + "word_embeddings.weight"]
+    ]
     if len(holders) < 2:
         return None
     return all(params[h] is params[holders[0]] for h in holders)

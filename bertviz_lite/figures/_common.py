@@ -8,8 +8,22 @@ import plotly.colors as pcolors
 # 16 colours told apart on white (Tableau 10, then six darker or brighter ones): a head keeps its colour in every
 # figure, and 12-16 heads get distinct ones (plotly's own palette repeats after 10 and has near-twins).
 HEAD_COLOURS = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-    "#bcbd22", "#7f7f7f", "#000080", "#ff1493", "#006400", "#b8860b", "#00ced1", "#800000",
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#7f7f7f",
+    "#000080",
+    "#ff1493",
+    "#006400",
+    "#b8860b",
+    "#00ced1",
+    "#800000",
 )
 SEGMENT_COLOURS = {0: "#1f77b4", 1: "#ff7f0e"}
 SEQUENTIAL = "Blues"
@@ -17,15 +31,30 @@ DIVERGING = "RdBu_r"
 UNIT_DIVERGING = {"colorscale": DIVERGING, "zmid": 0, "zmin": -1, "zmax": 1}  # for values in [-1, 1]
 # A legend in rows at the figure's bottom edge (pixels: under the x-axis title at any height; plotly makes room for
 # it). Beside the plot, a legend took two thirds of a phone's width; below, its entries wrap to the width there is.
-LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0, "xanchor": "left"}
+LEGEND_BELOW = {
+    "orientation": "h",
+    "yref": "container",
+    "y": 0,
+    "yanchor": "bottom",
+    "x": 0,
+    "xanchor": "left",
+}
 # A line of a 17-px title that fits a phone's figure (~358 px wide at 390 px, ~7 px a character): a phone
 # version (show_figure's `narrow`) breaks its title into lines of at most this many characters.
 NARROW_TITLE_CHARS = 40
 PHONE_FIGURE_WIDTH = 358  # px: a figure's width at 390 px (a phone), where a phone version is sized to fit
 # A colour bar lying flat along a phone figure's bottom edge (pixels, as LEGEND_BELOW): upright at the right it took
 # a fifth of the width from the plot. The figure keeps NARROW_BAR_MARGIN px under its plot for it.
-COLOUR_BAR_BELOW = {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0.5, "xanchor": "center",
-                    "len": 1.0, "thickness": 12}
+COLOUR_BAR_BELOW = {
+    "orientation": "h",
+    "yref": "container",
+    "y": 0,
+    "yanchor": "bottom",
+    "x": 0.5,
+    "xanchor": "center",
+    "len": 1.0,
+    "thickness": 12,
+}
 NARROW_BAR_MARGIN = 70
 ROBUST_PERCENTILE = 98.0  # diverging heatmaps saturate at this percentile of |value|
 
@@ -69,7 +98,9 @@ def robust_range(*arrays: np.ndarray, percentile: float = ROBUST_PERCENTILE) -> 
     A few large values (LayerNorm's outlier dimensions) would otherwise wash every other cell out to white;
     cells beyond the range are drawn at full colour.
     """
-    values = np.concatenate([np.abs(np.asarray(a, dtype=float)).ravel() for a in arrays if np.size(a)] or [np.zeros(1)])
+    values = np.concatenate(
+        [np.abs(np.asarray(a, dtype=float)).ravel() for a in arrays if np.size(a)] or [np.zeros(1)]
+    )
     limit = float(np.nanpercentile(values, percentile))
     return limit if limit > 0 else symmetric_range(*arrays)
 

@@ -25,7 +25,13 @@ from bertviz_lite.inspection.analysis import unique_labels
 from bertviz_lite.text.display import plain_labels
 
 # What `bertviz_lite.figures` offers at its top (its __init__ lists them by name).
-__all__ = ["attention_map_figure", "head_statistics_figure", "head_view_figure", "neuron_view_figure", "rollout_figure"]
+__all__ = [
+    "attention_map_figure",
+    "head_statistics_figure",
+    "head_view_figure",
+    "neuron_view_figure",
+    "rollout_figure",
+]
 
 if TYPE_CHECKING:
     from bertviz_lite.inspection.analysis import AttentionSteps
@@ -53,7 +59,10 @@ MAX_TICK_LABELS = 64  # beyond this, every token label on an axis is unreadable 
 
 
 def _attention_heatmap(
-    attn, q_tokens: Sequence[str], k_tokens: Sequence[str] | None = None, title: str = "Attention",
+    attn,
+    q_tokens: Sequence[str],
+    k_tokens: Sequence[str] | None = None,
+    title: str = "Attention",
     axis_titles: bool = True,
 ) -> go.Figure:
     """Heatmap of a [Tq, Tk] attention map; rows are queries, columns keys, z = attn exactly.
@@ -73,10 +82,19 @@ def _attention_heatmap(
         "title": {"text": title, **({"y": 0.995, "yanchor": "top"} if title else {})},
         "height": token_axis_height(attn.shape[0]) + (80 if title else 0),
         # automargin: in a narrow column long token labels would otherwise run into the axis titles
-        "xaxis": {**category_axis(), "title": {"text": "key (attended to)" if axis_titles else ""}, "side": "top",
-                  "automargin": True, **ticks},
-        "yaxis": {**category_axis(reverse=True), "title": {"text": "query (attending)" if axis_titles else ""},
-                  "automargin": True, **ticks},
+        "xaxis": {
+            **category_axis(),
+            "title": {"text": "key (attended to)" if axis_titles else ""},
+            "side": "top",
+            "automargin": True,
+            **ticks,
+        },
+        "yaxis": {
+            **category_axis(reverse=True),
+            "title": {"text": "query (attending)" if axis_titles else ""},
+            "automargin": True,
+            **ticks,
+        },
         **({"margin": {"t": 160}} if title else {}),
     }
     heatmap = go.Heatmap(
@@ -114,9 +132,17 @@ def _legend_entry(head: int) -> go.Scatter:
 
     It needs a point: plotly hides a trace without data, legend entry included.
     """
-    return go.Scatter(x=[None], y=[None], mode="lines", name=f"head {head}", legendgroup=f"head {head}", showlegend=True,
-                      hoverinfo="skip", meta={"head": head, "level": 0},
-                      line={"color": rgba(head_colour(head), 1.0), "width": 3})
+    return go.Scatter(
+        x=[None],
+        y=[None],
+        mode="lines",
+        name=f"head {head}",
+        legendgroup=f"head {head}",
+        showlegend=True,
+        hoverinfo="skip",
+        meta={"head": head, "level": 0},
+        line={"color": rgba(head_colour(head), 1.0), "width": 3},
+    )
 
 
 def _head_traces(queries: np.ndarray, keys: np.ndarray, weights: np.ndarray, head: int, levels: int) -> list:
@@ -155,8 +181,10 @@ def _strongest_lines(links: HeadViewLinks, side: str) -> list[str]:
         for end, other, weight in zip(ends.tolist(), others.tolist(), weights.tolist(), strict=True):
             found[end].append((weight, f"{links.tokens[other]} {weight:.2f} (head {head})"))
     arrow = "→" if side == "left" else "←"
-    return ["<br>".join(f"{arrow} {text}" for _, text in sorted(lines, reverse=True)[:HOVER_LINES]) or "no lines"
-            for lines in found]
+    return [
+        "<br>".join(f"{arrow} {text}" for _, text in sorted(lines, reverse=True)[:HOVER_LINES]) or "no lines"
+        for lines in found
+    ]
 
 
 def _token_column(links: HeadViewLinks, x: float, side: str) -> go.Scatter:
@@ -203,21 +231,34 @@ def head_view_figure(links: HeadViewLinks, levels: int = 5, narrow: bool = False
         title=NARROW_HEAD_VIEW_TITLE if narrow else HEAD_VIEW_TITLE,
         height=token_axis_height(len(tokens), per_token=20, high=4000) + (24 if narrow else 0),
         # One click on a head shows it alone (click it again for all); a double click hides just that head.
-        legend={"title": {"text": "heads: click = only this,<br>again = all"}, "itemclick": "toggleothers",
-                "itemdoubleclick": "toggle", "itemsizing": "constant", "tracegroupgap": 0},  # 12 heads fit a slide
+        legend={
+            "title": {"text": "heads: click = only this,<br>again = all"},
+            "itemclick": "toggleothers",
+            "itemdoubleclick": "toggle",
+            "itemsizing": "constant",
+            "tracegroupgap": 0,
+        },  # 12 heads fit a slide
         # No axes: the height goes to the token rows (plotly's default margins left 13 px a row on a slide and
         # the labels ran into each other).
         margin={"t": 80 if narrow else 56, "b": 8, "l": 8, "r": 8},
         xaxis={"visible": False, "range": [-0.8, 1.8]},
         plot_bgcolor="white",
-        yaxis={"visible": False, "range": [len(tokens) - 0.5, -0.5]},  # top to bottom, no padding beyond the rows
+        yaxis={
+            "visible": False,
+            "range": [len(tokens) - 0.5, -0.5],
+        },  # top to bottom, no padding beyond the rows
         meta={"top_k": links.top_k, "start": links.start, "stop": links.stop},
     )
     if narrow:
-        fig.update_layout(legend={**LEGEND_BELOW, "title": {"text": "heads: click = only this, again = all",
-                                                            "side": "top"}},
-                          height=fig.layout.height + NARROW_LEGEND_ROWS, margin={"b": NARROW_LEGEND_ROWS},
-                          xaxis={"range": [-0.5, 1.5]})  # ~90 px a side for the labels, the rest for the lines
+        fig.update_layout(
+            legend={
+                **LEGEND_BELOW,
+                "title": {"text": "heads: click = only this, again = all", "side": "top"},
+            },
+            height=fig.layout.height + NARROW_LEGEND_ROWS,
+            margin={"b": NARROW_LEGEND_ROWS},
+            xaxis={"range": [-0.5, 1.5]},
+        )  # ~90 px a side for the labels, the rest for the lines
     return fig
 
 
@@ -286,8 +327,14 @@ def _add_neuron_traces(fig: go.Figure, neuron: AttentionSteps, labels: list[str]
     products = np.asarray(neuron.products)
     fig.add_trace(_vector_heatmap(products, labels, symmetric_range(products), "q × k"), row=2, col=2)
     fig.add_traces(_score_bars(neuron, labels), rows=2, cols=3)
-    weights = go.Bar(x=neuron.weights, y=labels, orientation="h", name="softmax weight", marker_color="#2ca02c",
-                     hovertemplate="%{y}: %{x:.3f}<extra></extra>")
+    weights = go.Bar(
+        x=neuron.weights,
+        y=labels,
+        orientation="h",
+        name="softmax weight",
+        marker_color="#2ca02c",
+        hovertemplate="%{y}: %{x:.3f}<extra></extra>",
+    )
     fig.add_trace(weights, row=2, col=4)
     fig.add_trace(
         _vector_heatmap(neuron.weighted_values, labels, value_limit, "weight × value"), row=2, col=5
@@ -375,7 +422,9 @@ def head_statistics_figure(data: HeadStatistics, value: str = "entropy") -> go.F
 
 def attention_map_figure(block: AttentionMap, axis_titles: bool = True) -> go.Figure:
     """One head's attention map (views.attention_map), rows queries and columns keys."""
-    return _attention_heatmap(block.weights, block.query_tokens, block.key_tokens, block.title, axis_titles=axis_titles)
+    return _attention_heatmap(
+        block.weights, block.query_tokens, block.key_tokens, block.title, axis_titles=axis_titles
+    )
 
 
 def rollout_figure(data: Rollout) -> go.Figure:

@@ -33,19 +33,45 @@ def stage_ladder_figure(ladder: LadderData) -> go.Figure:
     x = [ceiling if d is None else max(d, FLOOR) for d in ladder.max_abs_diff]
     text = ["not comparable" if d is None else f"{d:.2e}" for d in ladder.max_abs_diff]
     colours = [OK_COLOUR if ok else DIFFERS_COLOUR for ok in ladder.ok]
-    fig = go.Figure(go.Scatter(
-        x=x, y=ladder.stages, mode="markers+lines", marker={"color": colours, "size": 11},
-        line={"color": "#bbbbbb"}, text=text, hovertemplate="%{y}: max |diff| %{text}<extra></extra>", name="stages"))
-    fig.add_vline(x=ladder.tolerance, line_dash="dash", line_color="#555555",
-                  annotation_text=f"tolerance {ladder.tolerance:g}", annotation_position="top")
+    fig = go.Figure(
+        go.Scatter(
+            x=x,
+            y=ladder.stages,
+            mode="markers+lines",
+            marker={"color": colours, "size": 11},
+            line={"color": "#bbbbbb"},
+            text=text,
+            hovertemplate="%{y}: max |diff| %{text}<extra></extra>",
+            name="stages",
+        )
+    )
+    fig.add_vline(
+        x=ladder.tolerance,
+        line_dash="dash",
+        line_color="#555555",
+        annotation_text=f"tolerance {ladder.tolerance:g}",
+        annotation_position="top",
+    )
     first = ladder.first_failing
     if first is not None:
-        fig.add_annotation(x=x[first], y=ladder.stages[first], text="first difference", showarrow=True, arrowhead=2,
-                           ax=-110, ay=0, font={"color": DIFFERS_COLOUR})
+        fig.add_annotation(
+            x=x[first],
+            y=ladder.stages[first],
+            text="first difference",
+            showarrow=True,
+            arrowhead=2,
+            ax=-110,
+            ay=0,
+            font={"color": DIFFERS_COLOUR},
+        )
     fig.update_xaxes(type="log", title="max |theirs − ours| (log scale)")
     fig.update_yaxes(autorange="reversed", title=None, type="category")
-    fig.update_layout(title="Your stages against BERT's", height=140 + 26 * len(ladder.stages), showlegend=False,
-                      margin={"l": 10, "r": 20, "t": 70, "b": 50})
+    fig.update_layout(
+        title="Your stages against BERT's",
+        height=140 + 26 * len(ladder.stages),
+        showlegend=False,
+        margin={"l": 10, "r": 20, "t": 70, "b": 50},
+    )
     return fig
 
 
@@ -65,17 +91,31 @@ class SidesData(Protocol):
 
 def stage_sides_figure(sides: SidesData) -> go.Figure:
     """Theirs, ours (one colour range) and their difference (its own, centred on 0), side by side."""
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("yours", "BERT's", "yours − BERT's"), horizontal_spacing=0.08)
+    fig = make_subplots(
+        rows=1, cols=3, subplot_titles=("yours", "BERT's", "yours − BERT's"), horizontal_spacing=0.08
+    )
     reach = float(max(np.abs(sides.theirs).max(), np.abs(sides.ours).max(), 1e-12))
     gap = float(max(np.abs(sides.difference).max(), 1e-12))
     scale = {"colorscale": "RdBu_r", "zmid": 0}
-    for col, (matrix, bound, bar_x) in enumerate(((sides.theirs, reach, None), (sides.ours, reach, 0.62),
-                                                  (sides.difference, gap, 1.0)), start=1):
-        fig.add_trace(go.Heatmap(z=matrix, zmin=-bound, zmax=bound, showscale=bar_x is not None, **scale,
-                                 colorbar={"x": bar_x, "len": 0.8, "thickness": 10} if bar_x else None,
-                                 hovertemplate=f"{sides.rows} %{{y}}, {sides.columns} %{{x}}: %{{z:.4g}}<extra></extra>"),
-                      row=1, col=col)
+    for col, (matrix, bound, bar_x) in enumerate(
+        ((sides.theirs, reach, None), (sides.ours, reach, 0.62), (sides.difference, gap, 1.0)), start=1
+    ):
+        fig.add_trace(
+            go.Heatmap(
+                z=matrix,
+                zmin=-bound,
+                zmax=bound,
+                showscale=bar_x is not None,
+                **scale,
+                colorbar={"x": bar_x, "len": 0.8, "thickness": 10} if bar_x else None,
+                hovertemplate=f"{sides.rows} %{{y}}, {sides.columns} %{{x}}: %{{z:.4g}}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
         fig.update_xaxes(title=sides.columns, row=1, col=col)
         fig.update_yaxes(autorange="reversed", title=sides.rows if col == 1 else None, row=1, col=col)
-    fig.update_layout(title=f"{sides.stage}, {sides.which}", height=380, margin={"l": 10, "r": 10, "t": 80, "b": 40})
+    fig.update_layout(
+        title=f"{sides.stage}, {sides.which}", height=380, margin={"l": 10, "r": 10, "t": 80, "b": 40}
+    )
     return fig

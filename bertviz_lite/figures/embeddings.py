@@ -34,7 +34,12 @@ if TYPE_CHECKING:
     )
 
 # What `bertviz_lite.figures` offers at its top (its __init__ lists them by name).
-__all__ = ["embedding_norms_figure", "embedding_window_figure", "position_similarity_figure", "token_projection_figure"]
+__all__ = [
+    "embedding_norms_figure",
+    "embedding_window_figure",
+    "position_similarity_figure",
+    "token_projection_figure",
+]
 
 PART_TITLES = ("token embedding", "position embedding", "segment embedding", "sum", "after LayerNorm")
 # Subplot titles short enough not to collide at 1024 px, read left to right as the sum they are.
@@ -57,7 +62,14 @@ def _embedding_trace(matrix: np.ndarray, labels: list[str], **kwargs) -> go.Heat
 
 
 def _embedding_parts_figure(
-    token, position, segment, summed, layer_norm, tokens: Sequence[str], layout: str = "row", narrow: bool = False
+    token,
+    position,
+    segment,
+    summed,
+    layer_norm,
+    tokens: Sequence[str],
+    layout: str = "row",
+    narrow: bool = False,
 ) -> go.Figure:
     """The five embedding stages of one example side by side (layout "row") or stacked ("column").
 
@@ -77,7 +89,9 @@ def _embedding_parts_figure(
     fig = make_subplots(
         rows=rows,
         cols=cols,
-        subplot_titles=(NARROW_SUBPLOT_TITLES if narrow else SUBPLOT_TITLES) if layout == "row" else PART_TITLES,
+        subplot_titles=(NARROW_SUBPLOT_TITLES if narrow else SUBPLOT_TITLES)
+        if layout == "row"
+        else PART_TITLES,
         shared_yaxes=layout == "row",
         shared_xaxes=layout == "column",
         horizontal_spacing=0.02,
@@ -106,7 +120,9 @@ def _embedding_parts_figure(
         coloraxis2=_diverging_axis(norm_limit, f"LayerNorm: full at ±{norm_limit:.2g}", x=0.84, length=0.3),
     )
     fig.update_yaxes(**category_axis(reverse=True))
-    fig.update_xaxes(title_text="hidden dimension", row=rows, col=(cols + 1) // 2)  # one title, under the middle
+    fig.update_xaxes(
+        title_text="hidden dimension", row=rows, col=(cols + 1) // 2
+    )  # one title, under the middle
     if narrow:
         _stack_colour_bars(fig, raw_limit, norm_limit)
     return fig
@@ -114,12 +130,24 @@ def _embedding_parts_figure(
 
 def _stack_colour_bars(fig: go.Figure, raw_limit: float, norm_limit: float) -> None:
     """A phone's layout of _embedding_parts_figure: two-line title, short bar titles, the bars one under the other."""
-    raw, norm = (_diverging_axis(limit, title, x=0.5, length=1.0) for limit, title in (
-        (raw_limit, f"raw parts ({ROBUST_PERCENTILE:g}% inside)"), (norm_limit, "LayerNorm")))
+    raw, norm = (
+        _diverging_axis(limit, title, x=0.5, length=1.0)
+        for limit, title in (
+            (raw_limit, f"raw parts ({ROBUST_PERCENTILE:g}% inside)"),
+            (norm_limit, "LayerNorm"),
+        )
+    )
     height = fig.layout.height + NARROW_BAR_ROW + 20
-    raw["colorbar"]["y"] = norm["colorbar"]["y"] + NARROW_BAR_ROW / height  # above LayerNorm's bar, not beside it
-    fig.update_layout(title=NARROW_PARTS_TITLE, height=height, coloraxis=raw, coloraxis2=norm,
-                      margin={"t": 110, "b": 125 + NARROW_BAR_ROW, "l": 0, "r": 8})
+    raw["colorbar"]["y"] = (
+        norm["colorbar"]["y"] + NARROW_BAR_ROW / height
+    )  # above LayerNorm's bar, not beside it
+    fig.update_layout(
+        title=NARROW_PARTS_TITLE,
+        height=height,
+        coloraxis=raw,
+        coloraxis2=norm,
+        margin={"t": 110, "b": 125 + NARROW_BAR_ROW, "l": 0, "r": 8},
+    )
     fig.update_xaxes(nticks=2)  # "0 100 200 300" rotated under each 50-px plot ran into the axis title
 
 
@@ -154,8 +182,16 @@ def _position_similarity_heatmap(
     sim = as_matrix(sim, "similarity matrix")
     axis_labels = list(labels) if labels is not None else [str(i) for i in range(sim.shape[0])]
     check_length(axis_labels, sim.shape[0], "labels")
-    fig = go.Figure(go.Heatmap(z=sim, x=axis_labels, y=axis_labels, **UNIT_DIVERGING, colorbar={"title": {"text": "cosine"}},
-                               hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>"))
+    fig = go.Figure(
+        go.Heatmap(
+            z=sim,
+            x=axis_labels,
+            y=axis_labels,
+            **UNIT_DIVERGING,
+            colorbar={"title": {"text": "cosine"}},
+            hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>",
+        )
+    )
     fig.update_layout(
         title=title,
         xaxis={**category_axis(), "title": {"text": "position"}},
@@ -192,14 +228,18 @@ def _pca_scatter(
                     name=name,
                     mode="markers+text" if len(tokens) <= 64 else "markers",
                     text=[shown[i] for i in chosen],
-                    customdata=np.stack([chosen, np.array([tokens[i] for i in chosen], dtype=object)], axis=-1),
+                    customdata=np.stack(
+                        [chosen, np.array([tokens[i] for i in chosen], dtype=object)], axis=-1
+                    ),
                     textposition="top center",
                     marker={"color": SEGMENT_COLOURS[segment], "size": 9},
                     hovertemplate="%{customdata[1]} (%{customdata[0]})<br>PC1 %{x:.3f}, PC2 %{y:.3f}<extra></extra>",
                 )
             )
     fig.update_layout(
-        title=title, xaxis_title="first principal component", yaxis_title="second principal component",
+        title=title,
+        xaxis_title="first principal component",
+        yaxis_title="second principal component",
         legend=LEGEND_BELOW,
     )
     return fig
@@ -225,10 +265,20 @@ def _uncluttered_labels(points: np.ndarray, tokens: Sequence[str], min_gap: floa
 def _diverging_axis(limit: float, title: str, x: float, length: float) -> dict:
     """A colour axis centred on 0 from -limit to +limit, its colour bar flat at the figure's bottom, centred at `x`."""
     # Title at the bar's left end ("right" is what plotly calls that side of a flat bar; "top" drew it on the bar).
-    colorbar = {"title": {"text": title, "side": "right"}, "orientation": "h", "x": x, "xanchor": "center",
-                "len": length, "thickness": 14, "yref": "container", "y": 0.01, "yanchor": "bottom",
-                # three ticks only: a short bar's five ticks stacked into each other at 1024 px in presentation mode
-                "tickvals": [-limit, 0, limit], "ticktext": [f"−{limit:.2g}", "0", f"{limit:.2g}"]}
+    colorbar = {
+        "title": {"text": title, "side": "right"},
+        "orientation": "h",
+        "x": x,
+        "xanchor": "center",
+        "len": length,
+        "thickness": 14,
+        "yref": "container",
+        "y": 0.01,
+        "yanchor": "bottom",
+        # three ticks only: a short bar's five ticks stacked into each other at 1024 px in presentation mode
+        "tickvals": [-limit, 0, limit],
+        "ticktext": [f"−{limit:.2g}", "0", f"{limit:.2g}"],
+    }
     return {"colorscale": DIVERGING, "cmid": 0, "cmin": -limit, "cmax": limit, "colorbar": colorbar}
 
 

@@ -53,7 +53,11 @@ def _grid_axis(count: int, size: int, step: int, prefix: str, **extra) -> dict:
     return {
         "tickvals": [i * step + (size - 1) / 2 for i in range(count)],
         "ticktext": [f"{prefix}{i}" for i in range(count)],
-        "showgrid": False, "zeroline": False, "fixedrange": True, "ticks": "", **extra,
+        "showgrid": False,
+        "zeroline": False,
+        "fixedrange": True,
+        "ticks": "",
+        **extra,
     }
 
 
@@ -61,7 +65,9 @@ MODEL_VIEW_TITLE = "Model view: attention of every layer (rows) and head (column
 NARROW_MODEL_VIEW_TITLE = "Model view: attention of every<br>layer (rows) and head (columns)"
 
 
-def model_view_figure(model_view: ModelView, tile_size: int = 80, gap: int = 1, narrow: bool = False) -> go.Figure:
+def model_view_figure(
+    model_view: ModelView, tile_size: int = 80, gap: int = 1, narrow: bool = False
+) -> go.Figure:
     """All layers (rows) × heads (columns) of a ModelView as one clickable heatmap.
 
     narrow: for a phone's width: the title on two lines (on one it ran past the figure's right edge), the colour
@@ -75,15 +81,23 @@ def model_view_figure(model_view: ModelView, tile_size: int = 80, gap: int = 1, 
         tile_size = min(tile_size, (PHONE_FIGURE_WIDTH - margin["l"] - margin["r"]) // num_heads)
     fig = go.Figure(
         [
-            go.Heatmap(z=_paste(model_view.tiles, gap), colorscale=SEQUENTIAL, zmin=0, hoverinfo="skip", name="attention",
-                       colorbar={"title": {"text": "weight"}, **(COLOUR_BAR_BELOW if narrow else {})}),
+            go.Heatmap(
+                z=_paste(model_view.tiles, gap),
+                colorscale=SEQUENTIAL,
+                zmin=0,
+                hoverinfo="skip",
+                name="attention",
+                colorbar={"title": {"text": "weight"}, **(COLOUR_BAR_BELOW if narrow else {})},
+            ),
             _picker(num_layers, num_heads, size, step),
         ]
     )
     fig.update_layout(
         title=NARROW_MODEL_VIEW_TITLE if narrow else MODEL_VIEW_TITLE,
         xaxis=_grid_axis(num_heads, size, step, "H", side="top", constrain="domain"),
-        yaxis=_grid_axis(num_layers, size, step, "L", autorange="reversed", scaleanchor="x", constrain="domain"),
+        yaxis=_grid_axis(
+            num_layers, size, step, "L", autorange="reversed", scaleanchor="x", constrain="domain"
+        ),
         height=tile_size * num_layers + margin["t"] + margin["b"] + 30,
         margin=margin,
         plot_bgcolor="white",

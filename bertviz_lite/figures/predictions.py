@@ -44,7 +44,9 @@ def _topk_bar(tokens: Sequence[str], probs: Sequence[float], title: str = "Top p
     return fig
 
 
-def _nsp_bar(p_is_next: float, title: str = "Next-sentence prediction: does sentence B follow A?") -> go.Figure:
+def _nsp_bar(
+    p_is_next: float, title: str = "Next-sentence prediction: does sentence B follow A?"
+) -> go.Figure:
     """Two horizontal bars: probability that sentence B follows A (IsNext) and that it does not.
 
     The question is in the title: a rotated axis title does not fit the chart's height.
@@ -70,9 +72,17 @@ def _nsp_bar(p_is_next: float, title: str = "Next-sentence prediction: does sent
     ticks = [0, 0.5, 1]
     fig.update_layout(
         title=plain_label(title),
-        xaxis={"title": {"text": "probability"}, "range": [0, 1.2], "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks],
-               "tickangle": 0},
-        yaxis={**category_axis(reverse=True), "title": {"text": ""}},  # empty, yet it keeps the labels' left margin
+        xaxis={
+            "title": {"text": "probability"},
+            "range": [0, 1.2],
+            "tickvals": ticks,
+            "ticktext": [f"{t:g}" for t in ticks],
+            "tickangle": 0,
+        },
+        yaxis={
+            **category_axis(reverse=True),
+            "title": {"text": ""},
+        },  # empty, yet it keeps the labels' left margin
         height=240,
         margin={"t": 50, "b": 50, "r": 70},  # room for the text beside a bar near 100%
     )

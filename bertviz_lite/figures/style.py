@@ -37,16 +37,21 @@ def font_sizes(present: bool) -> FontSizes:
 
 def _axes(fig: go.Figure) -> list:
     layout = fig.layout
-    return [layout[name] for name in layout if name.startswith(("xaxis", "yaxis")) and layout[name] is not None]
+    return [
+        layout[name] for name in layout if name.startswith(("xaxis", "yaxis")) and layout[name] is not None
+    ]
 
 
 def readable(fig: go.Figure, present: bool = False, max_height: int | None = None) -> go.Figure:
     """Dark, large enough text everywhere in fig (presentation mode: larger still, at most max_height px tall)."""
     sizes = font_sizes(present)
     tick = {"size": sizes.tick, "color": TEXT_COLOUR}
-    fig.update_layout(font={"size": sizes.base, "color": TEXT_COLOUR}, legend_font=tick,
-                      title_font={"size": sizes.title, "color": TEXT_COLOUR},
-                      hoverlabel_font_size=sizes.tick)  # plotly's 11-px hover boxes are hard to read
+    fig.update_layout(
+        font={"size": sizes.base, "color": TEXT_COLOUR},
+        legend_font=tick,
+        title_font={"size": sizes.title, "color": TEXT_COLOUR},
+        hoverlabel_font_size=sizes.tick,
+    )  # plotly's 11-px hover boxes are hard to read
     for axis in _axes(fig):
         axis.tickfont = tick
         axis.title.font = {"size": sizes.axis_title, "color": TEXT_COLOUR}

@@ -18,8 +18,12 @@ class ViewTab:
     """One tab of an explore page."""
 
     title: str  # the tab's label, also its value in session state (attn_view, beyond_view)
-    data: Callable[..., Any] | None = None  # a data function of bertviz_lite.inspection.views: data(trace, **picks)
-    figure: Callable[[Any], Any] | None = None  # its builder in bertviz_lite.figures: figure(data) -> go.Figure
+    data: Callable[..., Any] | None = (
+        None  # a data function of bertviz_lite.inspection.views: data(trace, **picks)
+    )
+    figure: Callable[[Any], Any] | None = (
+        None  # its builder in bertviz_lite.figures: figure(data) -> go.Figure
+    )
     picks: tuple[str, ...] = ()  # the page's picks (layer, head, sentence_filter, …) the data function takes
     about: str = ""  # one plain line: what the view shows (kept on screen in presentation mode)
     symbols: tuple[str, ...] = ()  # the symbols it puts on screen, explained in GLOSSARY
@@ -45,69 +49,122 @@ GLOSSARY = {
     "softmax": "softmax: turns scores into weights that are positive and add up to 1.",
     "entropy": "entropy (nats): how spread out a head's attention is; 0 = all on one token, higher = spread wide.",
     "rollout": "rollout: attention multiplied through the layers (plus the skip connection): how much of each input "
-               "token reaches a token after a layer.",
+    "token reaches a token after a layer.",
     "‖α f(x)‖": "‖α f(x)‖: attention weight α times the size of the vector f(x) that the head passes on; big only "
-                "when both are big.",
+    "when both are big.",
     "ρ": "ρ (rho): Spearman rank correlation with leave-one-out; 1 = the method ranks tokens the way masking "
-         "them does.",
+    "them does.",
     "÷ max |score|": "÷ max |score|: each column is divided by its largest absolute value, so columns compare on one "
-                     "scale from −1 to 1.",
+    "scale from −1 to 1.",
     "IsNext": "IsNext / NotNext: the model's two answers to “does sentence B follow sentence A?”.",
     "attention_mask": "attention_mask: 1 for real tokens, 0 for padding; padded tokens get no attention.",
     "[CLS] [SEP]": "[CLS] starts the input (its vector feeds NSP); [SEP] ends each sentence.",
     "PLL": "PLL (pseudo-log-likelihood): mask each word in turn, add up the log-probabilities the model gives the "
-           "real word; closer to 0 = more natural to the model.",
+    "real word; closer to 0 = more natural to the model.",
     "logit": "logit: the model's raw score for a word before softmax; the gap between two words' logits decides "
-             "which one is more likely.",
+    "which one is more likely.",
     "recovered": "recovered: how much of the clean run's logit gap comes back when one piece is restored; "
-                 "100% = all of it, 0% = none.",
+    "100% = all of it, 0% = none.",
 }
 
 # The Attention page (pages_app/explore/3_Attention.py); the first tab is the one a visit opens.
 ATTENTION_TABS = (
-    ViewTab("Heatmap", about="One head: each row is a token asking (query), each column a token it looks at (key); "
-                             "dark = much attention.", symbols=("q · k", "softmax", "[CLS] [SEP]")),
-    ViewTab("Head view", about="Lines from each token to the tokens it attends to, one colour per head; thicker = "
-                               "more attention.", symbols=("[CLS] [SEP]",)),
-    ViewTab("Model view", about="Every head of every layer at a glance (rows: layers, columns: heads); click one to "
-                                "open it beside.", symbols=("[CLS] [SEP]",)),
-    ViewTab("Neuron view", about="How one query's attention is computed: q × k, their sum, scaling, softmax, "
-                                 "weighted values.", symbols=("q · k", "softmax")),
-    ViewTab("Head statistics", about="One number per head: how spread out its attention is, or where it goes.",
-            symbols=("entropy", "[CLS] [SEP]")),
-    ViewTab("Rollout", about="How much each input token reaches each token after a layer, heads averaged and the "
-                             "skip connection included.", symbols=("rollout",)),
+    ViewTab(
+        "Heatmap",
+        about="One head: each row is a token asking (query), each column a token it looks at (key); "
+        "dark = much attention.",
+        symbols=("q · k", "softmax", "[CLS] [SEP]"),
+    ),
+    ViewTab(
+        "Head view",
+        about="Lines from each token to the tokens it attends to, one colour per head; thicker = "
+        "more attention.",
+        symbols=("[CLS] [SEP]",),
+    ),
+    ViewTab(
+        "Model view",
+        about="Every head of every layer at a glance (rows: layers, columns: heads); click one to "
+        "open it beside.",
+        symbols=("[CLS] [SEP]",),
+    ),
+    ViewTab(
+        "Neuron view",
+        about="How one query's attention is computed: q × k, their sum, scaling, softmax, weighted values.",
+        symbols=("q · k", "softmax"),
+    ),
+    ViewTab(
+        "Head statistics",
+        about="One number per head: how spread out its attention is, or where it goes.",
+        symbols=("entropy", "[CLS] [SEP]"),
+    ),
+    ViewTab(
+        "Rollout",
+        about="How much each input token reaches each token after a layer, heads averaged and the "
+        "skip connection included.",
+        symbols=("rollout",),
+    ),
 )
 # The Beyond attention page (pages_app/explore/5_Beyond_attention.py).
 BEYOND_ATTENTION_TABS = (
-    ViewTab("Norm-weighted attention", about="Left: attention weights; right: weights times the size of what each "
-                                             "token passes on.", symbols=("‖α f(x)‖", "[CLS] [SEP]")),
-    ViewTab("Attribution", about="Which tokens a prediction rests on, by four methods, checked against masking "
-                                 "each token.", symbols=("ρ", "÷ max |score|", "IsNext")),
-    ViewTab("Head knock-out", about="The prediction before and after switching some heads off.",
-            symbols=("IsNext", "attention_mask")),
+    ViewTab(
+        "Norm-weighted attention",
+        about="Left: attention weights; right: weights times the size of what each token passes on.",
+        symbols=("‖α f(x)‖", "[CLS] [SEP]"),
+    ),
+    ViewTab(
+        "Attribution",
+        about="Which tokens a prediction rests on, by four methods, checked against masking each token.",
+        symbols=("ρ", "÷ max |score|", "IsNext"),
+    ),
+    ViewTab(
+        "Head knock-out",
+        about="The prediction before and after switching some heads off.",
+        symbols=("IsNext", "attention_mask"),
+    ),
     ViewTab("Layer by layer", about="What each layer would already predict if it were the last.", symbols=()),
 )
 # The Why this word page (pages_app/explore/7_Why_this_word.py).
 WHY_THIS_WORD_TABS = (
-    ViewTab("Minimal pairs", about="Two sentences one word apart: which one the model finds more natural, token by "
-                                   "token.", symbols=("PLL",)),
-    ViewTab("Contrastive prediction", about="Why one word rather than another at [MASK]: the gap between their "
-                                            "scores, layer by layer and token by token.", symbols=("logit",)),
-    ViewTab("Activation patching", about="Put one piece of the clean sentence's run into the corrupted run: where "
-                                         "does the answer come back?", symbols=("recovered",)),
+    ViewTab(
+        "Minimal pairs",
+        about="Two sentences one word apart: which one the model finds more natural, token by token.",
+        symbols=("PLL",),
+    ),
+    ViewTab(
+        "Contrastive prediction",
+        about="Why one word rather than another at [MASK]: the gap between their "
+        "scores, layer by layer and token by token.",
+        symbols=("logit",),
+    ),
+    ViewTab(
+        "Activation patching",
+        about="Put one piece of the clean sentence's run into the corrupted run: where "
+        "does the answer come back?",
+        symbols=("recovered",),
+    ),
 )
 
 # The explore pages without tabs: one line each, by the page's name (pages_app/common/_pages.py).
 PAGE_ABOUT = {
-    "tokens": ViewTab("Tokens", about="The words as the model sees them: WordPiece pieces, special tokens, "
-                                      "segments A and B.", symbols=("[CLS] [SEP]", "attention_mask")),
-    "embeddings": ViewTab("Embeddings", about="Each token's starting vector: word + position + segment, added "
-                                              "up; colour = value of each dimension."),
-    "predictions": ViewTab("Predictions", about="Left: the model's guesses for hidden words; right: does "
-                                                "sentence B follow A?", symbols=("IsNext",)),
-    "meaning_in_context": ViewTab("Meaning in context", about="One word in many sentences: dots close together "
-                                                              "= the model reads the word alike there."),
+    "tokens": ViewTab(
+        "Tokens",
+        about="The words as the model sees them: WordPiece pieces, special tokens, segments A and B.",
+        symbols=("[CLS] [SEP]", "attention_mask"),
+    ),
+    "embeddings": ViewTab(
+        "Embeddings",
+        about="Each token's starting vector: word + position + segment, added "
+        "up; colour = value of each dimension.",
+    ),
+    "predictions": ViewTab(
+        "Predictions",
+        about="Left: the model's guesses for hidden words; right: does sentence B follow A?",
+        symbols=("IsNext",),
+    ),
+    "meaning_in_context": ViewTab(
+        "Meaning in context",
+        about="One word in many sentences: dots close together = the model reads the word alike there.",
+    ),
 }
 
 ALL_TABS = ATTENTION_TABS + BEYOND_ATTENTION_TABS + WHY_THIS_WORD_TABS  # what a link's `tab` may name

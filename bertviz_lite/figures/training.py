@@ -12,12 +12,18 @@ from bertviz_lite.limits import MAX_POINTS_DRAWN, recorded_number
 
 # What `bertviz_lite.figures` offers at its top (its __init__ lists them by name).
 __all__ = [
-    "compare_runs", "curve_frame", "lr_curve", "metric_curves", "throughput_curve",
+    "compare_runs",
+    "curve_frame",
+    "lr_curve",
+    "metric_curves",
+    "throughput_curve",
 ]
 
 
 def _is_number(value) -> bool:
-    return recorded_number(value) is not None  # a 400-digit int is no number to draw (math.isfinite overflows)
+    return (
+        recorded_number(value) is not None
+    )  # a 400-digit int is no number to draw (math.isfinite overflows)
 
 
 def downsample(xs: list, ys: list, max_points: int = MAX_POINTS_DRAWN) -> tuple[list, list]:
@@ -67,7 +73,9 @@ def metric_curves(
     for metric in metrics:
         xs, ys = metric_points(records, metric, x)
         traces.append(
-            go.Scatter(x=xs, y=ys, mode="lines+markers" if len(xs) < 50 else "lines", name=_name(metric, labels))
+            go.Scatter(
+                x=xs, y=ys, mode="lines+markers" if len(xs) < 50 else "lines", name=_name(metric, labels)
+            )
         )
     y_title = _name(metrics[0], labels) if len(metrics) == 1 else "value"
     fig = _line_chart(traces, title, x, y_title, log_y)
@@ -76,11 +84,16 @@ def metric_curves(
     return fig
 
 
-def curve_frame(runs: Mapping[str, Sequence[Mapping]], metrics: Sequence[str], x: str = "step") -> pd.DataFrame:
+def curve_frame(
+    runs: Mapping[str, Sequence[Mapping]], metrics: Sequence[str], x: str = "step"
+) -> pd.DataFrame:
     """The numbers behind the curves, long form: one row per run, metric and x (the charts' CSV)."""
-    rows = [{"run": name, "metric": metric, x: px, "value": py}
-            for name, records in runs.items() for metric in metrics
-            for px, py in zip(*metric_points(records, metric, x), strict=True)]
+    rows = [
+        {"run": name, "metric": metric, x: px, "value": py}
+        for name, records in runs.items()
+        for metric in metrics
+        for px, py in zip(*metric_points(records, metric, x), strict=True)
+    ]
     return pd.DataFrame(rows, columns=["run", "metric", x, "value"])
 
 
@@ -113,8 +126,6 @@ def lr_curve(records: Sequence[Mapping], metric: str = "lr", x: str = "step") ->
     return metric_curves(records, [metric], "Learning rate", x)
 
 
-def throughput_curve(
-    records: Sequence[Mapping], metric: str = "tokens_per_s", x: str = "step"
-) -> go.Figure:
+def throughput_curve(records: Sequence[Mapping], metric: str = "tokens_per_s", x: str = "step") -> go.Figure:
     """Training speed as logged, e.g. tokens per second."""
     return metric_curves(records, [metric], "Throughput", x)

@@ -29,8 +29,9 @@ IDS_ROWS = ("token", "position id", "segment id")
 NARROW_ROW = 24  # px a token's row takes in a phone's table (16-px text)
 
 
-def ids_figure(tokens: Sequence[str], positions: Sequence[int], segments: Sequence[int],
-               narrow: bool = False) -> go.Figure:
+def ids_figure(
+    tokens: Sequence[str], positions: Sequence[int], segments: Sequence[int], narrow: bool = False
+) -> go.Figure:
     """A table of what BERT reads per token: the token, its position id and its segment id, coloured by sentence.
 
     narrow: for a phone's width: one row a token (22 columns of ~10 px ran their labels into each other), the
@@ -45,22 +46,44 @@ def ids_figure(tokens: Sequence[str], positions: Sequence[int], segments: Sequen
     size = 16 if narrow or count <= 16 else 14 if count <= 26 else 10
     cells = {"text": text, "z": np.tile(segs, (3, 1)), "x": list(range(count)), "y": list(IDS_ROWS)}
     if narrow:
-        cells = {"text": np.array(text).T.tolist(), "z": cells["z"].T, "x": [row.split()[0] for row in IDS_ROWS],
-                 "y": list(range(count))}
+        cells = {
+            "text": np.array(text).T.tolist(),
+            "z": cells["z"].T,
+            "x": [row.split()[0] for row in IDS_ROWS],
+            "y": list(range(count)),
+        }
     fig = go.Figure(
-        go.Heatmap(**cells, texttemplate="%{text}", textfont={"size": size, "color": "#111111"},
-                   colorscale=colours, zmin=0, zmax=1, showscale=False, xgap=2, ygap=2,
-                   hovertemplate=("position %{y}, %{x}" if narrow else "position %{x}, %{y}") + ": %{text}<extra></extra>")
+        go.Heatmap(
+            **cells,
+            texttemplate="%{text}",
+            textfont={"size": size, "color": "#111111"},
+            colorscale=colours,
+            zmin=0,
+            zmax=1,
+            showscale=False,
+            xgap=2,
+            ygap=2,
+            hovertemplate=("position %{y}, %{x}" if narrow else "position %{x}, %{y}")
+            + ": %{text}<extra></extra>",
+        )
     )
     if narrow:
         title, top = _phone_title(NARROW_IDS_TITLE, count, len(tokens))
-        fig.update_layout(title=title, height=NARROW_ROW * count + top + 10,
-                          margin={"t": top, "b": 10, "l": 10, "r": 10},
-                          xaxis={**category_axis(), "side": "top"}, yaxis={"visible": False, "autorange": "reversed"})
+        fig.update_layout(
+            title=title,
+            height=NARROW_ROW * count + top + 10,
+            margin={"t": top, "b": 10, "l": 10, "r": 10},
+            xaxis={**category_axis(), "side": "top"},
+            yaxis={"visible": False, "autorange": "reversed"},
+        )
     else:
-        fig.update_layout(title=IDS_TITLE + (f"; first {count} of {len(tokens)} tokens" if count < len(tokens) else ""),
-                          height=260, margin={"t": 60, "b": 20, "l": 110, "r": 20},
-                          xaxis={"visible": False}, yaxis={**category_axis(reverse=True)})
+        fig.update_layout(
+            title=IDS_TITLE + (f"; first {count} of {len(tokens)} tokens" if count < len(tokens) else ""),
+            height=260,
+            margin={"t": 60, "b": 20, "l": 110, "r": 20},
+            xaxis={"visible": False},
+            yaxis={**category_axis(reverse=True)},
+        )
     fig.update_layout(plot_bgcolor="white")
     return fig
 
@@ -88,13 +111,25 @@ def one_head_figure(data: OneHead, narrow: bool = False) -> go.Figure:
     colours = ("#7f7f7f", "#1f77b4", "#2ca02c")
     values = (data.scores, data.weights, data.contributions)
     for col, (name, value, colour) in enumerate(zip(ONE_HEAD_TITLES, values, colours, strict=True), start=1):
-        fig.add_trace(go.Bar(x=value, y=labels, orientation="h", marker_color=colour, name=name, showlegend=False,
-                             hovertemplate="%{y}: %{x:.3f}<extra>" + name + "</extra>"), row=1, col=col)
+        fig.add_trace(
+            go.Bar(
+                x=value,
+                y=labels,
+                orientation="h",
+                marker_color=colour,
+                name=name,
+                showlegend=False,
+                hovertemplate="%{y}: %{x:.3f}<extra>" + name + "</extra>",
+            ),
+            row=1,
+            col=col,
+        )
     fig.update_yaxes(**category_axis(reverse=True), categoryorder="array", categoryarray=labels)
     query = f"the query of {labels[data.query_index]} against every key"
     fig.update_layout(
         title=f"Layer {data.layer}, head {data.head}:" + ("<br>" if narrow else " ") + query,
-        height=max(300, 22 * len(labels) + 130) + (20 if narrow else 0), margin={"t": 110 if narrow else 90, "b": 30},
+        height=max(300, 22 * len(labels) + 130) + (20 if narrow else 0),
+        margin={"t": 110 if narrow else 90, "b": 30},
     )
     if narrow:
         fig.update_xaxes(nticks=3)
@@ -117,23 +152,36 @@ def residual_figure(data: ResidualChanges, narrow: bool = False) -> go.Figure:
     layers = [f"layer {i}" for i in range(1, change.shape[0] + 1)]
     cells = {"z": change, "x": labels, "y": layers}
     if narrow:  # the first MAX_ID_COLUMNS tokens, as the ids table: a row each, 24 px
-        cells = {"z": change.T[:MAX_ID_COLUMNS], "x": [f"L{i}" for i in range(1, change.shape[0] + 1)],
-                 "y": labels[:MAX_ID_COLUMNS]}
+        cells = {
+            "z": change.T[:MAX_ID_COLUMNS],
+            "x": [f"L{i}" for i in range(1, change.shape[0] + 1)],
+            "y": labels[:MAX_ID_COLUMNS],
+        }
     fig = go.Figure(
-        go.Heatmap(**cells, colorscale=SEQUENTIAL, zmin=0,
-                   colorbar={"title": {"text": "change"}, **(COLOUR_BAR_BELOW if narrow else {})},
-                   hovertemplate="%{y}, %{x}: changed by %{z:.0%}<extra></extra>")
+        go.Heatmap(
+            **cells,
+            colorscale=SEQUENTIAL,
+            zmin=0,
+            colorbar={"title": {"text": "change"}, **(COLOUR_BAR_BELOW if narrow else {})},
+            hovertemplate="%{y}, %{x}: changed by %{z:.0%}<extra></extra>",
+        )
     )
     if narrow:
         shown = len(cells["y"])
         title, top = _phone_title(NARROW_RESIDUAL_TITLE, shown, len(labels))
-        fig.update_layout(title=title, height=NARROW_ROW * shown + top + NARROW_BAR_MARGIN,
-                          margin={"t": top, "b": NARROW_BAR_MARGIN, "r": 10},
-                          xaxis={**category_axis(), "side": "top"}, yaxis={**category_axis(reverse=True)})
+        fig.update_layout(
+            title=title,
+            height=NARROW_ROW * shown + top + NARROW_BAR_MARGIN,
+            margin={"t": top, "b": NARROW_BAR_MARGIN, "r": 10},
+            xaxis={**category_axis(), "side": "top"},
+            yaxis={**category_axis(reverse=True)},
+        )
         return fig
     fig.update_layout(
         title=RESIDUAL_TITLE,
-        height=max(280, 34 * change.shape[0] + 200), margin={"t": 60},
-        xaxis={**category_axis(), "tickangle": -45}, yaxis={**category_axis(reverse=True)},
+        height=max(280, 34 * change.shape[0] + 200),
+        margin={"t": 60},
+        xaxis={**category_axis(), "tickangle": -45},
+        yaxis={**category_axis(reverse=True)},
     )
     return fig

@@ -226,8 +226,9 @@ def attention_steps(q, k, v, query_index: int, key_mask=None) -> AttentionSteps:
     masked = np.where(_valid_positions(key_mask, k.shape[0]), scaled, -np.inf)
     weights = softmax(masked)
     weighted_values = weights[:, None] * v
-    return AttentionSteps(query, k, v, products, dot, scaled, masked, weights, weighted_values,
-                          weighted_values.sum(axis=0))
+    return AttentionSteps(
+        query, k, v, products, dot, scaled, masked, weights, weighted_values, weighted_values.sum(axis=0)
+    )
 
 
 # ---------------------------------------------------------------- downsampling
@@ -374,4 +375,3 @@ def attention_to_csv_frame(
             "weight": attn.ravel(),
         }
     )
-

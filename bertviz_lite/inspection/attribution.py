@@ -47,7 +47,9 @@ class Target:
 
 def attention_output_weights(model: BertForPreTraining) -> np.ndarray:
     """Each layer's attention output dense weight W_O, [L, H, H] (out, in), as numpy."""
-    return np.stack([layer.attention.output.dense.weight.detach().float().numpy() for layer in model.bert.encoder.layer])
+    return np.stack(
+        [layer.attention.output.dense.weight.detach().float().numpy() for layer in model.bert.encoder.layer]
+    )
 
 
 def transformed_values(values, output_weight) -> np.ndarray:
@@ -86,7 +88,9 @@ def summed_embeddings(model: BertForPreTraining, input_ids: Tensor, token_type_i
     return model.bert.embeddings.summed(input_ids, token_type_ids, positions)
 
 
-def target_scores(model: BertForPreTraining, summed: Tensor, attention_mask: Tensor, target: Target) -> Tensor:
+def target_scores(
+    model: BertForPreTraining, summed: Tensor, attention_mask: Tensor, target: Target
+) -> Tensor:
     """The target's log-probability for each of N summed-embedding inputs (N, T, H) -> (N,); differentiable."""
     hidden = model.bert.embeddings.LayerNorm(summed)
     mask = attention_mask.expand(summed.shape[0], -1)
@@ -104,7 +108,9 @@ def mlm_scores(model: BertForPreTraining, hidden: Tensor, target: Target) -> Ten
     head = model.cls.predictions
     transformed = head.transform(hidden)
     if target.foil_id is None:
-        return F.log_softmax(F.linear(transformed, head.decoder.weight, head.bias), dim=-1)[:, target.token_id]
+        return F.log_softmax(F.linear(transformed, head.decoder.weight, head.bias), dim=-1)[
+            :, target.token_id
+        ]
     pair = [target.token_id, target.foil_id]
     logits = F.linear(transformed, head.decoder.weight[pair], head.bias[pair])  # (N, 2)
     return logits[:, 0] - logits[:, 1]
@@ -145,8 +151,13 @@ def trapezoid_weights(steps: int) -> np.ndarray:
 
 
 def integrated_gradients(
-    model: BertForPreTraining, input_ids: Tensor, token_type_ids: Tensor, attention_mask: Tensor, target: Target,
-    baseline_ids: Tensor, steps: int = 32,
+    model: BertForPreTraining,
+    input_ids: Tensor,
+    token_type_ids: Tensor,
+    attention_mask: Tensor,
+    target: Target,
+    baseline_ids: Tensor,
+    steps: int = 32,
 ) -> GradientAttribution:
     """Integrated gradients (Sundararajan et al., 2017) on the summed input embeddings, trapezoid rule.
 
@@ -171,8 +182,9 @@ def integrated_gradients(
     scores = torch.cat(scores)
     ig = ((x[0] - baseline[0]) * total).sum(-1)
     grad_x_input = (x[0] * last_grad).sum(-1)
-    return GradientAttribution(ig.double().numpy(), grad_x_input.double().numpy(), float(scores[-1]),
-                               float(scores[0]), steps)
+    return GradientAttribution(
+        ig.double().numpy(), grad_x_input.double().numpy(), float(scores[-1]), float(scores[0]), steps
+    )
 
 
 # ---------------------------------------------------------------- leave one out
@@ -180,7 +192,11 @@ def integrated_gradients(
 
 @torch.no_grad()
 def leave_one_out(
-    model: BertForPreTraining, input_ids: Tensor, token_type_ids: Tensor, attention_mask: Tensor, target: Target,
+    model: BertForPreTraining,
+    input_ids: Tensor,
+    token_type_ids: Tensor,
+    attention_mask: Tensor,
+    target: Target,
     replacement_id: int,
 ) -> tuple[np.ndarray, float]:
     """f(x) − f(x with token j replaced by replacement_id) for every j, each a new forward pass: ([T], f(x)).
@@ -227,7 +243,7 @@ def spearman(a, b) -> float:
 
 
 def head_name(layer: int, head: int) -> str:
-    """"L{layer}H{head}", 0-based as everywhere in the app."""
+    """ "L{layer}H{head}", 0-based as everywhere in the app."""
     return f"L{layer}H{head}"
 
 
@@ -237,6 +253,8 @@ def head_mask(names: Sequence[str], num_layers: int, num_heads: int) -> Tensor:
     for name in names:
         match = HEAD_NAME.match(name)
         if not match or int(match[1]) >= num_layers or int(match[2]) >= num_heads:
-            raise ValueError(f"{name!r} is not a head of this model: use L0H0 … L{num_layers - 1}H{num_heads - 1}")
+            raise ValueError(
+                f"{name!r} is not a head of this model: use L0H0 … L{num_layers - 1}H{num_heads - 1}"
+            )
         mask[int(match[1]), int(match[2])] = 0.0
     return mask

@@ -96,7 +96,9 @@ class PairTrace:
         made = self.__dict__.setdefault("_layer_arrays", {})
         if name not in made:
             if name not in self.output.per_layer():
-                raise KeyError(f"the trace recorded no per-layer {name!r} (outputs.LayerAttention declares it)")
+                raise KeyError(
+                    f"the trace recorded no per-layer {name!r} (outputs.LayerAttention declares it)"
+                )
             made[name] = _per_layer(self.output.layer_tensors(name))
         return made[name]
 
@@ -157,9 +159,14 @@ def model_card(model: BertForPreTraining, tokenizer: BertTokenizer) -> str:
     """One line on a model: its sizes, vocabulary, position embeddings and which pre-training heads it has."""
     config = model.config
     heads = [name for name, has in (("MLM", model.has_mlm_head), ("NSP", model.has_nsp_head)) if has]
-    parts = [f"{config.num_hidden_layers} layers", f"{config.num_attention_heads} heads",
-             f"hidden {config.hidden_size}", f"vocabulary {tokenizer.vocab_size}",
-             f"{config.position_embedding_type} positions", f"heads: {', '.join(heads) or 'none'}"]
+    parts = [
+        f"{config.num_hidden_layers} layers",
+        f"{config.num_attention_heads} heads",
+        f"hidden {config.hidden_size}",
+        f"vocabulary {tokenizer.vocab_size}",
+        f"{config.position_embedding_type} positions",
+        f"heads: {', '.join(heads) or 'none'}",
+    ]
     return " · ".join(parts)
 
 
@@ -237,8 +244,15 @@ def trace_encoding(
             output = model.trace(**inputs, heads=False)
     ids = inputs["input_ids"][0].numpy()
     tokens = list(tokenizer.convert_ids_to_tokens(ids.tolist()))
-    return PairTrace(encoding=encoding, input_ids=ids, tokens=tokens, masked_positions=masked, output=output,
-                     model=model, tokenizer=tokenizer)
+    return PairTrace(
+        encoding=encoding,
+        input_ids=ids,
+        tokens=tokens,
+        masked_positions=masked,
+        output=output,
+        model=model,
+        tokenizer=tokenizer,
+    )
 
 
 def token_window(num_tokens: int, start: int, size: int) -> slice:

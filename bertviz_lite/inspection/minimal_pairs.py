@@ -29,7 +29,9 @@ class MinimalPair:
 
 
 @torch.inference_mode()
-def token_log_probs(model: BertForPreTraining, tokenizer: BertTokenizer, sentence: str) -> list[tuple[str, float]]:
+def token_log_probs(
+    model: BertForPreTraining, tokenizer: BertTokenizer, sentence: str
+) -> list[tuple[str, float]]:
     """(token, natural log-probability) for each non-special token, each predicted with only itself masked."""
     encoding = tokenizer.encode_pair(sentence, None, max_length=model.config.max_position_embeddings)
     positions = [i for i, special in enumerate(encoding.special_tokens_mask) if not special]
@@ -54,7 +56,9 @@ def pseudo_log_likelihood(model: BertForPreTraining, tokenizer: BertTokenizer, s
 
 def prefers_good(model: BertForPreTraining, tokenizer: BertTokenizer, pair: MinimalPair) -> bool:
     """Whether the model scores the grammatical sentence higher."""
-    return pseudo_log_likelihood(model, tokenizer, pair.good) > pseudo_log_likelihood(model, tokenizer, pair.bad)
+    return pseudo_log_likelihood(model, tokenizer, pair.good) > pseudo_log_likelihood(
+        model, tokenizer, pair.bad
+    )
 
 
 def builtin_minimal_pairs(path: Path = MINIMAL_PAIRS_PATH) -> list[MinimalPair]:

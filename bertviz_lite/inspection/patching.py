@@ -82,12 +82,15 @@ def record_run(model: BertForPreTraining, input_ids: Tensor, token_type_ids: Ten
     return Run(sites, mask)
 
 
-def restored_layer(layer: BertLayer, clean: Run, corrupted: Run, site: str, index: int, select: Tensor) -> Tensor:
+def restored_layer(
+    layer: BertLayer, clean: Run, corrupted: Run, site: str, index: int, select: Tensor
+) -> Tensor:
     """Layer `index` of the corrupted run with one in-layer site restored where select (N, T, H) is True: (N, T, H).
 
     What comes before the site is the same in every patched run, so it is read from the corrupted run's record
     instead of being run again N times (layer_forward's arithmetic, from the site on).
     """
+
     def value(name: str) -> Tensor:
         recorded = corrupted.sites[name][index]
         return torch.where(select, clean.sites[name][index], recorded) if name == site else recorded
@@ -101,8 +104,9 @@ def restored_layer(layer: BertLayer, clean: Run, corrupted: Run, site: str, inde
 
 
 @torch.no_grad()
-def patched_final(model: BertForPreTraining, clean: Run, corrupted: Run, site: str, layer: int,
-                  select: Tensor) -> Tensor:
+def patched_final(
+    model: BertForPreTraining, clean: Run, corrupted: Run, site: str, layer: int, select: Tensor
+) -> Tensor:
     """The corrupted run's last hidden state (N, T, H) with the clean value restored where select (N, T, H) is True.
 
     Only the layers from the patched one up are run again: the corrupted run's earlier states are reused.
@@ -133,7 +137,9 @@ def position_select(positions: Sequence[Sequence[int]], length: int, hidden_size
     for row, chosen in enumerate(positions):
         for position in chosen:
             if not 0 <= position < length:
-                raise ValueError(f"position {position} is outside the input's {length} tokens (0 … {length - 1})")
+                raise ValueError(
+                    f"position {position} is outside the input's {length} tokens (0 … {length - 1})"
+                )
             select[row, position] = True
     return select
 
@@ -147,8 +153,14 @@ def head_select(heads: Sequence[int], length: int, num_heads: int, head_size: in
 
 
 @torch.no_grad()
-def patched_logits(model: BertForPreTraining, clean_input_ids: Tensor, corrupted_input_ids: Tensor,
-                   token_type_ids: Tensor | None, layer: int, position: int | Sequence[int]) -> Tensor:
+def patched_logits(
+    model: BertForPreTraining,
+    clean_input_ids: Tensor,
+    corrupted_input_ids: Tensor,
+    token_type_ids: Tensor | None,
+    layer: int,
+    position: int | Sequence[int],
+) -> Tensor:
     """MLM logits (B, T, V) of the corrupted run with the clean hidden state after `layer` restored at `position`.
 
     Args:
@@ -178,11 +190,15 @@ def _metric(model: BertForPreTraining, final: Tensor, target: Target) -> Tensor:
 def _changes_nothing(clean: Run, corrupted: Run, site: str, layer: int, select: Tensor) -> bool:
     """Whether restoring select leaves the corrupted run as it is (the two runs agree there: an unchanged token's
     embedding, say), so its metric is the corrupted one without running anything."""
-    return bool(torch.equal(clean.sites[site][layer][0][select[0]], corrupted.sites[site][layer][0][select[0]]))
+    return bool(
+        torch.equal(clean.sites[site][layer][0][select[0]], corrupted.sites[site][layer][0][select[0]])
+    )
 
 
 @torch.no_grad()
-def patching_grid(model: BertForPreTraining, clean: Run, corrupted: Run, site: str, target: Target) -> np.ndarray:
+def patching_grid(
+    model: BertForPreTraining, clean: Run, corrupted: Run, site: str, target: Target
+) -> np.ndarray:
     """The metric with each site restored in turn: [L + 1, T] for "residual", [L, T] for "attention" and
     "feed-forward" (one position each), [L, nh] for "head" (every position); one batch per layer.
 
@@ -194,15 +210,24 @@ def patching_grid(model: BertForPreTraining, clean: Run, corrupted: Run, site: s
     length = clean.final.shape[1]
     layers = config.num_hidden_layers + (site == "residual")
     if site == "head":
-        rows = [head_select([h], length, config.num_attention_heads, config.head_dim) for h in range(config.num_attention_heads)]
+        rows = [
+            head_select([h], length, config.num_attention_heads, config.head_dim)
+            for h in range(config.num_attention_heads)
+        ]
     else:
         rows = [position_select([[p]], length, config.hidden_size) for p in range(length)]
     chunk = max(1, MAX_BATCH_TOKENS // max(length, 1))
     grid = np.full((layers, len(rows)), float(_metric(model, corrupted.final, target)[0]))
     for layer in range(layers):
-        last = site == "residual" and layer == layers - 1  # no layer left: only the target's own position counts
-        needed = [i for i, select in enumerate(rows) if not (last and i != target.position)
-                  and not _changes_nothing(clean, corrupted, site, layer, select)]
+        last = (
+            site == "residual" and layer == layers - 1
+        )  # no layer left: only the target's own position counts
+        needed = [
+            i
+            for i, select in enumerate(rows)
+            if not (last and i != target.position)
+            and not _changes_nothing(clean, corrupted, site, layer, select)
+        ]
         for start in range(0, len(needed), chunk):
             part = needed[start : start + chunk]
             final = patched_final(model, clean, corrupted, site, layer, torch.cat([rows[i] for i in part]))

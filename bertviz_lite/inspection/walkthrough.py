@@ -29,43 +29,67 @@ class Step:
 
 
 STEPS = (
-    Step("tokens", "WordPiece tokens and special tokens",
-         "BERT never sees words, only **tokens** from a fixed vocabulary of {vocab:,} pieces. A word it does not "
-         "know whole is split into pieces; a piece that continues a word starts with `##`. BERT adds **[CLS]** at "
-         "the start (its vector will summarise the pair) and **[SEP]** after each sentence (the small numbers under "
-         "each token are its position · segment, the next step). To see what BERT "
-         "learned, we hide one word behind **[MASK]** ({masked}); at the end the model will guess it."),
-    Step("ids", "Segment and position ids",
-         "Each token also gets a **segment id** (0 for sentence A, 1 for sentence B) and a **position id** (0, 1, "
-         "2, …). Attention by itself ignores order, so without positions *dog bites man* and *man bites dog* "
-         "would look the same. This input has {tokens} tokens; this model knows at most {positions} positions."),
-    Step("embeddings", "Three embeddings, added up",
-         "Every token id, position id and segment id picks a learned vector of {hidden} numbers. BERT **adds** the "
-         "three vectors, then LayerNorm rescales each sum to mean 0 and variance 1. Blue and red are negative and "
-         "positive numbers; each row is one token."),
-    Step("one_head", "One attention head: q · k, softmax, weighted values",
-         "In each layer, every token makes a **query** q, a **key** k and a **value** v (three learned projections). "
-         "The query of one token is compared with every key: the score is q · k / √d (d = {head_dim}). A "
-         "**softmax** turns the scores into weights that sum to 1, and the token's output is the **weighted sum of "
-         "the values**: it takes most from the tokens it attends to. Pick another layer and head to compare."),
-    Step("many_heads", "Many heads, many layers",
-         "A layer has {heads} heads, each with its own q, k and v, so each can look for something different: the "
-         "next word, the previous one, [SEP], the same word. Their outputs are joined and mixed. The model stacks "
-         "{layers} such layers. Each small square is one head's attention map (rows: queries, columns: keys); "
-         "click one to look at it closely in step {one_head_step}."),
-    Step("residual", "The residual stream and the feed-forward network",
-         "Each layer does not replace a token's vector: it **adds** to it (the residual connection), first the "
-         "attention output, then the output of a small **feed-forward network** applied to every token on its "
-         "own (hidden size {hidden} → {intermediate} → {hidden}), each followed by LayerNorm. The colour shows how "
-         "much each layer changes each token's vector, relative to its size before the layer."),
-    Step("mlm", "Masked-word prediction (MLM)",
-         "After the last layer, the MLM head turns the vector at **[MASK]** into a score for every token in the "
-         "vocabulary; a softmax makes them probabilities. Pre-training teaches BERT exactly this: guess the hidden "
-         "word from both sides of its context."),
-    Step("nsp", "Next-sentence prediction (NSP)",
-         "The vector of **[CLS]** goes to the NSP head, which gives the probability that sentence B really "
-         "follows sentence A in a text. In pre-training, half the pairs are real and half are random, so the "
-         "model learns to tell them apart."),
+    Step(
+        "tokens",
+        "WordPiece tokens and special tokens",
+        "BERT never sees words, only **tokens** from a fixed vocabulary of {vocab:,} pieces. A word it does not "
+        "know whole is split into pieces; a piece that continues a word starts with `##`. BERT adds **[CLS]** at "
+        "the start (its vector will summarise the pair) and **[SEP]** after each sentence (the small numbers under "
+        "each token are its position · segment, the next step). To see what BERT "
+        "learned, we hide one word behind **[MASK]** ({masked}); at the end the model will guess it.",
+    ),
+    Step(
+        "ids",
+        "Segment and position ids",
+        "Each token also gets a **segment id** (0 for sentence A, 1 for sentence B) and a **position id** (0, 1, "
+        "2, …). Attention by itself ignores order, so without positions *dog bites man* and *man bites dog* "
+        "would look the same. This input has {tokens} tokens; this model knows at most {positions} positions.",
+    ),
+    Step(
+        "embeddings",
+        "Three embeddings, added up",
+        "Every token id, position id and segment id picks a learned vector of {hidden} numbers. BERT **adds** the "
+        "three vectors, then LayerNorm rescales each sum to mean 0 and variance 1. Blue and red are negative and "
+        "positive numbers; each row is one token.",
+    ),
+    Step(
+        "one_head",
+        "One attention head: q · k, softmax, weighted values",
+        "In each layer, every token makes a **query** q, a **key** k and a **value** v (three learned projections). "
+        "The query of one token is compared with every key: the score is q · k / √d (d = {head_dim}). A "
+        "**softmax** turns the scores into weights that sum to 1, and the token's output is the **weighted sum of "
+        "the values**: it takes most from the tokens it attends to. Pick another layer and head to compare.",
+    ),
+    Step(
+        "many_heads",
+        "Many heads, many layers",
+        "A layer has {heads} heads, each with its own q, k and v, so each can look for something different: the "
+        "next word, the previous one, [SEP], the same word. Their outputs are joined and mixed. The model stacks "
+        "{layers} such layers. Each small square is one head's attention map (rows: queries, columns: keys); "
+        "click one to look at it closely in step {one_head_step}.",
+    ),
+    Step(
+        "residual",
+        "The residual stream and the feed-forward network",
+        "Each layer does not replace a token's vector: it **adds** to it (the residual connection), first the "
+        "attention output, then the output of a small **feed-forward network** applied to every token on its "
+        "own (hidden size {hidden} → {intermediate} → {hidden}), each followed by LayerNorm. The colour shows how "
+        "much each layer changes each token's vector, relative to its size before the layer.",
+    ),
+    Step(
+        "mlm",
+        "Masked-word prediction (MLM)",
+        "After the last layer, the MLM head turns the vector at **[MASK]** into a score for every token in the "
+        "vocabulary; a softmax makes them probabilities. Pre-training teaches BERT exactly this: guess the hidden "
+        "word from both sides of its context.",
+    ),
+    Step(
+        "nsp",
+        "Next-sentence prediction (NSP)",
+        "The vector of **[CLS]** goes to the NSP head, which gives the probability that sentence B really "
+        "follows sentence A in a text. In pre-training, half the pairs are real and half are random, so the "
+        "model learns to tell them apart.",
+    ),
 )
 STEP_KEYS = tuple(step.key for step in STEPS)
 
@@ -156,7 +180,7 @@ def attention_question(trace: PairTrace, layer: int, head: int, query: int) -> Q
         options=tuple(labels[i] for i in chosen),
         answer=labels[best],
         explanation=f"In layer {layer}, head {head}, {labels[query]} gives {row[best]:.0%} of its attention to "
-                    f"{labels[best]}.",
+        f"{labels[best]}.",
     )
 
 
@@ -205,13 +229,22 @@ class OneHead:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per key: key_index, key, score, weight, contribution."""
-        return pd.DataFrame({"key_index": np.arange(len(self.tokens)), "key": self.tokens, "score": self.scores,
-                             "weight": self.weights, "contribution": self.contributions})
+        return pd.DataFrame(
+            {
+                "key_index": np.arange(len(self.tokens)),
+                "key": self.tokens,
+                "score": self.scores,
+                "weight": self.weights,
+                "contribution": self.contributions,
+            }
+        )
 
 
 def one_head_data(trace: PairTrace, layer: int, head: int, query_index: int) -> OneHead:
     """The three stages of attention for one query token in one head of the trace."""
-    path = attention_steps(trace.queries[layer, head], trace.keys[layer, head], trace.values[layer, head], query_index)
+    path = attention_steps(
+        trace.queries[layer, head], trace.keys[layer, head], trace.values[layer, head], query_index
+    )
     contributions = np.linalg.norm(path.weighted_values, axis=1)
     return OneHead(path.scaled, path.weights, contributions, list(trace.tokens), query_index, layer, head)
 
@@ -226,9 +259,14 @@ class ResidualChanges:
     def to_frame(self) -> pd.DataFrame:
         """One row per layer and token: layer (1-based), index, token, relative_change."""
         layers, count = self.change.shape
-        return pd.DataFrame({"layer": np.repeat(np.arange(1, layers + 1), count),
-                             "index": np.tile(np.arange(count), layers), "token": self.tokens * layers,
-                             "relative_change": self.change.ravel()})
+        return pd.DataFrame(
+            {
+                "layer": np.repeat(np.arange(1, layers + 1), count),
+                "index": np.tile(np.arange(count), layers),
+                "token": self.tokens * layers,
+                "relative_change": self.change.ravel(),
+            }
+        )
 
 
 def residual_changes(trace: PairTrace) -> ResidualChanges:

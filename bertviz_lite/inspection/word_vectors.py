@@ -34,8 +34,9 @@ class WordSpan:
 
 
 @torch.no_grad()
-def hidden_states(model: BertForPreTraining, input_ids: Tensor, attention_mask: Tensor,
-                  num_layers: int | None = None) -> list[Tensor]:
+def hidden_states(
+    model: BertForPreTraining, input_ids: Tensor, attention_mask: Tensor, num_layers: int | None = None
+) -> list[Tensor]:
     """The embedding output, then each layer's output up to `num_layers` (all by default): each (B, T, H).
 
     Segment 0 everywhere (one sentence per row); the same numbers as transformers' output_hidden_states.
@@ -54,8 +55,11 @@ def hidden_states(model: BertForPreTraining, input_ids: Tensor, attention_mask: 
 
 def word_positions(encoding: Encoding, start: int, end: int) -> list[int]:
     """Token positions whose characters overlap [start, end) in sentence A; [] when truncation cut the word."""
-    return [i for i, (seq, (a, b)) in enumerate(zip(encoding.sequence_ids, encoding.offsets, strict=True))
-            if seq == 0 and a < end and b > start]
+    return [
+        i
+        for i, (seq, (a, b)) in enumerate(zip(encoding.sequence_ids, encoding.offsets, strict=True))
+        if seq == 0 and a < end and b > start
+    ]
 
 
 def _batches(encodings: Sequence[Encoding], batch_size: int):
@@ -87,8 +91,13 @@ def encode_spans(tokenizer: BertTokenizer, spans: Sequence[WordSpan], max_length
     return encodings, sentence_of, pieces
 
 
-def span_vectors(model: BertForPreTraining, tokenizer: BertTokenizer, spans: Sequence[WordSpan],
-                 num_layers: int | None = None, batch_size: int = BATCH_SIZE) -> tuple[np.ndarray, list[list[int]]]:
+def span_vectors(
+    model: BertForPreTraining,
+    tokenizer: BertTokenizer,
+    spans: Sequence[WordSpan],
+    num_layers: int | None = None,
+    batch_size: int = BATCH_SIZE,
+) -> tuple[np.ndarray, list[list[int]]]:
     """Each span's vector at the embedding output and every layer up to num_layers: [L + 1, N, H] float32,
     the mean over the word's pieces; and the pieces' token positions ([] and a zero vector for a cut word)."""
     encodings, sentence_of, pieces = encode_spans(tokenizer, spans, _max_length(model))
@@ -106,7 +115,9 @@ def span_vectors(model: BertForPreTraining, tokenizer: BertTokenizer, spans: Seq
     return vectors, pieces
 
 
-def static_vectors(model: BertForPreTraining, tokenizer: BertTokenizer, spans: Sequence[WordSpan]) -> np.ndarray:
+def static_vectors(
+    model: BertForPreTraining, tokenizer: BertTokenizer, spans: Sequence[WordSpan]
+) -> np.ndarray:
     """The context-free baseline: each word's input token embedding (mean over its pieces), no position: [N, H]."""
     encodings, sentence_of, pieces = encode_spans(tokenizer, spans, _max_length(model))
     table = model.bert.embeddings.word_embeddings.weight.detach()

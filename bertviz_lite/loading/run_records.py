@@ -26,7 +26,6 @@ _STATUS_TIMES = ("started_at", "updated_at", "eta_s")
 MAX_STATUS_MESSAGE = 4000
 
 
-
 @dataclass
 class Metrics:
     """The records read back from a metrics.jsonl, and what was left out on the way."""
@@ -40,10 +39,14 @@ class Metrics:
         """A sentence on what was left out, "" when nothing was."""
         parts = []
         if self.truncated:
-            parts.append(f"only its last {MAX_METRICS_READ_LINES:,} lines (at most "
-                         f"{MAX_METRICS_READ_BYTES // 2**20} MB) were read")
+            parts.append(
+                f"only its last {MAX_METRICS_READ_LINES:,} lines (at most "
+                f"{MAX_METRICS_READ_BYTES // 2**20} MB) were read"
+            )
         if self.skipped:
-            parts.append(f"{self.skipped} line{'s' if self.skipped > 1 else ''} skipped (not finite, plausible numbers)")
+            parts.append(
+                f"{self.skipped} line{'s' if self.skipped > 1 else ''} skipped (not finite, plausible numbers)"
+            )
         return "; ".join(parts)
 
 
@@ -55,11 +58,12 @@ def read_tail(path: Path, max_bytes: int | None) -> tuple[str, bool]:
             return handle.read().decode("utf-8", errors="replace"), False
         handle.seek(size - max_bytes)
         data = handle.read(max_bytes)
-    return data[data.find(b"\n") + 1:].decode("utf-8", errors="replace"), True
+    return data[data.find(b"\n") + 1 :].decode("utf-8", errors="replace"), True
 
 
-def parse_metrics(text: str, split: str | None = None, max_lines: int | None = None,
-                  truncated: bool = False) -> Metrics:
+def parse_metrics(
+    text: str, split: str | None = None, max_lines: int | None = None, truncated: bool = False
+) -> Metrics:
     """The valid records of a metrics.jsonl text (its last `max_lines`), counting the lines skipped.
 
     A line is kept only when it is a JSON object whose numbers are finite and plausible (limits.recorded_number,
@@ -110,5 +114,3 @@ def _valid_record(record: Any) -> dict[str, Any] | None:
         if recorded_number(value) is None:
             return None
     return record
-
-

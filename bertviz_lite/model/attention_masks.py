@@ -27,5 +27,7 @@ def check_head_mask(head_mask: Tensor | None, config: BertConfig) -> Tensor | No
         return None
     expected = (config.num_hidden_layers, config.num_attention_heads)
     if tuple(head_mask.shape) != expected:
-        raise ValueError(f"head_mask must have shape (layers, heads) = {expected}, got {tuple(head_mask.shape)}")
+        raise ValueError(
+            f"head_mask must have shape (layers, heads) = {expected}, got {tuple(head_mask.shape)}"
+        )
     return head_mask.float()

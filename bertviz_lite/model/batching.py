@@ -55,8 +55,10 @@ def _cut(value: Any, axes: tuple[int, ...] | None, row: int, length: int) -> Any
 
 
 def _split_one(record: Any, row: int, length: int) -> Any:
-    cut = {spec.name: _cut(getattr(record, spec.name), spec.metadata.get("token_axes"), row, length)
-           for spec in fields(record)}
+    cut = {
+        spec.name: _cut(getattr(record, spec.name), spec.metadata.get("token_axes"), row, length)
+        for spec in fields(record)
+    }
     return type(record)(**cut)
 
 
@@ -88,8 +90,9 @@ class TraceBatcher:
     is no longer mostly overhead, and a batch of them would hold max_batch (T x T) attention maps per layer.
     """
 
-    def __init__(self, model: BertForPreTraining, window_s: float = 0.01, max_batch: int = 32,
-                 max_tokens: int = 64) -> None:
+    def __init__(
+        self, model: BertForPreTraining, window_s: float = 0.01, max_batch: int = 32, max_tokens: int = 64
+    ) -> None:
         self._model = weakref.ref(model)
         self.window_s, self.max_batch, self.max_tokens = window_s, max_batch, max_tokens
         self._lock = threading.Lock()
@@ -104,9 +107,15 @@ class TraceBatcher:
             raise RuntimeError("the model of this TraceBatcher is gone")
         inputs = {name: inputs[name] for name in INPUT_NAMES}
         shape = tuple(inputs["input_ids"].shape)
-        if len(shape) != 2 or shape[0] != 1 or shape[1] > min(self.max_tokens, model.config.max_position_embeddings):
+        if (
+            len(shape) != 2
+            or shape[0] != 1
+            or shape[1] > min(self.max_tokens, model.config.max_position_embeddings)
+        ):
             with torch.inference_mode():
-                return model.trace(**inputs, heads=heads)  # alone: a long input, or its own error, not the batch's
+                return model.trace(
+                    **inputs, heads=heads
+                )  # alone: a long input, or its own error, not the batch's
         key = (max_length, heads)
         with self._lock:
             batch = self._open.get(key)

@@ -28,11 +28,24 @@ _FLOAT_FIELDS = (*_DROPOUT_FIELDS, "layer_norm_eps", "initializer_range")
 _STRING_FIELDS = ("position_embedding_type",)
 
 
-def _size(default: Any, label: str, help: str, step: float | None = None, choices: tuple[str, ...] | None = None,
-          most: float | None = None) -> Any:
+def _size(
+    default: Any,
+    label: str,
+    help: str,
+    step: float | None = None,
+    choices: tuple[str, ...] | None = None,
+    most: float | None = None,
+) -> Any:
     """A field a training run may override: its label, help, form step, choices and the most a run may ask
     (see `training_args.option`; a loaded model is bounded by `limits.check_model_size` instead)."""
-    metadata = {"label": label, "help": help, "group": "Model", "step": step, "choices": choices, "most": most}
+    metadata = {
+        "label": label,
+        "help": help,
+        "group": "Model",
+        "step": step,
+        "choices": choices,
+        "most": most,
+    }
     return dataclasses.field(default=default, metadata=metadata)
 
 
@@ -41,28 +54,57 @@ class BertConfig:
     """Sizes and numerics of a BERT model; defaults are bert-base-uncased."""
 
     vocab_size: int = 30522
-    hidden_size: int = _size(768, "Hidden size", "Width of every token vector (BERT-base: 768). Must be divisible "
-                                                 "by the number of heads.", most=8192)
-    num_hidden_layers: int = _size(12, "Layers", "Transformer layers stacked on the embeddings (BERT-base: 12).",
-                                   most=96)
-    num_attention_heads: int = _size(12, "Attention heads", "Attention heads per layer; each head works on hidden "
-                                                            "size / heads dimensions.", most=128)
-    intermediate_size: int = _size(3072, "Feed-forward size", "Width of the feed-forward block inside each layer "
-                                                              "(usually 4 × hidden size).", most=32768)
-    max_position_embeddings: int = _size(512, "Max positions", "Longest input the position embeddings cover; at "
-                                                               "least the sequence length.", most=4096)
+    hidden_size: int = _size(
+        768,
+        "Hidden size",
+        "Width of every token vector (BERT-base: 768). Must be divisible by the number of heads.",
+        most=8192,
+    )
+    num_hidden_layers: int = _size(
+        12, "Layers", "Transformer layers stacked on the embeddings (BERT-base: 12).", most=96
+    )
+    num_attention_heads: int = _size(
+        12,
+        "Attention heads",
+        "Attention heads per layer; each head works on hidden size / heads dimensions.",
+        most=128,
+    )
+    intermediate_size: int = _size(
+        3072,
+        "Feed-forward size",
+        "Width of the feed-forward block inside each layer (usually 4 × hidden size).",
+        most=32768,
+    )
+    max_position_embeddings: int = _size(
+        512,
+        "Max positions",
+        "Longest input the position embeddings cover; at least the sequence length.",
+        most=4096,
+    )
     type_vocab_size: int = _size(2, "Segment types", "Segment ids: 2 for sentence A and sentence B.", most=16)
-    hidden_dropout_prob: float = _size(0.1, "Hidden dropout", "Dropout after the embeddings, attention output and "
-                                                              "feed-forward.", 0.05, most=0.99)
-    attention_probs_dropout_prob: float = _size(0.1, "Attention dropout", "Dropout on the attention "
-                                                                          "probabilities.", 0.05, most=0.99)
-    layer_norm_eps: float = _size(1e-12, "LayerNorm epsilon", "Added to the variance in every LayerNorm.", 1e-12,
-                                  most=1.0)
-    initializer_range: float = _size(0.02, "Initializer std", "Standard deviation of the initial weights.", 0.005,
-                                     most=1.0)
+    hidden_dropout_prob: float = _size(
+        0.1,
+        "Hidden dropout",
+        "Dropout after the embeddings, attention output and feed-forward.",
+        0.05,
+        most=0.99,
+    )
+    attention_probs_dropout_prob: float = _size(
+        0.1, "Attention dropout", "Dropout on the attention probabilities.", 0.05, most=0.99
+    )
+    layer_norm_eps: float = _size(
+        1e-12, "LayerNorm epsilon", "Added to the variance in every LayerNorm.", 1e-12, most=1.0
+    )
+    initializer_range: float = _size(
+        0.02, "Initializer std", "Standard deviation of the initial weights.", 0.005, most=1.0
+    )
     pad_token_id: int = 0
-    position_embedding_type: str = _size("learned", "Position embeddings", "learned (BERT) or fixed sinusoidal "
-                                         "(Transformer paper)", choices=POSITION_EMBEDDING_TYPES)
+    position_embedding_type: str = _size(
+        "learned",
+        "Position embeddings",
+        "learned (BERT) or fixed sinusoidal (Transformer paper)",
+        choices=POSITION_EMBEDDING_TYPES,
+    )
 
     def __post_init__(self) -> None:
         self.validate()
@@ -132,7 +174,9 @@ class BertConfig:
         """Build from our dict or a Hugging Face config.json; unknown keys are ignored."""
         data = dict(data)
         if data.get("model_type", "bert") != "bert":
-            raise ValueError(f"model_type is {_short(data['model_type'])}, not 'bert': this is not a BERT model")
+            raise ValueError(
+                f"model_type is {_short(data['model_type'])}, not 'bert': this is not a BERT model"
+            )
         if data.get("hidden_act", "gelu") != "gelu":
             raise ValueError(f"hidden_act ({_short(data['hidden_act'])}) is not supported; BERT uses 'gelu'")
         position_type = data.pop("bertviz_lite_position_embedding_type", None)

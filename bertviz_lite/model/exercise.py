@@ -12,8 +12,14 @@ class Bert(BertForPreTraining):
     as transformers' does. Same modules and weights, so any checkpoint of this package loads into it."""
 
     def forward(
-        self, input_ids: Tensor, token_type_ids: Tensor | None = None, *, attention_mask: Tensor | None = None,
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        *,
+        attention_mask: Tensor | None = None,
         position_ids: Tensor | None = None,
     ) -> Tensor:
         """MLM logits (B, T, V)."""
-        return self.mlm_logits(input_ids, token_type_ids, attention_mask=attention_mask, position_ids=position_ids)
+        return self.mlm_logits(
+            input_ids, token_type_ids, attention_mask=attention_mask, position_ids=position_ids
+        )

@@ -9,8 +9,12 @@ from torch import Tensor, nn
 
 # Keys transformers keeps as buffers or duplicates of tied weights: never weights of their own.
 _DROPPED = re.compile(r"(^|\.)(position_ids|token_type_ids)$|^cls\.predictions\.decoder\.(weight|bias)$")
-_DROPPED_KEYS = {"bert.embeddings.position_ids", "bert.embeddings.token_type_ids", "cls.predictions.decoder.weight",
-                 "cls.predictions.decoder.bias"}  # where Hugging Face's files keep them
+_DROPPED_KEYS = {
+    "bert.embeddings.position_ids",
+    "bert.embeddings.token_type_ids",
+    "cls.predictions.decoder.weight",
+    "cls.predictions.decoder.bias",
+}  # where Hugging Face's files keep them
 # Optional parts, by key prefix: BertModel has no heads, BertForMaskedLM no pooler and NSP head.
 OPTIONAL_GROUPS = {
     "pooler": "bert.pooler.",
@@ -63,9 +67,13 @@ def _check_keys(expected: set[str], given: set[str]) -> set[str]:
             missing -= group
     problems = []
     if missing:
-        problems.append(f"missing keys: {', '.join(sorted(missing)[:8])}" + (" …" if len(missing) > 8 else ""))
+        problems.append(
+            f"missing keys: {', '.join(sorted(missing)[:8])}" + (" …" if len(missing) > 8 else "")
+        )
     if unexpected:
-        problems.append(f"unexpected keys: {', '.join(unexpected[:8])}" + (" …" if len(unexpected) > 8 else ""))
+        problems.append(
+            f"unexpected keys: {', '.join(unexpected[:8])}" + (" …" if len(unexpected) > 8 else "")
+        )
     if problems:
         raise ValueError("These weights do not fit this BERT model: " + "; ".join(problems))
     return absent_groups
@@ -96,7 +104,9 @@ def load_hf_state_dict(model: nn.Module, state_dict: dict[str, Tensor]) -> None:
 
 def hf_state_dict(model: nn.Module) -> dict[str, Tensor]:
     """Weights under BertForPreTraining's names, each its own contiguous tensor (safetensors-ready)."""
-    out = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items() if not _DROPPED.search(k)}
+    out = {
+        k: v.detach().clone().contiguous() for k, v in model.state_dict().items() if not _DROPPED.search(k)
+    }
     out["cls.predictions.decoder.weight"] = out["bert.embeddings.word_embeddings.weight"].clone()
     out["cls.predictions.decoder.bias"] = out["cls.predictions.bias"].clone()
     return out

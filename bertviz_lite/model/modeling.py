@@ -197,7 +197,10 @@ class BertModel(nn.Module):
         self.pooler = BertPooler(config)
 
     def prepare_inputs(
-        self, input_ids: Tensor, token_type_ids: Tensor | None, attention_mask: Tensor | None,
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None,
+        attention_mask: Tensor | None,
         position_ids: Tensor | None,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Fill in the defaults: segment 0, positions 0..T-1, attend to every non-padding token."""
@@ -218,7 +221,10 @@ class BertModel(nn.Module):
         return input_ids, token_type_ids, attention_mask, position_ids
 
     def forward(
-        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
         position_ids: Tensor | None = None,
     ) -> BertModelOutput:
         """Fast encoder pass (fused attention kernel)."""
@@ -273,7 +279,10 @@ class BertForPreTraining(nn.Module):
             nn.init.zeros_(module.bias)
 
     def encode(
-        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
         position_ids: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Fast encoder pass: (last hidden state (B, T, H), pooled (B, H))."""
@@ -281,7 +290,11 @@ class BertForPreTraining(nn.Module):
         return out.last_hidden_state, out.pooler_output
 
     def forward(
-        self, input_ids: Tensor, token_type_ids: Tensor | None = None, *, attention_mask: Tensor | None = None,
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        *,
+        attention_mask: Tensor | None = None,
         position_ids: Tensor | None = None,
     ) -> BertForPreTrainingOutput:
         """Both heads, as transformers' BertForPreTraining: prediction_logits (B, T, V), seq_relationship_logits (B, 2)."""
@@ -289,7 +302,11 @@ class BertForPreTraining(nn.Module):
         return BertForPreTrainingOutput(self.cls.predictions(hidden), self.cls.seq_relationship(pooled))
 
     def mlm_logits(
-        self, input_ids: Tensor, token_type_ids: Tensor | None = None, *, attention_mask: Tensor | None = None,
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        *,
+        attention_mask: Tensor | None = None,
         position_ids: Tensor | None = None,
     ) -> Tensor:
         """The MLM head alone: logits (B, T, V), without the NSP head's pooler."""
@@ -297,14 +314,21 @@ class BertForPreTraining(nn.Module):
         return self.cls.predictions(hidden)
 
     def next_sentence_logits(
-        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
     ) -> Tensor:
         """NSP logits (B, 2); index 0 = B follows A."""
         _, pooled = self.encode(input_ids, token_type_ids, attention_mask)
         return self.cls.seq_relationship(pooled)
 
     def pretraining_loss(
-        self, input_ids: Tensor, token_type_ids: Tensor, attention_mask: Tensor, labels: Tensor,
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor,
+        attention_mask: Tensor,
+        labels: Tensor,
         next_sentence_label: Tensor,
     ) -> PretrainingOutput:
         """MLM + NSP loss; only the masked positions are projected onto the vocabulary."""
@@ -325,8 +349,13 @@ class BertForPreTraining(nn.Module):
 
     @torch.no_grad()
     def trace(
-        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
-        position_ids: Tensor | None = None, heads: bool | None = None, head_mask: Tensor | None = None,
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
+        heads: bool | None = None,
+        head_mask: Tensor | None = None,
     ) -> BertTrace:
         """One forward pass that keeps every intermediate (explicit attention, not the fused kernel).
 
@@ -344,7 +373,10 @@ class BertForPreTraining(nn.Module):
         hidden_states, layers = self.bert.encoder.forward_with_attention(hidden, mask, head_mask)
         pooled = self.bert.pooler(hidden_states[-1])
         return BertTrace(
-            embeddings=parts, layers=layers, hidden_states=hidden_states, pooled=pooled,
+            embeddings=parts,
+            layers=layers,
+            hidden_states=hidden_states,
+            pooled=pooled,
             mlm_logits=self.cls.predictions(hidden_states[-1]) if _want(heads, self.has_mlm_head) else None,
             nsp_logits=self.cls.seq_relationship(pooled) if _want(heads, self.has_nsp_head) else None,
             attention_mask=attention_mask,
@@ -365,5 +397,3 @@ class BertForPreTraining(nn.Module):
         from bertviz_lite.model.hf_io import hf_state_dict
 
         return hf_state_dict(self)
-
-

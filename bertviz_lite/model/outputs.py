@@ -63,7 +63,9 @@ class BertTrace:
     hidden_states: tuple[Tensor, ...] = token_axes(1)  # embedding output, then each layer: (B, T, H)
     pooled: Tensor = token_axes()  # (B, H)
     mlm_logits: Tensor | None = token_axes(1)  # (B, T, V); None for a model without a trained MLM head
-    nsp_logits: Tensor | None = token_axes()  # (B, 2), index 0 = IsNext as in Hugging Face; None without an NSP head
+    nsp_logits: Tensor | None = (
+        token_axes()
+    )  # (B, 2), index 0 = IsNext as in Hugging Face; None without an NSP head
     attention_mask: Tensor = token_axes(1)  # (B, T)
 
     def per_layer(self) -> dict[str, str]:

@@ -62,7 +62,9 @@ class RunState:
 
     name: str
     path: Path
-    state: str  # starting | running | finished | stopped | diverged | failed | ready (a checkpoint, no status)
+    state: (
+        str  # starting | running | finished | stopped | diverged | failed | ready (a checkpoint, no status)
+    )
     message: str = ""
     step: int = 0
     total_steps: int | None = None
@@ -92,7 +94,7 @@ class RunState:
 
     @property
     def eta_text(self) -> str | None:
-        """"about 2 min 05 s left" while it trains and the trainer gave an estimate, else None."""
+        """ "about 2 min 05 s left" while it trains and the trainer gave an estimate, else None."""
         if self.eta_s is None or not self.active:
             return None
         minutes, seconds = divmod(int(self.eta_s), 60)
@@ -144,8 +146,10 @@ def check_threads(options: Mapping[str, Any], owner: access.Visitor | None) -> N
     """ValueError in words when the options ask for more threads than `threads_allowed(owner)`."""
     threads, most = options.get("threads") or 0, threads_allowed(owner)
     if threads > most:
-        raise ValueError(f"CPU threads ({threads}): a run started here may use at most {most}, the cores this server "
-                         "does not keep for its visitors' pages. Choose fewer, or 0 for that many.")
+        raise ValueError(
+            f"CPU threads ({threads}): a run started here may use at most {most}, the cores this server "
+            "does not keep for its visitors' pages. Choose fewer, or 0 for that many."
+        )
 
 
 def training_command(run_dir: Path, options: Mapping[str, Any]) -> list[str]:
@@ -154,8 +158,13 @@ def training_command(run_dir: Path, options: Mapping[str, Any]) -> list[str]:
 
 
 def launch_run(
-    options: Mapping[str, Any], *, root: Path | None = None, name: str | None = None,
-    corpus_text: str | None = None, max_runs: int | None = None, owner: access.Visitor | None = None,
+    options: Mapping[str, Any],
+    *,
+    root: Path | None = None,
+    name: str | None = None,
+    corpus_text: str | None = None,
+    max_runs: int | None = None,
+    owner: access.Visitor | None = None,
 ) -> Path:
     """Start a training process on a new run folder and return the folder.
 
@@ -209,13 +218,15 @@ def just_launched(name: str, visitor: access.Visitor, within_s: float = 10.0) ->
     launched = RunFolder(run_dir).launch
     if not name or not launched.is_file() or not access.is_owner(run_dir, visitor):
         return None
-    return run_dir if time.time() - launched.stat().st_mtime < within_s and run_state(run_dir).active else None
+    return (
+        run_dir if time.time() - launched.stat().st_mtime < within_s and run_state(run_dir).active else None
+    )
 
 
 def _check_run_limit(root: Path, limit: int, owner: access.Visitor | None = None) -> None:
     active = active_runs(root)
     if owner is not None and owner.admin:
-        for run in active[limit - 1:]:  # the lecturer preempts: these save and stop while the new run starts
+        for run in active[limit - 1 :]:  # the lecturer preempts: these save and stop while the new run starts
             stop_run(run.path)
         return
     if len(active) >= limit:
@@ -226,8 +237,10 @@ def _check_run_limit(root: Path, limit: int, owner: access.Visitor | None = None
         )
     own = [run.name for run in active if owner is not None and access.is_owner(run.path, owner)]
     if own:
-        raise RunLimitError(f"You already have a run training ({own[0]}): one run per visitor at a time. "
-                            "Stop it or wait until it finishes.")
+        raise RunLimitError(
+            f"You already have a run training ({own[0]}): one run per visitor at a time. "
+            "Stop it or wait until it finishes."
+        )
 
 
 def _start_process(run_dir: Path, command: list[str]) -> subprocess.Popen:
@@ -235,8 +248,13 @@ def _start_process(run_dir: Path, command: list[str]) -> subprocess.Popen:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     with open(RunFolder(run_dir).log, "ab") as log:
         process = subprocess.Popen(
-            command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
+            command,
+            cwd=REPO_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     _CHILDREN[process.pid] = process
     atomic_write_json(
@@ -285,9 +303,16 @@ def run_state(run_dir: str | os.PathLike) -> RunState:
 
 def _from_status(run_dir: Path, status: dict[str, Any], state: str, message: str) -> RunState:
     return RunState(
-        name=run_dir.name, path=run_dir, state=state, message=message, step=int(status.get("step") or 0),
-        total_steps=status.get("total_steps"), eta_s=status.get("eta_s") if state == "running" else None,
-        pid=status.get("pid"), checkpoint_step=status.get("checkpoint_step"), updated_at=status.get("updated_at"),
+        name=run_dir.name,
+        path=run_dir,
+        state=state,
+        message=message,
+        step=int(status.get("step") or 0),
+        total_steps=status.get("total_steps"),
+        eta_s=status.get("eta_s") if state == "running" else None,
+        pid=status.get("pid"),
+        checkpoint_step=status.get("checkpoint_step"),
+        updated_at=status.get("updated_at"),
     )
 
 
@@ -380,10 +405,17 @@ def _shown(value: Any) -> Any:
     """A hyperparameter as read, or as short text when it is not a plain value (a list, a 400-digit number)."""
     if _small(value):
         return value
-    text = value if isinstance(value, str) else json.dumps(value)[:MAX_TEXT_FIELD] if isinstance(value, list | dict) \
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value)[:MAX_TEXT_FIELD]
+        if isinstance(value, list | dict)
         else f"a {len(str(value))}-digit number"
+    )
     return text if len(text) <= MAX_TEXT_FIELD else text[: MAX_TEXT_FIELD - 1] + "…"
 
 
 def _small(value: Any) -> bool:
-    return value is None or isinstance(value, bool | float) or (isinstance(value, int) and abs(value) < 10**30)
+    return (
+        value is None or isinstance(value, bool | float) or (isinstance(value, int) and abs(value) < 10**30)
+    )

@@ -140,9 +140,12 @@ def check_budget(args: TrainingArguments) -> None:
         raise OptionError("batch_size", str(err)) from None
     snapshots = args.steps // args.snapshot_every + 1 if args.snapshot_every else 0
     if snapshots > MAX_SNAPSHOTS:
-        raise OptionError("snapshot_every", f"{amount(args.steps)} steps with a snapshot every {args.snapshot_every} "
-                          f"make {amount(snapshots)} snapshots; a run started here may keep at most {MAX_SNAPSHOTS}: "
-                          f"take one every {-(-args.steps // (MAX_SNAPSHOTS - 1))} steps or more")
+        raise OptionError(
+            "snapshot_every",
+            f"{amount(args.steps)} steps with a snapshot every {args.snapshot_every} "
+            f"make {amount(snapshots)} snapshots; a run started here may keep at most {MAX_SNAPSHOTS}: "
+            f"take one every {-(-args.steps // (MAX_SNAPSHOTS - 1))} steps or more",
+        )
 
 
 def disk_estimate(args: TrainingArguments) -> int:
@@ -158,7 +161,9 @@ def command_options(args: TrainingArguments) -> dict[str, Any]:
 
 def model_size(options: dict[str, Any]) -> int:
     """Parameters of the model these options build (embeddings, encoder, heads), for the form's summary."""
-    config = BertConfig(**{k: options[k] for k in MODEL_FIELDS if k in options}, vocab_size=options["vocab_size"])
+    config = BertConfig(
+        **{k: options[k] for k in MODEL_FIELDS if k in options}, vocab_size=options["vocab_size"]
+    )
     return parameter_count(config)
 
 
@@ -194,8 +199,11 @@ def check_training_pairs(options: dict[str, Any], corpus: tuple[int, int] | None
 
 def _check_documents(documents: int) -> None:
     if documents < 2:
-        raise OptionError("corpus", f"The corpus has {documents} document: next-sentence pairs need at least 2 "
-                                    "(separate documents with a blank line)")
+        raise OptionError(
+            "corpus",
+            f"The corpus has {documents} document: next-sentence pairs need at least 2 "
+            "(separate documents with a blank line)",
+        )
 
 
 def _builtin_sentences_needed(options: dict[str, Any]) -> int | None:
@@ -255,8 +263,10 @@ def training_advice(options: dict[str, Any], has_cuda: bool) -> list[str]:
     """Warnings about options that usually disappoint: a large lr on a pretrained model, base on a CPU."""
     advice = []
     if options.get("init") and options["lr"] > CONTINUED_PRETRAINING_MAX_LR:
-        advice.append("Continued pre-training usually takes a small learning rate (about 1e-4): "
-                      "a large one wipes out what the model knows.")
+        advice.append(
+            "Continued pre-training usually takes a small learning rate (about 1e-4): "
+            "a large one wipes out what the model knows."
+        )
     if options["preset"] in SLOW_ON_CPU_PRESETS and not has_cuda:
         advice.append(f"The {options['preset']} preset takes hours on a CPU: try tiny or small first.")
     return advice

@@ -90,7 +90,14 @@ def _summary_or_bare(run: RunState) -> dict[str, Any]:
     try:
         return summary(run)
     except (OSError, ValueError, OverflowError, TypeError):
-        return {"name": run.name, "state": run.state, "steps": None, "size_mb": None, "date": "", "loadable": False}
+        return {
+            "name": run.name,
+            "state": run.state,
+            "steps": None,
+            "size_mb": None,
+            "date": "",
+            "loadable": False,
+        }
 
 
 def hyperparameter_table(names: list[str], root: Path | None = None) -> pd.DataFrame:
@@ -113,7 +120,10 @@ def _as_shown(options: dict) -> dict:
     (MiniLM's 384 × 6 × 12, say): "tiny" beside them would mislead.
     """
     if options.get("init") and options.get("preset"):
-        return {**options, "preset": f"continued from {options['init']} (options based on {options['preset']})"}
+        return {
+            **options,
+            "preset": f"continued from {options['init']} (options based on {options['preset']})",
+        }
     return options
 
 
@@ -168,7 +178,9 @@ def _check_changeable(root: Path, name: str, action: str, visitor: access.Visito
     return folder
 
 
-def rename_checkpoint(old: str, new: str, root: Path | None = None, visitor: access.Visitor | None = None) -> Path:
+def rename_checkpoint(
+    old: str, new: str, root: Path | None = None, visitor: access.Visitor | None = None
+) -> Path:
     """Rename a checkpoint folder; the new name must be safe and free; `visitor` must own it (None: the server)."""
     root = root or checkpoints_root()
     folder = _check_changeable(root, old, "renamed", visitor)
@@ -193,10 +205,13 @@ def _move(folder: Path, target: Path, verb: str) -> None:
     try:
         os.rename(folder, target)
     except FileNotFoundError:
-        raise CheckpointError(f"{folder.name!r} was just renamed or deleted in another window: "
-                              "the list is reloaded") from None
+        raise CheckpointError(
+            f"{folder.name!r} was just renamed or deleted in another window: the list is reloaded"
+        ) from None
     except OSError as err:
-        raise CheckpointError(f"Could not {verb} {folder.name!r}: {err.strerror or 'the file system refused'}") from None
+        raise CheckpointError(
+            f"Could not {verb} {folder.name!r}: {err.strerror or 'the file system refused'}"
+        ) from None
 
 
 # ---- zip download and Hugging Face export --------------------------------------------------------
@@ -214,7 +229,9 @@ def _zip_files(members: list[tuple[Path, str]]) -> bytes:
             # Weights barely compress: store them, deflate the text files.
             method = zipfile.ZIP_STORED if path.suffix == ".safetensors" else zipfile.ZIP_DEFLATED
             if path.name == TRAIN_ARGS_FILE:
-                archive.writestr(arcname, _without_server_paths(path.read_text(encoding="utf-8")), compress_type=method)
+                archive.writestr(
+                    arcname, _without_server_paths(path.read_text(encoding="utf-8")), compress_type=method
+                )
             else:
                 archive.write(path, arcname, compress_type=method)
     return buffer.getvalue()
@@ -222,8 +239,12 @@ def _zip_files(members: list[tuple[Path, str]]) -> bytes:
 
 def _without_server_paths(text: str) -> str:
     """train_args.json as a download carries it: the server's folders and Python left out of paths and commands."""
-    for prefix, short in ((sys.executable, "python"), (f"{checkpoints_root()}{os.sep}", "checkpoints/"),
-                          (f"{REPO_ROOT}{os.sep}", ""), (str(Path.home()), "~")):
+    for prefix, short in (
+        (sys.executable, "python"),
+        (f"{checkpoints_root()}{os.sep}", "checkpoints/"),
+        (f"{REPO_ROOT}{os.sep}", ""),
+        (str(Path.home()), "~"),
+    ):
         text = text.replace(json.dumps(prefix)[1:-1], short)
     return text
 
@@ -234,7 +255,9 @@ def checkpoint_files(folder: Path) -> list[Path]:
     files = [folder / name for name in names if (folder / name).is_file()]
     snapshots = folder / SNAPSHOTS_DIR
     if snapshots.is_dir():
-        files += sorted(p for p in snapshots.iterdir() if SNAPSHOT_MEMBER.fullmatch(f"{SNAPSHOTS_DIR}/{p.name}"))
+        files += sorted(
+            p for p in snapshots.iterdir() if SNAPSHOT_MEMBER.fullmatch(f"{SNAPSHOTS_DIR}/{p.name}")
+        )
     return files
 
 

@@ -128,10 +128,14 @@ def plan_members(archive: zipfile.ZipFile) -> tuple[list[tuple[zipfile.ZipInfo, 
         raise CheckpointError("The zip holds the same file twice")
     for path in relative:
         _check_allowed(path)
-    _check_snapshots([info for info, path in zip(files, relative, strict=True) if path.parts[0] == SNAPSHOTS_DIR])
+    _check_snapshots(
+        [info for info, path in zip(files, relative, strict=True) if path.parts[0] == SNAPSHOTS_DIR]
+    )
     missing = [name for name in REQUIRED_FILES if PurePosixPath(name) not in relative]
     if missing:
-        raise CheckpointError(f"The zip has no {', '.join(missing)}: a checkpoint needs {', '.join(REQUIRED_FILES)}")
+        raise CheckpointError(
+            f"The zip has no {', '.join(missing)}: a checkpoint needs {', '.join(REQUIRED_FILES)}"
+        )
     return list(zip(files, relative, strict=True)), top
 
 
@@ -139,12 +143,15 @@ def _check_snapshots(snapshots: list[zipfile.ZipInfo]) -> None:
     """At most MAX_SNAPSHOTS snapshot files, of at most MAX_SNAPSHOTS_BYTES together (as the zip declares them;
     the bytes written are counted against that total as they unpack)."""
     if len(snapshots) > MAX_SNAPSHOTS:
-        raise CheckpointError(f"The zip holds {len(snapshots)} snapshot files; a checkpoint may bring at most "
-                              f"{MAX_SNAPSHOTS}")
+        raise CheckpointError(
+            f"The zip holds {len(snapshots)} snapshot files; a checkpoint may bring at most {MAX_SNAPSHOTS}"
+        )
     total = sum(info.file_size for info in snapshots)
     if total > MAX_SNAPSHOTS_BYTES:
-        raise CheckpointError(f"The zip's snapshots unpack to {megabytes(total)}; a checkpoint may bring at most "
-                              f"{megabytes(MAX_SNAPSHOTS_BYTES)} of them")
+        raise CheckpointError(
+            f"The zip's snapshots unpack to {megabytes(total)}; a checkpoint may bring at most "
+            f"{megabytes(MAX_SNAPSHOTS_BYTES)} of them"
+        )
 
 
 def _check_first_bytes(name: str, head: bytes, size: int) -> None:
@@ -152,7 +159,9 @@ def _check_first_bytes(name: str, head: bytes, size: int) -> None:
     if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
         raise CheckpointError(f"Refused {name!r}: it is a Python pickle, which can run code when loaded")
     if head[:4] == b"PK\x03\x04":
-        raise CheckpointError(f"Refused {name!r}: it is an archive (a torch.save file?), not a checkpoint file")
+        raise CheckpointError(
+            f"Refused {name!r}: it is an archive (a torch.save file?), not a checkpoint file"
+        )
     if name.endswith(".safetensors"):
         try:
             limits.safetensors_header_length(head, size, name)
@@ -160,7 +169,9 @@ def _check_first_bytes(name: str, head: bytes, size: int) -> None:
             raise CheckpointError(f"Refused {name!r}: {err}") from None
 
 
-def _extract_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, limit: int, past: str) -> int:
+def _extract_member(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, limit: int, past: str
+) -> int:
     """Copy one member, checking its first bytes; stop before the byte past `limit`. Returns bytes written."""
     target.parent.mkdir(parents=True, exist_ok=True)
     written = 0
@@ -188,7 +199,9 @@ def suggested_name(filename: str, data: bytes | BinaryIO | None = None) -> str:
     return cleaned or "uploaded"
 
 
-def import_zip(data: bytes | BinaryIO, name: str, root: Path | None = None, owner: access.Visitor | None = None) -> Path:
+def import_zip(
+    data: bytes | BinaryIO, name: str, root: Path | None = None, owner: access.Visitor | None = None
+) -> Path:
     """Validate an uploaded checkpoint zip and add it as `<root>/<name>`; CheckpointError says why not."""
     root = root or checkpoints_root()
     target = root / validate_run_name(name)
@@ -222,8 +235,10 @@ def _make_staging(root: Path, claim: int) -> Path:
     with exclusive_lock(root):  # uploads run in threads and in several app workers: one claim at a time
         budget, others = limits.upload_budget_bytes(), _claimed_by_others(root)
         if len(list(root.glob(".upload-*"))) >= limits.MAX_CONCURRENT_UPLOADS:
-            raise CheckpointError(f"{limits.MAX_CONCURRENT_UPLOADS} uploads are being unpacked now, the most this "
-                                  "server takes at once: try again in a minute")
+            raise CheckpointError(
+                f"{limits.MAX_CONCURRENT_UPLOADS} uploads are being unpacked now, the most this "
+                "server takes at once: try again in a minute"
+            )
         if claim > budget - others:
             raise CheckpointError(
                 f"Uploads being unpacked now hold {megabytes(others)} of the {megabytes(budget)} allowed and this "
@@ -277,7 +292,9 @@ def _check_snapshot_names(path: Path, name: str) -> None:
         raise CheckpointError(f"Refused {name!r}: {err}") from None
     if names != {SNAPSHOT_TENSOR}:
         shown = ", ".join(repr(n[:40]) for n in sorted(names)[:3])
-        raise CheckpointError(f"Refused {name!r}: a snapshot holds one tensor, {SNAPSHOT_TENSOR!r}, not {shown or 'none'}")
+        raise CheckpointError(
+            f"Refused {name!r}: a snapshot holds one tensor, {SNAPSHOT_TENSOR!r}, not {shown or 'none'}"
+        )
 
 
 def _extraction_order(member: tuple[zipfile.ZipInfo, PurePosixPath]) -> tuple[bool, bool, str]:
@@ -295,7 +312,11 @@ def _member_limit(name: str, config: BertConfig | None, left: int) -> tuple[int,
         limit = MAX_JSON_BYTES
     if limit is None or left < limit:
         return left, "more bytes than the zip declares"
-    what = "a model with this config.json can need" if name == WEIGHTS_FILE else f"this server accepts for {name}"
+    what = (
+        "a model with this config.json can need"
+        if name == WEIGHTS_FILE
+        else f"this server accepts for {name}"
+    )
     return limit, f"more than {megabytes(limit)}, the most {what}"
 
 

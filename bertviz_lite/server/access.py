@@ -35,8 +35,10 @@ from bertviz_lite.server import database
 
 ADMIN_TOKEN_SETTING = "BERTVIZ_LITE_ADMIN_TOKEN"
 MODEL_ROOTS_SETTING = "BERTVIZ_LITE_MODEL_ROOTS"
-REFUSED_PATH = ("Models can be loaded by path only from the server's checkpoints folder and Hugging Face cache "
-                f"(the {MODEL_ROOTS_SETTING} setting adds folders); pick a model from the list instead.")
+REFUSED_PATH = (
+    "Models can be loaded by path only from the server's checkpoints folder and Hugging Face cache "
+    f"(the {MODEL_ROOTS_SETTING} setting adds folders); pick a model from the list instead."
+)
 _VISITOR_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
 MAX_ALIASES = 8  # other ids one browser got from tabs opened at the same moment (kept in a second cookie)
 ADMIN_WINDOW_S = 600.0  # wrong admin tokens are counted over the last 10 minutes
@@ -55,7 +57,9 @@ class Visitor:
 
     id: str
     admin: bool = False
-    aliases: tuple[str, ...] = ()  # ids the same browser was given by tabs opened at once: also this visitor's
+    aliases: tuple[
+        str, ...
+    ] = ()  # ids the same browser was given by tabs opened at once: also this visitor's
 
 
 def new_visitor_id() -> str:
@@ -100,9 +104,14 @@ ADMIN_FAILURES_COLUMNS = {"admin_failures": {"address": "TEXT NOT NULL DEFAULT '
 
 def _admin_lock(db, who: str, address: str) -> float | None:
     """When the oldest counted try that locks this visitor or address (or everyone) was made; None: not locked."""
-    for where, key, limit in (("visitor = ?", (who,), ADMIN_TRIES_PER_VISITOR),
-                              ("address = ?", (address,), ADMIN_TRIES_PER_ADDRESS), ("1 = 1", (), ADMIN_TRIES_IN_TOTAL)):
-        tries = [row[0] for row in db.execute(f"SELECT at FROM admin_failures WHERE {where} ORDER BY at", key)]
+    for where, key, limit in (
+        ("visitor = ?", (who,), ADMIN_TRIES_PER_VISITOR),
+        ("address = ?", (address,), ADMIN_TRIES_PER_ADDRESS),
+        ("1 = 1", (), ADMIN_TRIES_IN_TOTAL),
+    ):
+        tries = [
+            row[0] for row in db.execute(f"SELECT at FROM admin_failures WHERE {where} ORDER BY at", key)
+        ]
         if len(tries) >= limit:
             return tries[-limit]
     return None
@@ -125,7 +134,9 @@ def check_admin_token(visitor_id: str, token: str, now: float | None = None, *, 
         if right:
             db.execute("DELETE FROM admin_failures WHERE visitor = ?", (who,))
         elif locked_since is None:
-            db.execute("INSERT INTO admin_failures (visitor, at, address) VALUES (?, ?, ?)", (who, now, address))
+            db.execute(
+                "INSERT INTO admin_failures (visitor, at, address) VALUES (?, ?, ?)", (who, now, address)
+            )
     if locked_since is not None:
         log.warning("admin token refused without checking: visitor %s or its address is locked out", who[:12])
         wait = locked_since + ADMIN_WINDOW_S - now
@@ -146,7 +157,9 @@ def client_address(ip_address: str | None) -> str:
 
 def _admin_cookie_key() -> bytes:
     """The admin cookie's signing key, derived from the admin token: a new token voids every admin cookie."""
-    return hashlib.sha256(f"bertviz-lite admin cookie:{os.environ.get(ADMIN_TOKEN_SETTING, '')}".encode()).digest()
+    return hashlib.sha256(
+        f"bertviz-lite admin cookie:{os.environ.get(ADMIN_TOKEN_SETTING, '')}".encode()
+    ).digest()
 
 
 def admin_cookie(now: float | None = None) -> str:
@@ -160,7 +173,11 @@ def admin_cookie(now: float | None = None) -> str:
 def is_admin_cookie(value: object, now: float | None = None) -> bool:
     """Whether `value` is an unexpired admin cookie signed with this server's admin token."""
     expiry, _, signature = value.partition(".") if isinstance(value, str) else ("", "", "")
-    if not admin_token_configured() or not expiry.isdigit() or int(expiry) <= (time.time() if now is None else now):
+    if (
+        not admin_token_configured()
+        or not expiry.isdigit()
+        or int(expiry) <= (time.time() if now is None else now)
+    ):
         return False
     expected = hmac.new(_admin_cookie_key(), expiry.encode(), hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected, signature)
@@ -192,7 +209,10 @@ def is_owner(folder: str | os.PathLike, visitor: Visitor) -> bool:
     claim link (another device)."""
     record = read_json_object(RunFolder(folder).owner) or {}
     mine = [_digest(visitor_id) for visitor_id in (visitor.id, *visitor.aliases)]
-    owners = [str(record.get("owner", "")), *(str(o) for o in record.get("claimed_by", []) if isinstance(o, str))]
+    owners = [
+        str(record.get("owner", "")),
+        *(str(o) for o in record.get("claimed_by", []) if isinstance(o, str)),
+    ]
     return any(hmac.compare_digest(owner, digest) for owner in owners for digest in mine)
 
 
@@ -210,10 +230,14 @@ def claim_code(folder: str | os.PathLike, visitor: Visitor) -> str | None:
     record = read_json_object(run.owner) or {}
     if not record.get("owner") or not hmac.compare_digest(str(record["owner"]), _digest(visitor.id)):
         return None
-    code = hmac.new(visitor.id.encode(), f"claim:{Path(folder).name}".encode(), hashlib.sha256).hexdigest()[:32]
+    code = hmac.new(visitor.id.encode(), f"claim:{Path(folder).name}".encode(), hashlib.sha256).hexdigest()[
+        :32
+    ]
     if record.get(CLAIM_FIELD) != _digest(code):
         with _owner_lock(folder):  # read again under the lock: a claim may have just added an owner
-            atomic_write_json(run.owner, {**(read_json_object(run.owner) or record), CLAIM_FIELD: _digest(code)})
+            atomic_write_json(
+                run.owner, {**(read_json_object(run.owner) or record), CLAIM_FIELD: _digest(code)}
+            )
     return code
 
 
@@ -235,8 +259,10 @@ def _claim(run: RunFolder, visitor: Visitor, code: str) -> str:
     record = read_json_object(run.owner) or {}
     expected = str(record.get(CLAIM_FIELD, ""))
     if not expected or not isinstance(code, str) or not hmac.compare_digest(expected, _digest(code[:64])):
-        raise PermissionError(f"This claim link does not fit {Path(folder).name}: ask its owner for the link "
-                              "their Train page shows, or type the admin token.")
+        raise PermissionError(
+            f"This claim link does not fit {Path(folder).name}: ask its owner for the link "
+            "their Train page shows, or type the admin token."
+        )
     if is_owner(folder, visitor):
         return f"{Path(folder).name} is already yours on this browser."
     claimed = [o for o in record.get("claimed_by", []) if isinstance(o, str)]
@@ -249,7 +275,9 @@ def _claim(run: RunFolder, visitor: Visitor, code: str) -> str:
 def is_shipped(folder: str | os.PathLike) -> bool:
     """The checkpoints that come with the repository, which nobody changes from the app."""
     path = Path(folder)
-    return path.name in pretrained.SHIPPED_CHECKPOINTS and path.parent.resolve() == checkpoints_root().resolve()
+    return (
+        path.name in pretrained.SHIPPED_CHECKPOINTS and path.parent.resolve() == checkpoints_root().resolve()
+    )
 
 
 def may_change(folder: str | os.PathLike, visitor: Visitor | None) -> bool:
@@ -266,7 +294,9 @@ def check_may_change(folder: str | os.PathLike, visitor: Visitor | None, action:
     name = Path(folder).name
     if is_shipped(folder):
         raise PermissionError(f"{name} ships with the app and is read-only: you cannot {action} it.")
-    raise PermissionError(f"You can only {action} runs and uploads you started yourself; {name} is another visitor's.")
+    raise PermissionError(
+        f"You can only {action} runs and uploads you started yourself; {name} is another visitor's."
+    )
 
 
 def _configured_roots() -> list[Path]:
@@ -284,8 +314,11 @@ def allowed_model_roots() -> list[Path]:
 
 def check_model_source(source: str) -> None:
     """Let the packaged model and checkpoint names through; fence every other source with check_model_folder."""
-    plain_name = len(source) <= MAX_NAME_CHARS and bool(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", source)) \
+    plain_name = (
+        len(source) <= MAX_NAME_CHARS
+        and bool(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", source))
         and ".." not in source
+    )
     if source == pretrained.MINILM or (plain_name and (checkpoints_root() / source).is_dir()):
         return
     check_model_folder(source)

@@ -43,7 +43,9 @@ WORKER_SETTING = "BERTVIZ_LITE_WORKER"  # each worker's index, 0 … N-1
 MAX_WORKERS = 16
 DEFAULT_PORT = 8501
 START_TIMEOUT_S = 180.0  # N workers importing torch and Streamlit at once on 2 cores take a while
-WARM_UP_TIMEOUT_S = 120.0  # one script run per worker, the default model loaded and traced: seconds, all at once
+WARM_UP_TIMEOUT_S = (
+    120.0  # one script run per worker, the default model loaded and traced: seconds, all at once
+)
 STOP_GRACE_S = 10.0
 MAX_RESTARTS = 5  # a worker that keeps dying (a broken install) ends serve instead of looping
 _PR_SET_PDEATHSIG = 1
@@ -66,7 +68,9 @@ def _workers(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"a whole number from 1 to {MAX_WORKERS} is needed, not {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"a whole number from 1 to {MAX_WORKERS} is needed, not {text!r}"
+        ) from None
     if not 1 <= value <= MAX_WORKERS:
         raise argparse.ArgumentTypeError(f"from 1 to {MAX_WORKERS} workers, not {value}")
     return value
@@ -81,14 +85,27 @@ def _port(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(prog="python -m bertviz_lite.serve", description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=_workers, required=True, help="app processes behind the balancer")
-    parser.add_argument("--port", type=_port, default=DEFAULT_PORT, help="the port visitors open (default 8501)")
-    parser.add_argument("--address", default="127.0.0.1",
-                        help="the address haproxy listens on (0.0.0.0: every interface; default 127.0.0.1)")
-    parser.add_argument("--tls-cert", type=Path, default=None,
-                        help="a PEM certificate: haproxy serves HTTPS with it (use it on a lecture hall's Wi-Fi)")
+    parser.add_argument(
+        "--port", type=_port, default=DEFAULT_PORT, help="the port visitors open (default 8501)"
+    )
+    parser.add_argument(
+        "--address",
+        default="127.0.0.1",
+        help="the address haproxy listens on (0.0.0.0: every interface; default 127.0.0.1)",
+    )
+    parser.add_argument(
+        "--tls-cert",
+        type=Path,
+        default=None,
+        help="a PEM certificate: haproxy serves HTTPS with it (use it on a lecture hall's Wi-Fi)",
+    )
     parser.add_argument("--tls-key", type=Path, default=None, help="the certificate's PEM private key")
-    parser.add_argument("--run-dir", type=Path, default=None,
-                        help="folder for haproxy.cfg and the logs (default: a new temporary folder, removed at exit)")
+    parser.add_argument(
+        "--run-dir",
+        type=Path,
+        default=None,
+        help="folder for haproxy.cfg and the logs (default: a new temporary folder, removed at exit)",
+    )
     return parser
 
 
@@ -101,9 +118,23 @@ def free_port() -> int:
 
 def worker_command(port: int) -> list[str]:
     """The same `streamlit run app.py` as a plain run (.streamlit/config.toml applies), on a loopback port."""
-    return [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-            "--server.scriptHealthCheckEnabled", "true"]  # serve's warm-up runs app.py once (denied through haproxy)
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.scriptHealthCheckEnabled",
+        "true",
+    ]  # serve's warm-up runs app.py once (denied through haproxy)
 
 
 def _child_setup() -> None:
@@ -118,8 +149,15 @@ def _child_setup() -> None:
 
 def _start(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
     with open(log, "ab") as handle:
-        return subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=handle,
-                                stderr=subprocess.STDOUT, preexec_fn=_child_setup)
+        return subprocess.Popen(
+            command,
+            cwd=REPO_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_child_setup,
+        )
 
 
 @dataclass
@@ -153,10 +191,23 @@ class Worker:
 
 def plan_workers(count: int, run_dir: Path) -> list[Worker]:
     """`count` workers on free loopback ports, each logging to run_dir/worker-<i>.log (not started yet)."""
-    secret = secrets.token_urlsafe(32)  # one Streamlit cookie secret for all, so any worker accepts a browser's cookies
-    return [Worker(index, free_port(), {**os.environ, WORKER_SETTING: str(index), "PYTHONUNBUFFERED": "1",
-                                        "STREAMLIT_SERVER_COOKIE_SECRET": secret}, run_dir / f"worker-{index}.log")
-            for index in range(count)]
+    secret = secrets.token_urlsafe(
+        32
+    )  # one Streamlit cookie secret for all, so any worker accepts a browser's cookies
+    return [
+        Worker(
+            index,
+            free_port(),
+            {
+                **os.environ,
+                WORKER_SETTING: str(index),
+                "PYTHONUNBUFFERED": "1",
+                "STREAMLIT_SERVER_COOKIE_SECRET": secret,
+            },
+            run_dir / f"worker-{index}.log",
+        )
+        for index in range(count)
+    ]
 
 
 def answers_ok(url: str, timeout: float = 2.0) -> bool:
@@ -178,7 +229,9 @@ def wait_healthy(urls: dict[str, str], processes: dict[str, subprocess.Popen], t
                 raise ServeError(f"{name} exited with code {process.returncode} while starting")
         waiting = {name: url for name, url in waiting.items() if not answers_ok(url)}
         if waiting and time.monotonic() > deadline:
-            raise ServeError(f"{', '.join(waiting)} did not answer {haproxy.HEALTH_PATH} within {timeout:.0f} s")
+            raise ServeError(
+                f"{', '.join(waiting)} did not answer {haproxy.HEALTH_PATH} within {timeout:.0f} s"
+            )
         if waiting:
             time.sleep(0.25)
 
@@ -190,8 +243,13 @@ def warm_up(workers: list[Worker]) -> None:
         warmed = list(pool.map(Worker.warm_up, workers))
     for worker, ok in zip(workers, warmed, strict=True):
         if not ok:
-            print(f"{worker.name}: its warm-up run did not finish cleanly (see its log); it serves anyway", flush=True)
-    print(f"{sum(warmed)} of {len(workers)} workers warmed up in {time.monotonic() - started:.1f} s", flush=True)
+            print(
+                f"{worker.name}: its warm-up run did not finish cleanly (see its log); it serves anyway",
+                flush=True,
+            )
+    print(
+        f"{sum(warmed)} of {len(workers)} workers warmed up in {time.monotonic() - started:.1f} s", flush=True
+    )
 
 
 def stop_all(processes: list[subprocess.Popen], grace_s: float = STOP_GRACE_S) -> None:
@@ -217,25 +275,38 @@ def serve(args: argparse.Namespace, binary: str) -> int:
     temporary = args.run_dir is None
     run_dir = Path(tempfile.mkdtemp(prefix="bertviz-lite-serve-")) if temporary else args.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
-    for signum in (signal.SIGINT, signal.SIGTERM):  # SIGINT too, even where a shell started us with it ignored
+    for signum in (
+        signal.SIGINT,
+        signal.SIGTERM,
+    ):  # SIGINT too, even where a shell started us with it ignored
         signal.signal(signum, _raise_stop)
     processes: dict[str, subprocess.Popen] = {}
     code = 0
     try:
-        print(f"Starting {args.workers} app worker{'s' if args.workers > 1 else ''} (logs in {run_dir})…", flush=True)
+        print(
+            f"Starting {args.workers} app worker{'s' if args.workers > 1 else ''} (logs in {run_dir})…",
+            flush=True,
+        )
         workers = plan_workers(args.workers, run_dir)
         processes.update({worker.name: worker.start() for worker in workers})
         wait_healthy({worker.name: worker.health_url for worker in workers}, processes, START_TIMEOUT_S)
         warm_up(workers)
         tls_pem = _tls_pem(args)
-        config = haproxy.write_config(run_dir, args.address, args.port, [worker.port for worker in workers], tls_pem)
-        processes["haproxy"] = _start(haproxy.haproxy_command(binary, config), run_dir / "haproxy.log", dict(os.environ))
+        config = haproxy.write_config(
+            run_dir, args.address, args.port, [worker.port for worker in workers], tls_pem
+        )
+        processes["haproxy"] = _start(
+            haproxy.haproxy_command(binary, config), run_dir / "haproxy.log", dict(os.environ)
+        )
         shown = "127.0.0.1" if args.address in ("0.0.0.0", "::") else args.address
         scheme = "https" if tls_pem else "http"
         wait_healthy({"haproxy": f"{scheme}://{shown}:{args.port}{haproxy.HEALTH_PATH}"}, processes, 30.0)
         workers_text = f"{args.workers} worker{'s' if args.workers > 1 else ''}"
-        print(f"open {scheme}://{shown}:{args.port} ({workers_text} behind haproxy, sticky sessions; Ctrl-C stops them "
-              "all)", flush=True)
+        print(
+            f"open {scheme}://{shown}:{args.port} ({workers_text} behind haproxy, sticky sessions; Ctrl-C stops them "
+            "all)",
+            flush=True,
+        )
         supervise(workers, processes)
     except (KeyboardInterrupt, _Stop):
         print("Stopping haproxy and the workers…", flush=True)
@@ -278,8 +349,11 @@ def supervise(workers: list[Worker], processes: dict[str, subprocess.Popen]) -> 
         if worker is None or worker.restarts >= MAX_RESTARTS:
             raise ServeError(f"{name} exited with code {processes[name].returncode}")
         worker.restarts += 1
-        print(f"{name} exited with code {processes[name].returncode}: starting it again "
-              f"({worker.restarts} of {MAX_RESTARTS} restarts)", flush=True)
+        print(
+            f"{name} exited with code {processes[name].returncode}: starting it again "
+            f"({worker.restarts} of {MAX_RESTARTS} restarts)",
+            flush=True,
+        )
         processes[name] = worker.start()
 
 
@@ -287,12 +361,17 @@ def _first_to_exit(processes: dict[str, subprocess.Popen]) -> str:
     """Block until one of the processes exits (without reaping it, so its Popen still reads its code)."""
     while True:
         info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
-        name = next((name for name, process in processes.items() if info is not None and info.si_pid == process.pid), None)
+        name = next(
+            (name for name, process in processes.items() if info is not None and info.si_pid == process.pid),
+            None,
+        )
         if name is not None:
             processes[name].wait()
             return name
         if info is not None:
-            os.waitpid(info.si_pid, 0)  # not one of ours to watch (a replaced worker's leftover): reap it, go on
+            os.waitpid(
+                info.si_pid, 0
+            )  # not one of ours to watch (a replaced worker's leftover): reap it, go on
 
 
 def _log_of(err: ServeError, run_dir: Path) -> Path:
@@ -303,9 +382,11 @@ def _log_of(err: ServeError, run_dir: Path) -> Path:
 
 
 def _last_line(log: Path) -> str:
-    """": <the log's last line>" (haproxy's "cannot bind socket", a worker's last error), or ""."""
+    """ ": <the log's last line>" (haproxy's "cannot bind socket", a worker's last error), or ""."""
     try:
-        lines = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+        lines = [
+            line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()
+        ]
     except OSError:
         return ""
     return f": {lines[-1].strip()[:300]}" if lines else ""
@@ -320,7 +401,10 @@ def _remove(run_dir: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if (args.tls_cert is None) != (args.tls_key is None):
-        print("serve: --tls-cert and --tls-key go together (the certificate and its private key)", file=sys.stderr)
+        print(
+            "serve: --tls-cert and --tls-key go together (the certificate and its private key)",
+            file=sys.stderr,
+        )
         return 2
     binary = haproxy.haproxy_binary()
     if binary is None:
@@ -328,8 +412,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     problem = _cannot_listen(args.address, args.port)
     if problem:
-        print(f"serve: cannot listen on {args.address}:{args.port} ({problem}): pick another --port or --address",
-              file=sys.stderr)
+        print(
+            f"serve: cannot listen on {args.address}:{args.port} ({problem}): pick another --port or --address",
+            file=sys.stderr,
+        )
         return 2
     return serve(args, binary)
 
@@ -339,7 +425,9 @@ def _cannot_listen(address: str, port: int) -> str:
     try:
         family = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM)[0][0]
         with socket.socket(family) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as haproxy does: TIME_WAIT is no obstacle
+            sock.setsockopt(
+                socket.SOL_SOCKET, socket.SO_REUSEADDR, 1
+            )  # as haproxy does: TIME_WAIT is no obstacle
             sock.bind((address, port))
     except OSError as err:
         return err.strerror or str(err)

@@ -36,9 +36,14 @@ from bertviz_lite.server.memory import release_memory
 
 T = TypeVar("T")
 MB = 1024 * 1024
-SAMPLED_ITEMS = 256  # a long list's size is extrapolated from this many items (hover texts can be 262,144 strings)
+SAMPLED_ITEMS = (
+    256  # a long list's size is extrapolated from this many items (hover texts can be 262,144 strings)
+)
 RELEASE_FROM_BYTES = 16 * MB  # a sweep that frees this much gives the memory back to the system
-LARGE_BYTES, LARGE_TTL_S = 64 * MB, 120.0  # a large entry (a trace of hundreds of tokens) is kept while it is shown
+LARGE_BYTES, LARGE_TTL_S = (
+    64 * MB,
+    120.0,
+)  # a large entry (a trace of hundreds of tokens) is kept while it is shown
 COLLECT_EVERY_S = 30.0  # while a dropped large value is still alive, a full collection at most this often
 GROWS_WITHIN_S = 10.0  # a growing entry is measured again by each sweep this long after it was last used
 
@@ -49,7 +54,9 @@ class Entry:
     nbytes: int
     ttl_s: float
     last_used: float
-    resize: Callable[[Any], int] | None = None  # a value that grows after it is stored is measured again each sweep
+    resize: Callable[[Any], int] | None = (
+        None  # a value that grows after it is stored is measured again each sweep
+    )
 
 
 class _Flight:
@@ -59,19 +66,32 @@ class _Flight:
         self.done = threading.Event()
         self.value: Any = None
         self.error: Exception | None = None
-        self.abandoned = False  # the computing caller was interrupted (a Streamlit rerun): a waiter computes instead
+        self.abandoned = (
+            False  # the computing caller was interrupted (a Streamlit rerun): a waiter computes instead
+        )
 
 
 class SharedCache:
     """A thread-safe, single-flight LRU cache bounded by entries, bytes and idle time (see the module's docstring)."""
 
-    def __init__(self, max_entries: int, max_bytes: int, ttl_s: float, sweep_s: float | None = None,
-                 release_from_bytes: int = RELEASE_FROM_BYTES, collect_every_s: float = COLLECT_EVERY_S) -> None:
+    def __init__(
+        self,
+        max_entries: int,
+        max_bytes: int,
+        ttl_s: float,
+        sweep_s: float | None = None,
+        release_from_bytes: int = RELEASE_FROM_BYTES,
+        collect_every_s: float = COLLECT_EVERY_S,
+    ) -> None:
         if max_entries < 1 or max_bytes < 1 or ttl_s <= 0:
-            raise ValueError(f"a cache needs room and time (max_entries {max_entries}, max_bytes {max_bytes}, "
-                             f"ttl_s {ttl_s})")
+            raise ValueError(
+                f"a cache needs room and time (max_entries {max_entries}, max_bytes {max_bytes}, "
+                f"ttl_s {ttl_s})"
+            )
         self.max_entries, self.max_bytes, self.ttl_s = max_entries, max_bytes, ttl_s
-        self.sweep_s = sweep_s or min(max(ttl_s / 4, 0.05), 1.0)  # a scan of at most max_entries, once a second
+        self.sweep_s = sweep_s or min(
+            max(ttl_s / 4, 0.05), 1.0
+        )  # a scan of at most max_entries, once a second
         self.release_from_bytes, self.collect_every_s = release_from_bytes, collect_every_s
         # Large values dropped from the cache that a visitor's session still held (a page's globals, in a cycle with
         # the page's callbacks): memory goes back when they go, and a full collection runs now and then until then.
@@ -83,8 +103,12 @@ class SharedCache:
         self._closed = threading.Event()
         self.nbytes = 0
         self.computed = 0  # how many values were computed (a hit or a shared flight computes none)
-        threading.Thread(target=_sweep_while_alive, args=(weakref.ref(self), self._closed, self.sweep_s),
-                         name="bertviz-lite-cache-sweeper", daemon=True).start()
+        threading.Thread(
+            target=_sweep_while_alive,
+            args=(weakref.ref(self), self._closed, self.sweep_s),
+            name="bertviz-lite-cache-sweeper",
+            daemon=True,
+        ).start()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -92,8 +116,13 @@ class SharedCache:
     def __contains__(self, key: Hashable) -> bool:
         return key in self._entries
 
-    def get(self, key: Hashable, compute: Callable[[], T], nbytes: Callable[[T], int] | None = None,
-            grows: bool = False) -> T:
+    def get(
+        self,
+        key: Hashable,
+        compute: Callable[[], T],
+        nbytes: Callable[[T], int] | None = None,
+        grows: bool = False,
+    ) -> T:
         """The value cached under key, or compute() stored there (once, however many callers ask at once).
 
         nbytes: how to size the value (estimate_nbytes by default); grows: the value makes more arrays as it is used
@@ -129,7 +158,9 @@ class SharedCache:
             flight.abandoned = True
             raise
         else:
-            self._store(key, Entry(value, nbytes(value), self.ttl_s, time.monotonic(), nbytes if grows else None))
+            self._store(
+                key, Entry(value, nbytes(value), self.ttl_s, time.monotonic(), nbytes if grows else None)
+            )
             return value
         finally:
             with self._lock:
@@ -173,15 +204,20 @@ class SharedCache:
         their ids are not reused while it lives), keywords by value; only the result counts towards the bytes.
         """
         key = cache_key(build.func, tuple(map(id, build.args)), build.keywords, finish.func, finish.keywords)
-        return self.get(key, lambda: (build, finish(build())), nbytes=lambda made: estimate_nbytes(made[1]))[1]
+        return self.get(key, lambda: (build, finish(build())), nbytes=lambda made: estimate_nbytes(made[1]))[
+            1
+        ]
 
     def sweep(self) -> int:
         """Drop the entries idle past their time to live, measure growing ones again and evict past the bounds;
         gives memory back when much was freed. Returns the bytes freed."""
         now = time.monotonic()
         with self._lock:  # only an entry used lately can have grown: a page makes its arrays within seconds
-            growing = [(key, entry) for key, entry in self._entries.items()
-                       if entry.resize is not None and now - entry.last_used < GROWS_WITHIN_S]
+            growing = [
+                (key, entry)
+                for key, entry in self._entries.items()
+                if entry.resize is not None and now - entry.last_used < GROWS_WITHIN_S
+            ]
         sizes = {key: _measured(entry) for key, entry in growing}  # outside the lock: callers go on
         with self._lock:
             before = self.nbytes
@@ -196,7 +232,12 @@ class SharedCache:
             freed = before + grown - self.nbytes
             alive = [ref for ref in self._dropped if ref() is not None]
             gone, self._dropped = len(alive) < len(self._dropped), alive
-        if freed >= self.release_from_bytes or gone or alive and now - self._last_release > self.collect_every_s:
+        if (
+            freed >= self.release_from_bytes
+            or gone
+            or alive
+            and now - self._last_release > self.collect_every_s
+        ):
             release_memory()  # the values may sit in reference cycles, and their heap pages in the process
             self._last_release = now
             with self._lock:
@@ -275,14 +316,18 @@ class _Sizer:
             return 0
         self.seen.add(id(value))
         if isinstance(value, torch.Tensor):
-            return self._buffer(("storage", value.untyped_storage().data_ptr()), value.untyped_storage().nbytes())
+            return self._buffer(
+                ("storage", value.untyped_storage().data_ptr()), value.untyped_storage().nbytes()
+            )
         if isinstance(value, np.ndarray):
             return self._array(value)
         if isinstance(value, str | bytes | bytearray | int | float | complex | bool) or value is None:
             return sys.getsizeof(value)
         if hasattr(value, "to_plotly_json"):  # a plotly figure: what its JSON holds
             return self.size(value.to_plotly_json())
-        if isinstance(value, Mapping):  # copied first: a trace adds its numpy arrays while the sweeper measures it
+        if isinstance(
+            value, Mapping
+        ):  # copied first: a trace adds its numpy arrays while the sweeper measures it
             return sys.getsizeof(value) + sum(self.size(k) + self.size(v) for k, v in list(value.items()))
         if isinstance(value, list | tuple | set | frozenset):
             return sys.getsizeof(value) + self._items(list(value))
@@ -310,7 +355,9 @@ class _Sizer:
 
     def _attributes(self, value: Any) -> int:
         attributes = dict(vars(value)) if hasattr(value, "__dict__") else {}
-        attributes.update((name, getattr(value, name, None)) for name in getattr(type(value), "__slots__", ()))
+        attributes.update(
+            (name, getattr(value, name, None)) for name in getattr(type(value), "__slots__", ())
+        )
         if dataclasses.is_dataclass(value):  # a field left out of comparisons refers to something shared
             shared = {field.name for field in dataclasses.fields(value) if not field.compare}
             attributes = {name: item for name, item in attributes.items() if name not in shared}
@@ -319,8 +366,12 @@ class _Sizer:
 
 def _shared(value: Any) -> bool:
     """Code and models: shared by every entry, owned by none."""
-    return (isinstance(value, torch.nn.Module | type) or inspect.isroutine(value) or inspect.ismodule(value)
-            or isinstance(value, functools.partial))
+    return (
+        isinstance(value, torch.nn.Module | type)
+        or inspect.isroutine(value)
+        or inspect.ismodule(value)
+        or isinstance(value, functools.partial)
+    )
 
 
 def from_settings(max_entries: int = 256) -> tuple[SharedCache, str | None]:

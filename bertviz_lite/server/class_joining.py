@@ -53,10 +53,14 @@ def _keys(address: str, browser_id: str) -> tuple[str, str]:
 
 def _too_many_wrong(db: sqlite3.Connection, keys: tuple[str, str], now: float) -> bool:
     since = now - WRONG_CODE_WINDOW_S
-    mine = db.execute("SELECT COUNT(*) FROM class_wrong_codes WHERE client IN (?, ?) AND at > ? GROUP BY client "
-                      "ORDER BY 1 DESC LIMIT 1", (*keys, since)).fetchone()
-    total = db.execute("SELECT COUNT(*) FROM class_wrong_codes WHERE at > ? AND client LIKE 'a:%'",
-                       (since,)).fetchone()[0]  # each wrong code is one row per address (and one per browser)
+    mine = db.execute(
+        "SELECT COUNT(*) FROM class_wrong_codes WHERE client IN (?, ?) AND at > ? GROUP BY client "
+        "ORDER BY 1 DESC LIMIT 1",
+        (*keys, since),
+    ).fetchone()
+    total = db.execute(
+        "SELECT COUNT(*) FROM class_wrong_codes WHERE at > ? AND client LIKE 'a:%'", (since,)
+    ).fetchone()[0]  # each wrong code is one row per address (and one per browser)
     return (mine is not None and mine[0] >= WRONG_CODES_PER_CLIENT) or total >= WRONG_CODES_TOTAL
 
 
@@ -68,17 +72,25 @@ def _count_wrong(db: sqlite3.Connection, keys: tuple[str, str], now: float) -> N
 def _by_token(db: sqlite3.Connection, code: str, token: str) -> tuple[sqlite3.Row | None, ClassError | None]:
     row = session(db, code)
     given = digest(str(token)[:MAX_TOKEN_CHARS])
-    if row is None or not row["join_token_digest"] or not hmac.compare_digest(row["join_token_digest"], given):
-        return None, ClassError("This join link is not valid (or its class has ended): type the code on the "
-                                "projector instead.")
+    if (
+        row is None
+        or not row["join_token_digest"]
+        or not hmac.compare_digest(row["join_token_digest"], given)
+    ):
+        return None, ClassError(
+            "This join link is not valid (or its class has ended): type the code on the projector instead."
+        )
     return row, None
 
 
-def _by_code(db: sqlite3.Connection, code: str, keys: tuple[str, str],
-             now: float) -> tuple[sqlite3.Row | None, ClassError | None]:
+def _by_code(
+    db: sqlite3.Connection, code: str, keys: tuple[str, str], now: float
+) -> tuple[sqlite3.Row | None, ClassError | None]:
     if _too_many_wrong(db, keys, now):
-        return None, ClassError("Too many wrong codes were typed here just now: wait a few minutes, or scan the "
-                                "QR code on the projector.")
+        return None, ClassError(
+            "Too many wrong codes were typed here just now: wait a few minutes, or scan the "
+            "QR code on the projector."
+        )
     row = session(db, code)
     if row is None:
         _count_wrong(db, keys, now)
@@ -94,12 +106,18 @@ def _enrol(db: sqlite3.Connection, row: sqlite3.Row, browser_id: str, address: s
         return student
     if not row["joining_open"]:
         raise ClassError("The lecturer has closed joining for this class.")
-    recent = db.execute("SELECT COUNT(*) FROM class_students WHERE address = ? AND joined_at > ?",
-                        (address, now - JOIN_WINDOW_S)).fetchone()[0]
+    recent = db.execute(
+        "SELECT COUNT(*) FROM class_students WHERE address = ? AND joined_at > ?",
+        (address, now - JOIN_WINDOW_S),
+    ).fetchone()[0]
     if recent >= JOINS_PER_ADDRESS:
-        raise ClassError("Too many students joined from this network just now: wait a few minutes and try again.")
-    db.execute("INSERT INTO class_students (student_id, code, joined_at, address) VALUES (?, ?, ?, ?)",
-               (student, code, now, address))
+        raise ClassError(
+            "Too many students joined from this network just now: wait a few minutes and try again."
+        )
+    db.execute(
+        "INSERT INTO class_students (student_id, code, joined_at, address) VALUES (?, ?, ?, ?)",
+        (student, code, now, address),
+    )
     return student
 
 
@@ -108,8 +126,15 @@ def student_id_for(browser_id: str, code: str) -> str:
     return hashlib.sha256(f"{browser_id}:{code}".encode()).hexdigest()[:32]
 
 
-def join(code: str, browser_id: str, address: str, *, token: str = "", now: float | None = None,
-         path: Path | None = None) -> str:
+def join(
+    code: str,
+    browser_id: str,
+    address: str,
+    *,
+    token: str = "",
+    now: float | None = None,
+    path: Path | None = None,
+) -> str:
     """A student joins with a typed code, or with the QR link's `token`; returns their student id.
 
     `address` is the client address the server saw; wrong codes count per address and per browser."""
@@ -134,8 +159,12 @@ def normalise_word(text: str) -> str:
 
 
 def _check_open(db: sqlite3.Connection, row: sqlite3.Row, student_id: str, question_id: int):
-    if db.execute("SELECT 1 FROM class_students WHERE student_id = ? AND code = ?",
-                  (student_id, row["code"])).fetchone() is None:
+    if (
+        db.execute(
+            "SELECT 1 FROM class_students WHERE student_id = ? AND code = ?", (student_id, row["code"])
+        ).fetchone()
+        is None
+    ):
         raise ClassError("Join the class first.")
     question = question_row(db, question_id)
     if question is None or row["question_id"] != question_id:
@@ -145,8 +174,16 @@ def _check_open(db: sqlite3.Connection, row: sqlite3.Row, student_id: str, quest
     return question
 
 
-def answer(code: str, student_id: str, question_id: int, text: str, *, address: str = "",
-           now: float | None = None, path: Path | None = None) -> str:
+def answer(
+    code: str,
+    student_id: str,
+    question_id: int,
+    text: str,
+    *,
+    address: str = "",
+    now: float | None = None,
+    path: Path | None = None,
+) -> str:
     """Record a student's answer to the current question (committed before returning); returns it as stored."""
     now, db, address = now_or(now), connect(path), client_digest(address)
     with database.transaction(path):
@@ -154,12 +191,20 @@ def answer(code: str, student_id: str, question_id: int, text: str, *, address: 
         given = normalise_word(text) if question.kind == CLOZE else str(text)
         if question.kind == CHOICE and given not in question.options:
             raise ClassError("Pick one of the answers shown.")
-        if db.execute("SELECT COUNT(*) FROM class_answers WHERE question_id = ? AND address = ?",
-                      (question_id, address)).fetchone()[0] >= ANSWERS_PER_ADDRESS:
+        if (
+            db.execute(
+                "SELECT COUNT(*) FROM class_answers WHERE question_id = ? AND address = ?",
+                (question_id, address),
+            ).fetchone()[0]
+            >= ANSWERS_PER_ADDRESS
+        ):
             raise ClassError("Too many answers came from this network for this question.")
         try:
-            db.execute("INSERT INTO class_answers (question_id, student_id, answer, answered_at, address) "
-                       "VALUES (?, ?, ?, ?, ?)", (question_id, student_id, given, now, address))
+            db.execute(
+                "INSERT INTO class_answers (question_id, student_id, answer, answered_at, address) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (question_id, student_id, given, now, address),
+            )
         except sqlite3.IntegrityError:
             raise ClassError("You have already answered this question: one answer each.") from None
     return given

@@ -42,7 +42,11 @@ def hidden_answers(question_id: int, *, path: Path | None = None) -> frozenset[s
 
 def answer_count(question_id: int, *, path: Path | None = None) -> int:
     """How many students have answered this question (the projector's live count)."""
-    return _db(path).execute("SELECT COUNT(*) FROM class_answers WHERE question_id = ?", (question_id,)).fetchone()[0]
+    return (
+        _db(path)
+        .execute("SELECT COUNT(*) FROM class_answers WHERE question_id = ?", (question_id,))
+        .fetchone()[0]
+    )
 
 
 def student_count(code: str, *, path: Path | None = None) -> int:
@@ -50,12 +54,18 @@ def student_count(code: str, *, path: Path | None = None) -> int:
     return _db(path).execute("SELECT COUNT(*) FROM class_students WHERE code = ?", (code,)).fetchone()[0]
 
 
-def distribution(question: classroom.AskedQuestion, *, with_hidden: bool = False,
-                 path: Path | None = None) -> Distribution:
+def distribution(
+    question: classroom.AskedQuestion, *, with_hidden: bool = False, path: Path | None = None
+) -> Distribution:
     """The class's answers to a question, without the words the lecturer hid (unless `with_hidden`); a multiple
     choice lists every option, answered or not."""
-    rows = _db(path).execute("SELECT answer, COUNT(*) FROM class_answers WHERE question_id = ? GROUP BY answer",
-                             (question.id,)).fetchall()
+    rows = (
+        _db(path)
+        .execute(
+            "SELECT answer, COUNT(*) FROM class_answers WHERE question_id = ? GROUP BY answer", (question.id,)
+        )
+        .fetchall()
+    )
     hidden = frozenset() if with_hidden else hidden_answers(question.id, path=path)
     counts = {answer: count for answer, count in rows if answer not in hidden}
     if question.kind == classroom.CHOICE:
@@ -64,7 +74,9 @@ def distribution(question: classroom.AskedQuestion, *, with_hidden: bool = False
     return Distribution(tuple(ordered), question.answer, sum(counts.values()))
 
 
-def class_questions(code: str, secret: str, *, path: Path | None = None) -> list[tuple[classroom.AskedQuestion, int]]:
+def class_questions(
+    code: str, secret: str, *, path: Path | None = None
+) -> list[tuple[classroom.AskedQuestion, int]]:
     """Every question the class was asked, in order, with its step (the lecturer's secret needed)."""
     db = _db(path)
     classroom.lecturer_session(db, code, secret)
@@ -78,9 +90,18 @@ def results_rows(code: str, secret: str, *, path: Path | None = None) -> list[di
     for number, (question, step) in enumerate(class_questions(code, secret, path=path), start=1):
         spread = distribution(question, path=path)
         for answer, students in spread.answers or (("", 0),):
-            rows.append({"question": number, "step": step, "kind": question.kind, "prompt": question.prompt,
-                         "model_answer": question.answer, "class_answer": answer, "students": students,
-                         "share": round(students / spread.total, 4) if spread.total else 0.0})
+            rows.append(
+                {
+                    "question": number,
+                    "step": step,
+                    "kind": question.kind,
+                    "prompt": question.prompt,
+                    "model_answer": question.answer,
+                    "class_answer": answer,
+                    "students": students,
+                    "share": round(students / spread.total, 4) if spread.total else 0.0,
+                }
+            )
     return rows
 
 

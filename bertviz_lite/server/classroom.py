@@ -62,10 +62,16 @@ CREATE TABLE IF NOT EXISTS class_hidden (
     question_id INTEGER NOT NULL, answer TEXT NOT NULL, UNIQUE (question_id, answer));
 """
 ADDED_COLUMNS = {  # columns added after the first release (database.ensure_schema adds them to an older file)
-    "class_sessions": {"owner": "TEXT NOT NULL DEFAULT ''", "owner_address": "TEXT NOT NULL DEFAULT ''",
-                       "join_token_digest": "TEXT NOT NULL DEFAULT ''", "joining_open": "INTEGER NOT NULL DEFAULT 1",
-                       "expected": "INTEGER NOT NULL DEFAULT 0"},
-    "class_students": {"address": "TEXT NOT NULL DEFAULT ''"},  # a digest of the client address it joined from
+    "class_sessions": {
+        "owner": "TEXT NOT NULL DEFAULT ''",
+        "owner_address": "TEXT NOT NULL DEFAULT ''",
+        "join_token_digest": "TEXT NOT NULL DEFAULT ''",
+        "joining_open": "INTEGER NOT NULL DEFAULT 1",
+        "expected": "INTEGER NOT NULL DEFAULT 0",
+    },
+    "class_students": {
+        "address": "TEXT NOT NULL DEFAULT ''"
+    },  # a digest of the client address it joined from
     "class_answers": {"address": "TEXT NOT NULL DEFAULT ''"},
 }
 
@@ -166,15 +172,29 @@ def _check_class_cap(db: sqlite3.Connection, owner: str, address: str, now: floa
     if db.execute(live.format("owner"), (now, owner)).fetchone()[0] >= MAX_CLASSES_PER_VISITOR:
         raise ClassError(f"You lead {MAX_CLASSES_PER_VISITOR} classes already: end one (End class) first.")
     if db.execute(live.format("owner_address"), (now, address)).fetchone()[0] >= MAX_CLASSES_PER_ADDRESS:
-        raise ClassError(f"{MAX_CLASSES_PER_ADDRESS} classes are live from your network already: end one first.")
+        raise ClassError(
+            f"{MAX_CLASSES_PER_ADDRESS} classes are live from your network already: end one first."
+        )
 
 
-def start_class(position: Position, *, owner: str = "", address: str = "", hours: float = CLASS_HOURS,
-                now: float | None = None, path: Path | None = None) -> tuple[str, str]:
+def start_class(
+    position: Position,
+    *,
+    owner: str = "",
+    address: str = "",
+    hours: float = CLASS_HOURS,
+    now: float | None = None,
+    path: Path | None = None,
+) -> tuple[str, str]:
     """A new class at this position, led by visitor `owner` from client `address` (neither: the server itself, not
     capped): (join code, lecturer secret). Only digests of the secret, its join token, owner and address are stored."""
     now, position, secret = now_or(now), _checked_position(position), secrets.token_urlsafe(24)
-    capped, db, owner, address = bool(owner or address), connect(path), client_digest(owner), client_digest(address)
+    capped, db, owner, address = (
+        bool(owner or address),
+        connect(path),
+        client_digest(owner),
+        client_digest(address),
+    )
     for _ in range(8):  # a code already in use is drawn again
         code = new_code()
         try:
@@ -182,12 +202,26 @@ def start_class(position: Position, *, owner: str = "", address: str = "", hours
                 _purge(db, now)
                 if capped:
                     _check_class_cap(db, owner, address, now)
-                db.execute("INSERT INTO class_sessions (code, secret_digest, created_at, expires_at, source, text_a, "
-                           "text_b, step, layer, head, owner, owner_address, join_token_digest) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           (code, digest(secret), now, now + hours * 3600, position.source, position.text_a,
-                            position.text_b, position.step, position.layer, position.head, owner, address,
-                            digest(join_token(code, secret))))
+                db.execute(
+                    "INSERT INTO class_sessions (code, secret_digest, created_at, expires_at, source, text_a, "
+                    "text_b, step, layer, head, owner, owner_address, join_token_digest) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        code,
+                        digest(secret),
+                        now,
+                        now + hours * 3600,
+                        position.source,
+                        position.text_a,
+                        position.text_b,
+                        position.step,
+                        position.layer,
+                        position.head,
+                        owner,
+                        address,
+                        digest(join_token(code, secret)),
+                    ),
+                )
             return code, secret
         except sqlite3.IntegrityError:
             continue
@@ -196,12 +230,18 @@ def start_class(position: Position, *, owner: str = "", address: str = "", hours
 
 def _purge(db: sqlite3.Connection, now: float) -> int:
     """Classes that ended more than KEEP_DAYS ago go, with their questions, students and answers; returns how many."""
-    old = [row[0] for row in db.execute("SELECT code FROM class_sessions WHERE expires_at < ?",
-                                        (now - KEEP_DAYS * 86400,))]
+    old = [
+        row[0]
+        for row in db.execute(
+            "SELECT code FROM class_sessions WHERE expires_at < ?", (now - KEEP_DAYS * 86400,)
+        )
+    ]
     for code in old:
         for table in ("class_answers", "class_hidden"):
-            db.execute(f"DELETE FROM {table} WHERE question_id IN (SELECT id FROM class_questions WHERE code = ?)",
-                       (code,))
+            db.execute(
+                f"DELETE FROM {table} WHERE question_id IN (SELECT id FROM class_questions WHERE code = ?)",
+                (code,),
+            )
         for table in ("class_questions", "class_students", "class_sessions"):
             db.execute(f"DELETE FROM {table} WHERE code = ?", (code,))
     return len(old)
@@ -231,8 +271,14 @@ _purge_timer: list[threading.Thread] = []
 def start_purge_timer(every_s: float = PURGE_EVERY_S) -> threading.Thread:
     """Once per process, a daemon thread that purges the shared file hourly (not only when a class starts)."""
     if not _purge_timer:
-        _purge_timer.append(threading.Thread(target=purge_every, args=(every_s, threading.Event()),
-                                             name="bertviz-lite-class-purge", daemon=True))
+        _purge_timer.append(
+            threading.Thread(
+                target=purge_every,
+                args=(every_s, threading.Event()),
+                name="bertviz-lite-class-purge",
+                daemon=True,
+            )
+        )
         _purge_timer[0].start()
     return _purge_timer[0]
 
@@ -281,34 +327,61 @@ def _lead(code: str, secret: str, now: float | None, path: Path | None, change) 
         return row["version"] + 1
 
 
-def move(code: str, secret: str, position: Position, *, now: float | None = None, path: Path | None = None) -> int:
+def move(
+    code: str, secret: str, position: Position, *, now: float | None = None, path: Path | None = None
+) -> int:
     """The lecturer moves the class; another step ends the current question. Returns the new version."""
     position = _checked_position(position)
 
     def change(db, row):
         ended = row["step"] != position.step
-        db.execute("UPDATE class_sessions SET source = ?, text_a = ?, text_b = ?, step = ?, layer = ?, head = ?, "
-                   "question_id = CASE WHEN ? THEN NULL ELSE question_id END, revealed = CASE WHEN ? THEN 0 "
-                   "ELSE revealed END WHERE code = ?",
-                   (position.source, position.text_a, position.text_b, position.step, position.layer, position.head,
-                    ended, ended, code))
+        db.execute(
+            "UPDATE class_sessions SET source = ?, text_a = ?, text_b = ?, step = ?, layer = ?, head = ?, "
+            "question_id = CASE WHEN ? THEN NULL ELSE question_id END, revealed = CASE WHEN ? THEN 0 "
+            "ELSE revealed END WHERE code = ?",
+            (
+                position.source,
+                position.text_a,
+                position.text_b,
+                position.step,
+                position.layer,
+                position.head,
+                ended,
+                ended,
+                code,
+            ),
+        )
 
     return _lead(code, secret, now, path, change)
 
 
-def ask(code: str, secret: str, question: NewQuestion, *, now: float | None = None, path: Path | None = None) -> int:
+def ask(
+    code: str, secret: str, question: NewQuestion, *, now: float | None = None, path: Path | None = None
+) -> int:
     """The lecturer asks the class a question (it becomes the current one, not revealed); returns its id."""
     if question.kind not in (CHOICE, CLOZE) or question.answer not in question.options:
         raise ClassError("A question needs the model's answer among its options.")
     asked: list[int] = []
 
     def change(db, row):
-        cursor = db.execute("INSERT INTO class_questions (code, kind, prompt, options, answer, explanation, step, "
-                            "asked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            (code, question.kind, question.prompt, json.dumps(list(question.options)),
-                             question.answer, question.explanation, row["step"], now_or(now)))
+        cursor = db.execute(
+            "INSERT INTO class_questions (code, kind, prompt, options, answer, explanation, step, "
+            "asked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                code,
+                question.kind,
+                question.prompt,
+                json.dumps(list(question.options)),
+                question.answer,
+                question.explanation,
+                row["step"],
+                now_or(now),
+            ),
+        )
         asked.append(cursor.lastrowid)
-        db.execute("UPDATE class_sessions SET question_id = ?, revealed = 0 WHERE code = ?", (cursor.lastrowid, code))
+        db.execute(
+            "UPDATE class_sessions SET question_id = ?, revealed = 0 WHERE code = ?", (cursor.lastrowid, code)
+        )
 
     _lead(code, secret, now, path, change)
     return asked[0]
@@ -316,6 +389,7 @@ def ask(code: str, secret: str, question: NewQuestion, *, now: float | None = No
 
 def reveal(code: str, secret: str, *, now: float | None = None, path: Path | None = None) -> int:
     """The lecturer reveals the model's answer to the current question: answers close."""
+
     def change(db, row):
         if row["question_id"] is None:
             raise ClassError("There is no question to reveal: ask one first.")
@@ -324,15 +398,20 @@ def reveal(code: str, secret: str, *, now: float | None = None, path: Path | Non
     return _lead(code, secret, now, path, change)
 
 
-def set_joining(code: str, secret: str, open_: bool, *, now: float | None = None, path: Path | None = None) -> int:
+def set_joining(
+    code: str, secret: str, open_: bool, *, now: float | None = None, path: Path | None = None
+) -> int:
     """The lecturer closes (or reopens) joining: students already in stay; new ones are refused."""
+
     def change(db, row):
         db.execute("UPDATE class_sessions SET joining_open = ? WHERE code = ?", (int(bool(open_)), code))
 
     return _lead(code, secret, now, path, change)
 
 
-def set_expected(code: str, secret: str, count: int, *, now: float | None = None, path: Path | None = None) -> int:
+def set_expected(
+    code: str, secret: str, count: int, *, now: float | None = None, path: Path | None = None
+) -> int:
     """The lecturer enters how many students are expected (the projector shows joined ones against it)."""
     if not 0 <= int(count) <= MAX_EXPECTED:
         raise ClassError(f"The expected head count must be from 0 to {MAX_EXPECTED}.")
@@ -346,21 +425,40 @@ def set_expected(code: str, secret: str, count: int, *, now: float | None = None
 def end_class(code: str, secret: str, *, now: float | None = None, path: Path | None = None) -> int:
     """The lecturer ends the class now: its code, join link and lecturer key stop working at once (the answers stay
     for the CSV until the purge)."""
+
     def change(db, row):
-        db.execute("UPDATE class_sessions SET expires_at = ?, joining_open = 0 WHERE code = ?", (now_or(now), code))
+        db.execute(
+            "UPDATE class_sessions SET expires_at = ?, joining_open = 0 WHERE code = ?", (now_or(now), code)
+        )
 
     return _lead(code, secret, now, path, change)
 
 
-def hide_answer(code: str, secret: str, question_id: int, answer: str, hidden: bool = True, *,
-                now: float | None = None, path: Path | None = None) -> int:
+def hide_answer(
+    code: str,
+    secret: str,
+    question_id: int,
+    answer: str,
+    hidden: bool = True,
+    *,
+    now: float | None = None,
+    path: Path | None = None,
+) -> int:
     """The lecturer hides a typed word of a question from the class's chart and CSV (or shows it again)."""
+
     def change(db, row):
-        if db.execute("SELECT 1 FROM class_questions WHERE id = ? AND code = ?", (question_id, code)).fetchone() \
-                is None:
+        if (
+            db.execute(
+                "SELECT 1 FROM class_questions WHERE id = ? AND code = ?", (question_id, code)
+            ).fetchone()
+            is None
+        ):
             raise ClassError("This question is not one of this class's.")
         if hidden:
-            db.execute("INSERT OR IGNORE INTO class_hidden (question_id, answer) VALUES (?, ?)", (question_id, answer))
+            db.execute(
+                "INSERT OR IGNORE INTO class_hidden (question_id, answer) VALUES (?, ?)",
+                (question_id, answer),
+            )
         else:
             db.execute("DELETE FROM class_hidden WHERE question_id = ? AND answer = ?", (question_id, answer))
 
@@ -369,16 +467,24 @@ def hide_answer(code: str, secret: str, question_id: int, answer: str, hidden: b
 
 def question_row(db: sqlite3.Connection, question_id: int | None) -> AskedQuestion | None:
     """The question with this id (None for none)."""
-    row = None if question_id is None else db.execute(
-        "SELECT * FROM class_questions WHERE id = ?", (question_id,)).fetchone()
+    row = (
+        None
+        if question_id is None
+        else db.execute("SELECT * FROM class_questions WHERE id = ?", (question_id,)).fetchone()
+    )
     return None if row is None else asked_question(row)
 
 
 def asked_question(row: sqlite3.Row, question_id: int | None = None) -> AskedQuestion:
     """A question as read back from its row (of class_questions, or of the current-class SELECT)."""
-    return AskedQuestion(kind=row["kind"], prompt=row["prompt"], options=tuple(json.loads(row["options"])),
-                         answer=row["answer"], explanation=row["explanation"],
-                         id=row["id"] if question_id is None else question_id)
+    return AskedQuestion(
+        kind=row["kind"],
+        prompt=row["prompt"],
+        options=tuple(json.loads(row["options"])),
+        answer=row["answer"],
+        explanation=row["explanation"],
+        id=row["id"] if question_id is None else question_id,
+    )
 
 
 _CURRENT = """
@@ -388,12 +494,23 @@ LEFT JOIN class_answers a ON a.question_id = s.question_id AND a.student_id = ?
 WHERE s.code = ?"""
 
 
-def current(code: str, student_id: str = "", *, now: float | None = None, path: Path | None = None) -> ClassView | None:
+def current(
+    code: str, student_id: str = "", *, now: float | None = None, path: Path | None = None
+) -> ClassView | None:
     """The class as a screen shows it (None for no such class or one that has ended): one indexed SELECT."""
     row = connect(path).execute(_CURRENT, (student_id, normalise_code(code))).fetchone()
     if row is None or row["expires_at"] <= now_or(now):
         return None
     position = Position(row["source"], row["text_a"], row["text_b"], row["step"], row["layer"], row["head"])
     question = None if row["question_id"] is None else asked_question(row, row["question_id"])
-    return ClassView(row["code"], position, question, bool(row["revealed"]), row["version"], row["expires_at"],
-                     row["my_answer"], bool(row["joining_open"]), row["expected"])
+    return ClassView(
+        row["code"],
+        position,
+        question,
+        bool(row["revealed"]),
+        row["version"],
+        row["expires_at"],
+        row["my_answer"],
+        bool(row["joining_open"]),
+        row["expected"],
+    )

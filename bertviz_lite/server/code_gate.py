@@ -35,14 +35,23 @@ def code_allowed(address: str | None, environ: Mapping[str, str]) -> tuple[bool,
         return True, f"Running your code is allowed by {ALLOW_CODE_SETTING}=1."
     fix = f"start the app with `{LOOPBACK_COMMAND}` on your own machine, or set {ALLOW_CODE_SETTING}=1 if you accept the risk"
     if setting:
-        return False, f"Running your code is off: {ALLOW_CODE_SETTING} is {setting[:20]!r}, and only 1 allows it."
+        return (
+            False,
+            f"Running your code is off: {ALLOW_CODE_SETTING} is {setting[:20]!r}, and only 1 allows it.",
+        )
     if WORKER_SETTING in environ:
-        return False, ("Running your code is off: this app is served to many visitors (python -m bertviz_lite.serve), "
-                       f"where a visitor's file would run on the server; {fix}.")
+        return False, (
+            "Running your code is off: this app is served to many visitors (python -m bertviz_lite.serve), "
+            f"where a visitor's file would run on the server; {fix}."
+        )
     if not address:
-        return False, ("Running your code is off: this server listens on every network interface, so anyone who can "
-                       f"reach it could run code on this machine; {fix}.")
+        return False, (
+            "Running your code is off: this server listens on every network interface, so anyone who can "
+            f"reach it could run code on this machine; {fix}."
+        )
     if not is_loopback(address):
-        return False, (f"Running your code is off: this server listens on {address[:60]}, not on this machine alone; "
-                       f"{fix}.")
+        return False, (
+            f"Running your code is off: this server listens on {address[:60]}, not on this machine alone; "
+            f"{fix}."
+        )
     return True, "Running your code is allowed: this server listens on this machine alone."

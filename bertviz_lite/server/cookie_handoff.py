@@ -53,13 +53,17 @@ def _digest(nonce: str) -> str:
 def park(cookie: ParkedCookie, *, now: float | None = None, path: Path | None = None) -> str:
     """Keep `cookie` for one fetch; returns the nonce that fetch must carry."""
     if cookie.name not in COOKIE_NAMES or len(cookie.value) > MAX_VALUE_CHARS or not 0 <= cookie.max_age:
-        raise ValueError(f"The cookie route sets only {', '.join(COOKIE_NAMES)}, with a value of at most "
-                         f"{MAX_VALUE_CHARS} characters.")
+        raise ValueError(
+            f"The cookie route sets only {', '.join(COOKIE_NAMES)}, with a value of at most "
+            f"{MAX_VALUE_CHARS} characters."
+        )
     now, nonce, db = time.time() if now is None else now, secrets.token_urlsafe(24), _db(path)
     with database.transaction(path):
         db.execute("DELETE FROM cookie_handoffs WHERE expires_at < ?", (now,))
-        db.execute("INSERT INTO cookie_handoffs (nonce_digest, name, value, max_age, expires_at) VALUES (?, ?, ?, ?, ?)",
-                   (_digest(nonce), cookie.name, cookie.value, cookie.max_age, now + PARK_S))
+        db.execute(
+            "INSERT INTO cookie_handoffs (nonce_digest, name, value, max_age, expires_at) VALUES (?, ?, ?, ?, ?)",
+            (_digest(nonce), cookie.name, cookie.value, cookie.max_age, now + PARK_S),
+        )
     return nonce
 
 
@@ -67,7 +71,9 @@ def take(nonce: str, *, now: float | None = None, path: Path | None = None) -> P
     """The cookie parked under `nonce`, removed as it is read (None for an unknown, used or stale nonce)."""
     now, db = time.time() if now is None else now, _db(path)
     with database.transaction(path):
-        row = db.execute("SELECT * FROM cookie_handoffs WHERE nonce_digest = ?", (_digest(str(nonce)[:64]),)).fetchone()
+        row = db.execute(
+            "SELECT * FROM cookie_handoffs WHERE nonce_digest = ?", (_digest(str(nonce)[:64]),)
+        ).fetchone()
         if row is not None:
             db.execute("DELETE FROM cookie_handoffs WHERE nonce_digest = ?", (row["nonce_digest"],))
     if row is None or row["expires_at"] < now:
@@ -93,8 +99,15 @@ async def _hand_over(request):
     if cookie is None:
         return Response("This cookie link has been used or has expired.", status_code=404)
     response = Response(status_code=204, headers={"Cache-Control": "no-store"})
-    response.set_cookie(cookie.name, cookie.value, max_age=cookie.max_age, path="/", httponly=True,
-                        samesite="strict", secure=_secure(request))
+    response.set_cookie(
+        cookie.name,
+        cookie.value,
+        max_age=cookie.max_age,
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=_secure(request),
+    )
     return response
 
 
@@ -109,7 +122,9 @@ def install_route() -> bool:
             from starlette.applications import Starlette
             from starlette.routing import Route
 
-            apps = [app for app in gc.get_objects() if issubclass(type(app), Starlette)]  # type(): no lazy __class__
+            apps = [
+                app for app in gc.get_objects() if issubclass(type(app), Starlette)
+            ]  # type(): no lazy __class__
             for app in apps:
                 app.router.routes.insert(0, Route(ROUTE_PATH, _hand_over, methods=["GET"]))
             _installed.append(bool(apps))
@@ -118,5 +133,7 @@ def install_route() -> bool:
 
 def fetch_script(nonce: str) -> str:
     """The page's script that fetches a parked cookie (the answer sets it; the page never sees its value)."""
-    return (f"<script>window.parent.fetch({ROUTE_PATH!r} + '?n=' + {nonce!r}, "
-            "{credentials: 'same-origin', cache: 'no-store'});</script>")
+    return (
+        f"<script>window.parent.fetch({ROUTE_PATH!r} + '?n=' + {nonce!r}, "
+        "{credentials: 'same-origin', cache: 'no-store'});</script>"
+    )

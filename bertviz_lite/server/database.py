@@ -24,7 +24,9 @@ DATA_DIR_SETTING = "BERTVIZ_LITE_DATA_DIR"
 DEFAULT_DATA_DIR = REPO_ROOT / "data"
 DATABASE_FILE = "bertviz_lite.sqlite3"
 BUSY_TIMEOUT_MS = 5_000  # a writer waits this long for another process's write before giving up
-_local = threading.local()  # one connection per thread and file: sqlite3 connections are not shared by threads
+_local = (
+    threading.local()
+)  # one connection per thread and file: sqlite3 connections are not shared by threads
 _schemas_done: set[tuple[str, str]] = set()
 
 
@@ -43,7 +45,9 @@ def _open(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute("PRAGMA synchronous=FULL")  # an acknowledged write survives a power cut, not only kill -9
+    connection.execute(
+        "PRAGMA synchronous=FULL"
+    )  # an acknowledged write survives a power cut, not only kill -9
     connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     connection.row_factory = sqlite3.Row
     return connection
@@ -72,8 +76,12 @@ def transaction(path: Path | None = None) -> Iterator[sqlite3.Connection]:
     db.execute("COMMIT")
 
 
-def ensure_schema(name: str, schema: str, path: Path | None = None,
-                  added_columns: Mapping[str, Mapping[str, str]] | None = None) -> None:
+def ensure_schema(
+    name: str,
+    schema: str,
+    path: Path | None = None,
+    added_columns: Mapping[str, Mapping[str, str]] | None = None,
+) -> None:
     """Run a module's `CREATE TABLE IF NOT EXISTS …` script once per process and file, then add the columns
     `added_columns` declares ({table: {column: "TYPE …"}}) that an older file's tables lack."""
     path = Path(path) if path is not None else database_path()

@@ -18,13 +18,19 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-HAPROXY_SETTING = "BERTVIZ_LITE_HAPROXY"  # the haproxy binary to run (default: the one on PATH or in /usr/sbin)
+HAPROXY_SETTING = (
+    "BERTVIZ_LITE_HAPROXY"  # the haproxy binary to run (default: the one on PATH or in /usr/sbin)
+)
 COOKIE = "bvl_worker"
 WORKER_HEADER = "X-Bertviz-Lite-Worker"
 HEALTH_PATH = "/_stcore/health"  # Streamlit answers "ok" once its runtime is up
-WARM_UP_PATH = "/_stcore/script-health-check"  # runs app.py once in a bare session: serve warms each worker with it
-INSTALL_HINT = ("haproxy is not installed (or BERTVIZ_LITE_HAPROXY names no program): "
-                "apt-get install -y haproxy (Debian/Ubuntu), then run this again")
+WARM_UP_PATH = (
+    "/_stcore/script-health-check"  # runs app.py once in a bare session: serve warms each worker with it
+)
+INSTALL_HINT = (
+    "haproxy is not installed (or BERTVIZ_LITE_HAPROXY names no program): "
+    "apt-get install -y haproxy (Debian/Ubuntu), then run this again"
+)
 # A websocket stays open for a whole lecture: only a tunnel silent for this long is closed.
 TUNNEL_TIMEOUT = "2h"
 
@@ -90,7 +96,9 @@ backend workers
 """
 
 
-def write_config(folder: Path, address: str, port: int, worker_ports: list[int], tls_pem: Path | None = None) -> Path:
+def write_config(
+    folder: Path, address: str, port: int, worker_ports: list[int], tls_pem: Path | None = None
+) -> Path:
     """Write haproxy.cfg into `folder` (the serve command's run folder) and return its path."""
     path = folder / "haproxy.cfg"
     path.write_text(haproxy_config(address, port, worker_ports, tls_pem), encoding="utf-8")
@@ -106,7 +114,9 @@ def write_tls_pem(cert: Path, key: Path) -> Path:
         raise ValueError(f"cannot read the TLS certificate or key: {err}") from None
     if "-----BEGIN" not in parts[0] or "PRIVATE KEY-----" not in parts[1]:
         raise ValueError("--tls-cert needs a PEM certificate and --tls-key its PEM private key")
-    handle, name = tempfile.mkstemp(prefix="bertviz-lite-tls-", suffix=".pem")  # mode 0600: only this user reads it
+    handle, name = tempfile.mkstemp(
+        prefix="bertviz-lite-tls-", suffix=".pem"
+    )  # mode 0600: only this user reads it
     with os.fdopen(handle, "w", encoding="ascii") as out:
         out.write("\n".join(part.strip() for part in parts) + "\n")
     return Path(name)

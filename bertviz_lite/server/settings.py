@@ -18,7 +18,10 @@ import torch
 
 THREADS_SETTING = "BERTVIZ_LITE_THREADS"
 DEFAULT_THREADS = 1
-CACHE_MB_SETTING, DEFAULT_CACHE_MB = "BERTVIZ_LITE_CACHE_MB", 384  # one or two 512-token MiniLM traces (154-230 MB)
+CACHE_MB_SETTING, DEFAULT_CACHE_MB = (
+    "BERTVIZ_LITE_CACHE_MB",
+    384,
+)  # one or two 512-token MiniLM traces (154-230 MB)
 CACHE_TTL_SETTING, DEFAULT_CACHE_TTL_S = "BERTVIZ_LITE_CACHE_TTL_S", 600  # a class that left frees its memory
 
 
@@ -32,8 +35,9 @@ def app_threads(environ: Mapping[str, str] = os.environ) -> int:
     except ValueError:
         threads = 0
     if threads < 1:
-        raise ValueError(f"{THREADS_SETTING} must be a whole number of threads, 1 or more "
-                         f"(it is {value[:20]!r})")
+        raise ValueError(
+            f"{THREADS_SETTING} must be a whole number of threads, 1 or more (it is {value[:20]!r})"
+        )
     return threads
 
 
@@ -64,7 +68,10 @@ def positive_number(name: str, default: float, environ: Mapping[str, str] = os.e
 def cache_settings(environ: Mapping[str, str] = os.environ) -> tuple[int, float, str | None]:
     """(bytes, idle seconds) for the shared cache and a problem to show; a bad setting falls back to its default."""
     problems, chosen = [], []
-    for name, default, unit in ((CACHE_MB_SETTING, DEFAULT_CACHE_MB, "MB"), (CACHE_TTL_SETTING, DEFAULT_CACHE_TTL_S, "s")):
+    for name, default, unit in (
+        (CACHE_MB_SETTING, DEFAULT_CACHE_MB, "MB"),
+        (CACHE_TTL_SETTING, DEFAULT_CACHE_TTL_S, "s"),
+    ):
         try:
             chosen.append(positive_number(name, default, environ))
         except ValueError as err:

@@ -23,8 +23,22 @@ from bertviz_lite.limits import MAX_LINK_SENTENCE_CHARS, MAX_WORD_CHARS, clamp
 MAX_TEXT = MAX_LINK_SENTENCE_CHARS  # characters of a sentence read from a URL (512 tokens need fewer)
 MAX_INDEX = 1023  # layer, head and step numbers are clamped to the model later; this only bounds the parse
 MAX_WORD = MAX_WORD_CHARS  # characters of a candidate word read from a URL
-QUERY_KEYS = ("a", "b", "model", "layer", "head", "filter", "tab", "token", "masked", "knocked", "step", "present",
-              "target", "foil")
+QUERY_KEYS = (
+    "a",
+    "b",
+    "model",
+    "layer",
+    "head",
+    "filter",
+    "tab",
+    "token",
+    "masked",
+    "knocked",
+    "step",
+    "present",
+    "target",
+    "foil",
+)
 MAX_LIST = 32  # positions or heads in one list parameter
 _HEAD_NAME = re.compile(r"L[0-9]{1,3}H[0-9]{1,3}")  # attribution.head_name's "L2H5"
 
@@ -40,7 +54,9 @@ class SharedState:
     head: int | None = None
     sentence_filter: str | None = None  # the sentence filter (query → key): All, A→A, A→B, B→A, B→B
     tab: str | None = None  # the open tab's title (figures/tabs.py)
-    token: int | None = None  # the picked token: the neuron view's query, the prediction Beyond attention explains
+    token: int | None = (
+        None  # the picked token: the neuron view's query, the prediction Beyond attention explains
+    )
     masked: tuple[int, ...] | None = None  # positions Predictions masks
     knocked: tuple[str, ...] | None = None  # heads Beyond attention knocks out ("L2H5")
     step: int | None = None
@@ -94,7 +110,9 @@ def _positions(value: str | None, notes: list[str]) -> tuple[int, ...] | None:
         return None
     parts = [part.strip() for part in value.split(",") if part.strip()][:MAX_LIST]
     if not all(part.isdigit() and len(part) <= 4 for part in parts):
-        notes.append("The link's masked tokens are not whole numbers separated by commas, so they are ignored.")
+        notes.append(
+            "The link's masked tokens are not whole numbers separated by commas, so they are ignored."
+        )
         return None
     return tuple(int(part) for part in parts)
 
@@ -121,7 +139,9 @@ def parse_query(query: Mapping[str, str], allowed_models: Sequence[str], default
         head=_index(query.get("head"), "head", notes),
         sentence_filter=_choice(query.get("filter"), "sentence filter", SENTENCE_FILTERS, notes),
         tab=_choice(query.get("tab"), "tab", [tab.title for tab in ALL_TABS], notes),
-        token=_index(query.get("token"), "token", notes, low=-1),  # -1: Beyond attention's next-sentence decision
+        token=_index(
+            query.get("token"), "token", notes, low=-1
+        ),  # -1: Beyond attention's next-sentence decision
         masked=_positions(query.get("masked"), notes),
         knocked=_heads(query.get("knocked"), notes),
         step=_index(query.get("step"), "step", notes, low=1),
@@ -137,7 +157,10 @@ def clamp_index(value: int, count: int, name: str) -> tuple[int, str | None]:
     clamped = clamp(value, 0, max(count - 1, 0))
     if clamped == value:
         return value, None
-    return clamped, f"This model has {count} {name}s (0–{count - 1}); the link's {name} {value} shows as {clamped}."
+    return (
+        clamped,
+        f"This model has {count} {name}s (0–{count - 1}); the link's {name} {value} shows as {clamped}.",
+    )
 
 
 def query_for(state: SharedState) -> dict[str, str]:
@@ -145,13 +168,26 @@ def query_for(state: SharedState) -> dict[str, str]:
 
     Sentences are cut to MAX_TEXT, as parse_query would cut them: a pasted book must not make a 100 kB URL.
     """
-    cut = {key: None if text is None else text[:MAX_TEXT] for key, text in (("a", state.text_a), ("b", state.text_b))}
-    values = {"a": cut["a"], "b": cut["b"], "model": state.model, "layer": state.layer, "head": state.head,
-              "filter": state.sentence_filter, "tab": state.tab, "token": state.token,
-              "masked": None if state.masked is None else ",".join(map(str, state.masked[:MAX_LIST])),
-              "knocked": None if state.knocked is None else ",".join(state.knocked[:MAX_LIST]), "step": state.step,
-              "present": "1" if state.present else None,
-              "target": state.target and state.target[:MAX_WORD], "foil": state.foil and state.foil[:MAX_WORD]}
+    cut = {
+        key: None if text is None else text[:MAX_TEXT]
+        for key, text in (("a", state.text_a), ("b", state.text_b))
+    }
+    values = {
+        "a": cut["a"],
+        "b": cut["b"],
+        "model": state.model,
+        "layer": state.layer,
+        "head": state.head,
+        "filter": state.sentence_filter,
+        "tab": state.tab,
+        "token": state.token,
+        "masked": None if state.masked is None else ",".join(map(str, state.masked[:MAX_LIST])),
+        "knocked": None if state.knocked is None else ",".join(state.knocked[:MAX_LIST]),
+        "step": state.step,
+        "present": "1" if state.present else None,
+        "target": state.target and state.target[:MAX_WORD],
+        "foil": state.foil and state.foil[:MAX_WORD],
+    }
     return {key: str(value) for key, value in values.items() if value is not None}
 
 

@@ -90,7 +90,9 @@ def _choose_whole_words(
     starts = eligible & (~continuation | ~previous_eligible)  # a piece after [SEP] or padding starts a word
     word = starts.long().cumsum(dim=1)  # (B, T): 1 for the first word of the row, 2 for the next, ...
     start_chosen = _bernoulli(starts.float() * mask_prob, generator)
-    word_chosen = torch.zeros(eligible.shape[0], eligible.shape[1] + 1, dtype=torch.bool, device=eligible.device)
+    word_chosen = torch.zeros(
+        eligible.shape[0], eligible.shape[1] + 1, dtype=torch.bool, device=eligible.device
+    )
     word_chosen.scatter_(1, word * starts, start_chosen & starts)  # column 0 collects the non-starts (False)
     chosen = word_chosen.gather(1, word) & eligible & (word > 0)
     return chosen.reshape(shape)
@@ -116,7 +118,9 @@ def _bernoulli(probabilities: torch.Tensor, generator: torch.Generator | None) -
     return torch.bernoulli(probabilities, generator=generator).bool()
 
 
-def _random_pool(random_token_ids: torch.Tensor | None, vocab_size: int, device: torch.device) -> torch.Tensor:
+def _random_pool(
+    random_token_ids: torch.Tensor | None, vocab_size: int, device: torch.device
+) -> torch.Tensor:
     """The ids a RANDOM replacement is drawn from, uniformly."""
     if random_token_ids is None:
         return torch.arange(vocab_size, device=device)
@@ -141,8 +145,13 @@ def _check_arguments(
         raise ValueError(f"vocab_size ({vocab_size}) must be at least 1.")
     if input_ids.dtype != torch.long:
         raise ValueError(f"input_ids must be a LongTensor of token ids, got dtype {input_ids.dtype}.")
-    others = (("special_tokens_mask", special_tokens_mask), ("attention_mask", attention_mask),
-              ("continuation_mask", continuation_mask))
+    others = (
+        ("special_tokens_mask", special_tokens_mask),
+        ("attention_mask", attention_mask),
+        ("continuation_mask", continuation_mask),
+    )
     for name, other in others:
         if other is not None and other.shape != input_ids.shape:
-            raise ValueError(f"{name} has shape {tuple(other.shape)} but input_ids has {tuple(input_ids.shape)}.")
+            raise ValueError(
+                f"{name} has shape {tuple(other.shape)} but input_ids has {tuple(input_ids.shape)}."
+            )

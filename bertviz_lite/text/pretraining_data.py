@@ -59,10 +59,20 @@ def _story_slots(rng: random.Random, setting: dict) -> dict[str, str]:
     thing = rng.choice(sorted(setting["things"]))
     adj = rng.choice(setting["adjectives"])
     return {
-        **PRONOUNS[gender], "name": name, "friend": rng.choice(friends), "place": place, "place2": place2,
-        "thing": thing, "use": setting["things"][thing], "animal": rng.choice(setting["animals"]),
-        "adj": adj, "a_adj": ("an " if adj[0] in "aeiou" else "a ") + adj, "food": rng.choice(setting["foods"]),
-        "about": setting["about"], "activity": rng.choice(setting["activities"]), "home": setting["home"],
+        **PRONOUNS[gender],
+        "name": name,
+        "friend": rng.choice(friends),
+        "place": place,
+        "place2": place2,
+        "thing": thing,
+        "use": setting["things"][thing],
+        "animal": rng.choice(setting["animals"]),
+        "adj": adj,
+        "a_adj": ("an " if adj[0] in "aeiou" else "a ") + adj,
+        "food": rng.choice(setting["foods"]),
+        "about": setting["about"],
+        "activity": rng.choice(setting["activities"]),
+        "home": setting["home"],
     }
 
 
@@ -179,12 +189,14 @@ def split_train_eval(
 # ---- collation ---------------------------------------------------------------------------------
 
 # Words that --mask-repeats leaves alone: a repeated "the" or "of" is grammar, not an answer to copy.
-FUNCTION_WORDS = frozenset("""
+FUNCTION_WORDS = frozenset(
+    """
 a an the this that these those my your his her its our their me him us them i you he she it we they who whom
 whose which what where when why how and or but nor so yet if then than as of at by for from in into on onto to
 up down out off over under with without about after before between through during not no is am are was were be
 been being has have had do does did will would shall should can could may might must there here very too also
-just only all any some each every both either neither more most less such own same other one""".split())
+just only all any some each every both either neither more most less such own same other one""".split()
+)
 
 
 def is_content_word(token: str) -> bool:
@@ -200,11 +212,17 @@ class PretrainingCollator:
     max_length: int = 128
     mask_prob: float = 0.15
     whole_word_mask: bool = False  # choose whole words: a "##" piece is masked with the rest of its word
-    mask_repeats: bool = False  # a chosen content word is masked wherever it occurs in the pair: nothing to copy
-    single_fraction: float = 0.0  # this share of pairs is given as sentence A alone, NSP label -100 (no question)
+    mask_repeats: bool = (
+        False  # a chosen content word is masked wherever it occurs in the pair: nothing to copy
+    )
+    single_fraction: float = (
+        0.0  # this share of pairs is given as sentence A alone, NSP label -100 (no question)
+    )
     _random_token_ids: torch.Tensor = field(init=False, repr=False)
     _is_continuation: torch.Tensor = field(init=False, repr=False)  # (vocab_size,) True for "##" pieces
-    _is_content: torch.Tensor = field(init=False, repr=False)  # (vocab_size,) True for a word not in FUNCTION_WORDS
+    _is_content: torch.Tensor = field(
+        init=False, repr=False
+    )  # (vocab_size,) True for a word not in FUNCTION_WORDS
 
     def __post_init__(self) -> None:
         if not 0.0 < self.mask_prob < 1.0:
@@ -221,22 +239,34 @@ class PretrainingCollator:
     ) -> dict[str, torch.Tensor]:
         """Returns input_ids, token_type_ids, attention_mask, labels, next_sentence_label, special_tokens_mask
         (and content_mask with mask_repeats: True where a token starts a content word)."""
-        single = (torch.rand(len(pairs), generator=generator) < self.single_fraction).tolist() \
-            if self.single_fraction else [False] * len(pairs)
-        encodings = self.tokenizer.encode_batch_pairs([(a, None if alone else b) for (a, b, _), alone
-                                                        in zip(pairs, single, strict=True)], max_length=self.max_length)
+        single = (
+            (torch.rand(len(pairs), generator=generator) < self.single_fraction).tolist()
+            if self.single_fraction
+            else [False] * len(pairs)
+        )
+        encodings = self.tokenizer.encode_batch_pairs(
+            [(a, None if alone else b) for (a, b, _), alone in zip(pairs, single, strict=True)],
+            max_length=self.max_length,
+        )
         batch = pad_encodings(encodings, self.tokenizer.pad_token_id)
         continuation = self._is_continuation[batch["input_ids"]] if self.whole_word_mask else None
         content = self._is_content[batch["input_ids"]] if self.mask_repeats else None
         masked = mask_tokens(
-            batch["input_ids"], batch["special_tokens_mask"].bool(),
-            mask_token_id=self.tokenizer.mask_token_id, vocab_size=self.tokenizer.vocab_size,
-            mask_prob=self.mask_prob, generator=generator, random_token_ids=self._random_token_ids,
-            continuation_mask=continuation, repeatable_mask=content,
+            batch["input_ids"],
+            batch["special_tokens_mask"].bool(),
+            mask_token_id=self.tokenizer.mask_token_id,
+            vocab_size=self.tokenizer.vocab_size,
+            mask_prob=self.mask_prob,
+            generator=generator,
+            random_token_ids=self._random_token_ids,
+            continuation_mask=continuation,
+            repeatable_mask=content,
         )
         batch["input_ids"], batch["labels"] = masked.input_ids, masked.labels
-        batch["next_sentence_label"] = torch.tensor([IGNORE_INDEX if alone else label for (_, _, label), alone
-                                                     in zip(pairs, single, strict=True)], dtype=torch.long)
+        batch["next_sentence_label"] = torch.tensor(
+            [IGNORE_INDEX if alone else label for (_, _, label), alone in zip(pairs, single, strict=True)],
+            dtype=torch.long,
+        )
         if content is not None:
             batch["content_mask"] = content
         return batch
@@ -245,10 +275,18 @@ class PretrainingCollator:
 def pad_encodings(encodings: Sequence[Encoding], pad_token_id: int) -> dict[str, torch.Tensor]:
     """Stack encodings into [B, T] LongTensors, padding to the longest; padding counts as special."""
     length = max(len(encoding.input_ids) for encoding in encodings)
-    pad_values = {"input_ids": pad_token_id, "token_type_ids": 0, "attention_mask": 0, "special_tokens_mask": 1}
+    pad_values = {
+        "input_ids": pad_token_id,
+        "token_type_ids": 0,
+        "attention_mask": 0,
+        "special_tokens_mask": 1,
+    }
     return {
         name: torch.tensor(
-            [getattr(encoding, name) + [value] * (length - len(encoding.input_ids)) for encoding in encodings],
+            [
+                getattr(encoding, name) + [value] * (length - len(encoding.input_ids))
+                for encoding in encodings
+            ],
             dtype=torch.long,
         )
         for name, value in pad_values.items()

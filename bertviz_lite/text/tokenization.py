@@ -154,7 +154,9 @@ class BertTokenizer:
     def _id_to_token(self, token_id: int) -> str:
         token = self._tokenizer.id_to_token(token_id) if token_id >= 0 else None
         if token is None:
-            raise ValueError(f"token id {token_id} is outside the vocabulary (ids 0 to {self.vocab_size - 1}).")
+            raise ValueError(
+                f"token id {token_id} is outside the vocabulary (ids 0 to {self.vocab_size - 1})."
+            )
         return token
 
     # ---- encoding -----------------------------------------------------------------------------
@@ -163,7 +165,9 @@ class BertTokenizer:
         """Tokenize sentence A (and optional B) into [CLS] A [SEP] (B [SEP]), truncated to max_length."""
         return self.encode_batch_pairs([(text_a, text_b)], max_length=max_length)[0]
 
-    def encode_batch_pairs(self, pairs: Sequence[tuple[str, str | None]], max_length: int = 128) -> list[Encoding]:
+    def encode_batch_pairs(
+        self, pairs: Sequence[tuple[str, str | None]], max_length: int = 128
+    ) -> list[Encoding]:
         """Tokenize many (A, B or None) pairs at once; same result as encode_pair on each.
 
         Text that is not valid Unicode (a lone surrogate such as "\\ud800", half of an emoji cut in two)
@@ -172,7 +176,9 @@ class BertTokenizer:
         """
         if not pairs:
             raise ValueError("No sentence pairs to tokenize.")
-        cleaned = [_clean_pair(text_a, text_b, index, len(pairs)) for index, (text_a, text_b) in enumerate(pairs)]
+        cleaned = [
+            _clean_pair(text_a, text_b, index, len(pairs)) for index, (text_a, text_b) in enumerate(pairs)
+        ]
         flat = [text for pair in cleaned for text in pair if text is not None]
         raws = iter(self._encode_texts(flat))
         encodings = []
@@ -193,7 +199,12 @@ class BertTokenizer:
         return self._tokenizer.encode_batch(texts, add_special_tokens=False)
 
     def _assemble(
-        self, raw_a: _RawEncoding, text_a: str, raw_b: _RawEncoding | None, text_b: str | None, max_length: int
+        self,
+        raw_a: _RawEncoding,
+        text_a: str,
+        raw_b: _RawEncoding | None,
+        text_b: str | None,
+        max_length: int,
     ) -> Encoding:
         """Truncate like tokenizers' "longest_first" and add [CLS]/[SEP] as TemplateProcessing does."""
         len_b = len(raw_b.ids) if raw_b is not None else None
@@ -214,7 +225,14 @@ class BertTokenizer:
 
 
 _LIST_FIELDS = (
-    "tokens", "input_ids", "token_type_ids", "special_tokens_mask", "word_ids", "sequence_ids", "offsets", "words"
+    "tokens",
+    "input_ids",
+    "token_type_ids",
+    "special_tokens_mask",
+    "word_ids",
+    "sequence_ids",
+    "offsets",
+    "words",
 )
 
 
@@ -241,8 +259,14 @@ def longest_first_lengths(len_a: int, len_b: int | None, budget: int) -> tuple[i
 def _append_special(parts: dict[str, list], token: str, token_id: int, type_id: int) -> None:
     """Add one template special token ([CLS] or [SEP])."""
     for name, value in (
-        ("tokens", token), ("input_ids", token_id), ("token_type_ids", type_id), ("special_tokens_mask", 1),
-        ("word_ids", None), ("sequence_ids", None), ("offsets", (0, 0)), ("words", None),
+        ("tokens", token),
+        ("input_ids", token_id),
+        ("token_type_ids", type_id),
+        ("special_tokens_mask", 1),
+        ("word_ids", None),
+        ("sequence_ids", None),
+        ("offsets", (0, 0)),
+        ("words", None),
     ):
         parts[name].append(value)
 
@@ -292,7 +316,9 @@ def _check_max_length(max_length: int, pair: bool) -> None:
     smallest = 5 if pair else 3
     if not isinstance(max_length, int) or not smallest <= max_length <= MAX_POSITIONS:
         kind = "a sentence pair" if pair else "one sentence"
-        raise ValueError(f"max_length ({max_length}) must be between {smallest} and {MAX_POSITIONS} for {kind}.")
+        raise ValueError(
+            f"max_length ({max_length}) must be between {smallest} and {MAX_POSITIONS} for {kind}."
+        )
 
 
 def read_vocab_file(path: str | os.PathLike) -> dict[str, int]:
@@ -310,7 +336,9 @@ def read_vocab_file(path: str | os.PathLike) -> dict[str, int]:
     vocab: dict[str, int] = {}
     for index, token in enumerate(lines):
         if token in vocab:
-            raise ValueError(f"Vocabulary file {path} lists {token!r} twice (lines {vocab[token] + 1} and {index + 1}).")
+            raise ValueError(
+                f"Vocabulary file {path} lists {token!r} twice (lines {vocab[token] + 1} and {index + 1})."
+            )
         vocab[token] = index
     return vocab
 
@@ -338,5 +366,7 @@ def _build_tokenizer(vocab: dict[str, int], do_lower_case: bool) -> Tokenizer:
         special_tokens=[(CLS_TOKEN, vocab[CLS_TOKEN]), (SEP_TOKEN, vocab[SEP_TOKEN])],
     )
     # Special tokens match the raw text only ("[MASK]", not "[mask]"), as in transformers.
-    tokenizer.add_special_tokens([AddedToken(token, normalized=False, special=True) for token in SPECIAL_TOKENS])
+    tokenizer.add_special_tokens(
+        [AddedToken(token, normalized=False, special=True) for token in SPECIAL_TOKENS]
+    )
     return tokenizer

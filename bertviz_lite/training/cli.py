@@ -32,21 +32,24 @@ from bertviz_lite.training.trainer import Trainer, TrainerCallback, TrainResult,
 from bertviz_lite.training.training_args import CONFIG_OVERRIDES, OptionError, option_fields
 
 _TYPES = {int: int, float: float, str: str}
-RESUME_HELP = ("continue the run in --out from its last checkpoint with the options it was started with: the "
-               "weights, the step and so the learning-rate schedule, the data order, and AdamW's moments when "
-               "optimizer.safetensors belongs to that checkpoint (otherwise they restart from zero, which can "
-               "jolt the loss); the masking and dropout draws restart. The metrics after the checkpoint are "
-               "dropped and trained again. Only --steps (to train further), --device, --dtype, --threads and "
-               "--quiet may be given with it")
+RESUME_HELP = (
+    "continue the run in --out from its last checkpoint with the options it was started with: the "
+    "weights, the step and so the learning-rate schedule, the data order, and AdamW's moments when "
+    "optimizer.safetensors belongs to that checkpoint (otherwise they restart from zero, which can "
+    "jolt the loss); the masking and dropout draws restart. The metrics after the checkpoint are "
+    "dropped and trained again. Only --steps (to train further), --device, --dtype, --threads and "
+    "--quiet may be given with it"
+)
 RESUME_OPTIONS = ("steps", "device", "dtype")  # the training options --resume may change
 MAX_THREADS = 256  # --threads: more than any machine this runs on has cores
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m bertviz_lite.train", description=__doc__.split("\n\n")[0],
+        prog="python -m bertviz_lite.train",
+        description=__doc__.split("\n\n")[0],
         epilog="Exit codes: 0 finished or stopped, 1 failed or diverged, 2 bad arguments. pad_token_id is "
-               "always 0, the id of [PAD] in the trained vocabulary.",
+        "always 0, the id of [PAD] in the trained vocabulary.",
     )
     for spec in option_fields():  # each option's help, choices and default are declared on its field
         default = spec.default
@@ -54,18 +57,34 @@ def build_parser() -> argparse.ArgumentParser:
         if isinstance(default, bool):  # a flag: given means True
             parser.add_argument(_flag(spec.name), action="store_true", help=spec.metadata["help"])
             continue
-        parser.add_argument(_flag(spec.name), type=_option_type(spec), choices=spec.metadata["choices"],
-                            default=default, help=help_text)
+        parser.add_argument(
+            _flag(spec.name),
+            type=_option_type(spec),
+            choices=spec.metadata["choices"],
+            default=default,
+            help=help_text,
+        )
     group = parser.add_argument_group("model config overrides (default: the preset's)")
     for spec in dataclasses.fields(BertConfig):
         if spec.name in CONFIG_OVERRIDES:
             choices = list(POSITION_EMBEDDING_TYPES) if spec.name == "position_embedding_type" else None
-            group.add_argument(_flag(spec.name), type=_TYPES[type(spec.default)], choices=choices, default=None,
-                               help=f"{spec.metadata['help']} (BertConfig.{spec.name})")
+            group.add_argument(
+                _flag(spec.name),
+                type=_TYPES[type(spec.default)],
+                choices=choices,
+                default=None,
+                help=f"{spec.metadata['help']} (BertConfig.{spec.name})",
+            )
     parser.add_argument("--resume", action="store_true", help=RESUME_HELP)
-    parser.add_argument("--threads", type=int, default=None,
-                        help=f"CPU threads for PyTorch, 1 to {MAX_THREADS} (default: its own)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar (the final result is still printed)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help=f"CPU threads for PyTorch, 1 to {MAX_THREADS} (default: its own)",
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress bar (the final result is still printed)"
+    )
     return parser
 
 
@@ -82,7 +101,9 @@ def arguments_from_namespace(namespace: argparse.Namespace) -> training_args.Tra
     """TrainingArguments from parsed options; config overrides left at None keep the preset's value."""
     values = vars(namespace)
     config = {name: values[name] for name in CONFIG_OVERRIDES if values.get(name) is not None}
-    return training_args.TrainingArguments(**{spec.name: values[spec.name] for spec in option_fields()}, config=config)
+    return training_args.TrainingArguments(
+        **{spec.name: values[spec.name] for spec in option_fields()}, config=config
+    )
 
 
 def given_options(argv: Sequence[str]) -> set[str]:
@@ -97,17 +118,25 @@ def resume_arguments(namespace: argparse.Namespace, given: set[str]) -> training
     """The TrainingArguments a run in --out was started with, with the RESUME_OPTIONS given now."""
     extra = sorted(given - {"resume", "out", "threads", "quiet", *RESUME_OPTIONS})
     if extra:
-        raise OptionError("resume", f"--resume continues a run with its own options: {_flag(extra[0])} cannot be "
-                                    "given with it (only --steps, --device and --dtype)")
+        raise OptionError(
+            "resume",
+            f"--resume continues a run with its own options: {_flag(extra[0])} cannot be "
+            "given with it (only --steps, --device and --dtype)",
+        )
     if namespace.out is None:
         raise OptionError("out", "--resume needs --out: the folder of the run to continue")
     saved = (read_train_args(namespace.out) or {}).get("args")
     if not isinstance(saved, dict):
-        raise OptionError("resume", f"out ({namespace.out!r}) holds no run to resume: --resume needs a run folder "
-                                    "with status.json, train_args.json and a checkpoint (model.safetensors)")
+        raise OptionError(
+            "resume",
+            f"out ({namespace.out!r}) holds no run to resume: --resume needs a run folder "
+            "with status.json, train_args.json and a checkpoint (model.safetensors)",
+        )
     fields = {f.name for f in dataclasses.fields(training_args.TrainingArguments)}
     values = {name: value for name, value in saved.items() if name in fields}
-    values.update({name: getattr(namespace, name) for name in RESUME_OPTIONS if name in given}, out=namespace.out)
+    values.update(
+        {name: getattr(namespace, name) for name in RESUME_OPTIONS if name in given}, out=namespace.out
+    )
     return training_args.TrainingArguments(**values)
 
 
@@ -125,8 +154,11 @@ def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "?"
     seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else \
-        f"{seconds // 60}:{seconds % 60:02d}"
+    return (
+        f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        if seconds >= 3600
+        else f"{seconds // 60}:{seconds % 60:02d}"
+    )
 
 
 class ProgressBar(TrainerCallback):
@@ -145,8 +177,10 @@ class ProgressBar(TrainerCallback):
         bar = "#" * int(done * 20) + "-" * (20 - int(done * 20))
         text = f"step {trainer.step}/{total} {done:4.0%} |{bar}|"
         if self.train:
-            text += (f" loss {self.train['loss']:.3f} mlm {self.train['mlm_acc']:.0%} nsp {self.train['nsp_acc']:.0%}"
-                     f" {self.train['tokens_per_s']:.0f} tok/s")
+            text += (
+                f" loss {self.train['loss']:.3f} mlm {self.train['mlm_acc']:.0%} nsp {self.train['nsp_acc']:.0%}"
+                f" {self.train['tokens_per_s']:.0f} tok/s"
+            )
         if self.eval:
             text += f" | eval mlm {self.eval['eval_mlm_acc']:.0%} nsp {self.eval['eval_nsp_acc']:.0%}"
         return text + f" | {_duration(trainer.elapsed_s())} < {_duration(trainer.eta_s())}"
@@ -207,7 +241,9 @@ def prepare(argv: Sequence[str], distributed: Distributed, quiet: bool | None = 
     namespace = build_parser().parse_args(argv)
     if namespace.threads is not None:
         if not 1 <= namespace.threads <= MAX_THREADS:
-            raise OptionError("threads", f"threads ({namespace.threads}) must be a whole number from 1 to {MAX_THREADS}")
+            raise OptionError(
+                "threads", f"threads ({namespace.threads}) must be a whole number from 1 to {MAX_THREADS}"
+            )
         torch.set_num_threads(namespace.threads)
     if namespace.resume:
         args = resume_arguments(namespace, given_options(argv))
@@ -217,7 +253,9 @@ def prepare(argv: Sequence[str], distributed: Distributed, quiet: bool | None = 
     quiet = namespace.quiet if quiet is None else quiet
     callbacks = [] if quiet or not distributed.is_main else [ProgressBar()]
     command = shlex.join(["python", "-m", "bertviz_lite.train", *argv])
-    return Trainer(args, distributed=distributed, callbacks=callbacks, command=command, resume=namespace.resume)
+    return Trainer(
+        args, distributed=distributed, callbacks=callbacks, command=command, resume=namespace.resume
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

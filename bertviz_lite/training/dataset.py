@@ -42,7 +42,9 @@ def probe_pair(documents: Sequence[Sequence[str]]) -> tuple[str, str]:
     return next((doc[0], doc[1]) for doc in documents if len(doc) >= 2)
 
 
-def batch_indices(num_items: int, batch_size: int, seed: int, rank: int = 0, world_size: int = 1) -> Iterator[list[int]]:
+def batch_indices(
+    num_items: int, batch_size: int, seed: int, rank: int = 0, world_size: int = 1
+) -> Iterator[list[int]]:
     """Endless batches of indices: a new shuffle each epoch, each rank its own equal shard, no partial batch."""
     check_batch_size(batch_size, num_items, world_size)
     return _epochs(num_items, batch_size, seed, rank, world_size)
@@ -53,8 +55,11 @@ def check_batch_size(batch_size: int, num_train_pairs: int, world_size: int = 1)
     per_rank = num_train_pairs // world_size
     share = "of the corpus" if world_size == 1 else f"that each of the {world_size} processes gets"
     if per_rank < batch_size:
-        raise OptionError("batch_size", f"batch_size ({batch_size}) is more than the {per_rank} training pairs "
-                                        f"{share}: use a smaller batch or a bigger corpus")
+        raise OptionError(
+            "batch_size",
+            f"batch_size ({batch_size}) is more than the {per_rank} training pairs "
+            f"{share}: use a smaller batch or a bigger corpus",
+        )
 
 
 def _epochs(num_items: int, batch_size: int, seed: int, rank: int, world_size: int) -> Iterator[list[int]]:
@@ -91,7 +96,9 @@ class TrainingData:
     probe: tuple[str, str]  # the pair whose attention and predictions are snapshotted
 
 
-def prepare_data(args: TrainingArguments, documents: list[list[str]], tokenizer: BertTokenizer) -> TrainingData:
+def prepare_data(
+    args: TrainingArguments, documents: list[list[str]], tokenizer: BertTokenizer
+) -> TrainingData:
     """Next-sentence pairs split into training and held-out ones (at most args.eval_pairs of those)."""
     try:
         pairs = make_nsp_pairs(documents, seed=args.seed)
@@ -103,5 +110,11 @@ def prepare_data(args: TrainingArguments, documents: list[list[str]], tokenizer:
 
 def collator(args: TrainingArguments, tokenizer: BertTokenizer) -> PretrainingCollator:
     """Builds masked batches of args.seq_len tokens, masking args.mask_prob of them (of whole words with --whole-word-mask)."""
-    return PretrainingCollator(tokenizer, args.seq_len, args.mask_prob, whole_word_mask=args.whole_word_mask,
-                               mask_repeats=args.mask_repeats, single_fraction=args.single_sentences)
+    return PretrainingCollator(
+        tokenizer,
+        args.seq_len,
+        args.mask_prob,
+        whole_word_mask=args.whole_word_mask,
+        mask_repeats=args.mask_repeats,
+        single_fraction=args.single_sentences,
+    )

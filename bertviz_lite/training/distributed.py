@@ -25,7 +25,9 @@ class Distributed:
         """Read torchrun's RANK / WORLD_SIZE / LOCAL_RANK; a single process when they are absent."""
         if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
             return cls()
-        return cls(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ.get("LOCAL_RANK", 0)))
+        return cls(
+            int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ.get("LOCAL_RANK", 0))
+        )
 
     @property
     def enabled(self) -> bool:
@@ -54,7 +56,7 @@ class Distributed:
 
 
 def resolve_device(name: str, distributed: Distributed | None = None) -> torch.device:
-    """"auto" -> CUDA when available, else CPU; each torchrun process takes GPU LOCAL_RANK."""
+    """ "auto" -> CUDA when available, else CPU; each torchrun process takes GPU LOCAL_RANK."""
     if name == "cuda" and not torch.cuda.is_available():
         raise OptionError("device", "device ('cuda') is not available: this machine has no usable CUDA GPU")
     if name == "cpu" or (name == "auto" and not torch.cuda.is_available()):

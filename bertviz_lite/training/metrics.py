@@ -53,12 +53,22 @@ _MLM_LOSS, _EVAL_MLM_LOSS = _pair("mlm_loss", "MLM loss", "MLM loss", "loss")
 _NSP_LOSS, _EVAL_NSP_LOSS = _pair("nsp_loss", "NSP loss", "NSP loss", "loss")
 _MLM_ACC, _EVAL_MLM_ACC = _pair("mlm_acc", "MLM accuracy", "MLM acc.", "accuracy")
 _NSP_ACC, _EVAL_NSP_ACC = _pair("nsp_acc", "NSP accuracy", "NSP acc.", "accuracy")
-METRICS = {metric.key: metric for metric in (
-    _MLM_LOSS, _NSP_LOSS, Metric("loss", "Total loss", "Loss", TRAIN), _EVAL_MLM_LOSS, _EVAL_NSP_LOSS,
-    _MLM_ACC, _NSP_ACC, _EVAL_MLM_ACC, _EVAL_NSP_ACC,
-    Metric("lr", "Learning rate", "LR", kind="rate"),
-    Metric("tokens_per_s", "Tokens per second", "Tokens/s", kind="speed"),
-)}
+METRICS = {
+    metric.key: metric
+    for metric in (
+        _MLM_LOSS,
+        _NSP_LOSS,
+        Metric("loss", "Total loss", "Loss", TRAIN),
+        _EVAL_MLM_LOSS,
+        _EVAL_NSP_LOSS,
+        _MLM_ACC,
+        _NSP_ACC,
+        _EVAL_MLM_ACC,
+        _EVAL_NSP_ACC,
+        Metric("lr", "Learning rate", "LR", kind="rate"),
+        Metric("tokens_per_s", "Tokens per second", "Tokens/s", kind="speed"),
+    )
+}
 LOSS_CURVES = ("mlm_loss", "nsp_loss", "eval_mlm_loss", "eval_nsp_loss")  # the Train page's loss chart
 ACCURACY_CURVES = ("mlm_acc", "nsp_acc", "eval_mlm_acc", "eval_nsp_acc")  # its accuracy chart
 # The checkpoints table's columns.

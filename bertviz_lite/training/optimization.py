@@ -40,7 +40,10 @@ class PretrainingStep(nn.Module):
 
     def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, ...]:
         out = self.model.pretraining_loss(
-            batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], batch["labels"],
+            batch["input_ids"],
+            batch["token_type_ids"],
+            batch["attention_mask"],
+            batch["labels"],
             batch["next_sentence_label"],
         )
         loss = out.loss
@@ -70,7 +73,10 @@ def use_bf16(dtype: str, device: torch.device) -> bool:
 
 
 def optimizer_step(
-    step_module: nn.Module, optimizer: torch.optim.Optimizer, batch: dict[str, Tensor], max_grad_norm: float,
+    step_module: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch: dict[str, Tensor],
+    max_grad_norm: float,
     dtype: str = "auto",
 ) -> tuple[tuple[Tensor, ...], Tensor]:
     """Forward (bf16 autocast as `dtype` says), backward, clip, update: (the module's outputs, gradient norm).
@@ -89,7 +95,17 @@ def optimizer_step(
 
 
 # Sums kept per logging window (and all-reduced across processes), in this order.
-STAT_NAMES = ("loss", "mlm_loss", "nsp_loss", "mlm_correct", "mlm_count", "nsp_correct", "nsp_count", "tokens", "steps")
+STAT_NAMES = (
+    "loss",
+    "mlm_loss",
+    "nsp_loss",
+    "mlm_correct",
+    "mlm_count",
+    "nsp_correct",
+    "nsp_count",
+    "tokens",
+    "steps",
+)
 
 
 def step_stats(outputs: tuple[Tensor, ...], batch: dict[str, Tensor]) -> Tensor:
@@ -97,13 +113,24 @@ def step_stats(outputs: tuple[Tensor, ...], batch: dict[str, Tensor]) -> Tensor:
     loss, mlm_loss, nsp_loss, mlm_logits, mlm_labels, nsp_logits = outputs
     mlm_correct = (mlm_logits.detach().argmax(-1) == mlm_labels).sum()
     nsp_correct = (nsp_logits.detach().argmax(-1) == batch["next_sentence_label"]).sum()
-    values = [loss.detach(), mlm_loss.detach(), nsp_loss.detach(), mlm_correct, mlm_labels.new_tensor(mlm_labels.numel()),
-              nsp_correct, (batch["next_sentence_label"] != IGNORE_INDEX).sum(), batch["attention_mask"].sum(), loss.new_ones(())]
+    values = [
+        loss.detach(),
+        mlm_loss.detach(),
+        nsp_loss.detach(),
+        mlm_correct,
+        mlm_labels.new_tensor(mlm_labels.numel()),
+        nsp_correct,
+        (batch["next_sentence_label"] != IGNORE_INDEX).sum(),
+        batch["attention_mask"].sum(),
+        loss.new_ones(()),
+    ]
     return torch.stack([v.double() for v in values])
 
 
 @torch.no_grad()
-def held_out_metrics(model: BertForPreTraining, batches: list[dict[str, Tensor]], dtype: str = "auto") -> dict[str, float]:
+def held_out_metrics(
+    model: BertForPreTraining, batches: list[dict[str, Tensor]], dtype: str = "auto"
+) -> dict[str, float]:
     """Held-out MLM and NSP loss and accuracy over masked batches (losses averaged over masked tokens and pairs)."""
     was_training, device = model.training, batches[0]["input_ids"].device
     model.eval()
@@ -119,7 +146,9 @@ def held_out_metrics(model: BertForPreTraining, batches: list[dict[str, Tensor]]
     values = dict(zip(STAT_NAMES, totals.tolist(), strict=True))
     return {
         "eval_loss": mlm_loss / max(mlm_count, 1) + nsp_loss / max(nsp_count, 1),
-        "eval_mlm_loss": mlm_loss / max(mlm_count, 1), "eval_nsp_loss": nsp_loss / max(nsp_count, 1),
+        "eval_mlm_loss": mlm_loss / max(mlm_count, 1),
+        "eval_nsp_loss": nsp_loss / max(nsp_count, 1),
         "eval_mlm_acc": values["mlm_correct"] / max(mlm_count, 1),
-        "eval_nsp_acc": values["nsp_correct"] / max(nsp_count, 1), "eval_examples": int(nsp_count),
+        "eval_nsp_acc": values["nsp_correct"] / max(nsp_count, 1),
+        "eval_examples": int(nsp_count),
     }

@@ -38,8 +38,12 @@ class PreparedRun:
     resumed_from: int | None = None
 
 
-def prepare_run(args: TrainingArguments, distributed: Distributed | None = None,
-                tokenizer: BertTokenizer | None = None, resume: bool = False) -> PreparedRun:
+def prepare_run(
+    args: TrainingArguments,
+    distributed: Distributed | None = None,
+    tokenizer: BertTokenizer | None = None,
+    resume: bool = False,
+) -> PreparedRun:
     """Check the run folder, read the corpus, build the model and the pairs (OptionError naming the option)."""
     distributed = distributed or Distributed()
     run_dir = Path(args.out)
@@ -89,13 +93,17 @@ def check_run_dir(run_dir: Path) -> None:
         return
     taken = RunFolder(run_dir).run_markers()
     if taken:
-        raise OptionError("out", f"{where} already holds a run ({taken[0]}): choose another folder, or continue "
-                                 "the run with --resume")
+        raise OptionError(
+            "out",
+            f"{where} already holds a run ({taken[0]}): choose another folder, or continue "
+            "the run with --resume",
+        )
     others = RunFolder(run_dir).foreign_files()
     if others:
         listed = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
-        raise OptionError("out", f"{where} is a folder that holds other files ({listed}): a run needs a new or "
-                                 "empty folder")
+        raise OptionError(
+            "out", f"{where} is a folder that holds other files ({listed}): a run needs a new or empty folder"
+        )
 
 
 def resumable_step(run_dir: Path, steps: int) -> int:
@@ -103,12 +111,18 @@ def resumable_step(run_dir: Path, steps: int) -> int:
     where = f"out ({str(run_dir)!r})"
     status, step = read_status(run_dir), checkpoints.checkpoint_step(run_dir)
     if status is None or read_train_args(run_dir) is None or step is None:
-        raise OptionError("resume", f"{where} holds no run to resume: --resume needs a run folder with status.json, "
-                                    "train_args.json and a checkpoint (model.safetensors)")
+        raise OptionError(
+            "resume",
+            f"{where} holds no run to resume: --resume needs a run folder with status.json, "
+            "train_args.json and a checkpoint (model.safetensors)",
+        )
     pid = status.get("pid")
     if status.get("state") == "running" and pid != os.getpid() and process_alive(pid):
         raise OptionError("resume", f"{where} is still training (pid {pid}): stop it before resuming")
     if step >= steps:
-        raise OptionError("steps", f"steps ({steps}) must be more than the {step} steps the run has already "
-                                   "trained, to train it further")
+        raise OptionError(
+            "steps",
+            f"steps ({steps}) must be more than the {step} steps the run has already "
+            "trained, to train it further",
+        )
     return step

@@ -45,7 +45,9 @@ from bertviz_lite.training.prefetch import PREFETCH_DEPTH, made_ahead
 from bertviz_lite.training.preparation import PreparedRun, prepare_run
 from bertviz_lite.training.training_args import TrainingArguments, is_number
 
-DIVERGENCE_FACTOR = 10.0  # a logged loss above this many times the first step's loss (at least 1) has diverged
+DIVERGENCE_FACTOR = (
+    10.0  # a logged loss above this many times the first step's loss (at least 1) has diverged
+)
 
 
 @dataclass
@@ -86,9 +88,15 @@ class Trainer:
     """
 
     def __init__(
-        self, args: TrainingArguments, *, distributed: Distributed | None = None,
-        callbacks: Sequence[TrainerCallback] = (), command: str | None = None,
-        tokenizer: BertTokenizer | None = None, resume: bool = False, prepared: PreparedRun | None = None,
+        self,
+        args: TrainingArguments,
+        *,
+        distributed: Distributed | None = None,
+        callbacks: Sequence[TrainerCallback] = (),
+        command: str | None = None,
+        tokenizer: BertTokenizer | None = None,
+        resume: bool = False,
+        prepared: PreparedRun | None = None,
     ):
         self.args, self.command, self.callbacks = args, command, list(callbacks)
         self.distributed = distributed or Distributed()
@@ -99,11 +107,15 @@ class Trainer:
         self.model, self.config = prepared.model.to(self.device), prepared.model.config
         self.collator = collator(args, self.tokenizer)
         dist = self.distributed
-        self._batches = batch_indices(len(self.train_pairs), args.batch_size, args.seed, dist.rank, dist.world_size)
+        self._batches = batch_indices(
+            len(self.train_pairs), args.batch_size, args.seed, dist.rank, dist.world_size
+        )
         self._mask_generator = torch.Generator().manual_seed(args.seed * 1009 + 1 + dist.rank)
         self.optimizer = make_optimizer(self.model, args.lr, args.weight_decay)
         self._step_module = self._wrap_for_processes(PretrainingStep(self.model, args.copy_penalty))
-        self.prefetch = PREFETCH_DEPTH if self.device.type == "cuda" else 0  # a CPU's spare core is the server's
+        self.prefetch = (
+            PREFETCH_DEPTH if self.device.type == "cuda" else 0
+        )  # a CPU's spare core is the server's
         torch.manual_seed(args.seed + dist.rank)  # dropout differs between processes
         self.step, self.checkpoint_step, self.last_record, self.optimizer_restored = 0, None, None, False
         if self.resumed_from is not None:
@@ -123,7 +135,9 @@ class Trainer:
         self.step = self.checkpoint_step = self.resumed_from
         for _ in range(self.step):
             next(self._batches)
-        self.optimizer_restored = checkpoints.load_optimizer_state(self.run_dir, self.model, self.optimizer, self.step)
+        self.optimizer_restored = checkpoints.load_optimizer_state(
+            self.run_dir, self.model, self.optimizer, self.step
+        )
 
     def _wrap_for_processes(self, module: nn.Module) -> nn.Module:
         if not self.distributed.enabled:
@@ -146,8 +160,9 @@ class Trainer:
             group["lr"] = self._lr
         batch = {name: tensor.to(self.device, non_blocking=True) for name, tensor in batch.items()}
         self.model.train()
-        outputs, self._grad_norm = optimizer_step(self._step_module, self.optimizer, batch, self.args.max_grad_norm,
-                                                  self.args.dtype)
+        outputs, self._grad_norm = optimizer_step(
+            self._step_module, self.optimizer, batch, self.args.max_grad_norm, self.args.dtype
+        )
         return step_stats(outputs, batch)
 
     # ---- evaluation and snapshots --------------------------------------------------------------
@@ -182,9 +197,12 @@ class Trainer:
         attentions, tokens, token_type_ids = self.probe_attentions()
         predictions = None
         if self.model.has_mlm_head and self.model.has_nsp_head:
-            predictions = probe_predictions(self.model, self.tokenizer, *self.probe, max_length=self.args.seq_len)
-        return checkpoints.save_snapshot(self.run_dir, self.step, attentions, tokens, token_type_ids, self.probe,
-                                         predictions)
+            predictions = probe_predictions(
+                self.model, self.tokenizer, *self.probe, max_length=self.args.seq_len
+            )
+        return checkpoints.save_snapshot(
+            self.run_dir, self.step, attentions, tokens, token_type_ids, self.probe, predictions
+        )
 
     # ---- saving --------------------------------------------------------------------------------
 
@@ -196,7 +214,9 @@ class Trainer:
         if not self.weights_finite():
             return False
         if self.distributed.is_main:
-            checkpoints.save_checkpoint(self.run_dir, self.model, self.tokenizer, self.train_args(), step=self.step)
+            checkpoints.save_checkpoint(
+                self.run_dir, self.model, self.tokenizer, self.train_args(), step=self.step
+            )
             checkpoints.save_optimizer_state(self.run_dir, self.model, self.optimizer, self.step)
         self.checkpoint_step = self.step
         return True
@@ -204,13 +224,22 @@ class Trainer:
     def train_args(self) -> dict[str, Any]:
         """What train_args.json records: the options, the model config and how the run was started."""
         return {
-            "args": self.args.to_dict(), "config": self.config.to_dict(), "command": self.command,
-            "world_size": self.distributed.world_size, "device": str(self.device), "started_at": self.started_at,
-            "num_train_pairs": len(self.train_pairs), "num_eval_pairs": len(self.eval_pairs),
-            "num_parameters": self.model.num_parameters(), "probe": list(self.probe),
+            "args": self.args.to_dict(),
+            "config": self.config.to_dict(),
+            "command": self.command,
+            "world_size": self.distributed.world_size,
+            "device": str(self.device),
+            "started_at": self.started_at,
+            "num_train_pairs": len(self.train_pairs),
+            "num_eval_pairs": len(self.eval_pairs),
+            "num_parameters": self.model.num_parameters(),
+            "probe": list(self.probe),
             "torch_version": torch.__version__,
-            **({"resumed_from_step": self.resumed_from, "optimizer_restored": self.optimizer_restored}
-               if self.resumed_from is not None else {}),
+            **(
+                {"resumed_from_step": self.resumed_from, "optimizer_restored": self.optimizer_restored}
+                if self.resumed_from is not None
+                else {}
+            ),
         }
 
     # ---- stopping ------------------------------------------------------------------------------
@@ -238,9 +267,15 @@ class Trainer:
     def _write_status(self, state: str, message: str) -> None:
         if self.distributed.is_main and self.started_at is not None:
             write_status(
-                self.run_dir, state=state, message=message, step=self.step, total_steps=self.args.steps,
-                checkpoint_step=self.checkpoint_step, started_at=self.started_at,
-                eta_s=self.eta_s() if state == "running" else None, world_size=self.distributed.world_size,
+                self.run_dir,
+                state=state,
+                message=message,
+                step=self.step,
+                total_steps=self.args.steps,
+                checkpoint_step=self.checkpoint_step,
+                started_at=self.started_at,
+                eta_s=self.eta_s() if state == "running" else None,
+                world_size=self.distributed.world_size,
             )
 
     def _open_run(self) -> None:
@@ -252,11 +287,17 @@ class Trainer:
         else:
             RunFolder(self.run_dir).clear_stop()  # the stop that ended it before
             kept = keep_metrics_until(self.run_dir, self.resumed_from)  # the steps after it are trained again
-            self._elapsed_before = max([r["elapsed_s"] for r in kept if is_number(r.get("elapsed_s"))], default=0.0)
+            self._elapsed_before = max(
+                [r["elapsed_s"] for r in kept if is_number(r.get("elapsed_s"))], default=0.0
+            )
         atomic_write_json(RunFolder(self.run_dir).train_args, self.train_args())
         self._metrics = MetricsWriter(self.run_dir)
-        self._write_status("running", "Starting: saving the initial weights and attention snapshot"
-                           if self.resumed_from is None else f"Resuming from the checkpoint of step {self.step}")
+        self._write_status(
+            "running",
+            "Starting: saving the initial weights and attention snapshot"
+            if self.resumed_from is None
+            else f"Resuming from the checkpoint of step {self.step}",
+        )
 
     def _emit(self, record: dict[str, Any]) -> None:
         self.last_record = record
@@ -274,7 +315,11 @@ class Trainer:
         try:
             result = self._loop()
         except BaseException as err:  # KeyboardInterrupt too: a second Ctrl-C does not wait for the step
-            kept = f" (the checkpoint of step {self.checkpoint_step} is kept)" if self.checkpoint_step is not None else ""
+            kept = (
+                f" (the checkpoint of step {self.checkpoint_step} is kept)"
+                if self.checkpoint_step is not None
+                else ""
+            )
             self._write_status("failed", one_line_error(err) + kept)
             raise
         finally:
@@ -350,19 +395,28 @@ class Trainer:
 
     def elapsed_s(self) -> float:
         """Wall seconds since training began (0 before)."""
-        return self._elapsed_before + (time.perf_counter() - self._loop_start if self._loop_start is not None else 0.0)
+        return self._elapsed_before + (
+            time.perf_counter() - self._loop_start if self._loop_start is not None else 0.0
+        )
 
     def _log_train(self) -> dict[str, Any]:
         """The train line for the steps since the last one (summed over processes)."""
-        values = dict(zip(STAT_NAMES, self.distributed.all_reduce_sum(self._window.clone()).tolist(), strict=True))
+        values = dict(
+            zip(STAT_NAMES, self.distributed.all_reduce_sum(self._window.clone()).tolist(), strict=True)
+        )
         seconds = max(time.perf_counter() - self._window_start - self._overhead, 1e-9)
         steps = max(values["steps"], 1.0)
         record = {
-            "split": "train", "step": self.step, "loss": values["loss"] / steps,
-            "mlm_loss": values["mlm_loss"] / steps, "nsp_loss": values["nsp_loss"] / steps,
+            "split": "train",
+            "step": self.step,
+            "loss": values["loss"] / steps,
+            "mlm_loss": values["mlm_loss"] / steps,
+            "nsp_loss": values["nsp_loss"] / steps,
             "mlm_acc": values["mlm_correct"] / max(values["mlm_count"], 1.0),
-            "nsp_acc": values["nsp_correct"] / max(values["nsp_count"], 1.0), "lr": self._lr,
-            "grad_norm": float(self._grad_norm), "tokens_per_s": values["tokens"] / seconds,
+            "nsp_acc": values["nsp_correct"] / max(values["nsp_count"], 1.0),
+            "lr": self._lr,
+            "grad_norm": float(self._grad_norm),
+            "tokens_per_s": values["tokens"] / seconds,
             "elapsed_s": self.elapsed_s(),
         }
         self._reset_window()
@@ -378,11 +432,16 @@ class Trainer:
     def _stopped(self) -> TrainResult:
         if self.checkpoint_step != self.step and not self.save():
             return self._diverged(self.last_record or {})
-        return TrainResult("stopped", self.step, self._summary(f"Stopped at step {self.step} of {self.args.steps}"))
+        return TrainResult(
+            "stopped", self.step, self._summary(f"Stopped at step {self.step} of {self.args.steps}")
+        )
 
     def _diverged(self, record: dict[str, Any]) -> TrainResult:
-        kept = (f"the checkpoint of step {self.checkpoint_step} is kept" if self.checkpoint_step is not None
-                else "no checkpoint had been saved")
+        kept = (
+            f"the checkpoint of step {self.checkpoint_step} is kept"
+            if self.checkpoint_step is not None
+            else "no checkpoint had been saved"
+        )
         first = f" (first step: {self._first_loss:.4g})" if self._first_loss is not None else ""
         message = (
             f"Diverged at step {self.step}: loss {record.get('loss', float('nan')):.4g}{first}, gradient norm "

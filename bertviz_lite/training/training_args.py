@@ -25,31 +25,89 @@ from bertviz_lite.text.tokenization import MAX_POSITIONS, MIN_TRAIN_VOCAB_SIZE
 
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {
-        "config": {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 512,
-                   "max_position_embeddings": 128, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
-        "vocab_size": 1000, "seq_len": 64, "batch_size": 32, "steps": 1000, "lr": 2e-3, "warmup": 30,
-        "log_every": 5, "eval_every": 50, "snapshot_every": 25, "save_every": 100,
+        "config": {
+            "hidden_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "intermediate_size": 512,
+            "max_position_embeddings": 128,
+            "hidden_dropout_prob": 0.0,
+            "attention_probs_dropout_prob": 0.0,
+        },
+        "vocab_size": 1000,
+        "seq_len": 64,
+        "batch_size": 32,
+        "steps": 1000,
+        "lr": 2e-3,
+        "warmup": 30,
+        "log_every": 5,
+        "eval_every": 50,
+        "snapshot_every": 25,
+        "save_every": 100,
     },
     "classroom": {  # the tiny model, sized to finish within 2 minutes on 2 CPU cores: start it, teach, show it
-        "config": {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 512,
-                   "max_position_embeddings": 128, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
-        "vocab_size": 1000, "seq_len": 64, "batch_size": 32, "steps": 800, "lr": 2e-3, "warmup": 30,
-        "log_every": 5, "eval_every": 25, "snapshot_every": 20, "save_every": 100,
+        "config": {
+            "hidden_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "intermediate_size": 512,
+            "max_position_embeddings": 128,
+            "hidden_dropout_prob": 0.0,
+            "attention_probs_dropout_prob": 0.0,
+        },
+        "vocab_size": 1000,
+        "seq_len": 64,
+        "batch_size": 32,
+        "steps": 800,
+        "lr": 2e-3,
+        "warmup": 30,
+        "log_every": 5,
+        "eval_every": 25,
+        "snapshot_every": 20,
+        "save_every": 100,
     },
     "small": {
-        "config": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 1024,
-                   "max_position_embeddings": 512},
-        "vocab_size": 8000, "seq_len": 128, "batch_size": 16, "steps": 2000, "lr": 5e-4, "warmup": 200,
-        "log_every": 10, "eval_every": 200, "snapshot_every": 100, "save_every": 500,
+        "config": {
+            "hidden_size": 256,
+            "num_hidden_layers": 4,
+            "num_attention_heads": 4,
+            "intermediate_size": 1024,
+            "max_position_embeddings": 512,
+        },
+        "vocab_size": 8000,
+        "seq_len": 128,
+        "batch_size": 16,
+        "steps": 2000,
+        "lr": 5e-4,
+        "warmup": 200,
+        "log_every": 10,
+        "eval_every": 200,
+        "snapshot_every": 100,
+        "save_every": 500,
     },
     "base": {
-        "config": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
-                   "max_position_embeddings": 512},
-        "vocab_size": 30522, "seq_len": 128, "batch_size": 32, "steps": 10000, "lr": 1e-4, "warmup": 1000,
-        "log_every": 20, "eval_every": 500, "snapshot_every": 500, "save_every": 1000,
+        "config": {
+            "hidden_size": 768,
+            "num_hidden_layers": 12,
+            "num_attention_heads": 12,
+            "intermediate_size": 3072,
+            "max_position_embeddings": 512,
+        },
+        "vocab_size": 30522,
+        "seq_len": 128,
+        "batch_size": 32,
+        "steps": 10000,
+        "lr": 1e-4,
+        "warmup": 1000,
+        "log_every": 20,
+        "eval_every": 500,
+        "snapshot_every": 500,
+        "save_every": 1000,
     },
 }
-CONFIG_OVERRIDES = tuple(f.name for f in dataclasses.fields(BertConfig) if f.name not in ("vocab_size", "pad_token_id"))
+CONFIG_OVERRIDES = tuple(
+    f.name for f in dataclasses.fields(BertConfig) if f.name not in ("vocab_size", "pad_token_id")
+)
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "fp32", "bf16")  # auto: bf16 autocast on CUDA, float32 on CPU
 GROUPS = ("Run", "Model", "Data", "Optimisation", "Logging")  # the form's sections ("Run": its top row)
@@ -63,8 +121,12 @@ MAX_DOCUMENTS = 100_000  # built-in stories: ~75 MB of text, generated in ~5 s (
 MAX_VOCAB_SIZE = 250_000  # a learned WordPiece vocabulary (BERT: 30,522; multilingual BERT: 119,547)
 MAX_BATCH_SIZE = 2**20  # the tensor and memory checks refuse far smaller batches of any real model
 MAX_EVAL_PAIRS = 100_000
-MAX_SEQ_LEN = 4096  # as max_position_embeddings; the tokenizer's 512 and the model's positions come after, with reasons
-MAX_LR = 1e30  # any finite rate costs the same work: a huge one diverges, and the trainer stops it (a test does)
+MAX_SEQ_LEN = (
+    4096  # as max_position_embeddings; the tokenizer's 512 and the model's positions come after, with reasons
+)
+MAX_LR = (
+    1e30  # any finite rate costs the same work: a huge one diverges, and the trainer stops it (a test does)
+)
 MAX_SEED = 2**32 - 1  # what numpy's and Python's generators take whole
 
 
@@ -93,11 +155,26 @@ CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "non_negative": (lambda v: is_number(v) and v >= 0, "must be a number, 0 or more"),
     "fraction": (lambda v: is_number(v) and 0 < v < 1, "must be between 0 and 1 (exclusive)"),
 }
-MINIMUMS = {"count": 1, "count_or_zero": 0, "positive": 0.0, "non_negative": 0.0, "fraction": 0.0}  # for the form
+MINIMUMS = {
+    "count": 1,
+    "count_or_zero": 0,
+    "positive": 0.0,
+    "non_negative": 0.0,
+    "fraction": 0.0,
+}  # for the form
 
 
-def option(default: Any, *, help: str, label: str, group: str | None, check: str | None = None,
-           choices: tuple[str, ...] | None = None, step: float | None = None, most: float | None = None) -> Any:
+def option(
+    default: Any,
+    *,
+    help: str,
+    label: str,
+    group: str | None,
+    check: str | None = None,
+    choices: tuple[str, ...] | None = None,
+    step: float | None = None,
+    most: float | None = None,
+) -> Any:
     """A TrainingArguments field declared with everything the CLI, the form and the comparison show.
 
     Args:
@@ -114,8 +191,15 @@ def option(default: Any, *, help: str, label: str, group: str | None, check: str
     if (check is None) != (most is None):
         raise ValueError("a number option declares both its check and its upper bound (most)")
     from_preset = default is None and group not in (None, "Run")
-    metadata = {"help": help + (PRESET_DEFAULT if from_preset else ""), "label": label, "group": group,
-                "check": check, "choices": choices, "step": step, "most": most}
+    metadata = {
+        "help": help + (PRESET_DEFAULT if from_preset else ""),
+        "label": label,
+        "group": group,
+        "check": check,
+        "choices": choices,
+        "step": step,
+        "most": most,
+    }
     return field(default=default, metadata=metadata)
 
 
@@ -128,71 +212,210 @@ def every(label: str, help: str, check: str = "count") -> Any:
 class TrainingArguments:
     """Every option of a run; None means "the preset's value". Validated on creation (OptionError)."""
 
-    preset: str = option("tiny", label="Preset", group="Run", choices=tuple(PRESETS), help=(
-        "model sizes and training defaults: tiny (2 layers, 128 hidden, 2 heads), classroom (tiny, 800 steps: done "
-        "within 2 minutes on 2 CPU cores, attention snapshot every 20 steps), small (4 layers, 256 hidden, 4 heads, "
-        "1024 feed-forward), base (BERT-base sizes)"))
-    corpus: str = option("builtin", label="Corpus", group="Run", help=(
-        "'builtin' (generated short stories), 'english' (WordNet's definitions and examples, 1.8 M words), "
-        "'everyday' (prose and quotations from Debian packages, 1.1 M words), 'english+everyday' (both) or a UTF-8 "
-        "text file: documents separated by blank lines"))
-    num_documents: int = option(3000, label="Built-in stories", group="Data", check="count", most=MAX_DOCUMENTS,
-                                help="stories in the built-in corpus")
-    init: str | None = option(None, label="Start from", group="Run", help=(
-        "continue pre-training from these weights: 'all-MiniLM-L6-v2', a checkpoint name or a BERT folder; its "
-        "sizes and vocabulary are kept, missing MLM/NSP heads start fresh (random weights when not given)"))
-    vocab_size: int | None = option(None, label="Vocabulary size", group="Data", check="count",
-                                    most=MAX_VOCAB_SIZE,
-                                    help="WordPiece vocabulary size, trained on the corpus at the start")
-    seq_len: int | None = option(None, label="Sequence length", group="Data", check="count",
-                                 most=MAX_SEQ_LEN,
-                                 help="maximum tokens of a sentence pair, [CLS] and [SEP]s included")
-    steps: int | None = option(None, label="Steps", group="Optimisation", check="count", most=MAX_STEPS,
-                               help="optimizer steps")
-    batch_size: int | None = option(None, label="Batch size", group="Optimisation", check="count",
-                                    most=MAX_BATCH_SIZE,
-                                    help="sentence pairs per step and per process")
-    lr: float | None = option(None, label="Learning rate", group="Optimisation", check="positive", step=1e-4,
-                              most=MAX_LR, help="peak learning rate of AdamW")
-    warmup: int | None = option(None, label="Warm-up steps", group="Optimisation", check="count_or_zero",
-                                most=MAX_STEPS,
-                                help="steps of linear warm-up, then linear decay to 0")
-    weight_decay: float = option(0.01, label="Weight decay", group="Optimisation", check="non_negative", step=0.01,
-                                 most=10, help="AdamW weight decay (not on biases and LayerNorm)")
-    max_grad_norm: float = option(1.0, label="Gradient clipping", group="Optimisation", check="positive", step=0.1,
-                                  most=1_000_000, help="clip the gradient norm to this")
-    mask_prob: float = option(0.15, label="Mask probability", group="Data", check="fraction", step=0.01,
-                              most=1.0, help="fraction of tokens chosen for masked-language modelling")
-    whole_word_mask: bool = option(False, label="Whole-word masking", group="Data", help=(
-        "choose whole words for masked-language modelling: all WordPiece pieces of a chosen word are predicted "
-        "together, so a piece cannot be filled in from the rest of its own word"))
-    mask_repeats: bool = option(False, label="Mask repeated words", group="Data", help=(
-        "a word chosen for masking is masked wherever it occurs in the sentence pair, so the answer is never "
-        "visible elsewhere and copying a word of the input is never rewarded"))
-    single_sentences: float = option(0.0, label="Lone sentences", group="Data", check="non_negative", step=0.05,
-                                     most=1, help=("share of the training pairs given as sentence A alone, for "
-                                                   "masked-language modelling only (no NSP question), as a user "
-                                                   "types one sentence"))
-    copy_penalty: float = option(0.0, label="Copy penalty", group="Data", check="non_negative", step=0.1, most=100,
-                                 help=("weight of an unlikelihood loss on guessing a content word that is visible in "
-                                       "the pair (needs mask_repeats): 0 for BERT's loss alone"))
-    eval_fraction: float = option(0.05, label="Held-out fraction", group="Data", check="fraction", step=0.01,
-                                  most=1.0, help="fraction of the sentence pairs held out for evaluation")
-    eval_pairs: int = option(512, label="Held-out pairs", group="Data", check="count", most=MAX_EVAL_PAIRS,
-                             help="evaluate on at most this many held-out pairs")
-    seed: int = option(0, label="Seed", group="Optimisation", check="count_or_zero", most=MAX_SEED, help=(
-        "random seed of the built-in corpus, the initial weights, the data order and the masking"))
-    device: str = option("auto", label="Device", group="Run", choices=DEVICES,
-                         help="auto (CUDA if available), cpu or cuda")
-    dtype: str = option("auto", label="Precision", group="Run", choices=DTYPES,
-                        help="auto (bf16 autocast on CUDA, float32 on CPU), fp32, or bf16 (autocast on CPU too)")
+    preset: str = option(
+        "tiny",
+        label="Preset",
+        group="Run",
+        choices=tuple(PRESETS),
+        help=(
+            "model sizes and training defaults: tiny (2 layers, 128 hidden, 2 heads), classroom (tiny, 800 steps: done "
+            "within 2 minutes on 2 CPU cores, attention snapshot every 20 steps), small (4 layers, 256 hidden, 4 heads, "
+            "1024 feed-forward), base (BERT-base sizes)"
+        ),
+    )
+    corpus: str = option(
+        "builtin",
+        label="Corpus",
+        group="Run",
+        help=(
+            "'builtin' (generated short stories), 'english' (WordNet's definitions and examples, 1.8 M words), "
+            "'everyday' (prose and quotations from Debian packages, 1.1 M words), 'english+everyday' (both) or a UTF-8 "
+            "text file: documents separated by blank lines"
+        ),
+    )
+    num_documents: int = option(
+        3000,
+        label="Built-in stories",
+        group="Data",
+        check="count",
+        most=MAX_DOCUMENTS,
+        help="stories in the built-in corpus",
+    )
+    init: str | None = option(
+        None,
+        label="Start from",
+        group="Run",
+        help=(
+            "continue pre-training from these weights: 'all-MiniLM-L6-v2', a checkpoint name or a BERT folder; its "
+            "sizes and vocabulary are kept, missing MLM/NSP heads start fresh (random weights when not given)"
+        ),
+    )
+    vocab_size: int | None = option(
+        None,
+        label="Vocabulary size",
+        group="Data",
+        check="count",
+        most=MAX_VOCAB_SIZE,
+        help="WordPiece vocabulary size, trained on the corpus at the start",
+    )
+    seq_len: int | None = option(
+        None,
+        label="Sequence length",
+        group="Data",
+        check="count",
+        most=MAX_SEQ_LEN,
+        help="maximum tokens of a sentence pair, [CLS] and [SEP]s included",
+    )
+    steps: int | None = option(
+        None, label="Steps", group="Optimisation", check="count", most=MAX_STEPS, help="optimizer steps"
+    )
+    batch_size: int | None = option(
+        None,
+        label="Batch size",
+        group="Optimisation",
+        check="count",
+        most=MAX_BATCH_SIZE,
+        help="sentence pairs per step and per process",
+    )
+    lr: float | None = option(
+        None,
+        label="Learning rate",
+        group="Optimisation",
+        check="positive",
+        step=1e-4,
+        most=MAX_LR,
+        help="peak learning rate of AdamW",
+    )
+    warmup: int | None = option(
+        None,
+        label="Warm-up steps",
+        group="Optimisation",
+        check="count_or_zero",
+        most=MAX_STEPS,
+        help="steps of linear warm-up, then linear decay to 0",
+    )
+    weight_decay: float = option(
+        0.01,
+        label="Weight decay",
+        group="Optimisation",
+        check="non_negative",
+        step=0.01,
+        most=10,
+        help="AdamW weight decay (not on biases and LayerNorm)",
+    )
+    max_grad_norm: float = option(
+        1.0,
+        label="Gradient clipping",
+        group="Optimisation",
+        check="positive",
+        step=0.1,
+        most=1_000_000,
+        help="clip the gradient norm to this",
+    )
+    mask_prob: float = option(
+        0.15,
+        label="Mask probability",
+        group="Data",
+        check="fraction",
+        step=0.01,
+        most=1.0,
+        help="fraction of tokens chosen for masked-language modelling",
+    )
+    whole_word_mask: bool = option(
+        False,
+        label="Whole-word masking",
+        group="Data",
+        help=(
+            "choose whole words for masked-language modelling: all WordPiece pieces of a chosen word are predicted "
+            "together, so a piece cannot be filled in from the rest of its own word"
+        ),
+    )
+    mask_repeats: bool = option(
+        False,
+        label="Mask repeated words",
+        group="Data",
+        help=(
+            "a word chosen for masking is masked wherever it occurs in the sentence pair, so the answer is never "
+            "visible elsewhere and copying a word of the input is never rewarded"
+        ),
+    )
+    single_sentences: float = option(
+        0.0,
+        label="Lone sentences",
+        group="Data",
+        check="non_negative",
+        step=0.05,
+        most=1,
+        help=(
+            "share of the training pairs given as sentence A alone, for "
+            "masked-language modelling only (no NSP question), as a user "
+            "types one sentence"
+        ),
+    )
+    copy_penalty: float = option(
+        0.0,
+        label="Copy penalty",
+        group="Data",
+        check="non_negative",
+        step=0.1,
+        most=100,
+        help=(
+            "weight of an unlikelihood loss on guessing a content word that is visible in "
+            "the pair (needs mask_repeats): 0 for BERT's loss alone"
+        ),
+    )
+    eval_fraction: float = option(
+        0.05,
+        label="Held-out fraction",
+        group="Data",
+        check="fraction",
+        step=0.01,
+        most=1.0,
+        help="fraction of the sentence pairs held out for evaluation",
+    )
+    eval_pairs: int = option(
+        512,
+        label="Held-out pairs",
+        group="Data",
+        check="count",
+        most=MAX_EVAL_PAIRS,
+        help="evaluate on at most this many held-out pairs",
+    )
+    seed: int = option(
+        0,
+        label="Seed",
+        group="Optimisation",
+        check="count_or_zero",
+        most=MAX_SEED,
+        help=("random seed of the built-in corpus, the initial weights, the data order and the masking"),
+    )
+    device: str = option(
+        "auto", label="Device", group="Run", choices=DEVICES, help="auto (CUDA if available), cpu or cuda"
+    )
+    dtype: str = option(
+        "auto",
+        label="Precision",
+        group="Run",
+        choices=DTYPES,
+        help="auto (bf16 autocast on CUDA, float32 on CPU), fp32, or bf16 (autocast on CPU too)",
+    )
     log_every: int | None = every("Log every", "write a metrics line every N steps")
     eval_every: int | None = every("Evaluate every", "evaluate on the held-out pairs every N steps")
-    snapshot_every: int | None = every("Attention snapshot every", "save the probe pair's attention maps every N steps")
-    save_every: int | None = every("Save every", "save the checkpoint every N steps; 0: only at the end", "count_or_zero")
-    out: str | None = option(None, label="Run folder", group=None, help=(
-        "run folder, e.g. checkpoints/NAME: a new or empty folder, or with --resume the run to continue "
-        "(default: checkpoints/run-<date>-<time>)"))
+    snapshot_every: int | None = every(
+        "Attention snapshot every", "save the probe pair's attention maps every N steps"
+    )
+    save_every: int | None = every(
+        "Save every", "save the checkpoint every N steps; 0: only at the end", "count_or_zero"
+    )
+    out: str | None = option(
+        None,
+        label="Run folder",
+        group=None,
+        help=(
+            "run folder, e.g. checkpoints/NAME: a new or empty folder, or with --resume the run to continue "
+            "(default: checkpoints/run-<date>-<time>)"
+        ),
+    )
     config: dict[str, Any] = field(default_factory=dict)  # BertConfig overrides, e.g. {"hidden_size": 64}
 
     def __post_init__(self) -> None:
@@ -205,7 +428,9 @@ class TrainingArguments:
             self.out = str(new_run_folder().path)
         self.config = dict(self.config)
         _validate_arguments(self)
-        if self.init:  # the model it continues is the one every budget reads: its positions and size checked now
+        if (
+            self.init
+        ):  # the model it continues is the one every budget reads: its positions and size checked now
             config = pretrained_config(self.init)
             _check_init_positions(self.init, config, self.seq_len)
             _check_model_size(config, self)
@@ -222,19 +447,30 @@ class TrainingArguments:
         unknown = sorted(set(self.config) - set(CONFIG_OVERRIDES))
         if unknown:
             raise OptionError("config", f"config has unknown field(s) {', '.join(unknown)}")
-        values = {**PRESETS[self.preset]["config"], **self.config, "vocab_size": vocab_size, "pad_token_id": 0}
+        values = {
+            **PRESETS[self.preset]["config"],
+            **self.config,
+            "vocab_size": vocab_size,
+            "pad_token_id": 0,
+        }
         try:
             config = BertConfig(**values)
         except (TypeError, ValueError) as err:
             raise OptionError(_field_named_in(str(err)), str(err)) from None
         _check_model_bounds(config)
         if config.max_position_embeddings < self.seq_len:
-            raise OptionError("seq_len", f"seq_len ({self.seq_len}) must be at most max_position_embeddings "
-                                         f"({config.max_position_embeddings})")
+            raise OptionError(
+                "seq_len",
+                f"seq_len ({self.seq_len}) must be at most max_position_embeddings "
+                f"({config.max_position_embeddings})",
+            )
         _check_seq_len_limit(self.seq_len)
         if config.type_vocab_size < 2:
-            raise OptionError("type_vocab_size", f"type_vocab_size ({config.type_vocab_size}) must be at least 2: "
-                                                 "sentence pairs use segments 0 and 1")
+            raise OptionError(
+                "type_vocab_size",
+                f"type_vocab_size ({config.type_vocab_size}) must be at least 2: "
+                "sentence pairs use segments 0 and 1",
+            )
         _check_model_size(config, self)
         return config
 
@@ -257,17 +493,32 @@ def _validate_arguments(args: TrainingArguments) -> None:
     for spec in option_fields(type(args)):
         _check_declared(spec, getattr(args, spec.name))
     _check(args.seq_len >= 8, "seq_len", f"seq_len ({args.seq_len}) must be at least 8 tokens")
-    _check(isinstance(args.corpus, str) and bool(args.corpus.strip()), "corpus",
-           "corpus is empty: give 'builtin', 'english', 'everyday' or the path of a UTF-8 text file")
-    _check(args.init is None or (isinstance(args.init, str) and bool(args.init.strip())), "init",
-           "init is empty: give a model name such as 'all-MiniLM-L6-v2' or a model folder")
-    _check(args.init is None or not args.config, "config",
-           f"config overrides ({', '.join(sorted(args.config))}) cannot be used with init: the pretrained "
-           "model fixes its sizes")
-    _check(args.single_sentences < 1, "single_sentences",
-           f"single_sentences ({args.single_sentences}) must be below 1: NSP needs some pairs")
-    _check(not args.copy_penalty or args.mask_repeats, "copy_penalty",
-           f"copy_penalty ({args.copy_penalty}) needs mask_repeats: the penalty is on words the pair shows")
+    _check(
+        isinstance(args.corpus, str) and bool(args.corpus.strip()),
+        "corpus",
+        "corpus is empty: give 'builtin', 'english', 'everyday' or the path of a UTF-8 text file",
+    )
+    _check(
+        args.init is None or (isinstance(args.init, str) and bool(args.init.strip())),
+        "init",
+        "init is empty: give a model name such as 'all-MiniLM-L6-v2' or a model folder",
+    )
+    _check(
+        args.init is None or not args.config,
+        "config",
+        f"config overrides ({', '.join(sorted(args.config))}) cannot be used with init: the pretrained "
+        "model fixes its sizes",
+    )
+    _check(
+        args.single_sentences < 1,
+        "single_sentences",
+        f"single_sentences ({args.single_sentences}) must be below 1: NSP needs some pairs",
+    )
+    _check(
+        not args.copy_penalty or args.mask_repeats,
+        "copy_penalty",
+        f"copy_penalty ({args.copy_penalty}) needs mask_repeats: the penalty is on words the pair shows",
+    )
     _validate_sizes(args)
     _validate_out(args.out)
 
@@ -295,22 +546,35 @@ def shown(value: Any, limit: int = 40) -> str:
 
 def _validate_sizes(args: TrainingArguments) -> None:
     """Checks of sizes the data and the tokenizer need, made before anything is built."""
-    _check(args.vocab_size >= MIN_TRAIN_VOCAB_SIZE, "vocab_size",
-           f"vocab_size ({args.vocab_size}) must be at least {MIN_TRAIN_VOCAB_SIZE}")
-    _check(args.num_documents >= 2, "num_documents",
-           f"num_documents ({args.num_documents}) must be at least 2: next-sentence pairs need 2 stories")
+    _check(
+        args.vocab_size >= MIN_TRAIN_VOCAB_SIZE,
+        "vocab_size",
+        f"vocab_size ({args.vocab_size}) must be at least {MIN_TRAIN_VOCAB_SIZE}",
+    )
+    _check(
+        args.num_documents >= 2,
+        "num_documents",
+        f"num_documents ({args.num_documents}) must be at least 2: next-sentence pairs need 2 stories",
+    )
 
 
 def _check_seq_len_limit(seq_len: int) -> None:
-    _check(seq_len <= MAX_POSITIONS, "seq_len", f"seq_len ({seq_len}) must be at most {MAX_POSITIONS}, "
-                                                "the longest sentence pair the tokenizer builds")
+    _check(
+        seq_len <= MAX_POSITIONS,
+        "seq_len",
+        f"seq_len ({seq_len}) must be at most {MAX_POSITIONS}, "
+        "the longest sentence pair the tokenizer builds",
+    )
 
 
 def _check_init_positions(init: str, config: BertConfig, seq_len: int) -> None:
     """seq_len must fit the positions of the pretrained model a run starts from (its config.json's)."""
     positions = config.max_position_embeddings
-    _check(seq_len <= positions, "seq_len",
-           f"seq_len ({seq_len}) must be at most {positions}, the positions of the pretrained model {init!r}")
+    _check(
+        seq_len <= positions,
+        "seq_len",
+        f"seq_len ({seq_len}) must be at most {positions}, the positions of the pretrained model {init!r}",
+    )
     _check_seq_len_limit(seq_len)
 
 
@@ -336,20 +600,37 @@ def _check_model_size(config: BertConfig, args: TrainingArguments) -> None:
     """Refuse a model above MAX_PARAMETERS, or a step whose largest activation could not be allocated."""
     count = parameter_count(config)
     if count > MAX_PARAMETERS and args.init:
-        raise OptionError("init", f"init ({args.init!r}) is a model of about {amount(count)} parameters; training "
-                                  f"allows at most {amount(MAX_PARAMETERS)} (BERT-large has 340 M)")
+        raise OptionError(
+            "init",
+            f"init ({args.init!r}) is a model of about {amount(count)} parameters; training "
+            f"allows at most {amount(MAX_PARAMETERS)} (BERT-large has 340 M)",
+        )
     if count > MAX_PARAMETERS:
         preset = {**PRESETS[args.preset]["config"], "vocab_size": PRESETS[args.preset]["vocab_size"]}
-        option = max(("hidden_size", "intermediate_size", "num_hidden_layers", "max_position_embeddings",
-                      "vocab_size"), key=lambda name: getattr(config, name) / preset[name])
-        raise OptionError(option, f"{option} ({getattr(config, option)}) makes a model of about {amount(count)} "
-                                  f"parameters; training allows at most {amount(MAX_PARAMETERS)} (BERT-large has 340 M)")
+        option = max(
+            (
+                "hidden_size",
+                "intermediate_size",
+                "num_hidden_layers",
+                "max_position_embeddings",
+                "vocab_size",
+            ),
+            key=lambda name: getattr(config, name) / preset[name],
+        )
+        raise OptionError(
+            option,
+            f"{option} ({getattr(config, option)}) makes a model of about {amount(count)} "
+            f"parameters; training allows at most {amount(MAX_PARAMETERS)} (BERT-large has 340 M)",
+        )
     widest = max(config.num_attention_heads * args.seq_len, config.intermediate_size)
     elements = args.batch_size * args.seq_len * widest
-    _check(elements <= MAX_TENSOR_ELEMENTS, "batch_size",
-           f"batch_size ({args.batch_size}) × seq_len ({args.seq_len}) × {widest} (attention scores or feed-forward "
-           f"width) is {elements:,} numbers in one layer's activations, more than {MAX_TENSOR_ELEMENTS:,}: use a "
-           "smaller batch size or sequence length")
+    _check(
+        elements <= MAX_TENSOR_ELEMENTS,
+        "batch_size",
+        f"batch_size ({args.batch_size}) × seq_len ({args.seq_len}) × {widest} (attention scores or feed-forward "
+        f"width) is {elements:,} numbers in one layer's activations, more than {MAX_TENSOR_ELEMENTS:,}: use a "
+        "smaller batch size or sequence length",
+    )
 
 
 def _validate_out(out: str) -> None:
@@ -360,8 +641,6 @@ def _validate_out(out: str) -> None:
         validate_run_name(path.name)
     except ValueError as err:
         raise OptionError("out", f"out ({out!r}): {err}") from None
-
-
 
 
 def option_fields(arguments: type | None = None) -> list[dataclasses.Field]:

@@ -34,7 +34,9 @@ st.caption(
 def run_check() -> None:
     """Check the typed file (or, for Check again, the one checked last) and keep the report."""
     try:
-        request = check_request(st.session_state.get("build_file", ""), st.session_state.get("build_class", ""))
+        request = check_request(
+            st.session_state.get("build_file", ""), st.session_state.get("build_class", "")
+        )
     except ValueError as error:
         st.session_state[REPORT], st.session_state[ASKED] = None, str(error)
         return
@@ -52,18 +54,35 @@ def make_skeleton() -> None:
 
 
 left, right = st.columns([3, 1])
-left.text_input("Your file", key="build_file", max_chars=400, placeholder="my_bert/bert.py",
-                help="The path of your .py file on this machine (relative to the folder the app runs in).")
-right.text_input("Class (optional)", key="build_class", max_chars=80, placeholder="Bert",
-                 help="Found by itself when it is called Bert, BERT or BertModel.")
+left.text_input(
+    "Your file",
+    key="build_file",
+    max_chars=400,
+    placeholder="my_bert/bert.py",
+    help="The path of your .py file on this machine (relative to the folder the app runs in).",
+)
+right.text_input(
+    "Class (optional)",
+    key="build_class",
+    max_chars=80,
+    placeholder="Bert",
+    help="Found by itself when it is called Bert, BERT or BertModel.",
+)
 check, again = st.columns(2)
 check.button("Check", key="build_check", on_click=run_check, type="primary", icon=":material/fact_check:")
 if st.session_state.get(REPORT) is not None:
-    again.button("Check again", key="build_again", on_click=run_check, icon=":material/refresh:",
-                 help="After you edit your file: the same file checked afresh.")
+    again.button(
+        "Check again",
+        key="build_again",
+        on_click=run_check,
+        icon=":material/refresh:",
+        help="After you edit your file: the same file checked afresh.",
+    )
 
 with st.expander("Start a skeleton", icon=":material/note_add:"):
-    st.caption("The exercise's outline (shapes in comments, TODOs, no solution) as bert.py in a folder you name.")
+    st.caption(
+        "The exercise's outline (shapes in comments, TODOs, no solution) as bert.py in a folder you name."
+    )
     st.text_input("Folder", key="build_skeleton_dir", max_chars=400, placeholder="my_bert")
     st.button("Write the skeleton", key="build_skeleton", on_click=make_skeleton)
     if note := st.session_state.get(SKELETON_NOTE):
@@ -87,14 +106,20 @@ for note in report.notes:
     st.caption(plain_markdown(note))
 if report.findings:
     st.subheader("What to change")
-    st.markdown("\n".join(f"- **{plain_markdown(f.code)}** at `{f.stage}`: {plain_markdown(what_to_change(f))}"
-                          for f in report.findings))
+    st.markdown(
+        "\n".join(
+            f"- **{plain_markdown(f.code)}** at `{f.stage}`: {plain_markdown(what_to_change(f))}"
+            for f in report.findings
+        )
+    )
 
 
 def side_by_side(report, names: list[str], event, first: int | None) -> None:
     """One stage (clicked on the ladder, or picked) as heatmaps: yours, BERT's and the difference."""
     state = st.session_state
-    clicked = next((point.get("y") for point in (event.selection.get("points") or [])), None) if event else None
+    clicked = (
+        next((point.get("y") for point in (event.selection.get("points") or [])), None) if event else None
+    )
     if clicked in names and clicked != state.get("build_clicked"):
         state["build_clicked"] = state["build_stage"] = clicked
     keep_choice("build_stage", names, names[first or 0], start=True)
@@ -117,8 +142,13 @@ if report.stages:
     st.subheader("Stage by stage")
     st.caption("Click a stage to see your numbers beside BERT's below.")
     ladder = stage_ladder(report)
-    event = show_figure(stage_ladder_figure(ladder), "stage_ladder", frame=ladder.to_frame, on_select="rerun",
-                        selection_mode="points")
+    event = show_figure(
+        stage_ladder_figure(ladder),
+        "stage_ladder",
+        frame=ladder.to_frame,
+        on_select="rerun",
+        selection_mode="points",
+    )
     if report.tensors:
         side_by_side(report, ladder.stages, event, ladder.first_failing)
 st.subheader("Weights")

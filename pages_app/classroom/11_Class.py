@@ -24,7 +24,9 @@ else:
         join_form()
     with teacher:
         st.subheader("Lead a class", anchor=False)
-        st.caption("Start a class on the pair in the sidebar. Students join with the code or the QR code on your "
-                   "screen; their screens follow your steps, and they answer the walkthrough's questions before you "
-                   "reveal the model's answer.")
+        st.caption(
+            "Start a class on the pair in the sidebar. Students join with the code or the QR code on your "
+            "screen; their screens follow your steps, and they answer the walkthrough's questions before you "
+            "reveal the model's answer."
+        )
         start_button()

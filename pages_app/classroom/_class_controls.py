@@ -32,15 +32,30 @@ def _expect(code: str, secret: str) -> None:
 
 def class_controls(code: str, secret: str, view: classroom.ClassView) -> None:
     """Close or reopen joining, the expected head count, and End class (after a confirmation click)."""
-    st.toggle("Joining open", value=view.joining_open, key=f"class_joining_{view.joining_open}",
-              on_change=act, args=(classroom.set_joining, code, secret, not view.joining_open),
-              help="Closed: students already in stay; nobody new can join, with the code or the QR code.")
-    st.number_input("Expected students", min_value=0, max_value=classroom.MAX_EXPECTED, step=1,
-                    value=view.expected, key="class_expected", on_change=_expect, args=(code, secret),
-                    help="The projector shows joined students against it.")
+    st.toggle(
+        "Joining open",
+        value=view.joining_open,
+        key=f"class_joining_{view.joining_open}",
+        on_change=act,
+        args=(classroom.set_joining, code, secret, not view.joining_open),
+        help="Closed: students already in stay; nobody new can join, with the code or the QR code.",
+    )
+    st.number_input(
+        "Expected students",
+        min_value=0,
+        max_value=classroom.MAX_EXPECTED,
+        step=1,
+        value=view.expected,
+        key="class_expected",
+        on_change=_expect,
+        args=(code, secret),
+        help="The projector shows joined students against it.",
+    )
     with st.popover("End class", icon=":material/stop_circle:", width="stretch"):
-        st.caption("The code, the QR code and your lecturer's link stop working at once; the answers stay for "
-                   "the CSV.")
+        st.caption(
+            "The code, the QR code and your lecturer's link stop working at once; the answers stay for "
+            "the CSV."
+        )
         st.button("End the class now", key="class_end", type="primary", on_click=_end, args=(code, secret))
 
 
@@ -53,8 +68,11 @@ def review_words(code: str, secret: str, view: classroom.ClassView) -> None:
     question = view.question
     if question is None or question.kind != CLOZE:
         return
-    if not st.toggle("Check the typed words first", key=f"class_review_{question.id}",
-                     help="Only on this screen, and only while switched on: hide a word before you reveal."):
+    if not st.toggle(
+        "Check the typed words first",
+        key=f"class_review_{question.id}",
+        help="Only on this screen, and only while switched on: hide a word before you reveal.",
+    ):
         return
     hidden = class_results.hidden_answers(question.id)
     spread = class_results.distribution(question, with_hidden=True)
@@ -62,7 +80,12 @@ def review_words(code: str, secret: str, view: classroom.ClassView) -> None:
         shown, button = st.columns([4, 1], vertical_alignment="center")
         label = f"~~{plain_markdown(word)}~~ (hidden)" if word in hidden else plain_markdown(word)
         shown.markdown(f"{label} · {count}")
-        button.button("Show" if word in hidden else "Hide", key=f"class_hide_{question.id}_{index}", width="stretch",
-                      on_click=_hide, args=(code, secret, question.id, word, word not in hidden))
+        button.button(
+            "Show" if word in hidden else "Hide",
+            key=f"class_hide_{question.id}_{index}",
+            width="stretch",
+            on_click=_hide,
+            args=(code, secret, question.id, word, word not in hidden),
+        )
     if not spread.answers:
         st.caption("No words yet.")

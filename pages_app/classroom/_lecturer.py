@@ -40,7 +40,9 @@ from pages_app.common._visitor import current_visitor
 LEAD = "class_lead"  # (code, secret) of the class this session leads
 LEAD_COOKIE = cookie_handoff.LEAD_COOKIE  # CODE.SECRET, HttpOnly: a reload of the lecturer's page still leads
 LEAD_PARAM = "lead"  # the private link's query parameter, removed from the URL once read
-JOIN_PARAM = "join"  # the QR code link's join token (classroom.join_token): not subject to the wrong-code limit
+JOIN_PARAM = (
+    "join"  # the QR code link's join token (classroom.join_token): not subject to the wrong-code limit
+)
 STEP, LAYER, HEAD = "class_step", "class_layer", "class_head"
 ANSWERS_MAX_HEIGHT = SLIDE_BOTTOM - 450  # on a 1280 × 720 slide the class's answers start ~450 px down
 POLL_S = 1.0  # the projector's live count, and how often students' screens look for a move
@@ -52,7 +54,9 @@ def _take_up(code: str, secret: str) -> bool:
     if view is None:
         return False
     position = view.position  # the pair comes with the page's URL (a=, b=), which the sidebar read
-    st.session_state.update({LEAD: (code, secret), STEP: position.step, LAYER: position.layer, HEAD: position.head})
+    st.session_state.update(
+        {LEAD: (code, secret), STEP: position.step, LAYER: position.layer, HEAD: position.head}
+    )
     return True
 
 
@@ -88,8 +92,14 @@ def _remember_lead(code: str, secret: str, expires_at: float) -> None:
 
 def _position(inputs: Inputs) -> Position:
     state = st.session_state
-    return Position(inputs.source, inputs.text_a, inputs.text_b, walk.clamp_step(state.get(STEP, 1)),
-                    int(state.get(LAYER, 0)), int(state.get(HEAD, 0)))
+    return Position(
+        inputs.source,
+        inputs.text_a,
+        inputs.text_b,
+        walk.clamp_step(state.get(STEP, 1)),
+        int(state.get(LAYER, 0)),
+        int(state.get(HEAD, 0)),
+    )
 
 
 def start_button() -> None:
@@ -97,8 +107,10 @@ def start_button() -> None:
     if st.button("Start a class", type="primary", icon=":material/co_present:", key="class_start"):
         try:
             st.session_state[LEAD] = classroom.start_class(
-                _position(current_inputs()), owner=current_visitor().id,
-                address=access.client_address(st.context.ip_address))
+                _position(current_inputs()),
+                owner=current_visitor().id,
+                address=access.client_address(st.context.ip_address),
+            )
         except ClassError as err:
             st.error(plain_markdown(err))
             return
@@ -111,8 +123,10 @@ def _join_panel(code: str, secret: str, view: classroom.ClassView) -> None:
     link = f"{base}?{urlencode({'class': code, JOIN_PARAM: classroom.join_token(code, secret)})}"
     qr = io.BytesIO()
     segno.make(link, error="m").save(qr, kind="png", scale=8, border=2)
-    st.html(f'<div style="text-align:center;line-height:1.2">Join with the QR code or the code'
-            f'<div class="bvl-join-code" style="font:700 2.6rem/1.2 monospace;letter-spacing:0.1em">{code}</div></div>')
+    st.html(
+        f'<div style="text-align:center;line-height:1.2">Join with the QR code or the code'
+        f'<div class="bvl-join-code" style="font:700 2.6rem/1.2 monospace;letter-spacing:0.1em">{code}</div></div>'
+    )
     st.image(qr.getvalue(), width="stretch", caption=link)
     _head_count(code, view.expected, view.joining_open)
 
@@ -121,8 +135,11 @@ def _join_panel(code: str, secret: str, view: classroom.ClassView) -> None:
 def _head_count(code: str, expected: int, joining_open: bool) -> None:
     """Joined students, live, against the head count the lecturer expects."""
     joined = class_results.student_count(code)
-    st.metric("Students", f"{joined} of {expected}" if expected else joined,
-              help=None if joining_open else "Joining is closed: nobody new can join.")
+    st.metric(
+        "Students",
+        f"{joined} of {expected}" if expected else joined,
+        help=None if joining_open else "Joining is closed: nobody new can join.",
+    )
     if not joining_open:
         st.caption("Joining is closed.")
 
@@ -134,11 +151,28 @@ def _go(to: int) -> None:
 def _controls(stage: Stage) -> None:
     step = walk.clamp_step(st.session_state.get(STEP, 1))
     back, pick, forward = st.columns([1, 3, 1], vertical_alignment="bottom")
-    back.button("Previous", on_click=_go, args=(step - 1,), disabled=step == 1, key="class_prev", width="stretch",
-                icon=":material/arrow_back:")
-    pick.selectbox("Step", range(1, len(walk.STEPS) + 1), key=STEP, format_func=lambda n: walk.STEPS[n - 1].title)
-    forward.button("Next", on_click=_go, args=(step + 1,), disabled=step == len(walk.STEPS), key="class_next",
-                   type="primary", width="stretch", icon=":material/arrow_forward:")
+    back.button(
+        "Previous",
+        on_click=_go,
+        args=(step - 1,),
+        disabled=step == 1,
+        key="class_prev",
+        width="stretch",
+        icon=":material/arrow_back:",
+    )
+    pick.selectbox(
+        "Step", range(1, len(walk.STEPS) + 1), key=STEP, format_func=lambda n: walk.STEPS[n - 1].title
+    )
+    forward.button(
+        "Next",
+        on_click=_go,
+        args=(step + 1,),
+        disabled=step == len(walk.STEPS),
+        key="class_next",
+        type="primary",
+        width="stretch",
+        icon=":material/arrow_forward:",
+    )
     if walk.STEPS[step - 1].key == "one_head":
         config = stage.model.config
         keep_choice(LAYER, range(config.num_hidden_layers), 0)  # another model: its own layers and heads
@@ -155,12 +189,25 @@ def _question_controls(code: str, secret: str, stage: Stage, view: classroom.Cla
         st.caption("This step asks no question; Next goes on (steps with questions: one head, MLM, NSP).")
     columns = st.columns(len(choices) + 1)
     for column, (label, question) in zip(columns, choices.items(), strict=False):
-        column.button(label, key=f"class_ask_{question.kind}", on_click=act, width="stretch",
-                      args=(classroom.ask, code, secret, question), icon=":material/help:",
-                      type="secondary" if asked else "primary")
+        column.button(
+            label,
+            key=f"class_ask_{question.kind}",
+            on_click=act,
+            width="stretch",
+            args=(classroom.ask, code, secret, question),
+            icon=":material/help:",
+            type="secondary" if asked else "primary",
+        )
     if asked and not view.revealed:
-        columns[-1].button("Reveal the model's answer", key="class_reveal", type="primary", width="stretch",
-                           on_click=act, args=(classroom.reveal, code, secret), icon=":material/visibility:")
+        columns[-1].button(
+            "Reveal the model's answer",
+            key="class_reveal",
+            type="primary",
+            width="stretch",
+            on_click=act,
+            args=(classroom.reveal, code, secret),
+            icon=":material/visibility:",
+        )
     if ERROR in st.session_state:
         st.error(plain_markdown(st.session_state.pop(ERROR)))
 
@@ -201,7 +248,9 @@ def _ended(code: str, secret: str) -> None:
     if st.session_state.pop(ENDED, False) or st.session_state.get("class_lead_cookie") == code:
         set_lead_cookie("", 0)
         st.session_state.pop("class_lead_cookie", None)
-    st.warning("This class has ended: its code and links no longer work. Its answers can still be downloaded.")
+    st.warning(
+        "This class has ended: its code and links no longer work. Its answers can still be downloaded."
+    )
     _downloads(code, secret)
     st.button("Start a new class", key="class_new", on_click=st.session_state.pop, args=(LEAD, None))
 
@@ -250,9 +299,16 @@ def _moved(code: str, secret: str, position: Position) -> classroom.ClassView:
 
 
 def _downloads(code: str, secret: str) -> None:
-    st.download_button("Answers as CSV", data=lambda: class_results.results_csv(code, secret),
-                       file_name=f"class-{code}.csv", mime="text/csv", key="class_csv", on_click="ignore",
-                       icon=":material/download:", width="stretch")
+    st.download_button(
+        "Answers as CSV",
+        data=lambda: class_results.results_csv(code, secret),
+        file_name=f"class-{code}.csv",
+        mime="text/csv",
+        key="class_csv",
+        on_click="ignore",
+        icon=":material/download:",
+        width="stretch",
+    )
 
 
 def _lecturer_link(code: str, secret: str) -> None:
@@ -260,7 +316,9 @@ def _lecturer_link(code: str, secret: str) -> None:
     if is_present() or not st.toggle("Show the lecturer's link", key="class_show_link", value=False):
         return  # on the projector never; otherwise only on a click (the secret is not even sent before)
     st.caption("Keep it private: it leads this class from another tab or browser, with the same pair.")
-    st.code(_with_query(st.context.url or "", {"class": code, LEAD_PARAM: secret}), language=None, wrap_lines=True)
+    st.code(
+        _with_query(st.context.url or "", {"class": code, LEAD_PARAM: secret}), language=None, wrap_lines=True
+    )
 
 
 def _with_query(url: str, extra: dict[str, str]) -> str:

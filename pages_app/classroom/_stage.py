@@ -41,8 +41,14 @@ from pages_app.common._ui import (
 )
 
 CLASS_MAX_LENGTH = DEFAULTS["max_length"]
-QUESTION_STEPS = ("one_head", "mlm", "nsp")  # the walkthrough's steps that ask (pages_app/explore/0_Walkthrough.py)
-FIGURE_MAX_HEIGHT = SLIDE_BOTTOM - 260  # in presentation mode, below the step's question on a 1280 × 720 slide
+QUESTION_STEPS = (
+    "one_head",
+    "mlm",
+    "nsp",
+)  # the walkthrough's steps that ask (pages_app/explore/0_Walkthrough.py)
+FIGURE_MAX_HEIGHT = (
+    SLIDE_BOTTOM - 260
+)  # in presentation mode, below the step's question on a 1280 × 720 slide
 PROJECTOR_ONLY = ("embeddings",)  # five wide heatmaps side by side: unreadable at 390 px
 NSP_QUESTION = "Next-sentence prediction: does sentence B follow A?"
 CLOZE_PROMPT = "What word will BERT put in place of [MASK]? Type one word."
@@ -74,8 +80,13 @@ class Stage(NamedTuple):
 
 def stage_for(position: Position) -> Stage | str:
     """The class's model and traced pair, or a sentence saying why they cannot be shown here."""
-    inputs = Inputs(position.source, position.text_a, position.text_b, CLASS_MAX_LENGTH,
-                    explore.source_version(position.source))
+    inputs = Inputs(
+        position.source,
+        position.text_a,
+        position.text_b,
+        CLASS_MAX_LENGTH,
+        explore.source_version(position.source),
+    )
     try:
         ctx = context_for(inputs)
         masked = default_masks(ctx.encoding)
@@ -88,8 +99,11 @@ def stage_for(position: Position) -> Stage | str:
 
 def clamped(position: Position, config) -> Position:
     """The position with its layer and head inside this model (a class moved to a smaller model keeps its pick)."""
-    return replace(position, layer=clamp(position.layer, 0, config.num_hidden_layers - 1),
-                   head=clamp(position.head, 0, config.num_attention_heads - 1))
+    return replace(
+        position,
+        layer=clamp(position.layer, 0, config.num_hidden_layers - 1),
+        head=clamp(position.head, 0, config.num_attention_heads - 1),
+    )
 
 
 def step_header(stage: Stage) -> None:
@@ -102,16 +116,26 @@ def questions(stage: Stage) -> dict[str, NewQuestion]:
     key, trace, pos = stage.step.key, stage.trace, stage.position
     if key == "one_head":
         target = 0 if stage.query is None else stage.query
-        asked = view(walk.attention_question, stage.ctx, stage.masked, layer=pos.layer, head=pos.head, query=target)
+        asked = view(
+            walk.attention_question, stage.ctx, stage.masked, layer=pos.layer, head=pos.head, query=target
+        )
         return {"Ask the question": _choice(asked)}
     if key == "mlm" and stage.model.has_mlm_head and stage.query is not None:
         original = stage.encoding.tokens[stage.query] if stage.masked else None
         top = model_top(stage)
-        cloze = NewQuestion(CLOZE, CLOZE_PROMPT, tuple(top["token"]), top["token"].iloc[0],
-                            f"The model's top guess is “{top['token'].iloc[0]}” ({top['probability'].iloc[0]:.0%}).")
-        return {"Ask the question": _choice(walk.mlm_question(trace.mlm_logits, stage.tokenizer,
-                                                                        stage.query, original)),
-                "Ask a free cloze": cloze}
+        cloze = NewQuestion(
+            CLOZE,
+            CLOZE_PROMPT,
+            tuple(top["token"]),
+            top["token"].iloc[0],
+            f"The model's top guess is “{top['token'].iloc[0]}” ({top['probability'].iloc[0]:.0%}).",
+        )
+        return {
+            "Ask the question": _choice(
+                walk.mlm_question(trace.mlm_logits, stage.tokenizer, stage.query, original)
+            ),
+            "Ask a free cloze": cloze,
+        }
     if key == "nsp" and stage.model.has_nsp_head and trace.has_sentence_b:
         return {"Ask the question": _choice(walk.nsp_question(views.is_next_probability(trace.nsp_logits)))}
     return {}
@@ -138,15 +162,20 @@ def _build(stage: Stage, phone: bool):
     if key == "ids":
         return "ids", ids_figure(trace.tokens, enc.position_ids, enc.token_type_ids)
     if key == "embeddings":
-        return "embeddings", embedding_window_figure(view(views.embedding_window, stage.ctx, stage.masked, start=0,
-                                                          size=48))
+        return "embeddings", embedding_window_figure(
+            view(views.embedding_window, stage.ctx, stage.masked, start=0, size=48)
+        )
     if key == "one_head":
         target = 0 if stage.query is None else stage.query
-        data = view(walk.one_head_data, stage.ctx, stage.masked, layer=pos.layer, head=pos.head, query_index=target)
+        data = view(
+            walk.one_head_data, stage.ctx, stage.masked, layer=pos.layer, head=pos.head, query_index=target
+        )
         return "one_head", one_head_figure(data)
     if key == "many_heads":
         tiles = min(80, (300 if phone else 520) // stage.model.config.num_hidden_layers)
-        return "model_view", model_view_figure(view(views.model_view, stage.ctx, stage.masked), tile_size=tiles)
+        return "model_view", model_view_figure(
+            view(views.model_view, stage.ctx, stage.masked), tile_size=tiles
+        )
     if key == "residual":
         return "residual", residual_figure(view(walk.residual_changes, stage.ctx, stage.masked))
     if key == "mlm" and stage.model.has_mlm_head and stage.query is not None:
@@ -160,7 +189,9 @@ def _build(stage: Stage, phone: bool):
 
 def shared_figure(position: Position, phone: bool, present: bool):
     """The step's (name, figure) for this position, built once for every student (st.plotly_chart only reads it)."""
-    return SHARED.get(("class_figure", position, phone, present), partial(_step_figure, position, phone, present))
+    return SHARED.get(
+        ("class_figure", position, phone, present), partial(_step_figure, position, phone, present)
+    )
 
 
 def _step_figure(position: Position, phone: bool, present: bool):
@@ -170,7 +201,10 @@ def _step_figure(position: Position, phone: bool, present: bool):
     if built is None:
         return None
     name, fig = built
-    if phone and name not in ("mlm", "nsp"):  # a long title is cut at 390 px; the step's heading says what it is
+    if phone and name not in (
+        "mlm",
+        "nsp",
+    ):  # a long title is cut at 390 px; the step's heading says what it is
         fig.update_layout(title=None, margin_t=30)
     return name, readable(fig, present and not phone, max_height=FIGURE_MAX_HEIGHT)
 
@@ -182,7 +216,11 @@ def step_figure(stage: Stage, answer_hidden: bool, phone: bool = False) -> None:
     elif phone and stage.step.key in PROJECTOR_ONLY:
         st.caption("This step's figure is too wide for a phone: it is on the projector.")
     elif stage.step.key == "tokens":
-        st.html(token_chip_html(stage.trace.tokens, stage.encoding.token_type_ids, stage.encoding.special_tokens_mask))
+        st.html(
+            token_chip_html(
+                stage.trace.tokens, stage.encoding.token_type_ids, stage.encoding.special_tokens_mask
+            )
+        )
     elif (shared := shared_figure(stage.position, phone, is_present())) is not None:
         chart(shared[1], shared[0], phone)
 

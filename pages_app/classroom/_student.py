@@ -41,16 +41,24 @@ def join(code: str, token: str = "") -> bool:
 def join_form() -> None:
     """A box for the code on the projector (a ?class=CODE link joins by itself)."""
     with st.form("class_join_form", border=False, enter_to_submit=True):
-        st.text_input("Join code (on the projector)", key=CODE_BOX, max_chars=2 * classroom.CODE_LENGTH,
-                      placeholder="e.g. " + "K7" * (classroom.CODE_LENGTH // 2))
-        submitted = st.form_submit_button("Join the class", type="primary", icon=":material/login:", width="stretch")
+        st.text_input(
+            "Join code (on the projector)",
+            key=CODE_BOX,
+            max_chars=2 * classroom.CODE_LENGTH,
+            placeholder="e.g. " + "K7" * (classroom.CODE_LENGTH // 2),
+        )
+        submitted = st.form_submit_button(
+            "Join the class", type="primary", icon=":material/login:", width="stretch"
+        )
     if submitted and join(st.session_state.get(CODE_BOX, "")):
         st.rerun()
 
 
 def _answer(code: str, student: str, question_id: int, text: str) -> None:
     try:
-        class_joining.answer(code, student, question_id, text, address=access.client_address(st.context.ip_address))
+        class_joining.answer(
+            code, student, question_id, text, address=access.client_address(st.context.ip_address)
+        )
     except ClassError as err:
         st.session_state[SAID] = str(err)
 
@@ -72,11 +80,18 @@ def _ask(code: str, student: str, view: classroom.ClassView) -> None:
                 st.rerun()
     else:
         for index, option in enumerate(question.options):
-            st.button(plain_markdown(option), key=f"class_option_{question.id}_{index}", width="stretch",
-                      on_click=_answer, args=(code, student, question.id, option))
+            st.button(
+                plain_markdown(option),
+                key=f"class_option_{question.id}_{index}",
+                width="stretch",
+                on_click=_answer,
+                args=(code, student, question.id, option),
+            )
     if view.revealed:
         right = view.my_answer is not None and view.my_answer == question.answer
-        (st.success if right else st.info)(plain_markdown(question.explanation or f"The model: {question.answer}."))
+        (st.success if right else st.info)(
+            plain_markdown(question.explanation or f"The model: {question.answer}.")
+        )
 
 
 @st.fragment(run_every=POLL_S)
@@ -103,9 +118,14 @@ def follow(code: str, student: str) -> None:
     if view.question is not None:
         _ask(code, student, view)
         if view.revealed:
-            chart(distribution_figure(None if isinstance(stage, str) else stage, view.question, phone=True),
-                  "distribution", phone=True)
-    cloze_shown = view.question is not None and view.question.kind == CLOZE and view.revealed  # it has the top 5
+            chart(
+                distribution_figure(None if isinstance(stage, str) else stage, view.question, phone=True),
+                "distribution",
+                phone=True,
+            )
+    cloze_shown = (
+        view.question is not None and view.question.kind == CLOZE and view.revealed
+    )  # it has the top 5
     if not isinstance(stage, str) and not cloze_shown:
         step_figure(stage, answer_hidden=view.question is not None and not view.revealed, phone=True)
     st.caption(f"Class {view.code}: your screen follows the lecturer.")

@@ -29,8 +29,12 @@ class PageSpec:
     icon: str
     section: str
     url_path: str | None = None  # None: Streamlit's, from the file name (3_Attention.py → Attention)
-    link_fields: tuple[str, ...] = ()  # of share.QUERY_KEYS, besides the pair, the model and presentation mode
-    index_keys: tuple[str, str] | None = None  # its own layer and head widgets, when not attn_layer / attn_head
+    link_fields: tuple[
+        str, ...
+    ] = ()  # of share.QUERY_KEYS, besides the pair, the model and presentation mode
+    index_keys: tuple[str, str] | None = (
+        None  # its own layer and head widgets, when not attn_layer / attn_head
+    )
     sentence_filter_key: str | None = None  # its sentence filter widget (the link's `filter`)
     tabs: tuple[ViewTab, ...] = ()  # its declared tabs (figures/tabs.py) ...
     tab_key: str | None = None  # ... and the st.tabs key holding the open one (the link's `tab`)
@@ -46,26 +50,74 @@ class PageSpec:
 
 
 PAGES = (
-    PageSpec("pages_app/explore/0_Walkthrough.py", "Walkthrough", ":material/school:", EXPLORE,
-             link_fields=("layer", "head", "step"), default=True),
+    PageSpec(
+        "pages_app/explore/0_Walkthrough.py",
+        "Walkthrough",
+        ":material/school:",
+        EXPLORE,
+        link_fields=("layer", "head", "step"),
+        default=True,
+    ),
     PageSpec("pages_app/explore/1_Tokens.py", "Tokens and masking", ":material/token:", EXPLORE),
     PageSpec("pages_app/explore/2_Embeddings.py", "Embeddings", ":material/scatter_plot:", EXPLORE),
-    PageSpec("pages_app/explore/3_Attention.py", "Attention", ":material/hub:", EXPLORE,
-             link_fields=("layer", "head", "filter", "tab", "token"), sentence_filter_key="attn_sentence_filter",
-             tabs=ATTENTION_TABS, tab_key="attn_view", token_key="nv_query"),
-    PageSpec("pages_app/explore/4_Predictions.py", "Predictions", ":material/lightbulb:", EXPLORE,
-             link_fields=("masked",), masked_key="pred_mask"),
-    PageSpec("pages_app/explore/5_Beyond_attention.py", "Beyond attention", ":material/troubleshoot:", EXPLORE,
-             link_fields=("layer", "head", "filter", "tab", "token", "knocked"), index_keys=("beyond_layer", "beyond_head"),
-             sentence_filter_key="beyond_sentence_filter", tabs=BEYOND_ATTENTION_TABS, tab_key="beyond_view",
-             token_key="beyond_target", knocked_key="beyond_heads"),
-    PageSpec("pages_app/explore/6_Meaning_in_context.py", "Meaning in context", ":material/translate:", EXPLORE),
-    PageSpec("pages_app/explore/7_Why_this_word.py", "Why this word", ":material/compare_arrows:", EXPLORE,
-             link_fields=("tab", "target", "foil"), tabs=WHY_THIS_WORD_TABS, tab_key="why_this_word_view"),
+    PageSpec(
+        "pages_app/explore/3_Attention.py",
+        "Attention",
+        ":material/hub:",
+        EXPLORE,
+        link_fields=("layer", "head", "filter", "tab", "token"),
+        sentence_filter_key="attn_sentence_filter",
+        tabs=ATTENTION_TABS,
+        tab_key="attn_view",
+        token_key="nv_query",
+    ),
+    PageSpec(
+        "pages_app/explore/4_Predictions.py",
+        "Predictions",
+        ":material/lightbulb:",
+        EXPLORE,
+        link_fields=("masked",),
+        masked_key="pred_mask",
+    ),
+    PageSpec(
+        "pages_app/explore/5_Beyond_attention.py",
+        "Beyond attention",
+        ":material/troubleshoot:",
+        EXPLORE,
+        link_fields=("layer", "head", "filter", "tab", "token", "knocked"),
+        index_keys=("beyond_layer", "beyond_head"),
+        sentence_filter_key="beyond_sentence_filter",
+        tabs=BEYOND_ATTENTION_TABS,
+        tab_key="beyond_view",
+        token_key="beyond_target",
+        knocked_key="beyond_heads",
+    ),
+    PageSpec(
+        "pages_app/explore/6_Meaning_in_context.py", "Meaning in context", ":material/translate:", EXPLORE
+    ),
+    PageSpec(
+        "pages_app/explore/7_Why_this_word.py",
+        "Why this word",
+        ":material/compare_arrows:",
+        EXPLORE,
+        link_fields=("tab", "target", "foil"),
+        tabs=WHY_THIS_WORD_TABS,
+        tab_key="why_this_word_view",
+    ),
     PageSpec("pages_app/train/8_Train.py", "Train", ":material/model_training:", TRAIN, url_path="train"),
-    PageSpec("pages_app/train/9_Compare_runs.py", "Compare runs", ":material/compare:", TRAIN, url_path="compare"),
-    PageSpec("pages_app/train/10_Checkpoints.py", "Checkpoints", ":material/inventory_2:", TRAIN, url_path="checkpoints"),
-    PageSpec("pages_app/classroom/11_Class.py", "Live class", ":material/co_present:", TEACH, url_path="class"),
+    PageSpec(
+        "pages_app/train/9_Compare_runs.py", "Compare runs", ":material/compare:", TRAIN, url_path="compare"
+    ),
+    PageSpec(
+        "pages_app/train/10_Checkpoints.py",
+        "Checkpoints",
+        ":material/inventory_2:",
+        TRAIN,
+        url_path="checkpoints",
+    ),
+    PageSpec(
+        "pages_app/classroom/11_Class.py", "Live class", ":material/co_present:", TEACH, url_path="class"
+    ),
     PageSpec("pages_app/build/12_Your_BERT.py", "Your BERT", ":material/construction:", BUILD),
 )
 
@@ -76,7 +128,9 @@ def pages_in(section: str) -> list[PageSpec]:
 
 def by_url_path(url_path: str) -> PageSpec | None:
     """The page at this URL path ("" is the default page), in any case."""
-    return next((page for page in PAGES if page.name == url_path.lower() or (page.default and not url_path)), None)
+    return next(
+        (page for page in PAGES if page.name == url_path.lower() or (page.default and not url_path)), None
+    )
 
 
 def navigation() -> dict[str, list[st.Page]]:
@@ -90,5 +144,13 @@ def navigation() -> dict[str, list[st.Page]]:
 @functools.cache
 def _built_pages(pages: tuple[PageSpec, ...]) -> tuple[st.Page, ...]:
     """Each st.Page built once per process: building resolves its path on disk, 5% of a burst's server CPU."""
-    return tuple(st.Page(page.script, title=page.title, icon=page.icon, default=page.default,
-                         **({"url_path": page.url_path} if page.url_path else {})) for page in pages)
+    return tuple(
+        st.Page(
+            page.script,
+            title=page.title,
+            icon=page.icon,
+            default=page.default,
+            **({"url_path": page.url_path} if page.url_path else {}),
+        )
+        for page in pages
+    )

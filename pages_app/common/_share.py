@@ -24,7 +24,10 @@ PENDING = "_link_indices"
 # model once it is loaded).
 FROM_LINK = "_link_picks"
 LAYER, HEAD, STEP, PRESENT = "attn_layer", "attn_head", "walk_step", "present"
-WORD_KEYS = {"target": "contrast_target", "foil": "contrast_foil"}  # the Why-this-word page's candidate widgets
+WORD_KEYS = {
+    "target": "contrast_target",
+    "foil": "contrast_foil",
+}  # the Why-this-word page's candidate widgets
 ALL_HEADS = -1  # the Beyond attention page's "all heads", which a link leaves out
 
 
@@ -42,9 +45,14 @@ def index_keys(page_path: str) -> tuple[str, str]:
 
 def _set_state(linked: share.SharedState) -> None:
     state = st.session_state
-    for key, value in (("sentence_a", linked.text_a), ("sentence_b", linked.text_b),
-                       ("model_picker", linked.model), (PRESENT, linked.present),
-                       (WORD_KEYS["target"], linked.target), (WORD_KEYS["foil"], linked.foil)):
+    for key, value in (
+        ("sentence_a", linked.text_a),
+        ("sentence_b", linked.text_b),
+        ("model_picker", linked.model),
+        (PRESENT, linked.present),
+        (WORD_KEYS["target"], linked.target),
+        (WORD_KEYS["foil"], linked.foil),
+    ):
         if value is not None:
             state[key] = value
     if linked.step is not None:
@@ -54,14 +62,21 @@ def _set_state(linked: share.SharedState) -> None:
             state[page.tab_key] = linked.tab
         if page.sentence_filter_key and linked.sentence_filter is not None:
             state[page.sentence_filter_key] = linked.sentence_filter
-        for key, value in ((page.token_key, linked.token), (page.knocked_key, linked.knocked),
-                           (page.masked_key, linked.masked)):
+        for key, value in (
+            (page.token_key, linked.token),
+            (page.knocked_key, linked.knocked),
+            (page.masked_key, linked.masked),
+        ):
             if key and value is not None:  # checked against the input by the page (keep_choice, keep_choices)
                 state[key] = list(value) if isinstance(value, tuple) else value
                 state[FROM_LINK] = {*state.get(FROM_LINK, set()), key}
     pairs = [(LAYER, HEAD), *(page.index_keys for page in PAGES if page.index_keys)]
-    indices = {key: value for layer_key, head_key in pairs
-               for key, value in ((layer_key, linked.layer), (head_key, linked.head)) if value is not None}
+    indices = {
+        key: value
+        for layer_key, head_key in pairs
+        for key, value in ((layer_key, linked.layer), (head_key, linked.head))
+        if value is not None
+    }
     state.update(indices)
     state[PENDING] = indices
 
@@ -74,12 +89,21 @@ def apply_link() -> None:
     query = {key: st.query_params[key] for key in share.QUERY_KEYS if key in st.query_params}
     if not query:
         return
-    linked = share.parse_query(query, model_sources(), DEFAULT_MODEL)  # what the picker offers, no typed folder
+    linked = share.parse_query(
+        query, model_sources(), DEFAULT_MODEL
+    )  # what the picker offers, no typed folder
     _set_state(linked)
     step_note = linked.step is not None and walkthrough.clamp_step(linked.step) != linked.step
-    st.session_state[NOTES] = [*linked.notes, *(
-        [f"The walkthrough has {len(walkthrough.STEPS)} steps; the link's step {linked.step} is not one of them."]
-        if step_note else [])]
+    st.session_state[NOTES] = [
+        *linked.notes,
+        *(
+            [
+                f"The walkthrough has {len(walkthrough.STEPS)} steps; the link's step {linked.step} is not one of them."
+            ]
+            if step_note
+            else []
+        ),
+    ]
 
 
 def show_link_notes() -> None:
@@ -126,13 +150,20 @@ def current_state(page_path: str) -> share.SharedState:
         return None if value == ALL_HEADS and name == "head" else value
 
     return share.SharedState(
-        text_a=state.get("sentence_a"), text_b=state.get("sentence_b"),
-        model=None if model == OTHER_FOLDER else model, layer=field("layer", layer_key), head=field("head", head_key),
-        sentence_filter=field("filter", page and page.sentence_filter_key), tab=field("tab", page and page.tab_key),
+        text_a=state.get("sentence_a"),
+        text_b=state.get("sentence_b"),
+        model=None if model == OTHER_FOLDER else model,
+        layer=field("layer", layer_key),
+        head=field("head", head_key),
+        sentence_filter=field("filter", page and page.sentence_filter_key),
+        tab=field("tab", page and page.tab_key),
         token=field("token", page and page.token_key),
-        masked=_listed(field("masked", page and page.masked_key)), knocked=_listed(field("knocked", page and page.knocked_key)),
-        step=field("step", STEP), present=bool(state.get(PRESENT)),
-        target=field("target", WORD_KEYS["target"]) or None, foil=field("foil", WORD_KEYS["foil"]) or None,
+        masked=_listed(field("masked", page and page.masked_key)),
+        knocked=_listed(field("knocked", page and page.knocked_key)),
+        step=field("step", STEP),
+        present=bool(state.get(PRESENT)),
+        target=field("target", WORD_KEYS["target"]) or None,
+        foil=field("foil", WORD_KEYS["foil"]) or None,
     )
 
 
@@ -154,7 +185,12 @@ def link_control(page_path: str) -> None:
     link = share.share_link(base or "http://localhost:8501", page_path, current_state(page_path))
     with st.sidebar.expander("Copy link to this view", icon=":material/link:"):
         st.code(link, language=None, wrap_lines=True)
-        st.caption("Opens this page with the same pair, model, layer, head, sentence filter, tab, token, masked "
-                   "tokens, knocked-out heads, step and presentation mode."
-                   + (" A model typed as a folder is not part of the link." if
-                      st.session_state.get("model_picker") == OTHER_FOLDER else ""))
+        st.caption(
+            "Opens this page with the same pair, model, layer, head, sentence filter, tab, token, masked "
+            "tokens, knocked-out heads, step and presentation mode."
+            + (
+                " A model typed as a folder is not part of the link."
+                if st.session_state.get("model_picker") == OTHER_FOLDER
+                else ""
+            )
+        )

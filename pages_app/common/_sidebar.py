@@ -63,21 +63,44 @@ def render_sidebar() -> Inputs:
     keep_choice("model_picker", options, DEFAULT_MODEL)  # a deleted checkpoint falls back to the default
     model = _held("model_picker")
     with st.sidebar:
-        st.toggle("Presentation mode", _held("present"), key="present", help="Large dark text in figures, a compact "
-                  "page and the sidebar folded away: for a projector. Also ?present=1 in the URL.")
-        st.selectbox("Model", options, index=options.index(model) if model in options else 0, key="model_picker",
-                     format_func=model_label, help=MODEL_HELP)
+        st.toggle(
+            "Presentation mode",
+            _held("present"),
+            key="present",
+            help="Large dark text in figures, a compact "
+            "page and the sidebar folded away: for a projector. Also ?present=1 in the URL.",
+        )
+        st.selectbox(
+            "Model",
+            options,
+            index=options.index(model) if model in options else 0,
+            key="model_picker",
+            format_func=model_label,
+            help=MODEL_HELP,
+        )
         if description := describe(st.session_state["model_picker"]):
             st.caption(description)
         if st.session_state["model_picker"] == OTHER_FOLDER:
-            st.text_input("Model folder", _held("model_path"), key="model_path", placeholder="/path/to/a/bert/folder",
-                          max_chars=MAX_PATH_CHARS,
-                          help="A folder with config.json, vocab.txt and model.safetensors (or pytorch_model.bin).")
+            st.text_input(
+                "Model folder",
+                _held("model_path"),
+                key="model_path",
+                placeholder="/path/to/a/bert/folder",
+                max_chars=MAX_PATH_CHARS,
+                help="A folder with config.json, vocab.txt and model.safetensors (or pytorch_model.bin).",
+            )
         # No max_chars: a box drops a paste longer than it without a word; explore.encode refuses one with a sentence.
         st.text_input("Sentence A", _held("sentence_a"), key="sentence_a")
         st.text_input("Sentence B (optional)", _held("sentence_b"), key="sentence_b")
-        st.number_input("Max length (tokens)", 8, 512, _held("max_length"), step=8, key="max_length",
-                        help="[CLS] A [SEP] B [SEP] is cut to this many tokens; the longer sentence loses tokens first.")
+        st.number_input(
+            "Max length (tokens)",
+            8,
+            512,
+            _held("max_length"),
+            step=8,
+            key="max_length",
+            help="[CLS] A [SEP] B [SEP] is cut to this many tokens; the longer sentence loses tokens first.",
+        )
         remember_visitor()
     return _read_inputs()
 
@@ -96,5 +119,10 @@ def _read_inputs() -> Inputs:
     """The inputs as the sidebar's widgets hold them."""
     state = {**DEFAULTS, **st.session_state.to_dict()}
     source = state["model_path"].strip() if state["model_picker"] == OTHER_FOLDER else state["model_picker"]
-    return Inputs(source, state["sentence_a"], state["sentence_b"], int(state["max_length"]),
-                  access.fenced_version(source))
+    return Inputs(
+        source,
+        state["sentence_a"],
+        state["sentence_b"],
+        int(state["max_length"]),
+        access.fenced_version(source),
+    )

@@ -24,7 +24,9 @@ from pages_app.common._sidebar import Inputs, current_inputs
 
 LOAD_ERRORS = (ValueError, OSError)
 THREADS_PROBLEM = settings.use_app_threads()  # once per process: BERTVIZ_LITE_THREADS (default 1)
-SHARED, CACHE_PROBLEM = cache.from_settings()  # traces, views, figures: bounded, idle ones dropped (server/cache.py)
+SHARED, CACHE_PROBLEM = (
+    cache.from_settings()
+)  # traces, views, figures: bounded, idle ones dropped (server/cache.py)
 T = TypeVar("T")
 # Presentation mode is a slide of 1280 × 720 (or 1024 × 768): a figure ends by SLIDE_BOTTOM px from the top.
 SLIDE_BOTTOM, SLIDE_TOP = 704, 240
@@ -35,8 +37,14 @@ PRESENT_CSS = "<style>" + (ASSETS / "present.css").read_text(encoding="utf-8") +
 # A figure drawn twice (show_figure's `narrow`): assets/layout.css shows the one that fits. The server cannot read a
 # screen's width, so both go to the browser.
 WIDE, NARROW = "wide__", "narrow__"
-LAYOUT_CSS = "<style>" + (ASSETS / "layout.css").read_text(encoding="utf-8").replace("__WIDE__", WIDE).replace(
-    "__NARROW__", NARROW) + "</style>"
+LAYOUT_CSS = (
+    "<style>"
+    + (ASSETS / "layout.css")
+    .read_text(encoding="utf-8")
+    .replace("__WIDE__", WIDE)
+    .replace("__NARROW__", NARROW)
+    + "</style>"
+)
 
 GC_FROM_TOKENS = 256  # inputs this long take seconds to trace, so a full collection (~0.3 s) first is cheap
 
@@ -67,8 +75,13 @@ def context_for(inputs: Inputs) -> Context:
     """The Context of inputs outside a page's run (the warm-up, a live class); raises ValueError or OSError."""
     model, tokenizer = checked_model(inputs)
     max_length = explore.effective_max_length(model, inputs.max_length)
-    return Context(inputs, model, tokenizer, explore.encode(tokenizer, inputs.text_a, inputs.text_b, max_length),
-                   max_length)
+    return Context(
+        inputs,
+        model,
+        tokenizer,
+        explore.encode(tokenizer, inputs.text_a, inputs.text_b, max_length),
+        max_length,
+    )
 
 
 def get_trace(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
@@ -84,7 +97,9 @@ def get_trace(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
 def _trace(ctx: Context, masked: tuple[int, ...]) -> explore.PairTrace:
     with st.spinner("Running the model…"):
         trace = explore.trace_encoding(ctx.model, ctx.tokenizer, ctx.encoding, ctx.max_length, masked)
-    if ctx.max_length >= GC_FROM_TOKENS:  # its working memory, and dropped traces in reference cycles, go back now
+    if (
+        ctx.max_length >= GC_FROM_TOKENS
+    ):  # its working memory, and dropped traces in reference cycles, go back now
         release_memory()  # (no postScriptGC: it cost 30 visitors' latency, bench/RESULTS.md)
     return trace
 
@@ -123,15 +138,18 @@ def view(data: Callable[..., T], ctx: Context, masked: Sequence[int] = (), **pic
     """data(trace, **picks) on the context's trace, computed once for every visitor: a page names the package's data
     function and its picks, say view(views.attention_map, ctx, layer=0, head=1)."""
     masked = tuple(sorted(masked))
-    return SHARED.get(cache.cache_key(data, ctx.inputs, masked, **picks),
-                      lambda: data(get_trace(ctx, masked), **picks))
+    return SHARED.get(
+        cache.cache_key(data, ctx.inputs, masked, **picks), lambda: data(get_trace(ctx, masked), **picks)
+    )
 
 
 def view_of_model(data: Callable[..., T], ctx: Context, **params) -> T:
     """data(model, tokenizer, **params), computed once: a view that runs the model on sentences of its own (Why this
     word) rather than reading the trace."""
-    return SHARED.get(cache.cache_key(data, ctx.inputs.source, ctx.inputs.version, **params),
-                      lambda: data(ctx.model, ctx.tokenizer, **params))
+    return SHARED.get(
+        cache.cache_key(data, ctx.inputs.source, ctx.inputs.version, **params),
+        lambda: data(ctx.model, ctx.tokenizer, **params),
+    )
 
 
 def plotly_config(name: str) -> dict:
@@ -143,14 +161,25 @@ def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, ke
     """A download button for a table, or a table made on demand (a view's to_frame): the CSV is only built when the
     user clicks, so big tables cost nothing until then."""
     table = (lambda: numbers) if isinstance(numbers, pd.DataFrame) else numbers
-    st.download_button("Numbers as CSV", data=lambda: explore.csv_bytes(table()), file_name=f"{name}.csv",
-                       mime="text/csv", key=f"{key}_csv", on_click="ignore", icon=":material/download:")
+    st.download_button(
+        "Numbers as CSV",
+        data=lambda: explore.csv_bytes(table()),
+        file_name=f"{name}.csv",
+        mime="text/csv",
+        key=f"{key}_csv",
+        on_click="ignore",
+        icon=":material/download:",
+    )
 
 
 def step_keys(previous_key: str, next_key: str) -> None:
     """Arrow keys and PageUp/PageDown press the buttons with these keys (a clicker moves the walkthrough)."""
-    st.html("<script>" + STEP_KEYS_JS.replace("__NEXT__", next_key).replace("__PREV__", previous_key) + "</script>",
-            unsafe_allow_javascript=True)
+    st.html(
+        "<script>"
+        + STEP_KEYS_JS.replace("__NEXT__", next_key).replace("__PREV__", previous_key)
+        + "</script>",
+        unsafe_allow_javascript=True,
+    )
 
 
 def is_present() -> bool:
@@ -177,9 +206,15 @@ def clicked(key: str, read: Callable[[object], T | None]) -> T | None:
     return next((found for event in events if event and (found := read(event.selection)) is not None), None)
 
 
-def show_figure(fig: go.Figure | partial, name: str, frame: pd.DataFrame | Callable[[], pd.DataFrame],
-                key: str | None = None, slide_top: int = SLIDE_TOP, narrow: go.Figure | partial | None = None,
-                **chart_args):
+def show_figure(
+    fig: go.Figure | partial,
+    name: str,
+    frame: pd.DataFrame | Callable[[], pd.DataFrame],
+    key: str | None = None,
+    slide_top: int = SLIDE_TOP,
+    narrow: go.Figure | partial | None = None,
+    **chart_args,
+):
     """st.plotly_chart with readable fonts (larger in presentation mode) and the PNG button, then a CSV button.
 
     fig: a figure, or partial(builder, view data, **options): built once for all who show it at this size, shared.
@@ -197,7 +232,9 @@ def show_figure(fig: go.Figure | partial, name: str, frame: pd.DataFrame | Calla
         with st.container(key=f"{WIDE}{key}"):
             event = st.plotly_chart(_built(fig, drawn), key=key, config=plotly_config(name), **chart_args)
         with st.container(key=f"{NARROW}{key}_box"):
-            st.plotly_chart(_built(narrow, drawn), key=narrow_key(key), config=plotly_config(name), **chart_args)
+            st.plotly_chart(
+                _built(narrow, drawn), key=narrow_key(key), config=plotly_config(name), **chart_args
+            )
     csv_button(frame, name, name)
     return event
 
@@ -212,12 +249,14 @@ def show_table(frame: pd.DataFrame, name: str, **kwargs) -> None:
     csv_button(frame, name, name)
 
 
-def on_tile_click(key: str, layers: int, heads: int, picked: Callable[[int, int], None],
-                  renew: str | None = None) -> Callable[[], None]:
+def on_tile_click(
+    key: str, layers: int, heads: int, picked: Callable[[int, int], None], renew: str | None = None
+) -> Callable[[], None]:
     """The on_select callback of the model-view chart `key`: a clicked tile calls picked(layer, head).
 
     renew: the name given to renewing_key; its click count goes up, so the chart gets a new key.
     """
+
     def on_click() -> None:
         tile = clicked(key, lambda selection: explore.model_view_selection(selection, layers, heads))
         if tile is not None:
@@ -235,6 +274,11 @@ def _use_default_model() -> None:
 def switch_model_button(key: str | None = None) -> bool:
     """A button that picks DEFAULT_MODEL (it has both heads) in the sidebar; returns whether it is here."""
     available = DEFAULT_MODEL in list_checkpoints()
-    st.button(f"Switch to {DEFAULT_MODEL}", on_click=_use_default_model, disabled=not available,
-              type="primary", key=key)
+    st.button(
+        f"Switch to {DEFAULT_MODEL}",
+        on_click=_use_default_model,
+        disabled=not available,
+        type="primary",
+        key=key,
+    )
     return available

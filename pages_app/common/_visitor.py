@@ -13,7 +13,9 @@ ALIAS_COOKIE = "bvl_visitor_also"  # ids of tabs that opened before the first on
 COOKIE_MAX_AGE_S = 180 * 24 * 3600
 # Tabs opened at once each get an id before any has a cookie: the first keeps its id in COOKIE, a later one adds its
 # own to ALIAS_COOKIE, so the browser is one visitor owning what every tab made (access.Visitor.aliases).
-_COOKIE_SCRIPT = (Path(__file__).resolve().parent / "assets" / "visitor_cookie.js").read_text(encoding="utf-8")
+_COOKIE_SCRIPT = (Path(__file__).resolve().parent / "assets" / "visitor_cookie.js").read_text(
+    encoding="utf-8"
+)
 
 
 def current_visitor() -> access.Visitor:
@@ -23,14 +25,21 @@ def current_visitor() -> access.Visitor:
         st.session_state["visitor_id"] = cookie if access.is_visitor_id(cookie) else access.new_visitor_id()
     visitor_id = st.session_state["visitor_id"]
     aliases = access.aliases_from_cookie(st.context.cookies.get(ALIAS_COOKIE), visitor_id)
-    admin = st.session_state.get("visitor_admin", False) or access.is_admin_cookie(st.context.cookies.get(access.ADMIN_COOKIE))
+    admin = st.session_state.get("visitor_admin", False) or access.is_admin_cookie(
+        st.context.cookies.get(access.ADMIN_COOKIE)
+    )
     return access.Visitor(visitor_id, admin=admin, aliases=aliases)
 
 
 def cookie_script(visitor_id: str) -> str:
     """The script that keeps the first tab's id in the cookie and a later tab's id as an alias of it."""
-    return _COOKIE_SCRIPT % {"id": visitor_id, "age": COOKIE_MAX_AGE_S, "cookie": COOKIE, "alias": ALIAS_COOKIE,
-                             "keep": access.MAX_ALIASES - 1}
+    return _COOKIE_SCRIPT % {
+        "id": visitor_id,
+        "age": COOKIE_MAX_AGE_S,
+        "cookie": COOKIE,
+        "alias": ALIAS_COOKIE,
+        "keep": access.MAX_ALIASES - 1,
+    }
 
 
 def remember_visitor() -> None:

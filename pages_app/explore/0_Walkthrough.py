@@ -34,7 +34,9 @@ from pages_app.explore._questions import ask
 ctx = load_context()
 encoding = ctx.encoding
 masked = default_masks(encoding)
-query = min([*views.mask_token_positions(encoding.tokens), *masked], default=None)  # the first [MASK] of the input
+query = min(
+    [*views.mask_token_positions(encoding.tokens), *masked], default=None
+)  # the first [MASK] of the input
 original = encoding.tokens[query] if masked else None
 num_layers, num_heads = ctx.model.config.num_hidden_layers, ctx.model.config.num_attention_heads
 step = walk.clamp_step(st.session_state.get(STEP, 1))
@@ -49,15 +51,28 @@ def _go(to: int) -> None:
 # "Previous" needs ~125 px with its icon: at 1024 px with the sidebar open, 1.4 parts in 7.8 cut it to "Prev…".
 title, back, forward = st.columns([4.6, 1.75, 1.35], vertical_alignment="center")
 title.header(f"Step {step} of {len(walk.STEPS)}: {current.title}", anchor=False)
-back.button("Previous", on_click=_go, args=(step - 1,), disabled=step == 1, key="walk_prev",
-            icon=":material/arrow_back:", width="stretch")
-forward.button("Next", on_click=_go, args=(step + 1,), disabled=step == len(walk.STEPS), key="walk_next",
-               icon=":material/arrow_forward:", type="primary", width="stretch")
+back.button(
+    "Previous",
+    on_click=_go,
+    args=(step - 1,),
+    disabled=step == 1,
+    key="walk_prev",
+    icon=":material/arrow_back:",
+    width="stretch",
+)
+forward.button(
+    "Next",
+    on_click=_go,
+    args=(step + 1,),
+    disabled=step == len(walk.STEPS),
+    key="walk_next",
+    icon=":material/arrow_forward:",
+    type="primary",
+    width="stretch",
+)
 step_keys("walk_prev", "walk_next")
 facts = walk.step_facts(ctx.model.config, ctx.tokenizer.vocab_size, len(encoding), original)
 st.markdown(walk.step_text(current, facts))
-
-
 
 
 def no_head(kind: str) -> None:
@@ -75,14 +90,28 @@ def step_tokens() -> None:
 
 def step_ids() -> None:
     tokens = get_trace(ctx, masked).tokens
-    ids = (tokens, encoding.position_ids, encoding.token_type_ids)  # a new encoding each run: built here, small
-    show_figure(ids_figure(*ids), "walk_ids", frame=views.encoding_frame(encoding), narrow=ids_figure(*ids, narrow=True))
+    ids = (
+        tokens,
+        encoding.position_ids,
+        encoding.token_type_ids,
+    )  # a new encoding each run: built here, small
+    show_figure(
+        ids_figure(*ids),
+        "walk_ids",
+        frame=views.encoding_frame(encoding),
+        narrow=ids_figure(*ids, narrow=True),
+    )
 
 
 def step_embeddings() -> None:
     window = view(views.embedding_window, ctx, masked, start=0, size=48)
-    show_figure(partial(embedding_window_figure, window), "walk_embeddings", frame=window.to_frame, slide_top=210,
-                narrow=partial(embedding_window_figure, window, narrow=True))
+    show_figure(
+        partial(embedding_window_figure, window),
+        "walk_embeddings",
+        frame=window.to_frame,
+        slide_top=210,
+        narrow=partial(embedding_window_figure, window, narrow=True),
+    )
 
 
 def step_one_head() -> None:
@@ -100,8 +129,13 @@ def step_one_head() -> None:
         revealed = ask(question, "attention")
     if revealed:
         data = view(walk.one_head_data, ctx, masked, layer=layer, head=head, query_index=target)
-        show_figure(partial(one_head_figure, data), "walk_one_head", frame=data.to_frame, slide_top=315,
-                    narrow=partial(one_head_figure, data, narrow=True))
+        show_figure(
+            partial(one_head_figure, data),
+            "walk_one_head",
+            frame=data.to_frame,
+            slide_top=315,
+            narrow=partial(one_head_figure, data, narrow=True),
+        )
     if not is_present():
         pick_layer, pick_head, _ = st.columns([1, 1, 4])
     pick_layer.selectbox("Layer", range(num_layers), index=num_layers // 2, key=LAYER, persist_state=KEEP)
@@ -117,16 +151,26 @@ def _open_head(layer: int, head: int) -> None:
 def step_many_heads() -> None:
     overview = view(views.model_view, ctx, masked)
     tile_size = min(80, 520 // num_layers)
-    show_figure(partial(model_view_figure, overview, tile_size=tile_size), "walk_model_view",
-                frame=overview.to_frame, on_select=on_tile_click("walk_model_view", num_layers, num_heads, _open_head),
-                selection_mode="points", slide_top=235,
-                narrow=partial(model_view_figure, overview, tile_size=tile_size, narrow=True))
+    show_figure(
+        partial(model_view_figure, overview, tile_size=tile_size),
+        "walk_model_view",
+        frame=overview.to_frame,
+        on_select=on_tile_click("walk_model_view", num_layers, num_heads, _open_head),
+        selection_mode="points",
+        slide_top=235,
+        narrow=partial(model_view_figure, overview, tile_size=tile_size, narrow=True),
+    )
 
 
 def step_residual() -> None:
     changes = view(walk.residual_changes, ctx, masked)
-    show_figure(partial(residual_figure, changes), "walk_residual", frame=changes.to_frame, slide_top=235,
-                narrow=partial(residual_figure, changes, narrow=True))
+    show_figure(
+        partial(residual_figure, changes),
+        "walk_residual",
+        frame=changes.to_frame,
+        slide_top=235,
+        narrow=partial(residual_figure, changes, narrow=True),
+    )
 
 
 def step_mlm() -> None:
@@ -151,12 +195,23 @@ def step_nsp() -> None:
 
 
 # A step declared in walk.STEPS is drawn by its function here; a step without one shows its text only.
-RENDER = {"tokens": step_tokens, "ids": step_ids, "embeddings": step_embeddings, "one_head": step_one_head,
-          "many_heads": step_many_heads, "residual": step_residual, "mlm": step_mlm, "nsp": step_nsp}
+RENDER = {
+    "tokens": step_tokens,
+    "ids": step_ids,
+    "embeddings": step_embeddings,
+    "one_head": step_one_head,
+    "many_heads": step_many_heads,
+    "residual": step_residual,
+    "mlm": step_mlm,
+    "nsp": step_nsp,
+}
 if current.key in RENDER:
     RENDER[current.key]()
 if step == len(walk.STEPS):  # the walk's end leads on to a word's meaning in context, with a guess first
-    st.page_link("pages_app/explore/6_Meaning_in_context.py", icon=":material/translate:",
-                 query_params={"word": "bank", "preset": "bank"},
-                 label="Next: one word, many meanings. Guess at which layer “bank” by the river and “bank” with money "
-                       "drift furthest apart")
+    st.page_link(
+        "pages_app/explore/6_Meaning_in_context.py",
+        icon=":material/translate:",
+        query_params={"word": "bank", "preset": "bank"},
+        label="Next: one word, many meanings. Guess at which layer “bank” by the river and “bank” with money "
+        "drift furthest apart",
+    )

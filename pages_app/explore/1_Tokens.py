@@ -27,7 +27,9 @@ st.caption(
     "80% of the time, a random token 10%, and stays as it is 10%. The model must predict the original (the MLM label)."
 )
 left, right, button = st.columns([3, 2, 1], vertical_alignment="bottom")
-mask_prob = left.slider("Probability of choosing a token", 0.05, 0.95, 0.15, 0.05, key="mask_prob", persist_state=KEEP)
+mask_prob = left.slider(
+    "Probability of choosing a token", 0.05, 0.95, 0.15, 0.05, key="mask_prob", persist_state=KEEP
+)
 right.number_input("Seed", min_value=0, value=0, step=1, key="mask_seed", persist_state=KEEP)
 
 
@@ -38,6 +40,12 @@ def _resample() -> None:
 button.button("Resample", on_click=_resample, icon=":material/casino:")
 result = views.mask_encoding(encoding, ctx.tokenizer, mask_prob, st.session_state["mask_seed"])
 masking = views.masking_frame(encoding, result, ctx.tokenizer)
-st.html(token_chip_html(masking["model input"].tolist(), encoding.token_type_ids, encoding.special_tokens_mask,
-                        decisions=result.decisions.tolist()))
+st.html(
+    token_chip_html(
+        masking["model input"].tolist(),
+        encoding.token_type_ids,
+        encoding.special_tokens_mask,
+        decisions=result.decisions.tolist(),
+    )
+)
 show_table(masking, "masking", hide_index=True)

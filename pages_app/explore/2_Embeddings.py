@@ -20,11 +20,22 @@ def parts_section() -> None:
     start = 0
     if count > WINDOW:
         clamp_number("emb_start", 0, count - WINDOW)
-        start = st.slider(f"First token shown ({WINDOW} at a time)", 0, count - WINDOW, 0, key="emb_start",
-                          persist_state=KEEP)
+        start = st.slider(
+            f"First token shown ({WINDOW} at a time)",
+            0,
+            count - WINDOW,
+            0,
+            key="emb_start",
+            persist_state=KEEP,
+        )
     window = view(views.embedding_window, ctx, start=start, size=WINDOW)
-    show_figure(figures.embedding_window_figure(window), "embedding_parts", frame=window.to_frame, slide_top=160,
-                narrow=partial(figures.embedding_window_figure, window, narrow=True))
+    show_figure(
+        figures.embedding_window_figure(window),
+        "embedding_parts",
+        frame=window.to_frame,
+        slide_top=160,
+        narrow=partial(figures.embedding_window_figure, window, narrow=True),
+    )
 
 
 @st.fragment
@@ -32,13 +43,21 @@ def positions_section() -> None:
     max_positions = ctx.model.config.max_position_embeddings
     clamp_number("emb_positions", 2, max_positions)
     positions = st.number_input(
-        "Positions compared", 2, max_positions, min(64, max_positions), key="emb_positions", persist_state=KEEP
+        "Positions compared",
+        2,
+        max_positions,
+        min(64, max_positions),
+        key="emb_positions",
+        persist_state=KEEP,
     )
-    for column, similarity, name in zip(st.columns(2), views.position_similarity(ctx.model, positions),
-                                        ("position_similarity_model", "position_similarity_sinusoidal"), strict=True):
+    for column, similarity, name in zip(
+        st.columns(2),
+        views.position_similarity(ctx.model, positions),
+        ("position_similarity_model", "position_similarity_sinusoidal"),
+        strict=True,
+    ):
         with column:
-            show_figure(figures.position_similarity_figure(similarity), name,
-                        frame=similarity.to_frame)
+            show_figure(figures.position_similarity_figure(similarity), name, frame=similarity.to_frame)
 
 
 @st.fragment
@@ -47,8 +66,7 @@ def projection_section() -> None:
     keep_choice("pca_vectors", choices, choices[-1])
     choice = st.selectbox("Vectors", choices, index=len(choices) - 1, key="pca_vectors", persist_state=KEEP)
     projection = view(views.token_projection, ctx, choice=choice)
-    show_figure(figures.token_projection_figure(projection),
-                "pca", frame=projection.to_frame)
+    show_figure(figures.token_projection_figure(projection), "pca", frame=projection.to_frame)
 
 
 ctx = load_context()
@@ -62,7 +80,9 @@ st.caption(
 )
 
 parts_section()
-st.caption(f"Check: largest |sum − (token + position + segment)| = {view(views.embedding_sum_error, ctx):.2e}.")
+st.caption(
+    f"Check: largest |sum − (token + position + segment)| = {view(views.embedding_sum_error, ctx):.2e}."
+)
 
 norms = view(views.embedding_norms, ctx)
 show_figure(figures.embedding_norms_figure(norms), "embedding_norms", frame=norms.to_frame)

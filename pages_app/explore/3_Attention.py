@@ -33,24 +33,38 @@ num_layers, num_heads = config.num_hidden_layers, config.num_attention_heads
 labels = analysis.unique_labels(ctx.encoding.tokens)
 
 # Presentation mode: the title and the pickers share a row, so that the figure's bottom stays on the slide.
-title_box, picker_box = st.columns([1, 4], vertical_alignment="bottom") if is_present() else (st.container(),) * 2
+title_box, picker_box = (
+    st.columns([1, 4], vertical_alignment="bottom") if is_present() else (st.container(),) * 2
+)
 title_box.header("Attention")
 title_box.caption(
     "Each head turns every token into a query, a key and a value. A query's softmax(q · k / √d) over all keys is "
     "its attention row: how much of each token's value it takes. Rows are queries, columns keys; each row sums to 1."
 )
 if not is_present():  # the compact presentation header keeps the figure above the fold
-    st.page_link("pages_app/explore/5_Beyond_attention.py", icon=":material/troubleshoot:",
-                 label="Weights alone can mislead: see Beyond attention")
+    st.page_link(
+        "pages_app/explore/5_Beyond_attention.py",
+        icon=":material/troubleshoot:",
+        label="Weights alone can mislead: see Beyond attention",
+    )
 with picker_box:
-    sentence_filter, layer, head = head_pickers("attn", explore.has_sentence_b(ctx.encoding), num_layers, range(num_heads),
-                                      on_head=lambda: _show_in_head_view(st.session_state["attn_head"]))
+    sentence_filter, layer, head = head_pickers(
+        "attn",
+        explore.has_sentence_b(ctx.encoding),
+        num_layers,
+        range(num_heads),
+        on_head=lambda: _show_in_head_view(st.session_state["attn_head"]),
+    )
 
 
 def single_head(layer: int, head: int, sentence_filter: str, name: str, axis_titles: bool = True) -> None:
     block = view(views.attention_map, ctx, layer=layer, head=head, sentence_filter=sentence_filter)
-    show_figure(partial(figures.attention_map_figure, block, axis_titles=axis_titles), name, frame=block.to_frame,
-                slide_top=230)
+    show_figure(
+        partial(figures.attention_map_figure, block, axis_titles=axis_titles),
+        name,
+        frame=block.to_frame,
+        slide_top=230,
+    )
 
 
 def _focus_clicked_token() -> None:
@@ -72,20 +86,37 @@ def _open_head(layer: int, head: int) -> None:
 def head_view_controls() -> tuple:
     """The head view's pickers: heads, token window, focus token and line threshold."""
     keep_choices("hv_heads", range(num_heads))
-    heads = st.multiselect("Heads (or click the legend)", range(num_heads), default=list(range(num_heads)),
-                           key="hv_heads", persist_state=KEEP, format_func=lambda h: f"head {h}")
+    heads = st.multiselect(
+        "Heads (or click the legend)",
+        range(num_heads),
+        default=list(range(num_heads)),
+        key="hv_heads",
+        persist_state=KEEP,
+        format_func=lambda h: f"head {h}",
+    )
     window, size = None, SLIDE_WINDOW if is_present() else HEAD_VIEW_WINDOW
     if count > (size if is_present() else 2 * size):
         clamp_number("hv_start", 0, count - size)
-        start = st.slider(f"Tokens shown: from ({size} at a time; lines to tokens outside are not drawn)", 0,
-                          count - size, 0, key="hv_start", persist_state=KEEP)
+        start = st.slider(
+            f"Tokens shown: from ({size} at a time; lines to tokens outside are not drawn)",
+            0,
+            count - size,
+            0,
+            key="hv_start",
+            persist_state=KEEP,
+        )
         window = explore.token_window(count, start, size)
     shown = range(count) if window is None else range(window.start, window.stop)
     st.session_state["hv_window_start"] = shown.start  # for the click callback
     keep_choice("hv_focus", [ALL_TOKENS, *shown], ALL_TOKENS)
     pick_focus, pick_weight = st.columns([2, 1])
-    focus = pick_focus.selectbox("Focus on one query token", [ALL_TOKENS, *shown], key="hv_focus", persist_state=KEEP,
-                                 format_func=lambda i: "all tokens" if i == ALL_TOKENS else labels[i])
+    focus = pick_focus.selectbox(
+        "Focus on one query token",
+        [ALL_TOKENS, *shown],
+        key="hv_focus",
+        persist_state=KEEP,
+        format_func=lambda i: "all tokens" if i == ALL_TOKENS else labels[i],
+    )
     min_weight = pick_weight.slider(
         "Hide lines lighter than",
         0.0,
@@ -105,13 +136,30 @@ def head_view_tab(layer: int, sentence_filter: str) -> None:
     with control_box:
         heads, window, focus, min_weight = head_view_controls()
     with figure_box:
-        links = view(views.head_view_links, ctx, layer=layer, heads=heads, sentence_filter=sentence_filter, window=window,
-                     focus=None if focus == ALL_TOKENS else focus, min_weight=min_weight)
-        st.caption(f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
-                   "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
-                   "them back). Click a head in the legend to show it alone, click it again for all heads.")
-        show_figure(figures.head_view_figure(links), "head_view", frame=links.to_frame, on_select=_focus_clicked_token,
-                    selection_mode="points", slide_top=255, narrow=partial(figures.head_view_figure, links, narrow=True))
+        links = view(
+            views.head_view_links,
+            ctx,
+            layer=layer,
+            heads=heads,
+            sentence_filter=sentence_filter,
+            window=window,
+            focus=None if focus == ALL_TOKENS else focus,
+            min_weight=min_weight,
+        )
+        st.caption(
+            f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
+            "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
+            "them back). Click a head in the legend to show it alone, click it again for all heads."
+        )
+        show_figure(
+            figures.head_view_figure(links),
+            "head_view",
+            frame=links.to_frame,
+            on_select=_focus_clicked_token,
+            selection_mode="points",
+            slide_top=255,
+            narrow=partial(figures.head_view_figure, links, narrow=True),
+        )
         for key in ("head_view", narrow_key("head_view")):  # hover a token: its lines light up
             st.html(head_view_hover_script(key), unsafe_allow_javascript=True)
 
@@ -120,8 +168,9 @@ def head_view_tab(layer: int, sentence_filter: str) -> None:
 def statistics_tab() -> None:
     stats = view(views.head_statistics, ctx)
     controls, figure = controls_then_figure()
-    value = controls.selectbox("Statistic", list(STAT_TITLES), key="stat_value", persist_state=KEEP,
-                               format_func=STAT_TITLES.get)
+    value = controls.selectbox(
+        "Statistic", list(STAT_TITLES), key="stat_value", persist_state=KEEP, format_func=STAT_TITLES.get
+    )
     with figure:
         show_figure(figures.head_statistics_figure(stats, value), "head_statistics", frame=stats.to_frame)
     show_table(stats.to_frame().round(4), "head_statistics_table", hide_index=True)
@@ -137,7 +186,9 @@ def rollout_tab() -> None:
     controls, figure = controls_then_figure()
     if num_layers > 1:  # a slider needs two values
         clamp_number("rollout_layer", 1, num_layers)
-        after = controls.slider("After layer", 1, num_layers, num_layers, key="rollout_layer", persist_state=KEEP)
+        after = controls.slider(
+            "After layer", 1, num_layers, num_layers, key="rollout_layer", persist_state=KEEP
+        )
     flow = view(views.rollout, ctx, after=after)
     with figure:
         show_figure(figures.rollout_figure(flow), "rollout", frame=flow.to_frame, slide_top=260)
@@ -157,17 +208,26 @@ if tabs["Model view"].open:
         overview = view(views.model_view, ctx)
         st.caption(
             "Every layer (rows) and head (columns). Click a tile to open that head beside it."
-            + (f" Tiles are averaged into {overview.tile} × {overview.tile} blocks of tokens." if overview.tile < count else "")
+            + (
+                f" Tiles are averaged into {overview.tile} × {overview.tile} blocks of tokens."
+                if overview.tile < count
+                else ""
+            )
         )
         grid, opened = st.columns([3, 2])  # the opened head beside the grid, not below the fold
         with grid:
             # Tiles as wide as the column allows (12 heads in 3/5 of a screen): a taller figure only left a gap.
             key = renewing_key("model_view")
             tile_size = max(24, min(80, 460 // num_heads))
-            show_figure(partial(figures.model_view_figure, overview, tile_size=tile_size), "model_view",
-                        frame=overview.to_frame, key=key, selection_mode="points",
-                        on_select=on_tile_click(key, num_layers, num_heads, _open_head, renew="model_view"),
-                        narrow=partial(figures.model_view_figure, overview, tile_size=tile_size, narrow=True))
+            show_figure(
+                partial(figures.model_view_figure, overview, tile_size=tile_size),
+                "model_view",
+                frame=overview.to_frame,
+                key=key,
+                selection_mode="points",
+                on_select=on_tile_click(key, num_layers, num_heads, _open_head, renew="model_view"),
+                narrow=partial(figures.model_view_figure, overview, tile_size=tile_size, narrow=True),
+            )
         with opened:
             single_head(layer, head, "All", "model_view_head", axis_titles=False)
 
@@ -175,16 +235,26 @@ if tabs["Neuron view"].open:
     with tabs["Neuron view"]:
         keep_choice("nv_query", range(count), min(1, count - 1))
         controls, figure = controls_then_figure()
-        query = controls.selectbox("Query token", range(count), index=min(1, count - 1), key="nv_query",
-                                   persist_state=KEEP, format_func=lambda i: labels[i])
+        query = controls.selectbox(
+            "Query token",
+            range(count),
+            index=min(1, count - 1),
+            key="nv_query",
+            persist_state=KEEP,
+            format_func=lambda i: labels[i],
+        )
         st.caption(
             f"Layer {layer}, head {head}: the query vector of {labels[query]}, every key, their element-wise "
             "product, the dot product and its scaled version, the softmax, and the value-weighted sum."
         )
         neuron = view(views.neuron_view, ctx, layer=layer, head=head, query_index=query)
         with figure:
-            show_figure(figures.neuron_view_figure(neuron), "neuron_view", frame=neuron.to_frame,
-                        narrow=partial(figures.neuron_view_figure, neuron, narrow=True))
+            show_figure(
+                figures.neuron_view_figure(neuron),
+                "neuron_view",
+                frame=neuron.to_frame,
+                narrow=partial(figures.neuron_view_figure, neuron, narrow=True),
+            )
 
 if tabs["Head statistics"].open:
     with tabs["Head statistics"]:
@@ -194,4 +264,6 @@ if tabs["Rollout"].open:
     with tabs["Rollout"]:
         rollout_tab()
 
-show_declared_tabs(declared.ATTENTION_TABS, tabs, ctx, layer=layer, head=head, sentence_filter=sentence_filter)
+show_declared_tabs(
+    declared.ATTENTION_TABS, tabs, ctx, layer=layer, head=head, sentence_filter=sentence_filter
+)

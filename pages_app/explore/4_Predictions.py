@@ -30,21 +30,34 @@ if not (ctx.model.has_mlm_head or ctx.model.has_nsp_head):
 labels = analysis.unique_labels(encoding.tokens)
 maskable = views.maskable_positions(encoding)
 default = list(default_masks(encoding))
-if new_input("pred_mask_input", ctx.inputs) and not from_link("pred_mask"):  # new text: positions mean other tokens
+if new_input("pred_mask_input", ctx.inputs) and not from_link(
+    "pred_mask"
+):  # new text: positions mean other tokens
     st.session_state["pred_mask"] = default
 keep_choices("pred_mask", maskable)  # a link's positions past this input's end
 left, right = st.columns([3, 1])
-chosen = left.multiselect("Tokens to mask (or type [MASK] in a sentence)", maskable, default=default,
-                          key="pred_mask", persist_state=KEEP, format_func=lambda i: labels[i])
+chosen = left.multiselect(
+    "Tokens to mask (or type [MASK] in a sentence)",
+    maskable,
+    default=default,
+    key="pred_mask",
+    persist_state=KEEP,
+    format_func=lambda i: labels[i],
+)
 k = right.number_input("Top k", 1, 30, 10, key="pred_k", persist_state=KEEP)
 
 # Side by side, so both fit a 1280 × 720 screen.
 mlm_column, nsp_column = (
-    st.columns([3, 2]) if ctx.model.has_mlm_head and ctx.model.has_nsp_head else (st.container(), st.container()))
+    st.columns([3, 2])
+    if ctx.model.has_mlm_head and ctx.model.has_nsp_head
+    else (st.container(), st.container())
+)
 if ctx.model.has_mlm_head:
     with mlm_column:
         st.subheader("Masked words")
-        positions = sorted({*views.mask_token_positions(encoding.tokens), *chosen})  # typed and picked [MASK]s
+        positions = sorted(
+            {*views.mask_token_positions(encoding.tokens), *chosen}
+        )  # typed and picked [MASK]s
         if not positions:
             st.info("Pick a token to mask above, or write [MASK] in sentence A or B.")
         for position in positions:

@@ -40,13 +40,23 @@ def pick_target(where=st) -> tuple[int | None, tuple[int, ...]] | None:
             f"no prediction to explain. {DEFAULT_MODEL} has both."
         )
         return None
-    options = [NSP if choice is None else choice for choice in choices]  # a selectbox reads None as "nothing picked"
+    options = [
+        NSP if choice is None else choice for choice in choices
+    ]  # a selectbox reads None as "nothing picked"
     default = options[choices.index(views.default_choice(encoding, choices))]
-    if new_input("beyond_target_input", ctx.inputs) and not from_link("beyond_target"):  # new text: other tokens
+    if new_input("beyond_target_input", ctx.inputs) and not from_link(
+        "beyond_target"
+    ):  # new text: other tokens
         st.session_state["beyond_target"] = default
     keep_choice("beyond_target", options, default)
-    picked = where.selectbox("Explain", options, index=options.index(default), key="beyond_target", persist_state=KEEP,
-                          format_func=lambda i: "next-sentence decision (NSP)" if i == NSP else f"[MASK] at {labels[i]}")
+    picked = where.selectbox(
+        "Explain",
+        options,
+        index=options.index(default),
+        key="beyond_target",
+        persist_state=KEEP,
+        format_func=lambda i: "next-sentence decision (NSP)" if i == NSP else f"[MASK] at {labels[i]}",
+    )
     position = None if picked == NSP else picked
     return position, explained_masks(encoding, position)
 
@@ -77,21 +87,45 @@ if tabs["Norm-weighted attention"].open:
             "vector it weighs. For all heads, the norm of the heads' summed vectors ‖Σ_h α f(x)‖ is shown."
         )
         heads = [ALL_HEADS, *range(num_heads)]
-        sentence_filter, layer, head = head_pickers("beyond", explore.has_sentence_b(encoding), num_layers, heads, ALL_HEADS,
-                                          lambda h: "all heads" if h == ALL_HEADS else f"head {h}")
-        data = shown(views.norm_attention, layer=layer, head=None if head == ALL_HEADS else head, sentence_filter=sentence_filter)
+        sentence_filter, layer, head = head_pickers(
+            "beyond",
+            explore.has_sentence_b(encoding),
+            num_layers,
+            heads,
+            ALL_HEADS,
+            lambda h: "all heads" if h == ALL_HEADS else f"head {h}",
+        )
+        data = shown(
+            views.norm_attention,
+            layer=layer,
+            head=None if head == ALL_HEADS else head,
+            sentence_filter=sentence_filter,
+        )
         if data is not None:
-            above = None if is_present() else st.container()  # presentation mode: the figures first, then the note
+            above = (
+                None if is_present() else st.container()
+            )  # presentation mode: the figures first, then the note
             raw_column, norm_column = st.columns(2)
             with raw_column:
-                show_figure(figures.attention_weights_figure(data), "beyond_raw_attention", frame=data.to_frame,
-                            slide_top=300)
+                show_figure(
+                    figures.attention_weights_figure(data),
+                    "beyond_raw_attention",
+                    frame=data.to_frame,
+                    slide_top=300,
+                )
             with norm_column:
-                show_figure(figures.norm_attention_figure(data), "beyond_norm_attention", frame=data.to_frame, slide_top=300)
+                show_figure(
+                    figures.norm_attention_figure(data),
+                    "beyond_norm_attention",
+                    frame=data.to_frame,
+                    slide_top=300,
+                )
             (above or st).info(data.note())
             show_table(data.shares().round(4), "beyond_norm_shares", hide_index=True)
         shares = view(views.special_share_by_layer, ctx)
-        show_figure(figures.special_share_by_layer_figure(shares), "beyond_special_share", frame=shares.to_frame)
+        show_figure(
+            figures.special_share_by_layer_figure(shares), "beyond_special_share", frame=shares.to_frame
+        )
 
 if tabs["Attribution"].open:
     with tabs["Attribution"]:
@@ -113,8 +147,12 @@ if tabs["Attribution"].open:
                     "segments kept). Attention, rollout and norms are read from the explained token's row."
                 )
                 with figure:
-                    show_figure(figures.token_attribution_figure(data, slide=is_present()), "beyond_attribution",
-                                frame=data.to_frame, slide_top=200)
+                    show_figure(
+                        figures.token_attribution_figure(data, slide=is_present()),
+                        "beyond_attribution",
+                        frame=data.to_frame,
+                        slide_top=200,
+                    )
                 show_table(data.correlation_frame().round(3), "beyond_attribution_spearman", hide_index=True)
                 st.caption(data.completeness_note())
 
@@ -125,25 +163,40 @@ if tabs["Head knock-out"].open:
             target = pick_target()
         if target is not None:
             position, masked = target
-            names = [attribution.head_name(layer, head) for layer in range(num_layers) for head in range(num_heads)]
+            names = [
+                attribution.head_name(layer, head) for layer in range(num_layers) for head in range(num_heads)
+            ]
             keep_choices("beyond_heads", names)
-            chosen = controls.multiselect("Heads to knock out (or click tiles in the model view below)", names,
-                                          default=[], key="beyond_heads", persist_state=KEEP)
+            chosen = controls.multiselect(
+                "Heads to knock out (or click tiles in the model view below)",
+                names,
+                default=[],
+                key="beyond_heads",
+                persist_state=KEEP,
+            )
             heads = tuple(sorted(chosen, key=names.index))  # one cache entry per set of heads
             with figure:
                 data = shown(views.head_knockout, masked, heads=heads, position=position, k=5)
             if data is not None:
-                st.caption("A knocked-out head's attention probabilities are multiplied by 0 (transformers' head_mask): "
-                           "it adds nothing to its layer's output, and the layers above see the difference.")
+                st.caption(
+                    "A knocked-out head's attention probabilities are multiplied by 0 (transformers' head_mask): "
+                    "it adds nothing to its layer's output, and the layers above see the difference."
+                )
                 with figure:
                     show_figure(figures.head_knockout_figure(data), "beyond_knockout", frame=data.to_frame)
             with st.expander("Model view: click a tile to knock that head out (or bring it back)"):
                 overview = view(views.model_view, ctx, masked)
                 key = renewing_key("beyond_model_view", bare_first=False)
-                show_figure(figures.model_view_figure(overview, tile_size=min(80, 480 // num_layers)), "beyond_model_view",
-                            frame=overview.to_frame, key=key, selection_mode="points",
-                            on_select=on_tile_click(key, num_layers, num_heads, _toggle_head,
-                                                    renew="beyond_model_view"))
+                show_figure(
+                    figures.model_view_figure(overview, tile_size=min(80, 480 // num_layers)),
+                    "beyond_model_view",
+                    frame=overview.to_frame,
+                    key=key,
+                    selection_mode="points",
+                    on_select=on_tile_click(
+                        key, num_layers, num_heads, _toggle_head, renew="beyond_model_view"
+                    ),
+                )
 
 if tabs["Layer by layer"].open:
     with tabs["Layer by layer"]:

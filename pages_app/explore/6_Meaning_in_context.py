@@ -25,9 +25,21 @@ from pages_app.common._ui import (
 )
 from pages_app.explore._tabs import about
 
-WORD, EXTRA, LAYER, QUERY, SCOPE = "meaning_word", "meaning_extra", "meaning_layer", "meaning_query", "meaning_scope"
+WORD, EXTRA, LAYER, QUERY, SCOPE = (
+    "meaning_word",
+    "meaning_extra",
+    "meaning_layer",
+    "meaning_query",
+    "meaning_scope",
+)
 UNLABELLED = "meaning_unlabelled"
-KEPT = {WORD: "bank", EXTRA: "", LAYER: None, SCOPE: None, UNLABELLED: False}  # page widgets keep their values across page visits
+KEPT = {
+    WORD: "bank",
+    EXTRA: "",
+    LAYER: None,
+    SCOPE: None,
+    UNLABELLED: False,
+}  # page widgets keep their values across page visits
 OWN, WHOLE = "this word's sentences", "every labelled word of the index"
 K = 10
 QUIZ, GUESS, VERDICT, LINKED = "meaning_quiz", "meaning_guess", "meaning_verdict", "_meaning_link"
@@ -46,11 +58,14 @@ def remember(key: str) -> None:
     st.session_state[f"_{key}"] = st.session_state[key]
 
 
-def word_contexts(source: str, version: str, word: str, extra: tuple[str, ...],
-                  unlabelled: bool) -> meaning.WordContexts:
+def word_contexts(
+    source: str, version: str, word: str, extra: tuple[str, ...], unlabelled: bool
+) -> meaning.WordContexts:
     """meaning.word_contexts on the model of a source, once per word, typed sentences and choice of sentences."""
-    return SHARED.get(("word_contexts", source, version, word, extra, unlabelled),
-                      partial(_word_contexts, source, version, word, extra, unlabelled))
+    return SHARED.get(
+        ("word_contexts", source, version, word, extra, unlabelled),
+        partial(_word_contexts, source, version, word, extra, unlabelled),
+    )
 
 
 def _word_contexts(source: str, version: str, word: str, extra: tuple[str, ...], unlabelled: bool):
@@ -61,9 +76,12 @@ def _word_contexts(source: str, version: str, word: str, extra: tuple[str, ...],
 
 # One pool per model and layer; MiniLM's holds 39,364 × 384 floats (60 MB), so at most two are kept (120 MB: a
 # bound by construction), and kept while the server runs: one took 1-4 minutes to build.
-@st.cache_resource(max_entries=2, show_spinner="Running the model on the whole sense index up to this layer (once per "
-                   "model and layer; MiniLM's last layer took 1-4 minutes on one busy core, "
-                   "bench/meaning_in_context_latency.py)…")
+@st.cache_resource(
+    max_entries=2,
+    show_spinner="Running the model on the whole sense index up to this layer (once per "
+    "model and layer; MiniLM's last layer took 1-4 minutes on one busy core, "
+    "bench/meaning_in_context_latency.py)…",
+)
 def index_pool(source: str, version: str, layer: int) -> meaning.NeighbourPool:
     """meaning.index_pool on the model of a source: every labelled word of the index at one layer."""
     model, tokenizer = load_model(source, version)
@@ -108,8 +126,14 @@ def ask_first(separation: meaning.SenseSeparation) -> bool:
             (st.success if verdict.correct else st.warning)(verdict.message)
         return False
     st.radio(f"**Your guess.** {question.prompt}", question.options, index=None, key=GUESS)
-    st.button("Reveal the model's answer", on_click=_reveal, args=(separation,), type="primary",
-              icon=":material/visibility:", key="meaning_reveal")
+    st.button(
+        "Reveal the model's answer",
+        on_click=_reveal,
+        args=(separation,),
+        type="primary",
+        icon=":material/visibility:",
+        key="meaning_reveal",
+    )
     return True
 
 
@@ -141,22 +165,49 @@ st.caption(
     "the sentence pull the senses apart."
 )
 pick_word, pick_layer, pick_more = st.columns([2, 4, 1.3], vertical_alignment="bottom")
-word = pick_word.selectbox("Word (pick or type)", meaning.SUGGESTED_WORDS, key=WORD, accept_new_options=True,
-                           on_change=remember, args=(WORD,))
+word = pick_word.selectbox(
+    "Word (pick or type)",
+    meaning.SUGGESTED_WORDS,
+    key=WORD,
+    accept_new_options=True,
+    on_change=remember,
+    args=(WORD,),
+)
 keep_choice(LAYER, range(num_layers + 1), num_layers)
-layer = pick_layer.select_slider("Layer (0: the input embeddings)", range(num_layers + 1), value=num_layers, key=LAYER,
-                                 format_func=lambda i: meaning.layer_names(num_layers)[i], on_change=remember,
-                                 args=(LAYER,))
+layer = pick_layer.select_slider(
+    "Layer (0: the input embeddings)",
+    range(num_layers + 1),
+    value=num_layers,
+    key=LAYER,
+    format_func=lambda i: meaning.layer_names(num_layers)[i],
+    on_change=remember,
+    args=(LAYER,),
+)
 with pick_more.popover("Your sentences", icon=":material/edit_note:", width="stretch"):
-    st.toggle("Also sentences where WordNet labels another word", key=UNLABELLED, on_change=remember,
-              args=(UNLABELLED,), help="The word occurs there, but WordNet's label is for another word of the sentence, "
-              "so its sense is unknown (grey rings).")
-    st.text_area("One sentence per line; put the sense in brackets first to have it scored, as in "
-                 "“[river] We sat on the bank.”", key=EXTRA, on_change=remember, args=(EXTRA,), height=120,
-                 max_chars=MAX_USER_SENTENCE_CHARS)
+    st.toggle(
+        "Also sentences where WordNet labels another word",
+        key=UNLABELLED,
+        on_change=remember,
+        args=(UNLABELLED,),
+        help="The word occurs there, but WordNet's label is for another word of the sentence, "
+        "so its sense is unknown (grey rings).",
+    )
+    st.text_area(
+        "One sentence per line; put the sense in brackets first to have it scored, as in "
+        "“[river] We sat on the bank.”",
+        key=EXTRA,
+        on_change=remember,
+        args=(EXTRA,),
+        height=120,
+        max_chars=MAX_USER_SENTENCE_CHARS,
+    )
 try:
-    extra = meaning.user_lines(st.session_state.get(EXTRA, ""))  # refused past its limits before any tokenizing
-    data = word_contexts(ctx.inputs.source, ctx.inputs.version, word or "", extra, st.session_state[UNLABELLED])
+    extra = meaning.user_lines(
+        st.session_state.get(EXTRA, "")
+    )  # refused past its limits before any tokenizing
+    data = word_contexts(
+        ctx.inputs.source, ctx.inputs.version, word or "", extra, st.session_state[UNLABELLED]
+    )
 except ValueError as err:
     st.error(str(err))
     st.stop()
@@ -168,17 +219,31 @@ query = st.session_state.get(QUERY, "o0")
 chosen = int(query[1:]) if query.startswith("o") and int(query[1:]) < len(data.occurrences) else None
 plot, score = st.columns([5, 3])
 with plot:
-    show_figure(context_scatter(projection, data.word, chosen, height=370 if is_present() else 480), "meaning_scatter",
-                frame=projection.to_frame, key=_scatter_key(), on_select=_pick_point, selection_mode="points",
-                narrow=context_scatter(projection, data.word, chosen, height=400, narrow=True))
+    show_figure(
+        context_scatter(projection, data.word, chosen, height=370 if is_present() else 480),
+        "meaning_scatter",
+        frame=projection.to_frame,
+        key=_scatter_key(),
+        on_select=_pick_point,
+        selection_mode="points",
+        narrow=context_scatter(projection, data.word, chosen, height=400, narrow=True),
+    )
 with score:
-    below_verdict = st.session_state.get(VERDICT) is not None  # then it starts lower on a slide than the scatter
+    below_verdict = (
+        st.session_state.get(VERDICT) is not None
+    )  # then it starts lower on a slide than the scatter
     if not ask_first(separation):
-        show_figure(separation_figure(separation, layer, height=330 if is_present() else 400), "meaning_separation",
-                    frame=separation.to_frame, **({"slide_top": 460} if below_verdict else {}))
+        show_figure(
+            separation_figure(separation, layer, height=330 if is_present() else 400),
+            "meaning_separation",
+            frame=separation.to_frame,
+            **({"slide_top": 460} if below_verdict else {}),
+        )
     if not np.isfinite(separation.accuracy).any():
-        st.info("To score how well senses separate, it takes two senses with two sentences each: name the senses of "
-                "your sentences in brackets, as in “[river] We sat on the bank.”")
+        st.info(
+            "To score how well senses separate, it takes two senses with two sentences each: name the senses of "
+            "your sentences in brackets, as in “[river] We sat on the bank.”"
+        )
     scored = "the senses you named" if separation.by_user else "WordNet senses with two sentences or more"
     st.caption(
         f"Hold out one sentence, average the others of each sense ({scored}), and guess the sense whose average "
@@ -202,17 +267,38 @@ keep_choice(QUERY, options, options[0])
 pick_query, pick_scope = st.columns([3, 2])
 query = pick_query.selectbox("Neighbours of (or click a point above)", options, key=QUERY, format_func=_label)
 total = sense_index().num_words
-scope = pick_scope.radio("Search among", [OWN, WHOLE], key=SCOPE, horizontal=True, on_change=remember, args=(SCOPE,),
-                         format_func=lambda s: f"{s} ({total:,})" if s == WHOLE else s)
+scope = pick_scope.radio(
+    "Search among",
+    [OWN, WHOLE],
+    key=SCOPE,
+    horizontal=True,
+    on_change=remember,
+    args=(SCOPE,),
+    format_func=lambda s: f"{s} ({total:,})" if s == WHOLE else s,
+)
 if query.startswith("o"):
     exclude, vector = data.occurrences[int(query[1:])], data.vectors[layer, int(query[1:])]
 else:
-    exclude, vector = None, get_trace(ctx).hidden_states[layer, int(query[1:])].copy()  # not a view: no trace kept
-pool = meaning.pool_from_contexts(data, layer) if scope == OWN else index_pool(ctx.inputs.source, ctx.inputs.version,
-                                                                                layer)
+    exclude, vector = (
+        None,
+        get_trace(ctx).hidden_states[layer, int(query[1:])].copy(),
+    )  # not a view: no trace kept
+pool = (
+    meaning.pool_from_contexts(data, layer)
+    if scope == OWN
+    else index_pool(ctx.inputs.source, ctx.inputs.version, layer)
+)
 neighbours = meaning.nearest_neighbours(pool, vector, K, exclude=exclude)
-show_table(neighbours.to_frame(), "meaning_neighbours", hide_index=True, column_config={
-    "before": st.column_config.TextColumn(width="medium", alignment="right"),  # a concordance: the words line up
-    "word": st.column_config.TextColumn(width="small", alignment="center"),
-    "after": st.column_config.TextColumn(width="medium"), "gloss": st.column_config.TextColumn(width="large"),
-})
+show_table(
+    neighbours.to_frame(),
+    "meaning_neighbours",
+    hide_index=True,
+    column_config={
+        "before": st.column_config.TextColumn(
+            width="medium", alignment="right"
+        ),  # a concordance: the words line up
+        "word": st.column_config.TextColumn(width="small", alignment="center"),
+        "after": st.column_config.TextColumn(width="medium"),
+        "gloss": st.column_config.TextColumn(width="large"),
+    },
+)

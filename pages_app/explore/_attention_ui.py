@@ -27,19 +27,36 @@ def controls_then_figure() -> tuple:
     return (below, above) if is_present() else (above, below)
 
 
-def head_pickers(prefix: str, has_sentence_b: bool, layers: int, heads: Sequence[int], default_head: int = 0,
-                 head_label: Callable[[int], str] = str,
-                 on_head: Callable[[], None] | None = None) -> tuple[str, int, int]:
+def head_pickers(
+    prefix: str,
+    has_sentence_b: bool,
+    layers: int,
+    heads: Sequence[int],
+    default_head: int = 0,
+    head_label: Callable[[int], str] = str,
+    on_head: Callable[[], None] | None = None,
+) -> tuple[str, int, int]:
     """Sentence filter, layer and head pickers in a row (keys `<prefix>_sentence_filter|layer|head`); on_head: called
     when the head picked changes."""
     filters = list(analysis.SENTENCE_FILTERS) if has_sentence_b else ["All"]
     keep_choice(f"{prefix}_sentence_filter", filters, "All")
     keep_choice(f"{prefix}_layer", range(layers), 0)
     keep_choice(f"{prefix}_head", heads, default_head)
-    pick_filter, pick_layer, pick_head = st.columns([3, 1, 1])  # five filter buttons fit at 1024 px with a sidebar
-    sentence_filter = pick_filter.segmented_control("Sentences (query → key)", filters, default="All",
-                                                    key=f"{prefix}_sentence_filter", persist_state=KEEP) or "All"
+    pick_filter, pick_layer, pick_head = st.columns(
+        [3, 1, 1]
+    )  # five filter buttons fit at 1024 px with a sidebar
+    sentence_filter = (
+        pick_filter.segmented_control(
+            "Sentences (query → key)",
+            filters,
+            default="All",
+            key=f"{prefix}_sentence_filter",
+            persist_state=KEEP,
+        )
+        or "All"
+    )
     layer = pick_layer.selectbox("Layer", range(layers), key=f"{prefix}_layer", persist_state=KEEP)
-    head = pick_head.selectbox("Head", heads, key=f"{prefix}_head", format_func=head_label, persist_state=KEEP,
-                               on_change=on_head)
+    head = pick_head.selectbox(
+        "Head", heads, key=f"{prefix}_head", format_func=head_label, persist_state=KEEP, on_change=on_head
+    )
     return sentence_filter, layer, head

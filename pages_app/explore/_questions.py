@@ -28,8 +28,20 @@ def ask(question: Question, key: str) -> bool:
         (box.success if verdict.correct else box.warning)(plain_markdown(verdict.message))
         again.button("Ask again", key=f"walk_again_{key}", on_click=_ask_again, args=(key,), width="stretch")
         return True
-    st.radio(f"**Your guess.** {plain_markdown(question.prompt)}", question.options, index=None, horizontal=True,
-             key=f"walk_choice_{key}", format_func=plain_markdown)  # options are vocab tokens: shown as text
-    st.button("Reveal the model's answer", key=f"walk_reveal_button_{key}", on_click=_reveal,
-              args=(key, question.signature), type="primary", icon=":material/visibility:")
+    st.radio(
+        f"**Your guess.** {plain_markdown(question.prompt)}",
+        question.options,
+        index=None,
+        horizontal=True,
+        key=f"walk_choice_{key}",
+        format_func=plain_markdown,
+    )  # options are vocab tokens: shown as text
+    st.button(
+        "Reveal the model's answer",
+        key=f"walk_reveal_button_{key}",
+        on_click=_reveal,
+        args=(key, question.signature),
+        type="primary",
+        icon=":material/visibility:",
+    )
     return False

@@ -38,8 +38,9 @@ def about(tab: ViewTab) -> None:
         st.markdown(tab.about, help=glossary(tab) or None)
 
 
-def show_declared_tabs(declared: Sequence[ViewTab], tabs: dict, ctx: Context, masked: Sequence[int] = (),
-                       **picks) -> None:
+def show_declared_tabs(
+    declared: Sequence[ViewTab], tabs: dict, ctx: Context, masked: Sequence[int] = (), **picks
+) -> None:
     """Draw the open one of the tabs declared with a data function and a builder (figures/tabs.py): figure + CSV.
 
     tabs: the page's st.tabs by title; picks: the page's pickers (layer, head, sentence_filter), each tab given those it declares.

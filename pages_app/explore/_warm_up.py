@@ -30,8 +30,13 @@ def _not_from_warm_up(record: logging.LogRecord) -> bool:
 
 def default_inputs() -> Inputs:
     """What a new visitor's sidebar holds: the default model and pair."""
-    return Inputs(DEFAULT_MODEL, DEFAULTS["sentence_a"], DEFAULTS["sentence_b"], DEFAULTS["max_length"],
-                  explore.source_version(DEFAULT_MODEL))
+    return Inputs(
+        DEFAULT_MODEL,
+        DEFAULTS["sentence_a"],
+        DEFAULTS["sentence_b"],
+        DEFAULTS["max_length"],
+        explore.source_version(DEFAULT_MODEL),
+    )
 
 
 def warm_up(inputs: Inputs) -> None:

@@ -17,14 +17,24 @@ COLUMNS = {
     "name": st.column_config.TextColumn("Name"),
     "state": st.column_config.TextColumn("State"),
     "steps": st.column_config.NumberColumn("Steps"),
-    **{key: st.column_config.NumberColumn(METRICS[key].column_label, format="percent" if METRICS[key].percent
-                                          else "%.3f") for key in TABLE_METRICS},
+    **{
+        key: st.column_config.NumberColumn(
+            METRICS[key].column_label, format="percent" if METRICS[key].percent else "%.3f"
+        )
+        for key in TABLE_METRICS
+    },
     "size_mb": st.column_config.NumberColumn("Size (MB)", format="%.2f"),
     "date": st.column_config.TextColumn("Date"),
     "loadable": st.column_config.CheckboxColumn("Has weights"),
 }
 
-COMPACT = ("name", "state", "steps", "eval_mlm_acc", "eval_nsp_acc")  # what fits beside the sidebar at 1024 px
+COMPACT = (
+    "name",
+    "state",
+    "steps",
+    "eval_mlm_acc",
+    "eval_nsp_acc",
+)  # what fits beside the sidebar at 1024 px
 
 
 def notify(kind: str, text: str) -> None:
@@ -69,7 +79,9 @@ def add_upload(uploader_key: str) -> None:
     except (ValueError, OSError) as err:
         notify("error", f"Upload refused: {err}")
         return
-    st.session_state["ckpt_upload_round"] = st.session_state.get("ckpt_upload_round", 0) + 1  # empties the uploader
+    st.session_state["ckpt_upload_round"] = (
+        st.session_state.get("ckpt_upload_round", 0) + 1
+    )  # empties the uploader
     st.session_state["ckpt_selected"] = name
     notify("success", f"Added **{name}**: it is in the model picker now.")
 
@@ -77,17 +89,40 @@ def add_upload(uploader_key: str) -> None:
 def use_and_download(row: dict) -> None:
     """Use on the explore pages, download the zip, export for transformers: open to every visitor."""
     name, folder = row["name"], checkpoints_root() / row["name"]
-    buttons = st.container(horizontal=True)  # each as wide as its label (in thirds, "Export as Hugging…" was cut)
-    buttons.button("Use on explore pages", key="ckpt_use", on_click=use_on_explore, args=(name,),
-                   disabled=not row["loadable"], icon=":material/visibility:", type="primary")
-    buttons.download_button("Download zip", data=partial(store.checkpoint_zip, folder), file_name=f"{name}.zip",
-                            mime="application/zip", key="ckpt_download", on_click="ignore",
-                            disabled=not row["loadable"], icon=":material/download:")
-    buttons.download_button("Export as Hugging Face folder", data=partial(store.hf_export_zip, folder),
-                            file_name=f"{name}-hf.zip", mime="application/zip", key="ckpt_export",
-                            on_click="ignore", disabled=not row["loadable"], icon=":material/ios_share:",
-                            help="model.safetensors, config.json and vocab.txt: "
-                                 "transformers' BertForPreTraining.from_pretrained loads the folder.")
+    buttons = st.container(
+        horizontal=True
+    )  # each as wide as its label (in thirds, "Export as Hugging…" was cut)
+    buttons.button(
+        "Use on explore pages",
+        key="ckpt_use",
+        on_click=use_on_explore,
+        args=(name,),
+        disabled=not row["loadable"],
+        icon=":material/visibility:",
+        type="primary",
+    )
+    buttons.download_button(
+        "Download zip",
+        data=partial(store.checkpoint_zip, folder),
+        file_name=f"{name}.zip",
+        mime="application/zip",
+        key="ckpt_download",
+        on_click="ignore",
+        disabled=not row["loadable"],
+        icon=":material/download:",
+    )
+    buttons.download_button(
+        "Export as Hugging Face folder",
+        data=partial(store.hf_export_zip, folder),
+        file_name=f"{name}-hf.zip",
+        mime="application/zip",
+        key="ckpt_export",
+        on_click="ignore",
+        disabled=not row["loadable"],
+        icon=":material/ios_share:",
+        help="model.safetensors, config.json and vocab.txt: "
+        "transformers' BertForPreTraining.from_pretrained loads the folder.",
+    )
 
 
 def rename_and_delete(name: str) -> None:
@@ -98,9 +133,12 @@ def rename_and_delete(name: str) -> None:
         st.info(f"{name} ships with bertviz-lite: it cannot be renamed or deleted.")
         return
     if refusal == store.NOT_YOURS:
-        st.info(f"{name} was started or uploaded on another browser: only its owner, a browser that opened the "
-                "owner's claim link (on the Train page), or the admin can rename or delete it. You can still use it, "
-                "download it and export it.", icon=":material/lock:")
+        st.info(
+            f"{name} was started or uploaded on another browser: only its owner, a browser that opened the "
+            "owner's claim link (on the Train page), or the admin can rename or delete it. You can still use it, "
+            "download it and export it.",
+            icon=":material/lock:",
+        )
         admin_login()
         return
     busy = refusal == store.TRAINING
@@ -108,19 +146,31 @@ def rename_and_delete(name: str) -> None:
         st.info(f"{name} is training: stop it on the Train page before renaming or deleting it.")
     left, right = st.columns(2)
     with left:
-        st.text_input("New name", key="ckpt_new_name", placeholder="letters, digits, . _ -", max_chars=MAX_NAME_CHARS)
+        st.text_input(
+            "New name", key="ckpt_new_name", placeholder="letters, digits, . _ -", max_chars=MAX_NAME_CHARS
+        )
         st.button("Rename", key="ckpt_rename", on_click=rename, args=(name,), disabled=busy)
     with right:
         sure = st.checkbox(f"Yes, delete {name} and all its files", key="ckpt_confirm_delete", disabled=busy)
-        st.button("Delete", key="ckpt_delete", on_click=delete, args=(name,), disabled=busy or not sure,
-                  icon=":material/delete:")
+        st.button(
+            "Delete",
+            key="ckpt_delete",
+            on_click=delete,
+            args=(name,),
+            disabled=busy or not sure,
+            icon=":material/delete:",
+        )
 
 
 def upload_form() -> None:
     key = f"ckpt_upload_{st.session_state.get('ckpt_upload_round', 0)}"
-    chosen = st.file_uploader("A zip of a checkpoint folder: model.safetensors, config.json, vocab.txt "
-                              "(and optionally train_args.json, metrics.jsonl, snapshots/)", type=["zip"],
-                              key=key, max_upload_size=MAX_UPLOAD_MB)
+    chosen = st.file_uploader(
+        "A zip of a checkpoint folder: model.safetensors, config.json, vocab.txt "
+        "(and optionally train_args.json, metrics.jsonl, snapshots/)",
+        type=["zip"],
+        key=key,
+        max_upload_size=MAX_UPLOAD_MB,
+    )
     if chosen is None:
         return
     if st.session_state.get("ckpt_upload_for") != chosen.file_id:
@@ -139,11 +189,19 @@ if notice:
 if rows:
     table = pd.DataFrame(rows)
     # A few columns by default: all thirteen were cut off on a 1024-px screen with the sidebar open.
-    every = st.toggle("All columns", key="ckpt_all_columns", help="Train and held-out losses and accuracies, "
-                      "size, date and whether the folder has weights.")
-    st.dataframe(table, key="ckpt_table", hide_index=True, width="stretch",
-                 column_order=None if every else [k for k in COMPACT if k in table],
-                 column_config={k: v for k, v in COLUMNS.items() if k in table})
+    every = st.toggle(
+        "All columns",
+        key="ckpt_all_columns",
+        help="Train and held-out losses and accuracies, size, date and whether the folder has weights.",
+    )
+    st.dataframe(
+        table,
+        key="ckpt_table",
+        hide_index=True,
+        width="stretch",
+        column_order=None if every else [k for k in COMPACT if k in table],
+        column_config={k: v for k, v in COLUMNS.items() if k in table},
+    )
     names = [row["name"] for row in rows]
     keep_choice("ckpt_selected", names, names[0], start=True)
     st.subheader("Manage")

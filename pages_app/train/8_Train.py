@@ -25,9 +25,11 @@ def start_form(expanded: bool = False) -> None:
     """The new-run form in an expander: open where it comes first, folded away below a run's curves otherwise."""
     with st.expander("Start a new run", expanded=expanded, icon=":material/add:"):
         if len(training) >= lifecycle.max_concurrent_runs():
-            st.info(f"{', '.join(run.name for run in training)} is training, and at most "
-                    f"{lifecycle.max_concurrent_runs()} run(s) may train at once: a new run can start when it ends or "
-                    "is stopped.")
+            st.info(
+                f"{', '.join(run.name for run in training)} is training, and at most "
+                f"{lifecycle.max_concurrent_runs()} run(s) may train at once: a new run can start when it ends or "
+                "is stopped."
+            )
         new_run_form()
 
 

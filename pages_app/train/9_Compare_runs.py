@@ -19,16 +19,28 @@ names = list(records)
 st.session_state.setdefault("compare_runs", names[:2])
 keep_choices("compare_runs", names)
 chosen = st.multiselect("Runs", names, key="compare_runs")
-metric = st.selectbox("Metric", list(METRICS), key="compare_metric",
-                      format_func=lambda key: METRICS[key].label)
+metric = st.selectbox(
+    "Metric", list(METRICS), key="compare_metric", format_func=lambda key: METRICS[key].label
+)
 if not chosen:
     st.info("Choose one or more runs.")
     st.stop()
 runs = {name: records[name] for name in chosen}
-figure = partial(compare_runs, runs, metric, title=METRICS[metric].label, label=METRICS[metric].label,
-                 log_y=st.toggle("Log scale", key="compare_log"))
-show_figure(figure(), "compare_runs", frame=lambda: curve_frame(runs, [metric]), key="compare_chart",
-            narrow=figure(narrow=True))
+figure = partial(
+    compare_runs,
+    runs,
+    metric,
+    title=METRICS[metric].label,
+    label=METRICS[metric].label,
+    log_y=st.toggle("Log scale", key="compare_log"),
+)
+show_figure(
+    figure(),
+    "compare_runs",
+    frame=lambda: curve_frame(runs, [metric]),
+    key="compare_chart",
+    narrow=figure(narrow=True),
+)
 for note in notes:
     st.caption(note)
 

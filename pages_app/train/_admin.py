@@ -19,8 +19,9 @@ def _try_admin_token() -> None:
     if not token:
         return
     try:
-        right = access.check_admin_token(current_visitor().id, token,
-                                         address=access.client_address(st.context.ip_address))
+        right = access.check_admin_token(
+            current_visitor().id, token, address=access.client_address(st.context.ip_address)
+        )
     except access.AdminLockout as err:
         st.session_state["admin_notice"] = str(err)
         return
@@ -33,7 +34,9 @@ def _try_admin_token() -> None:
 def _keep_admin_cookie() -> None:
     """After the right token: the signed cookie, set HttpOnly by the cookie route's answer. Drawn by the callback
     itself, as the page that asked may not draw this form again (an admin sees Rename and Delete instead)."""
-    cookie = cookie_handoff.ParkedCookie(access.ADMIN_COOKIE, access.admin_cookie(), int(access.ADMIN_COOKIE_HOURS * 3600))
+    cookie = cookie_handoff.ParkedCookie(
+        access.ADMIN_COOKIE, access.admin_cookie(), int(access.ADMIN_COOKIE_HOURS * 3600)
+    )
     st.html(cookie_handoff.fetch_script(cookie_handoff.park(cookie)), unsafe_allow_javascript=True)
 
 
@@ -44,7 +47,12 @@ def admin_login() -> None:
     if current_visitor().admin:
         st.caption("You are the admin: you may change every run and upload.")
         return
-    st.text_input("Admin token", type="password", key="admin_token", on_change=_try_admin_token,
-                  help="Set by whoever runs the server; lets you manage every visitor's runs.")
+    st.text_input(
+        "Admin token",
+        type="password",
+        key="admin_token",
+        on_change=_try_admin_token,
+        help="Set by whoever runs the server; lets you manage every visitor's runs.",
+    )
     if notice := st.session_state.get("admin_notice"):
         st.error(notice)

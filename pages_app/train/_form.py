@@ -17,7 +17,13 @@ from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training.training_args import DEVICES, DTYPES, PRESETS, OptionError
 from pages_app.common._visitor import current_visitor
 
-CORPUS_SOURCES = ("Built-in stories", "English (WordNet)", "Everyday English", "Upload a .txt file", "Paste text")
+CORPUS_SOURCES = (
+    "Built-in stories",
+    "English (WordNet)",
+    "Everyday English",
+    "Upload a .txt file",
+    "Paste text",
+)
 NAMED_CORPORA = {CORPUS_SOURCES[0]: "builtin", CORPUS_SOURCES[1]: "english", CORPUS_SOURCES[2]: "everyday"}
 RANDOM = "random weights"  # the `init` option's None, as the picker shows it (a None value reads "Choose an option")
 INIT_CHOICES = (RANDOM, MINILM, *SHIPPED_CHECKPOINTS)
@@ -33,14 +39,19 @@ def apply_preset() -> None:
 
 def _field(name: str) -> None:
     """One option's widget, as its declaration says: a picker for choices, a checkbox for a flag, else a number box."""
-    label, help_text, choices = run_options.labels()[name], run_options.option_help()[name], run_options.choices(name)
+    label, help_text, choices = (
+        run_options.labels()[name],
+        run_options.option_help()[name],
+        run_options.choices(name),
+    )
     if isinstance(st.session_state[f"opt_{name}"], bool):
         st.checkbox(label, key=f"opt_{name}", help=help_text)
     elif choices:
         st.selectbox(label, choices, key=f"opt_{name}", help=help_text)
     elif isinstance(st.session_state[f"opt_{name}"], float):
-        st.number_input(label, key=f"opt_{name}", step=run_options.float_step(name) or 0.01, format="%g",
-                        help=help_text)
+        st.number_input(
+            label, key=f"opt_{name}", step=run_options.float_step(name) or 0.01, format="%g", help=help_text
+        )
     else:
         st.number_input(label, key=f"opt_{name}", step=1, format="%d", help=help_text)
 
@@ -54,21 +65,34 @@ def _section(group: str) -> None:
 
 def _corpus() -> tuple[str | None, tuple[int, int] | None, str | None]:
     """(text of a user corpus or None for a named one, its (documents, sentences), error message or None)."""
-    source = st.radio("Corpus", CORPUS_SOURCES, key="train_corpus_source", horizontal=True,
-                      help=run_options.option_help()["corpus"])
+    source = st.radio(
+        "Corpus",
+        CORPUS_SOURCES,
+        key="train_corpus_source",
+        horizontal=True,
+        help=run_options.option_help()["corpus"],
+    )
     st.session_state["opt_corpus"] = NAMED_CORPORA.get(source, "builtin")
     if source in NAMED_CORPORA:
         return None, None, None
     limit_mb = run_options.MAX_CORPUS_BYTES / 1e6
     if source == CORPUS_SOURCES[3]:
-        upload = st.file_uploader(f"Plain UTF-8 text, at most {limit_mb:.0f} MB; blank lines separate documents",
-                                  type=["txt"], key="train_corpus_file", max_upload_size=math.ceil(limit_mb))
+        upload = st.file_uploader(
+            f"Plain UTF-8 text, at most {limit_mb:.0f} MB; blank lines separate documents",
+            type=["txt"],
+            key="train_corpus_file",
+            max_upload_size=math.ceil(limit_mb),
+        )
         if upload is None:
             return None, None, "Choose a .txt file for the corpus, or pick the built-in stories."
         data, file_name = upload.getvalue(), upload.name
     else:
-        text = st.text_area("Your text: sentences end with . ! or ?, blank lines separate documents",
-                            key="train_corpus_text", height=150, max_chars=MAX_CORPUS_CHARS)
+        text = st.text_area(
+            "Your text: sentences end with . ! or ?, blank lines separate documents",
+            key="train_corpus_text",
+            height=150,
+            max_chars=MAX_CORPUS_CHARS,
+        )
         data, file_name = text, None
     try:
         documents, sentences = run_options.corpus_summary(data, file_name)
@@ -82,8 +106,14 @@ def _device() -> str | None:
     """The device picker; returns an error message when the choice cannot work here."""
     reason = run_options.cuda_unavailable_reason()
     labels = {"auto": "auto", "cpu": "CPU", "cuda": "CUDA" if reason is None else "CUDA (not available)"}
-    device = st.radio("Device", DEVICES, key="opt_device", horizontal=True, format_func=labels.get,
-                      help=run_options.option_help()["device"])
+    device = st.radio(
+        "Device",
+        DEVICES,
+        key="opt_device",
+        horizontal=True,
+        format_func=labels.get,
+        help=run_options.option_help()["device"],
+    )
     if reason:
         st.caption(f"CUDA is not available: {reason}.")
     return run_options.device_problem(device)
@@ -91,8 +121,13 @@ def _device() -> str | None:
 
 def _run_name() -> str | None:
     """The optional run name; returns an error message when it is unusable."""
-    name = st.text_input("Run name (optional)", key="train_run_name", placeholder="run-<date>-<time>", max_chars=MAX_NAME_CHARS,
-                         help="The folder under checkpoints/ that will hold the run.").strip()
+    name = st.text_input(
+        "Run name (optional)",
+        key="train_run_name",
+        placeholder="run-<date>-<time>",
+        max_chars=MAX_NAME_CHARS,
+        help="The folder under checkpoints/ that will hold the run.",
+    ).strip()
     if not name:
         return None
     try:
@@ -106,7 +141,9 @@ def _start_from() -> None:
     """Random weights, or continue pre-training a pretrained model (its sizes and vocabulary are kept)."""
     if st.session_state.get("opt_init") is None:  # a preset or a link that says "no model"
         st.session_state["opt_init"] = RANDOM
-    st.selectbox(run_options.labels()["init"], INIT_CHOICES, key="opt_init", help=run_options.option_help()["init"])
+    st.selectbox(
+        run_options.labels()["init"], INIT_CHOICES, key="opt_init", help=run_options.option_help()["init"]
+    )
 
 
 def start_model() -> str | None:
@@ -121,7 +158,9 @@ def form_options() -> dict:
     return {name: start_model() if name == "init" else st.session_state[f"opt_{name}"] for name in names}
 
 
-def _check(options: dict, corpus: tuple[int, int] | None) -> tuple[run_options.TrainingArguments | None, str | None]:
+def _check(
+    options: dict, corpus: tuple[int, int] | None
+) -> tuple[run_options.TrainingArguments | None, str | None]:
     """The run's arguments, or the trainer's refusal (options, then the pairs the corpus gives) as a message."""
     try:
         return run_options.check_form(options, corpus), None
@@ -132,13 +171,21 @@ def _check(options: dict, corpus: tuple[int, int] | None) -> tuple[run_options.T
 def _start(options: dict, corpus_text: str | None, name: str) -> None:
     """Start button: launch the run and point the page (and its URL) at it."""
     try:
-        run_dir = lifecycle.launch_run(options, name=name or None, corpus_text=corpus_text, owner=current_visitor())
+        run_dir = lifecycle.launch_run(
+            options, name=name or None, corpus_text=corpus_text, owner=current_visitor()
+        )
     except (lifecycle.RunLimitError, ValueError, OSError) as err:
         # A refusal of the run this visitor launched moments ago under this name: the same press handled again.
-        if not (isinstance(err, lifecycle.RunLimitError) and (run_dir := lifecycle.just_launched(name, current_visitor()))):
+        if not (
+            isinstance(err, lifecycle.RunLimitError)
+            and (run_dir := lifecycle.just_launched(name, current_visitor()))
+        ):
             st.session_state["train_notice"] = ("error", str(err))
             return
-    st.session_state["train_notice"] = ("success", f"Started **{run_dir.name}**: it trains in its own process.")
+    st.session_state["train_notice"] = (
+        "success",
+        f"Started **{run_dir.name}**: it trains in its own process.",
+    )
     st.session_state["train_run"] = run_dir.name
     st.session_state["train_run_name"] = ""  # the name is taken now
     st.session_state["train_started"] = True
@@ -149,20 +196,39 @@ def _top_row() -> list[str | None]:
     """Preset, start from, device and dtype, run name, threads; returns the device's and the name's errors."""
     top = st.columns([1, 1, 2, 1, 1])
     with top[0]:
-        st.selectbox("Preset", list(PRESETS), key="train_preset", on_change=apply_preset,
-                     help=run_options.option_help()["preset"])
+        st.selectbox(
+            "Preset",
+            list(PRESETS),
+            key="train_preset",
+            on_change=apply_preset,
+            help=run_options.option_help()["preset"],
+        )
     with top[1]:
         _start_from()
     with top[2]:
         errors = [_device()]
-        st.radio(run_options.labels()["dtype"], DTYPES, key="opt_dtype", horizontal=True,
-                 format_func=DTYPE_LABELS.get, help=run_options.option_help()["dtype"])
+        st.radio(
+            run_options.labels()["dtype"],
+            DTYPES,
+            key="opt_dtype",
+            horizontal=True,
+            format_func=DTYPE_LABELS.get,
+            help=run_options.option_help()["dtype"],
+        )
     with top[3]:
         errors.append(_run_name())
     most = lifecycle.threads_allowed(current_visitor())
-    st.session_state["opt_threads"] = min(int(st.session_state.get("opt_threads") or 0), most)  # admin logged out
-    top[4].number_input(f"CPU threads (0: {lifecycle.training_threads()})", min_value=0, max_value=most, step=1,
-                        key="opt_threads", help=f"At most {most} for a run started here.")
+    st.session_state["opt_threads"] = min(
+        int(st.session_state.get("opt_threads") or 0), most
+    )  # admin logged out
+    top[4].number_input(
+        f"CPU threads (0: {lifecycle.training_threads()})",
+        min_value=0,
+        max_value=most,
+        step=1,
+        key="opt_threads",
+        help=f"At most {most} for a run started here.",
+    )
     return errors
 
 
@@ -172,8 +238,10 @@ def _option_columns() -> None:
     with columns[0]:
         if start_model():
             st.markdown("**Model**")
-            st.caption(f"Sizes, vocabulary and weights come from {plain_markdown(start_model())}; "
-                       "missing MLM/NSP heads start fresh.")
+            st.caption(
+                f"Sizes, vocabulary and weights come from {plain_markdown(start_model())}; "
+                "missing MLM/NSP heads start fresh."
+            )
         else:
             _section("Model")
     with columns[1]:
@@ -204,10 +272,20 @@ def new_run_form() -> None:
         st.error(error)
     if args is not None:
         st.caption(run_options.plan_summary(options))
-    launch = {**run_options.command_options(args), "threads": st.session_state["opt_threads"] or None} if args else {}
-    st.button("Start training", key="train_start", type="primary", icon=":material/play_arrow:",
-              disabled=bool(errors), on_click=_start,
-              args=(launch, corpus_text, st.session_state["train_run_name"].strip()))
+    launch = (
+        {**run_options.command_options(args), "threads": st.session_state["opt_threads"] or None}
+        if args
+        else {}
+    )
+    st.button(
+        "Start training",
+        key="train_start",
+        type="primary",
+        icon=":material/play_arrow:",
+        disabled=bool(errors),
+        on_click=_start,
+        args=(launch, corpus_text, st.session_state["train_run_name"].strip()),
+    )
     notice = st.session_state.pop("train_notice", None)
     if notice:
         (st.error if notice[0] == "error" else st.success)(notice[1])

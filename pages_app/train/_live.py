@@ -24,8 +24,15 @@ from pages_app.common._visitor import current_visitor
 from pages_app.train._admin import admin_login
 
 REFRESH_S = 2.0
-STATE_COLOURS = {"starting": "blue", "running": "blue", "finished": "green", "stopped": "orange",
-                 "diverged": "red", "failed": "red", "ready": "gray"}
+STATE_COLOURS = {
+    "starting": "blue",
+    "running": "blue",
+    "finished": "green",
+    "stopped": "orange",
+    "diverged": "red",
+    "failed": "red",
+    "ready": "gray",
+}
 QUERY_KEY = "run"
 CLAIM_KEY = "claim"
 
@@ -46,10 +53,18 @@ def select_run(choices: list[lifecycle.RunState], key: str = "train_run") -> lif
     if wanted in names:
         st.session_state[key] = wanted
     elif wanted:
-        st.warning(f"There is no run named “{plain_markdown(wanted)}” here (renamed or deleted?); showing another one.")
+        st.warning(
+            f"There is no run named “{plain_markdown(wanted)}” here (renamed or deleted?); showing another one."
+        )
     keep_choice(key, names, names[0], start=True)
-    name = st.selectbox("Run", names, key=key, on_change=_remember_run, args=(key,),
-                        help="Newest first. The page's address names the run: share it or reload it.")
+    name = st.selectbox(
+        "Run",
+        names,
+        key=key,
+        on_change=_remember_run,
+        args=(key,),
+        help="Newest first. The page's address names the run: share it or reload it.",
+    )
     st.query_params[QUERY_KEY] = name
     return choices[names.index(name)]
 
@@ -85,8 +100,10 @@ def _stop(run_dir) -> None:
         st.session_state["train_notice"] = ("error", str(err))
 
 
-NOT_MINE = ("Started on another browser: only its owner, a browser that opened the owner's claim link, or the "
-            "admin may stop, rename or delete it.")
+NOT_MINE = (
+    "Started on another browser: only its owner, a browser that opened the owner's claim link, or the "
+    "admin may stop, rename or delete it."
+)
 
 
 def apply_claim(run_dir: Path) -> None:
@@ -109,8 +126,10 @@ def claim_link(run_dir: Path) -> None:
     base = (st.context.url or "http://localhost:8501").split("?")[0]
     with st.expander("Control this run from another browser", icon=":material/devices:"):
         st.code(f"{base}?{QUERY_KEY}={run_dir.name}&{CLAIM_KEY}={code}", language=None, wrap_lines=True)
-        st.markdown("Open this link on the other browser (the lecture hall's computer, say): it may then stop, "
-                    "rename and delete this run too. Keep it to yourself.")
+        st.markdown(
+            "Open this link on the other browser (the lecture hall's computer, say): it may then stop, "
+            "rename and delete this run too. Keep it to yourself."
+        )
 
 
 def _status(run: lifecycle.RunState) -> None:
@@ -118,10 +137,18 @@ def _status(run: lifecycle.RunState) -> None:
     left.markdown(f"**{run.name}** {state_badge(run.state)}")
     mine = access.may_change(run.path, current_visitor())
     if run.active:
-        right.button("Stop", key="train_stop", icon=":material/stop:", on_click=_stop, args=(run.path,),
-                     disabled=not mine, help="Finish the current step, save the checkpoint and stop." if mine
-                     else NOT_MINE)
-        if not mine:  # said on the page, not only on hover: presentation mode hides captions, a projector has no hover
+        right.button(
+            "Stop",
+            key="train_stop",
+            icon=":material/stop:",
+            on_click=_stop,
+            args=(run.path,),
+            disabled=not mine,
+            help="Finish the current step, save the checkpoint and stop." if mine else NOT_MINE,
+        )
+        if (
+            not mine
+        ):  # said on the page, not only on hover: presentation mode hides captions, a projector has no hover
             st.info(NOT_MINE, icon=":material/lock:")
             admin_login()  # the lecturer can stop any run
     eta = f" · {run.eta_text}" if run.eta_text else ""
@@ -131,10 +158,14 @@ def _status(run: lifecycle.RunState) -> None:
 def _outcome(run: lifecycle.RunState) -> None:
     """How the run ended (or what it is doing), in words."""
     if run.state in ("failed", "diverged"):
-        reason, details = run.report_for(access.may_change(run.path, current_visitor()))  # others: no log, no paths
+        reason, details = run.report_for(
+            access.may_change(run.path, current_visitor())
+        )  # others: no log, no paths
         st.error(f"The run {run.state}: {plain_markdown(reason)}")  # st.error wraps
         if details:
-            st.code(details, language=None, wrap_lines=True)  # the log's tail, wrapped: long lines stay readable
+            st.code(
+                details, language=None, wrap_lines=True
+            )  # the log's tail, wrapped: long lines stay readable
     elif run.state in ("finished", "stopped"):
         st.success(run.message)
     elif run.message:
@@ -144,7 +175,9 @@ def _outcome(run: lifecycle.RunState) -> None:
 
 
 def _final_metrics(records: list[dict]) -> None:
-    row = st.container(horizontal=True, gap="medium")  # each as wide as its label (in quarters at 1024 px, cut)
+    row = st.container(
+        horizontal=True, gap="medium"
+    )  # each as wide as its label (in quarters at 1024 px, cut)
     for label, value in metrics.headline(final_metrics(records)):
         row.metric(label, value, width="content")
 
@@ -153,10 +186,14 @@ def _curves(records: list[dict], name: str) -> None:
     """Loss, accuracy, learning rate and speed, two by two, in projector style, each with its numbers as CSV."""
     labels = {key: metric.label for key, metric in metrics.METRICS.items()}
     figures = {
-        "train_loss_chart": (metric_curves(records, metrics.LOSS_CURVES, "Loss: train and held-out",
-                                           labels=labels), metrics.LOSS_CURVES),
-        "train_accuracy_chart": (metric_curves(records, metrics.ACCURACY_CURVES, "Accuracy: train and held-out",
-                                               labels=labels), metrics.ACCURACY_CURVES),
+        "train_loss_chart": (
+            metric_curves(records, metrics.LOSS_CURVES, "Loss: train and held-out", labels=labels),
+            metrics.LOSS_CURVES,
+        ),
+        "train_accuracy_chart": (
+            metric_curves(records, metrics.ACCURACY_CURVES, "Accuracy: train and held-out", labels=labels),
+            metrics.ACCURACY_CURVES,
+        ),
         "train_lr_chart": (lr_curve(records, "lr"), ("lr",)),
         "train_speed_chart": (throughput_curve(records, metric="tokens_per_s"), ("tokens_per_s",)),
     }

@@ -83,7 +83,9 @@ def _retime(was_playing: bool) -> None:
 def _replay_panel(run_dir: Path, active: bool, was_playing: bool) -> None:
     steps = lifecycle.snapshot_steps(run_dir)
     if not steps:
-        st.info("Waiting for the first attention snapshot…" if active else "This run saved no attention snapshot.")
+        st.info(
+            "Waiting for the first attention snapshot…" if active else "This run saved no attention snapshot."
+        )
         return
     _retime(was_playing)  # before the tick: the run that follows a Play click keeps the first step
     _play_tick(steps)
@@ -102,8 +104,13 @@ def _replay_panel(run_dir: Path, active: bool, was_playing: bool) -> None:
         return
     _head_and_predictions(frame, lapse, step, zrange)
     st.caption("Click a tile to open that head above.")
-    show_figure(replay_model_view(frame.overview, zrange), "replay_mosaic", frame.overview.to_frame, selection_mode="points",
-                on_select=partial(_open_tile, *frame.attentions.shape[:2]))
+    show_figure(
+        replay_model_view(frame.overview, zrange),
+        "replay_mosaic",
+        frame.overview.to_frame,
+        selection_mode="points",
+        on_select=partial(_open_tile, *frame.attentions.shape[:2]),
+    )
     _specialisation(lapse, step)
 
 
@@ -115,28 +122,48 @@ def _step_controls(steps: list[int], active: bool) -> int:
     keep_choice("replay_step", steps, steps[-1], start=True)
     play, slider = st.columns([1, 6], vertical_alignment="bottom")
     playing = st.session_state.get(PLAYING)
-    play.button("Pause" if playing else "Play", key="replay_play", icon=":material/pause:" if playing
-                else ":material/play_arrow:", on_click=_toggle_play, args=(steps,), disabled=len(steps) < 2,
-                help=f"Step through the snapshots, one every {PLAY_S:g} s.")
-    step = slider.select_slider("Training step", steps, key="replay_step", on_change=_stop_following,
-                                help="Move it to watch the heads form.")
+    play.button(
+        "Pause" if playing else "Play",
+        key="replay_play",
+        icon=":material/pause:" if playing else ":material/play_arrow:",
+        on_click=_toggle_play,
+        args=(steps,),
+        disabled=len(steps) < 2,
+        help=f"Step through the snapshots, one every {PLAY_S:g} s.",
+    )
+    step = slider.select_slider(
+        "Training step",
+        steps,
+        key="replay_step",
+        on_change=_stop_following,
+        help="Move it to watch the heads form.",
+    )
     if active:
         st.toggle("Follow the newest snapshot", key="replay_follow", on_change=_hold)
     return step
 
 
 def _colour_range(lapse: replay.Replay) -> tuple[float, float]:
-    scale = st.radio("Colour scale", replay.COLOUR_SCALES, key="replay_scale", horizontal=True, on_change=_hold,
-                     help="The same colours at every step, so an untrained head (every weight about 1/T) looks "
-                          "flat rather than patterned.")
+    scale = st.radio(
+        "Colour scale",
+        replay.COLOUR_SCALES,
+        key="replay_scale",
+        horizontal=True,
+        on_change=_hold,
+        help="The same colours at every step, so an untrained head (every weight about 1/T) looks "
+        "flat rather than patterned.",
+    )
     zrange = replay.colour_range(scale, lapse.largest_weight)
-    st.caption(f"Colours run from {zrange[0]:g} (white) to {zrange[1]:.3g} (dark blue) at every step"
-               + ("." if scale == replay.COLOUR_SCALES[0] else ": the largest weight in any snapshot of this run."))
+    st.caption(
+        f"Colours run from {zrange[0]:g} (white) to {zrange[1]:.3g} (dark blue) at every step"
+        + ("." if scale == replay.COLOUR_SCALES[0] else ": the largest weight in any snapshot of this run.")
+    )
     return zrange
 
 
-def _head_and_predictions(frame: replay.ReplayFrame, lapse: replay.Replay, step: int,
-                          zrange: tuple[float, float]) -> None:
+def _head_and_predictions(
+    frame: replay.ReplayFrame, lapse: replay.Replay, step: int, zrange: tuple[float, float]
+) -> None:
     attentions, tokens = frame.attentions, frame.tokens
     layers, heads = attentions.shape[:2]
     keep_choice("replay_layer", range(layers), 0, start=True)
@@ -148,8 +175,11 @@ def _head_and_predictions(frame: replay.ReplayFrame, lapse: replay.Replay, step:
     with left:
         st.markdown(f"**Layer {layer}, head {head} at step {step}**")
         weights = attentions[layer, head]
-        show_figure(replay_heatmap(weights, tokens, zrange), "replay_heatmap",
-                    lambda: attention_to_csv_frame(weights, tokens).assign(step=step, layer=layer, head=head))
+        show_figure(
+            replay_heatmap(weights, tokens, zrange),
+            "replay_heatmap",
+            lambda: attention_to_csv_frame(weights, tokens).assign(step=step, layer=layer, head=head),
+        )
     with right:
         _predictions(lapse.predictions, step)
 
@@ -157,14 +187,18 @@ def _head_and_predictions(frame: replay.ReplayFrame, lapse: replay.Replay, step:
 def _predictions(series: replay.PredictionSeries, step: int) -> None:
     """The probe pair's MLM guesses and NSP probability at this step, and both over the steps."""
     if not series.steps:
-        st.info("This run's snapshots hold no MLM/NSP predictions: it was trained before they were saved, "
-                "or its model has no MLM and NSP heads.")
+        st.info(
+            "This run's snapshots hold no MLM/NSP predictions: it was trained before they were saved, "
+            "or its model has no MLM and NSP heads."
+        )
         return
     index = series.at(step)
     if index is None:
         st.info(f"The snapshot of step {step} holds no predictions; the chart below shows the steps that do.")
     else:
-        st.markdown(f"NSP head at step {step}: B follows A with probability **{series.is_next_prob[index]:.1%}**")
+        st.markdown(
+            f"NSP head at step {step}: B follows A with probability **{series.is_next_prob[index]:.1%}**"
+        )
         show_figure(guesses_bar(series, step), "replay_guesses", series.to_frame)
     show_figure(prediction_curves(series, step), "replay_predictions", series.to_frame)
 
@@ -172,10 +206,18 @@ def _predictions(series: replay.PredictionSeries, step: int) -> None:
 def _specialisation(lapse: replay.Replay, step: int) -> None:
     """Per head and step, the share of attention to one pattern (picked), from every snapshot."""
     st.markdown("**When heads specialise**")
-    pattern = st.radio("Attention to", replay.PATTERNS, key="replay_pattern", horizontal=True, on_change=_hold,
-                       format_func=replay.PATTERN_LABELS.get)
-    st.caption("Each cell: the share of a head's attention that goes to this target, averaged over the probe "
-               "pair's tokens (padding left out). A head turns dark when it specialises.")
+    pattern = st.radio(
+        "Attention to",
+        replay.PATTERNS,
+        key="replay_pattern",
+        horizontal=True,
+        on_change=_hold,
+        format_func=replay.PATTERN_LABELS.get,
+    )
+    st.caption(
+        "Each cell: the share of a head's attention that goes to this target, averaged over the probe "
+        "pair's tokens (padding left out). A head turns dark when it specialises."
+    )
     spec = lapse.specialisation
     show_figure(specialisation_heatmap(spec, pattern, step), "replay_specialisation", spec.to_frame)
 

@@ -31,7 +31,9 @@ def explore_pages() -> dict[str, str]:
 PAGES = explore_pages()
 PAIR = ("The cat sat on the mat because it was tired.", "It fell asleep in the warm sun.")
 HAS_DEMO = (CHECKPOINTS_DIR / DEMO / "config.json").is_file()
-_CHIP = re.compile(r'<span class="bvl-chip ([^"]*)" title="[^"]*">(.*?)<span class="bvl-meta">(\d+) · (\d+)</span>')
+_CHIP = re.compile(
+    r'<span class="bvl-chip ([^"]*)" title="[^"]*">(.*?)<span class="bvl-meta">(\d+) · (\d+)</span>'
+)
 
 
 @pytest.fixture(autouse=True)

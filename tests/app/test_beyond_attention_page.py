@@ -27,7 +27,9 @@ def model_state(request, tiny_folder) -> dict:
     """Sidebar state for the default English model, or demo-tiny (the tiny folder when the checkpoint is absent)."""
     if request.param == "english":
         return {"model_picker": DEFAULT_MODEL}
-    return {"model_picker": DEMO} if HAS_DEMO else {"model_picker": "Another folder…", "model_path": tiny_folder}
+    return (
+        {"model_picker": DEMO} if HAS_DEMO else {"model_picker": "Another folder…", "model_path": tiny_folder}
+    )
 
 
 def open_page(state: dict, **extra) -> AppTest:
@@ -60,7 +62,9 @@ def test_norm_view_shows_the_weights_and_the_norms_of_the_trace(model_state, loa
     no_exception(at)
     trace = own_trace(loaded, model_state)
     shown = charts(at)
-    np.testing.assert_allclose(array(shown["beyond_raw_attention"]["data"][0]["z"]), trace.attentions[1, 0], atol=1e-6)
+    np.testing.assert_allclose(
+        array(shown["beyond_raw_attention"]["data"][0]["z"]), trace.attentions[1, 0], atol=1e-6
+    )
     norm = array(shown["beyond_norm_attention"]["data"][0]["z"])
     value_norm = norm / np.where(trace.attentions[1, 0] > 0, trace.attentions[1, 0], 1.0)
     # ‖α f(x_j)‖ = α ‖f(x_j)‖: dividing by the weight leaves one norm per key column
@@ -84,7 +88,9 @@ def knockout_bars(at) -> dict[str, dict[str, float]]:
     bars: dict[str, dict[str, float]] = {}
     for trace in charts(at)["beyond_knockout"]["data"]:
         values = bars.setdefault(trace["name"], {})
-        values.update({f"{trace['yaxis']}: {y}": float(x) for y, x in zip(trace["y"], array(trace["x"]), strict=True)})
+        values.update(
+            {f"{trace['yaxis']}: {y}": float(x) for y, x in zip(trace["y"], array(trace["x"]), strict=True)}
+        )
     return bars
 
 
@@ -94,14 +100,19 @@ def test_head_knockout_changes_the_predictions_shown(model_state, loaded):
     at = open_page(model_state, beyond_view="Head knock-out")
     no_exception(at)
     first = knockout_bars(at)
-    assert first["with every head"] == pytest.approx(first["heads knocked out"], abs=1e-6)  # nothing knocked out yet
+    assert first["with every head"] == pytest.approx(
+        first["heads knocked out"], abs=1e-6
+    )  # nothing knocked out yet
     heads = [f"L{layer}H{head}" for layer in (0, last) for head in range(model.config.num_attention_heads)]
     at.multiselect(key="beyond_heads").set_value(heads).run()
     no_exception(at)
     now = knockout_bars(at)
     shared = set(first["with every head"]) & set(now["with every head"])
     assert shared and all(abs(now["with every head"][k] - first["with every head"][k]) < 1e-6 for k in shared)
-    assert max(abs(now["with every head"][k] - now["heads knocked out"][k]) for k in now["with every head"]) > 1e-3
+    assert (
+        max(abs(now["with every head"][k] - now["heads knocked out"][k]) for k in now["with every head"])
+        > 1e-3
+    )
     assert "Knocked out: L0H0" in charts(at)["beyond_knockout"]["layout"]["title"]["text"]
 
 
@@ -127,7 +138,10 @@ def test_an_encoder_without_heads_gets_norms_and_a_plain_message():
 
 
 def test_a_one_layer_one_head_model_shows_every_view(tmp_path):
-    state = {"model_picker": "Another folder…", "model_path": str(save_tiny(tmp_path / "m", num_layers=1, num_heads=1))}
+    state = {
+        "model_picker": "Another folder…",
+        "model_path": str(save_tiny(tmp_path / "m", num_layers=1, num_heads=1)),
+    }
     for tab in TABS:
         at = open_page(state, beyond_view=tab)
         no_exception(at)

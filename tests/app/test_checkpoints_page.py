@@ -24,7 +24,9 @@ def root(monkeypatch, tmp_path):
     root = use_checkpoints_folder(monkeypatch, tmp_path / "checkpoints")
     save_tiny(root / "mine")
     writer = MetricsWriter(root / "mine")
-    writer.write({"split": "train", "step": 20, "mlm_loss": 3.5, "nsp_loss": 0.6, "mlm_acc": 0.3, "nsp_acc": 0.7})
+    writer.write(
+        {"split": "train", "step": 20, "mlm_loss": 3.5, "nsp_loss": 0.6, "mlm_acc": 0.3, "nsp_acc": 0.7}
+    )
     writer.write({"split": "eval", "step": 20, "eval_mlm_acc": 0.25, "eval_nsp_acc": 0.65})
     writer.close()
     write_status(root / "mine", state="finished", message="done", step=20, total_steps=20, checkpoint_step=20)
@@ -50,7 +52,13 @@ def test_the_table_lists_every_run_with_its_numbers(root):
     assert (row["state"], row["steps"], row["mlm_loss"], row["eval_nsp_acc"]) == ("finished", 20, 3.5, 0.65)
     assert row["size_mb"] == round(store.folder_size(root / "mine") / 1e6, 2) > 0
     assert table.loc["demo-tiny", "state"] == "ready"
-    assert list(at.dataframe[0].proto.column_order) == ["name", "state", "steps", "eval_mlm_acc", "eval_nsp_acc"]
+    assert list(at.dataframe[0].proto.column_order) == [
+        "name",
+        "state",
+        "steps",
+        "eval_mlm_acc",
+        "eval_nsp_acc",
+    ]
     at.toggle(key="ckpt_all_columns").set_value(True).run()
     assert list(at.dataframe[0].proto.column_order) == []  # every column
 
@@ -96,9 +104,14 @@ def upload(at, file_name: str, data: bytes, name: str | None = None):
 
 def test_a_good_zip_is_added_and_hostile_ones_are_refused(root):
     good = store.checkpoint_zip(root / "mine")
-    files = {name: (root / "mine" / name).read_bytes() for name in ("config.json", "vocab.txt", "model.safetensors")}
+    files = {
+        name: (root / "mine" / name).read_bytes()
+        for name in ("config.json", "vocab.txt", "model.safetensors")
+    }
     at = upload(open_app(PAGE), "mine.zip", good)  # the suggested name is taken
-    assert at.error[0].value == "Upload refused: A checkpoint named 'mine' already exists: choose another name"
+    assert (
+        at.error[0].value == "Upload refused: A checkpoint named 'mine' already exists: choose another name"
+    )
     at.text_input(key="ckpt_upload_name").set_value("copy").run()
     at.button(key="ckpt_add").click().run()
     assert names(root) == ["copy", "demo-tiny", "mine"] and "copy" in at.dataframe[0].value["name"].tolist()
@@ -155,7 +168,9 @@ def test_the_admin_stays_the_admin_after_a_reload(root, monkeypatch, tmp_path):
     assert cookie.name == access.ADMIN_COOKIE and access.is_admin_cookie(cookie.value)
     assert cookie.max_age == access.ADMIN_COOKIE_HOURS * 3600
     # A reload: a new session of the same browser, which now sends the cookie the route set.
-    monkeypatch.setattr(type(st.context), "cookies", property(lambda self: {access.ADMIN_COOKIE: cookie.value}))
+    monkeypatch.setattr(
+        type(st.context), "cookies", property(lambda self: {access.ADMIN_COOKIE: cookie.value})
+    )
     again = select(open_app(PAGE, visitor=VISITOR_B), "mine")
     assert again.button(key="ckpt_rename") and "admin_token" not in [t.key for t in again.text_input]
     monkeypatch.setattr(type(st.context), "cookies", property(lambda self: {access.ADMIN_COOKIE: "1.forged"}))

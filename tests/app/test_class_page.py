@@ -39,21 +39,28 @@ def answers_so_far(at: AppTest) -> str:
 
 
 def shown(at: AppTest) -> str:
-    return " | ".join(el.value for kind in ("subheader", "markdown", "success", "warning", "error", "info")
-                      for el in getattr(at, kind))
+    return " | ".join(
+        el.value
+        for kind in ("subheader", "markdown", "success", "warning", "error", "info")
+        for el in getattr(at, kind)
+    )
 
 
 def test_a_student_follows_the_lecturer_answers_once_and_the_projector_counts(tiny_folder):
     lecturer = open_class(tiny_folder)
     lecturer.button(key="class_start").click().run()
     code, secret = lecturer.session_state["class_lead"]
-    assert any(code in el.value for el in lecturer.html) and lecturer.get("image")  # the join code and its QR code
+    assert any(code in el.value for el in lecturer.html) and lecturer.get(
+        "image"
+    )  # the join code and its QR code
     student = open_class()
     student.text_input(key="class_code").input(code.lower())
     next(b for b in student.button if b.label == "Join the class").click().run()
     no_exception(student)
     assert "Step 1 of 8" in student.subheader[0].value
-    assert not [w for w in (*student.main.button, *student.main.selectbox) if w.key and w.key.startswith("class_")]  # no controls
+    assert not [
+        w for w in (*student.main.button, *student.main.selectbox) if w.key and w.key.startswith("class_")
+    ]  # no controls
 
     lecturer.selectbox(key="class_step").set_value(NSP_STEP).run()
     lecturer.button(key="class_ask_choice").click().run()
@@ -66,19 +73,27 @@ def test_a_student_follows_the_lecturer_answers_once_and_the_projector_counts(ti
     options[1].click().run()
     assert f"Answer received: **{walk.NSP_OPTIONS[1]}**" in shown(student)
     question = classroom.current(code).question
-    with pytest.raises(classroom.ClassError, match="already answered"):  # a second answer (another tab's click)
+    with pytest.raises(
+        classroom.ClassError, match="already answered"
+    ):  # a second answer (another tab's click)
         class_joining.answer(code, student.session_state["class_joined"][1], question.id, walk.NSP_OPTIONS[0])
 
     lecturer.run()
     assert answers_so_far(lecturer) == "1 of 1"
     lecturer.button(key="class_reveal").click().run()
     bars = json.loads(lecturer.get("plotly_chart")[0].proto.spec)["data"][0]
-    drawn = {label.removesuffix(" ← model"): count for label, count in zip(bars["y"], array(bars["x"]), strict=True)}
+    drawn = {
+        label.removesuffix(" ← model"): count
+        for label, count in zip(bars["y"], array(bars["x"]), strict=True)
+    }
     assert drawn == {walk.NSP_OPTIONS[0]: 0, walk.NSP_OPTIONS[1]: 1}
     student.run()
     assert question.explanation in shown(student)
     rows = class_results.results_rows(code, secret)
-    assert {(row["class_answer"], row["students"]) for row in rows} == {(walk.NSP_OPTIONS[0], 0), (walk.NSP_OPTIONS[1], 1)}
+    assert {(row["class_answer"], row["students"]) for row in rows} == {
+        (walk.NSP_OPTIONS[0], 0),
+        (walk.NSP_OPTIONS[1], 1),
+    }
 
 
 def test_a_join_link_joins_and_a_wrong_code_or_lecturer_link_is_refused(tiny_folder):
@@ -104,7 +119,9 @@ def test_a_free_cloze_shows_the_class_words_beside_the_model_top_5_and_typed_wor
         student.text_input(key=f"class_word_{classroom.current(code).question.id}").input(word)
         next(b for b in student.button if b.label == "Send").click().run()
         words[index] = shown(student)
-    assert "Answer received: **mat**" in words[0] and "**\\[x\\](http\\://e.example)**" in words[2]  # escaped, not a link
+    assert (
+        "Answer received: **mat**" in words[0] and "**\\[x\\](http\\://e.example)**" in words[2]
+    )  # escaped, not a link
     lecturer.button(key="class_reveal").click().run()
     figure = json.loads(lecturer.get("plotly_chart")[0].proto.spec)
     mine, model = figure["data"][:2]
@@ -114,8 +131,16 @@ def test_a_free_cloze_shows_the_class_words_beside_the_model_top_5_and_typed_wor
 
 def test_a_class_moved_to_a_smaller_model_at_the_one_head_step_does_not_crash_the_phones(tiny_folder):
     """Issue 30's reproduction: layer 5 / head 11 of MiniLM kept when the lecturer switched to a 2-layer model."""
-    code, secret = classroom.start_class(classroom.Position(
-        tiny_folder, "The cat sat on the [MASK].", "It slept.", step=walk.step_number("one_head"), layer=5, head=11))
+    code, secret = classroom.start_class(
+        classroom.Position(
+            tiny_folder,
+            "The cat sat on the [MASK].",
+            "It slept.",
+            step=walk.step_number("one_head"),
+            layer=5,
+            head=11,
+        )
+    )
     student = open_class(**{"class": code})
     no_exception(student)
     assert student.subheader[0].value.startswith(f"Step {walk.step_number('one_head')} of 8")

@@ -58,13 +58,18 @@ def test_masking_panel_shows_bert_masking_and_resamples(source, loaded):
     _, tokenizer = loaded(source)
     encoding = tokenizer.encode_pair(*PAIR)
     for seed in (0, 1):
-        expected = views.masking_frame(encoding, views.mask_encoding(encoding, tokenizer, 0.15, seed), tokenizer)
+        expected = views.masking_frame(
+            encoding, views.mask_encoding(encoding, tokenizer, 0.15, seed), tokenizer
+        )
         table = at.dataframe[1].value
         assert table["decision"].tolist() == expected["decision"].tolist()
         assert table["MLM label"].tolist() == expected["MLM label"].tolist()
         masked_chips = chips(at.get("html")[1].value)
         assert [c[0] for c in masked_chips] == table["model input"].tolist()
-        assert all(("bvl-dec-mask" in c[3]) == (d == "[MASK]") for c, d in zip(masked_chips, table["decision"], strict=True))
+        assert all(
+            ("bvl-dec-mask" in c[3]) == (d == "[MASK]")
+            for c, d in zip(masked_chips, table["decision"], strict=True)
+        )
         chosen = table["decision"] != "not chosen"
         assert (table.loc[chosen, "MLM label"] == table.loc[chosen, "original"]).all()
         assert (table.loc[table["decision"] == "[MASK]", "model input"] == "[MASK]").all()
@@ -79,11 +84,15 @@ def test_embedding_sum_equals_token_plus_position_plus_segment(source, loaded):
     at = run_app(source, "embeddings")
     no_exception(at)
     figures = charts(at)
-    token, position, segment, summed, layer_norm = (array(t["z"]).astype(np.float64) for t in figures["embedding_parts"]["data"])
+    token, position, segment, summed, layer_norm = (
+        array(t["z"]).astype(np.float64) for t in figures["embedding_parts"]["data"]
+    )
     np.testing.assert_allclose(summed, token + position + segment, atol=1e-5)
     model, tokenizer = loaded(source)
     ids = torch.tensor(tokenizer.encode_pair(*PAIR).input_ids)
-    np.testing.assert_allclose(token, model.bert.embeddings.word_embeddings.weight[ids].detach().numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        token, model.bert.embeddings.word_embeddings.weight[ids].detach().numpy(), atol=1e-6
+    )
     ln = model.bert.embeddings.LayerNorm
     expected_ln = torch.nn.functional.layer_norm(
         torch.tensor(summed, dtype=torch.float32), ln.normalized_shape, ln.weight, ln.bias, ln.eps
@@ -126,13 +135,19 @@ def test_attention_views_show_the_trace(source, loaded, tab):
     trace = own_trace(loaded, source)
     num_layers, num_heads, count = trace.attentions.shape[:3]
     figures = charts(at)
-    wide = [key for key in figures if not key.startswith("narrow__")]  # a phone's version shares its figure's CSV
+    wide = [
+        key for key in figures if not key.startswith("narrow__")
+    ]  # a phone's version shares its figure's CSV
     assert len(at.get("download_button")) >= len(wide) >= 1
-    assert (len(wide) < len(figures)) == (tab in ("Head view", "Model view", "Neuron view"))  # drawn for phones too
+    assert (len(wide) < len(figures)) == (
+        tab in ("Head view", "Model view", "Neuron view")
+    )  # drawn for phones too
     if tab == "Head view":
         legend = {t["name"] for t in figures["head_view"]["data"] if t.get("showlegend")}
         assert legend == {f"head {h}" for h in range(num_heads)}
-        ys = np.concatenate([array(t["y"]) for t in figures["head_view"]["data"] if t.get("meta", {}).get("level")])
+        ys = np.concatenate(
+            [array(t["y"]) for t in figures["head_view"]["data"] if t.get("meta", {}).get("level")]
+        )
         ys = ys[np.isfinite(ys)]
         assert ys.size and ys.min() >= 0 and ys.max() < count
     elif tab == "Model view":
@@ -144,7 +159,9 @@ def test_attention_views_show_the_trace(source, loaded, tab):
         np.testing.assert_allclose(mosaic_tile(mosaic, 1, 1, size), trace.attentions[1, 1], atol=1e-6)
         picker = next(t for t in figures["model_view"]["data"] if t["type"] == "scatter")
         assert len(array(picker["x"])) == num_layers * num_heads
-        np.testing.assert_allclose(array(figures["model_view_head"]["data"][0]["z"]), trace.attentions[1, 1], atol=1e-6)
+        np.testing.assert_allclose(
+            array(figures["model_view_head"]["data"][0]["z"]), trace.attentions[1, 1], atol=1e-6
+        )
     elif tab == "Neuron view":
         bars = next(t for t in figures["neuron_view"]["data"] if t.get("name") == "softmax weight")
         np.testing.assert_allclose(array(bars["x"]), trace.attentions[1, 1, 1], atol=1e-5)
@@ -160,17 +177,30 @@ def test_attention_views_show_the_trace(source, loaded, tab):
 
 
 def test_attention_page_stays_light_at_512_tokens():
-    long_a, long_b = "the quick brown fox jumps over the lazy dog " * 40, "a small bird sings in the tall tree " * 40
+    long_a, long_b = (
+        "the quick brown fox jumps over the lazy dog " * 40,
+        "a small bird sings in the tall tree " * 40,
+    )
     for tab in ["Heatmap", "Head view", "Model view"]:
-        at = run_app({"model_picker": "all-MiniLM-L6-v2"}, "attention", sentence_a=long_a, sentence_b=long_b,
-                     max_length=512, attn_view=tab)
+        at = run_app(
+            {"model_picker": "all-MiniLM-L6-v2"},
+            "attention",
+            sentence_a=long_a,
+            sentence_b=long_b,
+            max_length=512,
+            attn_view=tab,
+        )
         no_exception(at)
         assert "truncated to 512 tokens" in texts(at)
         figures = charts(at)
         if tab == "Heatmap":
             assert array(figures["attention_heatmap"]["data"][0]["z"]).shape == (512, 512)
         if tab == "Head view":
-            lines = sum(len(array(t["x"])) // 3 for t in figures["head_view"]["data"] if t.get("meta", {}).get("level"))
+            lines = sum(
+                len(array(t["x"])) // 3
+                for t in figures["head_view"]["data"]
+                if t.get("meta", {}).get("level")
+            )
             assert 0 < lines <= views.attention.HEAD_VIEW_MAX_LINES
         if tab == "Model view":
             assert figures["model_view"]["layout"]["meta"]["tile"] == 32
@@ -209,9 +239,13 @@ def test_fresh_app_opens_on_the_english_model_and_fills_in_paris():
 
 
 def test_a_first_guess_copied_from_the_input_gets_a_note():
-    at = run_app({"model_picker": DEFAULT_MODEL}, "predictions", sentence_a="Monday comes after [MASK].", sentence_b="")
+    at = run_app(
+        {"model_picker": DEFAULT_MODEL}, "predictions", sentence_a="Monday comes after [MASK].", sentence_b=""
+    )
     no_exception(at)
-    top = list(next(chart for key, chart in charts(at).items() if key.startswith("predictions_"))["data"][0]["y"])
+    top = list(
+        next(chart for key, chart in charts(at).items() if key.startswith("predictions_"))["data"][0]["y"]
+    )
     notes = [c.value for c in at.caption if "already shows" in c.value]
     assert top[0] == "monday" and len(notes) == 1 and "*monday*" in notes[0], (top, notes)  # it copies: noted
     at.session_state["sentence_a"] = "Paris is the [MASK] of France."
@@ -220,7 +254,9 @@ def test_a_first_guess_copied_from_the_input_gets_a_note():
 
 
 def test_demo_predictions_match_the_mlm_and_nsp_heads(loaded, tiny_folder):
-    state = {"model_picker": DEMO} if HAS_DEMO else {"model_picker": "Another folder…", "model_path": tiny_folder}
+    state = (
+        {"model_picker": DEMO} if HAS_DEMO else {"model_picker": "Another folder…", "model_path": tiny_folder}
+    )
     at = run_app(state, "predictions")
     no_exception(at)
     chosen = at.multiselect[0].value
@@ -239,7 +275,9 @@ def test_demo_predictions_match_the_mlm_and_nsp_heads(loaded, tiny_folder):
 
 
 def test_typed_mask_is_predicted(loaded, tiny_folder):
-    state = {"model_picker": DEMO} if HAS_DEMO else {"model_picker": "Another folder…", "model_path": tiny_folder}
+    state = (
+        {"model_picker": DEMO} if HAS_DEMO else {"model_picker": "Another folder…", "model_path": tiny_folder}
+    )
     at = run_app(state, "predictions", sentence_a="The cat sat on the [MASK].")
     no_exception(at)
     _, tokenizer = loaded(state)
@@ -258,7 +296,11 @@ def test_typed_mask_is_predicted(loaded, tiny_folder):
         ({"sentence_a": "   \t "}, "error", "Sentence A is empty"),
         ({"sentence_a": "word " * 4000, "sentence_b": ""}, "warning", "truncated"),
         ({"sentence_a": "🎉🦜 party"}, "warning", "[UNK]"),
-        ({"model_picker": "Another folder…", "model_path": "/no/such/folder"}, "error", "only from the server's"),
+        (
+            {"model_picker": "Another folder…", "model_path": "/no/such/folder"},
+            "error",
+            "only from the server's",
+        ),
         ({"model_picker": "Another folder…", "model_path": "/root/.ssh"}, "error", "only from the server's"),
         ({"model_picker": "Another folder…", "model_path": ""}, "error", "Type the path of a model folder"),
     ],
@@ -274,7 +316,10 @@ def test_bad_input_gives_a_plain_message_on_every_page(extra, kind, message):
 
 
 def test_a_one_layer_one_head_model_shows_every_view(tmp_path):
-    state = {"model_picker": "Another folder…", "model_path": str(save_tiny(tmp_path / "m", num_layers=1, num_heads=1))}
+    state = {
+        "model_picker": "Another folder…",
+        "model_path": str(save_tiny(tmp_path / "m", num_layers=1, num_heads=1)),
+    }
     for tab in ["Heatmap", *ATTENTION_TABS]:
         at = run_app(state, "attention", attn_view=tab)
         no_exception(at)
@@ -312,7 +357,9 @@ def test_the_head_picker_chooses_the_head_the_head_view_shows():
     assert not at.exception
     at.selectbox(key="attn_head").set_value(1).run()
     assert at.multiselect(key="hv_heads").value == [1]
-    assert {trace["legendgroup"] for trace in charts(at)["head_view"]["data"] if trace.get("legendgroup")} == {"head 1"}
+    assert {
+        trace["legendgroup"] for trace in charts(at)["head_view"]["data"] if trace.get("legendgroup")
+    } == {"head 1"}
 
 
 def _opened_with(page: str, query: dict) -> AppTest:
@@ -327,7 +374,9 @@ def test_a_link_reopens_the_masked_tokens_the_knocked_out_heads_and_the_picked_t
     assert not predictions.exception
     assert predictions.multiselect(key="pred_mask").value == [2, 4]  # 999 is past this input's end
     assert {"predictions_2", "predictions_4"} <= set(charts(predictions))
-    beyond = _opened_with("beyond_attention", {"tab": "Head knock-out", "knocked": "L0H1,L1H0", "token": "-1"})
+    beyond = _opened_with(
+        "beyond_attention", {"tab": "Head knock-out", "knocked": "L0H1,L1H0", "token": "-1"}
+    )
     assert not beyond.exception
     assert beyond.multiselect(key="beyond_heads").value == ["L0H1", "L1H0"]
     assert beyond.selectbox(key="beyond_target").value == -1  # the next-sentence decision

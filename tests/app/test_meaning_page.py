@@ -44,19 +44,25 @@ def test_bank_shows_its_senses_the_layer_slider_and_the_neighbour_table(model_st
     assert slider.options == meaning.layer_names(layers) and slider.value == layers
     figures = charts(at)
     scatter = figures["meaning_scatter_0"]
-    senses_drawn = [t["name"] for t in scatter["data"] if not t["name"].startswith(("another", "other", "neighbours"))]
+    senses_drawn = [
+        t["name"] for t in scatter["data"] if not t["name"].startswith(("another", "other", "neighbours"))
+    ]
     assert len(senses_drawn) >= 2 and any(name.startswith("sloping land") for name in senses_drawn)
     points = np.concatenate([array(t["x"]) for t in scatter["data"][:-1]])
     expected = meaning.context_projection(data, layers).points[:, 0]
     order = np.concatenate([array(t["customdata"]) for t in scatter["data"][:-1]])
     assert np.allclose(points, expected[order], atol=1e-4)
     separation = meaning.sense_separation(data)
-    assert np.allclose(array(figures["meaning_separation"]["data"][0]["y"]), separation.accuracy * 100,
-                       equal_nan=True)
+    assert np.allclose(
+        array(figures["meaning_separation"]["data"][0]["y"]), separation.accuracy * 100, equal_nan=True
+    )
     table = at.dataframe[0].value
-    own = meaning.nearest_neighbours(meaning.pool_from_contexts(data, layers), data.vectors[layers, 0], 10,
-                                     exclude=data.occurrences[0]).to_frame()
-    assert table["word"].tolist() == own["word"].tolist() and np.allclose(table["similarity"], own["similarity"])
+    own = meaning.nearest_neighbours(
+        meaning.pool_from_contexts(data, layers), data.vectors[layers, 0], 10, exclude=data.occurrences[0]
+    ).to_frame()
+    assert table["word"].tolist() == own["word"].tolist() and np.allclose(
+        table["similarity"], own["similarity"]
+    )
     assert at.query_params["word"] in ("bank", ["bank"])
 
 
@@ -91,7 +97,9 @@ def test_the_walkthrough_link_asks_first_then_reveals():
 def test_neighbours_over_the_whole_index(monkeypatch):
     """A small index stands in for the whole one (the real one takes a minute on MiniLM)."""
     whole = senses.sense_index()
-    small = senses.SenseIndex(whole.sentences[:200] + [whole.sentences[n] for n, _, _ in whole.by_word["bank"]])
+    small = senses.SenseIndex(
+        whole.sentences[:200] + [whole.sentences[n] for n, _, _ in whole.by_word["bank"]]
+    )
     monkeypatch.setattr(senses, "sense_index", lambda: small)
     st.cache_resource.clear()
     try:
@@ -102,7 +110,9 @@ def test_neighbours_over_the_whole_index(monkeypatch):
         model, tokenizer = load(DEMO)
         data = meaning.word_contexts(model, tokenizer, small, "bank", unlabelled=False)
         pool = meaning.index_pool(model, tokenizer, small, 2)
-        expected = meaning.nearest_neighbours(pool, data.vectors[2, 0], 10, exclude=data.occurrences[0]).to_frame()
+        expected = meaning.nearest_neighbours(
+            pool, data.vectors[2, 0], 10, exclude=data.occurrences[0]
+        ).to_frame()
         table = at.dataframe[0].value
         assert table["before"].tolist() == expected["before"].tolist()
         assert np.allclose(table["similarity"], expected["similarity"], atol=1e-4)

@@ -25,7 +25,13 @@ def test_a_5000_character_model_path_gets_the_plain_refusal(tiny_folder):
 
 
 def test_a_megabyte_of_your_sentences_is_refused_on_meaning_in_context(tiny_folder):
-    at = run_app({"model_picker": OTHER_FOLDER, "model_path": tiny_folder}, page="meaning_in_context",
-                 meaning_extra="bank " * 200_000)
+    at = run_app(
+        {"model_picker": OTHER_FOLDER, "model_path": tiny_folder},
+        page="meaning_in_context",
+        meaning_extra="bank " * 200_000,
+    )
     no_exception(at)
-    assert "The text of your sentences is 1,000,000 characters long; this server takes at most 20,000." in texts(at)
+    assert (
+        "The text of your sentences is 1,000,000 characters long; this server takes at most 20,000."
+        in texts(at)
+    )

@@ -61,15 +61,26 @@ def test_an_uploaded_vocab_token_is_text_at_the_walkthroughs_masked_word_step(tm
 
     token = "<b>[Log](https://evil.example)</b>"
     folder = _model_that_predicts(tmp_path / "evil", token)
-    at = run_app({"model_picker": OTHER_FOLDER, "model_path": str(folder)}, "walkthrough",
-                 walk_step=walk.step_number("mlm"))
+    at = run_app(
+        {"model_picker": OTHER_FOLDER, "model_path": str(folder)},
+        "walkthrough",
+        walk_step=walk.step_number("mlm"),
+    )
     assert not at.exception
     options = [option for radio in at.radio for option in radio.options]
     assert "\\<b\\>\\[Log\\](https\\://evil.example)\\</b\\>" in options  # escaped Markdown: shown as text
     reveal = next(b for b in at.button if (b.key or "").startswith("walk_reveal_button"))
     at = reveal.click().run()
-    shown = [el.value for kind in ("markdown", "caption", "success", "warning", "info") for el in getattr(at, kind)]
+    shown = [
+        el.value for kind in ("markdown", "caption", "success", "warning", "info") for el in getattr(at, kind)
+    ]
     assert shown and not any("[Log](https://" in text for text in shown)  # nowhere as a live Markdown link
-    labels = [str(label) for fig in charts(at).values() for trace in fig["data"] for label in trace.get("y") or []]
-    assert any("Log" in label and "evil.example" in label for label in labels)  # the guess is in the chart ...
-    assert "&lt;b&gt;[Log](https://evil.example)&lt;/b&gt;" in labels  # ... as text: plotly draws <b>, <a> from labels
+    labels = [
+        str(label) for fig in charts(at).values() for trace in fig["data"] for label in trace.get("y") or []
+    ]
+    assert any(
+        "Log" in label and "evil.example" in label for label in labels
+    )  # the guess is in the chart ...
+    assert (
+        "&lt;b&gt;[Log](https://evil.example)&lt;/b&gt;" in labels
+    )  # ... as text: plotly draws <b>, <a> from labels

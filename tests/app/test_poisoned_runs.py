@@ -33,17 +33,22 @@ def root(monkeypatch, tmp_path):
     writer.write({"split": "train", "step": 10, "mlm_loss": 3.5, "nsp_loss": 0.6})
     writer.write({"split": "train", "step": 20, "mlm_loss": 3.0, "nsp_loss": 0.5})
     writer.close()
-    json.dump({"args": {"lr": 0.001}, "config": {"hidden_size": 32}}, (root / "good" / "train_args.json").open("w"))
+    json.dump(
+        {"args": {"lr": 0.001}, "config": {"hidden_size": 32}}, (root / "good" / "train_args.json").open("w")
+    )
     write_status(root / "good", state="finished", message="done", step=20, total_steps=20, checkpoint_step=20)
     good_line = '{"split": "train", "step": 5, "mlm_loss": 2.0}\n'
     _poisoned(root, "huge-loss", good_line + f'{{"split": "train", "step": 10, "mlm_loss": {HUGE}}}\n')
     _poisoned(root, "huge-step", good_line + f'{{"split": "train", "step": {HUGE}, "mlm_loss": 1.0}}\n')
     _poisoned(root, "wrong-types", good_line, train_args='{"config": [1, 2], "args": "x"}')
-    many = "".join(f'{{"split": "train", "step": {i}, "mlm_loss": {1 + 1 / (i + 1)}}}\n' for i in range(40_000))
+    many = "".join(
+        f'{{"split": "train", "step": {i}, "mlm_loss": {1 + 1 / (i + 1)}}}\n' for i in range(40_000)
+    )
     _poisoned(root, "long-curve", many)
     (root / "huge-status").mkdir()
     (root / "huge-status" / "status.json").write_text(
-        f'{{"state": "finished", "step": {HUGE}, "total_steps": "x", "pid": [1], "eta_s": {HUGE}}}')
+        f'{{"state": "finished", "step": {HUGE}, "total_steps": "x", "pid": [1], "eta_s": {HUGE}}}'
+    )
     access.record_owner(root / "huge-status", access.Visitor(VISITOR_B))
     return root
 
@@ -93,7 +98,9 @@ def test_compare_runs_renders_every_poisoned_run(root):
 
 
 def test_the_train_page_shows_a_run_with_a_poisoned_status(root):
-    (root / "huge-loss" / "status.json").write_text(f'{{"state": "finished", "step": {HUGE}, "message": "done"}}')
+    (root / "huge-loss" / "status.json").write_text(
+        f'{{"state": "finished", "step": {HUGE}, "message": "done"}}'
+    )
     for name in ["huge-status", "huge-loss"]:
         at = open_app("pages_app/train/8_Train.py", query={"run": name})
         assert not at.exception and at.selectbox(key="train_run").value == name

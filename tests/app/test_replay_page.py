@@ -28,17 +28,28 @@ def attention_at(step: int, seed: int = 0) -> torch.Tensor:
 
 
 def prediction(step: int) -> dict:
-    return {"position": 2, "answer": "cat", "top_tokens": ["cat", "dog", "the", "sat", "it"],
-            "top_probs": [0.2 + step / 100, 0.1, 0.05, 0.04, 0.03], "answer_prob": 0.2 + step / 100,
-            "is_next_prob": 0.4 + step / 200}
+    return {
+        "position": 2,
+        "answer": "cat",
+        "top_tokens": ["cat", "dog", "the", "sat", "it"],
+        "top_probs": [0.2 + step / 100, 0.1, 0.05, 0.04, 0.03],
+        "answer_prob": 0.2 + step / 100,
+        "is_next_prob": 0.4 + step / 200,
+    }
 
 
 def make_run(root, name: str, with_predictions: bool = True) -> None:
     """A finished run folder with a snapshot at every step of STEPS."""
     (root / name).mkdir()
     for step in STEPS:
-        save_snapshot(root / name, step, attention_at(step), TOKENS, texts=("The cat sat.", "It slept."),
-                      predictions=prediction(step) if with_predictions else None)
+        save_snapshot(
+            root / name,
+            step,
+            attention_at(step),
+            TOKENS,
+            texts=("The cat sat.", "It slept."),
+            predictions=prediction(step) if with_predictions else None,
+        )
     write_status(root / name, state="finished", message="Finished", step=STEPS[-1], total_steps=STEPS[-1])
 
 
@@ -56,7 +67,10 @@ def test_the_replay_keeps_one_colour_range_and_shows_predictions_and_patterns(ro
     at = open_app(TRAIN, query={"run": "lapse"})
     assert not at.exception and shown_step(at) == STEPS[-1]
     assert at.button(key="replay_play").label == "Play"
-    for scale, top in ((COLOUR_SCALES[0], 1.0), (COLOUR_SCALES[1], max(float(attention_at(s).max()) for s in STEPS))):
+    for scale, top in (
+        (COLOUR_SCALES[0], 1.0),
+        (COLOUR_SCALES[1], max(float(attention_at(s).max()) for s in STEPS)),
+    ):
         at.radio(key="replay_scale").set_value(scale).run()
         ranges = set()
         for step in STEPS:
@@ -72,8 +86,12 @@ def test_the_replay_keeps_one_colour_range_and_shows_predictions_and_patterns(ro
     assert "NSP head at step 60: B follows A with probability **70.0%**" in [m.value for m in at.markdown]
     at.radio(key="replay_pattern").set_value("previous").run()
     spec = chart(at, "replay_specialisation").data[0]
-    expected = np.stack([pattern_shares(attention_at(s).half().numpy(), TOKENS)[..., 2].ravel() for s in STEPS], 1)
-    assert list(spec.y)[:4] == ["L0 H0", "L0 H1", "L0 H2", "L1 H0"] and list(spec.x) == [str(s) for s in STEPS]
+    expected = np.stack(
+        [pattern_shares(attention_at(s).half().numpy(), TOKENS)[..., 2].ravel() for s in STEPS], 1
+    )
+    assert list(spec.y)[:4] == ["L0 H0", "L0 H1", "L0 H2", "L1 H0"] and list(spec.x) == [
+        str(s) for s in STEPS
+    ]
     assert np.allclose(array(spec.z), expected, atol=1e-6)
 
 

@@ -31,7 +31,10 @@ def test_a_second_visitor_gets_the_first_visitors_figure_and_presentation_mode_i
 def test_a_page_keeps_its_context_not_its_trace():
     """A session keeps its page's globals for the widget callbacks (and a closed tab's session for minutes): a page
     reads its trace where it uses it (get_trace, view), so the trace still goes when the cache drops it."""
-    at = run_app({"model_picker": MINILM, "sentence_a": "Only the cache keeps this trace.", "sentence_b": ""}, "attention")
+    at = run_app(
+        {"model_picker": MINILM, "sentence_a": "Only the cache keeps this trace.", "sentence_b": ""},
+        "attention",
+    )
     no_exception(at)
     traces = [weakref.ref(entry.value) for key, entry in SHARED._entries.items() if key[0] == "trace"]
     assert traces

@@ -48,7 +48,9 @@ def root(monkeypatch, tmp_path):
 
 CORPUS = "\n\n".join(
     f"{name} found a {thing} in the {place}. The {thing} was old and {colour}. {name} took it home."
-    for name in ("Ada", "Ben", "Cleo", "Dan") for thing in ("box", "map") for place in ("barn", "attic")
+    for name in ("Ada", "Ben", "Cleo", "Dan")
+    for thing in ("box", "map")
+    for place in ("barn", "attic")
     for colour in ("red", "blue")
 )  # 32 small documents, 96 sentences
 
@@ -59,8 +61,14 @@ def errors(at) -> list[str]:
 
 def test_the_form_has_a_widget_for_every_cli_option(root):
     at = open_app(TRAIN)
-    keys = {widget.key for kind in ("number_input", "selectbox", "radio", "checkbox") for widget in getattr(at, kind)}
-    expected = {f"opt_{name}" for name in (*run_options.training_fields(), *run_options.MODEL_FIELDS, "threads")}
+    keys = {
+        widget.key
+        for kind in ("number_input", "selectbox", "radio", "checkbox")
+        for widget in getattr(at, kind)
+    }
+    expected = {
+        f"opt_{name}" for name in (*run_options.training_fields(), *run_options.MODEL_FIELDS, "threads")
+    }
     assert expected - {"opt_corpus", "opt_preset"} <= keys  # corpus: its own radio; preset: train_preset
     assert {"train_preset", "train_corpus_source"} <= keys
 
@@ -95,23 +103,31 @@ def test_the_form_checks_options_as_typed_and_disables_start(root):
 def test_the_form_refuses_batches_the_trainer_would_refuse(root):
     at = open_app(TRAIN)
     at.number_input(key="opt_batch_size").set_value(100_000).run()
-    assert errors(at) == ["Batch size: batch_size (100000) × seq_len (64) × 512 (attention scores or feed-forward "
-                          "width) is 3,276,800,000 numbers in one layer's activations, more than 2,147,483,648: use a "
-                          "smaller batch size or sequence length"]
+    assert errors(at) == [
+        "Batch size: batch_size (100000) × seq_len (64) × 512 (attention scores or feed-forward "
+        "width) is 3,276,800,000 numbers in one layer's activations, more than 2,147,483,648: use a "
+        "smaller batch size or sequence length"
+    ]
     assert at.button(key="train_start").disabled
     at.number_input(key="opt_batch_size").set_value(20_000).run()
-    assert errors(at) == ["Batch size: batch_size (20000) is more than the 17143 training pairs of the corpus: use a "
-                          "smaller batch or a bigger corpus"]
+    assert errors(at) == [
+        "Batch size: batch_size (20000) is more than the 17143 training pairs of the corpus: use a "
+        "smaller batch or a bigger corpus"
+    ]
     assert at.button(key="train_start").disabled
     at.radio(key="train_corpus_source").set_value("Paste text").run()
     at.text_area(key="train_corpus_text").set_value("One. Two! Three?\n\nFour. Five.").run()
-    assert errors(at) == ["Batch size: batch_size (20000) is more than the 4 training pairs of the corpus: use a "
-                          "smaller batch or a bigger corpus"]
+    assert errors(at) == [
+        "Batch size: batch_size (20000) is more than the 4 training pairs of the corpus: use a "
+        "smaller batch or a bigger corpus"
+    ]
     at.number_input(key="opt_batch_size").set_value(4).run()
     assert not errors(at) and not at.button(key="train_start").disabled
     at.text_area(key="train_corpus_text").set_value("One. Two! Three? Four. Five.").run()
-    assert errors(at) == ["Corpus: The corpus has 1 document: next-sentence pairs need at least 2 (separate "
-                          "documents with a blank line)"]
+    assert errors(at) == [
+        "Corpus: The corpus has 1 document: next-sentence pairs need at least 2 (separate "
+        "documents with a blank line)"
+    ]
     assert at.button(key="train_start").disabled
     assert not [p.name for p in root.iterdir() if not p.name.startswith(".")]  # nothing was launched
 
@@ -150,7 +166,9 @@ def test_a_run_continues_minilm_on_the_english_corpus(root):
     at = fill_form(open_app(TRAIN), steps=2, log_every=1, eval_every=2, snapshot_every=2, lr=1e-4)
     at.radio(key="train_corpus_source").set_value("English (WordNet)").run()
     at.selectbox(key="opt_init").set_value(MINILM).run()
-    assert not errors(at) and not any(w.key == "opt_hidden_size" for w in at.number_input)  # sizes come from MiniLM
+    assert not errors(at) and not any(
+        w.key == "opt_hidden_size" for w in at.number_input
+    )  # sizes come from MiniLM
     at.text_input(key="train_run_name").set_value("cont").run()
     at.button(key="train_start").click().run()
     rerun_until(at, lambda at: state_shown(at) == "finished", 120, "the run to finish")
@@ -175,7 +193,12 @@ def test_a_tiny_run_trains_live_and_its_checkpoint_is_selectable(root):
             labelled = key in ("train_loss_chart", "train_accuracy_chart")  # lines named as people say them
             xs, ys = shown[METRICS[metric].label if labelled else metric.replace("_", " ")]
             assert len(xs) >= 2 and list(zip(xs, ys, strict=True)) == logged, (key, metric)
-    assert [m.label for m in at.metric] == ["MLM loss", "NSP loss", "held-out MLM accuracy", "held-out NSP accuracy"]
+    assert [m.label for m in at.metric] == [
+        "MLM loss",
+        "NSP loss",
+        "held-out MLM accuracy",
+        "held-out NSP accuracy",
+    ]
     assert at.success[0].value == read_status(root / "live")["message"]
     # the replay shows the last snapshot: every row of the head's map sums to 1
     assert at.select_slider(key="replay_step").options == ["0", "10", "20", "30"]
@@ -183,7 +206,10 @@ def test_a_tiny_run_trains_live_and_its_checkpoint_is_selectable(root):
     assert z.shape[0] == z.shape[1] > 4 and np.allclose(z.sum(axis=1), 1, atol=1e-2)
     mosaic = chart(at, "replay_mosaic")
     tiny = run_options.preset_options("tiny")
-    assert (mosaic.layout.meta["layers"], mosaic.layout.meta["heads"]) == (tiny["num_hidden_layers"], tiny["num_attention_heads"])
+    assert (mosaic.layout.meta["layers"], mosaic.layout.meta["heads"]) == (
+        tiny["num_hidden_layers"],
+        tiny["num_attention_heads"],
+    )
     tile = mosaic_tile(array(mosaic.data[0].z), 1, 1, mosaic.layout.meta["tile"])
     assert np.allclose(tile.sum(axis=1), 1, atol=1e-2)
     # the new checkpoint is in the model picker and loads on the explore pages
@@ -223,21 +249,31 @@ def test_a_run_on_pasted_text_survives_an_app_restart_refuses_a_second_start_and
     status = read_status(root / "long")
     assert status["state"] == "stopped" and 0 < status["checkpoint_step"] == status["step"] < 5000
     assert at.success[0].value.startswith(f"Stopped at step {status['step']} of 5000")
-    assert at.selectbox(key="model_picker").set_value("long").run().selectbox(key="model_picker").value == "long"
+    assert (
+        at.selectbox(key="model_picker").set_value("long").run().selectbox(key="model_picker").value == "long"
+    )
 
 
 def test_a_run_whose_process_died_shows_failed_with_its_log(root):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     (root / "crashed").mkdir()
-    write_status(root / "crashed", state="running", message="Training: step 4 of 30", pid=dead.pid, step=4,
-                 total_steps=30)
+    write_status(
+        root / "crashed",
+        state="running",
+        message="Training: step 4 of 30",
+        pid=dead.pid,
+        step=4,
+        total_steps=30,
+    )
     (root / "crashed" / run_folder.LOG_FILE).write_text("step 4/30\nKilled\n")
     access.record_owner(root / "crashed", access.Visitor(VISITOR_A))  # its owner sees the log's tail
     at = open_app(TRAIN, query={"run": "crashed"})
     assert state_shown(at) == "failed" and not at.exception
-    assert errors(at) == [f"The run failed: The training process (pid {dead.pid}) ended without saying why. "
-                          "Last lines of its log:"]
+    assert errors(at) == [
+        f"The run failed: The training process (pid {dead.pid}) ended without saying why. "
+        "Last lines of its log:"
+    ]
     assert at.code[0].value == "step 4/30\nKilled"
     assert not [button for button in at.button if button.key == "train_stop"]
 
@@ -245,29 +281,40 @@ def test_a_run_whose_process_died_shows_failed_with_its_log(root):
 def test_a_run_the_cli_refused_shows_the_reason_first_in_full(root):
     (root / "refused").mkdir()
     (root / "refused" / run_folder.LAUNCH_FILE).write_text(json.dumps({"pid": 999_999_999}))
-    reason = ("--corpus ('/data/a-rather-long-folder-name/with/several/levels/of/sub-folders/corpus.txt'): "
-              "Corpus file not found: check the path and that the app may read it")
+    reason = (
+        "--corpus ('/data/a-rather-long-folder-name/with/several/levels/of/sub-folders/corpus.txt'): "
+        "Corpus file not found: check the path and that the app may read it"
+    )
     (root / "refused" / run_folder.LOG_FILE).write_text(f"error: {reason}\n")
     access.record_owner(root / "refused", access.Visitor(VISITOR_A))
     at = open_app(TRAIN, query={"run": "refused"})
     assert state_shown(at) == "failed" and not at.exception
-    assert errors(at) == [f"The run failed: {reason} (the training process, pid 999999999, exited) Last lines of "
-                          "its log:"]
-    assert at.code[0].value == f"error: {reason}" and at.code[0].proto.wrap_lines  # wrapped, not cut at the edge
+    assert errors(at) == [
+        f"The run failed: {reason} (the training process, pid 999999999, exited) Last lines of its log:"
+    ]
+    assert (
+        at.code[0].value == f"error: {reason}" and at.code[0].proto.wrap_lines
+    )  # wrapped, not cut at the edge
     other = open_app(TRAIN, query={"run": "refused"}, visitor=VISITOR_B)  # issue 30: no log, no server paths
-    assert errors(other) == ["The run failed: --corpus ('…'): Corpus file not found: check the path and that the app "
-                             "may read it (the training process, pid 999999999, exited)"]
+    assert errors(other) == [
+        "The run failed: --corpus ('…'): Corpus file not found: check the path and that the app "
+        "may read it (the training process, pid 999999999, exited)"
+    ]
     assert not [code for code in other.code if "error:" in code.value]
 
 
 def fake_run(root, name, lr, points):
     folder = root / name
     folder.mkdir(parents=True)
-    (folder / "train_args.json").write_text(json.dumps({"args": {"lr": lr, "steps": 10, "out": str(folder)},
-                                                        "config": {"hidden_size": 128}}))
-    (folder / "metrics.jsonl").write_text("".join(
-        json.dumps({"split": "train", "step": step, "mlm_loss": loss}) + "\n" for step, loss in points
-    ) + '{"split": "train", "step": 99, "mlm_lo')  # a line still being written
+    (folder / "train_args.json").write_text(
+        json.dumps({"args": {"lr": lr, "steps": 10, "out": str(folder)}, "config": {"hidden_size": 128}})
+    )
+    (folder / "metrics.jsonl").write_text(
+        "".join(
+            json.dumps({"split": "train", "step": step, "mlm_loss": loss}) + "\n" for step, loss in points
+        )
+        + '{"split": "train", "step": 99, "mlm_lo'
+    )  # a line still being written
 
 
 def test_compare_overlays_runs_and_tabulates_their_hyperparameters(root):
@@ -277,7 +324,9 @@ def test_compare_overlays_runs_and_tabulates_their_hyperparameters(root):
     at.multiselect(key="compare_runs").set_value(["a", "b"]).run()
     assert not at.exception
     assert traces(at, "compare_chart") == {"a": ([2, 4], [5.0, 4.0]), "b": ([2, 4, 6], [6.0, 3.0, 2.5])}
-    assert traces(at, "narrow__compare_chart") == traces(at, "compare_chart")  # a phone's: the runs' legend below
+    assert traces(at, "narrow__compare_chart") == traces(
+        at, "compare_chart"
+    )  # a phone's: the runs' legend below
     assert chart(at, "narrow__compare_chart").layout.legend.orientation == "h"
     table = at.dataframe[0].value
     assert list(table.index) == ["Learning rate"] and table.loc["Learning rate"].tolist() == ["0.001", "0.01"]
@@ -327,10 +376,13 @@ def test_compare_labels_its_axis_in_words_and_offers_the_numbers(root):
 def test_a_lecturer_claims_their_run_on_the_projectors_browser_with_the_owners_link(root):
     fake_run(root, "lecture", 0.001, [(2, 5.0), (4, 4.0)])
     # A stand-in training process: it lives until its stdin closes (the test kills it, or pytest ends).
-    trainer = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", lifecycle.TRAIN_MODULE],
-                               stdin=subprocess.PIPE)
+    trainer = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()", lifecycle.TRAIN_MODULE], stdin=subprocess.PIPE
+    )
     try:
-        write_status(root / "lecture", state="running", message="Training", step=4, total_steps=10, pid=trainer.pid)
+        write_status(
+            root / "lecture", state="running", message="Training", step=4, total_steps=10, pid=trainer.pid
+        )
         access.record_owner(root / "lecture", access.Visitor(VISITOR_A))
         claim_on_another_browser()
     finally:
@@ -345,7 +397,9 @@ def claim_on_another_browser() -> None:
     code = link.split("claim=")[1]
     projector = open_app(TRAIN, {"run": "lecture"}, visitor=VISITOR_B)
     assert projector.button(key="train_stop").disabled
-    assert any("Started on another browser" in info.value for info in projector.info)  # said, not only on hover
+    assert any(
+        "Started on another browser" in info.value for info in projector.info
+    )  # said, not only on hover
     assert not [c for c in projector.code if "claim=" in c.value]  # only the owner sees the link
     projector = open_app(TRAIN, {"run": "lecture", "claim": code}, visitor=VISITOR_B)
     assert "yours on this browser too" in projector.success[0].value and "claim" not in projector.query_params

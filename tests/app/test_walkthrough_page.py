@@ -16,12 +16,21 @@ from tests.app.conftest import APP, HAS_DEMO, PAIR, array, charts, no_exception,
 
 HAS_DEFAULT = (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file()
 # The figure each step without a question shows, by chart key (the tokens step shows HTML chips).
-STEP_CHARTS = {"ids": "walk_ids", "embeddings": "walk_embeddings", "many_heads": "walk_model_view",
-               "residual": "walk_residual"}
+STEP_CHARTS = {
+    "ids": "walk_ids",
+    "embeddings": "walk_embeddings",
+    "many_heads": "walk_model_view",
+    "residual": "walk_residual",
+}
 QUESTION_KEYS = {"one_head": "attention", "mlm": "mlm", "nsp": "nsp"}
 # The steps whose figure has a phone version (show_figure's narrow: its title on two lines, colour bars stacked).
-PHONE_STEPS = {"ids": "walk_ids", "embeddings": "walk_embeddings", "one_head": "walk_one_head",
-               "many_heads": "walk_model_view", "residual": "walk_residual"}
+PHONE_STEPS = {
+    "ids": "walk_ids",
+    "embeddings": "walk_embeddings",
+    "one_head": "walk_one_head",
+    "many_heads": "walk_model_view",
+    "residual": "walk_residual",
+}
 
 
 @pytest.fixture(params=["default", "demo"])
@@ -54,12 +63,16 @@ def test_every_step_runs_and_shows_its_figure(walk_state):
             assert "No guess made" in at.warning[0].value
             assert any(key.startswith("walk_") for key in charts(at)), step.key
         phone_charts = {key for key in charts(at) if key.startswith("narrow__")}
-        assert phone_charts == ({f"narrow__{PHONE_STEPS[step.key]}"} if step.key in PHONE_STEPS else set()), step.key
+        assert phone_charts == ({f"narrow__{PHONE_STEPS[step.key]}"} if step.key in PHONE_STEPS else set()), (
+            step.key
+        )
         assert at.button(key="walk_prev").disabled == (number == 1)
         if number < len(walk.STEPS):
             at.button(key="walk_next").click().run()
     assert at.button(key="walk_next").disabled
-    assert at.query_params["step"] == [str(len(walk.STEPS))] or at.query_params["step"] == str(len(walk.STEPS))
+    assert at.query_params["step"] == [str(len(walk.STEPS))] or at.query_params["step"] == str(
+        len(walk.STEPS)
+    )
 
 
 def own_trace(loaded, state) -> explore.PairTrace:
@@ -122,8 +135,17 @@ def linked_app(query: dict, page: str | None = None) -> AppTest:
 
 @pytest.mark.skipif(not HAS_DEMO, reason=f"checkpoints/{DEMO} is missing")
 def test_a_link_sets_pair_model_layer_head_and_step():
-    at = linked_app({"a": "A dog barked.", "b": "The cat ran off.", "model": DEMO, "layer": "1", "head": "1",
-                     "step": "4", "present": "1"})
+    at = linked_app(
+        {
+            "a": "A dog barked.",
+            "b": "The cat ran off.",
+            "model": DEMO,
+            "layer": "1",
+            "head": "1",
+            "step": "4",
+            "present": "1",
+        }
+    )
     no_exception(at)
     assert at.sidebar.text_input(key="sentence_a").value == "A dog barked."
     assert at.session_state["model_picker"] == DEMO and at.session_state["present"] is True
@@ -133,16 +155,20 @@ def test_a_link_sets_pair_model_layer_head_and_step():
 
 
 def test_a_link_to_the_attention_page_opens_that_head():
-    at = linked_app({"a": PAIR[0], "b": PAIR[1], "model": MINILM, "layer": "3", "head": "7"},
-                    "pages_app/explore/3_Attention.py")
+    at = linked_app(
+        {"a": PAIR[0], "b": PAIR[1], "model": MINILM, "layer": "3", "head": "7"},
+        "pages_app/explore/3_Attention.py",
+    )
     no_exception(at)
     assert charts(at)["attention_heatmap"]["layout"]["title"]["text"] == "Layer 3, head 7 (All)"
     assert at.query_params["layer"] in ("3", ["3"]) and at.query_params["head"] in ("7", ["7"])
 
 
 def test_a_link_to_beyond_attention_opens_that_layer_and_head_and_all_heads_stay_out_of_it():
-    at = linked_app({"a": PAIR[0], "b": PAIR[1], "model": MINILM, "layer": "4", "head": "2"},
-                    "pages_app/explore/5_Beyond_attention.py")
+    at = linked_app(
+        {"a": PAIR[0], "b": PAIR[1], "model": MINILM, "layer": "4", "head": "2"},
+        "pages_app/explore/5_Beyond_attention.py",
+    )
     no_exception(at)
     assert (at.selectbox(key="beyond_layer").value, at.selectbox(key="beyond_head").value) == (4, 2)
     assert at.query_params["layer"] in ("4", ["4"]) and at.query_params["head"] in ("2", ["2"])
@@ -152,8 +178,10 @@ def test_a_link_to_beyond_attention_opens_that_layer_and_head_and_all_heads_stay
 
 
 def test_untrusted_link_values_are_tamed():
-    at = linked_app({"model": "/etc", "layer": "99", "head": "x", "step": "42", "a": "word " * 1000},
-                    "pages_app/explore/3_Attention.py")
+    at = linked_app(
+        {"model": "/etc", "layer": "99", "head": "x", "step": "42", "a": "word " * 1000},
+        "pages_app/explore/3_Attention.py",
+    )
     no_exception(at)
     notes = texts(at)
     assert "does not offer" in notes and "cut to 2,000" in notes and "not a whole number" in notes, notes

@@ -12,15 +12,19 @@ from pages_app.common._ui import SHARED, context_for, get_trace
 from pages_app.explore._warm_up import default_inputs, start_warm_up
 from tests.app.conftest import APP, PAGES, no_exception
 
-pytestmark = pytest.mark.skipif(not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
-                                reason=f"checkpoints/{DEFAULT_MODEL} is missing")
+pytestmark = pytest.mark.skipif(
+    not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
+    reason=f"checkpoints/{DEFAULT_MODEL} is missing",
+)
 
 
 def test_the_first_run_warms_the_default_pairs_trace_for_the_next_visitors():
     start_warm_up.clear()  # as in a fresh process: no warm-up yet, and no trace of the default pair cached
     SHARED.clear()
     at = AppTest.from_file(APP, default_timeout=120)
-    at.session_state["sentence_a"] = "Dogs bark at night."  # this visitor's page never traces the default pair
+    at.session_state["sentence_a"] = (
+        "Dogs bark at night."  # this visitor's page never traces the default pair
+    )
     at.switch_page(PAGES["tokens"])
     at.run()
     no_exception(at)

@@ -22,7 +22,10 @@ FIGURES = {
     ("Minimal pairs", None): {"contrast_minimal_pair"},
     ("Contrastive prediction", None): {"contrast_by_layer", "contrast_attribution"},
     ("Activation patching", "residual stream"): {"contrast_patching_residual"},
-    ("Activation patching", "attention vs feed-forward"): {"contrast_patching_attention", "contrast_patching_feed-forward"},
+    ("Activation patching", "attention vs feed-forward"): {
+        "contrast_patching_attention",
+        "contrast_patching_feed-forward",
+    },
     ("Activation patching", "heads"): {"contrast_patching_head"},
 }
 
@@ -34,9 +37,18 @@ def model_state(request) -> dict:
         pytest.skip("checkpoints/demo-tiny is not installed")
     if request.param == "english":
         a, b, target, foil = CAPITAL
-        return {"model_picker": DEFAULT_MODEL, "sentence_a": a, "sentence_b": b, "contrast_target": target,
-                "contrast_foil": foil}
-    return {"model_picker": DEMO, "sentence_a": AGREEMENT[0], "sentence_b": AGREEMENT[1]}  # the model's own candidates
+        return {
+            "model_picker": DEFAULT_MODEL,
+            "sentence_a": a,
+            "sentence_b": b,
+            "contrast_target": target,
+            "contrast_foil": foil,
+        }
+    return {
+        "model_picker": DEMO,
+        "sentence_a": AGREEMENT[0],
+        "sentence_b": AGREEMENT[1],
+    }  # the model's own candidates
 
 
 def open_page(state: dict, reveal: bool = True, **extra) -> AppTest:
@@ -53,7 +65,10 @@ def open_page(state: dict, reveal: bool = True, **extra) -> AppTest:
 
 @pytest.mark.parametrize(("tab", "restore"), list(FIGURES))
 def test_every_view_renders_with_its_csv(model_state, tab, restore):
-    state = {**model_state, **(dict(zip(("sentence_a", "sentence_b"), PAIR, strict=True)) if tab == "Minimal pairs" else {})}
+    state = {
+        **model_state,
+        **(dict(zip(("sentence_a", "sentence_b"), PAIR, strict=True)) if tab == "Minimal pairs" else {}),
+    }
     at = open_page(state, why_this_word_view=tab, **({"why_this_word_restore": restore} if restore else {}))
     no_exception(at)
     assert not at.error, texts(at)
@@ -71,7 +86,9 @@ def test_the_question_hides_the_figure_until_the_reveal(model_state):
     at.radio(key="walk_choice_patching").set_value(at.radio(key="walk_choice_patching").options[0]).run()
     at.button(key="walk_reveal_button_patching").click().run()
     assert "contrast_patching_residual" in charts(at)
-    assert any(text in texts(at) + " ".join(el.value for el in at.success) for text in ("Right!", "Not this time"))
+    assert any(
+        text in texts(at) + " ".join(el.value for el in at.success) for text in ("Right!", "Not this time")
+    )
 
 
 def _own_metric(loaded_model, state, target: str, foil: str) -> tuple[float, float, int]:
@@ -114,22 +131,46 @@ def test_the_residual_grid_is_the_recovered_share_of_patched_runs(model_state, l
     share = array(charts(at)["contrast_patching_residual"]["data"][0]["z"]).astype(float)
     layers = model.config.num_hidden_layers
     assert share.shape[0] == layers + 1
-    assert share[layers, position] == pytest.approx(1.0, abs=1e-4)  # the last layer at the [MASK] is the answer
-    ids = [why_this_word.encode_alone(tokenizer, model_state[k]).to_tensors()["input_ids"] for k in ("sentence_a", "sentence_b")]
+    assert share[layers, position] == pytest.approx(
+        1.0, abs=1e-4
+    )  # the last layer at the [MASK] is the answer
+    ids = [
+        why_this_word.encode_alone(tokenizer, model_state[k]).to_tensors()["input_ids"]
+        for k in ("sentence_a", "sentence_b")
+    ]
     logits = patched_logits(model, *ids, None, 1, position)[0, position]
-    own = float(logits[tokenizer.convert_tokens_to_ids(target)] - logits[tokenizer.convert_tokens_to_ids(foil)])
+    own = float(
+        logits[tokenizer.convert_tokens_to_ids(target)] - logits[tokenizer.convert_tokens_to_ids(foil)]
+    )
     assert share[1, position] == pytest.approx((own - corrupted) / (clean - corrupted), abs=1e-3)
-    same = [i for i, (a, b) in enumerate(zip(*(why_this_word.encode_alone(tokenizer, model_state[k]).tokens
-                                                 for k in ("sentence_a", "sentence_b")), strict=True)) if a == b]
-    np.testing.assert_allclose(share[0, same], 0.0, atol=1e-4)  # an unchanged token's embedding restores nothing
+    same = [
+        i
+        for i, (a, b) in enumerate(
+            zip(
+                *(
+                    why_this_word.encode_alone(tokenizer, model_state[k]).tokens
+                    for k in ("sentence_a", "sentence_b")
+                ),
+                strict=True,
+            )
+        )
+        if a == b
+    ]
+    np.testing.assert_allclose(
+        share[0, same], 0.0, atol=1e-4
+    )  # an unchanged token's embedding restores nothing
 
 
 def test_sentences_of_different_lengths_or_without_a_mask_get_a_sentence(model_state):
-    at = open_page({**model_state, "sentence_b": model_state["sentence_b"] + " And much more besides."},
-                   why_this_word_view="Activation patching")
+    at = open_page(
+        {**model_state, "sentence_b": model_state["sentence_b"] + " And much more besides."},
+        why_this_word_view="Activation patching",
+    )
     no_exception(at)
     assert "must have the same number of tokens" in texts(at) and not charts(at)
-    at = open_page({**model_state, "sentence_a": "No mask here."}, why_this_word_view="Contrastive prediction")
+    at = open_page(
+        {**model_state, "sentence_a": "No mask here."}, why_this_word_view="Contrastive prediction"
+    )
     no_exception(at)
     assert "Sentence A has no [MASK]" in texts(at) and not charts(at)
 
@@ -143,7 +184,10 @@ def test_an_example_fills_both_sentences_and_the_candidates():
     assert at.selectbox(key="why_this_word_example").value is None  # ready for the next pick
     a, b, target, foil = why_this_word.EXAMPLES[name]
     assert at.session_state["sentence_a"] == a and at.session_state["sentence_b"] == b
-    assert at.text_input(key="contrast_target").value == target and at.text_input(key="contrast_foil").value == foil
+    assert (
+        at.text_input(key="contrast_target").value == target
+        and at.text_input(key="contrast_foil").value == foil
+    )
 
 
 def test_a_link_carries_both_sentences_and_the_candidates():
@@ -154,19 +198,28 @@ def test_a_link_carries_both_sentences_and_the_candidates():
     at.session_state["why_this_word_view"] = "Contrastive prediction"
     at.run()
     no_exception(at)
-    assert at.text_input(key="contrast_target").value == target and at.text_input(key="contrast_foil").value == foil
-    assert at.query_params["target"] == target and at.query_params["foil"] == foil and at.query_params["a"] == a
+    assert (
+        at.text_input(key="contrast_target").value == target
+        and at.text_input(key="contrast_foil").value == foil
+    )
+    assert (
+        at.query_params["target"] == target and at.query_params["foil"] == foil and at.query_params["a"] == a
+    )
 
 
 def test_minimal_pairs_show_each_sentences_pll_token_by_token(model_state, loaded):
     from bertviz_lite.inspection.minimal_pairs import pseudo_log_likelihood
 
-    at = open_page({**model_state, "sentence_a": PAIR[0], "sentence_b": PAIR[1]}, why_this_word_view="Minimal pairs")
+    at = open_page(
+        {**model_state, "sentence_a": PAIR[0], "sentence_b": PAIR[1]}, why_this_word_view="Minimal pairs"
+    )
     no_exception(at)
     model, tokenizer = loaded(model_state)
     bars = charts(at)["contrast_minimal_pair"]["data"]
     for trace, sentence in zip(bars, PAIR, strict=True):
-        assert -array(trace["y"]).sum() == pytest.approx(pseudo_log_likelihood(model, tokenizer, sentence), abs=1e-4)
+        assert -array(trace["y"]).sum() == pytest.approx(
+            pseudo_log_likelihood(model, tokenizer, sentence), abs=1e-4
+        )
     colours = [trace["marker"]["color"] for trace in bars]
     assert all("#ff7f0e" in c for c in colours)  # the tokens where the sentences differ are marked in each
     assert sum(c.count("#ff7f0e") for c in colours) < sum(len(c) for c in colours)  # …and only those

@@ -57,7 +57,10 @@ def test_a_planted_scale_dk_file_is_named_then_fixed_and_checked_again(monkeypat
     assert "differs from BERT" in at.error[0].value
     findings = [m.value.replace("\\", "") for m in at.markdown if m.value.startswith("- **")]
     assert len(findings) == 1 and findings[0].startswith("- **scale-dk** at `layer.0.attention.probs`")
-    assert "divides the scores by d_k instead of sqrt(d_k)" in findings[0] and "math.sqrt(head_size)" in findings[0]
+    assert (
+        "divides the scores by d_k instead of sqrt(d_k)" in findings[0]
+        and "math.sqrt(head_size)" in findings[0]
+    )
     ladder = charts(at)["stage_ladder"]
     stages = ladder["data"][0]["y"]
     assert stages[0].startswith("embeddings.") and "layer.0.attention.probs" in stages
@@ -79,7 +82,9 @@ def test_a_planted_scale_dk_file_is_named_then_fixed_and_checked_again(monkeypat
     at.button(key="build_again").click().run()
     no_exception(at)
     assert not at.error and "matches BERT at every stage" in at.success[0].value
-    assert all(a["text"] != "first difference" for a in charts(at)["stage_ladder"]["layout"].get("annotations", []))
+    assert all(
+        a["text"] != "first difference" for a in charts(at)["stage_ladder"]["layout"].get("annotations", [])
+    )
 
 
 def test_a_skeleton_is_written_into_the_named_folder_and_becomes_the_file(monkeypatch, tmp_path):

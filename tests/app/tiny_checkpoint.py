@@ -30,8 +30,12 @@ def build_tiny(
     tokenizer = BertTokenizer.train(TEXTS, vocab_size=120, min_frequency=1)
     torch.manual_seed(seed)
     config = BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=num_layers, num_attention_heads=num_heads,
-        intermediate_size=64, max_position_embeddings=max_positions,
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        intermediate_size=64,
+        max_position_embeddings=max_positions,
     )
     return BertForPreTraining(config).eval(), tokenizer
 

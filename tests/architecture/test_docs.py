@@ -14,14 +14,31 @@ DOCS = sorted((REPO / "docs").glob("*.md"))
 MARKDOWN = [README, *DOCS, REPO / "ARCHITECTURE.md"]
 MAX_README_CHARS = 10_000
 # The commands a newcomer copies; .ci/run runs the second one as it is.
-COMMANDS = ("pip install -r requirements.txt && streamlit run app.py", "pip install -r requirements-dev.txt && pytest")
+COMMANDS = (
+    "pip install -r requirements.txt && streamlit run app.py",
+    "pip install -r requirements-dev.txt && pytest",
+)
 # Where each section that left README lives now (issue 31, item 6).
 MOVED = {
-    "server.md": ("One server for a lecture hall", "Threat model", "Known limits",
-                  "Several app processes behind a load balancer", "A live class on the server", "Across machines"),
+    "server.md": (
+        "One server for a lecture hall",
+        "Threat model",
+        "Known limits",
+        "Several app processes behind a load balancer",
+        "A live class on the server",
+        "Across machines",
+    ),
     "lecturers.md": ("Lecture mode", "Live classroom"),
-    "learners.md": ("The models", "What each page shows", "Head view with many heads", "Beyond attention",
-                    "Meaning in context", "Why this word", "The package", "Build your own BERT"),
+    "learners.md": (
+        "The models",
+        "What each page shows",
+        "Head view with many heads",
+        "Beyond attention",
+        "Meaning in context",
+        "Why this word",
+        "The package",
+        "Build your own BERT",
+    ),
     "training.md": ("Train from the terminal", "GPU", "The training replay"),
     "benchmarks.md": ("Benchmarks", "The test suite"),
 }
@@ -96,7 +113,9 @@ def test_every_relative_link_points_to_a_file_and_heading_that_exist(path):
 
 
 def test_every_setting_the_package_reads_is_in_the_operators_guide():
-    code = "".join(p.read_text(encoding="utf-8") for p in [*(REPO / "bertviz_lite").rglob("*.py"), REPO / "app.py"])
+    code = "".join(
+        p.read_text(encoding="utf-8") for p in [*(REPO / "bertviz_lite").rglob("*.py"), REPO / "app.py"]
+    )
     settings = set(re.findall(r"BERTVIZ_LITE_[A-Z_]*[A-Z]", code))
     server = (REPO / "docs" / "server.md").read_text(encoding="utf-8")
     assert len(settings) > 10
@@ -104,6 +123,10 @@ def test_every_setting_the_package_reads_is_in_the_operators_guide():
 
 
 def test_every_bench_script_is_named_in_the_benchmarks_guide():
-    scripts = [p.name for p in (REPO / "bench").iterdir() if p.suffix in (".py", ".sh") and not p.name.startswith("_")]
+    scripts = [
+        p.name
+        for p in (REPO / "bench").iterdir()
+        if p.suffix in (".py", ".sh") and not p.name.startswith("_")
+    ]
     text = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     assert sorted(name for name in scripts if f"`{name}`" not in text) == []

@@ -26,7 +26,9 @@ RECORDED = BertSelfAttention.forward_with_attention
 class WithScores(LayerAttention):
     """The real intermediates plus one declared in one place."""
 
-    scores: Tensor = per_layer("scores", (2, 3))  # (B, nh, T, T): q · k / √d plus the padding mask, before the softmax
+    scores: Tensor = per_layer(
+        "scores", (2, 3)
+    )  # (B, nh, T, T): q · k / √d plus the padding mask, before the softmax
 
 
 def forward_with_scores(self, hidden_states, mask, head_mask=None):
@@ -54,11 +56,19 @@ def _trace(tiny) -> explore.PairTrace:
 
 def test_the_intermediate_arrives_in_pair_trace_as_numpy(declared, tiny):
     trace = _trace(tiny)
-    layers, heads, count = tiny[0].config.num_hidden_layers, tiny[0].config.num_attention_heads, trace.num_tokens
+    layers, heads, count = (
+        tiny[0].config.num_hidden_layers,
+        tiny[0].config.num_attention_heads,
+        trace.num_tokens,
+    )
     tensors = trace.output.layer_tensors("scores")
     assert len(tensors) == layers and tensors[0].shape == (1, heads, count, count)
     scores = trace.layer_array("scores")
-    assert isinstance(scores, np.ndarray) and scores.dtype == np.float32 and trace.layer_array("scores") is scores
+    assert (
+        isinstance(scores, np.ndarray)
+        and scores.dtype == np.float32
+        and trace.layer_array("scores") is scores
+    )
     assert scores.shape == trace.attentions.shape == (layers, heads, count, count)
     np.testing.assert_allclose(torch.from_numpy(scores).softmax(-1).numpy(), trace.attentions, atol=1e-6)
 

@@ -62,7 +62,10 @@ def test_the_declared_page_is_in_the_tests_page_lists(glossary):
 def test_the_declared_step_is_counted_linked_and_numbered(words_step, tiny_state):
     at = run_app(tiny_state, "walkthrough", walk_step=1)
     no_exception(at)
-    assert at.header[0].value == f"Step 1 of 9: {WORDS.title}" and "tokens' worth of text" in at.markdown[0].value
+    assert (
+        at.header[0].value == f"Step 1 of 9: {WORDS.title}"
+        and "tokens' worth of text" in at.markdown[0].value
+    )
     at.button(key="walk_next").click().run()
     assert at.header[0].value.startswith("Step 2 of 9: WordPiece tokens")
     at.session_state["walk_step"] = 6  # many heads: its text sends the learner to the one-head step, now 5

@@ -73,7 +73,9 @@ def test_a_rooms_init_lists_by_name_every_name_its_modules_offer(room):
     folder = Path(room.__file__).parent
     offered = set().union(*(_all_of(path) for path in folder.glob("[!_]*.py")))
     assert set(room.__all__) == offered
-    assert all(callable(getattr(room, name)) or isinstance(getattr(room, name), dict | type) for name in offered)
+    assert all(
+        callable(getattr(room, name)) or isinstance(getattr(room, name), dict | type) for name in offered
+    )
 
 
 def test_the_declared_view_arrives_as_a_tab_with_its_figure_csv_and_link(declared, tiny_state):

@@ -47,7 +47,9 @@ CLAIMS = {"input_bounds.py": _within_budget, "train_memory_estimate.py": _within
 
 
 def _param(name: str):
-    return pytest.param(name, marks=[pytest.mark.browser] if name in SERVER else [], id=name.removesuffix(".py"))
+    return pytest.param(
+        name, marks=[pytest.mark.browser] if name in SERVER else [], id=name.removesuffix(".py")
+    )
 
 
 @pytest.mark.parametrize("script", [_param(name) for name in SCRIPTS])
@@ -55,17 +57,29 @@ def test_bench_script_runs_its_smoke_setting(script):
     if script in CHROMIUM and not Path("/usr/bin/chromium").exists():
         pytest.skip("Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)")
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, f"bench/{script}", "--smoke"], cwd=REPO, capture_output=True, text=True,
-                          timeout=TIMEOUT_S, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    done = subprocess.run(
+        [sys.executable, f"bench/{script}", "--smoke"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     print(f"{script}: {time.perf_counter() - started:.1f} s")
-    assert done.returncode == 0, f"{script} --smoke exited with {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"{script} --smoke exited with {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
     lines = [line for line in done.stdout.splitlines() if KEY_VALUE.match(line)]
     assert lines, f"{script} --smoke printed no key=value line:\n{done.stdout[-3000:]}"
     CLAIMS.get(script, lambda _: None)([line for line in done.stdout.splitlines() if "=" in line])
 
 
 def test_every_bench_script_declares_the_smoke_flag_through_the_helper():
-    missing = [name for name in SCRIPTS if "add_smoke_flag(" not in (REPO / "bench" / name).read_text(encoding="utf-8")]
+    missing = [
+        name
+        for name in SCRIPTS
+        if "add_smoke_flag(" not in (REPO / "bench" / name).read_text(encoding="utf-8")
+    ]
     assert missing == []
 
 

@@ -25,7 +25,9 @@ expect.set_options(timeout=20_000)
 @pytest.fixture(scope="session")
 def streamlit_url(request):
     """Base URL of one streamlit server shared by the session's browser tests."""
-    with running_streamlit("streamlit.log", lambda: request.getfixturevalue("browser")) as url:  # chromium starts
+    with running_streamlit(
+        "streamlit.log", lambda: request.getfixturevalue("browser")
+    ) as url:  # chromium starts
         yield url  # while the server does
 
 

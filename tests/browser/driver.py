@@ -56,8 +56,9 @@ def wait_for_idle(page, timeout_ms: float = 60_000) -> None:
 def open_page(page, base_url: str, url_path: str = "") -> None:
     """Load a page in a new session and wait for its first run to draw something in the main area."""
     page.goto(f"{base_url}/{url_path}")
-    page.locator('[data-testid="stMain"] [data-testid="stHeading"], [data-testid="stMain"] [data-testid="stAlert"]')\
-        .first.wait_for(timeout=60_000)
+    page.locator(
+        '[data-testid="stMain"] [data-testid="stHeading"], [data-testid="stMain"] [data-testid="stAlert"]'
+    ).first.wait_for(timeout=60_000)
     wait_for_idle(page)
 
 
@@ -67,8 +68,10 @@ def open_tab(page, label: str) -> None:
 
 
 # Browser tests that open the app on its default model need its checkpoint.
-NEEDS_DEFAULT_MODEL = pytest.mark.skipif(not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
-                                         reason=f"checkpoints/{DEFAULT_MODEL} is missing")
+NEEDS_DEFAULT_MODEL = pytest.mark.skipif(
+    not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file(),
+    reason=f"checkpoints/{DEFAULT_MODEL} is missing",
+)
 EXCEPTION = '[data-testid="stException"]'
 
 # True once the plotly figure under `.st-key-<key>` has drawn its data and, if given, shows `rows` rows.

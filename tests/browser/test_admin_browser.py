@@ -43,15 +43,20 @@ def _manage(page, url: str, name: str) -> None:
     wait_for_idle(page)
 
 
-def test_the_admin_cookie_is_http_only_and_a_reload_is_still_the_admin(browser, admin_server, others_checkpoint):
+def test_the_admin_cookie_is_http_only_and_a_reload_is_still_the_admin(
+    browser, admin_server, others_checkpoint
+):
     page = new_page(browser, viewport={"width": 1400, "height": 1000})
     _manage(page, admin_server, others_checkpoint)
     expect(page.get_by_role("button", name="Rename")).to_have_count(0)
     page.locator(".st-key-admin_token input").fill(TOKEN)
     page.locator(".st-key-admin_token input").press("Enter")
     expect(page.get_by_role("button", name="Rename")).to_be_visible(timeout=30_000)
-    cookie = wait_until(lambda: next((c for c in page.context.cookies() if c["name"] == access.ADMIN_COOKIE), None),
-                        30, "the admin cookie")
+    cookie = wait_until(
+        lambda: next((c for c in page.context.cookies() if c["name"] == access.ADMIN_COOKIE), None),
+        30,
+        "the admin cookie",
+    )
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and access.is_admin_cookie(cookie["value"])
     assert access.ADMIN_COOKIE not in page.evaluate("() => document.cookie")
     page.reload()  # a new session: the cookie, not the form, says who the admin is

@@ -51,7 +51,9 @@ def second_server(request, browser):
         yield url
 
 
-def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(browser, streamlit_url, second_server):
+def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(
+    browser, streamlit_url, second_server
+):
     """The lecturer and the first student on one server, the second student on another sharing its database."""
     lecturer = new_page(browser, viewport={"width": 1280, "height": 720})
     open_page(lecturer, streamlit_url, "class")
@@ -88,8 +90,9 @@ def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(brows
     screenshot(lecturer, ARTIFACTS / "class_lecturer.png", max_height=720)
     screenshot(second, ARTIFACTS / "class_student.png", max_height=844)
     lecturer.reload()  # a new session: the lecturer's cookie brings the class back where it was
-    lecturer.get_by_role("button", name="Reveal the model's answer").or_(lecturer.locator(".bvl-join-code")).first\
-        .wait_for(timeout=30_000)
+    lecturer.get_by_role("button", name="Reveal the model's answer").or_(
+        lecturer.locator(".bvl-join-code")
+    ).first.wait_for(timeout=30_000)
     expect(lecturer.locator(".bvl-join-code")).to_have_text(code)
     expect(lecturer.get_by_text(f"Step 8 of 8: {NSP.title}")).to_be_visible()
     for page in (lecturer, first, second):

@@ -27,5 +27,7 @@ def test_a_deep_link_is_the_first_page_a_fresh_server_shows(browser):
         assert page.locator(EXCEPTION).count() == 0
         assert page.get_by_role("heading", name="Attention").count() == 1
         assert page.url.split("?")[0].endswith("/Attention")
-        assert "layer=1" in page.url  # the link's own state was read, not dropped by a detour through the main page
+        assert (
+            "layer=1" in page.url
+        )  # the link's own state was read, not dropped by a detour through the main page
         page.context.close()

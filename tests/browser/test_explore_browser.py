@@ -100,17 +100,23 @@ def test_head_view_hover_lights_up_a_token_and_a_legend_click_shows_one_head(str
     open_tab(page, "Head view")
     wait_for_figure(page, "head_view")
     page.locator(".st-key-head_view").scroll_into_view_if_needed()
-    page.wait_for_function("() => document.querySelector('.st-key-head_view .js-plotly-plot').__bvlHighlight",
-                           timeout=10_000)  # the hover script has attached (it looks every 0.4 s)
+    page.wait_for_function(
+        "() => document.querySelector('.st-key-head_view .js-plotly-plot').__bvlHighlight", timeout=10_000
+    )  # the hover script has attached (it looks every 0.4 s)
     x, y = page.evaluate(_TOKEN_XY, ["queries", 2])
     page.mouse.move(x, y)
-    page.wait_for_function("() => document.querySelectorAll('.st-key-head_view .bvl-highlight path').length > 0",
-                           timeout=10_000)
-    dimmed = page.evaluate("() => [...document.querySelectorAll('.st-key-head_view .scatterlayer .trace')]"
-                           ".filter(e => e.querySelector('.js-line')).every(e => e.style.opacity === '0.12')")
+    page.wait_for_function(
+        "() => document.querySelectorAll('.st-key-head_view .bvl-highlight path').length > 0", timeout=10_000
+    )
+    dimmed = page.evaluate(
+        "() => [...document.querySelectorAll('.st-key-head_view .scatterlayer .trace')]"
+        ".filter(e => e.querySelector('.js-line')).every(e => e.style.opacity === '0.12')"
+    )
     assert dimmed
     page.mouse.move(5, 5)
-    page.wait_for_function("() => !document.querySelector('.st-key-head_view .bvl-highlight')", timeout=10_000)
+    page.wait_for_function(
+        "() => !document.querySelector('.st-key-head_view .bvl-highlight')", timeout=10_000
+    )
     assert len(page.evaluate(_SHOWN_HEADS)) == 12
     page.locator(".st-key-head_view .legend .traces", has_text="head 3").click()
     page.wait_for_function(f"() => ({_SHOWN_HEADS})().join() === 'head 3'", timeout=10_000)
@@ -127,12 +133,15 @@ def test_clicking_a_token_in_the_head_view_focuses_it(streamlit_url, page):
     combobox = page.locator(".st-key-hv_focus input[role='combobox']")
     expect(combobox).to_have_value("cat (2)")
     # every line now leaves the clicked query (row 2); plotly decodes its data into _fullData
-    page.wait_for_function("""() => {
+    page.wait_for_function(
+        """() => {
       const gd = document.querySelector('.st-key-head_view .js-plotly-plot');
       const lines = (gd && gd._fullData || []).filter(t => t.mode === 'lines');
       const starts = lines.flatMap(t => Array.from(t.y).filter((v, i) => i % 3 === 0 && v !== null));
       return starts.length > 0 && starts.every(v => v === 2);
-    }""", timeout=30_000)
+    }""",
+        timeout=30_000,
+    )
     assert_no_exception(page)
 
 
@@ -140,12 +149,18 @@ def test_clicking_a_token_in_the_head_view_focuses_it(streamlit_url, page):
 def test_minilm_predictions_switch_to_the_default_model(streamlit_url, page):
     open_page(page, streamlit_url, "Predictions")
     choose_option(page, "model_picker", MINILM)
-    expect(page.locator(".st-key-model_picker input[role='combobox']")).to_have_value(re.compile(re.escape(MINILM)))
-    expect(page.locator("[class*='st-key-predictions_']")).to_have_count(0)  # no heads: nothing to predict with
+    expect(page.locator(".st-key-model_picker input[role='combobox']")).to_have_value(
+        re.compile(re.escape(MINILM))
+    )
+    expect(page.locator("[class*='st-key-predictions_']")).to_have_count(
+        0
+    )  # no heads: nothing to predict with
     screenshot(page, ARTIFACTS / "page_predictions_without_heads.png")
     page.get_by_role("button", name=f"Switch to {DEFAULT_MODEL}").click()
     wait_for_idle(page)
-    expect(page.locator(".st-key-model_picker input[role='combobox']")).to_have_value(re.compile(DEFAULT_MODEL))
+    expect(page.locator(".st-key-model_picker input[role='combobox']")).to_have_value(
+        re.compile(DEFAULT_MODEL)
+    )
     wait_for_figure(page, "nsp")
     assert page.locator("[class*='st-key-predictions_']").count() >= 1
     assert_no_exception(page)
@@ -158,7 +173,9 @@ PARIS_MASK = 4  # [CLS] paris is the [MASK]
 SIZES = [(1280, 720), (1024, 768)]
 
 
-@pytest.mark.skipif(not (CHECKPOINTS_DIR / ENGLISH / "config.json").is_file(), reason=f"checkpoints/{ENGLISH} is missing")
+@pytest.mark.skipif(
+    not (CHECKPOINTS_DIR / ENGLISH / "config.json").is_file(), reason=f"checkpoints/{ENGLISH} is missing"
+)
 def test_fresh_session_opens_on_minilm_english_and_fills_in_paris(streamlit_url, page):
     open_page(page, streamlit_url)
     assert selected_option(page, "model_picker") == ENGLISH
@@ -168,7 +185,9 @@ def test_fresh_session_opens_on_minilm_english_and_fills_in_paris(streamlit_url,
     type_into(page, "sentence_b", PARIS_B)
     wait_for_idle(page)
     key = f"predictions_{PARIS_MASK}"
-    expect(page.locator(f".st-key-{key} .gtitle")).to_have_text(f"Position {PARIS_MASK}: [MASK] typed in the text")
+    expect(page.locator(f".st-key-{key} .gtitle")).to_have_text(
+        f"Position {PARIS_MASK}: [MASK] typed in the text"
+    )
     wait_for_figure(page, key, rows=10)  # Top k = 10
     wait_for_figure(page, "nsp")
     labels = tick_labels(page, key)
@@ -177,7 +196,9 @@ def test_fresh_session_opens_on_minilm_english_and_fills_in_paris(streamlit_url,
     assert_no_exception(page)
     for width, height in SIZES:
         resize(page, width, height)
-        page.screenshot(path=str(ARTIFACTS / f"predictions_paris_{width}x{height}.png"))  # what a user first sees
+        page.screenshot(
+            path=str(ARTIFACTS / f"predictions_paris_{width}x{height}.png")
+        )  # what a user first sees
         screenshot(page, ARTIFACTS / f"predictions_paris_{width}x{height}_full.png")
         assert tick_labels(page, key)[:5] == labels[:5]  # still readable after the re-layout
     assert_no_exception(page)
@@ -189,7 +210,10 @@ def test_fresh_session_opens_on_minilm_english_and_fills_in_paris(streamlit_url,
         ("   ", "Sentence A is empty"),
         ("Party time 🎉🎉 with 🦜 parrots", "[UNK]"),
         ("word " * 600, "truncated"),  # 600 words: cut to the max length, said so
-        ("word " * 4001, "characters long; this server takes at most 20,000"),  # a paste past the limit: refused
+        (
+            "word " * 4001,
+            "characters long; this server takes at most 20,000",
+        ),  # a paste past the limit: refused
     ],
     ids=["only-spaces", "emoji", "600-words", "20k-characters"],
 )

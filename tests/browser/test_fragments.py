@@ -32,8 +32,12 @@ def drawn(frames: list[bytes]) -> list[str]:
 def test_the_head_statistic_redraws_its_figure_and_not_the_page(streamlit_url, browser):
     page = new_page(browser, viewport={"width": 1400, "height": 1000})
     frames: list[bytes] = []
-    page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(data)
-                                          if isinstance(data, bytes) else None))
+    page.on(
+        "websocket",
+        lambda ws: ws.on(
+            "framereceived", lambda data: frames.append(data) if isinstance(data, bytes) else None
+        ),
+    )
     open_page(page, streamlit_url, "Attention?tab=Head+statistics")
     wait_for_figure(page, "head_statistics")
     first_run = drawn(frames)
@@ -45,6 +49,8 @@ def test_the_head_statistic_redraws_its_figure_and_not_the_page(streamlit_url, b
     wait_for_figure(page, "head_statistics")
     fragment_run = drawn(frames)
     assert any(i.endswith("-head_statistics") for i in fragment_run), fragment_run
-    assert not any(i.endswith(("-sentence_a", "-attn_layer", "-model_picker")) for i in fragment_run), fragment_run
+    assert not any(i.endswith(("-sentence_a", "-attn_layer", "-model_picker")) for i in fragment_run), (
+        fragment_run
+    )
     assert page.locator(EXCEPTION).count() == 0
     page.context.close()

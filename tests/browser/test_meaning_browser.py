@@ -98,7 +98,10 @@ def test_on_a_phone_the_scatter_keeps_its_width_and_a_click_lists_neighbours(str
     assert page.locator(".st-key-meaning_scatter_0").is_hidden()  # the wide chart, legend beside the plot
     plot, legend, figure = page.evaluate(_PLOT_AND_LEGEND, phone_chart)
     assert legend[1] >= plot[3], (plot, legend)  # the legend under the plot, not over its points
-    assert plot[2] - plot[0] > 0.7 * (figure[2] - figure[0]), (plot, figure)  # the plot keeps the figure's width
+    assert plot[2] - plot[0] > 0.7 * (figure[2] - figure[0]), (
+        plot,
+        figure,
+    )  # the plot keeps the figure's width
     page.locator(f".st-key-{phone_chart}").screenshot(path=str(ARTIFACTS / "meaning_390x844_scatter.png"))
     before = selected_option(page, "meaning_query")
     name, index = page.evaluate(_OTHER_POINT, phone_chart)

@@ -30,8 +30,14 @@ from tests.browser.driver import (
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 
-EXPLORE = {"Tokens": "tokens", "Embeddings": "embeddings", "Attention": "attention", "Predictions": "predictions",
-           "Beyond_attention": "beyond_attention", "Meaning_in_context": "meaning_in_context"}
+EXPLORE = {
+    "Tokens": "tokens",
+    "Embeddings": "embeddings",
+    "Attention": "attention",
+    "Predictions": "predictions",
+    "Beyond_attention": "beyond_attention",
+    "Meaning_in_context": "meaning_in_context",
+}
 QUESTION_STEPS = {"one_head", "mlm", "nsp"}
 # Top and height of the first figure in the main area: a plotly chart, or the token chips (an HTML figure).
 # Charts are drawn one by one, so the first chart element is found first and then waited for.
@@ -113,7 +119,9 @@ def look_at_every_size(page, name: str, tops: dict, found: dict) -> None:
         resize(page, width, height)
         top, figure_height = figure_box(page)
         tops[(width, height)][name] = (top, top + figure_height)
-        if (width, height) == SLIDE_SIZES[0]:  # the projector's slide, to look at; the other sizes are measured
+        if (width, height) == SLIDE_SIZES[
+            0
+        ]:  # the projector's slide, to look at; the other sizes are measured
             page.screenshot(path=str(ARTIFACTS / f"present_{width}x{height}_{name}.png"))
         if overlaps(page):
             found[f"{name} {width}x{height}"] = overlaps(page)
@@ -141,20 +149,33 @@ def test_presentation_mode_shows_every_key_figure_whole_like_a_slide(streamlit_u
         assert_no_exception(page)
     for (width, height), by_view in tops.items():
         (ARTIFACTS / f"present_{width}x{height}_figure_boxes.txt").write_text(
-            "".join(f"{name}: top {top:.0f} px, bottom {bottom:.0f} px of {height}\n"
-                    for name, (top, bottom) in by_view.items()), encoding="utf-8")
+            "".join(
+                f"{name}: top {top:.0f} px, bottom {bottom:.0f} px of {height}\n"
+                for name, (top, bottom) in by_view.items()
+            ),
+            encoding="utf-8",
+        )
     low = {name: top for name, (top, _) in tops[(1280, 720)].items() if not 0 <= top <= 720 - 200}
     assert not low, f"figure tops below 520 px at 1280x720 (at least 200 px of figure must show): {low}"
-    cut = {f"{name} {width}x{height}": round(bottom) for width, height in SLIDE_SIZES
-           for name, (_, bottom) in tops[(width, height)].items() if bottom > height}
+    cut = {
+        f"{name} {width}x{height}": round(bottom)
+        for width, height in SLIDE_SIZES
+        for name, (_, bottom) in tops[(width, height)].items()
+        if bottom > height
+    }
     assert not cut, f"figure bottoms below the screen (scrolling needed): {cut}"
     assert not found, found
 
 
 # The other tabs of the two pages with pickers above their figures, and each figure's widget key.
-OTHER_TABS = {"Attention": {"Neuron view": "neuron_view", "Head statistics": "head_statistics", "Rollout": "rollout"},
-              "Beyond_attention": {"Attribution": "beyond_attribution", "Head knock-out": "beyond_knockout",
-                                   "Layer by layer": "beyond_logit_lens"}}
+OTHER_TABS = {
+    "Attention": {"Neuron view": "neuron_view", "Head statistics": "head_statistics", "Rollout": "rollout"},
+    "Beyond_attention": {
+        "Attribution": "beyond_attribution",
+        "Head knock-out": "beyond_knockout",
+        "Layer by layer": "beyond_logit_lens",
+    },
+}
 # [top, bottom] of each y tick label of the figure under `.st-key-<key>`, top to bottom, in page pixels.
 _Y_TICKS = """key => [...document.querySelectorAll(`.st-key-${key} .yaxislayer-above text`)]
   .map(e => e.getBoundingClientRect()).map(r => [r.top, r.bottom]).sort((a, b) => a[0] - b[0])"""
@@ -191,7 +212,9 @@ B = "It was not amused at all."
 
 
 def test_a_prepared_link_reproduces_pair_layer_and_head(streamlit_url, page):
-    open_page(page, streamlit_url, f"Attention?a={quote(A)}&b={quote(B)}&model={DEFAULT_MODEL}&layer=2&head=5")
+    open_page(
+        page, streamlit_url, f"Attention?a={quote(A)}&b={quote(B)}&model={DEFAULT_MODEL}&layer=2&head=5"
+    )
     expect(page.locator(".st-key-sentence_a input")).to_have_value(A)
     expect(page.locator(".st-key-sentence_b input")).to_have_value(B)
     assert selected_option(page, "attn_layer") == "2" and selected_option(page, "attn_head") == "5"
@@ -249,9 +272,17 @@ def test_the_url_follows_the_user_and_bad_values_are_tamed(streamlit_url, page):
     assert_no_exception(page)
 
 
-NORMAL_VIEWS = [("Embeddings", None), ("Attention", "Heatmap"), ("Attention", "Neuron view"),
-                ("Attention", "Model view"), ("Attention", "Head view"), ("Predictions", None),
-                ("Beyond_attention", None), ("Beyond_attention", "Attribution"), ("Beyond_attention", "Layer by layer")]
+NORMAL_VIEWS = [
+    ("Embeddings", None),
+    ("Attention", "Heatmap"),
+    ("Attention", "Neuron view"),
+    ("Attention", "Model view"),
+    ("Attention", "Head view"),
+    ("Predictions", None),
+    ("Beyond_attention", None),
+    ("Beyond_attention", "Attribution"),
+    ("Beyond_attention", "Layer by layer"),
+]
 
 
 def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_url, page):
@@ -277,8 +308,9 @@ def test_a_walkthrough_tile_click_opens_that_head_in_step_four(streamlit_url, pa
     figure_box(page)
     click_model_view_tile(page, layer=3, head=7, num_heads=12, key="walk_model_view")
     expect(page.get_by_role("heading", level=2).first).to_contain_text("Step 4 of 8")
-    page.wait_for_function("() => location.search.includes('layer=3') && location.search.includes('head=7')",
-                           timeout=10_000)
+    page.wait_for_function(
+        "() => location.search.includes('layer=3') && location.search.includes('head=7')", timeout=10_000
+    )
     expect(page.locator('[data-testid="stMain"] [data-testid="stRadio"]')).to_contain_text("layer 3, head 7")
     heading = page.get_by_role("heading", level=2).first
     page.get_by_role("button", name="Next").click()
@@ -308,14 +340,17 @@ LONG_A = "The quick brown fox jumps over the lazy dog and runs far away into the
 LONG_B = "It was not amused at all by the noise."  # with LONG_A: 31 tokens, more than a slide's 22
 
 
-@pytest.mark.parametrize("pair", ["", f"&a={quote(LONG_A)}&b={quote(LONG_B)}"], ids=["default pair", "31 tokens"])
+@pytest.mark.parametrize(
+    "pair", ["", f"&a={quote(LONG_A)}&b={quote(LONG_B)}"], ids=["default pair", "31 tokens"]
+)
 def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit_url, page, pair):
     page.set_viewport_size({"width": 1280, "height": 720})
     open_page(page, streamlit_url, f"Attention?present=1{pair}")
     page.get_by_role("tab", name="Head view").click()
     wait_for_idle(page)
-    page.wait_for_function("() => document.querySelector('.st-key-head_view .js-plotly-plot')?._fullLayout",
-                           timeout=30_000)
+    page.wait_for_function(
+        "() => document.querySelector('.st-key-head_view .js-plotly-plot')?._fullLayout", timeout=30_000
+    )
     figure_top = page.locator(".st-key-head_view").bounding_box()["y"]
     assert figure_top < 720 - 200, figure_top
     assert page.locator(".st-key-hv_heads").bounding_box()["y"] > figure_top
@@ -325,8 +360,12 @@ def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit
     assert page.locator(".st-key-hv_start").count() == (1 if pair else 0)
     # A label's box is its line: 21 px for 16-px text, whose letters take ~16 px; more than a quarter of a box on
     # the next one, and letters touch (the rows were 13 px apart with plotly's default margins).
-    crowded = [(a, b) for column in labels for a, b in zip(column, column[1:], strict=False)
-               if b[0] < a[1] - 0.25 * (a[1] - a[0])]
+    crowded = [
+        (a, b)
+        for column in labels
+        for a, b in zip(column, column[1:], strict=False)
+        if b[0] < a[1] - 0.25 * (a[1] - a[0])
+    ]
     assert not crowded, f"token labels run into each other on a slide: {crowded[:3]}"
     assert len(legend) == 12 and max(legend) <= bottom <= 720, (legend, bottom)  # every head's entry shows
     sidebar = page.locator('[data-testid="stSidebar"]').bounding_box()
@@ -340,8 +379,14 @@ BUTTON_CODE = "**/static/js/Button.*.js"
 
 def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside(streamlit_url, page):
     outside = []
-    page.on("request", lambda request: outside.append(request.url) if not request.url.startswith(
-        (streamlit_url, "data:", "blob:", "about:")) else None)
+    page.on(
+        "request",
+        lambda request: (
+            outside.append(request.url)
+            if not request.url.startswith((streamlit_url, "data:", "blob:", "about:"))
+            else None
+        ),
+    )
     held = []
 
     def hold(route) -> None:
@@ -351,7 +396,9 @@ def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside(str
     open_page(page, streamlit_url, "?step=2")
     heading = page.get_by_role("heading", level=2).first
     expect(heading).to_contain_text("Step 2 of 8")
-    page.wait_for_function("() => window.__bvlStepKeys === true", timeout=10_000)  # the page's key script is in
+    page.wait_for_function(
+        "() => window.__bvlStepKeys === true", timeout=10_000
+    )  # the page's key script is in
     # A press before the buttons are drawn (~0.4 s after the script here, seconds on a busy machine, as on CI) waits
     # for them: it was lost.
     expect(page.locator(".st-key-walk_next button")).to_have_count(0)
@@ -411,12 +458,15 @@ def test_a_copied_link_reopens_the_tab_and_the_filter_in_a_fresh_browser(streaml
     fresh = new_page(browser, viewport={"width": 1280, "height": 720})
     try:
         fresh.goto(link)
-        expect(fresh.get_by_role("tab", name="Model view")).to_have_attribute("aria-selected", "true", timeout=60_000)
+        expect(fresh.get_by_role("tab", name="Model view")).to_have_attribute(
+            "aria-selected", "true", timeout=60_000
+        )
         wait_for_idle(fresh)
         expect_filter(fresh, "attn_sentence_filter", "A→B")
         assert selected_option(fresh, "attn_layer") == "3"
-        fresh.wait_for_function("() => document.querySelector('.st-key-model_view .js-plotly-plot')?._fullLayout",
-                                timeout=60_000)
+        fresh.wait_for_function(
+            "() => document.querySelector('.st-key-model_view .js-plotly-plot')?._fullLayout", timeout=60_000
+        )
         assert_no_exception(fresh)
     finally:
         fresh.context.close()

@@ -31,8 +31,14 @@ def _set_cookie_header(url: str, nonce: str, headers: dict[str, str]) -> str:
 def test_the_cookie_route_sets_a_parked_cookie_once_http_only_and_secure_over_https(browser, streamlit_url):
     open_front_page(browser, streamlit_url)  # app.py's first run adds the route
     cookie = cookie_handoff.ParkedCookie(cookie_handoff.LEAD_COOKIE, "KKKKKK.secret", 60)
-    plain = _set_cookie_header(streamlit_url, cookie_handoff.park(cookie), {})  # the server shares the file (conftest)
-    assert plain.startswith("bvl_class_lead=KKKKKK.secret;") and "HttpOnly" in plain and "SameSite=strict" in plain
+    plain = _set_cookie_header(
+        streamlit_url, cookie_handoff.park(cookie), {}
+    )  # the server shares the file (conftest)
+    assert (
+        plain.startswith("bvl_class_lead=KKKKKK.secret;")
+        and "HttpOnly" in plain
+        and "SameSite=strict" in plain
+    )
     assert "Secure" not in plain and "Max-Age=60" in plain
     nonce = cookie_handoff.park(cookie)
     # From 127.0.0.1 (as `serve`'s haproxy is), X-Forwarded-Proto says the browser's page came over HTTPS.
@@ -60,6 +66,8 @@ def test_the_lead_cookie_is_http_only_survives_a_reload_and_goes_with_end_class(
     lecturer.get_by_role("button", name="End class").click()
     lecturer.get_by_role("button", name="End the class now").click()
     lecturer.get_by_text("This class has ended").wait_for(timeout=30_000)
-    wait_until(lambda: _cookie(lecturer, cookie_handoff.LEAD_COOKIE) is None, 30, "the lecturer's cookie to go")
+    wait_until(
+        lambda: _cookie(lecturer, cookie_handoff.LEAD_COOKIE) is None, 30, "the lecturer's cookie to go"
+    )
     assert lecturer.locator(EXCEPTION).count() == 0
     lecturer.context.close()

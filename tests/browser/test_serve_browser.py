@@ -56,8 +56,11 @@ class Balanced:
     def worker_pid(self, index: int) -> int:
         """The pid of worker `index` (its environment names it)."""
         marker = f"{WORKER_SETTING}={index}".encode()
-        return next(pid for pid in children_of(self.serve.pid)
-                    if marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"))
+        return next(
+            pid
+            for pid in children_of(self.serve.pid)
+            if marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        )
 
 
 @pytest.fixture(scope="module")
@@ -69,11 +72,27 @@ def balanced(tmp_path_factory):
     port = free_port()
     out = run_dir / "serve.out"
     with open(out, "w") as handle:
-        serve = subprocess.Popen([sys.executable, "-m", "bertviz_lite.serve", "--workers", "2", "--port", str(port),
-                                  "--run-dir", str(run_dir)], cwd=REPO, stdout=handle, stderr=subprocess.STDOUT)
+        serve = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bertviz_lite.serve",
+                "--workers",
+                "2",
+                "--port",
+                str(port),
+                "--run-dir",
+                str(run_dir),
+            ],
+            cwd=REPO,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
     children = []
     try:
-        wait_until(lambda: serve.poll() is not None or "open http://" in out.read_text(), 120, "serve to say open")
+        wait_until(
+            lambda: serve.poll() is not None or "open http://" in out.read_text(), 120, "serve to say open"
+        )
         assert serve.poll() is None, out.read_text()
         assert len(children_of(serve.pid)) == 3, out.read_text()  # two workers and haproxy
         yield Balanced(f"http://127.0.0.1:{port}", serve, out)
@@ -82,7 +101,9 @@ def balanced(tmp_path_factory):
         serve.send_signal(signal.SIGTERM)
         assert serve.wait(timeout=30) == 0, out.read_text()
     assert "Stopping haproxy and the workers" in out.read_text()
-    assert children and not [pid for pid in children if Path(f"/proc/{pid}").exists()]  # no orphans, no zombies
+    assert children and not [
+        pid for pid in children if Path(f"/proc/{pid}").exists()
+    ]  # no orphans, no zombies
 
 
 def in_own_loop(coroutine):
@@ -101,7 +122,9 @@ def test_a_visitor_stays_on_one_worker_and_new_visitors_are_spread(balanced):
     plain = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     assert {get(plain, f"{balanced_url}/") for _ in range(6)} == {"w0", "w1"}  # no cookie: both workers serve
     jar = http.cookiejar.CookieJar()
-    browser = urllib.request.build_opener(urllib.request.ProxyHandler({}), urllib.request.HTTPCookieProcessor(jar))
+    browser = urllib.request.build_opener(
+        urllib.request.ProxyHandler({}), urllib.request.HTTPCookieProcessor(jar)
+    )
     first = get(browser, f"{balanced_url}/")
     assert [c.value for c in jar if c.name == haproxy.COOKIE] == [first]
     paths = ["/", "/Attention", "/_stcore/health", "/_stcore/host-config"] * 5
@@ -109,20 +132,26 @@ def test_a_visitor_stays_on_one_worker_and_new_visitors_are_spread(balanced):
 
     async def stream_worker() -> str:  # the websocket carries the same cookie to the same worker
         url = balanced_url.replace("http://", "ws://") + "/_stcore/stream"
-        async with connect(url, subprotocols=["streamlit"], proxy=None, additional_headers={
-                "Cookie": f"{haproxy.COOKIE}={first}"}) as ws:
+        async with connect(
+            url,
+            subprotocols=["streamlit"],
+            proxy=None,
+            additional_headers={"Cookie": f"{haproxy.COOKIE}={first}"},
+        ) as ws:
             return ws.response.headers[haproxy.WORKER_HEADER]
 
     assert in_own_loop(stream_worker()) == first
 
 
-
-
 def page_on_worker(browser, url: str, worker: str):
     """A new browser session of the one visitor, its balancer cookie pinned to `worker`; the page and who served it."""
     page = new_page(browser, viewport={"width": 1400, "height": 1000})
-    page.context.add_cookies([{"name": name, "value": value, "url": url} for name, value in
-                              ((haproxy.COOKIE, worker), ("bvl_visitor", VISITOR_ID))])
+    page.context.add_cookies(
+        [
+            {"name": name, "value": value, "url": url}
+            for name, value in ((haproxy.COOKIE, worker), ("bvl_visitor", VISITOR_ID))
+        ]
+    )
     response = page.goto(url)
     page.locator('[data-testid="stMain"] [data-testid="stHeading"]').first.wait_for(timeout=60_000)
     wait_for_idle(page)
@@ -160,8 +189,13 @@ def test_a_worker_that_dies_is_started_again_and_its_cookie_leads_back_to_it(bal
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     opener.addheaders = [("Cookie", f"{haproxy.COOKIE}=w1")]
     os.kill(balanced.worker_pid(1), signal.SIGKILL)
-    wait_until(lambda: "worker 1 exited with code -9: starting it again" in balanced.out.read_text(), 30, "a restart")
-    assert get(opener, f"{balanced.url}/_stcore/health") in {"w0", "w1"}  # meanwhile haproxy sends it elsewhere
+    wait_until(
+        lambda: "worker 1 exited with code -9: starting it again" in balanced.out.read_text(), 30, "a restart"
+    )
+    assert get(opener, f"{balanced.url}/_stcore/health") in {
+        "w0",
+        "w1",
+    }  # meanwhile haproxy sends it elsewhere
     wait_until(lambda: get(opener, f"{balanced.url}/_stcore/health") == "w1", 60, "worker 1 back in haproxy")
 
 

@@ -34,12 +34,22 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
     (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (folder / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                       serialization.NoEncryption()))
+    (folder / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     return folder / "cert.pem", folder / "key.pem"
 
 
@@ -58,11 +68,30 @@ def served(tmp_path_factory):
     cert, key = self_signed(run_dir)
     port, out = free_port(), run_dir / "serve.out"
     with open(out, "w") as handle:
-        serve = subprocess.Popen([sys.executable, "-m", "bertviz_lite.serve", "--workers", "1", "--port", str(port),
-                                  "--run-dir", str(run_dir), "--tls-cert", str(cert), "--tls-key", str(key)],
-                                 cwd=REPO, stdout=handle, stderr=subprocess.STDOUT)
+        serve = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bertviz_lite.serve",
+                "--workers",
+                "1",
+                "--port",
+                str(port),
+                "--run-dir",
+                str(run_dir),
+                "--tls-cert",
+                str(cert),
+                "--tls-key",
+                str(key),
+            ],
+            cwd=REPO,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
     try:
-        wait_until(lambda: serve.poll() is not None or "open https://" in out.read_text(), 180, "serve to say open")
+        wait_until(
+            lambda: serve.poll() is not None or "open https://" in out.read_text(), 180, "serve to say open"
+        )
         assert serve.poll() is None, out.read_text()
         yield Served(f"https://127.0.0.1:{port}", run_dir)
     finally:
@@ -78,7 +107,9 @@ def _pem_of(run_dir: Path) -> Path:
 
 
 def _get(url: str, headers: dict[str, str] | None = None):
-    return urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), context=UNCHECKED, timeout=20)
+    return urllib.request.urlopen(
+        urllib.request.Request(url, headers=headers or {}), context=UNCHECKED, timeout=20
+    )
 
 
 def test_serve_answers_over_https_with_secure_cookies_and_a_private_key_file(served):
@@ -88,7 +119,9 @@ def test_serve_answers_over_https_with_secure_cookies_and_a_private_key_file(ser
     assert "Secure" in sticky and "HttpOnly" in sticky
     assert stat.S_IMODE(_pem_of(served.run_dir).stat().st_mode) == 0o600
     nonce = cookie_handoff.park(cookie_handoff.ParkedCookie(cookie_handoff.LEAD_COOKIE, "KKKKKK.secret", 60))
-    with _get(f"{served.url}{cookie_handoff.ROUTE_PATH}?n={nonce}", {"X-Forwarded-Proto": "http"}) as response:
+    with _get(
+        f"{served.url}{cookie_handoff.ROUTE_PATH}?n={nonce}", {"X-Forwarded-Proto": "http"}
+    ) as response:
         cookie = response.headers["set-cookie"]  # haproxy says https, whatever the browser claimed
     assert cookie.startswith(f"{cookie_handoff.LEAD_COOKIE}=") and "Secure" in cookie and "HttpOnly" in cookie
 
@@ -96,7 +129,9 @@ def test_serve_answers_over_https_with_secure_cookies_and_a_private_key_file(ser
 @NEEDS_DEFAULT_MODEL
 def test_a_forged_x_forwarded_for_does_not_change_the_address_the_class_counts(served, browser):
     code, _ = classroom.start_class(classroom.Position("minilm-english", "The cat sat.", "It slept."))
-    context = browser.new_context(ignore_https_errors=True, extra_http_headers={"X-Forwarded-For": "203.0.113.9"})
+    context = browser.new_context(
+        ignore_https_errors=True, extra_http_headers={"X-Forwarded-For": "203.0.113.9"}
+    )
     page = context.new_page()
     page.goto(f"{served.url}/class?class={code}")
     page.get_by_text("Step 1 of 8").wait_for(timeout=90_000)

@@ -26,13 +26,18 @@ from tests.browser.driver import (
 
 pytestmark = pytest.mark.browser
 
-OPTIONS = {"steps": 5000, "num_documents": 200, "vocab_size": 200, "seq_len": 32, "batch_size": 8, "threads": 1}
+OPTIONS = {
+    "steps": 5000,
+    "num_documents": 200,
+    "vocab_size": 200,
+    "seq_len": 32,
+    "batch_size": 8,
+    "threads": 1,
+}
 POINTS = """() => {
   const gd = document.querySelector('.st-key-train_loss_chart .js-plotly-plot');
   return gd && gd.data && gd.data[0] && gd.data[0].x ? gd.data[0].x.length : 0;
 }"""
-
-
 
 
 def set_number(page, key: str, value) -> None:
@@ -66,8 +71,11 @@ def wait_for_run_to_show(page) -> None:
 
 def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
     # An earlier test's run may still be saving its last step: wait for the slot (the browser tests run one by one).
-    wait_until(lambda: len(lifecycle.active_runs(CHECKPOINTS_DIR)) < lifecycle.max_concurrent_runs(), 120,
-               "the training slot to be free (no run left training in checkpoints/)")
+    wait_until(
+        lambda: len(lifecycle.active_runs(CHECKPOINTS_DIR)) < lifecycle.max_concurrent_runs(),
+        120,
+        "the training slot to be free (no run left training in checkpoints/)",
+    )
     open_page(page, streamlit_url, "train")
     form = page.locator('[data-testid="stExpander"] details', has_text="Start a new run")
     if form.get_attribute("open") is None:  # with a run to show, its curves come first and the form is folded
@@ -96,9 +104,15 @@ def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
     page.locator(".st-key-train_stop").wait_for(state="detached", timeout=60_000)
     layers, heads = (PRESETS["tiny"]["config"][k] for k in ("num_hidden_layers", "num_attention_heads"))
     click_model_view_tile(page, layer=layers - 1, head=heads - 1, num_heads=heads, key="replay_mosaic")
-    for key, value in (("replay_layer", layers - 1), ("replay_head", heads - 1)):  # the state the click must give
+    for key, value in (
+        ("replay_layer", layers - 1),
+        ("replay_head", heads - 1),
+    ):  # the state the click must give
         expect(page.locator(f".st-key-{key} input[role='combobox']")).to_have_value(f"{value}")
-    assert (selected_option(page, "replay_layer"), selected_option(page, "replay_head")) == (f"{layers - 1}", f"{heads - 1}")
+    assert (selected_option(page, "replay_layer"), selected_option(page, "replay_head")) == (
+        f"{layers - 1}",
+        f"{heads - 1}",
+    )
     screenshot(page, ARTIFACTS / "train_stopped.png")
 
     open_page(page, streamlit_url, "checkpoints")

@@ -30,10 +30,12 @@ pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 A, B, TARGET, FOIL = EXAMPLES["capital: Paris / Rome"]
 LINK = f"Why_this_word?a={quote(A)}&b={quote(B)}&target={TARGET}&foil={FOIL}&model={DEFAULT_MODEL}"
 PAIR = ("The keys to the cabinet are on the table.", "The keys to the cabinet is on the table.")
-VIEWS = [("Contrastive prediction", None, "contrast_by_layer"),
-         ("Activation patching", None, "contrast_patching_residual"),
-         ("Activation patching", "heads", "contrast_patching_head"),
-         ("Activation patching", "attention vs feed-forward", "contrast_patching_feed-forward")]
+VIEWS = [
+    ("Contrastive prediction", None, "contrast_by_layer"),
+    ("Activation patching", None, "contrast_patching_residual"),
+    ("Activation patching", "heads", "contrast_patching_head"),
+    ("Activation patching", "attention vs feed-forward", "contrast_patching_feed-forward"),
+]
 
 
 @pytest.mark.parametrize("present", [False, True], ids=["normal", "present"])
@@ -49,7 +51,9 @@ def test_every_view_opens_from_a_link_and_fits_1280x720(streamlit_url, page, pre
             page.locator(".st-key-why_this_word_restore").get_by_text(restore, exact=True).click()
             wait_for_idle(page)
         asking = page.get_by_role("button", name="Reveal the model's answer")
-        asking.or_(page.locator(f".st-key-{key}")).first.wait_for(timeout=60_000)  # the question, or the figure
+        asking.or_(page.locator(f".st-key-{key}")).first.wait_for(
+            timeout=60_000
+        )  # the question, or the figure
         if asking.count():
             reveal(page)
         try:
@@ -73,8 +77,12 @@ def test_every_view_opens_from_a_link_and_fits_1280x720(streamlit_url, page, pre
 @pytest.mark.parametrize("present", [False, True], ids=["normal", "present"])
 def test_a_minimal_pair_from_a_link_lights_up_where_the_sentences_differ(streamlit_url, page, present):
     page.set_viewport_size({"width": 1280, "height": 720})
-    open_page(page, streamlit_url, f"Why_this_word?a={quote(PAIR[0])}&b={quote(PAIR[1])}&model={DEFAULT_MODEL}"
-                                   + ("&present=1" if present else ""))
+    open_page(
+        page,
+        streamlit_url,
+        f"Why_this_word?a={quote(PAIR[0])}&b={quote(PAIR[1])}&model={DEFAULT_MODEL}"
+        + ("&present=1" if present else ""),
+    )
     open_tab(page, "Minimal pairs")
     page.get_by_role("button", name="Reveal the model's answer").wait_for(timeout=60_000)
     reveal(page)

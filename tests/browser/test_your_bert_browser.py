@@ -33,7 +33,9 @@ def test_a_planted_scale_dk_file_then_the_fixed_one(page, streamlit_url, tmp_pat
     expect(main.get_by_text("differs from BERT")).to_be_visible()
     expect(main.get_by_text("scale-dk", exact=True)).to_be_visible()
     expect(main.get_by_text("divides the scores by d_k instead of sqrt(d_k)", exact=False)).to_be_visible()
-    assert page.locator(".st-key-stage_sides .heatmaplayer image").count() == 3  # yours, BERT's, the difference
+    assert (
+        page.locator(".st-key-stage_sides .heatmaplayer image").count() == 3
+    )  # yours, BERT's, the difference
     screenshot(page, ARTIFACTS / "your_bert_scale_dk.png")
     learner.write_text(correct, encoding="utf-8")
     page.get_by_role("button", name="Check again").click()

@@ -15,11 +15,22 @@ from bertviz_lite.check.report import Report
 from bertviz_lite.check.side_by_side import stage_shape, stage_sides
 from bertviz_lite.figures.check import FLOOR, stage_ladder_figure, stage_sides_figure
 
-STAGES = [Stage("embeddings.sum", [4, 9, 32], [4, 9, 32], 0.0, True),
-          Stage("layer.0.attention.probs", [4, 4, 9, 9], [4, 4, 9, 9], 0.31, False),
-          Stage("layer.0.output", [4, 9, 32], [4, 9, 32], None, False)]
-REPORT = Report("differs", STAGES, [Finding("scale-dk", "layer.0.attention.probs", "Your attention divides the scores "
-                                            "by d_k instead of sqrt(d_k).")])
+STAGES = [
+    Stage("embeddings.sum", [4, 9, 32], [4, 9, 32], 0.0, True),
+    Stage("layer.0.attention.probs", [4, 4, 9, 9], [4, 4, 9, 9], 0.31, False),
+    Stage("layer.0.output", [4, 9, 32], [4, 9, 32], None, False),
+]
+REPORT = Report(
+    "differs",
+    STAGES,
+    [
+        Finding(
+            "scale-dk",
+            "layer.0.attention.probs",
+            "Your attention divides the scores by d_k instead of sqrt(d_k).",
+        )
+    ],
+)
 
 
 def test_the_ladder_keeps_every_stage_in_order_and_names_the_first_failing():
@@ -38,7 +49,9 @@ def test_the_figure_is_on_a_log_scale_with_the_tolerance_line_and_the_first_diff
     assert isinstance(fig, go.Figure) and fig.layout.xaxis.type == "log"
     points = fig.data[0]
     assert list(points.y) == [s.name for s in STAGES]
-    assert points.x[0] == FLOOR and points.x[1] == 0.31 and points.x[2] > 0.31  # 0 on the floor, n/a at the edge
+    assert (
+        points.x[0] == FLOOR and points.x[1] == 0.31 and points.x[2] > 0.31
+    )  # 0 on the floor, n/a at the edge
     assert list(points.marker.color) == ["#2ca02c", "#d62728", "#d62728"]
     assert fig.layout.shapes[0].x0 == TOLERANCE
     notes = {a.text: a.y for a in fig.layout.annotations}
@@ -49,18 +62,29 @@ def test_each_finding_says_what_to_change():
     assert set(CHANGE) <= set(CODES)
     sentence = what_to_change(REPORT.findings[0])
     assert sentence.startswith("Your attention divides") and "math.sqrt(head_size)" in sentence
-    leftover = Finding("unexplained", "layer.0.output", "layer.0.output differs from BERT: compare this step.")
+    leftover = Finding(
+        "unexplained", "layer.0.output", "layer.0.output differs from BERT: compare this step."
+    )
     assert what_to_change(leftover) == leftover.message
 
 
 def test_one_stage_side_by_side_per_pair_and_head():
-    ours = {"layer.0.attention.probs": torch.rand(4, 2, 5, 5), "layer.0.output": torch.rand(4, 5, 8),
-            "nsp_logits": torch.rand(4, 2)}
-    theirs = {"layer.0.attention.probs": ours["layer.0.attention.probs"] * 2,
-              "layer.0.output": ours["layer.0.output"].transpose(0, 1),  # (T, B, H): turned as compare does
-              "nsp_logits": ours["nsp_logits"], "embeddings.sum": torch.rand(3)}
+    ours = {
+        "layer.0.attention.probs": torch.rand(4, 2, 5, 5),
+        "layer.0.output": torch.rand(4, 5, 8),
+        "nsp_logits": torch.rand(4, 2),
+    }
+    theirs = {
+        "layer.0.attention.probs": ours["layer.0.attention.probs"] * 2,
+        "layer.0.output": ours["layer.0.output"].transpose(0, 1),  # (T, B, H): turned as compare does
+        "nsp_logits": ours["nsp_logits"],
+        "embeddings.sum": torch.rand(3),
+    }
     report = Report("differs", STAGES, tensors={"theirs": theirs, "ours": ours})
-    assert stage_shape(report, "layer.0.attention.probs") == (4, 2) and stage_shape(report, "nsp_logits") == (1, 1)
+    assert stage_shape(report, "layer.0.attention.probs") == (4, 2) and stage_shape(report, "nsp_logits") == (
+        1,
+        1,
+    )
     sides = stage_sides(report, "layer.0.attention.probs", pair=3, head=1)
     assert sides.which == "pair 4, head 2" and (sides.rows, sides.columns) == ("query token", "key token")
     assert torch.allclose(torch.from_numpy(sides.difference), ours["layer.0.attention.probs"][3, 1].double())

@@ -8,10 +8,21 @@ from torch import nn
 from bertviz_lite.check.capture import observe, param_infos
 from bertviz_lite.check.mapping import FINAL_NORM, ZERO_ROW, Sizes, map_part
 
-SIZES = Sizes(vocab_size=100, hidden_size=32, intermediate_size=128, max_position_embeddings=64, num_hidden_layers=2)
-OURS = {f"bert.encoder.layer.{i}.{name}": () for i in range(2) for name in (
-    "attention.self.query.weight", "attention.self.key.weight", "attention.self.value.weight",
-    "attention.output.dense.weight", "attention.output.LayerNorm.weight", "output.LayerNorm.weight")}
+SIZES = Sizes(
+    vocab_size=100, hidden_size=32, intermediate_size=128, max_position_embeddings=64, num_hidden_layers=2
+)
+OURS = {
+    f"bert.encoder.layer.{i}.{name}": ()
+    for i in range(2)
+    for name in (
+        "attention.self.query.weight",
+        "attention.self.key.weight",
+        "attention.self.value.weight",
+        "attention.output.dense.weight",
+        "attention.output.LayerNorm.weight",
+        "output.LayerNorm.weight",
+    )
+}
 
 
 class Block(nn.Module):
@@ -36,8 +47,9 @@ def test_multihead_attention_sequential_numbered_norms_and_a_segment_table_of_th
     mapping = map_part(param_infos(Model()), OURS, SIZES, "model")
     entries = mapping.entries
     layer = "bert.encoder.layer.1."
-    assert entries["blocks.1.attn.in_proj_weight"] == [layer + f"attention.self.{n}.weight" for n in ("query", "key",
-                                                                                                     "value")]
+    assert entries["blocks.1.attn.in_proj_weight"] == [
+        layer + f"attention.self.{n}.weight" for n in ("query", "key", "value")
+    ]
     assert entries["blocks.1.attn.out_proj.weight"] == [layer + "attention.output.dense.weight"]
     assert entries["blocks.1.ffn.0.weight"] == [layer + "intermediate.dense.weight"]
     assert entries["blocks.1.ffn.2.bias"] == [layer + "output.dense.bias"]
@@ -67,14 +79,18 @@ def test_a_part_maps_onto_layer_0_and_reports_what_it_lacks():
 def test_raw_matrices_used_as_x_at_w_are_split_per_matrix_and_transposed():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("raw", __file__.replace("test_mapping.py", "learners/raw_parameters.py"))
+    spec = importlib.util.spec_from_file_location(
+        "raw", __file__.replace("test_mapping.py", "learners/raw_parameters.py")
+    )
     raw = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(raw)
     mapping = map_part(param_infos(raw.Bert(100, 32, 2, 4, 128, 64)), OURS, SIZES, "model")
     table = mapping.table()
     layer = "bert.encoder.layer.0."
-    assert table["layers.0.W_qkv"] == "(" + " + ".join(layer + f"attention.self.{n}.weight" for n in ("query", "key",
-                                                                                                       "value")) + ").T"
+    assert (
+        table["layers.0.W_qkv"]
+        == "(" + " + ".join(layer + f"attention.self.{n}.weight" for n in ("query", "key", "value")) + ").T"
+    )
     assert table["layers.0.W1"] == f"({layer}intermediate.dense.weight).T"
     assert table["layers.0.W2"] == f"({layer}output.dense.weight).T"
     assert table["layers.0.b_o"] == layer + "attention.output.dense.bias"

@@ -19,8 +19,12 @@ PADDING = "src_key_padding_mask=input_ids == 0"
 def reports(tmp_path_factory):
     inverted = tmp_path_factory.mktemp("minimal") / "inverted.py"
     inverted.write_text(MINIMAL.read_text().replace(PADDING, "src_key_padding_mask=input_ids != 0"))
-    requests = {"sdpa": CheckRequest(SDPA), "sdpa attention": CheckRequest(SDPA, "attention"),
-                "minimal": CheckRequest(MINIMAL), "inverted": CheckRequest(inverted)}
+    requests = {
+        "sdpa": CheckRequest(SDPA),
+        "sdpa attention": CheckRequest(SDPA, "attention"),
+        "minimal": CheckRequest(MINIMAL),
+        "inverted": CheckRequest(inverted),
+    }
     return dict(zip(requests, check_files(list(requests.values())), strict=True))
 
 
@@ -40,7 +44,8 @@ def test_the_minimal_style_maps_pytorchs_encoder_layer(reports):
     mapping = reports["minimal"].mapping
     layer = "bert.encoder.layer.1."
     assert mapping["encoder.layers.1.self_attn.in_proj_weight"] == " + ".join(
-        layer + f"attention.self.{n}.weight" for n in ("query", "key", "value"))
+        layer + f"attention.self.{n}.weight" for n in ("query", "key", "value")
+    )
     assert mapping["encoder.layers.1.self_attn.out_proj.weight"] == layer + "attention.output.dense.weight"
     assert mapping["encoder.layers.1.linear1.weight"] == layer + "intermediate.dense.weight"
     assert mapping["encoder.layers.1.linear2.weight"] == layer + "output.dense.weight"
@@ -54,5 +59,6 @@ def test_a_padding_mask_given_in_the_attention_masks_sense_is_named_inverted(rep
     """src_key_padding_mask is True where a key is ignored: `input_ids != 0` there hides every real token."""
     report = reports["inverted"]
     assert report.verdict == "differs"
-    assert [(f.code, f.stage) for f in report.findings] == [("mask-inverted", "layer.0.attention.output")], \
+    assert [(f.code, f.stage) for f in report.findings] == [("mask-inverted", "layer.0.attention.output")], (
         report.to_text()
+    )

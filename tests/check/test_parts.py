@@ -19,13 +19,24 @@ CASES = {
     "mlp": (CheckRequest(PARTS / "mlp.py", "mlp"), [], 1),
     "layer": (CheckRequest(PARTS / "layer.py", "layer"), [], 5),
     "nn.MultiheadAttention layer with a padding mask": (CheckRequest(PARTS / "mha_layer.py", "layer"), [], 5),
-    "hf attention with residual": (CheckRequest(LEARNERS / "hf_style.py", "attention", "BertAttention"), [], 3),
+    "hf attention with residual": (
+        CheckRequest(LEARNERS / "hf_style.py", "attention", "BertAttention"),
+        [],
+        3,
+    ),
     "fused attention": (CheckRequest(LEARNERS / "fused_style.py", "attention"), [], 2),
     "Sequential feed-forward": (CheckRequest(LEARNERS / "fused_style.py", "mlp"), [], 1),
     "tutorial q, k, v, mask": (CheckRequest(TUTORIAL, "attention", "MultiHeadedAttention"), [], 2),
-    "tutorial embedding": (CheckRequest(TUTORIAL, "embedding", "BERTEmbedding"),
-                           ["learned-vs-sinusoidal", "segment-offset", "no-embedding-layernorm"], 4),
-    "tutorial block": (CheckRequest(TUTORIAL, "layer", "TransformerBlock"), ["layernorm-formula", "pre-ln", "gelu-tanh"], 5),
+    "tutorial embedding": (
+        CheckRequest(TUTORIAL, "embedding", "BERTEmbedding"),
+        ["learned-vs-sinusoidal", "segment-offset", "no-embedding-layernorm"],
+        4,
+    ),
+    "tutorial block": (
+        CheckRequest(TUTORIAL, "layer", "TransformerBlock"),
+        ["layernorm-formula", "pre-ln", "gelu-tanh"],
+        5,
+    ),
 }
 
 

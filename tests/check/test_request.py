@@ -15,13 +15,16 @@ def test_a_typed_file_and_class_become_a_request(tmp_path):
     assert check_request(str(learner)).class_name is None
 
 
-@pytest.mark.parametrize(("path", "klass", "sentence"), [
-    ("", "", "Type the path of your .py file."),
-    ("x" * (MAX_PATH_CHARS + 1) + ".py", "", f"at most {MAX_PATH_CHARS} characters"),
-    ("notes.txt", "", "Give your model's .py file"),
-    ("missing.py", "", "There is no file missing.py."),
-    ("bert.py", "Bert; import os", "one Python identifier"),
-])
+@pytest.mark.parametrize(
+    ("path", "klass", "sentence"),
+    [
+        ("", "", "Type the path of your .py file."),
+        ("x" * (MAX_PATH_CHARS + 1) + ".py", "", f"at most {MAX_PATH_CHARS} characters"),
+        ("notes.txt", "", "Give your model's .py file"),
+        ("missing.py", "", "There is no file missing.py."),
+        ("bert.py", "Bert; import os", "one Python identifier"),
+    ],
+)
 def test_what_cannot_be_checked_is_one_sentence(tmp_path, monkeypatch, path, klass, sentence):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "bert.py").write_text("", encoding="utf-8")

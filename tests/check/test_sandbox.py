@@ -19,8 +19,17 @@ pytestmark = pytest.mark.slow  # two jobs run to their time limit and three chil
 def reports():
     """The failing files and a correct one after them, in one child process (a dying job costs only itself; the
     last one turns off the alarm and is killed on the wall clock)."""
-    names = ["raises_in_forward", "raises_on_import", "no_model_class", "fixed_sizes", "hangs", "allocates", "exits", "hf_style",
-             "hangs_ignoring_alarm"]
+    names = [
+        "raises_in_forward",
+        "raises_on_import",
+        "no_model_class",
+        "fixed_sizes",
+        "hangs",
+        "allocates",
+        "exits",
+        "hf_style",
+        "hangs_ignoring_alarm",
+    ]
     started = time.monotonic()
     found = check_files([CheckRequest(LEARNERS / f"{name}.py") for name in names], time_limit=TIME_LIMIT_S)
     return dict(zip(names, found, strict=True)), time.monotonic() - started

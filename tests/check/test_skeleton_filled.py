@@ -14,26 +14,44 @@ from bertviz_lite.check.skeleton import check_directory, progress_text
 
 FOLDER = Path(__file__).parent / "learners" / "skeleton_filled"
 TEXT = (FOLDER / "bert.py").read_text()
-HEAD = ("        self.dense = nn.Linear(hidden_size, hidden_size)\n"
-        "        self.ln = nn.LayerNorm(hidden_size, eps=1e-12)\n")
+HEAD = (
+    "        self.dense = nn.Linear(hidden_size, hidden_size)\n"
+    "        self.ln = nn.LayerNorm(hidden_size, eps=1e-12)\n"
+)
 HEAD_CALL = "        x = self.ln(nn.functional.gelu(self.dense(x)))\n"
 DECODE = "        return x @ self.emb.tok.weight.T + self.bias\n"
-NSP = ("        self.cls_dense = nn.Linear(hidden_size, hidden_size)  # the pooler, named as a head is\n"
-       "        self.nsp = nn.Linear(hidden_size, 2)\n")
+NSP = (
+    "        self.cls_dense = nn.Linear(hidden_size, hidden_size)  # the pooler, named as a head is\n"
+    "        self.nsp = nn.Linear(hidden_size, 2)\n"
+)
 # variant -> [(old, new), …] applied to the filled-in file
 VARIANTS = {
-    "sequential_transform": [(HEAD, "        self.top = nn.Sequential(nn.Linear(hidden_size, hidden_size), nn.GELU(), "
-                                    "nn.LayerNorm(hidden_size, eps=1e-12))\n"),
-                             (HEAD_CALL, "        x = self.top(x)\n")],
-    "untied_decoder": [(HEAD, HEAD + "        self.decoder = nn.Linear(hidden_size, vocab_size, bias=False)\n"),
-                       (DECODE, "        return self.decoder(x) + self.bias\n")],
-    "nsp_head": [(HEAD, HEAD + NSP),
-                 (HEAD_CALL, "        nsp_logits = self.nsp(torch.tanh(self.cls_dense(x[:, 0])))\n" + HEAD_CALL),
-                 (DECODE, "        return x @ self.emb.tok.weight.T + self.bias, nsp_logits\n")],
+    "sequential_transform": [
+        (
+            HEAD,
+            "        self.top = nn.Sequential(nn.Linear(hidden_size, hidden_size), nn.GELU(), "
+            "nn.LayerNorm(hidden_size, eps=1e-12))\n",
+        ),
+        (HEAD_CALL, "        x = self.top(x)\n"),
+    ],
+    "untied_decoder": [
+        (HEAD, HEAD + "        self.decoder = nn.Linear(hidden_size, vocab_size, bias=False)\n"),
+        (DECODE, "        return self.decoder(x) + self.bias\n"),
+    ],
+    "nsp_head": [
+        (HEAD, HEAD + NSP),
+        (HEAD_CALL, "        nsp_logits = self.nsp(torch.tanh(self.cls_dense(x[:, 0])))\n" + HEAD_CALL),
+        (DECODE, "        return x @ self.emb.tok.weight.T + self.bias, nsp_logits\n"),
+    ],
     "scale_dk": [("/ math.sqrt(self.hd)", "/ self.hd")],
 }
-EXPECTED = {"bert.py": [], "sequential_transform.py": [], "untied_decoder.py": ["mlm-head-untied"], "nsp_head.py": [],
-            "scale_dk.py": [("scale-dk", "layer.0.attention.probs")]}
+EXPECTED = {
+    "bert.py": [],
+    "sequential_transform.py": [],
+    "untied_decoder.py": ["mlm-head-untied"],
+    "nsp_head.py": [],
+    "scale_dk.py": [("scale-dk", "layer.0.attention.probs")],
+}
 
 
 def variant(name: str) -> str:
@@ -63,13 +81,17 @@ def test_the_filled_in_skeleton_maps_its_head_as_the_mlm_transform(reports):
     assert not any("pooler" in ours or "<" in ours for ours in mapping.values())
 
 
-@pytest.mark.parametrize("name", [n for n, codes in EXPECTED.items() if all(isinstance(c, str) for c in codes)])
+@pytest.mark.parametrize(
+    "name", [n for n, codes in EXPECTED.items() if all(isinstance(c, str) for c in codes)]
+)
 def test_the_filled_in_skeleton_and_its_variants_match_at_every_stage(reports, name):
     report = reports[name]
     assert (report.verdict, report.exit_code) == ("match", 0), report.to_text()
     assert report.codes == EXPECTED[name], report.to_text()
     assert report.stages[-1].name == ("nsp_logits" if name == "nsp_head.py" else "mlm_logits")
-    assert len(report.stages) >= 16 and all(s.ok and s.max_abs_diff < 1e-5 for s in report.stages), report.to_text()
+    assert len(report.stages) >= 16 and all(s.ok and s.max_abs_diff < 1e-5 for s in report.stages), (
+        report.to_text()
+    )
     assert report.unmapped["theirs"] == []
     no_nsp = any(note.startswith("no NSP head") for note in report.notes)
     assert no_nsp == (name != "nsp_head.py"), report.notes
@@ -78,7 +100,9 @@ def test_the_filled_in_skeleton_and_its_variants_match_at_every_stage(reports, n
 
 def test_the_nsp_variant_maps_its_pooler_by_what_it_outputs(reports):
     mapping = reports["nsp_head.py"].mapping
-    assert mapping["cls_dense.weight"] == "bert.pooler.dense.weight"  # a (B, H) output from [CLS], whatever its name
+    assert (
+        mapping["cls_dense.weight"] == "bert.pooler.dense.weight"
+    )  # a (B, H) output from [CLS], whatever its name
     assert mapping["dense.weight"] == "cls.predictions.transform.dense.weight"
     assert mapping["nsp.weight"] == "cls.seq_relationship.weight"
     assert {"pooler", "nsp_logits"} <= {s.name for s in reports["nsp_head.py"].stages}
@@ -104,8 +128,13 @@ def test_a_planted_scale_dk_is_named_where_it_first_shows(reports):
 def test_the_folder_shows_every_part_done():
     statuses = check_directory(FOLDER)
     assert [(s.name, s.status) for s in statuses] == [
-        ("BertEmbedding", "done"), ("BertAttention", "done"), ("BertMLP", "done"), ("BertLayer", "done"),
-        ("Bert", "done"), ("mask_tokens", "done")], progress_text(statuses)
+        ("BertEmbedding", "done"),
+        ("BertAttention", "done"),
+        ("BertMLP", "done"),
+        ("BertLayer", "done"),
+        ("Bert", "done"),
+        ("mask_tokens", "done"),
+    ], progress_text(statuses)
     assert all(line.startswith("[x]") for line in progress_text(statuses).splitlines())
 
 

@@ -20,7 +20,9 @@ def test_the_class_answers_figure_draws_the_counts_and_marks_the_model_answer():
 def test_the_cloze_figure_puts_the_class_words_beside_or_above_the_model_top_5(stacked):
     words = [f"w{i}" for i in range(MAX_WORDS + 2)]
     counts = [20 - i for i in range(MAX_WORDS + 2)]
-    fig = class_cloze_figure(words, counts, ["w1", "mat", "<a>", "bed", "sofa"], [0.4, 0.2, 0.1, 0.1, 0.05], stacked)
+    fig = class_cloze_figure(
+        words, counts, ["w1", "mat", "<a>", "bed", "sofa"], [0.4, 0.2, 0.1, 0.1, 0.05], stacked
+    )
     mine, model = fig.data
     assert list(mine.y) == words[:MAX_WORDS] and list(mine.x) == counts[:MAX_WORDS]
     assert mine.marker.color[1] == MODEL_COLOUR and mine.marker.color[0] != MODEL_COLOUR

@@ -119,7 +119,11 @@ def test_head_view_one_legend_group_per_head_and_focus():
     token_columns = [t for t in fig.data if t.mode != "lines"]
     assert [list(t.text) for t in token_columns] == [TOKENS, TOKENS]
     assert "%{text}" in token_columns[0].hovertemplate
-    focused = line_traces(figures.head_view_figure(select_links(attn, TOKENS, heads=[1], focus_token=2, top_k=8, min_weight=0.0)))
+    focused = line_traces(
+        figures.head_view_figure(
+            select_links(attn, TOKENS, heads=[1], focus_token=2, top_k=8, min_weight=0.0)
+        )
+    )
     assert {t.legendgroup for t in focused} == {"head 1"}
     assert sum(segment_count(t) for t in focused) == 8
     left_ends = np.concatenate([np.asarray(t.y)[0::3] for t in focused])
@@ -195,11 +199,10 @@ def test_embedding_parts():
     for trace, part in zip(fig.data, parts, strict=True):
         np.testing.assert_array_equal(np.asarray(trace.z), part)
     assert [t.coloraxis for t in fig.data] == ["coloraxis"] * 4 + ["coloraxis2"]
-    assert fig.layout.coloraxis.cmax == pytest.approx(np.percentile(np.abs(np.stack(parts[:4])), 98))  # robust range
-    assert (
-        _embedding_parts_figure(*parts, tokens=TOKENS, layout="column").layout.yaxis5.type
-        == "category"
-    )
+    assert fig.layout.coloraxis.cmax == pytest.approx(
+        np.percentile(np.abs(np.stack(parts[:4])), 98)
+    )  # robust range
+    assert _embedding_parts_figure(*parts, tokens=TOKENS, layout="column").layout.yaxis5.type == "category"
 
 
 def test_component_norms_bar_and_similarity_and_pca():
@@ -252,15 +255,23 @@ def test_training_curves_skip_missing_values():
     assert [t.name for t in runs.data] == ["a", "b"] and list(runs.data[1].y) == [5.0, 4.0]
     assert not any(math.isnan(y) for t in runs.data for y in t.y)
     # Legends in rows under the plot where they would crowd it: several metrics, and the runs on a phone.
-    assert fig.layout.legend.orientation == "h" and figures.lr_curve(records).layout.legend.orientation is None
+    assert (
+        fig.layout.legend.orientation == "h" and figures.lr_curve(records).layout.legend.orientation is None
+    )
     assert runs.layout.legend.orientation is None
     phone_runs = figures.compare_runs({"a": records, "b": records[:2]}, "loss", narrow=True)
-    assert phone_runs.layout.legend.orientation == "h" and phone_runs.to_plotly_json()["data"] == runs.to_plotly_json()["data"]
+    assert (
+        phone_runs.layout.legend.orientation == "h"
+        and phone_runs.to_plotly_json()["data"] == runs.to_plotly_json()["data"]
+    )
 
 
 def test_figures_are_deterministic():
     attn = random_attention(2, 8, 8)
-    first, second = figures.head_view_figure(select_links(attn, TOKENS)), figures.head_view_figure(select_links(attn, TOKENS))
+    first, second = (
+        figures.head_view_figure(select_links(attn, TOKENS)),
+        figures.head_view_figure(select_links(attn, TOKENS)),
+    )
     assert first.to_json() == second.to_json()
 
 
@@ -276,8 +287,13 @@ def test_readable_sets_dark_fonts_everywhere_and_larger_ones_for_a_projector():
         height = fig.layout.height
         readable(fig, present)
         axes = [fig.layout[name] for name in fig.layout if name.startswith(("xaxis", "yaxis"))]
-        assert len(axes) == 10 and all(a.tickfont.size == tick and a.tickfont.color == TEXT_COLOUR for a in axes)
-        assert fig.layout.coloraxis.colorbar.tickfont.size == tick and fig.layout.coloraxis2.colorbar.tickfont.size == tick
+        assert len(axes) == 10 and all(
+            a.tickfont.size == tick and a.tickfont.color == TEXT_COLOUR for a in axes
+        )
+        assert (
+            fig.layout.coloraxis.colorbar.tickfont.size == tick
+            and fig.layout.coloraxis2.colorbar.tickfont.size == tick
+        )
         assert all(note.font.size >= tick for note in fig.layout.annotations)
         assert fig.layout.height == (round(height * 16 / 13) if present else height)
     heatmap = readable(_attention_heatmap(random_attention(8, 8), TOKENS), True)
@@ -291,7 +307,9 @@ def test_embedding_colour_bars_lie_under_the_plots_and_titles_are_short():
     assert all(bar.orientation == "h" and bar.yref == "container" for bar in bars)
     assert bars[0].x + bars[0].len / 2 < bars[1].x - bars[1].len / 2  # side by side, not overlapping
     assert max(len(note.text) for note in fig.layout.annotations) <= 12
-    assert [a.title.text for a in (fig.layout[f"xaxis{i}"] for i in ("", 2, 3, 4, 5))].count("hidden dimension") == 1
+    assert [a.title.text for a in (fig.layout[f"xaxis{i}"] for i in ("", 2, 3, 4, 5))].count(
+        "hidden dimension"
+    ) == 1
 
 
 def test_head_view_has_sixteen_distinct_colours_a_solo_legend_and_hover_lines():
@@ -315,7 +333,11 @@ def test_prediction_bars_put_their_text_outside_and_nsp_shows_its_one():
     top = _topk_bar(["a", "b"], [0.9, 0.1])
     assert top.data[0].textposition == "outside" and top.layout.xaxis.range[1] > 0.9 * 1.15
     nsp = _nsp_bar(0.99)
-    assert 1 in nsp.layout.xaxis.tickvals and nsp.layout.xaxis.range[1] > 1 and nsp.data[0].textposition == "outside"
+    assert (
+        1 in nsp.layout.xaxis.tickvals
+        and nsp.layout.xaxis.range[1] > 1
+        and nsp.data[0].textposition == "outside"
+    )
 
 
 def test_embedding_heatmaps_saturate_at_a_robust_range_a_projector_can_show():
@@ -359,12 +381,18 @@ def test_training_curves_read_as_people_say_them_and_give_their_numbers():
     records = [{"step": 1, "eval_nsp_acc": 0.5}, {"step": 2, "eval_nsp_acc": 0.75}, {"step": 3, "loss": 1.0}]
     labels = {key: metric.label for key, metric in METRICS.items()}
     fig = metric_curves(records, ["eval_nsp_acc"], labels=labels)
-    assert fig.data[0].name == "NSP accuracy (held-out)" and fig.layout.yaxis.title.text == "NSP accuracy (held-out)"
+    assert (
+        fig.data[0].name == "NSP accuracy (held-out)"
+        and fig.layout.yaxis.title.text == "NSP accuracy (held-out)"
+    )
     fig = compare_runs({"a": records}, "eval_nsp_acc", label=METRICS["eval_nsp_acc"].label)
     assert fig.layout.yaxis.title.text == "NSP accuracy (held-out)"
     frame = curve_frame({"a": records, "b": records[:1]}, ["eval_nsp_acc"])
-    assert frame.values.tolist() == [["a", "eval_nsp_acc", 1, 0.5], ["a", "eval_nsp_acc", 2, 0.75],
-                                     ["b", "eval_nsp_acc", 1, 0.5]]
+    assert frame.values.tolist() == [
+        ["a", "eval_nsp_acc", 1, 0.5],
+        ["a", "eval_nsp_acc", 2, 0.75],
+        ["b", "eval_nsp_acc", 1, 0.5],
+    ]
 
 
 # ---------------------------------------------------------------- phone versions (show_figure's `narrow`)
@@ -380,11 +408,18 @@ def test_phone_titles_fit_a_phone_and_the_wide_ones_stay():
     parts = [rng.normal(size=(8, 6)) for _ in range(5)]
     links = select_links(random_attention(4, 8, 8), TOKENS)
     model_view = views.model_view_tiles(random_attention(2, 4, 8, 8), TOKENS)
-    for build in (partial(_embedding_parts_figure, *parts, tokens=TOKENS), partial(figures.head_view_figure, links),
-                  partial(figures.model_view_figure, model_view)):
+    for build in (
+        partial(_embedding_parts_figure, *parts, tokens=TOKENS),
+        partial(figures.head_view_figure, links),
+        partial(figures.model_view_figure, model_view),
+    ):
         wide, phone = build(), build(narrow=True)
-        assert len(title_lines(wide)) == 1 and len(title_lines(wide)[0]) > NARROW_TITLE_CHARS  # desktop: as it was
-        assert len(title_lines(phone)) == 2 and all(len(line) <= NARROW_TITLE_CHARS for line in title_lines(phone))
+        assert (
+            len(title_lines(wide)) == 1 and len(title_lines(wide)[0]) > NARROW_TITLE_CHARS
+        )  # desktop: as it was
+        assert len(title_lines(phone)) == 2 and all(
+            len(line) <= NARROW_TITLE_CHARS for line in title_lines(phone)
+        )
         assert " ".join(title_lines(phone)) == title_lines(wide)[0]  # the same words, wrapped
         assert phone.layout.margin.t > wide.layout.margin.t and phone.layout.height > wide.layout.height
 
@@ -397,8 +432,12 @@ def test_phone_embedding_parts_stack_their_colour_bars():
     wide = _embedding_parts_figure(*parts, tokens=TOKENS)
     phone = _embedding_parts_figure(*parts, tokens=TOKENS, narrow=True)
     raw, norm = phone.layout.coloraxis.colorbar, phone.layout.coloraxis2.colorbar
-    assert wide.layout.coloraxis.colorbar.x != wide.layout.coloraxis2.colorbar.x  # desktop: side by side, as it was
-    assert raw.x == norm.x == 0.5 and raw.len == norm.len == 1.0 and raw.orientation == norm.orientation == "h"
+    assert (
+        wide.layout.coloraxis.colorbar.x != wide.layout.coloraxis2.colorbar.x
+    )  # desktop: side by side, as it was
+    assert (
+        raw.x == norm.x == 0.5 and raw.len == norm.len == 1.0 and raw.orientation == norm.orientation == "h"
+    )
     assert raw.y > norm.y and (raw.y - norm.y) * phone.layout.height >= 40  # a bar with its ticks is ~40 px
     assert len(raw.title.text) <= 25 and len(norm.title.text) <= 25
     assert phone.layout.coloraxis.cmax == wide.layout.coloraxis.cmax  # the same colours
@@ -417,7 +456,9 @@ def test_phone_neuron_view_has_short_column_titles_and_the_same_data():
     assert len(phone.layout.annotations) == len(wide.layout.annotations)
     assert all(len(note.text) <= 8 for note in phone.layout.annotations)
     assert phone.to_plotly_json()["data"] == wide.to_plotly_json()["data"]
-    assert phone.layout.xaxis2.showticklabels is False and phone.layout.xaxis3.showticklabels is False  # keys, q × k
+    assert (
+        phone.layout.xaxis2.showticklabels is False and phone.layout.xaxis3.showticklabels is False
+    )  # keys, q × k
 
 
 def test_phone_model_view_lays_its_colour_bar_under_a_grid_sized_to_a_phone():
@@ -440,6 +481,12 @@ def test_phone_head_view_puts_its_legend_under_the_lines():
     links = select_links(random_attention(12, 8, 8), TOKENS)
     wide, phone = figures.head_view_figure(links), figures.head_view_figure(links, narrow=True)
     assert wide.layout.legend.orientation is None and phone.layout.legend.orientation == "h"
-    assert phone.layout.legend.yref == "container" and phone.layout.margin.b >= 100  # room for three rows of heads
-    assert np.diff(phone.layout.xaxis.range)[0] < np.diff(wide.layout.xaxis.range)[0]  # the lines get the width
-    assert [trace.name for trace in phone.data] == [trace.name for trace in wide.data]  # the same heads to click
+    assert (
+        phone.layout.legend.yref == "container" and phone.layout.margin.b >= 100
+    )  # room for three rows of heads
+    assert (
+        np.diff(phone.layout.xaxis.range)[0] < np.diff(wide.layout.xaxis.range)[0]
+    )  # the lines get the width
+    assert [trace.name for trace in phone.data] == [
+        trace.name for trace in wide.data
+    ]  # the same heads to click

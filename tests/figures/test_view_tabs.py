@@ -23,7 +23,16 @@ def test_every_explore_page_has_tabs_or_a_line_of_its_own():
 
 def test_the_jargon_a_lecturer_met_on_screen_is_in_the_glossary():
     text = " ".join(GLOSSARY.values())
-    for symbol in ("entropy", "rollout", "‖α f(x)‖", "ρ", "÷ max |score|", "q × k", "IsNext", "attention_mask"):
+    for symbol in (
+        "entropy",
+        "rollout",
+        "‖α f(x)‖",
+        "ρ",
+        "÷ max |score|",
+        "q × k",
+        "IsNext",
+        "attention_mask",
+    ):
         assert symbol in text, symbol
     shown = {symbol for tab in VIEWS for symbol in tab.symbols}
     assert shown == set(GLOSSARY), set(GLOSSARY) - shown  # no entry that no view uses

@@ -148,7 +148,9 @@ def test_softmax_over_the_last_axis_with_minus_infinity():
     np.testing.assert_allclose(probs[0], [1 / (1 + np.e), np.e / (1 + np.e), 0.0])
     assert probs[1].tolist() == [0.0, 0.0, 0.0]
     logits = np.random.default_rng(0).normal(size=50) * 30
-    np.testing.assert_allclose(analysis.softmax(logits), np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum())
+    np.testing.assert_allclose(
+        analysis.softmax(logits), np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    )
 
 
 # ---------------------------------------------------------------- downsampling

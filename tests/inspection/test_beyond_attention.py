@@ -50,7 +50,9 @@ def direct_norms(model, hidden, layer: int) -> tuple[np.ndarray, np.ndarray]:
     module = model.bert.encoder.layer[layer].attention
     heads = model.config.num_attention_heads
     size = model.config.hidden_size // heads
-    q, k, v = (F.linear(hidden, m.weight, m.bias) for m in (module.self.query, module.self.key, module.self.value))
+    q, k, v = (
+        F.linear(hidden, m.weight, m.bias) for m in (module.self.query, module.self.key, module.self.value)
+    )
     per_head, total = [], 0.0
     for h in range(heads):
         part = slice(h * size, (h + 1) * size)
@@ -91,7 +93,9 @@ def test_norm_view_keeps_the_sentence_filter_and_computes_its_note(tiny_trace):
     by_layer = views.special_share_by_layer(tiny_trace)
     assert len(by_layer.to_frame()) == 4 and by_layer.to_frame()["to [SEP]"].between(0, 1).all()
     fig = figures.special_share_by_layer_figure(by_layer)
-    assert len(fig.data) == 4 and fig.layout.legend.orientation == "h"  # 2 weightings × [CLS], [SEP]; legend below
+    assert (
+        len(fig.data) == 4 and fig.layout.legend.orientation == "h"
+    )  # 2 weightings × [CLS], [SEP]; legend below
 
 
 # ---------------------------------------------------------------- gradients and leave-one-out
@@ -100,7 +104,11 @@ def test_norm_view_keeps_the_sentence_filter_and_computes_its_note(tiny_trace):
 def completeness_case(model, tokenizer, trace, target):
     ids, segments, mask = tensors(trace)
     baseline = torch.full_like(ids, tokenizer.mask_token_id)
-    return attribution.integrated_gradients(model, ids, segments, mask, target, baseline, steps=32), ids, segments
+    return (
+        attribution.integrated_gradients(model, ids, segments, mask, target, baseline, steps=32),
+        ids,
+        segments,
+    )
 
 
 @pytest.mark.parametrize("position", [3, None], ids=["mlm", "nsp"])
@@ -114,7 +122,10 @@ def test_integrated_gradients_add_up_to_the_score_difference(tiny, tiny_trace, p
     )
     # both ends are the model's own numbers: the input, and the input with every token [MASK]
     with torch.no_grad():
-        for scored_ids, value in ((ids, grads.score), (torch.full_like(ids, tokenizer.mask_token_id), grads.baseline_score)):
+        for scored_ids, value in (
+            (ids, grads.score),
+            (torch.full_like(ids, tokenizer.mask_token_id), grads.baseline_score),
+        ):
             out = model.trace(scored_ids, segments)
             logits = out.nsp_logits[0] if position is None else out.mlm_logits[0, position]
             expected = F.log_softmax(logits, -1)[0 if position is None else target.token_id]
@@ -125,8 +136,13 @@ def test_integrated_gradients_add_up_to_the_score_difference(tiny, tiny_trace, p
 @pytest.mark.parametrize("position", [4, None], ids=["mlm", "nsp"])
 def test_integrated_gradients_completeness_on_real_weights(position):
     model, tokenizer = load(ENGLISH)
-    trace = explore.trace_pair(model, tokenizer, "Paris is the capital of France.", "It is famous for the Eiffel Tower.",
-                               masked_positions=(4,))
+    trace = explore.trace_pair(
+        model,
+        tokenizer,
+        "Paris is the capital of France.",
+        "It is famous for the Eiffel Tower.",
+        masked_positions=(4,),
+    )
     target = views.beyond_attention.explained_target(trace.mlm_logits, position)
     grads, _, _ = completeness_case(model, tokenizer, trace, target)
     assert abs(grads.score - grads.baseline_score) > 0.1
@@ -178,7 +194,9 @@ def test_token_attribution_puts_every_method_beside_leave_one_out(tiny, tiny_tra
     loo = data.scores["leave-one-out"][data.compared]
     for method, rho in data.correlation.items():
         assert rho == pytest.approx(attribution.spearman(loo, data.scores[method][data.compared]))
-    np.testing.assert_allclose(data.scores["attention (last layer)"], tiny_trace.attentions[-1][:, 3].mean(axis=0))
+    np.testing.assert_allclose(
+        data.scores["attention (last layer)"], tiny_trace.attentions[-1][:, 3].mean(axis=0)
+    )
     assert data.scores["integrated gradients"][3] == 0.0  # the baseline equals the input there
     frame = data.to_frame()
     assert frame.shape == (len(data.tokens), 3 + len(views.beyond_attention.METHODS))
@@ -222,10 +240,15 @@ def test_head_knockout_view_reads_a_head_masked_trace(tiny, tiny_trace):
     assert data.candidates[:3] == model_tokens(tiny, top_before)
     np.testing.assert_allclose(data.before[:3], before[top_before].numpy(), rtol=1e-5)
     np.testing.assert_allclose(data.after[:3], after[top_before].numpy(), rtol=1e-5)
-    assert data.nsp_after == pytest.approx(float(torch.softmax(knocked.nsp_logits[0].double(), -1)[0]), rel=1e-5)
+    assert data.nsp_after == pytest.approx(
+        float(torch.softmax(knocked.nsp_logits[0].double(), -1)[0]), rel=1e-5
+    )
     frame = data.to_frame()
     assert frame["prediction"].iloc[-1] == "NSP: IsNext" and (frame["knocked_out"] == "L0H0 L1H2").all()
-    assert {t.name for t in figures.head_knockout_figure(data).data} == {"with every head", "heads knocked out"}
+    assert {t.name for t in figures.head_knockout_figure(data).data} == {
+        "with every head",
+        "heads knocked out",
+    }
     untouched = views.head_knockout(tiny_trace, heads=(), position=3)
     np.testing.assert_allclose(untouched.before, untouched.after, atol=1e-6)
 

@@ -85,8 +85,14 @@ def test_encoding_frame_and_input_warnings(tiny):
     notes = explore.input_warnings(encoding, 6)
     assert any("truncated to 6 tokens" in n for n in notes)
     assert not explore.input_warnings(tokenizer.encode_pair("the cat"), 128)
-    assert any("1 piece of the text is not" in n for n in explore.input_warnings(tokenizer.encode_pair("the 🎉 cat"), 128))
-    assert any("2 pieces of the text are not" in n for n in explore.input_warnings(tokenizer.encode_pair("🎉 a 🐝"), 128))
+    assert any(
+        "1 piece of the text is not" in n
+        for n in explore.input_warnings(tokenizer.encode_pair("the 🎉 cat"), 128)
+    )
+    assert any(
+        "2 pieces of the text are not" in n
+        for n in explore.input_warnings(tokenizer.encode_pair("🎉 a 🐝"), 128)
+    )
 
 
 def test_mask_encoding_is_reproducible_and_spares_special_tokens(tiny):
@@ -160,22 +166,33 @@ def _drawn_lines(fig) -> list:
 
 
 def test_head_view_figure_windows_queries_and_keys(trace):
-    fig = head_view_figure(views.head_view_links(trace, layer=1, heads=[0, 2], sentence_filter="All", window=slice(4, 10),
-                               min_weight=0.0))
+    fig = head_view_figure(
+        views.head_view_links(
+            trace, layer=1, heads=[0, 2], sentence_filter="All", window=slice(4, 10), min_weight=0.0
+        )
+    )
     columns = [t for t in fig.data if t.mode != "lines"]
     assert [list(c.text) for c in columns] == [trace.tokens[4:10]] * 2
     lines = _drawn_lines(fig)
     assert {t.meta["head"] for t in lines} == {0, 2}
     ys = np.concatenate([np.asarray(t.y, dtype=float) for t in lines])
     assert np.nanmax(ys) < 6 and fig.layout.meta == {"top_k": HEAD_VIEW_MAX_TOP_K, "start": 4, "stop": 10}
-    focused = head_view_figure(views.head_view_links(trace, layer=1, heads=[0], sentence_filter="All",
-                                   window=slice(4, 10), focus=6, min_weight=0.0))
+    focused = head_view_figure(
+        views.head_view_links(
+            trace, layer=1, heads=[0], sentence_filter="All", window=slice(4, 10), focus=6, min_weight=0.0
+        )
+    )
     starts = np.concatenate([np.asarray(t.y, dtype=float)[0::3] for t in _drawn_lines(focused)])
-    assert set(starts[np.isfinite(starts)].tolist()) == {2.0}  # only the query at position 6 = row 2 of the window
-    a_to_b = head_view_figure(views.head_view_links(trace, layer=0, heads=[0], sentence_filter="A→B", min_weight=0.0))
+    assert set(starts[np.isfinite(starts)].tolist()) == {
+        2.0
+    }  # only the query at position 6 = row 2 of the window
+    a_to_b = head_view_figure(
+        views.head_view_links(trace, layer=0, heads=[0], sentence_filter="A→B", min_weight=0.0)
+    )
     sentence = analysis.sentence_ids(trace.segments, trace.special)
-    segments = np.concatenate([np.asarray(t.y, dtype=float).reshape(-1, 3)[:, :2]
-                               for t in _drawn_lines(a_to_b)]).astype(int)
+    segments = np.concatenate(
+        [np.asarray(t.y, dtype=float).reshape(-1, 3)[:, :2] for t in _drawn_lines(a_to_b)]
+    ).astype(int)
     assert (sentence[segments[:, 0]] == 0).all() and (sentence[segments[:, 1]] == 1).all()
 
 
@@ -185,15 +202,22 @@ def test_model_view_figure_has_one_clickable_point_per_tile(trace):
     picker = next(t for t in fig.data if t.name == PICKER_NAME)
     assert len(picker.x) == 8 and fig.layout.meta["tile"] == size
     for index, (layer, head) in enumerate(picker.customdata):
-        np.testing.assert_allclose(mosaic_tile(fig, layer, head, size), trace.attentions[layer, head], atol=1e-6)
+        np.testing.assert_allclose(
+            mosaic_tile(fig, layer, head, size), trace.attentions[layer, head], atol=1e-6
+        )
         assert (index, layer, head) == (layer * 4 + head, index // 4, index % 4)
         step = size + 1  # the point sits in the middle of its tile
-        assert head * step < picker.x[index] < head * step + size and layer * step < picker.y[index] < layer * step + size
+        assert (
+            head * step < picker.x[index] < head * step + size
+            and layer * step < picker.y[index] < layer * step + size
+        )
     assert np.isnan(fig.data[0].z[size]).all()  # a gap row between layers
     assert views.model_view_size(512) == 32 and views.model_view_size(20) == 20
     frame = views.model_view(trace, max_tokens=4).to_frame()
     assert len(frame) == 8 * 16
-    np.testing.assert_allclose(frame.groupby(["layer", "head", "query_index"])["weight"].sum(), 1.0, atol=1e-6)
+    np.testing.assert_allclose(
+        frame.groupby(["layer", "head", "query_index"])["weight"].sum(), 1.0, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize(
@@ -262,7 +286,9 @@ def test_predictions(tiny):
     np.testing.assert_allclose(top["probability"], torch.topk(probs, 5).values.numpy())
     assert top["token"].tolist() == tokenizer.convert_ids_to_tokens(top["id"].tolist())
     p = views.next_sentence(trace).p_is_next
-    assert p == pytest.approx(torch.softmax(torch.tensor(trace.nsp_logits, dtype=torch.float64), -1)[0].item())
+    assert p == pytest.approx(
+        torch.softmax(torch.tensor(trace.nsp_logits, dtype=torch.float64), -1)[0].item()
+    )
     assert views.next_sentence(trace).to_frame()["probability"].sum() == pytest.approx(1.0)
 
 
@@ -270,7 +296,9 @@ def test_model_card_names_sizes_vocabulary_and_heads(tiny):
     model, tokenizer = tiny
     config = model.config
     card = explore.model_card(model, tokenizer)
-    assert card.startswith(f"{config.num_hidden_layers} layers · {config.num_attention_heads} heads · hidden ")
+    assert card.startswith(
+        f"{config.num_hidden_layers} layers · {config.num_attention_heads} heads · hidden "
+    )
     assert card.endswith(f"vocabulary {tokenizer.vocab_size} · learned positions · heads: MLM, NSP")
 
 
@@ -328,7 +356,9 @@ def test_copy_note_names_a_first_guess_the_input_already_shows():
     note = copy_note(tokens, 3, "bees")
     assert note is not None and "*bees*" in note and "Why this word" in note
     assert copy_note(tokens, 3, "honey") is None  # not in the input
-    assert copy_note(["[CLS]", "the", "cat", "saw", "the", "[MASK]", "[SEP]"], 5, "the") is None  # function word
+    assert (
+        copy_note(["[CLS]", "the", "cat", "saw", "the", "[MASK]", "[SEP]"], 5, "the") is None
+    )  # function word
     assert copy_note(["[CLS]", "play", "##ing", "[MASK]", "[SEP]"], 3, "##ing") is None  # a piece, not a word
     assert copy_note(["[CLS]", "bees", "[SEP]"], 1, "bees") is None  # the word at the blank itself is no copy
 

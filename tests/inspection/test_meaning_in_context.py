@@ -24,8 +24,11 @@ from bertviz_lite.loading.pretrained import minilm_dir
 from bertviz_lite.text.corpora import senses
 from tests.app.tiny_checkpoint import build_tiny
 
-SENTENCES = ["He sat on the bank of the river.", "The bank raised its rates.",
-             "A rash of bank robberies in the city worried the police and the banks."]
+SENTENCES = [
+    "He sat on the bank of the river.",
+    "The bank raised its rates.",
+    "A rash of bank robberies in the city worried the police and the banks.",
+]
 WORDNET = Path("/usr/share/wordnet")
 
 
@@ -46,10 +49,14 @@ def test_bank_has_its_river_and_money_senses_with_glosses(index):
     found = index.senses_of("bank")
     assert {"n09213565", "n08420278"} <= set(found)  # sloping land; the financial institution
     assert found["n09213565"] == found["n08420278"] == 2
-    river = [index.sentences[n] for n, _, _ in index.by_word["bank"] if index.sentences[n].synset == "n09213565"]
+    river = [
+        index.sentences[n] for n, _, _ in index.by_word["bank"] if index.sentences[n].synset == "n09213565"
+    ]
     assert river[0].gloss.startswith("sloping land") and "canoe" in river[0].text
     mentions = index.mentions("bank")
-    assert [m.synset is not None for m in mentions] == sorted((m.synset is not None for m in mentions), reverse=True)
+    assert [m.synset is not None for m in mentions] == sorted(
+        (m.synset is not None for m in mentions), reverse=True
+    )
     written = {index.sentences[m.sentence].text[m.start : m.end].lower() for m in mentions}
     assert written == {"bank", "banks", "banked", "banking"}  # not "ban" nor "banker"
 
@@ -57,8 +64,12 @@ def test_bank_has_its_river_and_money_senses_with_glosses(index):
 def test_find_word_knows_inflections_and_irregular_forms():
     text = "She ran home; he runs, they are running, the runner ran."
     assert [text[a:b] for a, b in senses.find_word(text, "run", {"ran"})] == ["ran", "runs", "running", "ran"]
-    assert senses.label_words("The geese flew.", "n", ["goose"], senses.read_exceptions(WORDNET)) == (
-        ("goose", 4, 9),) if (WORDNET / "noun.exc").is_file() else True
+    assert (
+        senses.label_words("The geese flew.", "n", ["goose"], senses.read_exceptions(WORDNET))
+        == (("goose", 4, 9),)
+        if (WORDNET / "noun.exc").is_file()
+        else True
+    )
 
 
 def test_the_shipped_index_is_what_the_command_writes(tmp_path):
@@ -91,7 +102,10 @@ def test_hidden_states_and_word_vectors_equal_transformers_on_minilm(minilm):
         assert (a - b)[mask.bool()].abs().max() < 1e-4
     # "robberies" is split into pieces: its vector is their mean, read from the padded batch.
     text = SENTENCES[2]
-    spans = [WordSpan(text, text.index("robberies"), text.index("robberies") + 9), WordSpan(SENTENCES[0], 14, 18)]
+    spans = [
+        WordSpan(text, text.index("robberies"), text.index("robberies") + 9),
+        WordSpan(SENTENCES[0], 14, 18),
+    ]
     vectors, pieces = span_vectors(model, tokenizer, spans, batch_size=2)
     assert len(pieces[0]) > 1 and encodings[0].tokens[pieces[1][0]] == "bank"
     for layer in range(7):
@@ -153,17 +167,26 @@ def test_sense_separation_of_bank_on_the_tiny_model(tiny, index):
     keep, labels = meaning.scored_labels(data)
     assert separation.num_senses == 2 and separation.num_scored == 4 and not separation.by_user
     for layer in range(3):
-        assert separation.accuracy[layer] == pytest.approx(brute_force_accuracy(data.vectors[layer][keep], labels))
+        assert separation.accuracy[layer] == pytest.approx(
+            brute_force_accuracy(data.vectors[layer][keep], labels)
+        )
     assert separation.static == pytest.approx(brute_force_accuracy(data.static[keep], labels))
     frame = separation.to_frame()
-    assert frame["vectors"].tolist() == ["static input embedding", "chance (commonest sense)", "embeddings",
-                                         "layer 1", "layer 2"]
+    assert frame["vectors"].tolist() == [
+        "static input embedding",
+        "chance (commonest sense)",
+        "embeddings",
+        "layer 1",
+        "layer 2",
+    ]
 
 
 def test_named_user_sentences_are_the_senses_scored(tiny, index):
     model, tokenizer = tiny
     data = meaning.word_contexts(model, tokenizer, index, "bank", meaning.BANK_SENTENCES, limit=5)
-    assert [o.sense for o in data.occurrences[-8:]] == ["river (your sentence)"] * 4 + ["money (your sentence)"] * 4
+    assert [o.sense for o in data.occurrences[-8:]] == ["river (your sentence)"] * 4 + [
+        "money (your sentence)"
+    ] * 4
     separation = meaning.sense_separation(data)
     assert separation.by_user and separation.num_scored == 8 and separation.chance == 0.5
     with pytest.raises(ValueError, match="one word of letters"):
@@ -185,15 +208,21 @@ def test_neighbours_over_an_index_equal_a_brute_force_recomputation(tiny, index)
     scores = []
     for o in pool.occurrences:  # each word on its own: one sentence, no batch, no padding
         vector = span_vectors(model, tokenizer, [WordSpan(o.text, o.start, o.end)], num_layers=1)[0][1, 0]
-        scores.append(-np.inf if o == pool.occurrences[7] else vector @ query / np.linalg.norm(vector)
-                      / np.linalg.norm(query))
+        scores.append(
+            -np.inf
+            if o == pool.occurrences[7]
+            else vector @ query / np.linalg.norm(vector) / np.linalg.norm(query)
+        )
     order = np.argsort(-np.array(scores), kind="stable")[:5]
     assert [pool.occurrences[i] for i in order] == list(found.occurrences)
     assert np.allclose(found.similarity, np.array(scores)[order], atol=1e-5)
     frame = found.to_frame()
     assert frame["rank"].tolist() == [1, 2, 3, 4, 5]
-    assert all(row.before + row.word + row.after == o.text for row, o in
-               zip(frame.itertuples(), found.occurrences, strict=True) if "…" not in row.before + row.after)
+    assert all(
+        row.before + row.word + row.after == o.text
+        for row, o in zip(frame.itertuples(), found.occurrences, strict=True)
+        if "…" not in row.before + row.after
+    )
 
 
 def test_a_word_pool_ranks_the_other_occurrences(tiny, index):
@@ -202,7 +231,10 @@ def test_a_word_pool_ranks_the_other_occurrences(tiny, index):
     pool = meaning.pool_from_contexts(data, 2)
     query = next(i for i, o in enumerate(data.occurrences) if o.labelled and data.senses.count(o.sense) >= 2)
     found = meaning.nearest_neighbours(pool, data.vectors[2, query], k=50, exclude=data.occurrences[query])
-    assert len(found.occurrences) == len(data.occurrences) - 1 and data.occurrences[query] not in found.occurrences
+    assert (
+        len(found.occurrences) == len(data.occurrences) - 1
+        and data.occurrences[query] not in found.occurrences
+    )
     assert np.all(np.diff(found.similarity) <= 0)
     same = found.to_frame()["same sense"].tolist()
     assert same == ["yes" if o.sense == data.occurrences[query].sense else "no" for o in found.occurrences]
@@ -223,14 +255,24 @@ def test_projection_and_figures_escape_what_the_user_typed(tiny, index):
     text = json.dumps(fig.to_plotly_json())
     assert "<script>" not in text and "<i>river" not in text and "&lt;b&gt;bank&lt;/b&gt;" in text
     names = [trace.name for trace in fig.data]
-    assert sum(1 for n in names if "(" in n and "other" not in n and "another" not in n) <= MAX_LEGEND_SENSES + 2
+    assert (
+        sum(1 for n in names if "(" in n and "other" not in n and "another" not in n) <= MAX_LEGEND_SENSES + 2
+    )
     assert any(n.startswith("other WordNet senses") for n in names)
-    assert sum(len(t.x) for t in fig.data[:-1]) == len(data.occurrences)  # the last trace rings the chosen point
+    assert sum(len(t.x) for t in fig.data[:-1]) == len(
+        data.occurrences
+    )  # the last trace rings the chosen point
     assert fig.layout.legend.orientation is None  # wide: the legend beside the plot
     phone = context_scatter(projection, "<b>bank</b>", chosen=0, height=400, narrow=True)
-    assert phone.to_plotly_json()["data"] == fig.to_plotly_json()["data"]  # the same points, laid out for a phone:
-    assert phone.layout.legend.orientation == "h" and phone.layout.title.text.count("<br>") == 1  # legend below,
-    assert phone.layout.height == 400 + NARROW_LEGEND_ROW * (len(phone.data) + 1)  # a row each; title on two lines
+    assert (
+        phone.to_plotly_json()["data"] == fig.to_plotly_json()["data"]
+    )  # the same points, laid out for a phone:
+    assert (
+        phone.layout.legend.orientation == "h" and phone.layout.title.text.count("<br>") == 1
+    )  # legend below,
+    assert phone.layout.height == 400 + NARROW_LEGEND_ROW * (
+        len(phone.data) + 1
+    )  # a row each; title on two lines
     with pytest.raises(ValueError, match="out of range"):
         meaning.context_projection(data, 3)
     separation = meaning.sense_separation(data)

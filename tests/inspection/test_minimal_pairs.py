@@ -35,7 +35,9 @@ def _loop_pll(model, tokenizer, sentence: str) -> float:
 def test_pseudo_log_likelihood_equals_a_loop_of_masked_passes(demo):
     model, tokenizer = demo
     for sentence in ("The cat sat on the mat.", "Tom fed the dog in the garden."):
-        assert pseudo_log_likelihood(model, tokenizer, sentence) == pytest.approx(_loop_pll(model, tokenizer, sentence), abs=1e-4)
+        assert pseudo_log_likelihood(model, tokenizer, sentence) == pytest.approx(
+            _loop_pll(model, tokenizer, sentence), abs=1e-4
+        )
 
 
 def test_token_log_probs_score_every_non_special_token_once(demo):
@@ -48,8 +50,13 @@ def test_token_log_probs_score_every_non_special_token_once(demo):
 def test_builtin_pairs_cover_five_phenomena_and_differ_in_one_place():
     pairs = builtin_minimal_pairs()
     assert len(pairs) >= 100
-    assert phenomena(pairs) == ["agreement_attractor", "determiner_noun_agreement", "irregular_past",
-                                "argument_structure", "negative_polarity"]
+    assert phenomena(pairs) == [
+        "agreement_attractor",
+        "determiner_noun_agreement",
+        "irregular_past",
+        "argument_structure",
+        "negative_polarity",
+    ]
     assert pairs[0].good == "The key to the cabinets is on the table."
     assert pairs[0].bad == "The key to the cabinets are on the table."
     for pair in pairs:

@@ -38,7 +38,9 @@ def test_patching_every_position_at_layer_0_gives_the_clean_logits_and_none_the_
     clean, corrupted = clean_and_corrupted()
     every = patched_logits(model, clean, corrupted, None, 0, range(clean.shape[1]))
     assert torch.equal(every, model.cls.predictions(patching.record_run(model, clean).final))
-    torch.testing.assert_close(every, model.mlm_logits(clean), atol=1e-5, rtol=1e-5)  # and the model's own forward
+    torch.testing.assert_close(
+        every, model.mlm_logits(clean), atol=1e-5, rtol=1e-5
+    )  # and the model's own forward
     nothing = patched_logits(model, clean, corrupted, None, 1, [])
     assert torch.equal(nothing, model.cls.predictions(patching.record_run(model, corrupted).final))
     # an unchanged position changes nothing at layer 0; a changed one does
@@ -92,11 +94,18 @@ def test_grids_agree_with_single_patched_runs_and_their_corners():
     for layer, position in [(0, 1), (1, 5), (2, 6), (1, 0)]:
         single = patched_logits(model, clean_ids, corrupted_ids, None, layer, position)
         assert grid[layer, position] == pytest.approx(metric(single), abs=1e-5)
-    clean_metric, corrupted_metric = metric(model.mlm_logits(clean_ids)), metric(model.mlm_logits(corrupted_ids))
+    clean_metric, corrupted_metric = (
+        metric(model.mlm_logits(clean_ids)),
+        metric(model.mlm_logits(corrupted_ids)),
+    )
     share = patching.recovered_share(grid, clean_metric, corrupted_metric)
-    assert share[2, 6] == pytest.approx(1.0, abs=1e-4)  # the last layer at the predicted position is everything
+    assert share[2, 6] == pytest.approx(
+        1.0, abs=1e-4
+    )  # the last layer at the predicted position is everything
     np.testing.assert_allclose(share[2, [0, 1, 2, 3, 4, 5, 7]], 0.0, atol=1e-4)  # …and elsewhere nothing
-    np.testing.assert_allclose(share[0, [0, 2, 3, 4, 6, 7]], 0.0, atol=1e-4)  # unchanged tokens restore nothing
+    np.testing.assert_allclose(
+        share[0, [0, 2, 3, 4, 6, 7]], 0.0, atol=1e-4
+    )  # unchanged tokens restore nothing
 
 
 @torch.no_grad()
@@ -106,7 +115,10 @@ def test_head_and_block_grids_equal_patching_by_hand():
     clean, corrupted = patching.record_run(model, clean_ids), patching.record_run(model, corrupted_ids)
     target = Target(6, 11, 12)
     heads = patching.patching_grid(model, clean, corrupted, "head", target)
-    blocks = {site: patching.patching_grid(model, clean, corrupted, site, target) for site in ("attention", "feed-forward")}
+    blocks = {
+        site: patching.patching_grid(model, clean, corrupted, site, target)
+        for site in ("attention", "feed-forward")
+    }
     assert heads.shape == (2, 4) and blocks["attention"].shape == (2, 8)
 
     def by_hand(site, layer, unit):
@@ -115,7 +127,9 @@ def test_head_and_block_grids_equal_patching_by_hand():
                 return value
             value = value.clone()
             if site == "head":
-                value[:, :, unit * 8 : (unit + 1) * 8] = clean.sites[site][layer][:, :, unit * 8 : (unit + 1) * 8]
+                value[:, :, unit * 8 : (unit + 1) * 8] = clean.sites[site][layer][
+                    :, :, unit * 8 : (unit + 1) * 8
+                ]
             else:
                 value[:, unit] = clean.sites[site][layer][:, unit]
             return value
@@ -134,16 +148,19 @@ def test_head_and_block_grids_equal_patching_by_hand():
     # restoring every head of a layer restores that layer's attention: the same as the whole block
     every_head = patching.head_select([0, 1, 2, 3], 8, 4, 8).any(0, keepdim=True)
     every_position = patching.position_select([range(8)], 8, 32)
-    torch.testing.assert_close(patching.patched_final(model, clean, corrupted, "head", 1, every_head),
-                               patching.patched_final(model, clean, corrupted, "attention", 1, every_position))
+    torch.testing.assert_close(
+        patching.patched_final(model, clean, corrupted, "head", 1, every_head),
+        patching.patched_final(model, clean, corrupted, "attention", 1, every_position),
+    )
 
 
 @pytest.mark.skipif(not HAS_ENGLISH, reason="minilm-english is not installed")
 @torch.no_grad()
 def test_patched_logits_equal_transformers_with_a_hook_at_every_layer():
     model, tokenizer = load(ENGLISH)
-    reference = transformers.BertForPreTraining.from_pretrained(str(CHECKPOINTS_DIR / ENGLISH),
-                                                                attn_implementation="eager", dtype=torch.float32).eval()
+    reference = transformers.BertForPreTraining.from_pretrained(
+        str(CHECKPOINTS_DIR / ENGLISH), attn_implementation="eager", dtype=torch.float32
+    ).eval()
     clean = tokenizer.encode_pair("Paris is the capital of [MASK].", None).to_tensors()
     corrupted = tokenizer.encode_pair("Rome is the capital of [MASK].", None).to_tensors()
     ids, bad_ids = clean["input_ids"], corrupted["input_ids"]

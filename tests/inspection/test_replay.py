@@ -64,10 +64,14 @@ def test_next_self_cls_and_uniform_heads():
     cls_head[:, 0] = 1.0
     shares = pattern_shares(stack(shifted(6, 1), shifted(6, 0), cls_head, uniform), TOKENS)[0]
     next_head, self_head, cls_only, flat = shares
-    assert next_head[SHARE["next"]] == 1.0 and next_head[SHARE["self"]] == pytest.approx(1 / 6)  # the last row keeps itself
+    assert next_head[SHARE["next"]] == 1.0 and next_head[SHARE["self"]] == pytest.approx(
+        1 / 6
+    )  # the last row keeps itself
     assert next_head[SHARE["[SEP]"]] == pytest.approx(3 / 6)  # rows 2, 4 and 5 land on a [SEP]
     assert self_head.tolist() == pytest.approx([1 / 6, 2 / 6, 0.0, 0.0, 1.0])
-    assert cls_only.tolist() == pytest.approx([1.0, 0.0, 1 / 5, 0.0, 1 / 6])  # previous: only row 1's key is [CLS]
+    assert cls_only.tolist() == pytest.approx(
+        [1.0, 0.0, 1 / 5, 0.0, 1 / 6]
+    )  # previous: only row 1's key is [CLS]
     assert flat.tolist() == pytest.approx([1 / 6, 2 / 6, 1 / 6, 1 / 6, 1 / 6])
 
 
@@ -106,8 +110,14 @@ def test_the_colour_range_is_the_same_on_every_steps_figures():
 
 def prediction(step: int) -> dict:
     p = step / 100
-    return {"position": 2, "answer": "b", "top_tokens": ["b", "a", "c"] if step else ["a", "c", "b"],
-            "top_probs": [0.5 + p / 4, 0.3, 0.1], "answer_prob": 0.1 + p / 2, "is_next_prob": 0.5 + p / 3}
+    return {
+        "position": 2,
+        "answer": "b",
+        "top_tokens": ["b", "a", "c"] if step else ["a", "c", "b"],
+        "top_probs": [0.5 + p / 4, 0.3, 0.1],
+        "answer_prob": 0.1 + p / 2,
+        "is_next_prob": 0.5 + p / 3,
+    }
 
 
 def test_predictions_over_steps_from_saved_snapshots(tmp_path):
@@ -122,12 +132,24 @@ def test_predictions_over_steps_from_saved_snapshots(tmp_path):
     series = replay(summaries).predictions
     assert series.steps == (50, 100) and series.missing_steps == (0,) and series.answer == "b"
     frame = series.to_frame()
-    assert list(frame.columns) == ["step", "answer", "answer_prob", "is_next_prob",
-                                   "guess_1", "prob_1", "guess_2", "prob_2", "guess_3", "prob_3"]
+    assert list(frame.columns) == [
+        "step",
+        "answer",
+        "answer_prob",
+        "is_next_prob",
+        "guess_1",
+        "prob_1",
+        "guess_2",
+        "prob_2",
+        "guess_3",
+        "prob_3",
+    ]
     assert frame["step"].tolist() == [50, 100]
     assert frame["answer_prob"].tolist() == pytest.approx([0.35, 0.6])
     assert frame["is_next_prob"].tolist() == pytest.approx([0.5 + 0.5 / 3, 0.5 + 1 / 3])
-    assert frame["guess_1"].tolist() == ["b", "b"] and frame["prob_1"].tolist() == pytest.approx([0.625, 0.75])
+    assert frame["guess_1"].tolist() == ["b", "b"] and frame["prob_1"].tolist() == pytest.approx(
+        [0.625, 0.75]
+    )
     curves = prediction_curves(series, step=50)
     assert [trace.name for trace in curves.data] == ["P(answer)", "P(IsNext)"]
     assert list(curves.data[0].y) == pytest.approx([0.35, 0.6]) and curves.layout.shapes[0].x0 == 50
@@ -150,7 +172,12 @@ def test_specialisation_over_steps_frame_and_figure():
     assert spec.steps == (0, 20) and spec.shares.shape == (2, 1, 2, len(PATTERNS))
     frame = spec.to_frame()
     assert len(frame) == 2 * 2 * len(PATTERNS)
-    row = frame[(frame["step"] == 20) & (frame["layer"] == 0) & (frame["head"] == 0) & (frame["pattern"] == "previous")]
+    row = frame[
+        (frame["step"] == 20)
+        & (frame["layer"] == 0)
+        & (frame["head"] == 0)
+        & (frame["pattern"] == "previous")
+    ]
     assert row["share"].tolist() == [1.0]
     fig = specialisation_heatmap(spec, "previous", step=20)
     assert list(fig.data[0].y) == ["L0 H0", "L0 H1"] and list(fig.data[0].x) == ["0", "20"]
@@ -166,7 +193,8 @@ def test_snapshot_files_read_back_as_summaries_and_frames_and_unreadable_ones_sa
     summary = read_summary(path)
     assert summary.step == 40 and summary.shares.shape == (2, 3, len(PATTERNS))
     assert summary.predictions["answer"] == "b" and summary.largest_weight == pytest.approx(
-        float(attention.half().max()), abs=1e-3)
+        float(attention.half().max()), abs=1e-3
+    )
     frame = replay_frame(path)
     assert frame.attentions.shape == (2, 3, 6, 6) and frame.tokens == TOKENS
     assert frame.overview.tiles.shape[:2] == (2, 3)
@@ -183,7 +211,9 @@ def test_play_moves_to_the_next_saved_step_and_ends_after_the_last():
     assert [next_step(steps, step) for step in (None, 0, 50, 100, 70)] == [0, 50, 100, None, 100]
 
 
-@pytest.mark.skipif(not (CHECKPOINTS_DIR / DEMO / "snapshots").is_dir(), reason="checkpoints/demo-tiny is not installed")
+@pytest.mark.skipif(
+    not (CHECKPOINTS_DIR / DEMO / "snapshots").is_dir(), reason="checkpoints/demo-tiny is not installed"
+)
 def test_the_shipped_demo_run_replays_its_predictions_at_every_snapshot():
     snapshots = sorted((CHECKPOINTS_DIR / DEMO / "snapshots").glob("step_*.safetensors"))
     assert len(snapshots) > 10

@@ -19,9 +19,24 @@ class FakeTokenizer:
 
 
 def test_eight_steps_in_the_lecture_order_with_texts_that_fill_in():
-    assert walk.STEP_KEYS == ("tokens", "ids", "embeddings", "one_head", "many_heads", "residual", "mlm", "nsp")
-    config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=64)
+    assert walk.STEP_KEYS == (
+        "tokens",
+        "ids",
+        "embeddings",
+        "one_head",
+        "many_heads",
+        "residual",
+        "mlm",
+        "nsp",
+    )
+    config = BertConfig(
+        vocab_size=100,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     facts = walk.step_facts(config, 100, 8, "dog")
     texts = [walk.step_text(step, facts) for step in walk.STEPS]
     assert all("{" not in text for text in texts)
@@ -42,7 +57,9 @@ def test_attention_question_answer_is_the_heaviest_key_among_the_options():
 def test_check_answer_right_wrong_and_no_guess():
     question = walk.nsp_question(0.8)
     assert question.answer == walk.NSP_OPTIONS[0]
-    assert walk.check_answer(question, walk.NSP_OPTIONS[0]) == walk.Verdict(True, "Right! The model gives 80% that B follows A.")
+    assert walk.check_answer(question, walk.NSP_OPTIONS[0]) == walk.Verdict(
+        True, "Right! The model gives 80% that B follows A."
+    )
     wrong = walk.check_answer(question, walk.NSP_OPTIONS[1])
     assert not wrong.correct and wrong.message.startswith("Not this time: you said No")
     assert not walk.check_answer(question, None).correct
@@ -69,8 +86,9 @@ def test_one_head_data_reproduces_the_attention_row():
     scores = keys[1, 3] @ queries[1, 3, 5] / np.sqrt(8)
     expected = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
     np.testing.assert_allclose(data.weights, expected, atol=1e-6)  # the trace holds float32, as the model's
-    np.testing.assert_allclose(data.contributions, np.linalg.norm(expected[:, None] * values[1, 3], axis=1),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        data.contributions, np.linalg.norm(expected[:, None] * values[1, 3], axis=1), rtol=1e-5
+    )
     assert list(data.to_frame()["key"]) == TOKENS
     fig = one_head_figure(data)
     np.testing.assert_allclose(fig.data[1].x, expected)
@@ -125,7 +143,10 @@ def test_phone_residual_has_a_row_a_token_and_its_colour_bar_below():
     data = walk.residual_changes(pair_trace(random_attention(2, 1, 2, 2), ["a", "b"], hidden_states=states))
     wide, phone = residual_figure(data), residual_figure(data, narrow=True)
     np.testing.assert_allclose(np.asarray(phone.data[0].z), np.asarray(wide.data[0].z).T)
-    assert list(phone.data[0].y) == list(wide.data[0].x) == ["a (0)", "b (1)"] and list(phone.data[0].x) == ["L1", "L2"]
+    assert list(phone.data[0].y) == list(wide.data[0].x) == ["a (0)", "b (1)"] and list(phone.data[0].x) == [
+        "L1",
+        "L2",
+    ]
     assert phone.data[0].colorbar.orientation == "h" and wide.data[0].colorbar.orientation is None
     assert fits_a_phone(phone) and len(title_lines(wide)) == 1
 
@@ -148,7 +169,9 @@ def test_phone_tables_of_a_long_input_show_its_first_tokens_and_say_so():
     tokens = [f"w{i}" for i in range(100)]
     ids = ids_figure(tokens, range(100), [0] * 100, narrow=True)
     states = np.ones((3, 100, 4)) * np.arange(1, 4)[:, None, None]
-    changes = walk.residual_changes(pair_trace(random_attention(2, 1, 100, 100), tokens, hidden_states=states))
+    changes = walk.residual_changes(
+        pair_trace(random_attention(2, 1, 100, 100), tokens, hidden_states=states)
+    )
     residual = residual_figure(changes, narrow=True)
     for fig, rows in ((ids, len(ids.data[0].text)), (residual, len(residual.data[0].y))):
         assert rows == MAX_ID_COLUMNS

@@ -12,8 +12,12 @@ from bertviz_lite.inspection.views import why_this_word
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO, load
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 
-pytestmark = pytest.mark.skipif(not (CHECKPOINTS_DIR / DEMO / "config.json").is_file(), reason="demo-tiny is missing")
-A, B = why_this_word.EXAMPLES["agreement across an attractor"][:2]  # the same length in demo-tiny's vocabulary
+pytestmark = pytest.mark.skipif(
+    not (CHECKPOINTS_DIR / DEMO / "config.json").is_file(), reason="demo-tiny is missing"
+)
+A, B = why_this_word.EXAMPLES["agreement across an attractor"][
+    :2
+]  # the same length in demo-tiny's vocabulary
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +59,9 @@ def test_the_contrast_attribution_is_leave_one_out_of_the_difference(demo):
     for j in (1, 3, position):
         masked = ids.clone()
         masked[0, j] = tokenizer.mask_token_id
-        assert data.scores["leave-one-out"][j] == pytest.approx(difference(ids) - difference(masked), abs=1e-4)
+        assert data.scores["leave-one-out"][j] == pytest.approx(
+            difference(ids) - difference(masked), abs=1e-4
+        )
     assert data.label == f"logit({target!r}) − logit({foil!r}) at position {position}"
     assert data.score == pytest.approx(difference(ids), abs=1e-4)
     assert data.completeness_error < 0.01  # integrated gradients add up to f(x) − f(baseline)
@@ -71,17 +77,23 @@ def test_a_contrast_target_scores_the_logit_difference_and_refuses_nonsense(demo
     torch.testing.assert_close(scores, logits[:, 11] - logits[:, 12], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(plain, logits.log_softmax(-1)[:, 11])
     for bad in (dict(position=None, token_id=None, foil_id=3), dict(position=2, token_id=5, foil_id=5)):
-        with pytest.raises(ValueError, match="a contrast needs an MLM position and two different candidate tokens"):
+        with pytest.raises(
+            ValueError, match="a contrast needs an MLM position and two different candidate tokens"
+        ):
             Target(**bad)
 
 
 def test_candidates_lengths_and_masks_are_checked_in_sentences(demo):
     model, tokenizer = demo
     assert why_this_word.candidate_id(tokenizer, "the") == tokenizer.convert_tokens_to_ids("the")
-    with pytest.raises(ValueError, match=r"'paris' is not one token of this model's vocabulary \(it becomes pa \+ ##ri"):
+    with pytest.raises(
+        ValueError, match=r"'paris' is not one token of this model's vocabulary \(it becomes pa \+ ##ri"
+    ):
         why_this_word.candidate_id(tokenizer, "paris")
     with pytest.raises(ValueError, match="the same number of tokens. A has 13"):
-        why_this_word.aligned_pair(tokenizer, "Paris is the capital of [MASK].", "Rome is the capital of [MASK].")
+        why_this_word.aligned_pair(
+            tokenizer, "Paris is the capital of [MASK].", "Rome is the capital of [MASK]."
+        )
     with pytest.raises(ValueError, match=r"Sentence A has no \[MASK\]"):
         why_this_word.contrast_lens(model, tokenizer, "No mask here.", "the", "a")
     with pytest.raises(ValueError, match="are the same token"):
@@ -102,11 +114,19 @@ def test_the_patching_view_is_the_grid_as_recovered_shares(demo):
         Target(position, *tokenizer.convert_tokens_to_ids([target, foil])),
     )
     np.testing.assert_allclose(data.metric, grid)
-    np.testing.assert_allclose(data.share, (grid - data.corrupted_metric) / (data.clean_metric - data.corrupted_metric))
+    np.testing.assert_allclose(
+        data.share, (grid - data.corrupted_metric) / (data.clean_metric - data.corrupted_metric)
+    )
     assert data.share[-1, position] == pytest.approx(1.0, abs=1e-5) and data.position == position
     assert data.differing and all(" · " in data.columns[i] for i in data.differing)
     frame = data.to_frame()
-    assert len(frame) == data.share.size and list(frame.columns) == ["site", "layer", "position", "metric", "recovered_share"]
+    assert len(frame) == data.share.size and list(frame.columns) == [
+        "site",
+        "layer",
+        "position",
+        "metric",
+        "recovered_share",
+    ]
     heads = why_this_word.activation_patching(model, tokenizer, A, B, target, foil, site="head")
     assert heads.columns == [f"head {h}" for h in range(model.config.num_attention_heads)]
     assert data.note() is None or abs(data.clean_metric - data.corrupted_metric) < why_this_word.NOISY_GAP
@@ -127,8 +147,12 @@ def english():
 def test_each_example_gives_the_default_model_a_clear_contrast(english, name):
     model, tokenizer = english
     data = why_this_word.activation_patching(model, tokenizer, *why_this_word.EXAMPLES[name])
-    assert data.differing and data.position not in data.differing  # the sentences differ, but not at the blank
-    assert abs(data.clean_metric - data.corrupted_metric) > why_this_word.NOISY_GAP  # no "too close to read" warning
+    assert (
+        data.differing and data.position not in data.differing
+    )  # the sentences differ, but not at the blank
+    assert (
+        abs(data.clean_metric - data.corrupted_metric) > why_this_word.NOISY_GAP
+    )  # no "too close to read" warning
 
 
 def test_the_copying_example_shows_the_copy_and_who_carries_it(english):

@@ -23,7 +23,9 @@ def test_built_in_pairs_are_labelled_with_a_blank_and_alternate_the_grammatical_
     assert labels[0].endswith("___ on the table. (is / are)")
     firsts = [choices[label] for label in labels[:2]]
     assert firsts[0][0].endswith("is on the table.")  # good first…
-    assert firsts[1][0].endswith("is on the table.") and firsts[1][1].endswith("are on the table.")  # …then bad first
+    assert firsts[1][0].endswith("is on the table.") and firsts[1][1].endswith(
+        "are on the table."
+    )  # …then bad first
     assert len(set(labels)) == len(labels)
 
 
@@ -45,7 +47,9 @@ def test_each_tokens_log_prob_is_a_masked_forward_pass_of_that_sentence_alone():
         np.testing.assert_allclose(log_probs, own, atol=1e-4)
     assert data.preferred == ("A" if data.pll[0] >= data.pll[1] else "B")
     assert data.differs[0].sum() + data.differs[1].sum() >= 1 and not data.differs[0][0]
-    assert data.pll[0] == pytest.approx(bertviz_lite.pseudo_log_likelihood(model, tokenizer, a), abs=1e-6)  # the facade's
+    assert data.pll[0] == pytest.approx(
+        bertviz_lite.pseudo_log_likelihood(model, tokenizer, a), abs=1e-6
+    )  # the facade's
     question = why_this_word.pair_likelihood_question(data)
     assert question.answer == data.preferred and f"PLL(A) = {data.pll[0]:.2f}" in question.explanation
     frame = data.to_frame()

@@ -31,16 +31,26 @@ from bertviz_lite.text.tokenization import BertTokenizer
 from tests.attention_samples import load_snapshots
 
 SENTENCES = [
-    "The cat sat on the mat.", "The dog ran to the park.", "A bird sang in the tall tree.",
-    "The cat and the dog are friends.", "Rain fell on the green field.", "The sun was warm over the sea.",
+    "The cat sat on the mat.",
+    "The dog ran to the park.",
+    "A bird sang in the tall tree.",
+    "The cat and the dog are friends.",
+    "Rain fell on the green field.",
+    "The sun was warm over the sea.",
 ]
 
 
 @pytest.fixture(scope="module")
 def tiny():
     tokenizer = BertTokenizer.train(SENTENCES * 5, vocab_size=120)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=32)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=32,
+    )
     torch.manual_seed(0)
     return BertForPreTraining(config).eval(), tokenizer
 
@@ -52,8 +62,18 @@ def test_good_run_names_pass(name):
 
 @pytest.mark.parametrize(
     ("name", "fragment"),
-    [("", "empty"), ("  ", "empty"), ("a/b", "separator"), ("a\\b", "separator"), ("..", ".."), ("x..y", ".."),
-     (".hidden", "hidden"), ("-rf", "letter or digit"), ("a b", "letters, digits"), ("x" * 101, "at most")],
+    [
+        ("", "empty"),
+        ("  ", "empty"),
+        ("a/b", "separator"),
+        ("a\\b", "separator"),
+        ("..", ".."),
+        ("x..y", ".."),
+        (".hidden", "hidden"),
+        ("-rf", "letter or digit"),
+        ("a b", "letters, digits"),
+        ("x" * 101, "at most"),
+    ],
 )
 def test_unsafe_run_names_are_refused(name, fragment):
     with pytest.raises(ValueError, match=fragment):
@@ -63,8 +83,12 @@ def test_unsafe_run_names_are_refused(name, fragment):
 def test_checkpoint_loads_in_bertviz_lite_and_transformers_with_equal_logits(tiny, tmp_path):
     model, tokenizer = tiny
     save_checkpoint(tmp_path, model, tokenizer, {"args": {"steps": 3}}, step=3)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "model.safetensors", "train_args.json",
-                                                          "vocab.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "config.json",
+        "model.safetensors",
+        "train_args.json",
+        "vocab.txt",
+    ]
     assert checkpoint_step(tmp_path) == 3
     loaded, loaded_tokenizer = load_folder(tmp_path)
     assert loaded_tokenizer.vocab == tokenizer.vocab
@@ -109,7 +133,9 @@ def test_snapshots_round_trip_as_float16_sorted_by_step(tmp_path):
     tokens = ["[CLS]", "the", "cat", "[SEP]", "it", "[SEP]"]
     attentions = torch.softmax(torch.randn(2, 4, 6, 6), dim=-1)
     for step in (20, 0, 10):
-        save_snapshot(tmp_path, step, attentions * 0 + attentions, tokens, [0, 0, 0, 0, 1, 1], ("the cat", "it"))
+        save_snapshot(
+            tmp_path, step, attentions * 0 + attentions, tokens, [0, 0, 0, 0, 1, 1], ("the cat", "it")
+        )
     assert snapshot_path(tmp_path, 10).name == "step_000010.safetensors"
     (tmp_path / "snapshots" / "step_000030.safetensors").write_bytes(b"not a snapshot")  # skipped
     (tmp_path / "snapshots" / "notes.txt").write_text("ignored")
@@ -136,7 +162,9 @@ def test_read_metrics_skips_a_partly_written_last_line(tmp_path):
     with open(tmp_path / "metrics.jsonl", "a") as handle:
         handle.write('{"split": "train", "step": 10, "mlm_lo')
     assert [r["step"] for r in read_metrics(tmp_path)] == [5, 5]
-    assert read_metrics(tmp_path, split="train") == [{"split": "train", "step": 5, "mlm_loss": 3.5, "grad_norm": None}]
+    assert read_metrics(tmp_path, split="train") == [
+        {"split": "train", "step": 5, "mlm_loss": 3.5, "grad_norm": None}
+    ]
     assert read_metrics(tmp_path, split="eval")[0]["eval_mlm_acc"] == 0.25
     assert read_metrics(tmp_path / "nowhere") == []
 

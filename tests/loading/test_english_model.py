@@ -35,7 +35,11 @@ def test_it_is_the_default_and_ships_small_in_float16(english):
     model, tokenizer = english
     assert DEFAULT_MODEL == ENGLISH and model.source == ENGLISH
     assert model.has_mlm_head and model.has_nsp_head
-    assert (model.config.num_hidden_layers, model.config.num_attention_heads, tokenizer.vocab_size) == (6, 12, 30522)
+    assert (model.config.num_hidden_layers, model.config.num_attention_heads, tokenizer.vocab_size) == (
+        6,
+        12,
+        30522,
+    )
     weights = FOLDER / "model.safetensors"
     assert weights.stat().st_size < 50e6
     with safe_open(str(weights), framework="pt") as handle:
@@ -65,8 +69,12 @@ def test_fills_in_held_out_blanks(english, text, answer):
 
 
 def test_judges_sentence_pairs(english):
-    follows = is_next_probability(*english, "I went to the store this morning.",
-                                  "I bought a gallon of milk and some eggs.")
-    unrelated = is_next_probability(*english, "I went to the store this morning.",
-                                    "Penguins are flightless birds that live in the Southern Hemisphere.")
+    follows = is_next_probability(
+        *english, "I went to the store this morning.", "I bought a gallon of milk and some eggs."
+    )
+    unrelated = is_next_probability(
+        *english,
+        "I went to the store this morning.",
+        "Penguins are flightless birds that live in the Southern Hemisphere.",
+    )
     assert follows > 0.9 and unrelated < 0.1, (follows, unrelated)

@@ -12,7 +12,10 @@ from bertviz_lite.model.modeling import BertForPreTraining
 
 PAIRS = [
     ("The cat sat on the mat.", "It was warm and happy."),
-    ("Paris is the capital of France, and it is famous for the Eiffel Tower.", "Many tourists visit every year."),
+    (
+        "Paris is the capital of France, and it is famous for the Eiffel Tower.",
+        "Many tourists visit every year.",
+    ),
     ("A [MASK] barked at the mailman.", None),
 ]
 
@@ -36,7 +39,11 @@ def padded_batch(tokenizer, pairs):
 
 def test_minilm_matches_transformers_on_real_sentence_pairs(minilm, reference):
     model, tokenizer = minilm
-    assert (model.config.num_hidden_layers, model.config.num_attention_heads, model.config.hidden_size) == (6, 12, 384)
+    assert (model.config.num_hidden_layers, model.config.num_attention_heads, model.config.hidden_size) == (
+        6,
+        12,
+        384,
+    )
     batch = padded_batch(tokenizer, PAIRS)
     with torch.no_grad():
         ref = reference(**batch, output_attentions=True)
@@ -60,7 +67,9 @@ def test_minilm_says_it_has_no_pretraining_heads(minilm):
 def copy_minilm(tmp_path, weights=True):
     folder = tmp_path / "bert"
     folder.mkdir()
-    for name in ("config.json", "vocab.txt", "tokenizer_config.json") + (("model.safetensors",) if weights else ()):
+    for name in ("config.json", "vocab.txt", "tokenizer_config.json") + (
+        ("model.safetensors",) if weights else ()
+    ):
         shutil.copy(minilm_dir() / name, folder / name)
     return folder
 
@@ -182,5 +191,11 @@ def test_a_complete_checkpoint_loads_exactly_and_a_headless_one_gets_the_seeded_
     torch.manual_seed(3)
     fresh = BertForPreTraining(model.config)  # what a seeded training run starting from this file always had
     assert not model.has_mlm_head and not model.has_nsp_head
-    for name in ("cls.seq_relationship.weight", "cls.predictions.transform.dense.weight", "bert.pooler.dense.weight"):
-        torch.testing.assert_close(model.state_dict()[name], fresh.state_dict()[name], rtol=0, atol=0, msg=name)
+    for name in (
+        "cls.seq_relationship.weight",
+        "cls.predictions.transform.dense.weight",
+        "bert.pooler.dense.weight",
+    ):
+        torch.testing.assert_close(
+            model.state_dict()[name], fresh.state_dict()[name], rtol=0, atol=0, msg=name
+        )

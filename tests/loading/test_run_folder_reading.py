@@ -58,7 +58,8 @@ def test_long_curves_are_downsampled_keeping_both_ends():
 
 def test_status_fields_of_the_wrong_type_or_size_read_as_none(tmp_path):
     (tmp_path / "status.json").write_text(
-        f'{{"state": "finished", "step": {HUGE}, "total_steps": "x", "pid": [1], "eta_s": {HUGE}, "message": 5}}')
+        f'{{"state": "finished", "step": {HUGE}, "total_steps": "x", "pid": [1], "eta_s": {HUGE}, "message": 5}}'
+    )
     status = read_status(tmp_path)
     assert status["step"] is None and status["total_steps"] is None and status["pid"] is None
     assert status["eta_s"] is None and status["message"] == ""
@@ -72,16 +73,22 @@ def test_train_args_of_the_wrong_types_read_as_empty(tmp_path):
     (tmp_path / "train_args.json").write_text('{"config": [1, 2], "args": "x"}')
     assert read_train_args(tmp_path) == {"config": {}, "args": {}}
     assert lifecycle.hyperparameters(tmp_path) == {}
-    (tmp_path / "train_args.json").write_text(json.dumps({"config": {"hidden_size": int(HUGE)}, "args": {"x": [1]}}))
+    (tmp_path / "train_args.json").write_text(
+        json.dumps({"config": {"hidden_size": int(HUGE)}, "args": {"x": [1]}})
+    )
     assert lifecycle.hyperparameters(tmp_path) == {"hidden_size": "a 400-digit number", "x": "[1]"}
 
 
 def test_json_files_past_the_limit_are_not_read(tmp_path):
-    (tmp_path / "status.json").write_text('{"state": "finished", "message": "' + "x" * limits.MAX_JSON_BYTES + '"}')
+    (tmp_path / "status.json").write_text(
+        '{"state": "finished", "message": "' + "x" * limits.MAX_JSON_BYTES + '"}'
+    )
     assert read_status(tmp_path) is None
 
 
-def test_a_checkpoint_named_like_a_folder_of_the_working_directory_loads_the_checkpoint(tmp_path, monkeypatch):
+def test_a_checkpoint_named_like_a_folder_of_the_working_directory_loads_the_checkpoint(
+    tmp_path, monkeypatch
+):
     from bertviz_lite.loading import pretrained
 
     (tmp_path / "cwd" / "bench").mkdir(parents=True)  # the server's own ./bench

@@ -34,10 +34,28 @@ def test_trace_and_fast_path_match_transformers_on_the_gpu():
 
 
 def test_a_bf16_training_run_on_the_gpu_loads_on_the_cpu(tmp_path):
-    args = [*TINY, "--steps", "40", "--log-every", "10", "--eval-every", "20", "--snapshot-every", "20",
-            "--device", "cuda", "--out", str(tmp_path / "run")]
-    done = subprocess.run([sys.executable, "-m", "bertviz_lite.train", *args], env=environment(),
-                          capture_output=True, text=True, timeout=300)
+    args = [
+        *TINY,
+        "--steps",
+        "40",
+        "--log-every",
+        "10",
+        "--eval-every",
+        "20",
+        "--snapshot-every",
+        "20",
+        "--device",
+        "cuda",
+        "--out",
+        str(tmp_path / "run"),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "bertviz_lite.train", *args],
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     status = read_status(tmp_path / "run")
     assert status["state"] == "finished" and status["checkpoint_step"] == 40

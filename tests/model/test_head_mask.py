@@ -41,7 +41,9 @@ def by_hand(model: BertForPreTraining, ids, segments, zeroed: set[tuple[int, int
         + emb.position_embeddings.weight[: ids.shape[1]]
         + emb.token_type_embeddings.weight[segments]
     )
-    x = F.layer_norm(x, (config.hidden_size,), emb.LayerNorm.weight, emb.LayerNorm.bias, config.layer_norm_eps)
+    x = F.layer_norm(
+        x, (config.hidden_size,), emb.LayerNorm.weight, emb.LayerNorm.bias, config.layer_norm_eps
+    )
     states = [x]
     for index, layer in enumerate(model.bert.encoder.layer):
         attn = layer.attention.self
@@ -55,12 +57,25 @@ def by_hand(model: BertForPreTraining, ids, segments, zeroed: set[tuple[int, int
                 context[:, head] = 0.0
         context = context.transpose(1, 2).reshape(1, -1, config.hidden_size)
         out = layer.attention.output
-        x = F.layer_norm(F.linear(context, out.dense.weight, out.dense.bias) + x, (config.hidden_size,),
-                         out.LayerNorm.weight, out.LayerNorm.bias, config.layer_norm_eps)
-        ffn = F.linear(F.gelu(F.linear(x, layer.intermediate.dense.weight, layer.intermediate.dense.bias)),
-                       layer.output.dense.weight, layer.output.dense.bias)
-        x = F.layer_norm(ffn + x, (config.hidden_size,), layer.output.LayerNorm.weight, layer.output.LayerNorm.bias,
-                         config.layer_norm_eps)
+        x = F.layer_norm(
+            F.linear(context, out.dense.weight, out.dense.bias) + x,
+            (config.hidden_size,),
+            out.LayerNorm.weight,
+            out.LayerNorm.bias,
+            config.layer_norm_eps,
+        )
+        ffn = F.linear(
+            F.gelu(F.linear(x, layer.intermediate.dense.weight, layer.intermediate.dense.bias)),
+            layer.output.dense.weight,
+            layer.output.dense.bias,
+        )
+        x = F.layer_norm(
+            ffn + x,
+            (config.hidden_size,),
+            layer.output.LayerNorm.weight,
+            layer.output.LayerNorm.bias,
+            config.layer_norm_eps,
+        )
         states.append(x)
     return states, model.cls.predictions(x), model.cls.seq_relationship(model.bert.pooler(x))
 
@@ -76,9 +91,13 @@ def test_head_masked_trace_equals_zeroing_the_heads_context_by_hand():
     torch.testing.assert_close(trace.mlm_logits, mlm, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(trace.nsp_logits, nsp, atol=1e-5, rtol=1e-5)
     assert trace.attentions[0][0, 1].abs().max() == 0 and trace.attentions[1][0, 3].abs().max() == 0
-    torch.testing.assert_close(trace.attentions[0][0, 0].sum(-1), torch.ones(ids.shape[1]))  # kept heads unchanged
+    torch.testing.assert_close(
+        trace.attentions[0][0, 0].sum(-1), torch.ones(ids.shape[1])
+    )  # kept heads unchanged
     unmasked = model.trace(ids, segments)
-    assert (unmasked.mlm_logits - trace.mlm_logits).abs().max() > 1e-3  # knocking heads out changes the output
+    assert (
+        unmasked.mlm_logits - trace.mlm_logits
+    ).abs().max() > 1e-3  # knocking heads out changes the output
 
 
 @torch.no_grad()
@@ -87,7 +106,9 @@ def test_a_mask_of_ones_changes_nothing_and_a_bad_shape_is_a_sentence():
     ids, segments = pair()
     plain, ones = model.trace(ids, segments), model.trace(ids, segments, head_mask=torch.ones(2, 4))
     assert torch.equal(plain.mlm_logits, ones.mlm_logits) and torch.equal(plain.nsp_logits, ones.nsp_logits)
-    with pytest.raises(ValueError, match=r"head_mask must have shape \(layers, heads\) = \(2, 4\), got \(4,\)"):
+    with pytest.raises(
+        ValueError, match=r"head_mask must have shape \(layers, heads\) = \(2, 4\), got \(4,\)"
+    ):
         model.trace(ids, segments, head_mask=torch.ones(4))
 
 
@@ -99,19 +120,26 @@ def test_head_names_become_a_mask_and_bad_names_are_refused():
             head_mask([bad], 2, 4)
 
 
-@pytest.mark.skipif(not (CHECKPOINTS_DIR / ENGLISH / "config.json").is_file(), reason="minilm-english is not installed")
+@pytest.mark.skipif(
+    not (CHECKPOINTS_DIR / ENGLISH / "config.json").is_file(), reason="minilm-english is not installed"
+)
 @torch.no_grad()
 def test_head_mask_matches_transformers_with_those_heads_zeroed_on_real_weights():
     """transformers 5 dropped head_mask: the reference zeroes the heads' context with a hook on BertSelfAttention."""
     model, tokenizer = load(ENGLISH)
-    reference = transformers.BertForPreTraining.from_pretrained(str(CHECKPOINTS_DIR / ENGLISH),
-                                                                attn_implementation="eager", dtype=torch.float32).eval()
+    reference = transformers.BertForPreTraining.from_pretrained(
+        str(CHECKPOINTS_DIR / ENGLISH), attn_implementation="eager", dtype=torch.float32
+    ).eval()
     knocked = {(0, 3), (2, 7), (5, 0), (5, 11)}
     zero_heads_hooks(reference, knocked)
-    inputs = tokenizer.encode_pair("Paris is the [MASK] of France.", "It is famous for the Eiffel Tower.").to_tensors()
+    inputs = tokenizer.encode_pair(
+        "Paris is the [MASK] of France.", "It is famous for the Eiffel Tower."
+    ).to_tensors()
     theirs = reference(**inputs)
     names = [f"L{layer}H{head}" for layer, head in knocked]
-    ours = model.trace(**inputs, head_mask=head_mask(names, model.config.num_hidden_layers, model.config.num_attention_heads))
+    ours = model.trace(
+        **inputs, head_mask=head_mask(names, model.config.num_hidden_layers, model.config.num_attention_heads)
+    )
     torch.testing.assert_close(ours.mlm_logits, theirs.prediction_logits, atol=2e-4, rtol=1e-4)
     torch.testing.assert_close(ours.nsp_logits, theirs.seq_relationship_logits, atol=2e-4, rtol=1e-4)
     assert (model.trace(**inputs).mlm_logits - ours.mlm_logits).abs().max() > 1e-2

@@ -44,8 +44,13 @@ def test_trace_matches_transformers_on_padded_pairs():
     model = ours_from(hf)
     ids, tt, am = padded_pair_batch()
     with torch.no_grad():
-        ref = hf(input_ids=ids, token_type_ids=tt, attention_mask=am, output_hidden_states=True,
-                 output_attentions=True)
+        ref = hf(
+            input_ids=ids,
+            token_type_ids=tt,
+            attention_mask=am,
+            output_hidden_states=True,
+            output_attentions=True,
+        )
     trace = model.trace(ids, tt, am)
     valid = am.bool()  # compare at non-padded query positions
     assert (ref.prediction_logits - trace.mlm_logits)[valid].abs().max() < 1e-5
@@ -63,7 +68,10 @@ def test_forward_call_contract_and_padding_default():
     model = ours_from(hf_model())
     ids, tt, am = padded_pair_batch()
     out = model(ids, tt)  # the attention mask defaults to "not padding"
-    assert out.prediction_logits.shape == (3, 11, TINY["vocab_size"]) and out.prediction_logits.dtype == torch.float32
+    assert (
+        out.prediction_logits.shape == (3, 11, TINY["vocab_size"])
+        and out.prediction_logits.dtype == torch.float32
+    )
     assert out.seq_relationship_logits.shape == (3, 2)
     explicit = model(ids, tt, attention_mask=am)
     assert torch.equal(out.prediction_logits, explicit.prediction_logits)
@@ -98,13 +106,17 @@ def test_loads_bert_model_and_masked_lm_key_sets(cls):
 
 def test_old_gamma_beta_names_and_position_ids_buffer_are_accepted():
     hf = hf_model()
-    state = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
-             for k, v in hf.state_dict().items()}
+    state = {
+        k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
+        for k, v in hf.state_dict().items()
+    }
     state["bert.embeddings.position_ids"] = torch.arange(512).unsqueeze(0)
     model = BertForPreTraining(BertConfig(**TINY)).eval()
     model.load_hf_state_dict(state)
     ids, tt, am = padded_pair_batch()
-    assert torch.allclose(model.mlm_logits(ids, tt, attention_mask=am), ours_from(hf).mlm_logits(ids, tt, attention_mask=am))
+    assert torch.allclose(
+        model.mlm_logits(ids, tt, attention_mask=am), ours_from(hf).mlm_logits(ids, tt, attention_mask=am)
+    )
 
 
 def test_missing_unexpected_and_misshaped_keys_are_reported():
@@ -163,13 +175,17 @@ def test_sinusoidal_positions_are_fixed_and_export_to_transformers():
     table = model.bert.embeddings.position_embeddings.weight
     assert not table.requires_grad
     assert torch.allclose(table, sinusoidal_position_table(512, 32))
-    assert torch.allclose(table[1, :2], torch.tensor([torch.sin(torch.tensor(1.0)), torch.cos(torch.tensor(1.0))]))
+    assert torch.allclose(
+        table[1, :2], torch.tensor([torch.sin(torch.tensor(1.0)), torch.cos(torch.tensor(1.0))])
+    )
     hf = hf_model()
     hf.load_state_dict(model.hf_state_dict(), strict=True)
     ids, tt, am = padded_pair_batch()
     with torch.no_grad():
-        assert (hf(input_ids=ids, token_type_ids=tt, attention_mask=am).prediction_logits
-                - model.mlm_logits(ids, tt, attention_mask=am))[am.bool()].abs().max() < 1e-5
+        assert (
+            hf(input_ids=ids, token_type_ids=tt, attention_mask=am).prediction_logits
+            - model.mlm_logits(ids, tt, attention_mask=am)
+        )[am.bool()].abs().max() < 1e-5
 
 
 def test_mlm_decoder_is_tied_to_word_embeddings():
@@ -191,7 +207,9 @@ def test_pretraining_loss_uses_only_masked_positions():
     nothing = model.pretraining_loss(ids, tt, am, torch.full_like(ids, -100), torch.tensor([0, 1, 0]))
     assert nothing.mlm_loss.item() == 0.0 and torch.isfinite(nothing.loss)
     lone = model.pretraining_loss(ids, tt, am, labels, torch.tensor([0, -100, -100]))  # -100: no NSP question
-    assert torch.allclose(lone.nsp_loss, torch.nn.functional.cross_entropy(lone.nsp_logits[:1], torch.tensor([0])))
+    assert torch.allclose(
+        lone.nsp_loss, torch.nn.functional.cross_entropy(lone.nsp_logits[:1], torch.tensor([0]))
+    )
     no_question = model.pretraining_loss(ids, tt, am, labels, torch.full((3,), -100))
     assert no_question.nsp_loss.item() == 0.0 and torch.allclose(no_question.loss, out.mlm_loss)
 
@@ -217,14 +235,17 @@ def test_cpu_bf16_projects_masked_rows_in_buckets_and_keeps_the_same_logits():
     assert torch.isfinite(model.cls.predictions.decoder.weight.grad).all()
 
 
-@pytest.mark.parametrize("field, value, words", [
-    ("hidden_size", 100, "hidden_size (100) must be divisible by num_attention_heads (3)"),
-    ("num_hidden_layers", 0, "num_hidden_layers (0) must be a whole number greater than 0"),
-    ("vocab_size", -5, "vocab_size (-5)"),
-    ("hidden_dropout_prob", 1.0, "hidden_dropout_prob (1.0) must be in [0, 1)"),
-    ("attention_probs_dropout_prob", -0.1, "attention_probs_dropout_prob (-0.1)"),
-    ("position_embedding_type", "rotary", "position_embedding_type ('rotary')"),
-])
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("hidden_size", 100, "hidden_size (100) must be divisible by num_attention_heads (3)"),
+        ("num_hidden_layers", 0, "num_hidden_layers (0) must be a whole number greater than 0"),
+        ("vocab_size", -5, "vocab_size (-5)"),
+        ("hidden_dropout_prob", 1.0, "hidden_dropout_prob (1.0) must be in [0, 1)"),
+        ("attention_probs_dropout_prob", -0.1, "attention_probs_dropout_prob (-0.1)"),
+        ("position_embedding_type", "rotary", "position_embedding_type ('rotary')"),
+    ],
+)
 def test_bad_config_values_name_the_field(field, value, words):
     values = {**TINY, "num_attention_heads": 3 if field == "hidden_size" else 4, field: value}
     with pytest.raises(ValueError) as err:

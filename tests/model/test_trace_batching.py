@@ -78,7 +78,9 @@ def test_a_tensor_field_without_token_axes_is_refused():
 
 def test_threads_asking_together_share_one_pass_and_each_get_their_own_trace():
     model, tokenizer = build_tiny(max_positions=64)
-    batcher = TraceBatcher(model, window_s=30.0, max_batch=len(SENTENCES))  # the batch closes when all have come
+    batcher = TraceBatcher(
+        model, window_s=30.0, max_batch=len(SENTENCES)
+    )  # the batch closes when all have come
     requests = [_inputs(tokenizer, a, b) for a, b in SENTENCES]
     results: dict[int, object] = {}
 
@@ -100,7 +102,10 @@ def test_an_error_of_the_pass_reaches_every_caller_of_the_batch():
     model, tokenizer = build_tiny(max_positions=64)
     batcher = TraceBatcher(model, window_s=30.0, max_batch=2)
     good = _inputs(tokenizer, "The cat sat.", None)
-    bad = {**good, "input_ids": torch.full_like(good["input_ids"], model.config.vocab_size + 5)}  # no such token
+    bad = {
+        **good,
+        "input_ids": torch.full_like(good["input_ids"], model.config.vocab_size + 5),
+    }  # no such token
     errors: list[BaseException] = []
 
     def ask(inputs):
@@ -116,7 +121,10 @@ def test_an_error_of_the_pass_reaches_every_caller_of_the_batch():
         thread.join(timeout=60)
     assert len(errors) == 2
     batcher.window_s = 0.0
-    assert batcher.trace(good, max_length=64).attention_mask.shape == (1, good["input_ids"].shape[1])  # it goes on
+    assert batcher.trace(good, max_length=64).attention_mask.shape == (
+        1,
+        good["input_ids"].shape[1],
+    )  # it goes on
 
 
 def test_trace_pair_batched_alone_is_the_plain_trace():
@@ -129,7 +137,9 @@ def test_trace_pair_batched_alone_is_the_plain_trace():
 
 def test_a_long_input_is_traced_alone_at_once():
     model, tokenizer = build_tiny(max_positions=64)
-    batcher = TraceBatcher(model, window_s=30.0, max_tokens=8)  # a batched request would wait the whole window
+    batcher = TraceBatcher(
+        model, window_s=30.0, max_tokens=8
+    )  # a batched request would wait the whole window
     inputs = _inputs(tokenizer, *SENTENCES[3])
     assert inputs["input_ids"].shape[1] > 8
     trace = batcher.trace(inputs, max_length=64)

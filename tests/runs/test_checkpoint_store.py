@@ -31,8 +31,14 @@ from bertviz_lite.text.tokenization import BertTokenizer
 def tiny_model():
     texts = [sentence for document in builtin_corpus(num_documents=60) for sentence in document]
     tokenizer = BertTokenizer.train(texts, vocab_size=120)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     torch.manual_seed(0)
     return BertForPreTraining(config).eval(), tokenizer
 
@@ -42,11 +48,17 @@ def root(tmp_path, tiny_model):
     """A checkpoints folder with one finished run `tiny` (weights, metrics, status, a snapshot)."""
     model, tokenizer = tiny_model
     folder = tmp_path / "checkpoints" / "tiny"
-    save_checkpoint(folder, model, tokenizer, train_args={"args": {"steps": 7}, "config": model.config.to_dict()}, step=7)
+    save_checkpoint(
+        folder, model, tokenizer, train_args={"args": {"steps": 7}, "config": model.config.to_dict()}, step=7
+    )
     writer = MetricsWriter(folder)
-    writer.write({"split": "train", "step": 5, "mlm_loss": 4.5, "nsp_loss": 0.7, "mlm_acc": 0.1, "nsp_acc": 0.5})
+    writer.write(
+        {"split": "train", "step": 5, "mlm_loss": 4.5, "nsp_loss": 0.7, "mlm_acc": 0.1, "nsp_acc": 0.5}
+    )
     writer.write({"split": "eval", "step": 7, "eval_mlm_acc": 0.12, "eval_nsp_acc": 0.55})
-    writer.write({"split": "train", "step": 7, "mlm_loss": 4.0, "nsp_loss": 0.6, "mlm_acc": 0.2, "nsp_acc": 0.6})
+    writer.write(
+        {"split": "train", "step": 7, "mlm_loss": 4.0, "nsp_loss": 0.6, "mlm_acc": 0.2, "nsp_acc": 0.6}
+    )
     writer.close()
     write_status(folder, state="finished", message="done", step=7, total_steps=7, checkpoint_step=7)
     save_snapshot(folder, 7, torch.full((2, 4, 3, 3), 1 / 3), ["[CLS]", "a", "[SEP]"])
@@ -123,8 +135,9 @@ def test_delete_removes_everything(root):
 def test_a_training_run_cannot_be_renamed_or_deleted(root):
     # A live process whose command line names the training module stands in for a real run.
     # It lives until its stdin closes: when the test kills it, or when pytest itself ends.
-    process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "bertviz_lite.train"],
-                               stdin=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()", "bertviz_lite.train"], stdin=subprocess.PIPE
+    )
     try:
         write_status(root / "tiny", state="running", pid=process.pid, step=3, total_steps=30)
         with pytest.raises(store.CheckpointError, match="still training"):
@@ -143,8 +156,14 @@ def test_a_training_run_cannot_be_renamed_or_deleted(root):
 def test_zip_round_trip_gives_the_same_checkpoint(root, tiny_model):
     data = store.checkpoint_zip(root / "tiny")
     names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
-    assert names == {"tiny/model.safetensors", "tiny/config.json", "tiny/vocab.txt", "tiny/train_args.json",
-                     "tiny/metrics.jsonl", "tiny/snapshots/step_000007.safetensors"}
+    assert names == {
+        "tiny/model.safetensors",
+        "tiny/config.json",
+        "tiny/vocab.txt",
+        "tiny/train_args.json",
+        "tiny/metrics.jsonl",
+        "tiny/snapshots/step_000007.safetensors",
+    }
     assert upload.suggested_name("whatever.zip", data) == "tiny"
     copy = upload.import_zip(data, "copy", root)
     assert copy == root / "copy" and not [p for p in root.iterdir() if p.name.startswith(".upload")]
@@ -174,7 +193,11 @@ def test_hf_export_loads_in_transformers_with_the_same_logits(root, tiny_model, 
     transformers = pytest.importorskip("transformers")
     data = store.hf_export_zip(root / "tiny")
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        assert sorted(archive.namelist()) == ["tiny-hf/config.json", "tiny-hf/model.safetensors", "tiny-hf/vocab.txt"]
+        assert sorted(archive.namelist()) == [
+            "tiny-hf/config.json",
+            "tiny-hf/model.safetensors",
+            "tiny-hf/vocab.txt",
+        ]
         archive.extractall(tmp_path / "export")
     folder = tmp_path / "export" / "tiny-hf"
     theirs = transformers.BertForPreTraining.from_pretrained(str(folder)).eval()
@@ -207,7 +230,10 @@ PICKLED = pickle.dumps({"weights": [1, 2, 3]}, protocol=4)
         (lambda m: {**m, "x/snapshots/step_000001.safetensors": b"PK\x03\x04" + bytes(40)}, "an archive"),
         (lambda m: {**m, "x/model.safetensors": b"\x10" + bytes(30)}, "damaged or not a weight file"),
         (lambda m: {**m, "x/config.json": b"[" * 100_000}, "nested more than 32 levels"),
-        (lambda m: {**m, "x/config.json": b'{"layer_norm_eps": null}'}, "layer_norm_eps .* must be a finite number"),
+        (
+            lambda m: {**m, "x/config.json": b'{"layer_norm_eps": null}'},
+            "layer_norm_eps .* must be a finite number",
+        ),
         (lambda m: {**m, "x/../../evil.txt": b"boo"}, "'..'"),
         (lambda m: {**m, "/etc/cron.d/evil": b"boo"}, "absolute"),
         (lambda m: {**m, "x\\..\\evil": b"boo"}, "Windows-style"),
@@ -239,7 +265,9 @@ def test_symlinks_malformed_and_oversized_zips_are_refused(root, monkeypatch):
     monkeypatch.setattr(upload, "MAX_MEMBERS", 2000)
     limit = sum(len(data) for data in valid_members(root).values()) + 10_000
     monkeypatch.setenv("BERTVIZ_LITE_UPLOAD_MB", str(limit / 2**20))
-    bomb = make_zip({**valid_members(root), "x/metrics.jsonl": b"0" * 1_000_000})  # 1 MB of zeros: ~1 kB zipped
+    bomb = make_zip(
+        {**valid_members(root), "x/metrics.jsonl": b"0" * 1_000_000}
+    )  # 1 MB of zeros: ~1 kB zipped
     assert len(bomb) < limit
     with pytest.raises(store.CheckpointError, match="would unpack to"):
         upload.import_zip(bomb, "u", root)
@@ -254,7 +282,9 @@ def test_symlinks_malformed_and_oversized_zips_are_refused(root, monkeypatch):
 ZEROS = 2_000_000_000
 
 
-def safetensors_of_zeros(archive: zipfile.ZipFile, name: str, size: int, header_length: int | None = None) -> None:
+def safetensors_of_zeros(
+    archive: zipfile.ZipFile, name: str, size: int, header_length: int | None = None
+) -> None:
     """Write member `name`: a valid safetensors header for `size` bytes of float32 zeros, then the zeros."""
     header = json.dumps({"w": {"dtype": "F32", "shape": [size // 4], "data_offsets": [0, size]}}).encode()
     with archive.open(name, "w") as sink:  # streamed: the zeros never sit in memory, and deflate to ~0.4%
@@ -282,16 +312,23 @@ def timed_refusal(action, match):
     peak_before, start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.perf_counter()
     with pytest.raises(store.CheckpointError, match=match):
         action()
-    return time.perf_counter() - start, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before) / 1024
+    return time.perf_counter() - start, (
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before
+    ) / 1024
 
 
-def test_two_gb_of_zeros_behind_a_valid_header_is_refused_quickly_and_leaves_nothing(root, zeros_bomb, monkeypatch):
+def test_two_gb_of_zeros_behind_a_valid_header_is_refused_quickly_and_leaves_nothing(
+    root, zeros_bomb, monkeypatch
+):
     before = tree(root)
-    with pytest.raises(store.CheckpointError, match="would unpack to 1907 MB; uploads may unpack to at most 1024 MB"):
+    with pytest.raises(
+        store.CheckpointError, match="would unpack to 1907 MB; uploads may unpack to at most 1024 MB"
+    ):
         upload.import_zip(zeros_bomb, "bomb", root)  # the zip says so itself
     monkeypatch.setenv("BERTVIZ_LITE_UPLOAD_MB", "4096")  # now only the bytes written can stop it
     seconds, growth_mb = timed_refusal(
-        lambda: upload.import_zip(zeros_bomb, "bomb", root), r"more than 1.2 MB, the most a model with this config"
+        lambda: upload.import_zip(zeros_bomb, "bomb", root),
+        r"more than 1.2 MB, the most a model with this config",
     )
     assert seconds < 1 and growth_mb < 300, (seconds, growth_mb)
     assert tree(root) == before
@@ -315,7 +352,9 @@ def test_an_oversized_config_is_refused_before_any_weight_is_written(root, zeros
     before = tree(root)
     members = valid_members(root)
     config = json.loads(members["x/config.json"])
-    hostile = make_zip({**members, "x/config.json": json.dumps({**config, "num_hidden_layers": 1_000_000}).encode()})
+    hostile = make_zip(
+        {**members, "x/config.json": json.dumps({**config, "num_hidden_layers": 1_000_000}).encode()}
+    )
     seconds, growth_mb = timed_refusal(lambda: upload.import_zip(hostile, "u", root), "1000000 layers")
     assert seconds < 1 and growth_mb < 300, (seconds, growth_mb)
     assert tree(root) == before
@@ -324,13 +363,17 @@ def test_an_oversized_config_is_refused_before_any_weight_is_written(root, zeros
 def test_each_file_has_its_own_limit_and_a_huge_header_is_refused(root):
     before = tree(root)
     members = valid_members(root)
-    with pytest.raises(store.CheckpointError, match="more than 10 MB, the most this server accepts for vocab.txt"):
+    with pytest.raises(
+        store.CheckpointError, match="more than 10 MB, the most this server accepts for vocab.txt"
+    ):
         upload.import_zip(make_zip({**members, "x/vocab.txt": b"a\n" * 6_000_000}), "u", root)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
         for name, data in members.items():
             archive.writestr(name, data)
-        safetensors_of_zeros(archive, "x/snapshots/step_000001.safetensors", 201 << 20, header_length=200 << 20)
+        safetensors_of_zeros(
+            archive, "x/snapshots/step_000001.safetensors", 201 << 20, header_length=200 << 20
+        )
     with pytest.raises(store.CheckpointError, match="has a 200 MB header; this server reads at most 1.0 MB"):
         upload.import_zip(buffer.getvalue(), "u", root)
     assert tree(root) == before
@@ -341,7 +384,9 @@ def test_uploads_in_progress_count_against_the_disk_budget(root, monkeypatch):
     data = make_zip(valid_members(root))
     other = root / f".upload-{os.getpid()}-{1_000_000}-busy"  # another upload, claiming most of 1 MB
     other.mkdir()
-    with pytest.raises(store.CheckpointError, match="Uploads being unpacked now hold 1.0 MB of the 1.0 MB allowed"):
+    with pytest.raises(
+        store.CheckpointError, match="Uploads being unpacked now hold 1.0 MB of the 1.0 MB allowed"
+    ):
         upload.import_zip(data, "u", root)
     assert other.is_dir() and not (root / "u").exists()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -372,8 +417,10 @@ def test_a_rename_or_delete_that_loses_a_race_says_so_without_server_paths(root,
         raise FileNotFoundError(2, "No such file or directory", str(src))
 
     monkeypatch.setattr(store.os, "rename", gone)
-    for call in (lambda: store.delete_checkpoint("tiny", root),
-                 lambda: store.rename_checkpoint("tiny", "other", root)):
+    for call in (
+        lambda: store.delete_checkpoint("tiny", root),
+        lambda: store.rename_checkpoint("tiny", "other", root),
+    ):
         with pytest.raises(store.CheckpointError) as err:
             call()
         assert "another window" in str(err.value) and str(tmp_path) not in str(err.value)

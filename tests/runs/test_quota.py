@@ -34,14 +34,18 @@ def with_snapshots(data: bytes, count: int, size: int, method: int = zipfile.ZIP
 def test_a_zip_of_1000_snapshot_files_of_spaces_is_refused(tmp_path, checkpoint_zip):
     data = with_snapshots(checkpoint_zip, 1000, 1 << 20)
     assert len(data) < 20_000_000  # the 1.24 MB zip that wrote 1,000 MB
-    with pytest.raises(store.CheckpointError, match="holds 1000 snapshot files; a checkpoint may bring at most 250"):
+    with pytest.raises(
+        store.CheckpointError, match="holds 1000 snapshot files; a checkpoint may bring at most 250"
+    ):
         zip_upload.import_zip(data, "spaces", root=tmp_path, owner=A)
     assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == []
 
 
 def test_snapshots_together_are_capped(tmp_path, checkpoint_zip, monkeypatch):
     monkeypatch.setattr(zip_upload, "MAX_SNAPSHOTS_BYTES", 10 << 20)
-    with pytest.raises(store.CheckpointError, match="snapshots unpack to 11 MB; a checkpoint may bring at most 10 MB"):
+    with pytest.raises(
+        store.CheckpointError, match="snapshots unpack to 11 MB; a checkpoint may bring at most 10 MB"
+    ):
         zip_upload.import_zip(with_snapshots(checkpoint_zip, 11, 1 << 20), "big", root=tmp_path, owner=A)
 
 
@@ -94,7 +98,9 @@ def test_an_upload_is_read_from_the_uploaded_file_without_a_copy(tmp_path, check
     assert zip_upload.suggested_name("x.zip", NoCopy(data)) == "tiny"
     zip_upload.import_zip(NoCopy(data), "from-file", root=tmp_path, owner=A)
     assert (tmp_path / "from-file" / "model.safetensors").is_file()
-    assert NoCopy.largest <= (1 << 20) + (1 << 16) < len(data) / 3  # read piecewise, never the whole zip at once
+    assert (
+        NoCopy.largest <= (1 << 20) + (1 << 16) < len(data) / 3
+    )  # read piecewise, never the whole zip at once
 
 
 def test_a_staging_folder_of_a_stopped_server_is_removed_when_the_page_lists(tmp_path):
@@ -115,10 +121,15 @@ def test_a_zip_download_carries_no_server_paths(tmp_path, monkeypatch):
     monkeypatch.setattr(run_folder, "CHECKPOINTS_DIR", root)
     folder = save_tiny(root / "pasted")
     corpus = str(folder / "corpus.txt")
-    train_args = {"args": {"corpus": corpus, "out": str(folder)},
-                  "command": f"{sys.executable} -m bertviz_lite.train --corpus {corpus} --out {folder}"}
+    train_args = {
+        "args": {"corpus": corpus, "out": str(folder)},
+        "command": f"{sys.executable} -m bertviz_lite.train --corpus {corpus} --out {folder}",
+    }
     (folder / "train_args.json").write_text(json_module.dumps(train_args))
     with zipfile.ZipFile(io.BytesIO(store.checkpoint_zip(folder))) as archive:
         text = archive.read("pasted/train_args.json").decode()
     assert str(tmp_path) not in text and sys.executable not in text
-    assert json_module.loads(text)["args"] == {"corpus": "checkpoints/pasted/corpus.txt", "out": "checkpoints/pasted"}
+    assert json_module.loads(text)["args"] == {
+        "corpus": "checkpoints/pasted/corpus.txt",
+        "out": "checkpoints/pasted",
+    }

@@ -16,7 +16,11 @@ from bertviz_lite.training.training_args import PRESETS, OptionError
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_preset_options_hold_every_option_with_the_presets_values(preset):
     options = run_options.preset_options(preset)
-    assert set(options) == set(run_options.training_fields()) | set(run_options.MODEL_FIELDS) <= set(run_options.labels())
+    assert (
+        set(options)
+        == set(run_options.training_fields()) | set(run_options.MODEL_FIELDS)
+        <= set(run_options.labels())
+    )
     assert options["steps"] == PRESETS[preset]["steps"]
     assert options["hidden_size"] == PRESETS[preset]["config"]["hidden_size"]
     assert run_options.check_options(options).config["hidden_size"] == options["hidden_size"]
@@ -24,7 +28,9 @@ def test_preset_options_hold_every_option_with_the_presets_values(preset):
 
 def test_check_options_refuses_what_the_cli_refuses_and_names_the_option():
     options = run_options.preset_options("tiny")
-    with pytest.raises(OptionError, match=r"hidden_size \(128\) must be divisible by num_attention_heads \(3\)") as err:
+    with pytest.raises(
+        OptionError, match=r"hidden_size \(128\) must be divisible by num_attention_heads \(3\)"
+    ) as err:
         run_options.check_options({**options, "num_attention_heads": 3})
     assert err.value.option == "hidden_size"
     with pytest.raises(OptionError) as err:
@@ -35,7 +41,12 @@ def test_check_options_refuses_what_the_cli_refuses_and_names_the_option():
 
 
 def test_model_size_counts_the_parameters_of_the_model_the_options_build():
-    options = {**run_options.preset_options("tiny"), "hidden_size": 48, "num_attention_heads": 3, "vocab_size": 150}
+    options = {
+        **run_options.preset_options("tiny"),
+        "hidden_size": 48,
+        "num_attention_heads": 3,
+        "vocab_size": 150,
+    }
     config = BertConfig(**{k: options[k] for k in run_options.MODEL_FIELDS}, vocab_size=150)
     assert run_options.model_size(options) == sum(p.numel() for p in BertForPreTraining(config).parameters())
 
@@ -66,7 +77,9 @@ def test_train_pair_count_is_what_split_train_eval_keeps():
 
 def test_the_corpus_counts_the_form_relies_on():
     assert sum(len(document) for document in english_corpus()) == run_options.ENGLISH_SENTENCES
-    assert sum(len(document) for document in everyday_corpus()) == run_options.NAMED_CORPUS_SENTENCES["everyday"]
+    assert (
+        sum(len(document) for document in everyday_corpus()) == run_options.NAMED_CORPUS_SENTENCES["everyday"]
+    )
     stories = builtin_corpus(seed=3, num_documents=2000)
     assert min(len(story) for story in stories) == run_options.FEWEST_STORY_SENTENCES
     assert run_options.builtin_sentences(3, 2000) == sum(len(story) for story in stories)
@@ -74,11 +87,17 @@ def test_the_corpus_counts_the_form_relies_on():
 
 @pytest.mark.parametrize(
     ("options", "corpus", "fragment"),
-    [({"batch_size": 20_000}, None, "batch_size (20000) is more than the 17143 training pairs of the corpus"),
-     ({"batch_size": 17, "num_documents": 3}, None, "batch_size (17) is more than the 16 training pairs"),
-     ({"batch_size": 160_000, "corpus": "english"}, None, "more than the 152224 training pairs"),
-     ({"batch_size": 9}, (3, 9), "batch_size (9) is more than the 8 training pairs"),
-     ({"batch_size": 2}, (1, 30), "The corpus has 1 document: next-sentence pairs need at least 2")],
+    [
+        (
+            {"batch_size": 20_000},
+            None,
+            "batch_size (20000) is more than the 17143 training pairs of the corpus",
+        ),
+        ({"batch_size": 17, "num_documents": 3}, None, "batch_size (17) is more than the 16 training pairs"),
+        ({"batch_size": 160_000, "corpus": "english"}, None, "more than the 152224 training pairs"),
+        ({"batch_size": 9}, (3, 9), "batch_size (9) is more than the 8 training pairs"),
+        ({"batch_size": 2}, (1, 30), "The corpus has 1 document: next-sentence pairs need at least 2"),
+    ],
 )
 def test_check_training_pairs_refuses_batches_bigger_than_the_corpus(options, corpus, fragment):
     options = {**run_options.preset_options("tiny"), **options}
@@ -91,8 +110,16 @@ def test_check_training_pairs_refuses_batches_bigger_than_the_corpus(options, co
 
 
 def test_the_form_and_the_trainer_agree_on_the_largest_batch(tmp_path):
-    options = {**run_options.preset_options("tiny"), "num_documents": 12, "vocab_size": 100, "seq_len": 32,
-               "hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 32}
+    options = {
+        **run_options.preset_options("tiny"),
+        "num_documents": 12,
+        "vocab_size": 100,
+        "seq_len": 32,
+        "hidden_size": 32,
+        "num_attention_heads": 4,
+        "intermediate_size": 64,
+        "max_position_embeddings": 32,
+    }
     largest = run_options.train_pair_count(run_options.builtin_sentences(0, 12), options["eval_fraction"])
     run_options.check_training_pairs({**options, "batch_size": largest})
     with pytest.raises(OptionError) as form:
@@ -116,7 +143,8 @@ def test_plan_summary_gives_size_and_steps_and_advises_on_what_usually_disappoin
     assert run_options.training_advice(gentle, has_cuda=True) == []
     base = run_options.preset_options("base")
     assert run_options.training_advice(base, has_cuda=False) == [
-        "The base preset takes hours on a CPU: try tiny or small first."]
+        "The base preset takes hours on a CPU: try tiny or small first."
+    ]
     assert run_options.training_advice(base, has_cuda=True) == []
 
 

@@ -18,8 +18,18 @@ from devtools.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 # Small enough to start in a few seconds on 2 cores; `steps` is set per test.
-FAST = {"preset": "tiny", "num_documents": 200, "vocab_size": 200, "seq_len": 32, "batch_size": 8,
-        "eval_pairs": 32, "log_every": 2, "eval_every": 10, "snapshot_every": 10, "threads": 1}
+FAST = {
+    "preset": "tiny",
+    "num_documents": 200,
+    "vocab_size": 200,
+    "seq_len": 32,
+    "batch_size": 8,
+    "eval_pairs": 32,
+    "log_every": 2,
+    "eval_every": 10,
+    "snapshot_every": 10,
+    "threads": 1,
+}
 
 # A process that lives until its stdin closes: when the test kills it, or when pytest itself ends.
 BLOCK = "import sys; sys.stdin.read()"
@@ -38,8 +48,15 @@ def sleeper():
 
 
 def test_the_command_line_parses_back_to_the_same_arguments(tmp_path):
-    options = {**run_options.preset_options("small"), "hidden_size": 96, "num_attention_heads": 3, "lr": 3e-4,
-               "position_embedding_type": "sinusoidal", "steps": 7, "save_every": 0}
+    options = {
+        **run_options.preset_options("small"),
+        "hidden_size": 96,
+        "num_attention_heads": 3,
+        "lr": 3e-4,
+        "position_embedding_type": "sinusoidal",
+        "steps": 7,
+        "save_every": 0,
+    }
     args = run_options.check_options(options, out=str(tmp_path / "r"))
     command = lifecycle.training_command(tmp_path / "r", run_options.command_options(args))
     assert command[:3] == [sys.executable, "-m", "bertviz_lite.train"]
@@ -50,8 +67,17 @@ def test_the_command_line_parses_back_to_the_same_arguments(tmp_path):
 
 
 def test_option_flags_skip_none_and_false_and_give_true_flags_alone():
-    assert lifecycle.option_flags({"steps": 5, "lr": None, "corpus": "builtin"}) == ["--steps", "5", "--corpus", "builtin"]
-    assert lifecycle.option_flags({"whole_word_mask": True, "quiet": False, "steps": 2}) == ["--whole-word-mask", "--steps", "2"]
+    assert lifecycle.option_flags({"steps": 5, "lr": None, "corpus": "builtin"}) == [
+        "--steps",
+        "5",
+        "--corpus",
+        "builtin",
+    ]
+    assert lifecycle.option_flags({"whole_word_mask": True, "quiet": False, "steps": 2}) == [
+        "--whole-word-mask",
+        "--steps",
+        "2",
+    ]
 
 
 # ---- states from the run folder ------------------------------------------------------------------
@@ -73,15 +99,21 @@ def test_a_running_status_whose_process_is_gone_reads_as_failed_with_the_log_tai
 def test_a_running_status_with_a_live_training_process_reads_as_running(tmp_path, sleeper):
     run = tmp_path / "r"
     run.mkdir()
-    write_status(run, state="running", message="Training", pid=sleeper.pid, step=5, total_steps=20, eta_s=12.5)
+    write_status(
+        run, state="running", message="Training", pid=sleeper.pid, step=5, total_steps=20, eta_s=12.5
+    )
     state = lifecycle.run_state(run)
     assert (state.state, state.active, state.eta_s, state.progress) == ("running", True, 12.5, 0.25)
-    write_status(run, state="running", pid=os.getpid(), step=5, total_steps=20)  # pytest is no training process
+    write_status(
+        run, state="running", pid=os.getpid(), step=5, total_steps=20
+    )  # pytest is no training process
     assert lifecycle.run_state(run).state == "failed"
 
 
 def test_process_checks_see_through_exec_zombies_and_reused_pids(sleeper):
-    assert lifecycle.training_process_alive(sleeper.pid)  # also in the instant after exec, with no cmdline yet
+    assert lifecycle.training_process_alive(
+        sleeper.pid
+    )  # also in the instant after exec, with no cmdline yet
     other = subprocess.Popen([sys.executable, "-c", BLOCK], stdin=subprocess.PIPE)
     try:
         wait_until(lambda: Path(f"/proc/{other.pid}/cmdline").read_bytes(), 10, "the other process to start")
@@ -116,11 +148,15 @@ def test_a_dead_run_whose_cli_refused_its_options_shows_the_reason_first(tmp_pat
     run = tmp_path / "r"
     run.mkdir()
     (run / run_folder.LAUNCH_FILE).write_text(json.dumps({"pid": 999_999_999}))
-    reason = ("--batch-size (20000) is more than the 17143 training pairs of the corpus: use a smaller batch or a "
-              "bigger corpus")
+    reason = (
+        "--batch-size (20000) is more than the 17143 training pairs of the corpus: use a smaller batch or a "
+        "bigger corpus"
+    )
     (run / run_folder.LOG_FILE).write_text(f"Loading…\nerror: {reason}\n")
     state = lifecycle.run_state(run)
-    assert state.state == "failed" and state.message.startswith(f"{reason} (the training process, pid 999999999")
+    assert state.state == "failed" and state.message.startswith(
+        f"{reason} (the training process, pid 999999999"
+    )
     assert state.message.endswith(f"Last lines of its log:\nLoading…\nerror: {reason}")
 
 
@@ -143,7 +179,10 @@ def test_listing_removes_stale_temporary_files_of_runs_that_no_longer_train(tmp_
     assert [r.name for r in lifecycle.list_runs(tmp_path)] == ["live", "killed"]
     assert not any(path.exists() for path in stale)
     assert fresh.exists() and busy.exists()  # a write that may be under way; a run still training
-    assert (killed / "status.json").is_file() and [r.name for r in lifecycle.list_runs(tmp_path)] == ["live", "killed"]
+    assert (killed / "status.json").is_file() and [r.name for r in lifecycle.list_runs(tmp_path)] == [
+        "live",
+        "killed",
+    ]
 
 
 def test_the_run_limit_refuses_a_second_run_and_creates_nothing(tmp_path, sleeper):
@@ -175,7 +214,9 @@ def test_snapshot_steps_and_hyperparameters_are_read_from_files(tmp_path):
     for name in ("step_000010.safetensors", "step_000000.safetensors", "notes.txt", "step_5.safetensors"):
         (tmp_path / "snapshots" / name).write_bytes(b"")
     assert lifecycle.snapshot_steps(tmp_path) == [0, 5, 10]
-    (tmp_path / "train_args.json").write_text(json.dumps({"args": {"steps": 30, "lr": 0.01}, "config": {"hidden_size": 64}}))
+    (tmp_path / "train_args.json").write_text(
+        json.dumps({"args": {"steps": 30, "lr": 0.01}, "config": {"hidden_size": 64}})
+    )
     assert lifecycle.hyperparameters(tmp_path) == {"hidden_size": 64, "steps": 30, "lr": 0.01}
     assert lifecycle.hyperparameters(tmp_path / "missing") == {}
 
@@ -186,7 +227,9 @@ def test_snapshot_steps_and_hyperparameters_are_read_from_files(tmp_path):
 @pytest.mark.slow
 def test_bad_options_end_the_process_and_the_run_shows_failed_with_the_cli_message(tmp_path):
     run_dir = lifecycle.launch_run({**FAST, "steps": 0}, root=tmp_path, name="bad")
-    state = wait_until(lambda: (s := lifecycle.run_state(run_dir)).state == "failed" and s, 60, "the run to fail")
+    state = wait_until(
+        lambda: (s := lifecycle.run_state(run_dir)).state == "failed" and s, 60, "the run to fail"
+    )
     assert "--steps (0) must be a whole number greater than 0" in state.message
     assert json.loads((run_dir / run_folder.LAUNCH_FILE).read_text())["command"][-1] == str(run_dir)
 
@@ -194,16 +237,23 @@ def test_bad_options_end_the_process_and_the_run_shows_failed_with_the_cli_messa
 @pytest.mark.slow
 def test_a_run_outlives_its_launcher_obeys_the_limit_and_stops_gracefully(tmp_path):
     # The launcher process exits right away, as an app that is restarted mid-run would.
-    launcher = (f"from pathlib import Path; from bertviz_lite.runs import lifecycle; "
-                f"lifecycle.launch_run({dict(FAST, steps=5000)!r}, root=Path({str(tmp_path)!r}), name='long')")
+    launcher = (
+        f"from pathlib import Path; from bertviz_lite.runs import lifecycle; "
+        f"lifecycle.launch_run({dict(FAST, steps=5000)!r}, root=Path({str(tmp_path)!r}), name='long')"
+    )
     subprocess.run([sys.executable, "-c", launcher], cwd=REPO, check=True, timeout=60)
     run_dir = tmp_path / "long"
-    wait_until(lambda: lifecycle.run_state(run_dir).state == "running" and len(read_metrics(run_dir, "train")) >= 2,
-             60, "two metrics lines")
+    wait_until(
+        lambda: lifecycle.run_state(run_dir).state == "running" and len(read_metrics(run_dir, "train")) >= 2,
+        60,
+        "two metrics lines",
+    )
     with pytest.raises(lifecycle.RunLimitError, match="long"):
         lifecycle.launch_run({**FAST, "steps": 5}, root=tmp_path, max_runs=1)
     lifecycle.stop_run(run_dir)
-    state = wait_until(lambda: (s := lifecycle.run_state(run_dir)).state != "running" and s, 60, "the run to stop")
+    state = wait_until(
+        lambda: (s := lifecycle.run_state(run_dir)).state != "running" and s, 60, "the run to stop"
+    )
     assert state.state == "stopped", state.message
     assert 0 < state.checkpoint_step == state.step < 5000
     assert (run_dir / "model.safetensors").is_file() and (run_dir / run_folder.STOP_FILE).is_file()

@@ -35,7 +35,9 @@ def test_only_the_owner_or_an_admin_may_change_a_folder(root, monkeypatch):
     run.mkdir()
     access.record_owner(run, a)
     assert access.may_change(run, a) and not access.may_change(run, b)
-    assert access.is_owner(run, a) and a.id not in (run / run_folder.OWNER_FILE).read_text()  # a digest, not the id
+    assert (
+        access.is_owner(run, a) and a.id not in (run / run_folder.OWNER_FILE).read_text()
+    )  # a digest, not the id
     with pytest.raises(PermissionError, match="another visitor's"):
         access.check_may_change(run, b, "delete")
     assert access.may_change(run, Visitor(b.id, admin=True))
@@ -56,7 +58,11 @@ def test_terminal_runs_belong_to_the_server_and_shipped_checkpoints_to_nobody(ro
 def test_admin_token_needs_a_server_setting(monkeypatch):
     assert not access.is_admin_token("anything")
     monkeypatch.setenv(access.ADMIN_TOKEN_SETTING, "s3cret-token")
-    assert access.is_admin_token("s3cret-token") and not access.is_admin_token("s3cret") and not access.is_admin_token(None)
+    assert (
+        access.is_admin_token("s3cret-token")
+        and not access.is_admin_token("s3cret")
+        and not access.is_admin_token(None)
+    )
 
 
 def test_folders_load_only_from_allowed_roots_and_say_the_same_either_way(root, tmp_path, monkeypatch):
@@ -92,15 +98,28 @@ def test_odd_paths_get_the_one_plain_refusal_before_any_file_system_call(root, m
     touched = []
     for name in ("stat", "lstat", "readlink", "listdir"):
         real = getattr(os, name)
-        monkeypatch.setattr(os, name, lambda path, *a, _real=real, **k: touched.append(str(path)) or _real(path, *a, **k))
+        monkeypatch.setattr(
+            os, name, lambda path, *a, _real=real, **k: touched.append(str(path)) or _real(path, *a, **k)
+        )
     monkeypatch.setattr(pwd, "getpwnam", lambda name: touched.append(name) or pytest.fail("a user looked up"))
-    odd = ("~nosuchuser123/model", "/proc/1/root/x", "a" * 5000, "/" + "a" * 5000, "x/" * 3000, "nul\0byte",
-           str(root) + "/" + "b" * 5000)
+    odd = (
+        "~nosuchuser123/model",
+        "/proc/1/root/x",
+        "a" * 5000,
+        "/" + "a" * 5000,
+        "x/" * 3000,
+        "nul\0byte",
+        str(root) + "/" + "b" * 5000,
+    )
     for source in odd:
         with pytest.raises(ValueError) as refused:
             access.check_model_source(source)
         assert str(refused.value) == access.REFUSED_PATH
-    assert not [path for path in touched if "nosuchuser" in path or "/proc/1" in path or "aaaa" in path or "bbbb" in path]
+    assert not [
+        path
+        for path in touched
+        if "nosuchuser" in path or "/proc/1" in path or "aaaa" in path or "bbbb" in path
+    ]
 
 
 def test_a_lecturer_claims_their_run_on_a_second_browser_with_the_owners_link(root):

@@ -34,7 +34,9 @@ def test_forty_wrong_guesses_are_stopped_after_five_and_logged(caplog):
         except access.AdminLockout as err:
             refused += 1
             assert "Too many wrong admin tokens: try again in" in str(err)
-    assert answers == [False] * access.ADMIN_TRIES_PER_VISITOR and refused == 40 - access.ADMIN_TRIES_PER_VISITOR
+    assert (
+        answers == [False] * access.ADMIN_TRIES_PER_VISITOR and refused == 40 - access.ADMIN_TRIES_PER_VISITOR
+    )
     assert sum("wrong admin token from visitor" in r.message for r in caplog.records) == 5
     assert sum("locked out" in r.message for r in caplog.records) == 35
     with pytest.raises(access.AdminLockout):  # locked out: even the right token is not compared
@@ -45,7 +47,9 @@ def test_forty_wrong_guesses_are_stopped_after_five_and_logged(caplog):
 def test_many_visitors_guessing_from_many_addresses_meet_the_global_limit():
     per_address = access.ADMIN_TRIES_PER_ADDRESS
     for i in range(access.ADMIN_TRIES_IN_TOTAL):
-        assert access.check_admin_token(IDS[i], "wrong", now=50.0, address=f"10.0.{i // per_address}.1") is False
+        assert (
+            access.check_admin_token(IDS[i], "wrong", now=50.0, address=f"10.0.{i // per_address}.1") is False
+        )
     with pytest.raises(access.AdminLockout):
         access.check_admin_token(IDS[access.ADMIN_TRIES_IN_TOTAL], TOKEN, now=51.0, address="192.168.1.20")
 
@@ -70,7 +74,9 @@ def test_the_admin_cookie_is_signed_expires_and_dies_with_the_token(monkeypatch)
     assert access.is_admin_cookie(cookie, now=1001.0)
     assert not access.is_admin_cookie(cookie, now=1000.0 + access.ADMIN_COOKIE_HOURS * 3600 + 1)
     expiry, _, signature = cookie.partition(".")
-    assert not access.is_admin_cookie(f"{int(expiry) + 3600}.{signature}", now=1001.0)  # a later expiry: forged
+    assert not access.is_admin_cookie(
+        f"{int(expiry) + 3600}.{signature}", now=1001.0
+    )  # a later expiry: forged
     assert not access.is_admin_cookie(f"{expiry}.{'0' * len(signature)}", now=1001.0)
     assert not access.is_admin_cookie(None) and not access.is_admin_cookie("garbage")
     monkeypatch.setenv(access.ADMIN_TOKEN_SETTING, "a-new-token")
@@ -90,13 +96,17 @@ def test_a_tabs_alias_owns_what_that_tab_made(tmp_path):
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the cookie script")
 def test_two_tabs_opened_at_once_converge_on_the_first_id():
     """Run the cookie script of two tabs (each with its own new id) against one document.cookie jar."""
-    tabs = "\n".join("{" + _visitor.cookie_script(visitor_id).removeprefix("<script>").removesuffix("</script>") + "}"
-                     for visitor_id in (IDS[3], IDS[4]))
+    tabs = "\n".join(
+        "{" + _visitor.cookie_script(visitor_id).removeprefix("<script>").removesuffix("</script>") + "}"
+        for visitor_id in (IDS[3], IDS[4])
+    )
     jar = """const jar = {}; const window = {parent: {document: {}}};
 Object.defineProperty(window.parent.document, "cookie", {
   get: () => Object.entries(jar).map(([k, v]) => k + "=" + v).join("; "),
   set: (text) => { const [pair] = text.split(";"); const at = pair.indexOf("="); jar[pair.slice(0, at)] = pair.slice(at + 1); },
 });"""
     code = f"{jar}\n{tabs}\nconsole.log(JSON.stringify(jar));"
-    jar_after = json.loads(subprocess.run(["node", "-e", code], capture_output=True, text=True, check=True).stdout)
+    jar_after = json.loads(
+        subprocess.run(["node", "-e", code], capture_output=True, text=True, check=True).stdout
+    )
     assert jar_after == {_visitor.COOKIE: IDS[3], _visitor.ALIAS_COOKIE: IDS[4]}

@@ -77,7 +77,9 @@ def test_idle_entries_are_dropped_without_another_call_and_their_cycles_freed(ma
         value.self = value  # a reference cycle, as a dropped trace can sit in
         alive = weakref.ref(value)
         del value
-        wait_until(lambda: "trace" not in cache and alive() is None, timeout=10, what="the idle entry to be freed")
+        wait_until(
+            lambda: "trace" not in cache and alive() is None, timeout=10, what="the idle entry to be freed"
+        )
     finally:
         gc.enable()
     assert cache.nbytes == 0
@@ -87,7 +89,9 @@ def test_a_dropped_value_a_session_still_held_is_collected_once_the_session_lets
     cache = make_cache(ttl_s=0.1, release_from_bytes=MB, collect_every_s=0.1)
     gc.disable()
     try:
-        session = {"trace": cache.get("trace", lambda: Trace(megabytes(2)))}  # a page's globals hold the trace
+        session = {
+            "trace": cache.get("trace", lambda: Trace(megabytes(2)))
+        }  # a page's globals hold the trace
         session["callback"] = session  # and the page's callbacks hold its globals: a cycle
         alive = weakref.ref(session["trace"])
         wait_until(lambda: "trace" not in cache, timeout=10, what="the idle entry to be dropped")
@@ -201,7 +205,9 @@ def test_a_waiting_caller_computes_when_the_first_is_interrupted(make_cache):
 
 def test_keys_are_made_from_functions_lists_dicts_and_slices():
     key = cache_key(estimate_nbytes, [1, 2], window=slice(0, 64), heads={"b": [1], "a": 2})
-    assert hash(key) == hash(cache_key(estimate_nbytes, [1, 2], heads={"a": 2, "b": [1]}, window=slice(0, 64)))
+    assert hash(key) == hash(
+        cache_key(estimate_nbytes, [1, 2], heads={"a": 2, "b": [1]}, window=slice(0, 64))
+    )
     assert key != cache_key(estimate_nbytes, (1, 2), window=slice(0, 64), heads={"b": [1], "a": 2})
     assert cache_key(np.arange(3)) == cache_key(np.arange(3)) != cache_key(np.arange(4))
 

@@ -48,8 +48,12 @@ def test_answers_from_one_address_are_capped_per_question(db, monkeypatch):
     code, secret = classroom.start_class(PAIR, path=db)
     students = [class_joining.join(code, f"s{i}", f"10.0.0.{i}", path=db) for i in range(5)]
     question = classroom.ask(code, secret, NSP, path=db)
-    monkeypatch.setattr(class_joining, "ANSWERS_PER_ADDRESS", 3)  # students who joined elsewhere, one network now
-    given = [class_joining.answer(code, s, question, "Yes", address="10.9.9.9", path=db) for s in students[:3]]
+    monkeypatch.setattr(
+        class_joining, "ANSWERS_PER_ADDRESS", 3
+    )  # students who joined elsewhere, one network now
+    given = [
+        class_joining.answer(code, s, question, "Yes", address="10.9.9.9", path=db) for s in students[:3]
+    ]
     with pytest.raises(ClassError, match="Too many answers came from this network"):
         class_joining.answer(code, students[3], question, "Yes", address="10.9.9.9", path=db)
     assert given == ["Yes"] * 3
@@ -63,10 +67,14 @@ def test_30_fresh_ids_guessing_10_wrong_codes_do_not_lock_out_a_real_student(db)
     for guesser in range(30):
         for _ in range(10):
             with pytest.raises(ClassError):
-                class_joining.join(wrong_code(code), f"guesser-{guesser}", "203.0.113.66", now=1000.0, path=db)
+                class_joining.join(
+                    wrong_code(code), f"guesser-{guesser}", "203.0.113.66", now=1000.0, path=db
+                )
     with pytest.raises(ClassError, match="Too many wrong codes"):  # the guessers' address is stopped …
         class_joining.join(code, "guesser-31", "203.0.113.66", now=1000.0, path=db)
-    assert class_joining.join(code, "student", "198.51.100.20", now=1000.0, path=db)  # … a student elsewhere is not
+    assert class_joining.join(
+        code, "student", "198.51.100.20", now=1000.0, path=db
+    )  # … a student elsewhere is not
     token = classroom.join_token(code, secret)  # … and the QR link joins even from the guessers' network
     assert class_joining.join(code, "neighbour", "203.0.113.66", token=token, now=1000.0, path=db)
 
@@ -77,11 +85,15 @@ def test_the_qr_link_joins_while_codes_are_guessed_from_many_addresses(db, monke
     for address in range(5):
         for guess in range(class_joining.WRONG_CODES_PER_CLIENT):
             with pytest.raises(ClassError):
-                class_joining.join(wrong_code(code), f"bot-{address}-{guess}", f"10.6.6.{address}", now=5.0, path=db)
+                class_joining.join(
+                    wrong_code(code), f"bot-{address}-{guess}", f"10.6.6.{address}", now=5.0, path=db
+                )
     with pytest.raises(ClassError, match="Too many wrong codes"):  # everyone's limit: typed codes wait …
         class_joining.join(code, "student", "198.51.100.9", now=6.0, path=db)
     token = classroom.join_token(code, secret)
-    assert class_joining.join(code, "student", "198.51.100.9", token=token, now=6.0, path=db)  # … the link does not
+    assert class_joining.join(
+        code, "student", "198.51.100.9", token=token, now=6.0, path=db
+    )  # … the link does not
     with pytest.raises(ClassError, match="join link is not valid"):
         class_joining.join(code, "student2", "198.51.100.9", token="0" * len(token), now=6.0, path=db)
     assert len(token) * 4 >= 128  # hex: 128 bits, nothing to guess
@@ -106,12 +118,15 @@ def test_the_lecturer_closes_joining_counts_heads_and_ends_the_class(db):
     question = classroom.ask(code, secret, NSP, path=db)
     classroom.end_class(code, secret, path=db)
     assert classroom.current(code, path=db) is None
-    for refused in (lambda: class_joining.join(code, "new", "10.0.0.3", path=db),
-                    lambda: class_joining.join(code, "new", "10.0.0.3", token=classroom.join_token(code, secret),
-                                               path=db),
-                    lambda: class_joining.answer(code, early, question, "Yes", path=db),
-                    lambda: classroom.move(code, secret, PAIR, path=db),
-                    lambda: classroom.reveal(code, secret, path=db)):
+    for refused in (
+        lambda: class_joining.join(code, "new", "10.0.0.3", path=db),
+        lambda: class_joining.join(
+            code, "new", "10.0.0.3", token=classroom.join_token(code, secret), path=db
+        ),
+        lambda: class_joining.answer(code, early, question, "Yes", path=db),
+        lambda: classroom.move(code, secret, PAIR, path=db),
+        lambda: classroom.reveal(code, secret, path=db),
+    ):
         with pytest.raises(ClassError, match="ended|not valid"):
             refused()
     assert class_results.results_rows(code, secret, path=db)  # the CSV stays for the lecturer
@@ -128,7 +143,10 @@ def test_the_lecturer_hides_a_typed_word_before_the_reveal(db):
     classroom.hide_answer(code, secret, question, "=hyperlink(x)", path=db)
     assert class_results.distribution(asked, path=db).answers == (("mat", 2),)
     assert dict(class_results.distribution(asked, with_hidden=True, path=db).answers) == {
-        "mat": 2, "rude": 1, "=hyperlink(x)": 1}
+        "mat": 2,
+        "rude": 1,
+        "=hyperlink(x)": 1,
+    }
     assert "rude" not in class_results.results_csv(code, secret, path=db)
     classroom.hide_answer(code, secret, question, "rude", hidden=False, path=db)
     assert class_results.distribution(asked, path=db).count("rude") == 1
@@ -150,7 +168,9 @@ def test_classes_per_visitor_and_address_and_the_source_are_capped(db):
     classroom.end_class(code, secret, path=db)  # an ended class no longer counts
     for _ in range(classroom.MAX_CLASSES_PER_VISITOR):
         classroom.start_class(PAIR, owner="visitor-2", address="10.0.0.2", path=db)
-    for _ in range(classroom.MAX_CLASSES_PER_ADDRESS + 1):  # the server itself (a script, the bench): not capped
+    for _ in range(
+        classroom.MAX_CLASSES_PER_ADDRESS + 1
+    ):  # the server itself (a script, the bench): not capped
         classroom.start_class(PAIR, path=db)
     with pytest.raises(ClassError, match="model name"):
         classroom.start_class(Position("x" * (classroom.MAX_SOURCE_CHARS + 1), "a", "b"), path=db)
@@ -176,8 +196,10 @@ def test_an_older_class_file_gets_the_new_columns(tmp_path):
     path = tmp_path / "old.sqlite3"
     with sqlite3.connect(path) as old:  # the tables as the previous release made them
         old.executescript(classroom.SCHEMA)
-        old.execute("INSERT INTO class_sessions (code, secret_digest, created_at, expires_at, source, text_a, text_b, "
-                    "step, layer, head) VALUES ('KKKKKK', 'x', 0, 9e99, 's', 'a', 'b', 1, 0, 0)")
+        old.execute(
+            "INSERT INTO class_sessions (code, secret_digest, created_at, expires_at, source, text_a, text_b, "
+            "step, layer, head) VALUES ('KKKKKK', 'x', 0, 9e99, 's', 'a', 'b', 1, 0, 0)"
+        )
     view = classroom.current("KKKKKK", path=path)
     assert view.joining_open and view.expected == 0
     database.close_all()

@@ -14,7 +14,9 @@ from bertviz_lite.server.classroom import CHOICE, CLOZE, ClassError, NewQuestion
 from devtools.waiting import wait_until
 
 PAIR = Position("all-MiniLM-L6-v2", "The cat sat on the [MASK].", "It was warm.", step=1, layer=0, head=0)
-NSP = NewQuestion(CHOICE, "Will the model say that sentence B follows sentence A?", ("Yes", "No"), "Yes", "91%.")
+NSP = NewQuestion(
+    CHOICE, "Will the model say that sentence B follows sentence A?", ("Yes", "No"), "Yes", "91%."
+)
 
 
 @pytest.fixture
@@ -24,7 +26,9 @@ def db(tmp_path):
 
 
 def students(db, code, count, start=0):
-    return [class_joining.join(code, f"browser-{i}", f"10.0.0.{i}", path=db) for i in range(start, start + count)]
+    return [
+        class_joining.join(code, f"browser-{i}", f"10.0.0.{i}", path=db) for i in range(start, start + count)
+    ]
 
 
 def test_students_follow_the_lecturer_and_a_wrong_secret_cannot_move_the_class(db):
@@ -70,8 +74,9 @@ def test_free_cloze_words_are_normalised_length_limited_and_exported_without_for
     code, secret = classroom.start_class(PAIR, path=db)
     ids = students(db, code, 4)
     top = ("mat", "floor", "bed", "sofa", "chair")
-    question = classroom.ask(code, secret, NewQuestion(CLOZE, "What will BERT put in place of [MASK]?", top, "mat"),
-                             path=db)
+    question = classroom.ask(
+        code, secret, NewQuestion(CLOZE, "What will BERT put in place of [MASK]?", top, "mat"), path=db
+    )
     assert class_joining.answer(code, ids[0], question, "  Mat ", path=db) == "mat"
     class_joining.answer(code, ids[1], question, "MAT", path=db)
     class_joining.answer(code, ids[2], question, "=HYPERLINK(x)", path=db)
@@ -90,14 +95,22 @@ def test_free_cloze_words_are_normalised_length_limited_and_exported_without_for
 
 def test_wrong_codes_are_rate_limited_per_client_and_in_total(db, monkeypatch):
     code, _ = classroom.start_class(PAIR, path=db)
-    wrong = "A" * classroom.CODE_LENGTH if code != "A" * classroom.CODE_LENGTH else "C" * classroom.CODE_LENGTH
+    wrong = (
+        "A" * classroom.CODE_LENGTH if code != "A" * classroom.CODE_LENGTH else "C" * classroom.CODE_LENGTH
+    )
     for _ in range(class_joining.WRONG_CODES_PER_CLIENT):
         with pytest.raises(ClassError, match="no class with this code"):
             class_joining.join(wrong, "guesser", "6.6.6.6", now=1000.0, path=db)
-    with pytest.raises(ClassError, match="Too many wrong codes"):  # even the right code, so guessing learns nothing
+    with pytest.raises(
+        ClassError, match="Too many wrong codes"
+    ):  # even the right code, so guessing learns nothing
         class_joining.join(code, "guesser", "6.6.6.6", now=1000.0, path=db)
-    assert class_joining.join(code, "someone", "7.7.7.7", now=1000.0, path=db)  # another client is not blocked
-    assert class_joining.join(code, "guesser", "6.6.6.6", now=1000.0 + class_joining.WRONG_CODE_WINDOW_S + 1, path=db)
+    assert class_joining.join(
+        code, "someone", "7.7.7.7", now=1000.0, path=db
+    )  # another client is not blocked
+    assert class_joining.join(
+        code, "guesser", "6.6.6.6", now=1000.0 + class_joining.WRONG_CODE_WINDOW_S + 1, path=db
+    )
     monkeypatch.setattr(class_joining, "WRONG_CODES_TOTAL", 15)
     for client in range(15):
         with pytest.raises(ClassError):
@@ -112,9 +125,11 @@ def test_a_class_expires(db):
     question = classroom.ask(code, secret, NSP, now=20.0, path=db)
     assert classroom.current(code, now=3599.0, path=db) is not None
     assert classroom.current(code, now=3601.0, path=db) is None
-    for refused in (lambda: class_joining.join(code, "late", "c", now=3601.0, path=db),
-                    lambda: classroom.move(code, secret, PAIR, now=3601.0, path=db),
-                    lambda: class_joining.answer(code, student, question, "Yes", now=3601.0, path=db)):
+    for refused in (
+        lambda: class_joining.join(code, "late", "c", now=3601.0, path=db),
+        lambda: classroom.move(code, secret, PAIR, now=3601.0, path=db),
+        lambda: class_joining.answer(code, student, question, "Yes", now=3601.0, path=db),
+    ):
         with pytest.raises(ClassError, match="ended"):
             refused()
     assert class_results.results_rows(code, secret, path=db)[0]["students"] == 0  # the CSV is still there …
@@ -158,18 +173,24 @@ ANSWERING = textwrap.dedent("""
 def test_every_acknowledged_answer_survives_kill_9(db):
     code, secret = classroom.start_class(PAIR, path=db)
     question = classroom.ask(code, secret, NSP, path=db)
-    process = subprocess.Popen([sys.executable, "-c", ANSWERING, str(db), code, str(question)],
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", ANSWERING, str(db), code, str(question)], stdout=subprocess.PIPE, text=True
+    )
     acknowledged = [process.stdout.readline() for _ in range(40)]
     process.send_signal(signal.SIGKILL)
     process.wait()
     acknowledged += process.stdout.read().splitlines()  # lines already printed before the kill
     acked = [int(line) for line in acknowledged if line.strip()]
     assert process.returncode == -signal.SIGKILL and len(acked) >= 40
-    fresh = "from bertviz_lite.server import class_results as r; import sys; print(r.answer_count(int(sys.argv[2]), " \
-            "path=sys.argv[1]))"
-    counted = int(subprocess.run([sys.executable, "-c", fresh, str(db), str(question)], capture_output=True, text=True,
-                                 check=True).stdout)
+    fresh = (
+        "from bertviz_lite.server import class_results as r; import sys; print(r.answer_count(int(sys.argv[2]), "
+        "path=sys.argv[1]))"
+    )
+    counted = int(
+        subprocess.run(
+            [sys.executable, "-c", fresh, str(db), str(question)], capture_output=True, text=True, check=True
+        ).stdout
+    )
     assert counted >= len(acked) == max(acked) + 1
     view = wait_until(lambda: classroom.current(code, path=db), 5, "the class after the kill")
     assert view.question.id == question and not view.revealed  # the session resumes where it was

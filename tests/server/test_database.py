@@ -25,7 +25,9 @@ def test_a_committed_write_is_read_by_another_process_and_a_failed_one_is_not(tm
         db.execute("INSERT INTO notes (text) VALUES (?)", ("lost",))
         raise RuntimeError("the caller failed before acknowledging")
     code = f"import sqlite3; print([r[0] for r in sqlite3.connect({str(path)!r}).execute('SELECT text FROM notes')])"
-    seen = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    seen = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert seen == "['kept']"
     assert database.connection(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     database.close_all()

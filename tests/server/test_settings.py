@@ -31,13 +31,22 @@ def test_the_app_falls_back_to_one_thread_and_says_why():
 
 
 def test_the_cache_settings_default_and_take_numbers_above_zero():
-    assert settings.cache_settings({}) == (settings.DEFAULT_CACHE_MB * 1024 * 1024, settings.DEFAULT_CACHE_TTL_S, None)
+    assert settings.cache_settings({}) == (
+        settings.DEFAULT_CACHE_MB * 1024 * 1024,
+        settings.DEFAULT_CACHE_TTL_S,
+        None,
+    )
     assert settings.cache_settings({settings.CACHE_MB_SETTING: "64", settings.CACHE_TTL_SETTING: "2.5"}) == (
-        64 * 1024 * 1024, 2.5, None)
+        64 * 1024 * 1024,
+        2.5,
+        None,
+    )
 
 
 @pytest.mark.parametrize("value", ["lots", "0", "-1", "inf", "nan"])
 def test_a_bad_cache_setting_falls_back_to_its_default_and_says_why(value):
     max_bytes, ttl_s, problem = settings.cache_settings({settings.CACHE_TTL_SETTING: value})
     assert (max_bytes, ttl_s) == (settings.DEFAULT_CACHE_MB * 1024 * 1024, settings.DEFAULT_CACHE_TTL_S)
-    assert problem == f"BERTVIZ_LITE_CACHE_TTL_S must be a number above 0 (it is {value!r}); the app uses 600 s."
+    assert (
+        problem == f"BERTVIZ_LITE_CACHE_TTL_S must be a number above 0 (it is {value!r}); the app uses 600 s."
+    )

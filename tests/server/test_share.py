@@ -8,13 +8,28 @@ MODELS = ["minilm-english", "all-MiniLM-L6-v2", "demo-tiny"]
 
 
 def test_a_good_link_reads_back_exactly():
-    state = share.parse_query({"a": "Hi there.", "b": "", "model": "demo-tiny", "layer": "1", "head": "3",
-                               "step": "4", "present": "1"}, MODELS, "minilm-english")
+    state = share.parse_query(
+        {
+            "a": "Hi there.",
+            "b": "",
+            "model": "demo-tiny",
+            "layer": "1",
+            "head": "3",
+            "step": "4",
+            "present": "1",
+        },
+        MODELS,
+        "minilm-english",
+    )
     assert state == share.SharedState("Hi there.", "", "demo-tiny", layer=1, head=3, step=4, present=True)
     link = share.share_link("http://host:8501/", "Attention", state)
     assert link.startswith("http://host:8501/Attention?")
-    assert share.parse_query({k: v[0] for k, v in parse_qs(urlparse(link).query).items()} | {"b": ""},
-                             MODELS, "minilm-english") == state
+    assert (
+        share.parse_query(
+            {k: v[0] for k, v in parse_qs(urlparse(link).query).items()} | {"b": ""}, MODELS, "minilm-english"
+        )
+        == state
+    )
 
 
 def test_a_link_carries_the_sentence_filter_and_the_open_tab():
@@ -32,14 +47,19 @@ def test_a_link_carries_the_token_the_masked_positions_and_the_knocked_out_heads
     query = share.query_for(state)
     assert query == {"token": "-1", "masked": "3,7", "knocked": "L0H1,L5H11"}
     assert share.parse_query(query, MODELS, "minilm-english") == state
-    bad = share.parse_query({"masked": "1,x", "knocked": "L0H1,rm -rf", "token": "-5"}, MODELS, "minilm-english")
+    bad = share.parse_query(
+        {"masked": "1,x", "knocked": "L0H1,rm -rf", "token": "-5"}, MODELS, "minilm-english"
+    )
     assert bad.masked is None and bad.knocked is None and bad.token == -1
     assert len(share.parse_query({"masked": ",".join(["1"] * 500)}, MODELS, "m").masked) == share.MAX_LIST
 
 
 def test_untrusted_values_are_replaced_cut_or_clamped_with_a_note():
-    state = share.parse_query({"model": "/etc/passwd", "layer": "-2", "head": "1e9", "step": "0",
-                               "a": "x" * 5000, "present": "no"}, MODELS, "minilm-english")
+    state = share.parse_query(
+        {"model": "/etc/passwd", "layer": "-2", "head": "1e9", "step": "0", "a": "x" * 5000, "present": "no"},
+        MODELS,
+        "minilm-english",
+    )
     assert state.model == "minilm-english" and state.layer == 0 and state.head is None and state.step == 1
     assert len(state.text_a) == share.MAX_TEXT and state.present is False
     notes = " ".join(state.notes)
@@ -62,10 +82,15 @@ def test_a_long_sentence_is_cut_in_the_link_too():
 
 
 def test_the_candidate_words_of_why_this_word_travel_in_a_link_cut_to_a_word():
-    state = share.parse_query({"a": "Paris is the capital of [MASK].", "target": "france", "foil": "x" * 80},
-                              MODELS, "minilm-english")
+    state = share.parse_query(
+        {"a": "Paris is the capital of [MASK].", "target": "france", "foil": "x" * 80},
+        MODELS,
+        "minilm-english",
+    )
     assert state.target == "france" and state.foil == "x" * share.MAX_WORD
     assert "The foil word in the link was 80 characters long; it is cut to 50." in state.notes
     link = share.share_link("http://host:8501", "why_this_word", state)
-    back = share.parse_query({k: v[0] for k, v in parse_qs(urlparse(link).query).items()}, MODELS, "minilm-english")
+    back = share.parse_query(
+        {k: v[0] for k, v in parse_qs(urlparse(link).query).items()}, MODELS, "minilm-english"
+    )
     assert (back.text_a, back.target, back.foil) == (state.text_a, "france", state.foil)

@@ -19,8 +19,15 @@ from devtools.waiting import wait_until
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "teacher-secret-2"
 VISITOR, OTHER = access.Visitor("visitor-a-0123456789abcdef"), access.Visitor("visitor-b-0123456789abcdef")
-FAST = {"preset": "tiny", "num_documents": 200, "vocab_size": 200, "seq_len": 32, "batch_size": 8, "steps": 5000,
-        "threads": 1}
+FAST = {
+    "preset": "tiny",
+    "num_documents": 200,
+    "vocab_size": 200,
+    "seq_len": 32,
+    "batch_size": 8,
+    "steps": 5000,
+    "threads": 1,
+}
 
 
 def in_another_process(code: str) -> str:
@@ -32,25 +39,39 @@ def in_another_process(code: str) -> str:
 
 def test_wrong_admin_tokens_typed_in_two_processes_add_up(monkeypatch):
     monkeypatch.setenv(access.ADMIN_TOKEN_SETTING, TOKEN)
-    three = ("from bertviz_lite.server import access\n"
-             f"print([access.check_admin_token({VISITOR.id!r}, 'guess') for _ in range(3)])")
+    three = (
+        "from bertviz_lite.server import access\n"
+        f"print([access.check_admin_token({VISITOR.id!r}, 'guess') for _ in range(3)])"
+    )
     assert in_another_process(three) == "[False, False, False]"
     assert access.check_admin_token(VISITOR.id, "guess") is False
-    assert access.check_admin_token(VISITOR.id, "guess") is False  # the 5th wrong try, counted over both processes
+    assert (
+        access.check_admin_token(VISITOR.id, "guess") is False
+    )  # the 5th wrong try, counted over both processes
     with pytest.raises(access.AdminLockout, match="Too many wrong admin tokens"):
         access.check_admin_token(VISITOR.id, TOKEN)
-    locked = ("from bertviz_lite.server import access\n"
-              f"try:\n    access.check_admin_token({VISITOR.id!r}, {TOKEN!r})\n"
-              "except access.AdminLockout as err:\n    print(err)")
+    locked = (
+        "from bertviz_lite.server import access\n"
+        f"try:\n    access.check_admin_token({VISITOR.id!r}, {TOKEN!r})\n"
+        "except access.AdminLockout as err:\n    print(err)"
+    )
     assert in_another_process(locked).startswith("Too many wrong admin tokens")
     assert access.check_admin_token(OTHER.id, TOKEN) is True  # another visitor is not locked out
 
 
 def test_a_folder_lock_held_by_one_process_keeps_the_other_out(tmp_path):
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from bertviz_lite.atomic import exclusive_lock\n"
-         f"with exclusive_lock({str(tmp_path)!r}):\n    print('held', flush=True); sys.stdin.read()"],
-        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from bertviz_lite.atomic import exclusive_lock\n"
+            f"with exclusive_lock({str(tmp_path)!r}):\n    print('held', flush=True); sys.stdin.read()",
+        ],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         fd = os.open(tmp_path, os.O_RDONLY)
@@ -68,10 +89,14 @@ def test_a_folder_lock_held_by_one_process_keeps_the_other_out(tmp_path):
 
 @pytest.mark.slow
 def test_a_run_started_in_one_process_is_its_visitors_in_another_one_run_each_and_only_they_stop_it(tmp_path):
-    launcher = ("from pathlib import Path; from bertviz_lite.runs import lifecycle; from bertviz_lite.server import access\n"
-                f"print(lifecycle.launch_run({FAST!r}, root=Path({str(tmp_path)!r}), name='mine', max_runs=3,"
-                f" owner=access.Visitor({VISITOR.id!r})).name)")
-    assert in_another_process(launcher) == "mine"  # the launching process has exited: this one is "the other worker"
+    launcher = (
+        "from pathlib import Path; from bertviz_lite.runs import lifecycle; from bertviz_lite.server import access\n"
+        f"print(lifecycle.launch_run({FAST!r}, root=Path({str(tmp_path)!r}), name='mine', max_runs=3,"
+        f" owner=access.Visitor({VISITOR.id!r})).name)"
+    )
+    assert (
+        in_another_process(launcher) == "mine"
+    )  # the launching process has exited: this one is "the other worker"
     run_dir = tmp_path / "mine"
     try:
         assert lifecycle.run_state(run_dir).active
@@ -80,7 +105,9 @@ def test_a_run_started_in_one_process_is_its_visitors_in_another_one_run_each_an
         with pytest.raises(PermissionError, match="mine is another visitor's"):
             lifecycle.stop_run(run_dir, OTHER)
         lifecycle.stop_run(run_dir, VISITOR)
-        state = wait_until(lambda: (s := lifecycle.run_state(run_dir)) and not s.active and s, 60, "the run to stop")
+        state = wait_until(
+            lambda: (s := lifecycle.run_state(run_dir)) and not s.active and s, 60, "the run to stop"
+        )
         assert state.state == "stopped", state.message
     finally:
         lifecycle.stop_run(run_dir)

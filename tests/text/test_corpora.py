@@ -43,7 +43,9 @@ def packages(tmp_path: Path) -> Path:
     """A tiny stand-in for the extracted Debian packages, one short file per source."""
     _write(tmp_path, f"{everyday.GNOME_HELP}/a.page", GNOME_PAGE)
     _write(tmp_path, f"{everyday.HANDBOOK}/apt.html", HANDBOOK_PAGE)
-    _write(tmp_path, f"{everyday.LIBREOFFICE_HELP}/swriter/a.html", "<p>Inserts a new table into the text.</p>")
+    _write(
+        tmp_path, f"{everyday.LIBREOFFICE_HELP}/swriter/a.html", "<p>Inserts a new table into the text.</p>"
+    )
     _write(tmp_path, f"{everyday.PYTHON_DOCS}/tutorial/a.html", "<p>Python is an easy language to learn.</p>")
     _write(tmp_path, everyday.GCIDE, GCIDE, compress=True)
     _write(tmp_path, everyday.DEVIL, DEVIL, compress=True)
@@ -61,19 +63,28 @@ def test_the_builder_writes_the_same_bytes_every_run(packages: Path, tmp_path: P
     assert first.read_bytes() == second.read_bytes() == corpus_bytes(build_documents(packages))
 
 
-def test_the_corpus_keeps_prose_and_drops_definitions_code_attributions_and_repeats(packages: Path, tmp_path: Path):
+def test_the_corpus_keeps_prose_and_drops_definitions_code_attributions_and_repeats(
+    packages: Path, tmp_path: Path
+):
     main([str(tmp_path / "out.txt.gz"), "--root", str(packages)])
     documents = english_corpus(tmp_path / "out.txt.gz")
     sentences = [s for doc in documents for s in doc]
-    assert sentences == [
-        "Open the Activities overview and start typing a name.", "Your files are kept safe when you log out.",
-        "The package manager keeps your system up to date.", "Most people never need to edit this file by hand.",
-        "Inserts a new table into the text.", "Python is an easy language to learn.",
-        "He abandoned himself to his favorite vice.",
-        "The temple of the god Stomach.", "Men bow to it daily.",  # "Every abdomen ..." repeats the headword
-        "A dream will always triumph over reality, once it is given the chance.",  # the fortune repeating gnome's: gone
-        "The dog barked all night.",  # WordNet's example, not its definition
-    ]
+    assert (
+        sentences
+        == [
+            "Open the Activities overview and start typing a name.",
+            "Your files are kept safe when you log out.",
+            "The package manager keeps your system up to date.",
+            "Most people never need to edit this file by hand.",
+            "Inserts a new table into the text.",
+            "Python is an easy language to learn.",
+            "He abandoned himself to his favorite vice.",
+            "The temple of the god Stomach.",
+            "Men bow to it daily.",  # "Every abdomen ..." repeats the headword
+            "A dream will always triumph over reality, once it is given the chance.",  # the fortune repeating gnome's: gone
+            "The dog barked all night.",  # WordNet's example, not its definition
+        ]
+    )
 
 
 def test_clean_sentence_accepts_prose_only():
@@ -90,8 +101,22 @@ def test_a_missing_package_is_named(tmp_path: Path, capsys):
 
 
 def test_grouped_joins_lone_sentences_of_one_topic_and_keeps_longer_documents_whole():
-    documents = [("a", ["A1."]), ("a", ["A2."]), ("a", []), ("a", ["A3."]), ("b", ["B1."]), ("b", ["B2.", "B3."]),
-                 ("b", ["B4."]), ("b", ["B5."]), ("b", ["B6."])]
+    documents = [
+        ("a", ["A1."]),
+        ("a", ["A2."]),
+        ("a", []),
+        ("a", ["A3."]),
+        ("b", ["B1."]),
+        ("b", ["B2.", "B3."]),
+        ("b", ["B4."]),
+        ("b", ["B5."]),
+        ("b", ["B6."]),
+    ]
     assert list(everyday.grouped(documents, size=2)) == [
-        ["A1.", "A2."], ["A3."], ["B1."], ["B2.", "B3."], ["B4.", "B5."], ["B6."]
+        ["A1.", "A2."],
+        ["A3."],
+        ["B1."],
+        ["B2.", "B3."],
+        ["B4.", "B5."],
+        ["B6."],
     ]

@@ -29,7 +29,9 @@ def corpus() -> list[list[str]]:
 
 @pytest.fixture(scope="module")
 def tokenizer(corpus) -> BertTokenizer:
-    return BertTokenizer.train([sentence for document in corpus[:500] for sentence in document], vocab_size=600)
+    return BertTokenizer.train(
+        [sentence for document in corpus[:500] for sentence in document], vocab_size=600
+    )
 
 
 def _words(sentence: str) -> list[str]:
@@ -50,7 +52,9 @@ def test_builtin_corpus_size_and_shape(corpus):
     assert len(builtin_corpus(num_documents=7)) == 7
     lengths = [len(document) for document in corpus]
     assert min(lengths) == 4 and max(lengths) == 8
-    assert all(sentence[0].isupper() and sentence.endswith(".") for document in corpus for sentence in document)
+    assert all(
+        sentence[0].isupper() and sentence.endswith(".") for document in corpus for sentence in document
+    )
     vocabulary = {word for document in corpus for sentence in document for word in _words(sentence)}
     assert 300 <= len(vocabulary) <= 800
 
@@ -76,7 +80,7 @@ def test_every_sentence_names_the_hero_and_pronouns_agree(corpus):
 
 
 def test_it_always_comes_with_its_animal(corpus):
-    """"it" refers to the story's animal, which is named in the same sentence."""
+    """ "it" refers to the story's animal, which is named in the same sentence."""
     animals = {animal for setting in SETTINGS.values() for animal in setting["animals"]}
     documents_with_it = 0
     for document in corpus:
@@ -89,7 +93,10 @@ def test_it_always_comes_with_its_animal(corpus):
 def test_each_story_stays_in_one_setting(corpus):
     """Stories of different settings share no setting words, so documents are clearly different."""
     fields = ("places", "animals", "things", "foods", "adjectives")
-    own = {name: {w for f in fields for w in setting[f]} | {setting["home"]} for name, setting in SETTINGS.items()}
+    own = {
+        name: {w for f in fields for w in setting[f]} | {setting["home"]}
+        for name, setting in SETTINGS.items()
+    }
     for document in corpus:
         words = {word for sentence in document for word in _words(sentence)}
         settings = [name for name, setting_words in own.items() if words & setting_words]
@@ -108,7 +115,11 @@ def test_split_sentences():
 
 def test_documents_from_text():
     text = "The cat sat. It purred!\r\n\r\nA dog ran.\n   \nBirds sing? Yes.\n"
-    assert documents_from_text(text) == [["The cat sat.", "It purred!"], ["A dog ran."], ["Birds sing?", "Yes."]]
+    assert documents_from_text(text) == [
+        ["The cat sat.", "It purred!"],
+        ["A dog ran."],
+        ["Birds sing?", "Yes."],
+    ]
 
 
 def test_read_corpus_reads_utf8_with_bom(tmp_path):
@@ -201,9 +212,19 @@ def _collate(tokenizer, pairs, seed=0, **kwargs):
 
 
 def test_collate_shapes_and_padding(tokenizer):
-    pairs = [("The cat.", "A dog ran to the barn.", IS_NEXT), ("Tom went to the barn with his bucket.", "Hi.", NOT_NEXT)]
+    pairs = [
+        ("The cat.", "A dog ran to the barn.", IS_NEXT),
+        ("Tom went to the barn with his bucket.", "Hi.", NOT_NEXT),
+    ]
     batch = _collate(tokenizer, pairs, max_length=32)
-    keys = ["attention_mask", "input_ids", "labels", "next_sentence_label", "special_tokens_mask", "token_type_ids"]
+    keys = [
+        "attention_mask",
+        "input_ids",
+        "labels",
+        "next_sentence_label",
+        "special_tokens_mask",
+        "token_type_ids",
+    ]
     assert sorted(batch) == keys
     lengths = [len(tokenizer.encode_pair(a, b)) for a, b, _ in pairs]
     assert batch["input_ids"].shape == (2, max(lengths))
@@ -230,15 +251,25 @@ def test_collate_masks_only_real_tokens(tokenizer, corpus):
     assert torch.equal(batch["input_ids"][~chosen], original["input_ids"][~chosen])
     eligible = (batch["special_tokens_mask"] == 0).sum().item()
     assert abs(chosen.sum().item() / eligible - 0.15) < 0.02
-    assert (batch["input_ids"][chosen] == tokenizer.mask_token_id).float().mean().item() == pytest.approx(0.8, abs=0.03)
-    replaced = chosen & (batch["input_ids"] != original["input_ids"]) & (batch["input_ids"] != tokenizer.mask_token_id)
+    assert (batch["input_ids"][chosen] == tokenizer.mask_token_id).float().mean().item() == pytest.approx(
+        0.8, abs=0.03
+    )
+    replaced = (
+        chosen
+        & (batch["input_ids"] != original["input_ids"])
+        & (batch["input_ids"] != tokenizer.mask_token_id)
+    )
     assert replaced.any()
     assert not torch.isin(batch["input_ids"][replaced], torch.tensor(tokenizer.all_special_ids)).any()
 
 
 def test_collate_is_deterministic_with_a_generator(tokenizer):
     pairs = [("The cat sat on the mat today.", "It purred loudly at the dog.", IS_NEXT)] * 8
-    first, again, other = _collate(tokenizer, pairs, 1), _collate(tokenizer, pairs, 1), _collate(tokenizer, pairs, 2)
+    first, again, other = (
+        _collate(tokenizer, pairs, 1),
+        _collate(tokenizer, pairs, 1),
+        _collate(tokenizer, pairs, 2),
+    )
     assert all(torch.equal(first[key], again[key]) for key in first)
     assert not torch.equal(first["input_ids"], other["input_ids"])
 
@@ -278,6 +309,8 @@ def test_collate_gives_a_share_of_pairs_as_lone_sentences_without_an_nsp_questio
     assert 0.22 < alone.float().mean().item() < 0.38
     sep = tokenizer.convert_tokens_to_ids("[SEP]")
     assert ((batch["input_ids"] == sep).sum(dim=1) == torch.where(alone, 1, 2)).all()  # A alone: one [SEP]
-    assert (batch["token_type_ids"][alone] == 0).all() and (batch["token_type_ids"][~alone] == 1).any(dim=1).all()
+    assert (batch["token_type_ids"][alone] == 0).all() and (batch["token_type_ids"][~alone] == 1).any(
+        dim=1
+    ).all()
     assert (batch["next_sentence_label"][~alone] == IS_NEXT).all()
     assert (batch["labels"][alone] != -100).any()  # lone sentences are still masked

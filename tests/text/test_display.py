@@ -16,7 +16,9 @@ from bertviz_lite.server import share
 from bertviz_lite.text.display import plain_cell, plain_markdown
 
 LINK = "[Log in again](https://evil.example/login) ![x](http://127.0.0.1:8799/x.png)"
-UNESCAPED = re.compile(r"(?<!\\)([\[\]<>]|:(?=\S))")  # a Markdown link, image, HTML tag or :directive: would need one
+UNESCAPED = re.compile(
+    r"(?<!\\)([\[\]<>]|:(?=\S))"
+)  # a Markdown link, image, HTML tag or :directive: would need one
 
 
 def test_plain_markdown_escapes_links_images_and_directives():
@@ -32,8 +34,9 @@ def test_a_link_note_quotes_the_typed_value_as_text():
 
 
 def test_a_vocab_token_in_the_walkthrough_text_is_text():
-    config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=64)
+    config = BertConfig(
+        vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64
+    )
     facts = walkthrough.step_facts(config, 100, 10, masked_word=LINK)
     text = walkthrough.step_text(walkthrough.STEPS[walkthrough.step_number("tokens") - 1], facts)
     assert not re.search(r"(?<!\\)\]\(", text)
@@ -48,8 +51,12 @@ def test_a_vocab_token_in_the_predictions_chart_is_no_link():
 
 
 def test_csv_cells_that_start_a_formula_are_neutralised():
-    frame = pd.DataFrame({"token": ['=HYPERLINK("http://evil.example","x")', "+1", "-", "@SUM(A1)", "cat"],
-                          "probability": np.array([0.1, 0.2, 0.3, 0.2, 0.2])})
+    frame = pd.DataFrame(
+        {
+            "token": ['=HYPERLINK("http://evil.example","x")', "+1", "-", "@SUM(A1)", "cat"],
+            "probability": np.array([0.1, 0.2, 0.3, 0.2, 0.2]),
+        }
+    )
     back = pd.read_csv(io.BytesIO(csv_bytes(frame)), keep_default_na=False)
     assert [cell[:1] for cell in back["token"][:4]] == ["'"] * 4 and back["token"][4] == "cat"
     assert back["probability"].tolist() == [0.1, 0.2, 0.3, 0.2, 0.2]

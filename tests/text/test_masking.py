@@ -20,7 +20,9 @@ def _batch(rows: int = 2000, length: int = 200, pad_from: int = 160) -> tuple[to
 
 def _mask(ids, special, seed=0, **kwargs):
     generator = torch.Generator().manual_seed(seed)
-    return mask_tokens(ids, special, mask_token_id=MASK_ID, vocab_size=VOCAB_SIZE, generator=generator, **kwargs)
+    return mask_tokens(
+        ids, special, mask_token_id=MASK_ID, vocab_size=VOCAB_SIZE, generator=generator, **kwargs
+    )
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +77,11 @@ def test_input_is_not_modified():
 
 def test_same_seed_same_result_other_seed_differs():
     ids, special = _batch(rows=8, length=64, pad_from=50)
-    first, again, other = _mask(ids, special, seed=7), _mask(ids, special, seed=7), _mask(ids, special, seed=8)
+    first, again, other = (
+        _mask(ids, special, seed=7),
+        _mask(ids, special, seed=7),
+        _mask(ids, special, seed=8),
+    )
     assert torch.equal(first.input_ids, again.input_ids) and torch.equal(first.decisions, again.decisions)
     assert not torch.equal(first.decisions, other.decisions)
 
@@ -131,7 +137,9 @@ def test_whole_word_masking_chooses_all_pieces_of_a_word_together():
     words = ([1, 2, 3], [4, 5], [7, 8])  # a "##" piece right after [SEP] starts a word of its own
     for word in words:
         assert (chosen[:, word] == chosen[:, word[:1]]).all()
-        assert chosen[:, word[0]].float().mean().item() == pytest.approx(0.15, abs=0.02)  # each word with mask_prob
+        assert chosen[:, word[0]].float().mean().item() == pytest.approx(
+            0.15, abs=0.02
+        )  # each word with mask_prob
     assert not chosen[:, [0, 6, 9, 10]].any()
     assert (chosen[:, 1] != chosen[:, 4]).any()  # words are drawn independently
 

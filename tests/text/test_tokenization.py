@@ -24,13 +24,22 @@ PARITY_CASES = {
     "accents": ("Café naïve résumé", None),
     "chinese_emoji": ("我爱北京 天安门", "I love 🍕 and 🚀"),
     "punctuation_runs": ("Wait!!! ...what?!?", "Hmm... okay!!"),
-    "unknown_words": ("The zxqvbn flibbertigibbets were supercalifragilisticexpialidocious.", "Unbelievably tokenization"),
+    "unknown_words": (
+        "The zxqvbn flibbertigibbets were supercalifragilisticexpialidocious.",
+        "Unbelievably tokenization",
+    ),
     "literal_mask": ("The [MASK] sat on the mat.", "It was [mask] and [Mask]."),
     "control_chars": ("bell\x00ring\x07 zero\u200bwidth\ttab\nnewline", "carriage\rreturn\x1f"),
-    "long_pair": ("The quick brown fox jumps over the lazy dog. " * 12, "A second sentence that is long too. " * 9),
+    "long_pair": (
+        "The quick brown fox jumps over the lazy dog. " * 12,
+        "A second sentence that is long too. " * 9,
+    ),
     "long_b": ("short one", "a very long second sentence " * 20),
     "long_a": ("a very long first sentence " * 20, "short one"),
-    "medium_pair": ("one two three four five six seven eight", "nine ten eleven twelve thirteen fourteen fifteen"),
+    "medium_pair": (
+        "one two three four five six seven eight",
+        "nine ten eleven twelve thirteen fourteen fifteen",
+    ),
 }
 
 
@@ -65,8 +74,12 @@ def small() -> BertTokenizer:
 
 def _reference_fields(reference, text_a, text_b, max_length) -> dict:
     out = reference(
-        text_a, text_b, truncation=True, max_length=max_length,
-        return_offsets_mapping=True, return_special_tokens_mask=True,
+        text_a,
+        text_b,
+        truncation=True,
+        max_length=max_length,
+        return_offsets_mapping=True,
+        return_special_tokens_mask=True,
     )
     return {
         "tokens": out.tokens(),
@@ -110,7 +123,21 @@ def test_longest_first_lengths_known_values():
 
 def test_literal_mask_becomes_mask_token_but_lowercase_does_not(ours, reference):
     encoding = ours.encode_pair("The [MASK] sat.", "It was [mask].")
-    assert encoding.tokens == ["[CLS]", "the", "[MASK]", "sat", ".", "[SEP]", "it", "was", "[", "mask", "]", ".", "[SEP]"]
+    assert encoding.tokens == [
+        "[CLS]",
+        "the",
+        "[MASK]",
+        "sat",
+        ".",
+        "[SEP]",
+        "it",
+        "was",
+        "[",
+        "mask",
+        "]",
+        ".",
+        "[SEP]",
+    ]
     assert encoding.input_ids[2] == ours.mask_token_id == 103
     assert encoding.input_ids.count(103) == 1
     assert encoding.special_tokens_mask == [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1]
@@ -216,8 +243,18 @@ def test_decode(ours):
 
 
 def test_special_ids_and_conversions(ours):
-    assert (ours.pad_token_id, ours.unk_token_id, ours.cls_token_id, ours.sep_token_id, ours.mask_token_id) == (
-        0, 100, 101, 102, 103,
+    assert (
+        ours.pad_token_id,
+        ours.unk_token_id,
+        ours.cls_token_id,
+        ours.sep_token_id,
+        ours.mask_token_id,
+    ) == (
+        0,
+        100,
+        101,
+        102,
+        103,
     )
     assert ours.all_special_ids == [0, 100, 101, 102, 103]
     assert ours.vocab_size == 30522 == len(ours.vocab)
@@ -233,7 +270,16 @@ def test_train_puts_specials_first(small):
     assert (small.pad_token_id, small.unk_token_id, small.cls_token_id, small.sep_token_id) == (0, 1, 2, 3)
     assert small.mask_token_id == 4
     assert small.vocab_size == 60
-    assert small.encode_pair("The cat and the dog.").tokens == ["[CLS]", "the", "cat", "and", "the", "dog", ".", "[SEP]"]
+    assert small.encode_pair("The cat and the dog.").tokens == [
+        "[CLS]",
+        "the",
+        "cat",
+        "and",
+        "the",
+        "dog",
+        ".",
+        "[SEP]",
+    ]
 
 
 TRAIN_AND_PRINT_VOCAB = """
@@ -253,8 +299,15 @@ def test_training_gives_the_same_vocabulary_in_separate_processes():
     for hash_seed in ("1", "2"):  # a fresh process each: tokenizers' trainer differed between processes
         path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
         env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": path}
-        done = subprocess.run([sys.executable, "-c", TRAIN_AND_PRINT_VOCAB], cwd=root, env=env,
-                              capture_output=True, text=True, timeout=300, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", TRAIN_AND_PRINT_VOCAB],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
         vocabularies.append(json.loads(done.stdout))
     assert vocabularies[0] == vocabularies[1]
     assert len(vocabularies[0]) == 400

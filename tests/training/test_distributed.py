@@ -15,19 +15,60 @@ from bertviz_lite.loading.pretrained import load_folder
 from bertviz_lite.loading.run_folder import read_metrics, read_status
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = ["--preset", "tiny", "--num-documents", "150", "--vocab-size", "300", "--seq-len", "32", "--batch-size", "8",
-        "--eval-pairs", "32", "--hidden-size", "32", "--num-attention-heads", "4", "--intermediate-size", "64",
-        "--max-position-embeddings", "32", "--quiet"]
+TINY = [
+    "--preset",
+    "tiny",
+    "--num-documents",
+    "150",
+    "--vocab-size",
+    "300",
+    "--seq-len",
+    "32",
+    "--batch-size",
+    "8",
+    "--eval-pairs",
+    "32",
+    "--hidden-size",
+    "32",
+    "--num-attention-heads",
+    "4",
+    "--intermediate-size",
+    "64",
+    "--max-position-embeddings",
+    "32",
+    "--quiet",
+]
 
 
 @pytest.mark.slow
 def test_two_cpu_processes_train_with_ddp_and_only_rank_0_writes(tmp_path):
     run = tmp_path / "run"
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",
-                "bertviz_lite.train"]
-    args = [*TINY, "--steps", "6", "--log-every", "2", "--eval-every", "3", "--snapshot-every", "3", "--out", str(run)]
+    launcher = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "-m",
+        "bertviz_lite.train",
+    ]
+    args = [
+        *TINY,
+        "--steps",
+        "6",
+        "--log-every",
+        "2",
+        "--eval-every",
+        "3",
+        "--snapshot-every",
+        "3",
+        "--out",
+        str(run),
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([*launcher, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [*launcher, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stderr.count("Run folder:") == 1 and done.stderr.count("finished: Finished 6 steps") == 1
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
@@ -37,6 +78,9 @@ def test_two_cpu_processes_train_with_ddp_and_only_rank_0_writes(tmp_path):
     assert [r["step"] for r in read_metrics(run, "eval")] == [3, 6]
     assert json.loads((run / "train_args.json").read_text())["world_size"] == 2
     assert sorted(p.name for p in (run / "snapshots").iterdir()) == [
-        "step_000000.safetensors", "step_000003.safetensors", "step_000006.safetensors"]
+        "step_000000.safetensors",
+        "step_000003.safetensors",
+        "step_000006.safetensors",
+    ]
     assert checkpoint_step(run) == 6
     load_folder(run)

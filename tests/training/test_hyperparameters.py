@@ -21,8 +21,9 @@ HELP = "spread this much of each MLM target over the whole vocabulary"
 class WithLabelSmoothing(training_args.TrainingArguments):
     """The real options plus one declared in one place."""
 
-    label_smoothing: float = option(0.0, label="Label smoothing", group="Optimisation", check="non_negative",
-                                    most=1, step=0.05, help=HELP)
+    label_smoothing: float = option(
+        0.0, label="Label smoothing", group="Optimisation", check="non_negative", most=1, step=0.05, help=HELP
+    )
 
 
 @pytest.fixture
@@ -59,7 +60,9 @@ def test_the_train_form_draws_the_field_in_its_section(declared, monkeypatch, tm
     box = at.number_input(key="opt_label_smoothing")
     assert box.label == "Label smoothing" and box.value == 0.0 and box.step == 0.05 and HELP in box.help
     box.set_value(-0.5).run()
-    assert "Label smoothing: label_smoothing (-0.5) must be a number, 0 or more" in [e.value for e in at.error]
+    assert "Label smoothing: label_smoothing (-0.5) must be a number, 0 or more" in [
+        e.value for e in at.error
+    ]
     assert at.button(key="train_start").disabled
 
 
@@ -67,8 +70,12 @@ def test_the_comparison_names_the_field_by_its_label(declared, monkeypatch, tmp_
     root = use_checkpoints_folder(monkeypatch, tmp_path / "checkpoints")
     for name, smoothing in (("a", 0.0), ("b", 0.1)):
         (root / name).mkdir()
-        (root / name / "train_args.json").write_text(json.dumps({"args": {"label_smoothing": smoothing}, "config": {}}))
-        (root / name / "metrics.jsonl").write_text(json.dumps({"split": "train", "step": 1, "mlm_loss": 5.0}) + "\n")
+        (root / name / "train_args.json").write_text(
+            json.dumps({"args": {"label_smoothing": smoothing}, "config": {}})
+        )
+        (root / name / "metrics.jsonl").write_text(
+            json.dumps({"split": "train", "step": 1, "mlm_loss": 5.0}) + "\n"
+        )
     at = open_app("pages_app/train/9_Compare_runs.py")
     at.multiselect(key="compare_runs").set_value(["a", "b"]).run()
     assert list(at.dataframe[0].value.index) == ["Label smoothing"]

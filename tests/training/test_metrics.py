@@ -24,4 +24,7 @@ def test_every_chart_table_and_headline_key_is_declared_and_eval_keys_mirror_tra
 def test_headline_formats_losses_and_accuracies_and_skips_missing_values():
     last = final_metrics([{"mlm_loss": 2.0, "nsp_loss": 0.7}, {"mlm_loss": 1.23456, "eval_mlm_acc": 0.4567}])
     assert metrics.headline(last) == [
-        ("MLM loss", "1.235"), ("NSP loss", "0.700"), ("held-out MLM accuracy", "45.7%")]
+        ("MLM loss", "1.235"),
+        ("NSP loss", "0.700"),
+        ("held-out MLM accuracy", "45.7%"),
+    ]

@@ -26,11 +26,35 @@ from tests.app.tiny_checkpoint import save_tiny
 
 REPO = Path(__file__).resolve().parents[2]
 # The tiny preset on a smaller corpus and vocabulary, so that a run starts and steps quickly.
-TINY = ["--preset", "tiny", "--num-documents", "150", "--vocab-size", "300", "--seq-len", "32", "--batch-size", "8",
-        "--eval-pairs", "32", "--threads", "1", "--quiet"]
+TINY = [
+    "--preset",
+    "tiny",
+    "--num-documents",
+    "150",
+    "--vocab-size",
+    "300",
+    "--seq-len",
+    "32",
+    "--batch-size",
+    "8",
+    "--eval-pairs",
+    "32",
+    "--threads",
+    "1",
+    "--quiet",
+]
 # Smaller still, for the runs that are stopped or killed.
-SMALLER = [*TINY, "--hidden-size", "32", "--num-attention-heads", "4", "--intermediate-size", "64",
-           "--max-position-embeddings", "32"]
+SMALLER = [
+    *TINY,
+    "--hidden-size",
+    "32",
+    "--num-attention-heads",
+    "4",
+    "--intermediate-size",
+    "64",
+    "--max-position-embeddings",
+    "32",
+]
 
 
 def command(*args: str) -> list[str]:
@@ -43,17 +67,45 @@ def environment() -> dict[str, str]:
 
 @pytest.mark.slow
 def test_cli_trains_the_tiny_preset_and_transformers_loads_the_checkpoint(tmp_path):
-    args = [*TINY, "--steps", "20", "--log-every", "5", "--eval-every", "10", "--snapshot-every", "10", "--out", "run"]
-    done = subprocess.run(command(*args), cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=120)
+    args = [
+        *TINY,
+        "--steps",
+        "20",
+        "--log-every",
+        "5",
+        "--eval-every",
+        "10",
+        "--snapshot-every",
+        "10",
+        "--out",
+        "run",
+    ]
+    done = subprocess.run(
+        command(*args), cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[-1].startswith("finished: Finished 20 steps")
     assert [p.name for p in tmp_path.iterdir()] == ["run"]  # nothing written outside the run folder
     run = tmp_path / "run"
     status = read_status(run)
-    assert (status["state"], status["step"], status["total_steps"], status["checkpoint_step"]) == ("finished", 20, 20, 20)
+    assert (status["state"], status["step"], status["total_steps"], status["checkpoint_step"]) == (
+        "finished",
+        20,
+        20,
+        20,
+    )
     train = read_metrics(run, "train")
     assert [r["step"] for r in train] == [5, 10, 15, 20]
-    for name in ("mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc", "lr", "grad_norm", "tokens_per_s", "elapsed_s"):
+    for name in (
+        "mlm_loss",
+        "nsp_loss",
+        "mlm_acc",
+        "nsp_acc",
+        "lr",
+        "grad_norm",
+        "tokens_per_s",
+        "elapsed_s",
+    ):
         assert all(isinstance(r[name], float) for r in train), name
     assert train[-1]["mlm_loss"] < train[0]["mlm_loss"]
     assert [r["step"] for r in read_metrics(run, "eval")] == [10, 20]
@@ -61,18 +113,24 @@ def test_cli_trains_the_tiny_preset_and_transformers_loads_the_checkpoint(tmp_pa
     assert train_args["args"]["steps"] == 20 and train_args["config"]["num_hidden_layers"] == 2
     assert train_args["command"].startswith("python -m bertviz_lite.train --preset tiny")
     assert sorted(p.name for p in (run / "snapshots").iterdir()) == [
-        "step_000000.safetensors", "step_000010.safetensors", "step_000020.safetensors"]
+        "step_000000.safetensors",
+        "step_000010.safetensors",
+        "step_000020.safetensors",
+    ]
 
     model, tokenizer = load(str(run))
     from transformers import BertForPreTraining
 
     hf = BertForPreTraining.from_pretrained(run).eval()
-    inputs = tokenizer.encode_pair("Tom went to the barn with his bucket.", "There he saw a cow.", 32).to_tensors()
+    inputs = tokenizer.encode_pair(
+        "Tom went to the barn with his bucket.", "There he saw a cow.", 32
+    ).to_tensors()
     with torch.no_grad():
         theirs = hf(**inputs)
         torch.testing.assert_close(model.mlm_logits(**inputs), theirs.prediction_logits, rtol=1e-4, atol=1e-4)
-        torch.testing.assert_close(model.next_sentence_logits(**inputs), theirs.seq_relationship_logits,
-                                   rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(
+            model.next_sentence_logits(**inputs), theirs.seq_relationship_logits, rtol=1e-4, atol=1e-4
+        )
 
 
 def _corpus(tmp_path: Path, name: str, content: bytes | None) -> str:
@@ -84,30 +142,63 @@ def _corpus(tmp_path: Path, name: str, content: bytes | None) -> str:
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(["--steps", "0"], "error: --steps (0) must be a whole number greater than 0"),
-     (["--hidden-size", "100", "--num-attention-heads", "3"],
-      "error: --hidden-size (100) must be divisible by --num-attention-heads (3)"),
-     (["--corpus", "missing.txt"], "error: --corpus ('{tmp}/missing.txt'): Corpus file not found"),
-     (["--corpus", "empty.txt"], "error: --corpus ('{tmp}/empty.txt'): empty.txt: The text is empty"),
-     (["--corpus", "binary.bin"], "error: --corpus ('{tmp}/binary.bin'): binary.bin looks like a binary file"),
-     (["--out", "{tmp}/../escape"], "error: --out ('{tmp}/../escape') must not contain '..'"),
-     (["--out", "{tmp}/.hidden"], "error: --out ('{tmp}/.hidden'): The run name '.hidden' must not start with '.'"),
-     (["--out", "{tmp}/a b"], "error: --out ('{tmp}/a b'): The run name 'a b' may only use"),
-     (["--out", ""], "error: --out (''): The run name is empty"),
-     (["--out", "{tmp}/missing/run"], "error: --out ('{tmp}/missing/run'): the folder '{tmp}/missing' does not exist"),
-     (["--lr", "-1"], "error: --lr (-1.0) must be a number greater than 0"),
-     (["--seq-len", "4096"], "error: --seq-len (4096) must be at most --max-position-embeddings (128)"),
-     (["--hidden-size", "1000000000"], "error: --hidden-size (1000000000) must be at most 8,192"),
-     (["--hidden-size", "8192"], "error: --hidden-size (8192) makes a model of about 697 M parameters; training allows "
-                                 "at most 350 M"),
-     (["--seq-len", "600", "--max-position-embeddings", "1024"],
-      "error: --seq-len (600) must be at most 512, the longest sentence pair the tokenizer builds"),
-     (["--init", "all-MiniLM-L6-v2", "--seq-len", "600"], "error: --seq-len (600) must be at most 512, the positions"),
-     (["--batch-size", "100000"], "error: --batch-size (100000) × --seq-len (64) × 512 (attention scores or"),
-     (["--batch-size", "20000"], "error: --batch-size (20000) is more than the 17143 training pairs of the corpus"),
-     (["--vocab-size", "5"], "error: --vocab-size (5) must be at least 15"),
-     (["--resume", "--lr", "0.1", "--out", "{tmp}/run"], "error: --resume continues a run with its own options: --lr"),
-     (["--resume", "--out", "{tmp}/missing"], "error: --out ('{tmp}/missing') holds no run to resume: --resume needs")],
+    [
+        (["--steps", "0"], "error: --steps (0) must be a whole number greater than 0"),
+        (
+            ["--hidden-size", "100", "--num-attention-heads", "3"],
+            "error: --hidden-size (100) must be divisible by --num-attention-heads (3)",
+        ),
+        (["--corpus", "missing.txt"], "error: --corpus ('{tmp}/missing.txt'): Corpus file not found"),
+        (["--corpus", "empty.txt"], "error: --corpus ('{tmp}/empty.txt'): empty.txt: The text is empty"),
+        (
+            ["--corpus", "binary.bin"],
+            "error: --corpus ('{tmp}/binary.bin'): binary.bin looks like a binary file",
+        ),
+        (["--out", "{tmp}/../escape"], "error: --out ('{tmp}/../escape') must not contain '..'"),
+        (
+            ["--out", "{tmp}/.hidden"],
+            "error: --out ('{tmp}/.hidden'): The run name '.hidden' must not start with '.'",
+        ),
+        (["--out", "{tmp}/a b"], "error: --out ('{tmp}/a b'): The run name 'a b' may only use"),
+        (["--out", ""], "error: --out (''): The run name is empty"),
+        (
+            ["--out", "{tmp}/missing/run"],
+            "error: --out ('{tmp}/missing/run'): the folder '{tmp}/missing' does not exist",
+        ),
+        (["--lr", "-1"], "error: --lr (-1.0) must be a number greater than 0"),
+        (["--seq-len", "4096"], "error: --seq-len (4096) must be at most --max-position-embeddings (128)"),
+        (["--hidden-size", "1000000000"], "error: --hidden-size (1000000000) must be at most 8,192"),
+        (
+            ["--hidden-size", "8192"],
+            "error: --hidden-size (8192) makes a model of about 697 M parameters; training allows "
+            "at most 350 M",
+        ),
+        (
+            ["--seq-len", "600", "--max-position-embeddings", "1024"],
+            "error: --seq-len (600) must be at most 512, the longest sentence pair the tokenizer builds",
+        ),
+        (
+            ["--init", "all-MiniLM-L6-v2", "--seq-len", "600"],
+            "error: --seq-len (600) must be at most 512, the positions",
+        ),
+        (
+            ["--batch-size", "100000"],
+            "error: --batch-size (100000) × --seq-len (64) × 512 (attention scores or",
+        ),
+        (
+            ["--batch-size", "20000"],
+            "error: --batch-size (20000) is more than the 17143 training pairs of the corpus",
+        ),
+        (["--vocab-size", "5"], "error: --vocab-size (5) must be at least 15"),
+        (
+            ["--resume", "--lr", "0.1", "--out", "{tmp}/run"],
+            "error: --resume continues a run with its own options: --lr",
+        ),
+        (
+            ["--resume", "--out", "{tmp}/missing"],
+            "error: --out ('{tmp}/missing') holds no run to resume: --resume needs",
+        ),
+    ],
 )
 def test_bad_arguments_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, args, message):
     corpora = {"empty.txt": b"", "binary.bin": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"}
@@ -133,7 +224,11 @@ def test_an_existing_run_is_not_overwritten(tmp_path, capsys):
 
 def _files(folder: Path) -> dict[str, tuple[bytes, int]]:
     """Every file under folder: its bytes and modification time."""
-    return {str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.rglob("*") if p.is_file()}
+    return {
+        str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
 
 
 @pytest.mark.parametrize("resume", [False, True])
@@ -147,10 +242,17 @@ def test_out_to_a_users_folder_exits_2_with_one_line_and_touches_nothing(tmp_pat
     args = [*TINY, "--steps", "2", "--out", str(folder)] if not resume else ["--resume", "--out", str(folder)]
     assert main(args) == 2
     err = capsys.readouterr().err
-    expected = (f"error: --out ('{folder}') holds no run to resume: --resume needs a run folder" if resume else
-                f"error: --out ('{folder}') is a folder that holds other files (snapshots, train_args.json, vocab.txt)")
+    expected = (
+        f"error: --out ('{folder}') holds no run to resume: --resume needs a run folder"
+        if resume
+        else f"error: --out ('{folder}') is a folder that holds other files (snapshots, train_args.json, vocab.txt)"
+    )
     assert err.count("\n") == 1 and err.startswith(expected), err
-    assert _files(folder) == before and sorted(p.name for p in folder.iterdir()) == ["snapshots", "train_args.json", "vocab.txt"]
+    assert _files(folder) == before and sorted(p.name for p in folder.iterdir()) == [
+        "snapshots",
+        "train_args.json",
+        "vocab.txt",
+    ]
 
 
 def test_an_existing_empty_folder_is_used(tmp_path):
@@ -170,20 +272,43 @@ def test_resume_continues_a_stopped_run_from_its_checkpoint(tmp_path, capsys):
     assert [r["step"] for r in read_metrics(run, "train")] == [2, 4, 6, 8, 10, 12]
     assert [r["step"] for r in read_metrics(run, "eval")] == [4, 8, 12]
     status, train_args = read_status(run), read_train_args(run)
-    assert (status["state"], status["step"], status["checkpoint_step"], checkpoint_step(run)) == ("finished", 12, 12, 12)
+    assert (status["state"], status["step"], status["checkpoint_step"], checkpoint_step(run)) == (
+        "finished",
+        12,
+        12,
+        12,
+    )
     assert train_args["args"]["steps"] == 12 and train_args["args"]["seq_len"] == 32
     assert (train_args["resumed_from_step"], train_args["optimizer_restored"]) == (8, True)
-    assert main(["--resume", "--out", str(run)]) == 2  # finished: nothing more to train without a larger --steps
-    assert "--steps (12) must be more than the 12 steps the run has already trained" in capsys.readouterr().err
+    assert (
+        main(["--resume", "--out", str(run)]) == 2
+    )  # finished: nothing more to train without a larger --steps
+    assert (
+        "--steps (12) must be more than the 12 steps the run has already trained" in capsys.readouterr().err
+    )
 
 
 def test_a_learning_rate_of_10_diverges_and_exits_1(tmp_path, capsys):
     run = tmp_path / "run"
-    args = [*SMALLER, "--lr", "10", "--steps", "60", "--log-every", "5", "--save-every", "5", "--out", str(run)]
+    args = [
+        *SMALLER,
+        "--lr",
+        "10",
+        "--steps",
+        "60",
+        "--log-every",
+        "5",
+        "--save-every",
+        "5",
+        "--out",
+        str(run),
+    ]
     assert main(args) == 1
     assert capsys.readouterr().err.splitlines()[-1].startswith("diverged: Diverged at step")
     status = read_status(run)
-    assert status["state"] == "diverged" and status["step"] < 60 and status["checkpoint_step"] < status["step"]
+    assert (
+        status["state"] == "diverged" and status["step"] < 60 and status["checkpoint_step"] < status["step"]
+    )
 
 
 def test_argparse_errors_exit_2_and_help_lists_every_option(capsys):
@@ -201,7 +326,9 @@ def test_argparse_errors_exit_2_and_help_lists_every_option(capsys):
 def test_sigterm_finishes_the_step_saves_and_stops(tmp_path):
     run = tmp_path / "run"
     args = [*SMALLER, "--steps", "100000", "--log-every", "2", "--save-every", "1000", "--out", str(run)]
-    process = subprocess.Popen(command(*args), cwd=tmp_path, env=environment(), stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        command(*args), cwd=tmp_path, env=environment(), stderr=subprocess.PIPE, text=True
+    )
     try:
         wait_until(lambda: len(read_metrics(run, "train")) >= 2, what="two logged steps")
         process.send_signal(signal.SIGTERM)
@@ -219,7 +346,9 @@ def _kill_during_a_write(run: Path, process: subprocess.Popen, rng: random.Rando
     """SIGKILL as soon as a temporary weights file appears, i.e. while model.safetensors is being rewritten."""
     time.sleep(rng.uniform(0.0, 0.3))
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not any(n.startswith(".model.safetensors.") for n in os.listdir(run)):
+    while time.monotonic() < deadline and not any(
+        n.startswith(".model.safetensors.") for n in os.listdir(run)
+    ):
         pass  # spin: a write lasts milliseconds
     process.kill()
 
@@ -248,13 +377,30 @@ def test_sigkill_while_saving_leaves_the_previous_checkpoint_loadable(tmp_path):
 
 @pytest.mark.slow
 def test_two_runs_with_the_same_seed_give_the_same_vocabulary_losses_and_weights(tmp_path):
-    args = [*TINY, "--hidden-size", "32", "--num-attention-heads", "4", "--intermediate-size", "64",
-            "--hidden-dropout-prob", "0.1", "--steps", "20", "--log-every", "10", "--eval-every", "20",
-            "--snapshot-every", "20"]
+    args = [
+        *TINY,
+        "--hidden-size",
+        "32",
+        "--num-attention-heads",
+        "4",
+        "--intermediate-size",
+        "64",
+        "--hidden-dropout-prob",
+        "0.1",
+        "--steps",
+        "20",
+        "--log-every",
+        "10",
+        "--eval-every",
+        "20",
+        "--snapshot-every",
+        "20",
+    ]
     runs = [tmp_path / "first", tmp_path / "second"]
     for run in runs:  # separate processes: nothing is shared but the command
-        done = subprocess.run(command(*args, "--out", str(run)), env=environment(), capture_output=True, text=True,
-                              timeout=120)
+        done = subprocess.run(
+            command(*args, "--out", str(run)), env=environment(), capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, done.stderr
     assert (runs[0] / "vocab.txt").read_bytes() == (runs[1] / "vocab.txt").read_bytes()
     losses = [[r["loss"] for r in read_metrics(run, "train") if r["step"] == 20] for run in runs]
@@ -269,9 +415,31 @@ def test_init_continues_from_pretrained_weights_with_fresh_heads(tmp_path):
     weights = load_file(str(folder / "model.safetensors"))
     encoder_only = {k: v for k, v in weights.items() if not k.startswith("cls.")}
     save_file(encoder_only, str(folder / "model.safetensors"))  # like MiniLM: no MLM/NSP heads
-    args = ["--init", str(folder), "--corpus", "english", "--seq-len", "32", "--batch-size", "8", "--steps", "4",
-            "--log-every", "2", "--eval-every", "4", "--snapshot-every", "4", "--eval-pairs", "16", "--threads", "1",
-            "--quiet", "--out", str(tmp_path / "run")]
+    args = [
+        "--init",
+        str(folder),
+        "--corpus",
+        "english",
+        "--seq-len",
+        "32",
+        "--batch-size",
+        "8",
+        "--steps",
+        "4",
+        "--log-every",
+        "2",
+        "--eval-every",
+        "4",
+        "--snapshot-every",
+        "4",
+        "--eval-pairs",
+        "16",
+        "--threads",
+        "1",
+        "--quiet",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     done = subprocess.run(command(*args), env=environment(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     model, tokenizer = load(tmp_path / "run")
@@ -279,8 +447,10 @@ def test_init_continues_from_pretrained_weights_with_fresh_heads(tmp_path):
     assert (tmp_path / "run" / "vocab.txt").read_text() == (folder / "vocab.txt").read_text()
     assert model.config.hidden_size == 32 and model.config.max_position_embeddings == 64
     trained = load_file(str(tmp_path / "run" / "model.safetensors"))
-    assert not torch.equal(trained["bert.encoder.layer.0.attention.self.query.weight"],
-                           encoder_only["bert.encoder.layer.0.attention.self.query.weight"])
+    assert not torch.equal(
+        trained["bert.encoder.layer.0.attention.self.query.weight"],
+        encoder_only["bert.encoder.layer.0.attention.self.query.weight"],
+    )
     assert read_train_args(tmp_path / "run")["args"]["init"] == str(folder)
 
 

@@ -37,17 +37,54 @@ from bertviz_lite.training.trainer import Trainer, TrainerCallback
 from bertviz_lite.training.training_args import MAX_PARAMETERS, PRESETS, OptionError, TrainingArguments
 from tests.attention_samples import load_snapshots
 
-TINY_CONFIG = {"hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 32}
-TRAIN_FIELDS = {"split", "step", "loss", "mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc", "lr", "grad_norm",
-                "tokens_per_s", "elapsed_s"}
-EVAL_FIELDS = {"split", "step", "eval_loss", "eval_mlm_loss", "eval_nsp_loss", "eval_mlm_acc", "eval_nsp_acc",
-               "eval_examples", "elapsed_s"}
+TINY_CONFIG = {
+    "hidden_size": 32,
+    "num_attention_heads": 4,
+    "intermediate_size": 64,
+    "max_position_embeddings": 32,
+}
+TRAIN_FIELDS = {
+    "split",
+    "step",
+    "loss",
+    "mlm_loss",
+    "nsp_loss",
+    "mlm_acc",
+    "nsp_acc",
+    "lr",
+    "grad_norm",
+    "tokens_per_s",
+    "elapsed_s",
+}
+EVAL_FIELDS = {
+    "split",
+    "step",
+    "eval_loss",
+    "eval_mlm_loss",
+    "eval_nsp_loss",
+    "eval_mlm_acc",
+    "eval_nsp_acc",
+    "eval_examples",
+    "elapsed_s",
+}
 
 
 def tiny_args(tmp_path, **overrides) -> TrainingArguments:
     values = dict(
-        preset="tiny", num_documents=60, vocab_size=200, seq_len=32, batch_size=8, steps=12, lr=2e-3, warmup=2,
-        log_every=4, eval_every=6, snapshot_every=6, save_every=6, eval_pairs=32, out=str(tmp_path / "run"),
+        preset="tiny",
+        num_documents=60,
+        vocab_size=200,
+        seq_len=32,
+        batch_size=8,
+        steps=12,
+        lr=2e-3,
+        warmup=2,
+        log_every=4,
+        eval_every=6,
+        snapshot_every=6,
+        save_every=6,
+        eval_pairs=32,
+        out=str(tmp_path / "run"),
         config=TINY_CONFIG,
     )
     values.update(overrides)
@@ -63,13 +100,23 @@ def _one_thread():
 
 
 def test_presets_have_the_documented_sizes():
-    assert {k: PRESETS["tiny"]["config"][k] for k in ("num_hidden_layers", "hidden_size", "num_attention_heads")} == {
-        "num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2}
+    assert {
+        k: PRESETS["tiny"]["config"][k] for k in ("num_hidden_layers", "hidden_size", "num_attention_heads")
+    } == {"num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2}
     small = PRESETS["small"]["config"]
-    assert (small["num_hidden_layers"], small["hidden_size"], small["num_attention_heads"], small["intermediate_size"]) \
-        == (4, 256, 4, 1024)
+    assert (
+        small["num_hidden_layers"],
+        small["hidden_size"],
+        small["num_attention_heads"],
+        small["intermediate_size"],
+    ) == (4, 256, 4, 1024)
     base = TrainingArguments(preset="base", out="x").bert_config(30522)
-    assert (base.num_hidden_layers, base.hidden_size, base.num_attention_heads, base.intermediate_size) == (12, 768, 12, 3072)
+    assert (base.num_hidden_layers, base.hidden_size, base.num_attention_heads, base.intermediate_size) == (
+        12,
+        768,
+        12,
+        3072,
+    )
 
 
 def test_arguments_take_the_preset_defaults_unless_given():
@@ -80,24 +127,55 @@ def test_arguments_take_the_preset_defaults_unless_given():
 
 @pytest.mark.parametrize(
     ("overrides", "option", "fragment"),
-    [({"steps": 0}, "steps", "steps (0)"), ({"lr": float("nan")}, "lr", "lr (nan)"),
-     ({"mask_prob": 1.0}, "mask_prob", "between 0 and 1"), ({"preset": "huge"}, "preset", "tiny, classroom, small, base"),
-     ({"config": {"hidden_size": 100, "num_attention_heads": 3}}, "hidden_size",
-      "hidden_size (100) must be divisible by num_attention_heads (3)"),
-     ({"seq_len": 600}, "seq_len", "max_position_embeddings (128)"), ({"config": {"type_vocab_size": 1}},
-      "type_vocab_size", "at least 2"), ({"config": {"colour": 1}}, "config", "colour"),
-     ({"out": "../escape"}, "out", "'..'"), ({"out": "checkpoints/.hidden"}, "out", "hidden"),
-     ({"device": "tpu"}, "device", "auto, cpu, cuda"), ({"warmup": -1}, "warmup", "0 or more"),
-     ({"config": {"hidden_size": 10**9}}, "hidden_size", "hidden_size (1000000000) must be at most 8,192"),
-     ({"config": {"hidden_size": 8192}}, "hidden_size", "hidden_size (8192) makes a model of about 697 M parameters"),
-     ({"config": {"intermediate_size": 10**7}}, "intermediate_size", "intermediate_size (10000000) must be at most 32,768"),
-     ({"vocab_size": 3_000_000}, "vocab_size", "vocab_size (3000000) must be at most 250,000"),
-     ({"batch_size": 100_000}, "batch_size", "batch_size (100000) × seq_len (64) × 512"),
-     ({"config": {"num_attention_heads": 128}, "batch_size": 5000}, "batch_size", "× 8192 (attention scores"),
-     ({"seq_len": 600, "config": {"max_position_embeddings": 1024}}, "seq_len", "seq_len (600) must be at most 512"),
-     ({"seq_len": 600, "init": "demo-tiny"}, "seq_len", "at most 128, the positions of the pretrained model 'demo-tiny'"),
-     ({"init": "no-such-model"}, "init", "No model named 'no-such-model'"),
-     ({"vocab_size": 14}, "vocab_size", "at least 15"), ({"num_documents": 1}, "num_documents", "at least 2")],
+    [
+        ({"steps": 0}, "steps", "steps (0)"),
+        ({"lr": float("nan")}, "lr", "lr (nan)"),
+        ({"mask_prob": 1.0}, "mask_prob", "between 0 and 1"),
+        ({"preset": "huge"}, "preset", "tiny, classroom, small, base"),
+        (
+            {"config": {"hidden_size": 100, "num_attention_heads": 3}},
+            "hidden_size",
+            "hidden_size (100) must be divisible by num_attention_heads (3)",
+        ),
+        ({"seq_len": 600}, "seq_len", "max_position_embeddings (128)"),
+        ({"config": {"type_vocab_size": 1}}, "type_vocab_size", "at least 2"),
+        ({"config": {"colour": 1}}, "config", "colour"),
+        ({"out": "../escape"}, "out", "'..'"),
+        ({"out": "checkpoints/.hidden"}, "out", "hidden"),
+        ({"device": "tpu"}, "device", "auto, cpu, cuda"),
+        ({"warmup": -1}, "warmup", "0 or more"),
+        ({"config": {"hidden_size": 10**9}}, "hidden_size", "hidden_size (1000000000) must be at most 8,192"),
+        (
+            {"config": {"hidden_size": 8192}},
+            "hidden_size",
+            "hidden_size (8192) makes a model of about 697 M parameters",
+        ),
+        (
+            {"config": {"intermediate_size": 10**7}},
+            "intermediate_size",
+            "intermediate_size (10000000) must be at most 32,768",
+        ),
+        ({"vocab_size": 3_000_000}, "vocab_size", "vocab_size (3000000) must be at most 250,000"),
+        ({"batch_size": 100_000}, "batch_size", "batch_size (100000) × seq_len (64) × 512"),
+        (
+            {"config": {"num_attention_heads": 128}, "batch_size": 5000},
+            "batch_size",
+            "× 8192 (attention scores",
+        ),
+        (
+            {"seq_len": 600, "config": {"max_position_embeddings": 1024}},
+            "seq_len",
+            "seq_len (600) must be at most 512",
+        ),
+        (
+            {"seq_len": 600, "init": "demo-tiny"},
+            "seq_len",
+            "at most 128, the positions of the pretrained model 'demo-tiny'",
+        ),
+        ({"init": "no-such-model"}, "init", "No model named 'no-such-model'"),
+        ({"vocab_size": 14}, "vocab_size", "at least 15"),
+        ({"num_documents": 1}, "num_documents", "at least 2"),
+    ],
 )
 def test_bad_arguments_name_their_option(overrides, option, fragment):
     with pytest.raises(OptionError, match=re.escape(fragment)) as info:
@@ -111,7 +189,9 @@ def test_the_training_budget_allows_bert_base():
 
 
 def test_seq_len_with_init_is_checked_against_the_pretrained_models_positions():
-    args = TrainingArguments(init=MINILM, seq_len=256, out="x")  # more than tiny's 128 positions, MiniLM has 512
+    args = TrainingArguments(
+        init=MINILM, seq_len=256, out="x"
+    )  # more than tiny's 128 positions, MiniLM has 512
     assert (args.seq_len, args.config) == (256, {})
 
 
@@ -153,6 +233,7 @@ def test_a_fixed_batch_is_overfit(tmp_path):
 
 def test_batches_made_ahead_in_a_thread_train_the_same_model(tmp_path):
     """A GPU run makes its batches in a thread (prefetch): the same batches in the same order, so the same run."""
+
     def trained(name: str, prefetch: int) -> tuple[Trainer, list[dict]]:
         (tmp_path / name).mkdir()
         trainer = Trainer(tiny_args(tmp_path / name))
@@ -199,12 +280,20 @@ def test_train_writes_metrics_status_snapshots_and_a_loadable_checkpoint(tmp_pat
     assert (result.state, result.step) == ("finished", 12)
     status = read_status(run)
     assert status["state"] == "finished" and status["step"] == status["total_steps"] == 12
-    assert status["checkpoint_step"] == 12 and status["eta_s"] is None and "Finished 12 steps" in status["message"]
+    assert (
+        status["checkpoint_step"] == 12
+        and status["eta_s"] is None
+        and "Finished 12 steps" in status["message"]
+    )
     train, evals = read_metrics(run, "train"), read_metrics(run, "eval")
     assert [r["step"] for r in train] == [4, 6, 8, 12] and [r["step"] for r in evals] == [6, 12]
     assert all(set(r) == TRAIN_FIELDS for r in train) and all(set(r) == EVAL_FIELDS for r in evals)
     assert all(math.isfinite(r[k]) for r in train for k in TRAIN_FIELDS - {"split"})
-    assert 0 <= train[-1]["mlm_acc"] <= 1 and train[-1]["tokens_per_s"] > 0 and train[0]["lr"] == learning_rate(4, 2e-3, 2, 12)
+    assert (
+        0 <= train[-1]["mlm_acc"] <= 1
+        and train[-1]["tokens_per_s"] > 0
+        and train[0]["lr"] == learning_rate(4, 2e-3, 2, 12)
+    )
     assert evals[-1]["eval_examples"] == len(trainer.eval_pairs) == 18
     assert seen == ["train", "train", "eval", "train", "train", "eval"]
     snapshots = load_snapshots(run)
@@ -215,7 +304,9 @@ def test_train_writes_metrics_status_snapshots_and_a_loadable_checkpoint(tmp_pat
     assert not np.allclose(snapshots[0][1], maps, atol=5e-4)  # the heads changed while training (~1e-3 here)
     train_args = json.loads((run / "train_args.json").read_text())
     assert train_args["args"]["steps"] == 12 and train_args["config"]["hidden_size"] == 32
-    assert train_args["command"] == "python -m bertviz_lite.train --x" and train_args["probe"] == list(trainer.probe)
+    assert train_args["command"] == "python -m bertviz_lite.train --x" and train_args["probe"] == list(
+        trainer.probe
+    )
     model, tokenizer = load_folder(run)
     assert checkpoint_step(run) == 12 and tokenizer.vocab == trainer.tokenizer.vocab
     for ours, saved in zip(trainer.model.state_dict().values(), model.state_dict().values(), strict=True):
@@ -237,7 +328,9 @@ def test_snapshots_hold_the_heads_predictions_on_the_probe_pair(tmp_path):
 
 def test_the_probe_masks_the_longest_whole_word_of_sentence_a():
     tokens = ["[CLS]", "the", "kitten", "play", "##ed", ".", "[SEP]", "elephants", "[SEP]"]
-    assert probe_mask_position(tokens, [0, 0, 0, 0, 0, 0, 0, 1, 1]) == 2  # not "play" (a piece), not sentence B
+    assert (
+        probe_mask_position(tokens, [0, 0, 0, 0, 0, 0, 0, 1, 1]) == 2
+    )  # not "play" (a piece), not sentence B
     assert probe_mask_position(["[CLS]", ".", "[SEP]"], [0, 0, 0]) is None
 
 
@@ -264,7 +357,11 @@ def test_a_stop_finishes_the_step_saves_and_reports_stopped(tmp_path, how):
     run = tmp_path / "run"
     assert (result.state, result.step) == ("stopped", 6)
     status = read_status(run)
-    assert status["state"] == "stopped" and status["checkpoint_step"] == 6 and "Stopped at step 6 of 50" in status["message"]
+    assert (
+        status["state"] == "stopped"
+        and status["checkpoint_step"] == 6
+        and "Stopped at step 6 of 50" in status["message"]
+    )
     assert checkpoint_step(run) == 6 and read_metrics(run, "train")[-1]["step"] == 6
     load_folder(run)
 
@@ -285,7 +382,12 @@ def test_a_huge_learning_rate_diverges_and_keeps_the_last_good_checkpoint(tmp_pa
 def test_the_run_folder_may_exist_but_not_hold_a_run(tmp_path):
     (tmp_path / "launched").mkdir()
     check_run_dir(tmp_path / "launched")  # empty
-    for name in ("launch.json", "train.log", "corpus.txt", ".launch.json.x1.tmp"):  # what the app writes first
+    for name in (
+        "launch.json",
+        "train.log",
+        "corpus.txt",
+        ".launch.json.x1.tmp",
+    ):  # what the app writes first
         (tmp_path / "launched" / name).write_text("{}")
     check_run_dir(tmp_path / "launched")
     (tmp_path / "launched" / "config.json").write_text("{}")
@@ -295,7 +397,9 @@ def test_the_run_folder_may_exist_but_not_hold_a_run(tmp_path):
         check_run_dir(tmp_path / "no" / "run")
 
 
-@pytest.mark.parametrize("names", [["vocab.txt"], ["notes.md", "snapshots/"], [".git/"], ["a", "b", "c", "d"]])
+@pytest.mark.parametrize(
+    "names", [["vocab.txt"], ["notes.md", "snapshots/"], [".git/"], ["a", "b", "c", "d"]]
+)
 def test_a_folder_with_other_files_is_refused(tmp_path, names):
     folder = tmp_path / "mine"
     folder.mkdir()
@@ -308,14 +412,20 @@ def test_a_folder_with_other_files_is_refused(tmp_path, names):
 
 def test_a_loss_ten_times_its_first_step_ends_as_diverged(tmp_path):
     # lr 10 keeps the loss finite (the gradient is clipped) but drives it far above where it started.
-    args = tiny_args(tmp_path, lr=10.0, steps=60, warmup=30, log_every=5, eval_every=30, snapshot_every=30,
-                     save_every=5)
+    args = tiny_args(
+        tmp_path, lr=10.0, steps=60, warmup=30, log_every=5, eval_every=30, snapshot_every=30, save_every=5
+    )
     result = Trainer(args).train()
     status, train = read_status(tmp_path / "run"), read_metrics(tmp_path / "run", "train")
     assert (result.state, status["state"]) == ("diverged", "diverged") and result.step < 60
-    assert math.isfinite(train[-1]["loss"]) and train[-1]["loss"] > 10 * 5.0  # ~ln(200) + ln(2) = 6 at the start
+    assert (
+        math.isfinite(train[-1]["loss"]) and train[-1]["loss"] > 10 * 5.0
+    )  # ~ln(200) + ln(2) = 6 at the start
     assert all(r["loss"] <= 10 * train[0]["loss"] for r in train[:-1])
-    assert re.search(r"loss [\d.]+ \(first step: [56]\.\d+\)", result.message) and "Try a smaller --lr" in result.message
+    assert (
+        re.search(r"loss [\d.]+ \(first step: [56]\.\d+\)", result.message)
+        and "Try a smaller --lr" in result.message
+    )
     assert status["checkpoint_step"] == checkpoint_step(tmp_path / "run") < result.step
     assert f"the checkpoint of step {status['checkpoint_step']} is kept" in result.message
 
@@ -324,25 +434,33 @@ def test_resume_continues_the_step_schedule_data_order_and_optimizer_state(tmp_p
     first = Trainer(tiny_args(tmp_path, steps=10, save_every=5))
     assert first.train().state == "finished"
     run = tmp_path / "run"
-    write_status(run, state="running", pid=999_999_999, step=13, total_steps=10, checkpoint_step=10)  # killed at 13
+    write_status(
+        run, state="running", pid=999_999_999, step=13, total_steps=10, checkpoint_step=10
+    )  # killed at 13
     with open(run / "metrics.jsonl", "a") as metrics:
         metrics.write('{"split": "train", "step": 12, "loss": 1.0, "elapsed_s": 9.0}\n')
     resumed = Trainer(tiny_args(tmp_path, steps=20, save_every=5), resume=True)
     assert (resumed.step, resumed.checkpoint_step, resumed.optimizer_restored) == (10, 10, True)
     for ours, theirs in zip(first.model.parameters(), resumed.model.parameters(), strict=True):
         assert torch.equal(ours, theirs)
-    moments = [{name: trainer.optimizer.state[param] for name, param in trainer.model.named_parameters()}
-               for trainer in (first, resumed)]
+    moments = [
+        {name: trainer.optimizer.state[param] for name, param in trainer.model.named_parameters()}
+        for trainer in (first, resumed)
+    ]
     for name, ours in moments[0].items():
         theirs = moments[1][name]
-        assert torch.equal(ours["exp_avg"], theirs["exp_avg"]) and torch.equal(ours["exp_avg_sq"], theirs["exp_avg_sq"])
+        assert torch.equal(ours["exp_avg"], theirs["exp_avg"]) and torch.equal(
+            ours["exp_avg_sq"], theirs["exp_avg_sq"]
+        )
         assert float(theirs["step"]) == 10
     assert next(resumed._batches) == next(first._batches)  # batch 11 of the same data order
     assert resumed.train().state == "finished"
     train = read_metrics(run, "train")
     assert [r["step"] for r in train] == [4, 5, 6, 8, 10, 12, 15, 16, 18, 20]  # logged, saved or evaluated
     step_12 = train[5]
-    assert step_12["loss"] != 1.0 and step_12["lr"] == learning_rate(12, 2e-3, 2, 20)  # trained again, on schedule
+    assert step_12["loss"] != 1.0 and step_12["lr"] == learning_rate(
+        12, 2e-3, 2, 20
+    )  # trained again, on schedule
     assert step_12["elapsed_s"] > train[4]["elapsed_s"]  # the clock goes on
     assert read_status(run)["state"] == "finished" and checkpoint_step(run) == 20
     assert read_train_args(run)["resumed_from_step"] == 10 and (run / OPTIMIZER_FILE).is_file()
@@ -350,8 +468,11 @@ def test_resume_continues_the_step_schedule_data_order_and_optimizer_state(tmp_p
 
 @pytest.mark.parametrize(
     ("setup", "option", "fragment"),
-    [("user_files", "resume", "holds no run to resume"), ("finished", "steps", "more than the 10 steps"),
-     ("live", "resume", "is still training")],
+    [
+        ("user_files", "resume", "holds no run to resume"),
+        ("finished", "steps", "more than the 10 steps"),
+        ("live", "resume", "is still training"),
+    ],
 )
 def test_resume_refuses_what_it_cannot_continue(tmp_path, setup, option, fragment):
     run = tmp_path / "run"
@@ -385,8 +506,11 @@ def test_stat_names_cover_the_logged_sums():
 
 def test_copy_loss_charges_a_guess_taken_from_the_pair_and_nothing_else():
     # one pair: [CLS] 5 6 [MASK] 7 [SEP]; the answer at position 3 is 8; 5 and 6 are visible content words, 7 is not
-    batch = {"input_ids": torch.tensor([[1, 5, 6, 4, 7, 2]]), "labels": torch.tensor([[-100, -100, -100, 8, -100, -100]]),
-             "content_mask": torch.tensor([[0, 1, 1, 0, 0, 0]], dtype=torch.bool)}
+    batch = {
+        "input_ids": torch.tensor([[1, 5, 6, 4, 7, 2]]),
+        "labels": torch.tensor([[-100, -100, -100, 8, -100, -100]]),
+        "content_mask": torch.tensor([[0, 1, 1, 0, 0, 0]], dtype=torch.bool),
+    }
 
     def loss_when_sure_of(token: int) -> float:
         logits = torch.full((1, 10), -20.0)
@@ -406,8 +530,11 @@ def test_copy_penalty_needs_masked_repeats():
 
 
 def test_a_run_with_masked_repeats_a_copy_penalty_and_lone_sentences_trains(tmp_path):
-    trainer = Trainer(tiny_args(tmp_path, whole_word_mask=True, mask_repeats=True, steps=4, copy_penalty=1.0,
-                                single_sentences=0.5))
+    trainer = Trainer(
+        tiny_args(
+            tmp_path, whole_word_mask=True, mask_repeats=True, steps=4, copy_penalty=1.0, single_sentences=0.5
+        )
+    )
     batch = trainer.next_batch()
     assert "content_mask" in batch and (batch["next_sentence_label"] == -100).any()
     trainer.model.eval()

@@ -22,14 +22,18 @@ ENGLISH = "minilm-english"
 
 def from_model(init: str, **changes) -> dict:
     """The tiny preset's form continued from `init`: the model sizes are not sent (the form hides them)."""
-    options = {k: v for k, v in run_options.preset_options("tiny").items() if k not in run_options.MODEL_FIELDS}
+    options = {
+        k: v for k, v in run_options.preset_options("tiny").items() if k not in run_options.MODEL_FIELDS
+    }
     return {**options, "init": init, **changes}
 
 
 def test_continuing_from_minilm_english_is_sized_from_its_own_config(tmp_path):
     # The reproduction: tiny preset, batch 1024 × 128, 976 steps was accepted with an estimate of 4.0 GB.
     options = from_model(ENGLISH, batch_size=1024, seq_len=128, steps=976)
-    with pytest.raises(OptionError, match=r"Batch size: This run would need about [0-9]+ MB .* batch 1024 × 128"):
+    with pytest.raises(
+        OptionError, match=r"Batch size: This run would need about [0-9]+ MB .* batch 1024 × 128"
+    ):
         run_options.check_form(options)
     with pytest.raises(ValueError, match="would need about"):
         lifecycle.launch_run(options, root=tmp_path, owner=VISITOR)
@@ -46,11 +50,17 @@ def test_the_estimates_use_the_continued_model_s_vocabulary_and_sizes():
 
 
 def test_the_parameter_and_tensor_checks_read_the_continued_model(monkeypatch):
-    monkeypatch.setattr(training_args, "MAX_PARAMETERS", limits.parameter_count(training_args.pretrained_config(ENGLISH)) - 1)
-    with pytest.raises(OptionError, match=r"Start from: init \('minilm-english'\) is a model of about .* parameters"):
+    monkeypatch.setattr(
+        training_args, "MAX_PARAMETERS", limits.parameter_count(training_args.pretrained_config(ENGLISH)) - 1
+    )
+    with pytest.raises(
+        OptionError, match=r"Start from: init \('minilm-english'\) is a model of about .* parameters"
+    ):
         run_options.check_form(from_model(ENGLISH))
     monkeypatch.undo()
-    monkeypatch.setattr(training_args, "MAX_TENSOR_ELEMENTS", 64 * 128 * 1536 - 1)  # its feed-forward is 1536 wide
+    monkeypatch.setattr(
+        training_args, "MAX_TENSOR_ELEMENTS", 64 * 128 * 1536 - 1
+    )  # its feed-forward is 1536 wide
     with pytest.raises(OptionError, match=r"batch_size \(64\) × seq_len \(128\) × 1536"):
         run_options.check_form(from_model(ENGLISH, batch_size=64, seq_len=128))
 
@@ -64,7 +74,7 @@ def number_fields() -> list[str]:
 @pytest.mark.parametrize("name", number_fields())
 def test_a_hostile_number_in_any_field_is_refused_with_a_sentence(name):
     tiny = run_options.preset_options("tiny")
-    for hostile in ((10**12, 10**5000) if isinstance(tiny[name], int) else (1e300,)):
+    for hostile in (10**12, 10**5000) if isinstance(tiny[name], int) else (1e300,):
         with pytest.raises(OptionError) as refused:
             run_options.check_form({**tiny, name: hostile})
         message = str(refused.value)
@@ -73,7 +83,9 @@ def test_a_hostile_number_in_any_field_is_refused_with_a_sentence(name):
 
 
 def test_ten_to_the_ninth_stories_are_refused_and_the_bound_is_declared_beside_the_option():
-    with pytest.raises(OptionError, match=r"Built-in stories: num_documents \(1000000000\) must be at most 100,000"):
+    with pytest.raises(
+        OptionError, match=r"Built-in stories: num_documents \(1000000000\) must be at most 100,000"
+    ):
         run_options.check_form({**run_options.preset_options("tiny"), "num_documents": 10**9})
     declared = {spec.name: spec.metadata["most"] for spec in training_args.option_fields()}
     assert declared["num_documents"] == training_args.MAX_DOCUMENTS
@@ -93,8 +105,10 @@ def test_the_cli_bounds_threads(tmp_path):
 @pytest.fixture
 def fake_processes(monkeypatch):
     """launch_run without a training process: a launch.json and a run that counts as starting."""
+
     def start(run_dir, command):
         lifecycle.atomic_write_json(RunFolder(run_dir).launch, {"pid": os.getpid(), "command": command})
+
     monkeypatch.setattr(lifecycle, "_start_process", start)
     monkeypatch.setattr(lifecycle, "training_process_alive", lambda pid: pid == os.getpid())
 
@@ -112,8 +126,10 @@ def test_a_visitor_s_run_gets_at_most_the_server_s_training_threads(tmp_path, fa
 
 
 def test_a_failed_run_shows_visitors_its_reason_without_paths_and_its_owner_the_log(tmp_path):
-    message = (f"init ('{tmp_path}/secret/model'): No model folder at /srv/bertviz/checkpoints/x (pid 7)\n"
-               f'Traceback (most recent call last):\n  File "/usr/lib/python3/x.py", line 1')
+    message = (
+        f"init ('{tmp_path}/secret/model'): No model folder at /srv/bertviz/checkpoints/x (pid 7)\n"
+        f'Traceback (most recent call last):\n  File "/usr/lib/python3/x.py", line 1'
+    )
     run = lifecycle.RunState("r", tmp_path, "failed", message=message)
     reason, details = run.report_for(may_see_log=False)
     assert reason == "init ('…'): No model folder at … (pid 7)" and details == ""

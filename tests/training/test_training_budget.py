@@ -26,7 +26,9 @@ def test_base_at_batch_682_and_512_tokens_is_refused_before_it_starts():
 
 def test_a_billion_steps_is_refused_for_app_runs(tmp_path):
     with pytest.raises(OptionError, match="steps × batch 32 .* at most"):
-        run_options.check_form({**run_options.preset_options("tiny"), "steps": 10**7})  # 10**9: past steps' bound
+        run_options.check_form(
+            {**run_options.preset_options("tiny"), "steps": 10**7}
+        )  # 10**9: past steps' bound
     with pytest.raises(ValueError, match="at most"):
         lifecycle.launch_run({"preset": "tiny", "steps": 10**9}, root=tmp_path, owner=A)
     assert list(tmp_path.iterdir()) == []
@@ -43,8 +45,10 @@ def test_the_memory_limit_is_a_setting(monkeypatch):
 @pytest.fixture
 def fake_processes(monkeypatch):
     """launch_run without a training process: a launch.json and a run that counts as starting."""
+
     def start(run_dir, command):
         lifecycle.atomic_write_json(RunFolder(run_dir).launch, {"pid": os.getpid(), "command": command})
+
     monkeypatch.setattr(lifecycle, "_start_process", start)
     monkeypatch.setattr(lifecycle, "training_process_alive", lambda pid: pid == os.getpid())
 

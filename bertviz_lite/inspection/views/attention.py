@@ -17,9 +17,23 @@ from bertviz_lite.inspection.explore import PairTrace
 
 # What `bertviz_lite.inspection.views` offers at its top (its __init__ lists them by name).
 __all__ = [
-    "AttentionMap", "ModelView", "HeadViewLinks", "NeuronView", "attention_map",
-    "model_view", "model_view_tiles", "head_view_links", "head_view_min_weight", "head_view_top_k", "model_view_size",
-    "neuron_view", "select_links", "Rollout", "rollout", "HeadStatistics", "head_statistics",
+    "AttentionMap",
+    "ModelView",
+    "HeadViewLinks",
+    "NeuronView",
+    "attention_map",
+    "model_view",
+    "model_view_tiles",
+    "head_view_links",
+    "head_view_min_weight",
+    "head_view_top_k",
+    "model_view_size",
+    "neuron_view",
+    "select_links",
+    "Rollout",
+    "rollout",
+    "HeadStatistics",
+    "head_statistics",
 ]
 
 # Line budget of the head view: above it, fewer lines per query are drawn (keeps 512 tokens smooth).
@@ -89,7 +103,9 @@ class HeadViewLinks:
     attention: np.ndarray  # [nh, W, W] the layer's attention among the drawn tokens (float64)
     tokens: list[str]  # [W] the drawn tokens
     heads: tuple[int, ...]
-    links: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]  # per head: query, key, weight (window positions)
+    links: tuple[
+        tuple[np.ndarray, np.ndarray, np.ndarray], ...
+    ]  # per head: query, key, weight (window positions)
     focus_token: int | None  # the window position whose lines alone are kept, if any
     top_k: int  # most lines kept per query and head
     start: int = 0  # input position of the first drawn token
@@ -193,9 +209,15 @@ def head_view_links(
     mask = analysis.sentence_filter_mask(trace.segments, trace.special, sentence_filter)[window, window]
     top_k = head_view_top_k(1 if focus is not None else size, max(len(heads), 1))
     return select_links(
-        trace.attentions[layer][:, window, window], trace.tokens[window], heads, mask=mask, top_k=top_k,
+        trace.attentions[layer][:, window, window],
+        trace.tokens[window],
+        heads,
+        mask=mask,
+        top_k=top_k,
         focus_token=None if focus is None else focus - window.start,
-        min_weight=head_view_min_weight(size) if min_weight is None else min_weight, start=window.start, layer=layer,
+        min_weight=head_view_min_weight(size) if min_weight is None else min_weight,
+        start=window.start,
+        layer=layer,
     )
 
 
@@ -216,7 +238,9 @@ class ModelView:
     def to_frame(self) -> pd.DataFrame:
         """Long table of every tile: query_index, query, key_index, key (groups), weight, layer, head."""
         frames = [
-            analysis.attention_to_csv_frame(self.tiles[layer, head], self.labels).assign(layer=layer, head=head)
+            analysis.attention_to_csv_frame(self.tiles[layer, head], self.labels).assign(
+                layer=layer, head=head
+            )
             for layer, head in np.ndindex(*self.tiles.shape[:2])
         ]
         return pd.concat(frames, ignore_index=True)
@@ -266,8 +290,13 @@ class NeuronView:
         """Per key token: q·k, q·k/√d, softmax weight; the vectors as key_i / weighted_value_i columns."""
         steps = self.steps
         frame = pd.DataFrame(
-            {"key_index": np.arange(len(self.tokens)), "key": self.tokens, "q_dot_k": steps.dot,
-             "scaled": steps.scaled, "weight": steps.weights}
+            {
+                "key_index": np.arange(len(self.tokens)),
+                "key": self.tokens,
+                "q_dot_k": steps.dot,
+                "scaled": steps.scaled,
+                "weight": steps.weights,
+            }
         )
         dims = steps.keys.shape[1]
         keys = pd.DataFrame(steps.keys, columns=[f"key_{i}" for i in range(dims)])
@@ -277,8 +306,9 @@ class NeuronView:
 
 def neuron_view(trace: PairTrace, layer: int, head: int, query_index: int) -> NeuronView:
     """analysis.attention_steps of one head of the trace and one query token."""
-    steps = analysis.attention_steps(trace.queries[layer, head], trace.keys[layer, head], trace.values[layer, head],
-                                     query_index)
+    steps = analysis.attention_steps(
+        trace.queries[layer, head], trace.keys[layer, head], trace.values[layer, head], query_index
+    )
     return NeuronView(steps, list(trace.tokens), query_index)
 
 

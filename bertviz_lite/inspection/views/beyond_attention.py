@@ -27,8 +27,14 @@ from bertviz_lite.text.tokenization import MASK_TOKEN, BertTokenizer, Encoding
 
 # What `bertviz_lite.inspection.views` offers at its top (its __init__ lists them by name).
 __all__ = [
-    "Attribution", "HeadKnockout", "LogitLens", "default_choice", "explain_choices", "head_knockout",
-    "logit_lens", "token_attribution",
+    "Attribution",
+    "HeadKnockout",
+    "LogitLens",
+    "default_choice",
+    "explain_choices",
+    "head_knockout",
+    "logit_lens",
+    "token_attribution",
 ]
 
 NSP_LABELS = ("IsNext", "NotNext")
@@ -36,7 +42,14 @@ LOO = "leave-one-out"
 # Leave-one-out runs the model once per token and IG steps + 1 times with gradients: about 8 s on one CPU
 # thread at 128 tokens (bench/explain_latency.py), so longer inputs are refused rather than left to hang.
 MAX_ATTRIBUTION_TOKENS = 128
-METHODS = (LOO, "attention (last layer)", "rollout", "norm-weighted", "gradient × input", "integrated gradients")
+METHODS = (
+    LOO,
+    "attention (last layer)",
+    "rollout",
+    "norm-weighted",
+    "gradient × input",
+    "integrated gradients",
+)
 
 
 def explain_choices(encoding: Encoding, model: BertForPreTraining) -> list[int | None]:
@@ -63,13 +76,18 @@ def explained_masks(encoding: Encoding, position: int | None) -> tuple[int, ...]
 
 def _needs_head(model: BertForPreTraining, position: int | None) -> None:
     if position is None and not model.has_nsp_head:
-        raise ValueError("This model has no trained next-sentence (NSP) head, so there is no NSP decision to explain.")
+        raise ValueError(
+            "This model has no trained next-sentence (NSP) head, so there is no NSP decision to explain."
+        )
     if position is not None and not model.has_mlm_head:
-        raise ValueError("This model has no trained masked-language-model head, so it predicts no words to explain.")
+        raise ValueError(
+            "This model has no trained masked-language-model head, so it predicts no words to explain."
+        )
 
 
-def explained_target(mlm_logits, position: int | None, token_id: int | None = None,
-                     foil_id: int | None = None) -> Target:
+def explained_target(
+    mlm_logits, position: int | None, token_id: int | None = None, foil_id: int | None = None
+) -> Target:
     """The model's top prediction at an MLM position (or the NSP decision when position is None).
 
     token_id / foil_id: explain that token instead, or the contrast logit(token_id) − logit(foil_id).
@@ -82,7 +100,7 @@ def explained_target(mlm_logits, position: int | None, token_id: int | None = No
 
 
 def target_label(tokenizer: BertTokenizer, target: Target) -> str:
-    """"log P(IsNext)", "log P('capital') at position 4" or "logit('he') − logit('she') at position 4"."""
+    """ "log P(IsNext)", "log P('capital') at position 4" or "logit('he') − logit('she') at position 4"."""
     if target.position is None:
         return "log P(IsNext)"
     token = tokenizer.convert_ids_to_tokens([target.token_id])[0]
@@ -122,20 +140,26 @@ class Attribution:
     def completeness_note(self) -> str:
         """One sentence checking the integrated gradients: their sum against f(input) − f(baseline)."""
         gap = self.score - self.baseline_score
-        return (f"Completeness: the integrated gradients add up to {self.integrated_gradients_total:.4f}; "
-                f"f(input) − f(baseline) = {self.score:.4f} − ({self.baseline_score:.4f}) = {gap:.4f} "
-                f"(off by {self.completeness_error:.2%} with {self.steps} steps).")
+        return (
+            f"Completeness: the integrated gradients add up to {self.integrated_gradients_total:.4f}; "
+            f"f(input) − f(baseline) = {self.score:.4f} − ({self.baseline_score:.4f}) = {gap:.4f} "
+            f"(off by {self.completeness_error:.2%} with {self.steps} steps)."
+        )
 
     def to_frame(self) -> pd.DataFrame:
         """One row per token: index, token, compared, then one column per method."""
-        frame = pd.DataFrame({"index": np.arange(len(self.tokens)), "token": self.tokens, "compared": self.compared})
+        frame = pd.DataFrame(
+            {"index": np.arange(len(self.tokens)), "token": self.tokens, "compared": self.compared}
+        )
         for method in METHODS:
             frame[method] = self.scores[method]
         return frame
 
     def correlation_frame(self) -> pd.DataFrame:
         """method, Spearman ρ with leave-one-out."""
-        return pd.DataFrame({"method": list(self.correlation), "spearman_with_leave_one_out": list(self.correlation.values())})
+        return pd.DataFrame(
+            {"method": list(self.correlation), "spearman_with_leave_one_out": list(self.correlation.values())}
+        )
 
 
 def _attention_scores(attentions, values, model: BertForPreTraining, row: int) -> dict[str, np.ndarray]:
@@ -150,8 +174,13 @@ def _attention_scores(attentions, values, model: BertForPreTraining, row: int) -
     }
 
 
-def token_attribution(trace: PairTrace, position: int | None = None, steps: int = 32, token_id: int | None = None,
-                      foil_id: int | None = None) -> Attribution:
+def token_attribution(
+    trace: PairTrace,
+    position: int | None = None,
+    steps: int = 32,
+    token_id: int | None = None,
+    foil_id: int | None = None,
+) -> Attribution:
     """Leave-one-out ([MASK] in place of each token, the model run again) against attention, rollout, norms and gradients.
 
     Integrated gradients run on the summed input embeddings from a baseline with every token [MASK]
@@ -161,21 +190,36 @@ def token_attribution(trace: PairTrace, position: int | None = None, steps: int 
     model, tokenizer, tokens = trace.model, trace.tokenizer, trace.tokens
     _needs_head(model, position)
     if len(tokens) > MAX_ATTRIBUTION_TOKENS:
-        raise ValueError(f"Attribution runs the model once per token, so it takes at most {MAX_ATTRIBUTION_TOKENS} "
-                         f"tokens; this input has {len(tokens)}. Lower the max length or shorten the sentences.")
+        raise ValueError(
+            f"Attribution runs the model once per token, so it takes at most {MAX_ATTRIBUTION_TOKENS} "
+            f"tokens; this input has {len(tokens)}. Lower the max length or shorten the sentences."
+        )
     target = explained_target(trace.mlm_logits, position, token_id, foil_id)
     ids, segment_ids, mask = _inputs(trace.input_ids, trace.segments)
     loo, _ = attribution.leave_one_out(model, ids, segment_ids, mask, target, tokenizer.mask_token_id)
     baseline = torch.full_like(ids, tokenizer.mask_token_id)
     grads = attribution.integrated_gradients(model, ids, segment_ids, mask, target, baseline, steps)
-    scores = {LOO: loo, **_attention_scores(trace.attentions, trace.values, model, 0 if position is None else position),
-              "gradient × input": grads.gradient_x_input, "integrated gradients": grads.integrated_gradients}
+    scores = {
+        LOO: loo,
+        **_attention_scores(trace.attentions, trace.values, model, 0 if position is None else position),
+        "gradient × input": grads.gradient_x_input,
+        "integrated gradients": grads.integrated_gradients,
+    }
     compared = np.ones(len(tokens), dtype=bool)
     if position is not None:
         compared[position] = False
     correlation = {m: attribution.spearman(loo[compared], scores[m][compared]) for m in METHODS[1:]}
-    return Attribution(list(tokens), scores, correlation, compared, target_label(tokenizer, target), grads.score,
-                       grads.baseline_score, grads.completeness_error, steps)
+    return Attribution(
+        list(tokens),
+        scores,
+        correlation,
+        compared,
+        target_label(tokenizer, target),
+        grads.score,
+        grads.baseline_score,
+        grads.completeness_error,
+        steps,
+    )
 
 
 # ---------------------------------------------------------------- head knock-out
@@ -195,11 +239,15 @@ class HeadKnockout:
 
     def to_frame(self) -> pd.DataFrame:
         """prediction, before, after: the MLM candidates, then P(IsNext)."""
-        rows = [{"prediction": f"MLM {self.position}: {t}", "before": b, "after": a}
-                for t, b, a in zip(self.candidates, self.before, self.after, strict=True)]
+        rows = [
+            {"prediction": f"MLM {self.position}: {t}", "before": b, "after": a}
+            for t, b, a in zip(self.candidates, self.before, self.after, strict=True)
+        ]
         if self.nsp_before is not None:
             rows.append({"prediction": "NSP: IsNext", "before": self.nsp_before, "after": self.nsp_after})
-        return pd.DataFrame(rows, columns=["prediction", "before", "after"]).assign(knocked_out=" ".join(self.heads))
+        return pd.DataFrame(rows, columns=["prediction", "before", "after"]).assign(
+            knocked_out=" ".join(self.heads)
+        )
 
 
 def _candidates(before: np.ndarray, after: np.ndarray, k: int) -> np.ndarray:
@@ -208,9 +256,16 @@ def _candidates(before: np.ndarray, after: np.ndarray, k: int) -> np.ndarray:
     return np.asarray(ids + [int(i) for i in np.argsort(-after, kind="stable")[:k] if int(i) not in ids])
 
 
-def head_knockout(trace: PairTrace, heads: Sequence[str] = (), position: int | None = None, k: int = 5) -> HeadKnockout:
+def head_knockout(
+    trace: PairTrace, heads: Sequence[str] = (), position: int | None = None, k: int = 5
+) -> HeadKnockout:
     """MLM top-k at position and P(IsNext), with every head and with the named heads' attention multiplied by 0."""
-    model, tokenizer, mlm_logits, nsp_logits = trace.model, trace.tokenizer, trace.mlm_logits, trace.nsp_logits
+    model, tokenizer, mlm_logits, nsp_logits = (
+        trace.model,
+        trace.tokenizer,
+        trace.mlm_logits,
+        trace.nsp_logits,
+    )
     if position is not None:
         _needs_head(model, position)
     config = model.config
@@ -224,9 +279,14 @@ def head_knockout(trace: PairTrace, heads: Sequence[str] = (), position: int | N
         before = analysis.softmax(np.asarray(mlm_logits)[position])
         after = analysis.softmax(knocked.mlm_logits[0, position].numpy())
         ids_shown = _candidates(before, after, k)
-        candidates, before, after = tokenizer.convert_ids_to_tokens(ids_shown.tolist()), before[ids_shown], after[ids_shown]
-    return HeadKnockout(tuple(heads), position, list(candidates), before, after, is_next_probability(nsp_logits),
-                        nsp_after)
+        candidates, before, after = (
+            tokenizer.convert_ids_to_tokens(ids_shown.tolist()),
+            before[ids_shown],
+            after[ids_shown],
+        )
+    return HeadKnockout(
+        tuple(heads), position, list(candidates), before, after, is_next_probability(nsp_logits), nsp_after
+    )
 
 
 # ---------------------------------------------------------------- logit lens
@@ -278,7 +338,9 @@ def logit_lens(trace: PairTrace, position: int | None = None, k: int = 5) -> Log
     probs = _layer_probabilities(model, trace.hidden_states, position)
     top = np.argsort(-probs, axis=-1, kind="stable")[:, : min(k, probs.shape[1])]
     names = NSP_LABELS if position is None else None
-    top_tokens = [[names[i] for i in row] if names else tokenizer.convert_ids_to_tokens(row.tolist()) for row in top]
+    top_tokens = [
+        [names[i] for i in row] if names else tokenizer.convert_ids_to_tokens(row.tolist()) for row in top
+    ]
     answer = int(top[-1, 0])
     return LogitLens(
         layer_names(probs.shape[0] - 1),

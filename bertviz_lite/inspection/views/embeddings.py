@@ -17,8 +17,17 @@ from bertviz_lite.model.modeling import BertForPreTraining
 
 # What `bertviz_lite.inspection.views` offers at its top (its __init__ lists them by name).
 __all__ = [
-    "EmbeddingNorms", "EmbeddingWindow", "PositionSimilarity", "embedding_norms", "TokenProjection", "embedding_sum_error",
-    "embedding_window", "position_similarity", "position_tables", "token_projection", "vector_choices",
+    "EmbeddingNorms",
+    "EmbeddingWindow",
+    "PositionSimilarity",
+    "embedding_norms",
+    "TokenProjection",
+    "embedding_sum_error",
+    "embedding_window",
+    "position_similarity",
+    "position_tables",
+    "token_projection",
+    "vector_choices",
     "vectors_for",
 ]
 
@@ -26,7 +35,9 @@ __all__ = [
 def _long_frame(matrix: np.ndarray, rows: dict, column: str, value: str) -> pd.DataFrame:
     """A [R, C] matrix as one row per cell: the row columns given in `rows` (each [R]), `column`, `value`."""
     count, width = matrix.shape
-    frame = pd.DataFrame({name: np.repeat(np.asarray(values, dtype=object), width) for name, values in rows.items()})
+    frame = pd.DataFrame(
+        {name: np.repeat(np.asarray(values, dtype=object), width) for name, values in rows.items()}
+    )
     frame[column] = np.tile(np.arange(width), count)
     frame[value] = matrix.ravel()
     return frame
@@ -47,8 +58,12 @@ class EmbeddingWindow:
         """One row per part, token and dimension: part, position, token, dimension, value."""
         positions = np.arange(self.start, self.start + len(self.tokens))
         frames = [
-            _long_frame(part, {"part": [name] * len(self.tokens), "position": positions, "token": self.tokens},
-                        "dimension", "value")
+            _long_frame(
+                part,
+                {"part": [name] * len(self.tokens), "position": positions, "token": self.tokens},
+                "dimension",
+                "value",
+            )
             for name, part in zip(EMBEDDING_NAMES, self.parts, strict=True)
         ]
         return pd.concat(frames, ignore_index=True)
@@ -58,8 +73,9 @@ def embedding_window(trace: PairTrace, start: int = 0, size: int = 64) -> Embedd
     """The parts of tokens [start, start + size), clipped to the input (token_window)."""
     embeddings, tokens = trace.embeddings, trace.tokens
     window = token_window(len(tokens), start, size)
-    return EmbeddingWindow(tuple(embeddings[name][window] for name in EMBEDDING_NAMES), list(tokens[window]),
-                           window.start)
+    return EmbeddingWindow(
+        tuple(embeddings[name][window] for name in EMBEDDING_NAMES), list(tokens[window]), window.start
+    )
 
 
 def embedding_sum_error(trace: PairTrace) -> float:
@@ -107,14 +123,19 @@ def position_tables(model: BertForPreTraining, num_positions: int) -> tuple[np.n
     return learned, analysis.sinusoidal_position_table(count, weight.shape[1])
 
 
-def position_similarity(model: BertForPreTraining, num_positions: int) -> tuple[PositionSimilarity, PositionSimilarity]:
+def position_similarity(
+    model: BertForPreTraining, num_positions: int
+) -> tuple[PositionSimilarity, PositionSimilarity]:
     """Similarity of the first positions in the model's table, and in the sinusoidal one for comparison."""
     learned, sinusoidal = position_tables(model, num_positions)
     kind = model.config.position_embedding_type
     return (
-        PositionSimilarity(analysis.cosine_similarity_matrix(learned), f"This model's position embeddings ({kind})"),
-        PositionSimilarity(analysis.cosine_similarity_matrix(sinusoidal),
-                           "Sinusoidal table (Vaswani et al.), for comparison"),
+        PositionSimilarity(
+            analysis.cosine_similarity_matrix(learned), f"This model's position embeddings ({kind})"
+        ),
+        PositionSimilarity(
+            analysis.cosine_similarity_matrix(sinusoidal), "Sinusoidal table (Vaswani et al.), for comparison"
+        ),
     )
 
 
@@ -136,7 +157,9 @@ def vectors_for(trace: PairTrace, choice: str) -> np.ndarray:
         return trace.hidden_states[0]
     if choice.startswith("after layer "):
         return trace.hidden_states[int(choice.rsplit(" ", 1)[1])]
-    raise ValueError(f"unknown vectors {choice!r}: pick one of {', '.join(vector_choices(1))} or 'after layer N'")
+    raise ValueError(
+        f"unknown vectors {choice!r}: pick one of {', '.join(vector_choices(1))} or 'after layer N'"
+    )
 
 
 @dataclass(frozen=True)
@@ -151,13 +174,22 @@ class TokenProjection:
     def to_frame(self) -> pd.DataFrame:
         """One row per token: index, token, sentence (A/B), pc1, pc2."""
         return pd.DataFrame(
-            {"index": np.arange(len(self.tokens)), "token": self.tokens,
-             "sentence": np.where(self.sentence == 1, "B", "A"), "pc1": self.points[:, 0], "pc2": self.points[:, 1]}
+            {
+                "index": np.arange(len(self.tokens)),
+                "token": self.tokens,
+                "sentence": np.where(self.sentence == 1, "B", "A"),
+                "pc1": self.points[:, 0],
+                "pc2": self.points[:, 1],
+            }
         )
 
 
 def token_projection(trace: PairTrace, choice: str) -> TokenProjection:
     """analysis.pca_2d of the vectors named by choice, with each token's sentence (analysis.sentence_ids)."""
     points = analysis.pca_2d(vectors_for(trace, choice))
-    return TokenProjection(points, list(trace.tokens), analysis.sentence_ids(trace.segments, trace.special),
-                           f"{choice}: first two principal components")
+    return TokenProjection(
+        points,
+        list(trace.tokens),
+        analysis.sentence_ids(trace.segments, trace.special),
+        f"{choice}: first two principal components",
+    )

@@ -26,14 +26,34 @@ from bertviz_lite.text.corpora.senses import SenseIndex, find_word
 from bertviz_lite.text.tokenization import BertTokenizer
 
 # Words with at least two WordNet senses illustrated by two or more example sentences each.
-SUGGESTED_WORDS = ("bank", "light", "play", "run", "break", "time", "line", "head", "strike", "point", "set", "cold",
-                   "hot", "spring", "bat", "cell")
+SUGGESTED_WORDS = (
+    "bank",
+    "light",
+    "play",
+    "run",
+    "break",
+    "time",
+    "line",
+    "head",
+    "strike",
+    "point",
+    "set",
+    "cold",
+    "hot",
+    "spring",
+    "bat",
+    "cell",
+)
 # Sentences the walkthrough's link adds for "bank", each with the sense it means in brackets.
 BANK_SENTENCES = (
-    "[river] We had a picnic on the bank of the river.", "[river] The boat drifted towards the muddy bank.",
-    "[river] Reeds grew thick along the bank of the stream.", "[river] Fishermen lined the bank at dawn.",
-    "[money] She paid her salary into the bank.", "[money] The bank approved the loan on Monday.",
-    "[money] He works as a teller in a bank downtown.", "[money] The bank raised its interest rates again.",
+    "[river] We had a picnic on the bank of the river.",
+    "[river] The boat drifted towards the muddy bank.",
+    "[river] Reeds grew thick along the bank of the stream.",
+    "[river] Fishermen lined the bank at dawn.",
+    "[money] She paid her salary into the bank.",
+    "[money] The bank approved the loan on Monday.",
+    "[money] He works as a teller in a bank downtown.",
+    "[money] The bank raised its interest rates again.",
 )
 PRESETS = {"bank": BANK_SENTENCES}  # a link's ?preset=bank adds these sentences
 MAX_SENTENCES = 200  # sentences gathered per word (labelled ones first)
@@ -70,13 +90,19 @@ def check_word(word: str) -> str:
     """The word in lower case, or a ValueError a person can act on."""
     word = word.strip().lower()
     if len(word) > MAX_WORD_CHARS or not _ONE_WORD.match(word):
-        raise ValueError(f"Type one word of letters (up to {MAX_WORD_CHARS}), such as "
-                         f"{', '.join(SUGGESTED_WORDS[:4])}.")
+        raise ValueError(
+            f"Type one word of letters (up to {MAX_WORD_CHARS}), such as {', '.join(SUGGESTED_WORDS[:4])}."
+        )
     return word
 
 
-def gather_occurrences(index: SenseIndex, word: str, extra_sentences: Sequence[str] = (),
-                       limit: int = MAX_SENTENCES, unlabelled: bool = True) -> list[Occurrence]:
+def gather_occurrences(
+    index: SenseIndex,
+    word: str,
+    extra_sentences: Sequence[str] = (),
+    limit: int = MAX_SENTENCES,
+    unlabelled: bool = True,
+) -> list[Occurrence]:
     """The word's labelled WordNet sentences, then (if `unlabelled`) sentences where WordNet labels another word,
     up to `limit` in all; then the user's sentences."""
     word = check_word(word)
@@ -99,15 +125,20 @@ def user_occurrences(index: SenseIndex, word: str, lines: Sequence[str]) -> list
         sense = f"{label} ({YOURS})" if label else YOURS
         found += [Occurrence(text, start, end, sense, "") for start, end in find_word(text, word, forms)]
         if len(found) > MAX_USER_OCCURRENCES:
-            raise ValueError(f"“{word}” occurs more than {MAX_USER_OCCURRENCES} times in your sentences; this server "
-                             f"takes at most {MAX_USER_OCCURRENCES}: use fewer sentences.")
+            raise ValueError(
+                f"“{word}” occurs more than {MAX_USER_OCCURRENCES} times in your sentences; this server "
+                f"takes at most {MAX_USER_OCCURRENCES}: use fewer sentences."
+            )
     return found
 
 
 def user_lines(text: str) -> tuple[str, ...]:
     """The non-blank lines of "Your sentences", within the limits (ValueError in words past them)."""
-    lines = tuple(line for line in check_text(text, MAX_USER_SENTENCE_CHARS, "The text of your sentences").splitlines()
-                  if line.strip())
+    lines = tuple(
+        line
+        for line in check_text(text, MAX_USER_SENTENCE_CHARS, "The text of your sentences").splitlines()
+        if line.strip()
+    )
     check_user_lines(lines)
     return lines
 
@@ -115,11 +146,15 @@ def user_lines(text: str) -> tuple[str, ...]:
 def check_user_lines(lines: Sequence[str]) -> None:
     """At most MAX_USER_SENTENCES lines of MAX_USER_SENTENCE_CHARS characters in all, counted before any is read."""
     if len(lines) > MAX_USER_SENTENCES:
-        raise ValueError(f"Your sentences are {len(lines):,} lines; this server takes at most {MAX_USER_SENTENCES}.")
+        raise ValueError(
+            f"Your sentences are {len(lines):,} lines; this server takes at most {MAX_USER_SENTENCES}."
+        )
     total = sum(map(len, lines))
     if total > MAX_USER_SENTENCE_CHARS:
-        raise ValueError(f"The text of your sentences is {total:,} characters long; this server takes at most "
-                         f"{MAX_USER_SENTENCE_CHARS:,}.")
+        raise ValueError(
+            f"The text of your sentences is {total:,} characters long; this server takes at most "
+            f"{MAX_USER_SENTENCE_CHARS:,}."
+        )
 
 
 def user_sentence(line: str) -> tuple[str, str]:
@@ -152,21 +187,33 @@ class WordContexts:
         return {sense: gloss[sense] for sense in counts.index}
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame({
-            "sentence": [o.text for o in self.occurrences], "word": [o.text[o.start : o.end] for o in self.occurrences],
-            "start": [o.start for o in self.occurrences], "sense": self.senses,
-            "gloss": [o.gloss for o in self.occurrences],
-        })
+        return pd.DataFrame(
+            {
+                "sentence": [o.text for o in self.occurrences],
+                "word": [o.text[o.start : o.end] for o in self.occurrences],
+                "start": [o.start for o in self.occurrences],
+                "sense": self.senses,
+                "gloss": [o.gloss for o in self.occurrences],
+            }
+        )
 
 
-def word_contexts(model: BertForPreTraining, tokenizer: BertTokenizer, index: SenseIndex, word: str,
-                  extra_sentences: Sequence[str] = (), limit: int = MAX_SENTENCES,
-                  unlabelled: bool = True) -> WordContexts:
+def word_contexts(
+    model: BertForPreTraining,
+    tokenizer: BertTokenizer,
+    index: SenseIndex,
+    word: str,
+    extra_sentences: Sequence[str] = (),
+    limit: int = MAX_SENTENCES,
+    unlabelled: bool = True,
+) -> WordContexts:
     """Gather the word's sentences and run the model on them in batches (occurrences cut by truncation dropped)."""
     occurrences = gather_occurrences(index, word, extra_sentences, limit, unlabelled)
     if not occurrences:
-        raise ValueError(f"“{check_word(word)}” is not in the sense index's sentences; type a sentence with it below, "
-                         f"or pick one of {', '.join(SUGGESTED_WORDS[:6])}.")
+        raise ValueError(
+            f"“{check_word(word)}” is not in the sense index's sentences; type a sentence with it below, "
+            f"or pick one of {', '.join(SUGGESTED_WORDS[:6])}."
+        )
     spans = [WordSpan(o.text, o.start, o.end) for o in occurrences]
     vectors, pieces = span_vectors(model, tokenizer, spans)
     kept = [i for i, positions in enumerate(pieces) if positions]
@@ -190,19 +237,29 @@ class ContextProjection:
     num_layers: int
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame({
-            "pc1": self.points[:, 0], "pc2": self.points[:, 1], "layer": self.layer,
-            "sentence": [o.text for o in self.occurrences], "sense": [o.sense for o in self.occurrences],
-            "gloss": [o.gloss for o in self.occurrences],
-        })
+        return pd.DataFrame(
+            {
+                "pc1": self.points[:, 0],
+                "pc2": self.points[:, 1],
+                "layer": self.layer,
+                "sentence": [o.text for o in self.occurrences],
+                "sense": [o.sense for o in self.occurrences],
+                "gloss": [o.gloss for o in self.occurrences],
+            }
+        )
 
 
 def context_projection(contexts: WordContexts, layer: int) -> ContextProjection:
     """PCA of the word's unit-length vectors at `layer` (0 = embeddings): direction, not length, is compared."""
     if not 0 <= layer <= contexts.num_layers:
         raise ValueError(f"layer {layer} is out of range: this model has layers 0-{contexts.num_layers}")
-    return ContextProjection(pca_2d(unit_rows(contexts.vectors[layer])), layer, contexts.occurrences,
-                             contexts.glosses(), contexts.num_layers)
+    return ContextProjection(
+        pca_2d(unit_rows(contexts.vectors[layer])),
+        layer,
+        contexts.occurrences,
+        contexts.glosses(),
+        contexts.num_layers,
+    )
 
 
 @dataclass(frozen=True)
@@ -231,7 +288,9 @@ def scored_labels(contexts: WordContexts) -> tuple[np.ndarray, list[str]]:
     """Which occurrences are scored and their senses: the senses the user named, if any (WordNet's own senses
     of the same meaning would count as other senses), else WordNet's; only senses with two sentences or more."""
     named = any(o.user_named for o in contexts.occurrences)
-    senses = pd.Series([o.sense if (o.user_named if named else o.labelled) else None for o in contexts.occurrences])
+    senses = pd.Series(
+        [o.sense if (o.user_named if named else o.labelled) else None for o in contexts.occurrences]
+    )
     counts = senses.value_counts()
     keep = senses.map(counts).fillna(0).to_numpy() >= 2
     return np.flatnonzero(keep), senses[keep].tolist()
@@ -244,7 +303,9 @@ def sense_separation(contexts: WordContexts) -> SenseSeparation:
     static = loo_centroid_accuracy(contexts.static[keep], labels)
     chance = pd.Series(labels).value_counts(normalize=True).max() if labels else float("nan")
     by_user = any(o.user_named for o in contexts.occurrences)
-    return SenseSeparation(contexts.word, accuracy, static, float(chance), len(keep), len(set(labels)), by_user)
+    return SenseSeparation(
+        contexts.word, accuracy, static, float(chance), len(keep), len(set(labels)), by_user
+    )
 
 
 @dataclass(frozen=True)
@@ -265,8 +326,14 @@ def pool_from_contexts(contexts: WordContexts, layer: int) -> NeighbourPool:
     return NeighbourPool(layer, unit_rows(contexts.vectors[layer]).astype(np.float32), contexts.occurrences)
 
 
-def index_pool(model: BertForPreTraining, tokenizer: BertTokenizer, index: SenseIndex, layer: int,
-               progress: Callable[[float], None] | None = None, chunk: int = 2048) -> NeighbourPool:
+def index_pool(
+    model: BertForPreTraining,
+    tokenizer: BertTokenizer,
+    index: SenseIndex,
+    layer: int,
+    progress: Callable[[float], None] | None = None,
+    chunk: int = 2048,
+) -> NeighbourPool:
     """Every labelled word of the sense index at `layer`: the model runs only up to that layer, in chunks."""
     spans, occurrences = [], []
     for sentence in index.sentences:
@@ -293,12 +360,26 @@ class Neighbours:
 
     def to_frame(self) -> pd.DataFrame:
         """A concordance: left context, the word, right context, whether the sense is the query's, gloss, synset."""
-        same = ["" if self.query_sense is None else "yes" if o.sense == self.query_sense else "no"
-                for o in self.occurrences]
-        rows = [(rank + 1, round(float(score), 4), _left(o), o.text[o.start : o.end], _right(o), flag, o.gloss, o.sense)
-                for rank, (score, o, flag) in enumerate(zip(self.similarity, self.occurrences, same, strict=True))]
-        return pd.DataFrame(rows, columns=["rank", "similarity", "before", "word", "after", "same sense", "gloss",
-                                           "sense"])
+        same = [
+            "" if self.query_sense is None else "yes" if o.sense == self.query_sense else "no"
+            for o in self.occurrences
+        ]
+        rows = [
+            (
+                rank + 1,
+                round(float(score), 4),
+                _left(o),
+                o.text[o.start : o.end],
+                _right(o),
+                flag,
+                o.gloss,
+                o.sense,
+            )
+            for rank, (score, o, flag) in enumerate(zip(self.similarity, self.occurrences, same, strict=True))
+        ]
+        return pd.DataFrame(
+            rows, columns=["rank", "similarity", "before", "word", "after", "same sense", "gloss", "sense"]
+        )
 
 
 def _left(o: Occurrence) -> str:
@@ -311,8 +392,9 @@ def _right(o: Occurrence) -> str:
     return text if len(text) <= CONTEXT_CHARS else text[:CONTEXT_CHARS] + "…"
 
 
-def nearest_neighbours(pool: NeighbourPool, query: np.ndarray, k: int = 10,
-                       exclude: Occurrence | None = None) -> Neighbours:
+def nearest_neighbours(
+    pool: NeighbourPool, query: np.ndarray, k: int = 10, exclude: Occurrence | None = None
+) -> Neighbours:
     """The k most similar pool entries to `query` [H] (the query's own occurrence left out)."""
     similarity = pool.vectors @ unit_rows(query[None])[0].astype(np.float32)
     if exclude is not None:
@@ -335,8 +417,8 @@ def separation_question(separation: SenseSeparation) -> Question | None:
         options=tuple(names),
         answer=names[best],
         explanation=f"At {names[best]}, {separation.accuracy[best]:.0%} of held-out sentences get their sense right, "
-                    f"against {separation.static:.0%} from the static input embedding and {separation.chance:.0%} "
-                    "by always guessing the commonest sense.",
+        f"against {separation.static:.0%} from the static input embedding and {separation.chance:.0%} "
+        "by always guessing the commonest sense.",
     )
 
 

@@ -19,7 +19,10 @@ from bertviz_lite.inspection.views.attention import SentenceCut
 
 # What `bertviz_lite.inspection.views` offers at its top (its __init__ lists them by name).
 __all__ = [
-    "NormAttention", "SpecialShares", "norm_attention", "special_share_by_layer",
+    "NormAttention",
+    "SpecialShares",
+    "norm_attention",
+    "special_share_by_layer",
 ]
 
 SPECIAL = ("[CLS]", "[SEP]")
@@ -48,18 +51,26 @@ class NormAttention(SentenceCut):
     @property
     def where(self) -> str:
         heads = "all heads" if self.head is None else f"head {self.head}"
-        return f"Layer {self.layer}, {heads}" + ("" if self.sentence_filter == "All" else f" ({self.sentence_filter})")
+        return f"Layer {self.layer}, {heads}" + (
+            "" if self.sentence_filter == "All" else f" ({self.sentence_filter})"
+        )
 
     def shares(self) -> pd.DataFrame:
         """Share of the shown total on [CLS], on [SEP] and on every other token: weights against norms."""
-        rows = {token: [_share(m, self.key_tokens, token) for m in (self.raw, self.norm)] for token in SPECIAL}
+        rows = {
+            token: [_share(m, self.key_tokens, token) for m in (self.raw, self.norm)] for token in SPECIAL
+        }
         rows["other tokens"] = [1.0 - rows["[CLS]"][i] - rows["[SEP]"][i] for i in range(2)]
-        return pd.DataFrame([{"key": k, "attention weight": v[0], "norm-weighted": v[1]} for k, v in rows.items()])
+        return pd.DataFrame(
+            [{"key": k, "attention weight": v[0], "norm-weighted": v[1]} for k, v in rows.items()]
+        )
 
     def note(self) -> str:
         """One sentence with this input's numbers: how much of the weight, and of the norm, [CLS]/[SEP] get."""
         shares = self.shares().set_index("key")
-        raw, norm = (float(shares.loc[list(SPECIAL), column].sum()) for column in ("attention weight", "norm-weighted"))
+        raw, norm = (
+            float(shares.loc[list(SPECIAL), column].sum()) for column in ("attention weight", "norm-weighted")
+        )
         return (
             f"{self.where}: [CLS] and [SEP] receive {raw:.0%} of the attention weight shown but only {norm:.0%} "
             f"of the norm-weighted attention; the other tokens' share goes from {1 - raw:.0%} to {1 - norm:.0%}."
@@ -74,10 +85,14 @@ class NormAttention(SentenceCut):
         return frame.assign(layer=self.layer, head="all" if self.head is None else self.head)
 
 
-def norm_attention(trace: PairTrace, layer: int, head: int | None = None, sentence_filter: str = "All") -> NormAttention:
+def norm_attention(
+    trace: PairTrace, layer: int, head: int | None = None, sentence_filter: str = "All"
+) -> NormAttention:
     """Attention weights and ‖α f(x)‖ of one head (head=None: all heads, summed as vectors), filtered like "A→B"."""
     attentions, values, model = trace.attentions, trace.values, trace.model
-    per_head, summed = norm_weighted_attention(attentions[layer], values[layer], attention_output_weights(model)[layer])
+    per_head, summed = norm_weighted_attention(
+        attentions[layer], values[layer], attention_output_weights(model)[layer]
+    )
     raw = np.asarray(attentions[layer], dtype=np.float64)
     raw, norm = (raw.mean(axis=0), summed) if head is None else (raw[head], per_head[head])
     mask = analysis.sentence_filter_mask(trace.segments, trace.special, sentence_filter)
@@ -105,6 +120,11 @@ def special_share_by_layer(trace: PairTrace) -> SpecialShares:
         raw = np.asarray(attentions[layer], dtype=np.float64).mean(axis=0)
         _, norm = norm_weighted_attention(attentions[layer], values[layer], weights[layer])
         for weighting, matrix in (("attention weight", raw), ("norm-weighted", norm)):
-            rows.append({"layer": layer, "weighting": weighting,
-                         **{f"to {token}": _share(matrix, tokens, token) for token in SPECIAL}})
+            rows.append(
+                {
+                    "layer": layer,
+                    "weighting": weighting,
+                    **{f"to {token}": _share(matrix, tokens, token) for token in SPECIAL},
+                }
+            )
     return SpecialShares(pd.DataFrame(rows))

@@ -16,8 +16,16 @@ from bertviz_lite.text.tokenization import MASK_TOKEN, Encoding
 
 # What `bertviz_lite.inspection.views` offers at its top (its __init__ lists them by name).
 __all__ = [
-    "NextSentence", "TopPredictions", "default_mask_position", "default_masks", "is_next_probability",
-    "mask_token_positions", "maskable_positions", "next_sentence", "nsp_caption", "top_predictions",
+    "NextSentence",
+    "TopPredictions",
+    "default_mask_position",
+    "default_masks",
+    "is_next_probability",
+    "mask_token_positions",
+    "maskable_positions",
+    "next_sentence",
+    "nsp_caption",
+    "top_predictions",
 ]
 
 
@@ -67,8 +75,14 @@ class TopPredictions:
 
     def to_frame(self) -> pd.DataFrame:
         """rank, token, id, probability."""
-        return pd.DataFrame({"rank": np.arange(1, len(self.tokens) + 1), "token": self.tokens, "id": self.ids,
-                             "probability": self.probabilities})
+        return pd.DataFrame(
+            {
+                "rank": np.arange(1, len(self.tokens) + 1),
+                "token": self.tokens,
+                "id": self.ids,
+                "probability": self.probabilities,
+            }
+        )
 
 
 def top_predictions(trace: PairTrace, position: int, k: int = 10) -> TopPredictions:
@@ -78,8 +92,14 @@ def top_predictions(trace: PairTrace, position: int, k: int = 10) -> TopPredicti
     probs = softmax(trace.mlm_logits[position])
     top = np.argsort(-probs, kind="stable")[:k]
     tokens = list(trace.tokenizer.convert_ids_to_tokens(top.tolist()))
-    return TopPredictions(position, prediction_title(trace.encoding, position), tokens, top, probs[top],
-                          copy_note(trace.tokens, position, tokens[0]))
+    return TopPredictions(
+        position,
+        prediction_title(trace.encoding, position),
+        tokens,
+        top,
+        probs[top],
+        copy_note(trace.tokens, position, tokens[0]),
+    )
 
 
 def copy_note(tokens: Sequence[str], position: int, guess: str) -> str | None:
@@ -87,9 +107,11 @@ def copy_note(tokens: Sequence[str], position: int, guess: str) -> str | None:
     ("Bees make [MASK]." -> bees): small BERTs copy what they can see. None otherwise (Markdown, escaped)."""
     if not is_content_word(guess) or guess not in (token for i, token in enumerate(tokens) if i != position):
         return None
-    return (f"The first guess, *{plain_markdown(guess)}*, is a word the input already shows: small BERTs often copy "
-            "a word they can see instead of the answer. The copying example on *Why this word* shows where the copy "
-            "comes from.")
+    return (
+        f"The first guess, *{plain_markdown(guess)}*, is a word the input already shows: small BERTs often copy "
+        "a word they can see instead of the answer. The copying example on *Why this word* shows where the copy "
+        "comes from."
+    )
 
 
 def is_next_probability(nsp_logits) -> float | None:
@@ -107,7 +129,9 @@ class NextSentence:
 
     def to_frame(self) -> pd.DataFrame:
         """The NSP probabilities as a two-row table."""
-        return pd.DataFrame({"label": ["IsNext", "NotNext"], "probability": [self.p_is_next, 1.0 - self.p_is_next]})
+        return pd.DataFrame(
+            {"label": ["IsNext", "NotNext"], "probability": [self.p_is_next, 1.0 - self.p_is_next]}
+        )
 
 
 def next_sentence(trace: PairTrace) -> NextSentence:
@@ -123,5 +147,7 @@ def nsp_caption(p_as_typed: float, p_with_picks: float, picked: int) -> str:
     if picked == 0:
         return text + "."
     tokens = "token" if picked == 1 else "tokens"
-    return (f"{text}, without the {picked} {tokens} picked above masked (with them masked, "
-            f"P(IsNext) would be {p_with_picks:.1%} instead of {p_as_typed:.1%}).")
+    return (
+        f"{text}, without the {picked} {tokens} picked above masked (with them masked, "
+        f"P(IsNext) would be {p_with_picks:.1%} instead of {p_as_typed:.1%})."
+    )

@@ -31,8 +31,13 @@ from bertviz_lite.inspection.views.attention import ModelView, model_view_tiles
 from bertviz_lite.loading.checkpoints import load_snapshot, load_snapshot_predictions
 
 PATTERNS = ("[CLS]", "[SEP]", "previous", "next", "self")
-PATTERN_LABELS = {"[CLS]": "[CLS]", "[SEP]": "[SEP]", "previous": "previous token", "next": "next token",
-                  "self": "itself"}
+PATTERN_LABELS = {
+    "[CLS]": "[CLS]",
+    "[SEP]": "[SEP]",
+    "previous": "previous token",
+    "next": "next token",
+    "self": "itself",
+}
 PAD_TOKEN = "[PAD]"
 COLOUR_SCALES = ("0 to 1", "largest weight of the run")
 
@@ -41,7 +46,13 @@ COLOUR_SCALES = ("0 to 1", "largest weight of the run")
 
 
 # The head_statistics columns of each pattern, in PATTERNS order.
-_STATISTIC_OF = {"[CLS]": "to_cls", "[SEP]": "to_sep", "previous": "to_prev", "next": "to_next", "self": "to_self"}
+_STATISTIC_OF = {
+    "[CLS]": "to_cls",
+    "[SEP]": "to_sep",
+    "previous": "to_prev",
+    "next": "to_next",
+    "self": "to_self",
+}
 
 
 def pattern_shares(attentions, tokens: Sequence[str]) -> np.ndarray:
@@ -54,8 +65,14 @@ def pattern_shares(attentions, tokens: Sequence[str]) -> np.ndarray:
         float64 [L, H, len(PATTERNS)]: analysis.attention_statistics' to_cls, to_sep, to_prev, to_next, to_self.
     """
     attentions = np.asarray(attentions)
-    if attentions.ndim != 4 or attentions.shape[-1] != attentions.shape[-2] or attentions.shape[-1] != len(tokens):
-        raise ValueError(f"attentions must be [layers, heads, T, T] with T = {len(tokens)}, got {list(attentions.shape)}")
+    if (
+        attentions.ndim != 4
+        or attentions.shape[-1] != attentions.shape[-2]
+        or attentions.shape[-1] != len(tokens)
+    ):
+        raise ValueError(
+            f"attentions must be [layers, heads, T, T] with T = {len(tokens)}, got {list(attentions.shape)}"
+        )
     real = np.array([token != PAD_TOKEN for token in tokens], dtype=int)
     stats = analysis.attention_statistics(attentions, tokens, attention_mask=real)
     columns = stats[[_STATISTIC_OF[pattern] for pattern in PATTERNS]].to_numpy(dtype=np.float64)
@@ -72,7 +89,9 @@ class SnapshotSummary:
     predictions: dict | None  # evaluation.probe_predictions, or None (an old run, a model without heads)
 
 
-def summarise_snapshot(step: int, attentions, tokens: Sequence[str], predictions: dict | None = None) -> SnapshotSummary:
+def summarise_snapshot(
+    step: int, attentions, tokens: Sequence[str], predictions: dict | None = None
+) -> SnapshotSummary:
     """The SnapshotSummary of one snapshot (checkpoints.load_snapshot and load_snapshot_predictions)."""
     attentions = np.asarray(attentions)
     largest = float(attentions.max()) if attentions.size else 0.0
@@ -98,11 +117,18 @@ class HeadSpecialisation:
 
     def to_frame(self) -> pd.DataFrame:
         """Long table: step, layer, head, pattern, share."""
-        steps, layers, heads, patterns = np.meshgrid(self.steps, *map(np.arange, self.shares.shape[1:3]),
-                                                     np.arange(len(self.patterns)), indexing="ij")
-        return pd.DataFrame({"step": steps.ravel(), "layer": layers.ravel(), "head": heads.ravel(),
-                             "pattern": np.asarray(self.patterns, dtype=object)[patterns.ravel()],
-                             "share": self.shares.ravel()})
+        steps, layers, heads, patterns = np.meshgrid(
+            self.steps, *map(np.arange, self.shares.shape[1:3]), np.arange(len(self.patterns)), indexing="ij"
+        )
+        return pd.DataFrame(
+            {
+                "step": steps.ravel(),
+                "layer": layers.ravel(),
+                "head": heads.ravel(),
+                "pattern": np.asarray(self.patterns, dtype=object)[patterns.ravel()],
+                "share": self.shares.ravel(),
+            }
+        )
 
 
 def head_specialisation(summaries: Sequence[SnapshotSummary]) -> HeadSpecialisation:
@@ -134,8 +160,14 @@ class PredictionSeries:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per step: step, answer, answer_prob, is_next_prob, guess_1, prob_1, … guess_k, prob_k."""
-        frame = pd.DataFrame({"step": list(self.steps), "answer": self.answer,
-                              "answer_prob": self.answer_prob, "is_next_prob": self.is_next_prob})
+        frame = pd.DataFrame(
+            {
+                "step": list(self.steps),
+                "answer": self.answer,
+                "answer_prob": self.answer_prob,
+                "is_next_prob": self.is_next_prob,
+            }
+        )
         for rank in range(self.top_probs.shape[1] if self.top_probs.ndim == 2 else 0):
             frame[f"guess_{rank + 1}"] = [tokens[rank] for tokens in self.top_tokens]
             frame[f"prob_{rank + 1}"] = self.top_probs[:, rank]
@@ -150,7 +182,9 @@ def predictions_over_steps(summaries: Sequence[SnapshotSummary]) -> PredictionSe
         return PredictionSeries((), "", -1, (), np.zeros((0, 0)), np.zeros(0), np.zeros(0), missing)
     first = kept[0].predictions
     return PredictionSeries(
-        steps=tuple(s.step for s in kept), answer=str(first["answer"]), position=int(first["position"]),
+        steps=tuple(s.step for s in kept),
+        answer=str(first["answer"]),
+        position=int(first["position"]),
         top_tokens=tuple(tuple(s.predictions["top_tokens"]) for s in kept),
         top_probs=np.array([s.predictions["top_probs"] for s in kept], dtype=np.float64),
         answer_prob=np.array([s.predictions["answer_prob"] for s in kept], dtype=np.float64),
@@ -173,8 +207,12 @@ def replay(summaries: Sequence[SnapshotSummary]) -> Replay:
     """Gather snapshot summaries (any order) into the series over steps."""
     summaries = sorted(summaries, key=lambda s: s.step)
     largest = max((s.largest_weight for s in summaries), default=1.0)
-    return Replay(tuple(s.step for s in summaries), head_specialisation(summaries),
-                     predictions_over_steps(summaries), largest)
+    return Replay(
+        tuple(s.step for s in summaries),
+        head_specialisation(summaries),
+        predictions_over_steps(summaries),
+        largest,
+    )
 
 
 def colour_range(scale: str, largest_weight: float) -> tuple[float, float]:

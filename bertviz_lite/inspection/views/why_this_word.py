@@ -51,14 +51,37 @@ __all__ = [
 # Built-in clean / corrupted pairs of equal length in minilm-english's vocabulary, each with a [MASK] in A, and the
 # two candidates: (A, B, target, foil).
 EXAMPLES = {
-    "capital: Paris / Rome": ("Paris is the capital of [MASK].", "Rome is the capital of [MASK].", "france", "italy"),
-    "pronoun: woman / man": ("The woman said that [MASK] was tired.", "The man said that [MASK] was tired.", "she", "he"),
-    "tense: yesterday / tomorrow": ("Yesterday she [MASK] to the market.", "Tomorrow she [MASK] to the market.",
-                                    "went", "goes"),
-    "agreement across an attractor": ("The keys to the cabinet [MASK] lost.", "The key to the cabinets [MASK] lost.",
-                                      "are", "is"),
+    "capital: Paris / Rome": (
+        "Paris is the capital of [MASK].",
+        "Rome is the capital of [MASK].",
+        "france",
+        "italy",
+    ),
+    "pronoun: woman / man": (
+        "The woman said that [MASK] was tired.",
+        "The man said that [MASK] was tired.",
+        "she",
+        "he",
+    ),
+    "tense: yesterday / tomorrow": (
+        "Yesterday she [MASK] to the market.",
+        "Tomorrow she [MASK] to the market.",
+        "went",
+        "goes",
+    ),
+    "agreement across an attractor": (
+        "The keys to the cabinet [MASK] lost.",
+        "The key to the cabinets [MASK] lost.",
+        "are",
+        "is",
+    ),
     # minilm-english copies the day it was given (issue 18); patching shows the last layer's heads carry it over
-    "copying: Monday / Friday": ("Monday comes after [MASK].", "Friday comes after [MASK].", "sunday", "monday"),
+    "copying: Monday / Friday": (
+        "Monday comes after [MASK].",
+        "Friday comes after [MASK].",
+        "sunday",
+        "monday",
+    ),
 }
 # The layers × positions grid runs about T²·L²/2 token-layer passes: on one thread of the busy 2-core machine 0.18 s
 # at 16 tokens, 0.55 s at 32, 1.7 s at 64 (bench/explain_latency.py); longer inputs are refused rather than left to
@@ -79,8 +102,10 @@ def mask_position(encoding: Encoding) -> int:
     for position, token in enumerate(encoding.tokens):
         if token == MASK_TOKEN:
             return position
-    raise ValueError(f"Sentence A has no {MASK_TOKEN}: type {MASK_TOKEN} in sentence A where the two candidate words "
-                     "would go, or load an example.")
+    raise ValueError(
+        f"Sentence A has no {MASK_TOKEN}: type {MASK_TOKEN} in sentence A where the two candidate words "
+        "would go, or load an example."
+    )
 
 
 def candidate_id(tokenizer: BertTokenizer, word: str) -> int:
@@ -91,13 +116,16 @@ def candidate_id(tokenizer: BertTokenizer, word: str) -> int:
     pieces = encode_alone(tokenizer, word or " ").tokens[1:-1] if word and word.strip() else []
     if len(pieces) != 1 or pieces[0] == "[UNK]":
         shown = " + ".join(pieces) if pieces else "nothing"
-        raise ValueError(f"{word!r} is not one token of this model's vocabulary (it becomes {shown}); "
-                         "pick a word that is one token, as the model predicts one token at a [MASK].")
+        raise ValueError(
+            f"{word!r} is not one token of this model's vocabulary (it becomes {shown}); "
+            "pick a word that is one token, as the model predicts one token at a [MASK]."
+        )
     return int(tokenizer.convert_tokens_to_ids(pieces[0]))
 
 
-def _top_ids(model: BertForPreTraining, tokenizer: BertTokenizer, sentence: str, position: int,
-             max_length: int) -> list[int]:
+def _top_ids(
+    model: BertForPreTraining, tokenizer: BertTokenizer, sentence: str, position: int, max_length: int
+) -> list[int]:
     encoding = encode_alone(tokenizer, sentence, max_length)
     if position >= len(encoding):
         return []
@@ -105,12 +133,15 @@ def _top_ids(model: BertForPreTraining, tokenizer: BertTokenizer, sentence: str,
     with torch.inference_mode():
         logits = model.mlm_logits(encoding.to_tensors()["input_ids"])[0, position]
     ranked = [int(i) for i in logits.argsort(descending=True)[:20]]
-    words = [i for i in ranked if tokenizer.convert_ids_to_tokens(i).isalpha()]  # whole words read best as candidates
+    words = [
+        i for i in ranked if tokenizer.convert_ids_to_tokens(i).isalpha()
+    ]  # whole words read best as candidates
     return words or [i for i in ranked if i not in set(tokenizer.all_special_ids)]
 
 
-def default_candidates(model: BertForPreTraining, tokenizer: BertTokenizer, text_a: str, text_b: str,
-                       max_length: int = 128) -> tuple[str, str]:
+def default_candidates(
+    model: BertForPreTraining, tokenizer: BertTokenizer, text_a: str, text_b: str, max_length: int = 128
+) -> tuple[str, str]:
     """A's top prediction at its [MASK] against B's top prediction there (or A's second when they agree)."""
     position = mask_position(encode_alone(tokenizer, text_a, max_length))
     top_a = _top_ids(model, tokenizer, text_a, position, max_length)
@@ -150,20 +181,35 @@ class ContrastLens:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per layer: the two logits, their difference and the two probabilities."""
-        return pd.DataFrame({"layer": self.layers, f"logit_{self.target}": self.target_logits,
-                             f"logit_{self.foil}": self.foil_logits, "difference": self.difference,
-                             f"p_{self.target}": self.target_probs, f"p_{self.foil}": self.foil_probs})
+        return pd.DataFrame(
+            {
+                "layer": self.layers,
+                f"logit_{self.target}": self.target_logits,
+                f"logit_{self.foil}": self.foil_logits,
+                "difference": self.difference,
+                f"p_{self.target}": self.target_probs,
+                f"p_{self.foil}": self.foil_probs,
+            }
+        )
 
 
 def _sentence_trace(model: BertForPreTraining, tokenizer: BertTokenizer, sentence: str, max_length: int):
     encode_alone(tokenizer, sentence, max_length)  # a plain sentence for an empty one
     if not model.has_mlm_head:
-        raise ValueError("This model has no trained masked-language-model head, so it predicts no words to contrast.")
+        raise ValueError(
+            "This model has no trained masked-language-model head, so it predicts no words to contrast."
+        )
     return explore.trace_pair(model, tokenizer, sentence, None, max_length)
 
 
-def contrast_lens(model: BertForPreTraining, tokenizer: BertTokenizer, text_a: str, target: str, foil: str,
-                  max_length: int = 128) -> ContrastLens:
+def contrast_lens(
+    model: BertForPreTraining,
+    tokenizer: BertTokenizer,
+    text_a: str,
+    target: str,
+    foil: str,
+    max_length: int = 128,
+) -> ContrastLens:
     """logit(target) − logit(foil) at A's [MASK] as each layer's hidden state would give it (A alone)."""
     trace = _sentence_trace(model, tokenizer, text_a, max_length)
     chosen = contrast_target(tokenizer, trace.encoding, target, foil)
@@ -171,20 +217,36 @@ def contrast_lens(model: BertForPreTraining, tokenizer: BertTokenizer, text_a: s
     probs = logits.softmax(-1).numpy()
     pair = [chosen.token_id, chosen.foil_id]
     names = tokenizer.convert_ids_to_tokens(pair)
-    return ContrastLens(layer_names(logits.shape[0] - 1), names[0], names[1], logits[:, pair[0]].numpy(),
-                        logits[:, pair[1]].numpy(), probs[:, pair[0]], probs[:, pair[1]], chosen.position)
+    return ContrastLens(
+        layer_names(logits.shape[0] - 1),
+        names[0],
+        names[1],
+        logits[:, pair[0]].numpy(),
+        logits[:, pair[1]].numpy(),
+        probs[:, pair[0]],
+        probs[:, pair[1]],
+        chosen.position,
+    )
 
 
-def contrast_attribution(model: BertForPreTraining, tokenizer: BertTokenizer, text_a: str, target: str, foil: str,
-                         max_length: int = 128, steps: int = 32) -> Attribution:
+def contrast_attribution(
+    model: BertForPreTraining,
+    tokenizer: BertTokenizer,
+    text_a: str,
+    target: str,
+    foil: str,
+    max_length: int = 128,
+    steps: int = 32,
+) -> Attribution:
     """Which tokens of A make the model prefer target over foil: the Beyond-attention attribution of the contrast.
 
     Leave-one-out, gradient × input and integrated gradients of logit(target) − logit(foil) (views.token_attribution).
     """
     trace = _sentence_trace(model, tokenizer, text_a, max_length)
     chosen = contrast_target(tokenizer, trace.encoding, target, foil)
-    return token_attribution(trace, position=chosen.position, steps=steps, token_id=chosen.token_id,
-                             foil_id=chosen.foil_id)
+    return token_attribution(
+        trace, position=chosen.position, steps=steps, token_id=chosen.token_id, foil_id=chosen.foil_id
+    )
 
 
 def contrast_question(lens: ContrastLens) -> Question:
@@ -195,15 +257,17 @@ def contrast_question(lens: ContrastLens) -> Question:
         options=(lens.target, lens.foil),
         answer=winner,
         explanation=f"The model prefers “{winner}”: its logit is {abs(lens.difference[-1]):.2f} above “{loser}”'s, "
-                    f"P = {max(lens.target_probs[-1], lens.foil_probs[-1]):.1%} against "
-                    f"{min(lens.target_probs[-1], lens.foil_probs[-1]):.1%}.",
+        f"P = {max(lens.target_probs[-1], lens.foil_probs[-1]):.1%} against "
+        f"{min(lens.target_probs[-1], lens.foil_probs[-1]):.1%}.",
     )
 
 
 # ---------------------------------------------------------------- activation patching
 
 
-def aligned_pair(tokenizer: BertTokenizer, clean: str, corrupted: str, max_length: int = 128) -> tuple[Encoding, Encoding]:
+def aligned_pair(
+    tokenizer: BertTokenizer, clean: str, corrupted: str, max_length: int = 128
+) -> tuple[Encoding, Encoding]:
     """Both sentences encoded alone; patching swaps states position by position, so their lengths must agree."""
     a, b = encode_alone(tokenizer, clean, max_length), encode_alone(tokenizer, corrupted, max_length)
     if len(a) != len(b):
@@ -213,8 +277,10 @@ def aligned_pair(tokenizer: BertTokenizer, clean: str, corrupted: str, max_lengt
             f"({' '.join(b.tokens)}). Change words for words of as many tokens, or pick an example."
         )
     if len(a) > MAX_PATCHING_TOKENS:
-        raise ValueError(f"Patching runs the model once per layer and position, so it takes at most "
-                         f"{MAX_PATCHING_TOKENS} tokens; these sentences have {len(a)}.")
+        raise ValueError(
+            f"Patching runs the model once per layer and position, so it takes at most "
+            f"{MAX_PATCHING_TOKENS} tokens; these sentences have {len(a)}."
+        )
     return a, b
 
 
@@ -223,10 +289,14 @@ class Patching:
     """The contrast recovered when each site of the corrupted run (B) is restored from the clean run (A)."""
 
     site: str  # patching.SITES
-    rows: list[str]  # layers: "embeddings", "after layer 0", … for the residual stream; "layer 0", … otherwise
+    rows: list[
+        str
+    ]  # layers: "embeddings", "after layer 0", … for the residual stream; "layer 0", … otherwise
     columns: list[str]  # positions ("Paris · rome" where the tokens differ) or "head 0", …
     metric: np.ndarray  # [rows, columns] logit(target) − logit(foil) of each patched run
-    share: np.ndarray  # [rows, columns] (metric − corrupted) / (clean − corrupted); nan when clean = corrupted
+    share: (
+        np.ndarray
+    )  # [rows, columns] (metric − corrupted) / (clean − corrupted); nan when clean = corrupted
     clean_metric: float
     corrupted_metric: float
     label: str  # "logit('france') − logit('italy') at position 6"
@@ -237,16 +307,24 @@ class Patching:
         """A warning when the two runs barely differ in the metric (little to recover, noisy shares)."""
         if abs(self.clean_metric - self.corrupted_metric) >= NOISY_GAP:
             return None
-        return (f"A and B give nearly the same {self.label} ({self.clean_metric:+.2f} against "
-                f"{self.corrupted_metric:+.2f}): there is little to recover, and the shares are noisy.")
+        return (
+            f"A and B give nearly the same {self.label} ({self.clean_metric:+.2f} against "
+            f"{self.corrupted_metric:+.2f}): there is little to recover, and the shares are noisy."
+        )
 
     def to_frame(self) -> pd.DataFrame:
         """One row per patched run: layer, position or head, the metric and the recovered share."""
         rows, columns = np.meshgrid(np.arange(len(self.rows)), np.arange(len(self.columns)), indexing="ij")
         unit = "head" if self.site == "head" else "position"
-        return pd.DataFrame({"site": self.site, "layer": np.asarray(self.rows)[rows.ravel()],
-                             unit: np.asarray(self.columns)[columns.ravel()], "metric": self.metric.ravel(),
-                             "recovered_share": self.share.ravel()})
+        return pd.DataFrame(
+            {
+                "site": self.site,
+                "layer": np.asarray(self.rows)[rows.ravel()],
+                unit: np.asarray(self.columns)[columns.ravel()],
+                "metric": self.metric.ravel(),
+                "recovered_share": self.share.ravel(),
+            }
+        )
 
 
 def _columns(site: str, clean: Encoding, corrupted: Encoding, num_heads: int) -> list[str]:
@@ -256,12 +334,22 @@ def _columns(site: str, clean: Encoding, corrupted: Encoding, num_heads: int) ->
     return unique_labels(tokens)
 
 
-def activation_patching(model: BertForPreTraining, tokenizer: BertTokenizer, text_a: str, text_b: str, target: str,
-                        foil: str, site: str = "residual", max_length: int = 128) -> Patching:
+def activation_patching(
+    model: BertForPreTraining,
+    tokenizer: BertTokenizer,
+    text_a: str,
+    text_b: str,
+    target: str,
+    foil: str,
+    site: str = "residual",
+    max_length: int = 128,
+) -> Patching:
     """Restore each site of B's run (corrupted) from A's run (clean) in turn; how much of logit(target) −
     logit(foil) at A's [MASK] comes back (patching.patching_grid)."""
     if not model.has_mlm_head:
-        raise ValueError("This model has no trained masked-language-model head, so there is no prediction to patch.")
+        raise ValueError(
+            "This model has no trained masked-language-model head, so there is no prediction to patch."
+        )
     clean_encoding, corrupted_encoding = aligned_pair(tokenizer, text_a, text_b, max_length)
     chosen = contrast_target(tokenizer, clean_encoding, target, foil)
     clean = patching.record_run(model, clean_encoding.to_tensors()["input_ids"])
@@ -271,10 +359,23 @@ def activation_patching(model: BertForPreTraining, tokenizer: BertTokenizer, tex
     grid = patching.patching_grid(model, clean, corrupted, site, chosen)
     layers = model.config.num_hidden_layers
     rows = layer_names(layers) if site == "residual" else [f"layer {i}" for i in range(layers)]
-    differing = [i for i, (a, b) in enumerate(zip(clean_encoding.tokens, corrupted_encoding.tokens, strict=True)) if a != b]
-    return Patching(site, rows, _columns(site, clean_encoding, corrupted_encoding, model.config.num_attention_heads),
-                    grid, patching.recovered_share(grid, *ends), ends[0], ends[1], target_label(tokenizer, chosen),
-                    differing, chosen.position)
+    differing = [
+        i
+        for i, (a, b) in enumerate(zip(clean_encoding.tokens, corrupted_encoding.tokens, strict=True))
+        if a != b
+    ]
+    return Patching(
+        site,
+        rows,
+        _columns(site, clean_encoding, corrupted_encoding, model.config.num_attention_heads),
+        grid,
+        patching.recovered_share(grid, *ends),
+        ends[0],
+        ends[1],
+        target_label(tokenizer, chosen),
+        differing,
+        chosen.position,
+    )
 
 
 def patching_question(data: Patching) -> Question:
@@ -285,12 +386,15 @@ def patching_question(data: Patching) -> Question:
     answer = data.rows[reached[0]] if reached else never
     return Question(
         prompt=f"Put A's hidden state back into B's run at the {MASK_TOKEN} position only: from which layer on does "
-               "that bring back at least half of A's answer?",
+        "that bring back at least half of A's answer?",
         options=(*data.rows, never),
         answer=answer,
-        explanation=(f"From {answer} on: before that the {MASK_TOKEN} position does not yet hold what tells the "
-                     "sentences apart, it still sits at the tokens that differ." if reached else
-                     f"Restoring the {MASK_TOKEN} position alone never brings back half of it."),
+        explanation=(
+            f"From {answer} on: before that the {MASK_TOKEN} position does not yet hold what tells the "
+            "sentences apart, it still sits at the tokens that differ."
+            if reached
+            else f"Restoring the {MASK_TOKEN} position alone never brings back half of it."
+        ),
     )
 
 
@@ -325,36 +429,55 @@ class PairLikelihood:
 
     @property
     def preferred(self) -> str:
-        """"A" or "B": the sentence with the higher pseudo-log-likelihood."""
+        """ "A" or "B": the sentence with the higher pseudo-log-likelihood."""
         return "A" if self.pll[0] >= self.pll[1] else "B"
 
     def to_frame(self) -> pd.DataFrame:
         """One row per token: sentence, index, token, log_prob, differs."""
-        parts = [pd.DataFrame({"sentence": name, "index": np.arange(len(tokens)), "token": tokens,
-                               "log_prob": log_probs, "differs": differs})
-                 for name, tokens, log_probs, differs in zip("AB", self.tokens, self.log_probs, self.differs, strict=True)]
+        parts = [
+            pd.DataFrame(
+                {
+                    "sentence": name,
+                    "index": np.arange(len(tokens)),
+                    "token": tokens,
+                    "log_prob": log_probs,
+                    "differs": differs,
+                }
+            )
+            for name, tokens, log_probs, differs in zip(
+                "AB", self.tokens, self.log_probs, self.differs, strict=True
+            )
+        ]
         return pd.concat(parts, ignore_index=True)
 
 
 def _scored(model: BertForPreTraining, tokenizer: BertTokenizer, sentence: str, max_length: int, name: str):
     encoding = encode_alone(tokenizer, sentence, max_length)
     if MASK_TOKEN in encoding.tokens:
-        raise ValueError(f"A minimal pair scores whole sentences, and sentence {name} has a {MASK_TOKEN} in it: type the "
-                         "word there, or load a built-in pair.")
+        raise ValueError(
+            f"A minimal pair scores whole sentences, and sentence {name} has a {MASK_TOKEN} in it: type the "
+            "word there, or load a built-in pair."
+        )
     if len(encoding) > MAX_PLL_TOKENS:
-        raise ValueError(f"The pseudo-log-likelihood masks each token in turn, so it takes at most {MAX_PLL_TOKENS} "
-                         f"tokens; this sentence has {len(encoding)}.")
+        raise ValueError(
+            f"The pseudo-log-likelihood masks each token in turn, so it takes at most {MAX_PLL_TOKENS} "
+            f"tokens; this sentence has {len(encoding)}."
+        )
     scored = token_log_probs(model, tokenizer, sentence)
     return [token for token, _ in scored], np.asarray([log_prob for _, log_prob in scored], dtype=np.float64)
 
 
-def pair_likelihood(model: BertForPreTraining, tokenizer: BertTokenizer, text_a: str, text_b: str,
-                    max_length: int = 128) -> PairLikelihood:
+def pair_likelihood(
+    model: BertForPreTraining, tokenizer: BertTokenizer, text_a: str, text_b: str, max_length: int = 128
+) -> PairLikelihood:
     """Sentence A against sentence B, each alone: every token's log P with only itself masked."""
     if not model.has_mlm_head:
-        raise ValueError("This model has no trained masked-language-model head, so it cannot score sentences.")
-    (tokens_a, scores_a), (tokens_b, scores_b) = (_scored(model, tokenizer, s, max_length, name)
-                                                  for s, name in ((text_a, "A"), (text_b, "B")))
+        raise ValueError(
+            "This model has no trained masked-language-model head, so it cannot score sentences."
+        )
+    (tokens_a, scores_a), (tokens_b, scores_b) = (
+        _scored(model, tokenizer, s, max_length, name) for s, name in ((text_a, "A"), (text_b, "B"))
+    )
     return PairLikelihood((tokens_a, tokens_b), (scores_a, scores_b), differing_tokens(tokens_a, tokens_b))
 
 
@@ -366,12 +489,12 @@ def pair_likelihood_question(data: PairLikelihood) -> Question:
         options=("A", "B"),
         answer=data.preferred,
         explanation=f"The model prefers {data.preferred}: PLL(A) = {data.pll[0]:.2f}, PLL(B) = {data.pll[1]:.2f}, "
-                    f"{gap:.2f} nats apart.",
+        f"{gap:.2f} nats apart.",
     )
 
 
 def _blanked(a: str, b: str) -> str:
-    """"The key to the cabinets ___ on the table. (is / are)": the words the two share, a blank where they differ."""
+    """ "The key to the cabinets ___ on the table. (is / are)": the words the two share, a blank where they differ."""
     words_a, words_b = a.split(), b.split()
     shared, differing = [], ([], [])
     for tag, i1, i2, j1, j2 in SequenceMatcher(a=words_a, b=words_b, autojunk=False).get_opcodes():

@@ -8,7 +8,12 @@ from pathlib import Path
 ENGLISH_PATH = Path(__file__).resolve().parent / "english.txt.gz"
 EVERYDAY_PATH = Path(__file__).resolve().parent / "everyday.txt.gz"
 MINIMAL_PAIRS_PATH = Path(__file__).resolve().parent / "minimal_pairs.json"  # templates of the built-in pairs
-CORPUS_NAMES = ("builtin", "english", "everyday", "english+everyday")  # the named corpora; anything else is a file path
+CORPUS_NAMES = (
+    "builtin",
+    "english",
+    "everyday",
+    "english+everyday",
+)  # the named corpora; anything else is a file path
 
 
 def english_corpus(path: Path = ENGLISH_PATH, max_documents: int | None = None) -> list[list[str]]:

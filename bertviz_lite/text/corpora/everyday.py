@@ -36,12 +36,38 @@ FORTUNES = "usr/share/games/fortunes"
 WORDNET = "usr/share/wordnet"
 # Fortune files of general quotations; left out: offensive, technical, one-author (pratchett, startrek, zippy),
 # song lyrics, ASCII art, and "definitions" (headword-style entries)
-FORTUNE_FILES = ("art", "cookie", "education", "food", "fortunes", "goedel", "humorists", "kids", "law",
-                 "literature", "love", "magic", "medicine", "miscellaneous", "paradoxum", "people", "pets",
-                 "platitudes", "politics", "science", "sports", "wisdom", "work")
+FORTUNE_FILES = (
+    "art",
+    "cookie",
+    "education",
+    "food",
+    "fortunes",
+    "goedel",
+    "humorists",
+    "kids",
+    "law",
+    "literature",
+    "love",
+    "magic",
+    "medicine",
+    "miscellaneous",
+    "paradoxum",
+    "people",
+    "pets",
+    "platitudes",
+    "politics",
+    "science",
+    "sports",
+    "wisdom",
+    "work",
+)
 MIN_WORDS, MAX_WORDS = 4, 50
-GROUP_SIZE = 4  # one-sentence documents of one topic are joined into documents of up to this many (see `grouped`)
-_NOT_PROSE = re.compile(r"[/\\_=<>{}\[\]|$#@*~^`]|https?:|www\.|\.\w+\(|\s-{1,2}\w")  # paths, code, markup, options
+GROUP_SIZE = (
+    4  # one-sentence documents of one topic are joined into documents of up to this many (see `grouped`)
+)
+_NOT_PROSE = re.compile(
+    r"[/\\_=<>{}\[\]|$#@*~^`]|https?:|www\.|\.\w+\(|\s-{1,2}\w"
+)  # paths, code, markup, options
 _ATTRIBUTION = re.compile(r"^\s*--\s*\S")  # "-- Mark Twain" / "--Milton."
 _ELLIPSIS = re.compile(r"\s*\.\s\.\s\.(\s\.)?")  # Webster's ". . ." -> "..."
 
@@ -126,7 +152,9 @@ def libreoffice_help(root: Path) -> Iterator[list[str]]:
 
 def python_docs(root: Path) -> Iterator[list[str]]:
     """Python's tutorial, HOWTOs and FAQ (HTML; not the library reference); code-like sentences are dropped."""
-    return html_pages(sorted(p for part in PYTHON_DOC_PARTS for p in (root / PYTHON_DOCS / part).rglob("*.html")))
+    return html_pages(
+        sorted(p for part in PYTHON_DOC_PARTS for p in (root / PYTHON_DOCS / part).rglob("*.html"))
+    )
 
 
 def _dict_paragraphs(path: Path) -> list[str]:
@@ -205,7 +233,10 @@ def _wordnet_examples(root: Path) -> Iterator[tuple[str, list[str]]]:
             for line in handle:
                 synset = parse_synset(line)
                 if synset is not None:
-                    yield f"{name} {line.split()[1]}", prose_sentences(synset[3])  # data file, lexicographer file
+                    yield (
+                        f"{name} {line.split()[1]}",
+                        prose_sentences(synset[3]),
+                    )  # data file, lexicographer file
 
 
 SOURCES: dict[str, tuple[str, Callable[[Path], Iterator[list[str]]]]] = {
@@ -245,20 +276,34 @@ def corpus_bytes(built: dict[str, list[list[str]]]) -> bytes:
 
 
 def _missing(root: Path, sources: Iterable[str]) -> list[str]:
-    paths = {"gnome-help": GNOME_HELP, "debian-handbook": HANDBOOK, "libreoffice-help": LIBREOFFICE_HELP,
-             "python-docs": PYTHON_DOCS, "gcide-quotations": GCIDE,
-             "devils-dictionary": DEVIL, "fortunes": FORTUNES, "wordnet-examples": WORDNET}
+    paths = {
+        "gnome-help": GNOME_HELP,
+        "debian-handbook": HANDBOOK,
+        "libreoffice-help": LIBREOFFICE_HELP,
+        "python-docs": PYTHON_DOCS,
+        "gcide-quotations": GCIDE,
+        "devils-dictionary": DEVIL,
+        "fortunes": FORTUNES,
+        "wordnet-examples": WORDNET,
+    }
     return [SOURCES[name][0] for name in sources if not (root / paths[name]).exists()]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bertviz_lite.text.corpora.everyday", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bertviz_lite.text.corpora.everyday", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("output", nargs="?", type=Path, default=DEFAULT_OUTPUT, help="the .txt.gz to write")
-    parser.add_argument("--root", type=Path, default=Path("/"), help="where the Debian packages are (default: /)")
+    parser.add_argument(
+        "--root", type=Path, default=Path("/"), help="where the Debian packages are (default: /)"
+    )
     args = parser.parse_args(argv)
     missing = _missing(args.root, SOURCES)
     if missing:
-        print(f"error: not found under {args.root}: {', '.join(missing)} (see this module's docstring)", file=sys.stderr)
+        print(
+            f"error: not found under {args.root}: {', '.join(missing)} (see this module's docstring)",
+            file=sys.stderr,
+        )
         return 2
     built = build_documents(args.root)
     args.output.write_bytes(corpus_bytes(built))

@@ -29,9 +29,26 @@ SENSES_PATH = Path(__file__).resolve().parent / "senses.jsonl.gz"
 EXCEPTION_FILES = {"n": "noun.exc", "v": "verb.exc", "a": "adj.exc", "r": "adv.exc"}
 # WordNet's morphy detachment rules (suffix, replacement) per part of speech.
 SUFFIX_RULES = {
-    "n": (("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"), ("men", "man"),
-          ("ies", "y")),
-    "v": (("s", ""), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"), ("ing", "")),
+    "n": (
+        ("s", ""),
+        ("ses", "s"),
+        ("xes", "x"),
+        ("zes", "z"),
+        ("ches", "ch"),
+        ("shes", "sh"),
+        ("men", "man"),
+        ("ies", "y"),
+    ),
+    "v": (
+        ("s", ""),
+        ("ies", "y"),
+        ("es", "e"),
+        ("es", ""),
+        ("ed", "e"),
+        ("ed", ""),
+        ("ing", "e"),
+        ("ing", ""),
+    ),
     "a": (("er", ""), ("est", ""), ("er", "e"), ("est", "e")),
     "r": (),
 }
@@ -162,7 +179,11 @@ def find_word(text: str, word: str, irregular: set[str] = frozenset()) -> list[t
     spans = []
     for match in _WORD.finditer(text):
         written = match.group().lower()
-        if written == word or written in irregular or any(word in base_forms(written, pos, {}) for pos in "nv"):
+        if (
+            written == word
+            or written in irregular
+            or any(word in base_forms(written, pos, {}) for pos in "nv")
+        ):
             spans.append((match.start(), match.end()))
     return spans
 
@@ -181,8 +202,19 @@ def sense_sentences(source: Path = DEFAULT_SOURCE) -> Iterator[SenseSentence]:
 def write_index(source: Path = DEFAULT_SOURCE, output: Path = SENSES_PATH) -> tuple[int, int]:
     """Write the labelled sentences as gzipped JSON lines (deterministic bytes); (sentences, labelled words)."""
     kept = [s for s in sense_sentences(source) if s.words]
-    lines = [json.dumps({"synset": s.synset, "pos": s.pos, "gloss": s.gloss, "text": s.text,
-                         "words": [list(w) for w in s.words]}, ensure_ascii=False) for s in kept]
+    lines = [
+        json.dumps(
+            {
+                "synset": s.synset,
+                "pos": s.pos,
+                "gloss": s.gloss,
+                "text": s.text,
+                "words": [list(w) for w in s.words],
+            },
+            ensure_ascii=False,
+        )
+        for s in kept
+    ]
     output.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), compresslevel=9, mtime=0))
     return len(kept), sum(len(s.words) for s in kept)
 
@@ -193,7 +225,9 @@ def read_index(path: Path = SENSES_PATH) -> SenseIndex:
     for line in gzip.decompress(Path(path).read_bytes()).decode("utf-8").splitlines():
         record = json.loads(line)
         words = tuple((lemma, int(start), int(end)) for lemma, start, end in record["words"])
-        sentences.append(SenseSentence(record["synset"], record["pos"], record["gloss"], record["text"], words))
+        sentences.append(
+            SenseSentence(record["synset"], record["pos"], record["gloss"], record["text"], words)
+        )
     return SenseIndex(sentences)
 
 
@@ -204,8 +238,11 @@ def sense_index() -> SenseIndex:
 
 
 def main(argv: list[str]) -> int:
-    return build_from_wordnet(argv, SENSES_PATH, lambda source, output: "{} sentences, {} labelled words".format(
-        *write_index(source, output)))
+    return build_from_wordnet(
+        argv,
+        SENSES_PATH,
+        lambda source, output: "{} sentences, {} labelled words".format(*write_index(source, output)),
+    )
 
 
 if __name__ == "__main__":

@@ -99,8 +99,11 @@ def build_from_wordnet(argv: list[str], default_output: Path, write: Callable[[P
 
 
 def main(argv: list[str]) -> int:
-    return build_from_wordnet(argv, DEFAULT_OUTPUT, lambda source, output: "{} documents, {} sentences".format(
-        *write_corpus(source, output)))
+    return build_from_wordnet(
+        argv,
+        DEFAULT_OUTPUT,
+        lambda source, output: "{} documents, {} sentences".format(*write_corpus(source, output)),
+    )
 
 
 if __name__ == "__main__":

@@ -48,8 +48,10 @@ class MultiHeadedAttention(nn.Module):
 
     def forward(self, query, key, value, mask=None):
         nbatches = query.size(0)
-        query, key, value = [lin(x).view(nbatches, -1, self.h, self.d_k).transpose(1, 2)
-                             for lin, x in zip(self.linears, (query, key, value), strict=False)]
+        query, key, value = [
+            lin(x).view(nbatches, -1, self.h, self.d_k).transpose(1, 2)
+            for lin, x in zip(self.linears, (query, key, value), strict=False)
+        ]
         x, self.attn = attention(query, key, value, mask=mask, dropout=self.dropout)
         x = x.transpose(1, 2).contiguous().view(nbatches, -1, self.h * self.d_k)
         return self.linears[-1](x)

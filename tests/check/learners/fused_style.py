@@ -43,7 +43,9 @@ class BertAttention(nn.Module):
 class BertMLP(nn.Module):
     def __init__(self, d_model, d_ff):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model), nn.Dropout(0.1))
+        self.net = nn.Sequential(
+            nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model), nn.Dropout(0.1)
+        )
 
     def forward(self, x):
         return self.net(x)

@@ -18,7 +18,11 @@ class BertEmbeddings(nn.Module):
 
     def forward(self, input_ids, token_type_ids):
         positions = torch.arange(input_ids.shape[1], device=input_ids.device)
-        x = self.word_embeddings(input_ids) + self.position_embeddings(positions) + self.token_type_embeddings(token_type_ids)
+        x = (
+            self.word_embeddings(input_ids)
+            + self.position_embeddings(positions)
+            + self.token_type_embeddings(token_type_ids)
+        )
         return self.dropout(self.LayerNorm(x))
 
 
@@ -100,7 +104,9 @@ class BertLayer(nn.Module):
 class BertEncoder(nn.Module):
     def __init__(self, hidden_size, num_layers, num_heads, intermediate_size):
         super().__init__()
-        self.layer = nn.ModuleList([BertLayer(hidden_size, num_heads, intermediate_size) for _ in range(num_layers)])
+        self.layer = nn.ModuleList(
+            [BertLayer(hidden_size, num_heads, intermediate_size) for _ in range(num_layers)]
+        )
 
     def forward(self, x, mask):
         for layer in self.layer:
@@ -118,7 +124,9 @@ class BertPooler(nn.Module):
 
 
 class BertModel(nn.Module):
-    def __init__(self, vocab_size, hidden_size, num_layers, num_heads, intermediate_size, max_position_embeddings):
+    def __init__(
+        self, vocab_size, hidden_size, num_layers, num_heads, intermediate_size, max_position_embeddings
+    ):
         super().__init__()
         self.embeddings = BertEmbeddings(vocab_size, hidden_size, max_position_embeddings)
         self.encoder = BertEncoder(hidden_size, num_layers, num_heads, intermediate_size)
@@ -159,10 +167,13 @@ class BertPreTrainingHeads(nn.Module):
 
 
 class Bert(nn.Module):
-    def __init__(self, vocab_size, hidden_size, num_layers, num_heads, intermediate_size, max_position_embeddings):
+    def __init__(
+        self, vocab_size, hidden_size, num_layers, num_heads, intermediate_size, max_position_embeddings
+    ):
         super().__init__()
-        self.bert = BertModel(vocab_size, hidden_size, num_layers, num_heads, intermediate_size,
-                              max_position_embeddings)
+        self.bert = BertModel(
+            vocab_size, hidden_size, num_layers, num_heads, intermediate_size, max_position_embeddings
+        )
         self.cls = BertPreTrainingHeads(hidden_size, vocab_size)
         self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
 

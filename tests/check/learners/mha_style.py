@@ -9,7 +9,9 @@ from torch import nn
 class EncoderLayer(nn.Module):
     def __init__(self, config):
         super().__init__()
-        self.self_attn = nn.MultiheadAttention(config.hidden_size, config.num_attention_heads, batch_first=True)
+        self.self_attn = nn.MultiheadAttention(
+            config.hidden_size, config.num_attention_heads, batch_first=True
+        )
         self.ln_1 = nn.LayerNorm(config.hidden_size, eps=1e-12)
         self.fc1 = nn.Linear(config.hidden_size, config.intermediate_size)
         self.fc2 = nn.Linear(config.intermediate_size, config.hidden_size)
@@ -38,7 +40,11 @@ class Bert(nn.Module):
 
     def forward(self, input_ids, token_type_ids):
         positions = torch.arange(input_ids.shape[1])
-        x = self.token_embedding(input_ids) + self.position_embedding(positions) + self.segment_embedding(token_type_ids)
+        x = (
+            self.token_embedding(input_ids)
+            + self.position_embedding(positions)
+            + self.segment_embedding(token_type_ids)
+        )
         x = self.embedding_norm(x)
         for block in self.blocks:
             x = block(x, input_ids == 0)

@@ -12,10 +12,20 @@ class Bert(nn.Module):
         self.pos = nn.Embedding(max_len, hidden_size)
         self.seg = nn.Embedding(2, hidden_size)
         self.norm = nn.LayerNorm(hidden_size, eps=1e-12)
-        layer = nn.TransformerEncoderLayer(hidden_size, num_heads, intermediate_size, dropout=0.1, activation="gelu",
-                                           layer_norm_eps=1e-12, batch_first=True, norm_first=False)
+        layer = nn.TransformerEncoderLayer(
+            hidden_size,
+            num_heads,
+            intermediate_size,
+            dropout=0.1,
+            activation="gelu",
+            layer_norm_eps=1e-12,
+            batch_first=True,
+            norm_first=False,
+        )
         self.encoder = nn.TransformerEncoder(layer, num_layers)
-        self.head = nn.Sequential(nn.Linear(hidden_size, hidden_size), nn.GELU(), nn.LayerNorm(hidden_size, eps=1e-12))
+        self.head = nn.Sequential(
+            nn.Linear(hidden_size, hidden_size), nn.GELU(), nn.LayerNorm(hidden_size, eps=1e-12)
+        )
         self.decoder = nn.Linear(hidden_size, vocab_size)
         self.decoder.weight = self.tok.weight
 

@@ -46,7 +46,9 @@ class Bert(nn.Module):
 
     def forward(self, input_ids, token_type_ids):
         mask = (input_ids != 0)[:, None, None, :]
-        x = self.ln(self.tok(input_ids) + self.pos(torch.arange(input_ids.shape[1])) + self.seg(token_type_ids))
+        x = self.ln(
+            self.tok(input_ids) + self.pos(torch.arange(input_ids.shape[1])) + self.seg(token_type_ids)
+        )
         for layer in self.layers:
             x = layer(x, mask)
         return self.head_ln(F.gelu(self.head(x))) @ self.tok.weight.T + self.bias

@@ -29,8 +29,13 @@ class BertAttention(nn.Module):
 
     def forward(self, x, mask):
         b, t, h = x.shape
-        q, k, v = (proj(x).view(b, t, self.num_heads, -1).transpose(1, 2) for proj in (self.query, self.key, self.value))
-        context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.bool())  # (B, nh, T, hd); True: attend
+        q, k, v = (
+            proj(x).view(b, t, self.num_heads, -1).transpose(1, 2)
+            for proj in (self.query, self.key, self.value)
+        )
+        context = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask.bool()
+        )  # (B, nh, T, hd); True: attend
         return self.out(context.transpose(1, 2).reshape(b, t, h))
 
 
@@ -61,7 +66,9 @@ class Bert(nn.Module):
     def __init__(self, vocab_size, hidden_size, num_layers, num_heads, intermediate_size, max_len):
         super().__init__()
         self.embeddings = BertEmbedding(vocab_size, hidden_size, max_len)
-        self.layers = nn.ModuleList(BertLayer(hidden_size, num_heads, intermediate_size) for _ in range(num_layers))
+        self.layers = nn.ModuleList(
+            BertLayer(hidden_size, num_heads, intermediate_size) for _ in range(num_layers)
+        )
         self.mlm_dense = nn.Linear(hidden_size, hidden_size)
         self.mlm_norm = nn.LayerNorm(hidden_size, eps=1e-12)
         self.mlm_bias = nn.Parameter(torch.zeros(vocab_size))

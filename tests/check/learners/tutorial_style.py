@@ -87,8 +87,10 @@ class MultiHeadedAttention(nn.Module):
 
     def forward(self, query, key, value, mask=None):
         batch_size = query.size(0)
-        query, key, value = [layer(x).view(batch_size, -1, self.h, self.d_k).transpose(1, 2)
-                             for layer, x in zip(self.linear_layers, (query, key, value), strict=True)]
+        query, key, value = [
+            layer(x).view(batch_size, -1, self.h, self.d_k).transpose(1, 2)
+            for layer, x in zip(self.linear_layers, (query, key, value), strict=True)
+        ]
         x, attn = self.attention(query, key, value, mask=mask, dropout=self.dropout)
         x = x.transpose(1, 2).contiguous().view(batch_size, -1, self.h * self.d_k)
         return self.output_linear(x)
@@ -138,7 +140,8 @@ class BERT(nn.Module):
         self.feed_forward_hidden = hidden * 4
         self.embedding = BERTEmbedding(vocab_size=vocab_size, embed_size=hidden)
         self.transformer_blocks = nn.ModuleList(
-            [TransformerBlock(hidden, attn_heads, hidden * 4, dropout) for _ in range(n_layers)])
+            [TransformerBlock(hidden, attn_heads, hidden * 4, dropout) for _ in range(n_layers)]
+        )
 
     def forward(self, x, segment_info):
         mask = (x > 0).unsqueeze(1).repeat(1, x.size(1), 1).unsqueeze(1)

@@ -67,7 +67,9 @@ class Bert(nn.Module):
     def __init__(self, vocab_size, hidden_size, num_layers, num_heads, intermediate_size, max_len):
         super().__init__()
         self.emb = BertEmbedding(vocab_size, hidden_size, max_len)
-        self.layers = nn.ModuleList(BertLayer(hidden_size, num_heads, intermediate_size) for _ in range(num_layers))
+        self.layers = nn.ModuleList(
+            BertLayer(hidden_size, num_heads, intermediate_size) for _ in range(num_layers)
+        )
         self.dense = nn.Linear(hidden_size, hidden_size)
         self.ln = nn.LayerNorm(hidden_size, eps=1e-12)
         self.bias = nn.Parameter(torch.zeros(vocab_size))

@@ -29,7 +29,9 @@ class BertAttention(nn.Module):
 
     def forward(self, x, mask):
         b, t, h = x.shape
-        q, k, v = (f(x).view(b, t, self.num_heads, -1).transpose(1, 2) for f in (self.query, self.key, self.value))
+        q, k, v = (
+            f(x).view(b, t, self.num_heads, -1).transpose(1, 2) for f in (self.query, self.key, self.value)
+        )
         scores = (q @ k.transpose(-1, -2) / math.sqrt(h // self.num_heads)).masked_fill(mask == 0, -1e9)
         return self.output((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, h))
 
@@ -61,7 +63,9 @@ class Bert(nn.Module):
     def __init__(self, vocab_size, hidden_size, num_layers, num_heads, intermediate_size, max_len):
         super().__init__()
         self.embedding = BertEmbedding(vocab_size, hidden_size, max_len)
-        self.layers = nn.ModuleList(BertLayer(hidden_size, num_heads, intermediate_size) for _ in range(num_layers))
+        self.layers = nn.ModuleList(
+            BertLayer(hidden_size, num_heads, intermediate_size) for _ in range(num_layers)
+        )
         self.transform = nn.Linear(hidden_size, hidden_size)
         self.transform_norm = nn.LayerNorm(hidden_size, eps=1e-12)
         self.decoder_bias = nn.Parameter(torch.zeros(vocab_size))
