@@ -92,21 +92,26 @@ class SidesData(Protocol):
 def stage_sides_figure(sides: SidesData) -> go.Figure:
     """Theirs, ours (one colour range) and their difference (its own, centred on 0), side by side."""
     fig = make_subplots(
-        rows=1, cols=3, subplot_titles=("yours", "BERT's", "yours − BERT's"), horizontal_spacing=0.08
+        rows=1, cols=3, subplot_titles=("yours", "BERT's", "yours − BERT's"), horizontal_spacing=0.1
     )
     reach = float(max(np.abs(sides.theirs).max(), np.abs(sides.ours).max(), 1e-12))
     gap = float(max(np.abs(sides.difference).max(), 1e-12))
-    scale = {"colorscale": "RdBu_r", "zmid": 0}
-    for col, (matrix, bound, bar_x) in enumerate(
-        ((sides.theirs, reach, None), (sides.ours, reach, 0.62), (sides.difference, gap, 1.0)), start=1
+    # Probabilities (nothing below 0) on the attention heatmaps' sequential scale; other tensors diverge around 0.
+    signed = bool(min(sides.theirs.min(), sides.ours.min()) < 0)
+    both = (
+        {"colorscale": "RdBu_r", "zmin": -reach, "zmax": reach}
+        if signed
+        else {"colorscale": "Blues", "zmin": 0, "zmax": reach}
+    )
+    difference = {"colorscale": "RdBu_r", "zmin": -gap, "zmax": gap}
+    for col, (matrix, scale, bar_x) in enumerate(
+        ((sides.theirs, both, None), (sides.ours, both, 0.64), (sides.difference, difference, 1.0)), start=1
     ):
         fig.add_trace(
             go.Heatmap(
                 z=matrix,
-                zmin=-bound,
-                zmax=bound,
-                showscale=bar_x is not None,
                 **scale,
+                showscale=bar_x is not None,
                 colorbar={"x": bar_x, "len": 0.8, "thickness": 10} if bar_x else None,
                 hovertemplate=f"{sides.rows} %{{y}}, {sides.columns} %{{x}}: %{{z:.4g}}<extra></extra>",
             ),
