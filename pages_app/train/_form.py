@@ -193,8 +193,10 @@ def _start(options: dict, corpus_text: str | None, name: str) -> None:
 
 
 def _top_row() -> list[str | None]:
-    """Preset, start from, device and dtype, run name, threads; returns the device's and the name's errors."""
-    top = st.columns([1, 1, 2, 1, 1])
+    """Preset, start from, run name; then device and dtype, threads; returns the device's and the name's errors.
+
+    Two rows: in one row of five, half a 1024-px page cut the start-from picker to 'rand'."""
+    top, below = st.columns([1, 2, 2]), st.columns([3, 2])
     with top[0]:
         st.selectbox(
             "Preset",
@@ -205,7 +207,7 @@ def _top_row() -> list[str | None]:
         )
     with top[1]:
         _start_from()
-    with top[2]:
+    with below[0]:
         errors = [_device()]
         st.radio(
             run_options.labels()["dtype"],
@@ -215,13 +217,13 @@ def _top_row() -> list[str | None]:
             format_func=DTYPE_LABELS.get,
             help=run_options.option_help()["dtype"],
         )
-    with top[3]:
+    with top[2]:
         errors.append(_run_name())
     most = lifecycle.threads_allowed(current_visitor())
     st.session_state["opt_threads"] = min(
         int(st.session_state.get("opt_threads") or 0), most
     )  # admin logged out
-    top[4].number_input(
+    below[1].number_input(
         f"CPU threads (0: {lifecycle.training_threads()})",
         min_value=0,
         max_value=most,
