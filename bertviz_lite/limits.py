@@ -383,6 +383,7 @@ MAX_LINK_SENTENCE_CHARS = 2000
 MAX_WORD_CHARS = 50  # Why this word's target and foil
 MAX_PATH_CHARS = 1024  # the model folder's path (Linux's PATH_MAX is 4096)
 MAX_NAME_CHARS = 100  # a run's or a checkpoint's name
+MAX_TOKEN_CHARS = 256  # the admin token typed on the Checkpoints page
 MAX_CORPUS_CHARS = 5_000_000  # a pasted training corpus (an uploaded one: 5 MB)
 MAX_USER_SENTENCES = 100  # lines of Meaning in context's "Your sentences"
 MAX_USER_SENTENCE_CHARS = 20_000  # its whole text (~200 characters a line)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from bertviz_lite.limits import MAX_TOKEN_CHARS
 from bertviz_lite.server import access, cookie_handoff
 from pages_app.common._visitor import current_visitor
 
@@ -51,6 +52,7 @@ def admin_login() -> None:
         "Admin token",
         type="password",
         key="admin_token",
+        max_chars=MAX_TOKEN_CHARS,
         on_change=_try_admin_token,
         help="Set by whoever runs the server; lets you manage every visitor's runs.",
     )

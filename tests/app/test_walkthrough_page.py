@@ -36,8 +36,6 @@ PHONE_STEPS = {
 @pytest.fixture(params=["default", "demo"])
 def walk_state(request, tiny_folder) -> dict:
     if request.param == "default":
-        if not HAS_DEFAULT:
-            pytest.skip(f"checkpoints/{DEFAULT_MODEL} is missing")
         return {"model_picker": DEFAULT_MODEL}
     return {"model_picker": DEMO} if HAS_DEMO else {"model_picker": OTHER_FOLDER, "model_path": tiny_folder}
 

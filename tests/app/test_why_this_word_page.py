@@ -11,7 +11,7 @@ from bertviz_lite import patched_logits
 from bertviz_lite.inspection.views import why_this_word
 from bertviz_lite.inspection.views.why_this_word import builtin_pair_choices as contrast_choices
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO
-from tests.app.conftest import APP, HAS_DEMO, array, charts, no_exception, texts
+from tests.app.conftest import APP, array, charts, no_exception, texts
 
 PAGE = "pages_app/explore/7_Why_this_word.py"
 CAPITAL = why_this_word.EXAMPLES["capital: Paris / Rome"]
@@ -33,8 +33,6 @@ FIGURES = {
 @pytest.fixture(scope="module", params=["english", "demo"])
 def model_state(request) -> dict:
     """Sidebar state and a same-length pair with its candidates, for minilm-english or demo-tiny."""
-    if request.param == "demo" and not HAS_DEMO:
-        pytest.skip("checkpoints/demo-tiny is not installed")
     if request.param == "english":
         a, b, target, foil = CAPITAL
         return {

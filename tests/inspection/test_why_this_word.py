@@ -138,8 +138,6 @@ def test_the_patching_view_is_the_grid_as_recovered_shares(demo):
 
 @pytest.fixture(scope="module")
 def english():
-    if not (CHECKPOINTS_DIR / DEFAULT_MODEL / "config.json").is_file():
-        pytest.skip(f"{DEFAULT_MODEL} is missing")
     return load(DEFAULT_MODEL)
 
 
