@@ -20,7 +20,6 @@ from bertviz_lite.figures.tabs import ALL_TABS
 from bertviz_lite.inspection.analysis import SENTENCE_FILTERS
 from bertviz_lite.limits import MAX_LINK_SENTENCE_CHARS, MAX_WORD_CHARS, clamp
 
-MAX_TEXT = MAX_LINK_SENTENCE_CHARS  # characters of a sentence read from a URL (512 tokens need fewer)
 MAX_INDEX = 1023  # layer, head and step numbers are clamped to the model later; this only bounds the parse
 MAX_WORD = MAX_WORD_CHARS  # characters of a candidate word read from a URL
 QUERY_KEYS = (
@@ -66,7 +65,7 @@ class SharedState:
     foil: str | None = None
 
 
-def _text(value: str | None, name: str, notes: list[str], limit: int = MAX_TEXT) -> str | None:
+def _text(value: str | None, name: str, notes: list[str], limit: int = MAX_LINK_SENTENCE_CHARS) -> str | None:
     if value is None:
         return None
     if len(value) > limit:
@@ -166,10 +165,10 @@ def clamp_index(value: int, count: int, name: str) -> tuple[int, str | None]:
 def query_for(state: SharedState) -> dict[str, str]:
     """The query parameters of a state: only what it sets, numbers as decimal text, present as "1".
 
-    Sentences are cut to MAX_TEXT, as parse_query would cut them: a pasted book must not make a 100 kB URL.
+    Sentences are cut to MAX_LINK_SENTENCE_CHARS, as parse_query would cut them: a pasted book must not make a 100 kB URL.
     """
     cut = {
-        key: None if text is None else text[:MAX_TEXT]
+        key: None if text is None else text[:MAX_LINK_SENTENCE_CHARS]
         for key, text in (("a", state.text_a), ("b", state.text_b))
     }
     values = {

@@ -2,6 +2,7 @@
 
 from urllib.parse import parse_qs, urlparse
 
+from bertviz_lite import limits
 from bertviz_lite.server import share
 
 MODELS = ["minilm-english", "all-MiniLM-L6-v2", "demo-tiny"]
@@ -61,7 +62,7 @@ def test_untrusted_values_are_replaced_cut_or_clamped_with_a_note():
         "minilm-english",
     )
     assert state.model == "minilm-english" and state.layer == 0 and state.head is None and state.step == 1
-    assert len(state.text_a) == share.MAX_TEXT and state.present is False
+    assert len(state.text_a) == limits.MAX_LINK_SENTENCE_CHARS and state.present is False
     notes = " ".join(state.notes)
     assert "does not offer" in notes and "/etc" not in notes
     assert "cut to 2,000" in notes and "not a whole number" in notes and "-2 is out of range" in notes
@@ -78,7 +79,7 @@ def test_clamp_index_to_the_model_and_empty_links():
 
 def test_a_long_sentence_is_cut_in_the_link_too():
     query = share.query_for(share.SharedState(text_a="word " * 5000, text_b="short"))
-    assert len(query["a"]) == share.MAX_TEXT and query["b"] == "short"
+    assert len(query["a"]) == limits.MAX_LINK_SENTENCE_CHARS and query["b"] == "short"
 
 
 def test_the_candidate_words_of_why_this_word_travel_in_a_link_cut_to_a_word():
