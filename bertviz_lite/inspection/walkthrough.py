@@ -128,7 +128,7 @@ STEPS = (
         "You have seen every part of BERT, and **The code** under each step shows the lines of this package that "
         "computed it, with the shapes of this pair's tensors. Now write your own BERT in a file of yours: the "
         "**Your BERT** page (section Build) starts a skeleton for you, runs your model beside this one stage by "
-        "stage and says what to change until it matches. Here is the whole model, end to end.",
+        "stage and says what to change until it matches. The code below is the whole model, end to end.",
         code=(BertForPreTraining.forward, BertModel.forward),
     ),
 )
