@@ -8,11 +8,12 @@ import inspect
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bertviz_lite.figures.tabs import ATTENTION_TABS
+from bertviz_lite.figures.tabs import ATTENTION_TABS, PAGE_ABOUT
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.inspection.code_listing import code_listing
 from bertviz_lite.inspection.live_shapes import pair_shapes
 from bertviz_lite.loading.pretrained import load
+from pages_app.common._pages import PAGES
 from pages_app.common._share import PRESENT, STEP
 from pages_app.common._sidebar import OTHER_FOLDER
 from tests.app.conftest import PAIR, no_exception, run_app
@@ -74,3 +75,16 @@ def test_the_last_step_leads_to_the_build_section(tiny_state):
     assert at.header[0].value.endswith("Your turn: build your own BERT")
     links = [link.proto.page for link in at.get("page_link")]
     assert any(page.endswith("12_Your_BERT.py") or "your_bert" in page.lower() for page in links), links
+
+
+# Every explore view: (page name, the session state that opens it, its panel's key, its declared code).
+VIEWS = [
+    (page.name, {page.tab_key: tab.title}, tab.name, tab.code) for page in PAGES for tab in page.tabs
+] + [(name, {}, name, view.code) for name, view in PAGE_ABOUT.items()]
+
+
+@pytest.mark.parametrize("name, state, key, code", VIEWS, ids=[f"{v[0]}-{v[2]}" for v in VIEWS])
+def test_every_views_panel_opens_on_its_page(tiny_state, name, state, key, code):
+    at = run_app(tiny_state, name, **state, **{f"code_{key}": True})
+    no_exception(at)
+    assert len(panel_code(at)) == len(code), (name, key)
