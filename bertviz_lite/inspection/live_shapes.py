@@ -3,7 +3,7 @@
 `record_shapes(run)` calls `run()` with a line tracer on the package's functions: after each line, every local name
 that now holds a new tensor (or array) is written down with its shape, and so is each return value. Nothing is
 guessed from the code's text: a shape is what that line made for this pair. `pair_shapes` runs the pair as the app
-does (tokenizer, traced pass with both heads, the fast pass, BERT's masking) and is cached per pair by the pages.
+does (tokenizer, the traced pass, the fast pass with both heads, BERT's masking) and is cached per pair by the pages.
 """
 
 from __future__ import annotations
@@ -146,8 +146,8 @@ def record_shapes(run: Callable[[], Any], folder: str = PACKAGE) -> LiveShapes:
 def pair_shapes(
     model: BertForPreTraining, tokenizer: BertTokenizer, *, text_a: str, text_b: str | None, max_length: int
 ) -> LiveShapes:
-    """The shapes every line of the package makes for one pair: tokenized, traced with both heads (a model without
-    trained heads runs them all the same: shapes do not depend on weights), the fast pass, masked as BERT does."""
+    """The shapes every line of the package makes for one pair: tokenized, traced, the fast pass with both heads (a
+    model without trained heads runs them all the same: shapes do not depend on weights), masked as BERT does."""
     encoding = None
 
     def run_pair() -> None:
@@ -155,7 +155,9 @@ def pair_shapes(
         encoding = encode(tokenizer, text_a, text_b, max_length)
         inputs = encoding.to_tensors()
         with torch.inference_mode():
-            model.trace(**inputs, heads=True)
+            model.trace(
+                **inputs, heads=False
+            )  # the heads once, in the fast pass: the decoder costs an encoder
             model(inputs["input_ids"], inputs["token_type_ids"], attention_mask=inputs["attention_mask"])
         mask_encoding(encoding, tokenizer, mask_prob=0.15, seed=MASKING_SEED)
 
