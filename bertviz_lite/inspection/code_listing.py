@@ -1,5 +1,5 @@
-""" "The code" beside a view: the source of the functions it declares, read from the installed package at run time,
-with the shapes the current pair gave beside the lines that made them (`# (1, 12, 17, 32)`).
+"""The code beside a view (its "The code" panel): the source of the functions it declares, read from the installed
+package at run time, with the shapes the current pair gave beside the lines that made them (`# (1, 12, 17, 32)`).
 
 Views and walkthrough steps declare their functions themselves (`ViewTab(code=…)` in figures/tabs.py, `Step(code=…)`
 in inspection/walkthrough.py); `code_listing(code, shapes)` reads their source with `inspect` (never a copy that
@@ -39,7 +39,7 @@ class SourceBlock:
     @property
     def text(self) -> str:
         """The source with each line's shapes as a comment after it."""
-        return "\n".join(annotated(line, note) for line, note in zip(self.lines, self.notes, strict=True))
+        return "\n".join(_annotated(line, note) for line, note in zip(self.lines, self.notes, strict=True))
 
     @property
     def has_shapes(self) -> bool:
@@ -47,11 +47,11 @@ class SourceBlock:
 
     @property
     def where(self) -> str:
-        """`bertviz_lite/model/modeling.py, line 59: BertSelfAttention.forward_with_attention`."""
+        """Where the source lives: `bertviz_lite/model/modeling.py, line 58: BertSelfAttention.forward_with_attention`."""
         return f"{self.path}, line {self.first_line}: {self.name}"
 
 
-def annotated(line: str, note: str) -> str:
+def _annotated(line: str, note: str) -> str:
     """One line of source without its newline, and its shapes after NOTE when it made any."""
     line = line.rstrip("\n")
     return f"{line}{NOTE}{note}" if note else line
@@ -130,9 +130,11 @@ def note_text(made: list[tuple[str, str]], named: bool = False) -> str:
 
 
 def _package_path(filename: str) -> str:
-    path = Path(filename).resolve()
+    """bertviz_lite/model/modeling.py: the file from the package's parent folder."""
     root = Path(PACKAGE).parent
-    return str(path.relative_to(root)) if path.is_relative_to(root) else path.name
+    return (
+        Path(filename).relative_to(root).as_posix() if filename.startswith(PACKAGE) else Path(filename).name
+    )
 
 
 def shape_legend(config: BertConfig, num_tokens: int) -> str:

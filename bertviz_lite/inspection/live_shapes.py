@@ -9,10 +9,10 @@ does (tokenizer, the traced pass, the fast pass with both heads, BERT's masking)
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
 
@@ -24,9 +24,8 @@ from bertviz_lite.inspection.views.tokens import mask_encoding
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.tokenization import BertTokenizer
 
-PACKAGE = str(
-    Path(__file__).resolve().parents[1]
-)  # the installed bertviz_lite/: the code whose lines are recorded
+# The installed bertviz_lite/, spelled as its modules' code objects spell their files (not resolved: a link stays).
+PACKAGE = os.path.dirname(os.path.dirname(__file__)) + os.sep
 RETURN = "return"  # the name a return value is recorded under
 SKIPPED_NAMES = {"_", "self"}
 MASKING_SEED = 0  # the masking recorded is BERT's 15% draw with this seed (the Tokens page's first draw)
@@ -155,9 +154,8 @@ def pair_shapes(
         encoding = encode(tokenizer, text_a, text_b, max_length)
         inputs = encoding.to_tensors()
         with torch.inference_mode():
-            model.trace(
-                **inputs, heads=False
-            )  # the heads once, in the fast pass: the decoder costs an encoder
+            # The heads run once, in the fast pass: the decoder over the vocabulary costs as much as the encoder.
+            model.trace(**inputs, heads=False)
             model(inputs["input_ids"], inputs["token_type_ids"], attention_mask=inputs["attention_mask"])
         mask_encoding(encoding, tokenizer, mask_prob=0.15, seed=MASKING_SEED)
 

@@ -1,5 +1,5 @@
-""" "The code" under a view: the package's functions it declares, read from the installed package with this pair's
-shapes (bertviz_lite/inspection/code_listing.py); collapsed in an expander, a toggle in presentation mode."""
+"""The code panel under a view ("The code"): the package's functions the view declares, read from the installed package,
+with this pair's shapes (bertviz_lite/inspection/code_listing.py); collapsed in an expander, a toggle on a slide."""
 
 from __future__ import annotations
 
@@ -17,9 +17,8 @@ LABEL = "The code"
 def show_code(ctx: Context, code: Sequence[Callable], key: str) -> None:
     """The view's code panel, drawn where it is called (after its figure); the source and its shapes are made only
     while it is open. key: the view's name (each view remembers its own panel)."""
-    if (
-        not code
-    ):  # a view that declares none fails tests/inspection/test_code_listing.py; no empty panel meanwhile
+    # A view that declares no code fails tests/inspection/test_code_listing.py; meanwhile it shows no empty panel.
+    if not code:
         return
     if is_present():  # a slide: one toggle row below the figure, which keeps its height
         shown = st.toggle(LABEL, key=f"code_{key}")

@@ -1,4 +1,4 @@
-""" "The code" in a real browser: on a 1280×720 slide every walkthrough step's figure still ends on the screen with the
+"""The code panel in a real browser: on a 1280×720 slide every walkthrough step's figure still ends on the screen with the
 panel's toggle below it (off), and the panel opened shows the source with the default pair's shapes; off a slide, a
 collapsed expander. Measured boxes and screenshots go to tests/artifacts/."""
 

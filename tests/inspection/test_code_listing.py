@@ -1,4 +1,4 @@
-""" "The code" beside every view: declared on each tab and step, read live from the package, with the pair's shapes."""
+"""The code panel beside every view: declared on each tab and step, read live from the package, with the pair's shapes."""
 
 from __future__ import annotations
 
