@@ -14,11 +14,15 @@ def extended_attention_mask(attention_mask: Tensor, dtype: torch.dtype) -> Tenso
     return (1.0 - mask) * torch.finfo(dtype).min
 
 
-def additive_mask(attention_mask: Tensor, dtype: torch.dtype) -> Tensor | None:
-    """The additive mask, or None when every position is attended: the fused kernel is fastest without one."""
-    if bool(attention_mask.all()):
-        return None
-    return extended_attention_mask(attention_mask, dtype)
+def additive_mask(attention_mask: Tensor, dtype: torch.dtype, padded: bool | None = None) -> Tensor | None:
+    """The additive mask, or None when every position is attended: the fused kernel is fastest without one.
+
+    padded: whether any position is masked, when the caller knows it on the host (the trainer, from the batch before
+    it moved); None: found here, which makes the host wait for a GPU.
+    """
+    if padded is None:
+        padded = not bool(attention_mask.all())
+    return extended_attention_mask(attention_mask, dtype) if padded else None
 
 
 def check_head_mask(head_mask: Tensor | None, config: BertConfig) -> Tensor | None:

@@ -43,19 +43,3 @@ class BertPreTrainingHeads(nn.Module):
     def forward(self, sequence_output: Tensor, pooled_output: Tensor) -> tuple[Tensor, Tensor]:
         """(MLM logits (B, T, V), NSP logits (B, 2)), as transformers' BertPreTrainingHeads."""
         return self.predictions(sequence_output), self.seq_relationship(pooled_output)
-
-
-# On the CPU in bf16 autocast, oneDNN keeps a packed bf16 copy of the vocabulary decoder (23 MB for 30,522 words)
-# for every row count it has multiplied, up to 1,024 of them. The number of masked tokens changes every step, so a
-# run grew by ~45 MB a step until the kernel killed it at 24 GB (bench/RESULTS.md). Row counts rounded up to a
-# multiple of this keep a few shapes only.
-CPU_BF16_ROW_BUCKET = 128
-
-
-def bucketed_rows(rows: Tensor) -> Tensor:
-    """`rows` (M, H), followed by zero rows up to a multiple of CPU_BF16_ROW_BUCKET when the CPU runs in bf16
-    autocast (elsewhere as they are); the caller keeps the first M outputs, so nothing else changes."""
-    if rows.device.type != "cpu" or not torch.is_autocast_enabled("cpu"):
-        return rows
-    extra = -rows.shape[0] % CPU_BF16_ROW_BUCKET
-    return torch.cat([rows, rows.new_zeros(extra, rows.shape[1])]) if extra else rows

@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from bertviz_lite.model.attention_masks import additive_mask, check_head_mask
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.embeddings import BertEmbeddings
-from bertviz_lite.model.heads import BertPreTrainingHeads, bucketed_rows
+from bertviz_lite.model.heads import BertPreTrainingHeads
 from bertviz_lite.model.outputs import (
     BertForPreTrainingOutput,
     BertModelOutput,
@@ -226,14 +226,49 @@ class BertModel(nn.Module):
         token_type_ids: Tensor | None = None,
         attention_mask: Tensor | None = None,
         position_ids: Tensor | None = None,
+        *,
+        padded: bool | None = None,
     ) -> BertModelOutput:
-        """Fast encoder pass (fused attention kernel)."""
+        """Fast encoder pass (fused attention kernel); `padded` as `attention_masks.additive_mask` takes it."""
         input_ids, token_type_ids, attention_mask, position_ids = self.prepare_inputs(
             input_ids, token_type_ids, attention_mask, position_ids
         )
         hidden = self.embeddings(input_ids, token_type_ids, position_ids)
-        hidden = self.encoder(hidden, additive_mask(attention_mask, hidden.dtype))
+        hidden = self.encoder(hidden, additive_mask(attention_mask, hidden.dtype, padded))
         return BertModelOutput(hidden, self.pooler(hidden))
+
+
+# The MLM head's rows come in multiples of this. On the CPU in bf16 autocast, oneDNN keeps a packed bf16 copy of the
+# vocabulary decoder (23 MB for 30,522 words) for every row count it has multiplied, up to 1,024 of them; with the
+# masked count changing every step a run grew by ~45 MB a step until the kernel killed it at 24 GB
+# (bench/RESULTS.md). Row counts rounded up keep a few shapes only.
+ROW_BUCKET = 128
+
+
+def labelled_positions(labels: Tensor, capacity: int | None = None) -> Tensor:
+    """The flat indices (b * T + t) of the labelled positions of `labels` (B, T), in order, then unlabelled ones up
+    to `capacity` rows (default: the count rounded up to a multiple of ROW_BUCKET, at most B * T).
+
+    Their labels are -100, so the loss over the rows is the loss over the labelled positions. Counting is a host sync
+    for a tensor on a GPU: the trainer calls this on the batch before it moves.
+    """
+    chosen = labels.reshape(-1) != IGNORE_INDEX
+    count = int(chosen.sum())
+    if capacity is None:
+        capacity = min(-(-count // ROW_BUCKET) * ROW_BUCKET, chosen.numel())
+    if not count <= capacity <= chosen.numel():
+        raise ValueError(
+            f"capacity ({capacity}) must hold the {count} labelled positions and at most all {chosen.numel()}"
+        )
+    return torch.argsort(~chosen, stable=True)[:capacity]  # False (labelled) sorts first
+
+
+def labelled_mean_loss(logits: Tensor, labels: Tensor) -> Tensor:
+    """Cross-entropy averaged over the rows whose label is not -100; 0 (still backpropagating) when none is.
+
+    Divided on the device, so that nothing waits for it (`F.cross_entropy`'s mean gives the same number)."""
+    total = F.cross_entropy(logits.float(), labels, ignore_index=IGNORE_INDEX, reduction="sum")
+    return total / (labels != IGNORE_INDEX).sum().clamp(min=1)
 
 
 def _want(requested: bool | None, available: bool) -> bool:
@@ -284,9 +319,11 @@ class BertForPreTraining(nn.Module):
         token_type_ids: Tensor | None = None,
         attention_mask: Tensor | None = None,
         position_ids: Tensor | None = None,
+        *,
+        padded: bool | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Fast encoder pass: (last hidden state (B, T, H), pooled (B, H))."""
-        out = self.bert(input_ids, token_type_ids, attention_mask, position_ids)
+        out = self.bert(input_ids, token_type_ids, attention_mask, position_ids, padded=padded)
         return out.last_hidden_state, out.pooler_output
 
     def forward(
@@ -330,21 +367,27 @@ class BertForPreTraining(nn.Module):
         attention_mask: Tensor,
         labels: Tensor,
         next_sentence_label: Tensor,
+        *,
+        mlm_positions: Tensor | None = None,
+        padded: bool | None = None,
     ) -> PretrainingOutput:
-        """MLM + NSP loss; only the masked positions are projected onto the vocabulary."""
-        hidden, pooled = self.encode(input_ids, token_type_ids, attention_mask)
-        chosen = labels != IGNORE_INDEX  # (B, T)
-        mlm_labels = labels[chosen]  # (M,)
-        mlm_logits = self.cls.predictions(bucketed_rows(hidden[chosen]))[: mlm_labels.shape[0]]  # (M, V)
-        if mlm_labels.numel():
-            mlm_loss = F.cross_entropy(mlm_logits.float(), mlm_labels)
-        else:  # a batch with nothing masked still gives a loss that backpropagates
-            mlm_loss = mlm_logits.float().sum() * 0.0
+        """MLM + NSP loss; only the labelled positions are projected onto the vocabulary.
+
+        mlm_positions (K,): `labelled_positions(labels, K)`, made on the host before the batch moves (as the trainer
+        does), so that the step neither waits for the device nor changes shape from batch to batch; by default it is
+        made here, which waits for a GPU. padded: as `attention_masks.additive_mask` takes it.
+        """
+        hidden, pooled = self.encode(input_ids, token_type_ids, attention_mask, padded=padded)
+        if mlm_positions is None:
+            mlm_positions = labelled_positions(labels).to(labels.device)
+        mlm_labels = labels.reshape(-1)[mlm_positions]  # (K,): -100 after the labelled ones
+        rows = hidden.reshape(-1, hidden.shape[-1])[mlm_positions]  # (K, H)
+        mlm_logits = self.cls.predictions(rows)  # (K, V)
+        mlm_loss = labelled_mean_loss(mlm_logits, mlm_labels)
         nsp_logits = self.cls.seq_relationship(pooled)
-        if (next_sentence_label != IGNORE_INDEX).any():  # -100: a lone sentence, no NSP question
-            nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label)
-        else:
-            nsp_loss = nsp_logits.float().sum() * 0.0
+        nsp_loss = labelled_mean_loss(
+            nsp_logits, next_sentence_label
+        )  # -100: a lone sentence, no NSP question
         return PretrainingOutput(mlm_loss + nsp_loss, mlm_loss, nsp_loss, mlm_logits, mlm_labels, nsp_logits)
 
     @torch.no_grad()

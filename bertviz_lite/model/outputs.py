@@ -116,11 +116,11 @@ class BertForPreTrainingOutput:
 
 @dataclass
 class PretrainingOutput:
-    """Losses of one pre-training step; MLM logits only at the masked positions."""
+    """Losses of one pre-training step; MLM logits only at the rows `labelled_positions` chose."""
 
     loss: Tensor
     mlm_loss: Tensor
     nsp_loss: Tensor
-    mlm_logits: Tensor  # (M, V) for the M masked positions
-    mlm_labels: Tensor  # (M,)
+    mlm_logits: Tensor  # (K, V): the M labelled positions first, then K - M rows whose label is -100
+    mlm_labels: Tensor  # (K,)
     nsp_logits: Tensor  # (B, 2)

@@ -218,6 +218,8 @@ class PretrainingCollator:
     single_fraction: float = (
         0.0  # this share of pairs is given as sentence A alone, NSP label -100 (no question)
     )
+    # Every batch max_length tokens long (one shape for a compiled step), padded after masking: the same batches.
+    pad_to_max_length: bool = False
     _random_token_ids: torch.Tensor = field(init=False, repr=False)
     _is_continuation: torch.Tensor = field(init=False, repr=False)  # (vocab_size,) True for "##" pieces
     _is_content: torch.Tensor = field(
@@ -269,7 +271,24 @@ class PretrainingCollator:
         )
         if content is not None:
             batch["content_mask"] = content
+        if self.pad_to_max_length:
+            batch = padded_to(batch, self.max_length, self.tokenizer.pad_token_id)
         return batch
+
+
+# What a padding position holds in each tensor of a batch (0 where not named).
+PAD_VALUES = {"labels": IGNORE_INDEX, "special_tokens_mask": 1}
+
+
+def padded_to(batch: dict[str, torch.Tensor], length: int, pad_token_id: int) -> dict[str, torch.Tensor]:
+    """The batch's (B, T) tensors padded on the right to `length` tokens ([PAD], label -100, not attended)."""
+    values = {**PAD_VALUES, "input_ids": pad_token_id}
+    return {
+        name: torch.nn.functional.pad(tensor, (0, length - tensor.shape[1]), value=values.get(name, 0))
+        if tensor.dim() == 2
+        else tensor
+        for name, tensor in batch.items()
+    }
 
 
 def pad_encodings(encodings: Sequence[Encoding], pad_token_id: int) -> dict[str, torch.Tensor]:

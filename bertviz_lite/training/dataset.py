@@ -108,8 +108,9 @@ def prepare_data(
     return TrainingData(tokenizer, train_pairs, eval_pairs[: args.eval_pairs], probe_pair(documents))
 
 
-def collator(args: TrainingArguments, tokenizer: BertTokenizer) -> PretrainingCollator:
-    """Builds masked batches of args.seq_len tokens, masking args.mask_prob of them (of whole words with --whole-word-mask)."""
+def collator(args: TrainingArguments, tokenizer: BertTokenizer, static: bool = False) -> PretrainingCollator:
+    """Builds masked batches of args.seq_len tokens, masking args.mask_prob of them (of whole words with --whole-word-mask);
+    with `static`, every batch is padded to args.seq_len (a compiled step's one shape)."""
     return PretrainingCollator(
         tokenizer,
         args.seq_len,
@@ -117,4 +118,5 @@ def collator(args: TrainingArguments, tokenizer: BertTokenizer) -> PretrainingCo
         whole_word_mask=args.whole_word_mask,
         mask_repeats=args.mask_repeats,
         single_fraction=args.single_sentences,
+        pad_to_max_length=static,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from bertviz_lite.model.modeling import IGNORE_INDEX, BertForPreTraining
+from bertviz_lite.model.modeling import IGNORE_INDEX, BertForPreTraining, labelled_positions
 
 ADAM_EPS = 1e-6  # BERT's
 
@@ -31,40 +31,57 @@ def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.op
 class PretrainingStep(nn.Module):
     """Wraps BertForPreTraining so that DistributedDataParallel sees `pretraining_loss` as its forward.
 
-    With `copy_penalty` > 0 the loss adds that weight times `copy_loss` (the batch needs a content_mask).
+    With `copy_penalty` > 0 the loss adds that weight times `copy_loss` (the batch needs a content_mask). A batch's
+    `mlm_positions` (`labelled_positions` made on the host) and `padded` (whether its attention_mask masks anything,
+    known on the host) keep the step from waiting for the device; without them the model finds both.
     """
 
     def __init__(self, model: BertForPreTraining, copy_penalty: float = 0.0):
         super().__init__()
         self.model, self.copy_penalty = model, copy_penalty
 
-    def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, ...]:
+    def forward(self, batch: dict[str, Tensor], padded: bool | None = None) -> tuple[Tensor, ...]:
         out = self.model.pretraining_loss(
             batch["input_ids"],
             batch["token_type_ids"],
             batch["attention_mask"],
             batch["labels"],
             batch["next_sentence_label"],
+            mlm_positions=batch.get("mlm_positions"),
+            padded=padded,
         )
         loss = out.loss
-        if self.copy_penalty and out.mlm_labels.numel():
+        if self.copy_penalty:
             loss = loss + self.copy_penalty * copy_loss(out.mlm_logits, batch)
         return loss, out.mlm_loss, out.nsp_loss, out.mlm_logits, out.mlm_labels, out.nsp_logits
 
 
 def copy_loss(mlm_logits: Tensor, batch: dict[str, Tensor]) -> Tensor:
     """Unlikelihood of copying: the mean over masked positions of -sum log(1 - p(w)) over the content words w
-    visible in the same pair (other than the answer), so a guess taken from the sentence costs."""
-    labels = batch["labels"]
-    chosen = labels != IGNORE_INDEX
-    visible = batch["content_mask"].bool() & ~chosen  # (B, T) content words the model can see
-    seen = torch.zeros(labels.shape[0], mlm_logits.shape[-1], dtype=torch.bool, device=labels.device)
-    seen[visible.nonzero(as_tuple=True)[0], batch["input_ids"][visible]] = True  # (B, V)
-    rows = chosen.nonzero(as_tuple=True)[0]
-    penalised = seen[rows]
-    penalised[torch.arange(len(rows), device=rows.device), labels[chosen]] = False
+    visible in the same pair (other than the answer), so a guess taken from the sentence costs.
+
+    mlm_logits (K, V) are the rows of `batch["mlm_positions"]` (default: the first K of `labelled_positions`); rows
+    labelled -100 cost nothing. Nothing here waits for the device.
+    """
+    labels, input_ids = batch["labels"], batch["input_ids"]  # (B, T)
+    positions = batch.get("mlm_positions")
+    if positions is None:
+        positions = labelled_positions(labels, mlm_logits.shape[0]).to(labels.device)
+    visible = batch["content_mask"].bool() & (
+        labels == IGNORE_INDEX
+    )  # (B, T) content words the model can see
+    seen = torch.zeros(labels.shape[0], mlm_logits.shape[-1], dtype=torch.uint8, device=labels.device)
+    seen.scatter_reduce_(
+        1, input_ids, visible.to(torch.uint8), reduce="amax"
+    )  # (B, V) 1 where the pair shows it
+    row_labels = labels.reshape(-1)[positions]  # (K,)
+    answered = row_labels != IGNORE_INDEX
+    penalised = seen[positions // labels.shape[1]].bool()  # (K, V): the words of each row's pair
+    penalised.scatter_(1, row_labels.clamp(min=0)[:, None], False)  # the answer is no copy
+    penalised &= answered[:, None]
     probs = mlm_logits.float().softmax(dim=-1)
-    return -(torch.log1p(-probs.clamp(max=1 - 1e-6)) * penalised).sum(dim=-1).mean()
+    per_row = -(torch.log1p(-probs.clamp(max=1 - 1e-6)) * penalised).sum(dim=-1)  # (K,)
+    return per_row.sum() / answered.sum().clamp(min=1)
 
 
 def use_bf16(dtype: str, device: torch.device) -> bool:
@@ -78,14 +95,16 @@ def optimizer_step(
     batch: dict[str, Tensor],
     max_grad_norm: float,
     dtype: str = "auto",
+    padded: bool | None = None,
 ) -> tuple[tuple[Tensor, ...], Tensor]:
     """Forward (bf16 autocast as `dtype` says), backward, clip, update: (the module's outputs, gradient norm).
 
-    `step_module(batch)` returns a tuple whose first element is the loss.
+    `step_module(batch)` returns a tuple whose first element is the loss; `padded`, when the caller knows it, is
+    passed on (`step_module(batch, padded=…)`, as PretrainingStep takes it). Nothing here waits for the device.
     """
     device = batch["input_ids"].device
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16(dtype, device)):
-        outputs = step_module(batch)
+        outputs = step_module(batch) if padded is None else step_module(batch, padded=padded)
     outputs[0].backward()
     params = [p for group in optimizer.param_groups for p in group["params"]]
     grad_norm = nn.utils.clip_grad_norm_(params, max_grad_norm, foreach=True)
@@ -109,7 +128,7 @@ STAT_NAMES = (
 
 
 def step_stats(outputs: tuple[Tensor, ...], batch: dict[str, Tensor]) -> Tensor:
-    """STAT_NAMES sums for one step, as one float64 tensor on the model's device."""
+    """STAT_NAMES sums for one step, as one float64 tensor on the model's device (nothing waits for it)."""
     loss, mlm_loss, nsp_loss, mlm_logits, mlm_labels, nsp_logits = outputs
     mlm_correct = (mlm_logits.detach().argmax(-1) == mlm_labels).sum()
     nsp_correct = (nsp_logits.detach().argmax(-1) == batch["next_sentence_label"]).sum()
@@ -118,7 +137,7 @@ def step_stats(outputs: tuple[Tensor, ...], batch: dict[str, Tensor]) -> Tensor:
         mlm_loss.detach(),
         nsp_loss.detach(),
         mlm_correct,
-        mlm_labels.new_tensor(mlm_labels.numel()),
+        (mlm_labels != IGNORE_INDEX).sum(),
         nsp_correct,
         (batch["next_sentence_label"] != IGNORE_INDEX).sum(),
         batch["attention_mask"].sum(),

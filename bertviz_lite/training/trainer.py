@@ -30,6 +30,7 @@ from bertviz_lite.loading.run_folder import (
     write_status,
 )
 from bertviz_lite.text.tokenization import BertTokenizer
+from bertviz_lite.training.compiled_step import RowCapacity, compiled, host_padded, static_batch, use_compile
 from bertviz_lite.training.dataset import batch_indices, collator
 from bertviz_lite.training.distributed import Distributed, resolve_device
 from bertviz_lite.training.optimization import (
@@ -105,7 +106,9 @@ class Trainer:
         prepared = prepared or prepare_run(args, self.distributed, tokenizer, resume)
         self.data, self.resumed_from = prepared.data, prepared.resumed_from
         self.model, self.config = prepared.model.to(self.device), prepared.model.config
-        self.collator = collator(args, self.tokenizer)
+        self.compiled = use_compile(args.compile, self.device)  # and so one shape per step (compiled_step.py)
+        self.collator = collator(args, self.tokenizer, static=self.compiled)
+        self._rows = RowCapacity() if self.compiled else None
         dist = self.distributed
         self._batches = batch_indices(
             len(self.train_pairs), args.batch_size, args.seed, dist.rank, dist.world_size
@@ -113,6 +116,8 @@ class Trainer:
         self._mask_generator = torch.Generator().manual_seed(args.seed * 1009 + 1 + dist.rank)
         self.optimizer = make_optimizer(self.model, args.lr, args.weight_decay)
         self._step_module = self._wrap_for_processes(PretrainingStep(self.model, args.copy_penalty))
+        if self.compiled:
+            self._step_module = compiled(self._step_module)
         self.prefetch = (
             PREFETCH_DEPTH if self.device.type == "cuda" else 0
         )  # a CPU's spare core is the server's
@@ -148,20 +153,24 @@ class Trainer:
     # ---- one step ------------------------------------------------------------------------------
 
     def next_batch(self) -> dict[str, Tensor]:
-        """The next training batch of this process's shard, freshly masked."""
+        """The next training batch of this process's shard, freshly masked (with its MLM rows when compiled)."""
         pairs = [self.train_pairs[i] for i in next(self._batches)]
-        return self.collator(pairs, self._mask_generator)
+        batch = self.collator(pairs, self._mask_generator)
+        return static_batch(batch, self._rows, pin=self.device.type == "cuda")
 
     def train_step(self, batch: dict[str, Tensor]) -> Tensor:
-        """One optimizer step (warm-up/decay lr, clipping, AdamW); returns the STAT_NAMES sums."""
+        """One optimizer step (warm-up/decay lr, clipping, AdamW); returns the STAT_NAMES sums, on the device.
+
+        `batch` comes from the host (next_batch); nothing here waits for the device."""
         self.step += 1
         self._lr = learning_rate(self.step, self.args.lr, self.args.warmup, self.args.steps)
         for group in self.optimizer.param_groups:
             group["lr"] = self._lr
+        padded = host_padded(batch)
         batch = {name: tensor.to(self.device, non_blocking=True) for name, tensor in batch.items()}
         self.model.train()
         outputs, self._grad_norm = optimizer_step(
-            self._step_module, self.optimizer, batch, self.args.max_grad_norm, self.args.dtype
+            self._step_module, self.optimizer, batch, self.args.max_grad_norm, self.args.dtype, padded
         )
         return step_stats(outputs, batch)
 

@@ -22,94 +22,14 @@ from bertviz_lite.loading.pretrained import MINILM, minilm_dir, resolve_source
 from bertviz_lite.loading.run_folder import RunFolder, new_run_folder, validate_run_name
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.text.tokenization import MAX_POSITIONS, MIN_TRAIN_VOCAB_SIZE
+from bertviz_lite.training.presets import PRESETS
 
-PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": {
-        "config": {
-            "hidden_size": 128,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "intermediate_size": 512,
-            "max_position_embeddings": 128,
-            "hidden_dropout_prob": 0.0,
-            "attention_probs_dropout_prob": 0.0,
-        },
-        "vocab_size": 1000,
-        "seq_len": 64,
-        "batch_size": 32,
-        "steps": 1000,
-        "lr": 2e-3,
-        "warmup": 30,
-        "log_every": 5,
-        "eval_every": 50,
-        "snapshot_every": 25,
-        "save_every": 100,
-    },
-    "classroom": {  # the tiny model, sized to finish within 2 minutes on 2 CPU cores: start it, teach, show it
-        "config": {
-            "hidden_size": 128,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "intermediate_size": 512,
-            "max_position_embeddings": 128,
-            "hidden_dropout_prob": 0.0,
-            "attention_probs_dropout_prob": 0.0,
-        },
-        "vocab_size": 1000,
-        "seq_len": 64,
-        "batch_size": 32,
-        "steps": 800,
-        "lr": 2e-3,
-        "warmup": 30,
-        "log_every": 5,
-        "eval_every": 25,
-        "snapshot_every": 20,
-        "save_every": 100,
-    },
-    "small": {
-        "config": {
-            "hidden_size": 256,
-            "num_hidden_layers": 4,
-            "num_attention_heads": 4,
-            "intermediate_size": 1024,
-            "max_position_embeddings": 512,
-        },
-        "vocab_size": 8000,
-        "seq_len": 128,
-        "batch_size": 16,
-        "steps": 2000,
-        "lr": 5e-4,
-        "warmup": 200,
-        "log_every": 10,
-        "eval_every": 200,
-        "snapshot_every": 100,
-        "save_every": 500,
-    },
-    "base": {
-        "config": {
-            "hidden_size": 768,
-            "num_hidden_layers": 12,
-            "num_attention_heads": 12,
-            "intermediate_size": 3072,
-            "max_position_embeddings": 512,
-        },
-        "vocab_size": 30522,
-        "seq_len": 128,
-        "batch_size": 32,
-        "steps": 10000,
-        "lr": 1e-4,
-        "warmup": 1000,
-        "log_every": 20,
-        "eval_every": 500,
-        "snapshot_every": 500,
-        "save_every": 1000,
-    },
-}
 CONFIG_OVERRIDES = tuple(
     f.name for f in dataclasses.fields(BertConfig) if f.name not in ("vocab_size", "pad_token_id")
 )
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "fp32", "bf16")  # auto: bf16 autocast on CUDA, float32 on CPU
+COMPILE_CHOICES = ("auto", "on", "off")  # auto: on on CUDA, off on CPU
 GROUPS = ("Run", "Model", "Data", "Optimisation", "Logging")  # the form's sections ("Run": its top row)
 MAX_PARAMETERS = 350_000_000  # the largest model a run may train (loading allows limits.max_parameters())
 MAX_TENSOR_ELEMENTS = 2**31  # the largest activation of one layer in one step (8 GiB in float32)
@@ -398,6 +318,17 @@ class TrainingArguments:
         group="Run",
         choices=DTYPES,
         help="auto (bf16 autocast on CUDA, float32 on CPU), fp32, or bf16 (autocast on CPU too)",
+    )
+    compile: str = option(
+        "auto",
+        label="Compile the step",
+        group="Optimisation",
+        choices=COMPILE_CHOICES,
+        help=(
+            "compile the training step with torch.compile, on shapes that stay the same from step to step (pairs "
+            "padded to seq_len, the MLM head on a fixed number of rows): auto turns it on on CUDA, where the compiled "
+            "step is faster, and off on the CPU, where compiling (a minute or more) costs more than a short run saves"
+        ),
     )
     log_every: int | None = every("Log every", "write a metrics line every N steps")
     eval_every: int | None = every("Evaluate every", "evaluate on the held-out pairs every N steps")

@@ -6,8 +6,7 @@ import transformers
 
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.embeddings import sinusoidal_position_table
-from bertviz_lite.model.heads import CPU_BF16_ROW_BUCKET, bucketed_rows
-from bertviz_lite.model.modeling import BertForPreTraining
+from bertviz_lite.model.modeling import ROW_BUCKET, BertForPreTraining, labelled_positions
 
 TINY = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
 
@@ -201,7 +200,9 @@ def test_pretraining_loss_uses_only_masked_positions():
     out = model.pretraining_loss(ids, tt, am, labels, torch.tensor([0, 1, 0]))
     full = model.mlm_logits(ids, tt, attention_mask=am)
     expected_mlm = torch.nn.functional.cross_entropy(full[labels != -100], labels[labels != -100])
-    assert out.mlm_logits.shape == (2, TINY["vocab_size"])
+    assert out.mlm_logits.shape == (ids.numel(), TINY["vocab_size"])  # fewer than ROW_BUCKET: every position
+    assert out.mlm_labels[:2].tolist() == [17, 42] and (out.mlm_labels[2:] == -100).all()
+    torch.testing.assert_close(out.mlm_logits[:2], full[labels != -100], atol=1e-5, rtol=1e-5)
     assert torch.allclose(out.mlm_loss, expected_mlm, atol=1e-6)
     assert torch.allclose(out.loss, out.mlm_loss + out.nsp_loss)
     nothing = model.pretraining_loss(ids, tt, am, torch.full_like(ids, -100), torch.tensor([0, 1, 0]))
@@ -214,23 +215,35 @@ def test_pretraining_loss_uses_only_masked_positions():
     assert no_question.nsp_loss.item() == 0.0 and torch.allclose(no_question.loss, out.mlm_loss)
 
 
-def test_cpu_bf16_projects_masked_rows_in_buckets_and_keeps_the_same_logits():
-    """oneDNN caches a packed decoder per row count in bf16; rows go in padded to a bucket, logits come out as many
-    as the masked tokens and equal to those of the unpadded rows, and the loss still backpropagates."""
+def test_labelled_positions_come_first_and_fill_a_bucket_with_unlabelled_ones():
+    labels = torch.full((3, 100), -100)
+    labels[0, 5], labels[2, 1], labels[1, 99] = 1, 2, 3
+    positions = labelled_positions(labels)
+    assert positions.shape == (ROW_BUCKET,) and positions[:3].tolist() == [5, 199, 201]
+    assert (labels.reshape(-1)[positions[3:]] == -100).all() and positions.unique().numel() == ROW_BUCKET
+    assert labelled_positions(labels, 3).tolist() == [5, 199, 201]
+    assert labelled_positions(labels[:, :10]).shape == (30,)  # never more rows than positions
+    with pytest.raises(ValueError, match=r"capacity \(2\) must hold the 3 labelled positions"):
+        labelled_positions(labels, 2)
+
+
+def test_cpu_bf16_projects_masked_rows_in_buckets_and_keeps_the_same_loss():
+    """oneDNN caches a packed decoder per row count in bf16: the rows go in as a multiple of ROW_BUCKET (the unlabelled
+    ones labelled -100), their loss is the loss of the labelled rows alone, and it still backpropagates."""
     model = BertForPreTraining(BertConfig(**TINY)).eval()
-    ids, tt, am = padded_pair_batch()
+    ids, tt, am = [x.repeat(20, 1) for x in padded_pair_batch()]  # 60 pairs: more positions than a bucket
     labels = torch.full_like(ids, -100)
     labels[0, 2], labels[1, 1], labels[2, 3] = 17, 42, 5
-    rows = torch.randn(3, TINY["hidden_size"])
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert bucketed_rows(rows).shape == (CPU_BF16_ROW_BUCKET, TINY["hidden_size"])
-        assert torch.equal(bucketed_rows(rows)[:3], rows)
-        out = model.pretraining_loss(ids, tt, am, labels, torch.tensor([0, 1, 0]))
+        out = model.pretraining_loss(ids, tt, am, labels, torch.tensor([0, 1, 0] * 20))
         hidden, _ = model.encode(ids, tt, am)
         plain = model.cls.predictions(hidden[labels != -100])
-    assert bucketed_rows(rows) is rows  # no autocast: as they are
-    assert out.mlm_logits.shape == (3, TINY["vocab_size"])
-    torch.testing.assert_close(out.mlm_logits.float(), plain.float(), atol=2e-2, rtol=2e-2)  # bf16 rounding
+    assert out.mlm_logits.shape == (ROW_BUCKET, TINY["vocab_size"])
+    torch.testing.assert_close(
+        out.mlm_logits[:3].float(), plain.float(), atol=2e-2, rtol=2e-2
+    )  # bf16 rounding
+    expected = torch.nn.functional.cross_entropy(plain.float(), labels[labels != -100])
+    torch.testing.assert_close(out.mlm_loss, expected, atol=1e-2, rtol=1e-2)
     out.loss.backward()
     assert torch.isfinite(model.cls.predictions.decoder.weight.grad).all()
 

@@ -1,0 +1,69 @@
+"""The training step made for a GPU (`--compile`): one shape per run, nothing that waits for the device, one graph.
+
+A GPU step is fast only if the host never waits for it and `torch.compile` sees the same shapes every time (issue 34:
+on an H100 BERT-base's step left the GPU idle 40% of the time). So, with `--compile`:
+- every batch is `seq_len` tokens long (the collator pads after masking: the same batches as without it);
+- the MLM head runs on a fixed number of rows (`RowCapacity`): the labelled positions, found on the host before the
+  batch moves, then unlabelled ones (label -100) up to the capacity, instead of `hidden[labels != -100]`, whose
+  size the host must read from the device and which changes every batch;
+- whether the batch has padding is read on the host too (`host_padded`), so the attention mask goes to SDPA's fused
+  kernels as it is or not at all (no padding: the flash kernel, which takes no mask);
+- losses and statistics stay on the device until a logging step (the trainer's window of sums).
+Without `--compile` the step is the same code with shapes that follow the batch (shorter batches cost less on a CPU).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from bertviz_lite.model.modeling import IGNORE_INDEX, ROW_BUCKET, labelled_positions
+
+
+def use_compile(choice: str, device: torch.device) -> bool:
+    """Whether `--compile` (auto, on, off) compiles the step: auto means on CUDA only.
+
+    On an H100 the compiled step was faster at every size measured (issue 34's table); on 2 CPU cores compiling takes
+    longer than a classroom run lasts (bench/RESULTS.md, "Compiled step on the CPU").
+    """
+    return choice == "on" or (choice == "auto" and device.type == "cuda")
+
+
+def compiled(module: nn.Module, backend: str = "inductor", fullgraph: bool = False) -> nn.Module:
+    """`module` compiled for the shapes it is first called with (a new shape compiles again: dynamo counts it).
+
+    fullgraph stays off for the trainer: DistributedDataParallel's compiled form breaks the graph at its gradient
+    buckets on purpose; the tests turn it on (and a cheap backend) to show that the step itself has no break."""
+    return torch.compile(module, dynamic=False, backend=backend, fullgraph=fullgraph)
+
+
+class RowCapacity:
+    """How many rows the MLM head takes in a compiled step: the first batch's labelled count with a margin of six
+    standard deviations (masking is a coin per token), rounded up to ROW_BUCKET; grown, never shrunk, in the rare
+    batch with more, which costs one recompilation."""
+
+    def __init__(self) -> None:
+        self.capacity: int | None = None
+
+    def positions(self, labels: Tensor) -> Tensor:
+        """`labelled_positions(labels, capacity)` (K,), on the host batch before it moves."""
+        count = int((labels != IGNORE_INDEX).sum())
+        if self.capacity is None or count > self.capacity:
+            margin = count + 6 * math.sqrt(count) + 1
+            self.capacity = min(math.ceil(margin / ROW_BUCKET) * ROW_BUCKET, labels.numel())
+        return labelled_positions(labels, self.capacity)
+
+
+def host_padded(batch: dict[str, Tensor]) -> bool:
+    """Whether any position of the batch is padding, read while the batch is on the host (no wait for a GPU)."""
+    return not bool(batch["attention_mask"].all())
+
+
+def static_batch(batch: dict[str, Tensor], rows: RowCapacity | None, pin: bool) -> dict[str, Tensor]:
+    """The host batch with its `mlm_positions` when `rows` is given, in pinned memory when `pin` (for a copy to a GPU
+    that does not block)."""
+    if rows is not None:
+        batch = {**batch, "mlm_positions": rows.positions(batch["labels"])}
+    return {name: tensor.pin_memory() for name, tensor in batch.items()} if pin else batch

@@ -1,0 +1,104 @@
+"""The compiled, sync-free step (`--compile`, training/compiled_step.py): the same losses as the step before it, one
+graph for every batch of a run, the MLM rows found on the host."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+import torch._dynamo
+import torch.nn.functional as F
+from torch._dynamo.utils import counters
+
+from bertviz_lite.model.modeling import IGNORE_INDEX, ROW_BUCKET
+from bertviz_lite.training import trainer as trainer_module
+from bertviz_lite.training.cli import build_parser
+from bertviz_lite.training.compiled_step import RowCapacity, compiled, host_padded, use_compile
+from bertviz_lite.training.optimization import PretrainingStep
+from bertviz_lite.training.trainer import Trainer
+from tests.training.test_trainer import TINY_CONFIG, tiny_args
+
+LONGER = {**TINY_CONFIG, "max_position_embeddings": 64}  # pairs shorter than seq_len: padding to a static shape
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _old_step_loss(model, batch) -> torch.Tensor:
+    """The step before issue 34, spelt out: the labelled rows gathered by a boolean mask, means by cross_entropy."""
+    hidden, pooled = model.encode(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+    chosen = batch["labels"] != IGNORE_INDEX
+    mlm = F.cross_entropy(model.cls.predictions(hidden[chosen]).float(), batch["labels"][chosen])
+    nsp = F.cross_entropy(model.cls.seq_relationship(pooled).float(), batch["next_sentence_label"])
+    return mlm + nsp
+
+
+def _gradients(model) -> dict[str, torch.Tensor]:
+    grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    return grads
+
+
+def test_the_static_step_gives_the_old_steps_loss_and_gradients_on_the_same_batch(tmp_path):
+    trainer = Trainer(tiny_args(tmp_path, compile="on", seq_len=64, config=LONGER))  # built, not run: nothing compiles yet
+    batch = trainer.next_batch()
+    assert batch["input_ids"].shape == (8, 64) and host_padded(batch)  # padded to seq_len
+    assert batch["mlm_positions"].shape == (trainer._rows.capacity,)
+    model = trainer.model.train()  # the tiny preset has no dropout
+    new = PretrainingStep(model)(batch, padded=True)[0]
+    new.backward()
+    new_grads = _gradients(model)
+    length = int(batch["attention_mask"].sum(1).max())  # the old step saw the batch cut to its longest pair
+    old = _old_step_loss(model, {name: t[:, :length] if t.dim() == 2 else t for name, t in batch.items()})
+    old.backward()
+    old_grads = _gradients(model)
+    torch.testing.assert_close(new, old, atol=1e-5, rtol=1e-5)
+    assert new_grads.keys() == old_grads.keys()
+    for name, grad in new_grads.items():
+        torch.testing.assert_close(grad, old_grads[name], atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_a_compiled_run_traces_one_graph_without_a_break_and_never_recompiles(tmp_path, monkeypatch):
+    """dynamo alone (backend "eager"), whole graph required: the shapes and the graph are what this checks; inductor's
+    code generation, a minute on 2 cores, is the bench's (bench/train_throughput.py --compile)."""
+    monkeypatch.setattr(
+        trainer_module, "compiled", functools.partial(compiled, backend="eager", fullgraph=True)
+    )
+    torch._dynamo.reset()
+    counters.clear()
+    args = tiny_args(
+        tmp_path, compile="on", steps=5, whole_word_mask=True, mask_repeats=True, copy_penalty=1.0
+    )
+    trainer = Trainer(args)
+    assert trainer.train().state == "finished"
+    assert counters["stats"]["unique_graphs"] == 1 and not counters["recompiles"]
+    assert counters["stats"]["calls_captured"] > 0
+
+
+def test_row_capacity_holds_every_batch_and_grows_only_when_one_needs_more():
+    rows = RowCapacity()
+    labels = torch.full((4, 128), IGNORE_INDEX)
+    labels[:, :15] = 1  # 60 labelled
+    assert rows.positions(labels).shape == (ROW_BUCKET,) and rows.capacity == ROW_BUCKET  # 60 + 6·√60 < 128
+    labels[:, 15:30] = 1  # 120: still fits
+    assert rows.positions(labels).shape == (ROW_BUCKET,)
+    labels[:, 30:40] = 1  # 160: one more bucket (and one recompilation)
+    assert rows.positions(labels).shape == (2 * ROW_BUCKET,)
+    labels[:, 20:] = IGNORE_INDEX
+    assert rows.capacity == 2 * ROW_BUCKET and rows.positions(labels).shape == (2 * ROW_BUCKET,)
+    assert RowCapacity().positions(labels[:1, :30]).shape == (30,)  # never more rows than positions
+
+
+def test_compile_is_an_option_on_by_default_on_cuda_only():
+    text = " ".join(build_parser().format_help().split())
+    assert "--compile {auto,on,off} compile the training step with torch.compile" in text
+    assert "(default: auto)" in text.split("--compile", 1)[1]
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert [use_compile(c, cpu) for c in ("auto", "on", "off")] == [False, True, False]
+    assert [use_compile(c, cuda) for c in ("auto", "on", "off")] == [True, True, False]
