@@ -1,36 +1,71 @@
-"""Training-step throughput: our BertForPreTraining vs transformers' BertForPreTraining, same batches, same optimizer.
+"""Training-step throughput: our BertForPreTraining against transformers' best (eager, sdpa, compiled), same batches.
 
-    python bench/train_throughput.py                       # small preset on CPU, 2 threads
-    python bench/train_throughput.py --device cuda         # bf16 autocast on a GPU
-    python bench/train_throughput.py --dtype bf16          # bf16 autocast on the CPU (AVX512-BF16 / AMX)
+    python bench/train_throughput.py                                   # small preset on the CPU, 2 threads
+    python bench/train_throughput.py --size base --batch 64 --seq-len 128 --device cuda
+    python bench/train_throughput.py --size base --batch 64 --device cuda --profile     # where a step's time goes
+    python bench/train_throughput.py --ours eager compiled --theirs eager sdpa          # which sides run
 
-Both sides run the engine's `optimizer_step` (forward, backward, clip to 1.0, AdamW with BERT's
-weight-decay groups) on the same masked batches (16 x 128 tokens, 15% masked, no padding), in
-interleaved repetitions; tokens/s counts non-padding tokens. transformers gets its usual inputs
-(labels at every position, -100 where not masked) and the better of its eager and sdpa attention.
-Prints ours_tokens_per_s=..., transformers_tokens_per_s=... and, last, speedup_vs_transformers=<ratio>.
+Every side runs the trainer's `optimizer_step` (forward in bf16 autocast as --dtype says, backward, clip to 1.0,
+fused AdamW with BERT's weight-decay groups) on the same random-token batches (no padding, 15% of positions
+labelled, NSP labels half and half), from the same initial weights, in interleaved repetitions; medians.
+"ours" is the trainer's step: with `compiled`, the trainer's `--compile` step (the MLM rows found on the host,
+one shape, training/compiled_step.py); `eager` the same step uncompiled. transformers gets its usual inputs
+(labels at every position, -100 where not labelled) with attn_implementation eager or sdpa, and `compiled`
+(sdpa under torch.compile). The ratio is our best against their best.
+
+Prints key=value lines: one per side (tokens/s, share of the device's peak, peak memory, graphs compiled in warm-up
+and recompilations while timed), then ours_tokens_per_s, transformers_tokens_per_s and, last,
+speedup_vs_transformers. The share counts 6 x (non-embedding parameters + the MLM head on the labelled share) +
+attention per token against the device's dense peak in PEAKS (unknown devices: no share).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import resource
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import Tensor, nn
+from torch._dynamo.utils import counters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.model.config import BertConfig  # noqa: E402
-from bertviz_lite.model.modeling import BertForPreTraining  # noqa: E402
-from bertviz_lite.text.pretraining_data import PretrainingCollator, builtin_corpus  # noqa: E402
-from bertviz_lite.text.tokenization import BertTokenizer  # noqa: E402
+from bertviz_lite.model.modeling import IGNORE_INDEX, BertForPreTraining  # noqa: E402
+from bertviz_lite.training.compiled_step import RowCapacity, compiled, host_padded  # noqa: E402
 from bertviz_lite.training.optimization import PretrainingStep, make_optimizer, optimizer_step  # noqa: E402
-from bertviz_lite.training.training_args import DTYPES, PRESETS  # noqa: E402
+from bertviz_lite.training.presets import PRESETS  # noqa: E402
+from bertviz_lite.training.training_args import DTYPES  # noqa: E402
+
+SIZES = {
+    "tiny": {**PRESETS["tiny"]["config"], "vocab_size": PRESETS["tiny"]["vocab_size"]},
+    "small": {**PRESETS["small"]["config"], "vocab_size": PRESETS["small"]["vocab_size"]},
+    "minilm": dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536),
+    "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
+    "large": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
+}
+# Dense (no sparsity) peak TFLOP/s by device name (torch.cuda.get_device_name), bf16 and float32 without TF32.
+# Sources: NVIDIA's datasheets (H100: "H100 Tensor Core GPU" datasheet, SXM column, 1,979 TFLOP/s bf16 "with sparsity",
+# so 989 dense, FP32 67; PCIe column 1,513 / 2 = 756 and 51; H200: the "H200 Tensor Core GPU" datasheet, same
+# compute as H100 SXM; A100: "A100 Tensor Core GPU" datasheet, bf16 312 dense, FP32 19.5). First match wins.
+PEAKS = (
+    ("H100 PCIe", 756.0, 51.0, "NVIDIA H100 datasheet, PCIe"),
+    ("H100", 989.0, 67.0, "NVIDIA H100 datasheet, SXM"),
+    ("H200", 989.0, 67.0, "NVIDIA H200 datasheet"),
+    ("A100", 312.0, 19.5, "NVIDIA A100 datasheet"),
+)
+DEFAULT_THEIRS = {
+    "cpu": ("eager", "sdpa"),
+    "cuda": ("eager", "sdpa", "compiled"),
+}  # compiling theirs: minutes on a CPU
+DEFAULT_OURS = {"cpu": ("eager",), "cuda": ("compiled",)}  # as --compile auto
 
 
 class HuggingFaceStep(nn.Module):
@@ -51,139 +86,266 @@ class HuggingFaceStep(nn.Module):
         return (out.loss,)
 
 
-def full_length_batches(
-    tokenizer: BertTokenizer,
-    num_batches: int,
-    batch_size: int,
-    seq_len: int,
-    seed: int = 0,
-    num_documents: int = 2000,
-) -> list[dict[str, Tensor]]:
-    """Batches of sentence pairs that fill seq_len: each segment is several consecutive story sentences."""
-    sentences = [s for doc in builtin_corpus(seed=seed, num_documents=num_documents) for s in doc]
-    collator = PretrainingCollator(tokenizer, max_length=seq_len, mask_prob=0.15)
+@dataclass
+class Side:
+    """One contestant: its step module, optimizer, batches (on the device) and what `optimizer_step` is told."""
+
+    name: str
+    module: nn.Module
+    optimizer: torch.optim.Optimizer
+    batches: list[dict[str, Tensor]]
+    padded: bool | None = None
+
+
+def random_batches(num: int, batch: int, seq_len: int, vocab: int, seed: int = 0) -> list[dict[str, Tensor]]:
+    """Host batches of random tokens: [CLS] first, segment B on the second half, 15% of the rest labelled."""
     generator = torch.Generator().manual_seed(seed)
-    span, batches, cursor = 12, [], 0  # 12 sentences (~110 tokens) per segment, cut to fit
-    for index in range(num_batches):
-        pairs = []
-        for row in range(batch_size):
-            if cursor + 2 * span > len(sentences):  # large batches: go round the corpus again
-                cursor = 0
-            a, b = sentences[cursor : cursor + span], sentences[cursor + span : cursor + 2 * span]
-            pairs.append((" ".join(a), " ".join(b), (index + row) % 2))
-            cursor += 2 * span
-        batch = collator(pairs, generator)
-        batch.pop("special_tokens_mask")
-        batches.append(batch)
-    assert all(b["attention_mask"].all() and b["input_ids"].shape[1] == seq_len for b in batches), "padding"
-    return batches
+    made = []
+    for _ in range(num):
+        ids = torch.randint(5, vocab, (batch, seq_len), generator=generator)
+        ids[:, 0] = 2
+        labels = torch.full((batch, seq_len), IGNORE_INDEX)
+        pick = torch.rand((batch, seq_len), generator=generator) < 0.15
+        pick[:, 0] = False
+        labels[pick], ids[pick] = ids[pick], 4
+        segments = torch.zeros((batch, seq_len), dtype=torch.long)
+        segments[:, seq_len // 2 :] = 1
+        made.append(
+            {
+                "input_ids": ids,
+                "token_type_ids": segments,
+                "attention_mask": torch.ones((batch, seq_len), dtype=torch.long),
+                "labels": labels,
+                "next_sentence_label": torch.randint(0, 2, (batch,), generator=generator),
+            }
+        )
+    return made
 
 
-def build_models(config: BertConfig, device: torch.device) -> dict[str, nn.Module]:
-    """Ours and transformers' (eager and sdpa), all from the same initial weights.
+def model_config(size: str, seq_len: int, vocab_size: int | None) -> BertConfig:
+    values = {"vocab_size": 30522, **SIZES[size], "max_position_embeddings": max(512, seq_len)}
+    return BertConfig(**{**values, **({"vocab_size": vocab_size} if vocab_size else {})})
 
-    transformers' classes are spelt with their module's name: theirs and ours share the name BertForPreTraining.
-    """
-    import transformers
 
+def build_sides(args: argparse.Namespace, config: BertConfig, host: list[dict[str, Tensor]]) -> list[Side]:
+    """Ours and transformers', each its own copy of the same initial weights and its own AdamW."""
+    import transformers  # spelt with its module: theirs and ours share the name BertForPreTraining
+
+    device = torch.device(args.device)
     torch.manual_seed(0)
     ours = BertForPreTraining(config)
-    models = {"ours": PretrainingStep(ours)}
-    for implementation in ("eager", "sdpa"):
-        hf_config = transformers.BertConfig(**config.to_hf_dict(), attn_implementation=implementation)
+    rows = RowCapacity()
+    ours_batches = [_to(device, {**b, "mlm_positions": rows.positions(b["labels"])}) for b in host]
+    theirs_batches = [_to(device, b) for b in host]
+    padded = host_padded(host[0])
+    sides = []
+    for mode in args.ours:
+        module = PretrainingStep(copy.deepcopy(ours)).to(device).train()
+        step = compiled(module, backend=args.compile_backend) if mode == "compiled" else module
+        sides.append(Side(f"ours_{mode}", step, make_optimizer(module, 1e-4, 0.01), ours_batches, padded))
+    for mode in args.theirs:
+        attention = "sdpa" if mode == "compiled" else mode
+        hf_config = transformers.BertConfig(**config.to_hf_dict(), attn_implementation=attention)
         hf_config.position_embedding_type = "absolute"
-        hf = transformers.BertForPreTraining(hf_config)
-        hf.load_state_dict(ours.hf_state_dict(), strict=False)
-        models[f"transformers_{implementation}"] = HuggingFaceStep(hf)
-    return {name: model.to(device).train() for name, model in models.items()}
+        module = HuggingFaceStep(transformers.BertForPreTraining(hf_config))
+        module.model.load_state_dict(ours.hf_state_dict(), strict=False)
+        module = module.to(device).train()
+        step = compiled(module, backend=args.compile_backend) if mode == "compiled" else module
+        sides.append(Side(f"transformers_{mode}", step, make_optimizer(module, 1e-4, 0.01), theirs_batches))
+    return sides
+
+
+def _to(device: torch.device, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+    return {name: tensor.to(device) for name, tensor in batch.items()}
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def time_steps(
-    step_module: nn.Module,
-    optimizer,
-    batches: list[dict[str, Tensor]],
-    device: torch.device,
-    dtype: str = "auto",
+    side: Side, device: torch.device, dtype: str, batches: list[dict[str, Tensor]] | None = None
 ) -> float:
-    """Seconds for one optimizer step per batch."""
-    if device.type == "cuda":
-        torch.cuda.synchronize()
+    """Seconds for one optimizer step per batch (the device drained before and after)."""
+    _sync(device)
     start = time.perf_counter()
-    for batch in batches:
-        optimizer_step(step_module, optimizer, batch, max_grad_norm=1.0, dtype=dtype)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
+    for batch in side.batches if batches is None else batches:
+        optimizer_step(side.module, side.optimizer, batch, 1.0, dtype, side.padded)
+    _sync(device)
     return time.perf_counter() - start
 
 
-def main(argv: list[str] | None = None) -> None:
+def compilations() -> tuple[int, int]:
+    """(graphs compiled, recompilations) so far in this process, from torch._dynamo's counters."""
+    return counters["stats"]["unique_graphs"], sum(counters["recompiles"].values())
+
+
+def flops_per_token(config: BertConfig, seq_len: int, labelled: float) -> float:
+    """Training FLOPs per token: 6 x (encoder and pooler matrices + the MLM head on the labelled share) + attention."""
+    h, layers, ff = config.hidden_size, config.num_hidden_layers, config.intermediate_size
+    dense = layers * (4 * h * h + 2 * h * ff) + h * h
+    head = labelled * (h * config.vocab_size + h * h)
+    attention = 2 * layers * h * seq_len  # QK^T and AV, forward, per token
+    return 6 * (dense + head) + 6 * attention
+
+
+def device_peak(device: torch.device, dtype: str) -> tuple[float | None, str]:
+    """The device's dense peak FLOP/s for this dtype and where the number comes from (None: not in PEAKS)."""
+    if device.type != "cuda":
+        return None, "no peak for CPUs"
+    name = torch.cuda.get_device_name(device)
+    bf16 = dtype != "fp32"
+    for match, bf16_peak, fp32_peak, source in PEAKS:
+        if match in name:
+            return (bf16_peak if bf16 else fp32_peak) * 1e12, source
+    return None, f"{name} is not in PEAKS"
+
+
+def measure(args: argparse.Namespace, sides: list[Side], tokens: int) -> dict[str, dict[str, float]]:
+    """Warm-up, then interleaved repetitions: per side its median tokens/s, peak memory and compilations."""
+    device, results = torch.device(args.device), {}
+    for side in sides:  # warm-up: compilation, allocator, kernels, optimizer state
+        before = compilations()
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        time_steps(side, device, args.dtype, side.batches[: args.warmup])
+        graphs = compilations()[0] - before[0]
+        peak_mib = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else float("nan")
+        results[side.name] = {"graphs": graphs, "peak_mib": peak_mib, "recompiles": 0, "rates": []}
+    for _ in range(args.reps):  # interleaved, so that a busy moment hits every side alike
+        for side in sides:
+            before = compilations()
+            rate = tokens / time_steps(side, device, args.dtype)
+            after = compilations()
+            results[side.name]["rates"].append(rate)
+            results[side.name]["recompiles"] += after[0] - before[0] + after[1] - before[1]
+    return results
+
+
+def report(args, config: BertConfig, results: dict, labelled: float) -> None:
+    """The key=value lines: the run, each side, then the totals (the ratio last)."""
+    device = torch.device(args.device)
+    peak, source = device_peak(device, args.dtype)
+    per_token = flops_per_token(config, args.seq_len, labelled)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
+    print(f"device={args.device} name={name!r} threads={torch.get_num_threads()} torch={torch.__version__}")
+    print(
+        f"size={args.size} batch={args.batch}x{args.seq_len} vocab={config.vocab_size} labelled={labelled:.3f} "
+        f"dtype={args.dtype} reps={args.reps} steps_per_rep={args.steps_per_rep} peak_source={source!r} "
+        f"load={_load()}"
+    )
+    medians = {side: statistics.median(r["rates"]) for side, r in results.items()}
+    for side, r in results.items():
+        share = f"{per_token * medians[side] / peak:.3f}" if peak else "nan"
+        print(
+            f"{side}_tokens_per_s={medians[side]:.0f} share_of_peak={share} peak_mib={r['peak_mib']:.0f} "
+            f"graphs_in_warmup={r['graphs']} recompiles_while_timed={r['recompiles']} "
+            f"all={[round(v) for v in r['rates']]}"
+        )
+    ours = max(v for side, v in medians.items() if side.startswith("ours"))
+    theirs = max(v for side, v in medians.items() if side.startswith("transformers"))
+    print(f"peak_rss_mib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
+    print(f"ours_tokens_per_s={ours:.0f}")
+    print(f"transformers_tokens_per_s={theirs:.0f}")
+    print(f"speedup_vs_transformers={ours / theirs:.2f}")
+
+
+def profile(args, sides: list[Side]) -> None:
+    """Per side: wall ms per step, device-busy ms per step (kernel time summed) and kernels (or CPU ops) per step."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    device = torch.device(args.device)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    steps = args.profile_steps
+    for side in sides:
+        batches = (side.batches * steps)[:steps]
+        _sync(device)
+        with torch_profile(activities=activities) as prof:
+            wall = time_steps(side, device, args.dtype, batches) / steps * 1e3
+        events = [e for e in prof.events() if e.device_type.name == "CUDA"] if device.type == "cuda" else []
+        busy = sum(e.device_time_total for e in events) / steps / 1e3 if events else float("nan")
+        copies = sum(1 for e in events if "copy" in e.name.lower() or "Memcpy" in e.name) / steps
+        cpu_ops = sum(1 for e in prof.events() if e.device_type.name == "CPU") / steps
+        print(
+            f"profile={side.name} wall_ms_per_step={wall:.2f} device_busy_ms_per_step={busy:.2f} "
+            f"kernels_per_step={len(events) / steps:.0f} copy_kernels_per_step={copies:.0f} "
+            f"cpu_ops_per_step={cpu_ops:.0f}"
+        )
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--size", default="small", choices=list(SIZES))
+    parser.add_argument("--batch", type=int, default=16, help="sequences per step")
     parser.add_argument("--seq-len", type=int, default=128)
-    parser.add_argument("--vocab-size", type=int, default=8000)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument(
-        "--dropout", type=float, default=None, help="hidden and attention dropout (default: the preset's)"
+        "--vocab-size", type=int, default=None, help="default: the size's (30,522 for BERT's)"
     )
     parser.add_argument(
-        "--foreach-adamw", action="store_true", help="AdamW(foreach=True) instead of fused, both sides"
+        "--dtype", default="auto", choices=list(DTYPES), help="auto: bf16 autocast on CUDA only"
     )
     parser.add_argument(
-        "--dtype",
-        default="auto",
-        choices=list(DTYPES),
-        help="auto: bf16 autocast on CUDA, float32 on CPU; bf16: autocast on CPU too (both sides)",
+        "--ours", nargs="+", choices=("eager", "compiled"), help="default: compiled on CUDA only"
     )
+    parser.add_argument(
+        "--theirs", nargs="+", choices=("eager", "sdpa", "compiled"), help="default: all on CUDA"
+    )
+    parser.add_argument(
+        "--compile-backend", default="inductor", help="torch.compile's backend (eager: dynamo only)"
+    )
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--steps-per-rep", type=int, default=4)
     parser.add_argument(
-        "--num-documents", type=int, default=2000, help="built-in stories for the vocabulary and batches"
+        "--warmup", type=int, default=3, help="steps per side before timing (compilation happens here)"
     )
+    parser.add_argument(
+        "--profile", action="store_true", help="also profile each side (GPU busy vs step time)"
+    )
+    parser.add_argument("--profile-steps", type=int, default=5)
     add_smoke_flag(
-        parser, argv, batch_size=2, seq_len=32, vocab_size=500, reps=1, steps_per_rep=1, num_documents=100
+        parser,
+        argv,
+        size="tiny",
+        batch=2,
+        seq_len=32,
+        reps=1,
+        steps_per_rep=1,
+        warmup=1,
+        profile_steps=1,
+        threads=1,
     )
     args = parser.parse_args(argv)
+    if args.smoke:  # the compiled side through dynamo alone: inductor's code generation takes a minute
+        args.ours = args.ours or ["eager", "compiled"]
+        args.compile_backend, args.profile = "eager", True
+    args.ours = args.ours or list(DEFAULT_OURS[args.device])
+    args.theirs = args.theirs or list(DEFAULT_THEIRS[args.device])
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
     torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
-    config = BertConfig(**{**PRESETS["small"]["config"], "vocab_size": args.vocab_size})
-    if args.dropout is not None:
-        config.hidden_dropout_prob = config.attention_probs_dropout_prob = args.dropout
-    stories = builtin_corpus(num_documents=args.num_documents)
-    tokenizer = BertTokenizer.train([s for d in stories for s in d], args.vocab_size)
-    batches = full_length_batches(
-        tokenizer, args.steps_per_rep, args.batch_size, args.seq_len, num_documents=args.num_documents
-    )
-    batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
-    tokens = sum(int(b["attention_mask"].sum()) for b in batches)
-    masked = sum(int((b["labels"] != -100).sum()) for b in batches) / tokens
-    models = build_models(config, device)
-    optimizers = {name: make_optimizer(model, 1e-4, 0.01) for name, model in models.items()}
-    if args.foreach_adamw:  # the multi-tensor AdamW the engine used before it switched to fused
-        for optimizer in optimizers.values():
-            optimizer.defaults.update(fused=None, foreach=True)
-            for group in optimizer.param_groups:
-                group.update(fused=None, foreach=True)
-    for name, model in models.items():  # warm-up: allocator, kernels, optimizer state
-        time_steps(model, optimizers[name], batches[:2], device, args.dtype)
-    rates: dict[str, list[float]] = {name: [] for name in models}
-    for _ in range(args.reps):  # interleaved, so that a busy moment hits every side alike
-        for name, model in models.items():
-            rates[name].append(tokens / time_steps(model, optimizers[name], batches, device, args.dtype))
-    medians = {name: statistics.median(values) for name, values in rates.items()}
-    cpu = _cpu_name()
-    print(f"device={args.device} cpu={cpu!r} threads={torch.get_num_threads()} torch={torch.__version__}")
-    print(
-        f"batch={args.batch_size}x{args.seq_len} vocab={args.vocab_size} masked={masked:.3f} "
-        f"dtype={args.dtype} dropout={config.hidden_dropout_prob} adamw={'foreach' if args.foreach_adamw else 'fused'} "
-        f"reps={args.reps} steps_per_rep={args.steps_per_rep}"
-    )
-    for name, values in rates.items():
-        print(f"{name}_tokens_per_s median={medians[name]:.0f} all={[round(v) for v in values]}")
-    theirs = max(medians["transformers_eager"], medians["transformers_sdpa"])
-    print(f"ours_tokens_per_s={medians['ours']:.0f}")
-    print(f"transformers_tokens_per_s={theirs:.0f}")
-    print(f"speedup_vs_transformers={medians['ours'] / theirs:.2f}")
+    config = model_config(args.size, args.seq_len, args.vocab_size)
+    host = random_batches(args.steps_per_rep, args.batch, args.seq_len, config.vocab_size)
+    tokens = sum(int(b["attention_mask"].sum()) for b in host)
+    labelled = sum(int((b["labels"] != IGNORE_INDEX).sum()) for b in host) / tokens
+    sides = build_sides(args, config, host)
+    results = measure(args, sides, tokens)
+    if args.profile:
+        profile(args, sides)
+    report(args, config, results, labelled)
+
+
+def _load() -> str:
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "unknown"
 
 
 def _cpu_name() -> str:

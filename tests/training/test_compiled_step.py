@@ -66,7 +66,7 @@ def test_the_static_step_gives_the_old_steps_loss_and_gradients_on_the_same_batc
 
 def test_a_compiled_run_traces_one_graph_without_a_break_and_never_recompiles(tmp_path, monkeypatch):
     """dynamo alone (backend "eager"), whole graph required: the shapes and the graph are what this checks; inductor's
-    code generation, a minute on 2 cores, is the bench's (bench/train_throughput.py --compile)."""
+    code generation, a minute on 2 cores, is the bench's (bench/train_throughput.py --ours compiled)."""
     monkeypatch.setattr(
         trainer_module, "compiled", functools.partial(compiled, backend="eager", fullgraph=True)
     )
