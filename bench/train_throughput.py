@@ -141,7 +141,7 @@ def build_sides(args: argparse.Namespace, config: BertConfig, host: list[dict[st
     sides = []
     for mode in args.ours:
         module = PretrainingStep(copy.deepcopy(ours)).to(device).train()
-        step = compiled(module, backend=args.compile_backend) if mode == "compiled" else module
+        step = _compiled(args, module) if mode == "compiled" else module
         sides.append(Side(f"ours_{mode}", step, make_optimizer(module, 1e-4, 0.01), ours_batches, padded))
     for mode in args.theirs:
         attention = "sdpa" if mode == "compiled" else mode
@@ -150,9 +150,14 @@ def build_sides(args: argparse.Namespace, config: BertConfig, host: list[dict[st
         module = HuggingFaceStep(transformers.BertForPreTraining(hf_config))
         module.model.load_state_dict(ours.hf_state_dict(), strict=False)
         module = module.to(device).train()
-        step = compiled(module, backend=args.compile_backend) if mode == "compiled" else module
+        step = _compiled(args, module) if mode == "compiled" else module
         sides.append(Side(f"transformers_{mode}", step, make_optimizer(module, 1e-4, 0.01), theirs_batches))
     return sides
+
+
+def _compiled(args: argparse.Namespace, module: nn.Module) -> nn.Module:
+    mode = None if args.compile_mode == "default" else args.compile_mode
+    return compiled(module, backend=args.compile_backend, mode=mode)
 
 
 def _to(device: torch.device, batch: dict[str, Tensor]) -> dict[str, Tensor]:
@@ -232,8 +237,8 @@ def report(args, config: BertConfig, results: dict, labelled: float) -> None:
     print(f"device={args.device} name={name!r} threads={torch.get_num_threads()} torch={torch.__version__}")
     print(
         f"size={args.size} batch={args.batch}x{args.seq_len} vocab={config.vocab_size} labelled={labelled:.3f} "
-        f"dtype={args.dtype} reps={args.reps} steps_per_rep={args.steps_per_rep} peak_source={source!r} "
-        f"load={_load()}"
+        f"dtype={args.dtype} compile_mode={args.compile_mode} reps={args.reps} steps_per_rep={args.steps_per_rep} "
+        f"peak_source={source!r} load={_load()}"
     )
     medians = {side: statistics.median(r["rates"]) for side, r in results.items()}
     for side, r in results.items():
@@ -295,6 +300,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--compile-backend", default="inductor", help="torch.compile's backend (eager: dynamo only)"
+    )
+    parser.add_argument(
+        "--compile-mode",
+        default="default",
+        choices=("default", "reduce-overhead", "max-autotune-no-cudagraphs"),
+        help="torch.compile's mode for every compiled side (reduce-overhead: CUDA graphs)",
     )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=5)

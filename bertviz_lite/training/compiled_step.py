@@ -31,12 +31,15 @@ def use_compile(choice: str, device: torch.device) -> bool:
     return choice == "on" or (choice == "auto" and device.type == "cuda")
 
 
-def compiled(module: nn.Module, backend: str = "inductor", fullgraph: bool = False) -> nn.Module:
+def compiled(
+    module: nn.Module, backend: str = "inductor", fullgraph: bool = False, mode: str | None = None
+) -> nn.Module:
     """`module` compiled for the shapes it is first called with (a new shape compiles again: dynamo counts it).
 
     fullgraph stays off for the trainer: DistributedDataParallel's compiled form breaks the graph at its gradient
-    buckets on purpose; the tests turn it on (and a cheap backend) to show that the step itself has no break."""
-    return torch.compile(module, dynamic=False, backend=backend, fullgraph=fullgraph)
+    buckets on purpose; the tests turn it on (and a cheap backend) to show that the step itself has no break.
+    mode: torch.compile's ("reduce-overhead": CUDA graphs), for the bench to try on launch-bound sizes."""
+    return torch.compile(module, dynamic=False, backend=backend, fullgraph=fullgraph, mode=mode)
 
 
 class RowCapacity:
