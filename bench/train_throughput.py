@@ -214,10 +214,16 @@ def measure(args: argparse.Namespace, sides: list[Side], tokens: int) -> dict[st
         before = compilations()
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats()
-        time_steps(side, device, args.dtype, side.batches[: args.warmup])
+        warmup_s = time_steps(side, device, args.dtype, side.batches[: args.warmup])
         graphs = compilations()[0] - before[0]
         peak_mib = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else float("nan")
-        results[side.name] = {"graphs": graphs, "peak_mib": peak_mib, "recompiles": 0, "rates": []}
+        results[side.name] = {
+            "graphs": graphs,
+            "warmup_s": warmup_s,
+            "peak_mib": peak_mib,
+            "recompiles": 0,
+            "rates": [],
+        }
     for _ in range(args.reps):  # interleaved, so that a busy moment hits every side alike
         for side in sides:
             before = compilations()
@@ -245,7 +251,7 @@ def report(args, config: BertConfig, results: dict, labelled: float) -> None:
         share = f"{per_token * medians[side] / peak:.3f}" if peak else "nan"
         print(
             f"{side}_tokens_per_s={medians[side]:.0f} share_of_peak={share} peak_mib={r['peak_mib']:.0f} "
-            f"graphs_in_warmup={r['graphs']} recompiles_while_timed={r['recompiles']} "
+            f"graphs_in_warmup={r['graphs']} warmup_s={r['warmup_s']:.1f} recompiles_while_timed={r['recompiles']} "
             f"all={[round(v) for v in r['rates']]}"
         )
     ours = max(v for side, v in medians.items() if side.startswith("ours"))
@@ -311,7 +317,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--steps-per-rep", type=int, default=4)
     parser.add_argument(
-        "--warmup", type=int, default=3, help="steps per side before timing (compilation happens here)"
+        "--warmup",
+        type=int,
+        default=3,
+        help="steps per side before timing (compilation happens here: warmup_s)",
     )
     parser.add_argument(
         "--profile", action="store_true", help="also profile each side (GPU busy vs step time)"

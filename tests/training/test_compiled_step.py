@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch._dynamo.utils import counters
 
 from bertviz_lite.model.modeling import IGNORE_INDEX, ROW_BUCKET
+from bertviz_lite.runs import run_options
 from bertviz_lite.training import trainer as trainer_module
 from bertviz_lite.training.cli import build_parser
 from bertviz_lite.training.compiled_step import RowCapacity, compiled, host_padded, use_compile
@@ -19,7 +20,10 @@ from bertviz_lite.training.optimization import PretrainingStep
 from bertviz_lite.training.trainer import Trainer
 from tests.training.test_trainer import TINY_CONFIG, tiny_args
 
-LONGER = {**TINY_CONFIG, "max_position_embeddings": 64}  # pairs shorter than seq_len: padding to a static shape
+LONGER = {
+    **TINY_CONFIG,
+    "max_position_embeddings": 64,
+}  # pairs shorter than seq_len: padding to a static shape
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +50,9 @@ def _gradients(model) -> dict[str, torch.Tensor]:
 
 
 def test_the_static_step_gives_the_old_steps_loss_and_gradients_on_the_same_batch(tmp_path):
-    trainer = Trainer(tiny_args(tmp_path, compile="on", seq_len=64, config=LONGER))  # built, not run: nothing compiles yet
+    trainer = Trainer(
+        tiny_args(tmp_path, compile="on", seq_len=64, config=LONGER)
+    )  # built, not run: nothing compiles yet
     batch = trainer.next_batch()
     assert batch["input_ids"].shape == (8, 64) and host_padded(batch)  # padded to seq_len
     assert batch["mlm_positions"].shape == (trainer._rows.capacity,)
@@ -96,6 +102,12 @@ def test_row_capacity_holds_every_batch_and_grows_only_when_one_needs_more():
 
 
 def test_compile_is_an_option_on_by_default_on_cuda_only():
+    assert "compile" in run_options.form_fields("Optimisation") and run_options.choices("compile") == (
+        "auto",
+        "on",
+        "off",
+    )
+    assert run_options.preset_options("tiny")["compile"] == "auto"
     text = " ".join(build_parser().format_help().split())
     assert "--compile {auto,on,off} compile the training step with torch.compile" in text
     assert "(default: auto)" in text.split("--compile", 1)[1]
