@@ -24,10 +24,10 @@ LAYERS = (
     "loading",
     "inspection",
     "figures",
+    "check",
     "training",
     "server",
     "runs",
-    "check",
     "train",
     "serve",
 )
