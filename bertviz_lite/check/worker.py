@@ -119,7 +119,7 @@ def model_job(job, request, ours, inputs, phase) -> tuple[dict[str, Any], dict[s
             )
         }
     )
-    _check_sizes(param_infos(model), part, config)
+    check_sizes(param_infos(model), part, config)
     model.eval()
     observed = None
     if part == "model":  # a trial pass: which module runs when and what it gives tells the heads apart
@@ -151,7 +151,7 @@ def model_job(job, request, ours, inputs, phase) -> tuple[dict[str, Any], dict[s
     return result, {k: v.contiguous() for k, v in first.items()}
 
 
-def _check_sizes(infos, part: str, config: dict[str, Any]) -> None:
+def check_sizes(infos, part: str, config: dict[str, Any]) -> None:
     """Refuse a model built at sizes of its own: nothing would map, and every stage would differ for that alone."""
     vocab, hidden = config["vocab_size"], config["hidden_size"]
     if part in ("model", "embedding") and infos and not any(p.shape == (vocab, hidden) for p in infos):
