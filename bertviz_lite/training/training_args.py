@@ -357,12 +357,10 @@ class TrainingArguments:
                 setattr(self, name, value)
         if self.out is None:
             self.out = str(new_run_folder().path)
-        if (
-            self.model_file
-        ):  # recorded as the full path: a resumed run, started elsewhere, finds the same file
-            self.model_file = _absolute_model_file(self.model_file)
         self.config = dict(self.config)
         _validate_arguments(self)
+        if self.model_file:  # the full path: a run resumed from another folder finds the same file
+            self.model_file = _absolute_model_file(self.model_file)
         if (
             self.init
         ):  # the model it continues is the one every budget reads: its positions and size checked now
@@ -460,10 +458,7 @@ def _validate_arguments(args: TrainingArguments) -> None:
 
 
 def _absolute_model_file(text: str) -> str:
-    try:
-        spec = parse_spec(text)
-    except ValueError:
-        return text  # refused, in a sentence, by _validate_model_file
+    spec = parse_spec(text)  # _validate_model_file accepted it
     return str(LearnerSpec(spec.file.resolve(), spec.class_name))
 
 
@@ -478,7 +473,7 @@ def _validate_model_file(args: TrainingArguments) -> None:
     _check(
         spec.file.is_file(),
         "model_file",
-        f"model_file ({shown(args.model_file)}): there is no file {spec.file}",
+        f"model_file ({shown(args.model_file)}): there is no such file",
     )
     _check(
         args.init is None,
