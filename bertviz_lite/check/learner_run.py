@@ -135,3 +135,58 @@ def load_learner_run(run_dir: str | os.PathLike) -> tuple[LearnerForPreTraining,
         raise LearnerError(f"{run.name}'s learner.safetensors does not load ({error})") from None
     model.load_learner_state_dict(tensors)
     return model, BertTokenizer.from_vocab(run.vocab)
+
+
+# ---- what the Train page says about a learner's run -------------------------------------------------------------
+
+
+def _record_or_none(run_dir: str | os.PathLike) -> LearnerRecord | None:
+    if not is_learner_run(run_dir):
+        return None
+    try:
+        return read_record(run_dir)
+    except ValueError:
+        return None
+
+
+def run_note(run_dir: str | os.PathLike) -> str | None:
+    """One line on a learner's run: whose model it trains and with which heads; None for a run of our BERT."""
+    record = _record_or_none(run_dir)
+    if record is None:
+        return None
+    heads = "MLM and NSP" if record.nsp_head else "MLM only: it has no NSP head"
+    return f"This run trains your own BERT, {record.spec.name} ({heads})."
+
+
+def replay_gap(run_dir: str | os.PathLike) -> str | None:
+    """Why a learner's run has no attention to replay (its attention keeps the probabilities inside), else None."""
+    record = _record_or_none(run_dir)
+    if record is None or record.attention:
+        return None
+    return (
+        f"{record.spec.name} does not expose its attention probabilities (a softmax written inline, "
+        "F.scaled_dot_product_attention, or nn.MultiheadAttention with need_weights=False keeps them inside), so "
+        "this run saved no attention to replay: return them from your attention, or keep them as self.attn."
+    )
+
+
+def predictions_gap(run_dir: str | os.PathLike) -> str | None:
+    """Why a learner's snapshots hold no predictions (no NSP head), else None."""
+    record = _record_or_none(run_dir)
+    if record is None or record.nsp_head:
+        return None
+    return (
+        f"{record.spec.name} has no NSP head, so the snapshots hold no predictions (the chart shows the MLM and "
+        "NSP heads' answers together)."
+    )
+
+
+def checkpoint_note(run_dir: str | os.PathLike) -> str | None:
+    """Why the Checkpoints page neither loads, zips nor exports a learner's run; None for a run of our BERT."""
+    note = run_note(run_dir)
+    if note is None:
+        return None
+    return (
+        f"{note} Its weights are saved under your parameter names (learner.safetensors, the mapping onto ours in "
+        "learner.json) and need your file to run: they are not a checkpoint of our BERT to load, zip or export."
+    )

@@ -5,9 +5,11 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
+from bertviz_lite.check.learner_run import checkpoint_note
 from bertviz_lite.limits import MAX_NAME_CHARS, MAX_UPLOAD_MB
 from bertviz_lite.loading.run_folder import checkpoints_root
 from bertviz_lite.runs import store, upload
+from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training.metrics import METRICS, TABLE_METRICS
 from pages_app.common._state import keep_choice
 from pages_app.common._visitor import current_visitor
@@ -89,6 +91,8 @@ def add_upload(uploader_key: str) -> None:
 def use_and_download(row: dict) -> None:
     """Use on the explore pages, download the zip, export for transformers: open to every visitor."""
     name, folder = row["name"], checkpoints_root() / row["name"]
+    if note := checkpoint_note(folder):  # a learner's own model: their weights, their names
+        st.info(plain_markdown(note))
     buttons = st.container(
         horizontal=True
     )  # each as wide as its label (in thirds, "Export as Hugging…" was cut)
