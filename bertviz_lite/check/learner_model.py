@@ -22,22 +22,16 @@ from torch import Tensor, nn
 
 from bertviz_lite.check.capture import StageHooks, first_tensor, observe, owner, param_infos
 from bertviz_lite.check.learner import CannotBuild, build, find_class, load_file
-from bertviz_lite.check.mapping import Mapping, Sizes, map_parameters
+from bertviz_lite.check.mapping import Mapping, map_parameters
+from bertviz_lite.check.reference import our_shapes
 from bertviz_lite.check.sandbox import MEMORY_LIMIT_BYTES, TIME_LIMIT_S
-from bertviz_lite.check.worker import TimeLimit, call, check_sizes, last_frame
+from bertviz_lite.check.worker import TimeLimit, call, check_sizes, last_frame, sizes_of
 from bertviz_lite.model.config import BertConfig
-from bertviz_lite.model.modeling import IGNORE_INDEX, BertForPreTraining
+from bertviz_lite.model.modeling import IGNORE_INDEX
 from bertviz_lite.model.outputs import PretrainingOutput
 
 NSP_WEIGHT = (
     "cls.seq_relationship.weight"  # our NSP classifier: the module of theirs that holds it is their NSP head
-)
-SIZE_FIELDS = (
-    "vocab_size",
-    "hidden_size",
-    "intermediate_size",
-    "max_position_embeddings",
-    "num_hidden_layers",
 )
 
 
@@ -265,9 +259,10 @@ def load_learner(spec: LearnerSpec, config: BertConfig, sha256: str, seconds: fl
     LearnerError with one sentence for whatever goes wrong: a file that cannot be loaded or built, sizes it does
     not take, no MLM logits, or their code raising, looping or allocating past the limit (its last frame named).
     """
+    ours = our_shapes(config)  # our side first: the time limit is theirs alone
     try:
         with time_limit(seconds):
-            return _built(spec, config, sha256)
+            return _built(spec, config, sha256, ours)
     except (LearnerError, CannotBuild) as error:  # the checker's "--class NAME" is FILE:CLASS here
         raise LearnerError(str(error).replace("with --class NAME", "as FILE:CLASS")) from None
     except BaseException as error:  # noqa: BLE001 - whatever their code raises is said in a sentence
@@ -286,7 +281,9 @@ def _failure(spec: LearnerSpec, error: BaseException, seconds: float) -> str:
     return f"{spec.name} raised {type(error).__name__}: {str(error)[:300]} while it was loaded, built and tried{at}"
 
 
-def _built(spec: LearnerSpec, config: BertConfig, sha256: str) -> LearnerForPreTraining:
+def _built(
+    spec: LearnerSpec, config: BertConfig, sha256: str, ours: dict[str, tuple[int, ...]]
+) -> LearnerForPreTraining:
     if not spec.file.is_file():
         raise LearnerError(f"there is no file {spec.file}")
     sizes = asdict(config)
@@ -298,10 +295,7 @@ def _built(spec: LearnerSpec, config: BertConfig, sha256: str) -> LearnerForPreT
     ids, segments = trial_inputs(config)
     outputs: list[Any] = []
     observed = observe(learner.eval(), lambda: outputs.append(call(learner, "model", _inputs(ids, segments))))
-    ours = {name: tuple(shape) for name, shape in our_shapes(config).items()}
-    mapping = map_parameters(
-        param_infos(learner, observed), ours, Sizes(**{k: sizes[k] for k in SIZE_FIELDS})
-    )
+    mapping = map_parameters(param_infos(learner, observed), ours, sizes_of(sizes))
     model = LearnerForPreTraining(learner.train(), config, mapping, spec, sha256)
     model.nsp_in_output = _nsp_logits(outputs[0], ids.shape[0]) is not None
     if not model.nsp_in_output:
@@ -324,10 +318,3 @@ def trial_inputs(config: BertConfig) -> tuple[Tensor, Tensor]:
     segments[:, 4:] = 1
     segments[1, 6:] = 0
     return ids, segments
-
-
-def our_shapes(config: BertConfig) -> dict[str, torch.Size]:
-    """Our BERT's parameter shapes at these sizes, Hugging Face names, without allocating it (the meta device)."""
-    with torch.device("meta"):
-        ours = BertForPreTraining(config, init_weights=False)
-    return {name: param.shape for name, param in ours.named_parameters()}

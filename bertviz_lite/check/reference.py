@@ -61,6 +61,13 @@ def seeded_weights(config: BertConfig, seed: int = SEED) -> dict[str, Tensor]:
     return weights
 
 
+def our_shapes(config: BertConfig) -> dict[str, tuple[int, ...]]:
+    """Our BERT's parameter shapes at these sizes, Hugging Face names, without allocating it (the meta device)."""
+    with torch.device("meta"):
+        ours = BertForPreTraining(config, init_weights=False)
+    return {name: tuple(param.shape) for name, param in ours.named_parameters()}
+
+
 def reference_weights(
     weights: dict[str, Tensor], unmapped: list[str], eps: float = 1e-12
 ) -> dict[str, Tensor]:

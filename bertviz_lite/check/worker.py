@@ -107,18 +107,7 @@ def model_job(job, request, ours, inputs, phase) -> tuple[dict[str, Any], dict[s
     cls = find_class(module, job.get("class"), PART_NAMES[part])
     model = build(module, cls, config)
     phase["now"] = "map"
-    sizes = Sizes(
-        **{
-            k: config[k]
-            for k in (
-                "vocab_size",
-                "hidden_size",
-                "intermediate_size",
-                "max_position_embeddings",
-                "num_hidden_layers",
-            )
-        }
-    )
+    sizes = sizes_of(config)
     check_sizes(param_infos(model), part, config)
     model.eval()
     observed = None
@@ -149,6 +138,18 @@ def model_job(job, request, ours, inputs, phase) -> tuple[dict[str, Any], dict[s
         "eps": sorted({m.eps for m in model.modules() if isinstance(m, nn.LayerNorm)}),
     }
     return result, {k: v.contiguous() for k, v in first.items()}
+
+
+def sizes_of(config: dict[str, Any]) -> Sizes:
+    """The sizes the mapping places parameters by, from a config dict (BertConfig's fields)."""
+    fields = (
+        "vocab_size",
+        "hidden_size",
+        "intermediate_size",
+        "max_position_embeddings",
+        "num_hidden_layers",
+    )
+    return Sizes(**{name: config[name] for name in fields})
 
 
 def check_sizes(infos, part: str, config: dict[str, Any]) -> None:
