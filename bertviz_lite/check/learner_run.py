@@ -188,5 +188,6 @@ def checkpoint_note(run_dir: str | os.PathLike) -> str | None:
         return None
     return (
         f"{note} Its weights are saved under your parameter names (learner.safetensors, the mapping onto ours in "
-        "learner.json) and need your file to run: they are not a checkpoint of our BERT to load, zip or export."
+        "learner.json) and need your file to run: they are no checkpoint of our BERT to zip or export, and the "
+        "explore pages run your model with them in a separate process, where this server may run your code."
     )

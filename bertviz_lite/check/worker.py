@@ -24,7 +24,9 @@ from bertviz_lite.check import masking_worker
 from bertviz_lite.check.capture import StageHooks, first_tensor, load_weights, observe, param_infos
 from bertviz_lite.check.learner import CannotBuild, build, find_class
 from bertviz_lite.check.learner import load_file as load_learner
-from bertviz_lite.check.mapping import EMB, Sizes, map_part
+from bertviz_lite.check.mapping import EMB, Sizes, map_parameters, map_part
+from bertviz_lite.check.reference import our_shapes
+from bertviz_lite.model.config import BertConfig
 
 PART_NAMES = {
     "model": ("Bert", "BERT", "BertModel", "BertForPreTraining"),
@@ -69,6 +71,8 @@ def run_job(job: dict[str, Any], request: dict[str, Any], ours: dict[str, Tensor
     try:
         if job["part"] == "masking":
             return masking_worker.masking_job(job, phase)
+        if job["part"] == "trace":
+            return trace_job(job, request, ours, inputs, phase)
         return model_job(job, request, ours, inputs, phase)
     except CannotBuild as error:
         return {"status": "cannot-build", "message": str(error)}, {}
@@ -138,6 +142,29 @@ def model_job(job, request, ours, inputs, phase) -> tuple[dict[str, Any], dict[s
         "eps": sorted({m.eps for m in model.modules() if isinstance(m, nn.LayerNorm)}),
     }
     return result, {k: v.contiguous() for k, v in first.items()}
+
+
+def trace_job(job, request, weights, inputs, phase) -> tuple[dict[str, Any], dict[str, Tensor]]:
+    """Their model at the request's sizes with `weights` (ours, placed by the mapping, or theirs by their names when
+    job["weights"] is "theirs"), run once on `inputs` with the hooks on: every stage it shows, and its logits."""
+    config = request["config"]
+    module = load_learner(Path(job["file"]))
+    model = build(module, find_class(module, job.get("class"), PART_NAMES["model"]), config)
+    check_sizes(param_infos(model), "model", config)
+    phase["now"] = "run"
+    observed = observe(model.eval(), lambda: call(model, "model", inputs))
+    phase["now"] = "map"
+    mapping = map_parameters(param_infos(model, observed), our_shapes(BertConfig(**config)), sizes_of(config))
+    if job.get("weights") == "theirs":
+        loaded = model.load_state_dict(weights, strict=False)
+        problems = [f"{name} is not in the saved weights" for name in loaded.missing_keys]
+    else:
+        problems = load_weights(model, mapping, weights)
+    phase["now"] = "run"
+    hooks = StageHooks(model, mapping, config)
+    hooks.install()
+    captured = _traced(model, hooks, "model", inputs, config)
+    return {"status": "ran", "class": type(model).__name__, "problems": problems}, captured
 
 
 def sizes_of(config: dict[str, Any]) -> Sizes:

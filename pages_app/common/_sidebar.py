@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 import streamlit as st
 
+from bertviz_lite.check.learner_explore import LABEL
 from bertviz_lite.limits import MAX_PATH_CHARS
 from bertviz_lite.loading.pretrained import BUILT_IN, DEFAULT_MODEL, describe, model_sources, source_label
 from bertviz_lite.server import access
@@ -21,6 +22,9 @@ MODEL_HELP = " ".join(f"{name}: {describe(name)}" for name in BUILT_IN) + (
     " Then your checkpoints, BERT models in the local Hugging Face cache, or any BERT folder."
 )
 PAGE_INPUTS = "_page_inputs"  # the Inputs app.py handed to this run's page (hand_over)
+LEARNERS = (
+    "learner_models"  # {picker entry: LearnerModel} a learner opened on the explore pages (Your BERT page)
+)
 DEFAULTS = {
     "present": False,
     "model_picker": DEFAULT_MODEL,
@@ -43,12 +47,12 @@ class Inputs(NamedTuple):
 
 def model_options() -> list[str]:
     """The built-in models, every checkpoint, BERT folders in the Hugging Face cache, then a free path."""
-    return [*model_sources(), OTHER_FOLDER]
+    return [*model_sources(), *st.session_state.get(LEARNERS, {}), OTHER_FOLDER]
 
 
 def model_label(option: str) -> str:
-    """How an option reads in the picker."""
-    return option if option == OTHER_FOLDER else source_label(option)
+    """How an option reads in the picker (a learner's model by its entry: no checkpoint's name has a space)."""
+    return option if option == OTHER_FOLDER or option.startswith(LABEL) else source_label(option)
 
 
 def _held(key: str):
@@ -124,5 +128,5 @@ def _read_inputs() -> Inputs:
         state["sentence_a"],
         state["sentence_b"],
         int(state["max_length"]),
-        access.fenced_version(source),
+        learner.sha256 if (learner := state.get(LEARNERS, {}).get(source)) else access.fenced_version(source),
     )

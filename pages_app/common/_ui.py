@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -11,16 +12,18 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from bertviz_lite.check.learner_explore import OUR_INTERNALS, LearnerModel, learner_trace
 from bertviz_lite.figures.style import readable
 from bertviz_lite.inspection import explore
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.server import access, cache, settings
+from bertviz_lite.server.code_gate import code_allowed
 from bertviz_lite.server.memory import release_memory
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 from pages_app.common._share import PRESENT, clamp_linked_indices
-from pages_app.common._sidebar import Inputs, current_inputs
+from pages_app.common._sidebar import LEARNERS, Inputs, current_inputs
 
 LOAD_ERRORS = (ValueError, OSError)
 THREADS_PROBLEM = settings.use_app_threads()  # once per process: BERTVIZ_LITE_THREADS (default 1)
@@ -96,6 +99,9 @@ def get_trace(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
 
 def _trace(ctx: Context, masked: tuple[int, ...]) -> explore.PairTrace:
     with st.spinner("Running the model…"):
+        if isinstance(ctx.model, LearnerModel):  # their model runs in the checker's child process, never here
+            reference = None if ctx.model.own_weights else load_model(ctx.model.weights)[0]
+            return learner_trace(ctx.model, ctx.encoding, masked, reference)
         trace = explore.trace_encoding(ctx.model, ctx.tokenizer, ctx.encoding, ctx.max_length, masked)
     if (
         ctx.max_length >= GC_FROM_TOKENS
@@ -109,15 +115,23 @@ def _stop_with(message: str) -> None:
     st.stop()
 
 
-def load_context() -> Context:
-    """This run's Context from the sidebar's Inputs (app.py hands them over); any problem ends the page with st.error."""
+def load_context(learner: bool = False) -> Context:
+    """This run's Context from the sidebar's Inputs (app.py hands them over); any problem ends the page with st.error.
+
+    learner: the page shows a learner's own model too (a LearnerModel as ctx.model; its trace made in the checker's
+    child process); other pages say in a sentence that they need our BERT.
+    """
     inputs = current_inputs()
     for problem in filter(None, (THREADS_PROBLEM, CACHE_PROBLEM)):
         st.warning(problem)
     if not inputs.source:
         _stop_with("Type the path of a model folder in the sidebar.")
+    theirs = st.session_state.get(LEARNERS, {}).get(inputs.source)
+    allowed, why = code_allowed(st.get_option("server.address"), os.environ)
+    if theirs is not None and not (learner and allowed):
+        _stop_with(OUR_INTERNALS if allowed else why)
     try:
-        model, tokenizer = checked_model(inputs)
+        model, tokenizer = (theirs, theirs.tokenizer) if theirs else checked_model(inputs)
     except LOAD_ERRORS as err:
         _stop_with(f"Could not load the model: {err}")
     st.sidebar.caption(explore.model_card(model, tokenizer))
@@ -138,9 +152,15 @@ def view(data: Callable[..., T], ctx: Context, masked: Sequence[int] = (), **pic
     """data(trace, **picks) on the context's trace, computed once for every visitor: a page names the package's data
     function and its picks, say view(views.attention_map, ctx, layer=0, head=1)."""
     masked = tuple(sorted(masked))
-    return SHARED.get(
-        cache.cache_key(data, ctx.inputs, masked, **picks), lambda: data(get_trace(ctx, masked), **picks)
-    )
+    try:
+        return SHARED.get(
+            cache.cache_key(data, ctx.inputs, masked, **picks), lambda: data(get_trace(ctx, masked), **picks)
+        )
+    except (explore.NotExposed, ValueError) as err:  # a learner's model without it, or whose run failed
+        if not isinstance(ctx.model, LearnerModel):
+            raise
+        st.info(plain_markdown(str(err)))
+        st.stop()
 
 
 def view_of_model(data: Callable[..., T], ctx: Context, **params) -> T:

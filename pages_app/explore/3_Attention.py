@@ -27,7 +27,7 @@ HEAD_VIEW_WINDOW = 64  # tokens (queries and keys) drawn at once in the head vie
 SLIDE_WINDOW = 22  # in presentation mode: the tokens a 1280 × 720 slide shows with 16-px labels ≥ 17 px apart
 ALL_TOKENS = -1
 
-ctx = load_context()
+ctx = load_context(learner=True)  # a learner's own model too (Your BERT)
 config, count = ctx.model.config, len(ctx.encoding)
 num_layers, num_heads = config.num_hidden_layers, config.num_attention_heads
 labels = analysis.unique_labels(ctx.encoding.tokens)

@@ -12,7 +12,7 @@ from pages_app.common._state import KEEP, keep_choices, new_input
 from pages_app.common._ui import load_context, show_figure, switch_model_button, view
 from pages_app.explore._tabs import about
 
-ctx = load_context()
+ctx = load_context(learner=True)  # a learner's own model too (Your BERT)
 encoding = ctx.encoding
 
 st.header("Predictions")
