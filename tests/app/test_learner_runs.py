@@ -65,7 +65,10 @@ def test_your_bert_is_offered_only_where_code_may_run(root, monkeypatch):
     assert not [path for path in root.iterdir() if not path.name.startswith(".")]
 
 
-def test_a_learners_model_trains_from_the_train_page_and_replays_its_attention(root, monkeypatch):
+@pytest.mark.slow
+def test_a_learners_model_trains_from_the_train_page_replays_and_opens_on_the_explore_pages(
+    root, monkeypatch
+):
     monkeypatch.setenv(ALLOW_CODE_SETTING, "1")
     at = open_app(TRAIN)
     at.selectbox(key="opt_init").set_value("Your BERT").run()
@@ -92,8 +95,17 @@ def test_a_learners_model_trains_from_the_train_page_and_replays_its_attention(r
     assert not checkpoints.exception and "mine" in list(checkpoints.dataframe[0].value["name"])
     checkpoints.selectbox(key="ckpt_selected").set_value("mine").run()
     assert any("need your file to run" in info.value for info in checkpoints.info)
+    checkpoints.button(
+        key="ckpt_use"
+    ).click().run()  # its run opens on the explore pages, with its own weights
+    assert checkpoints.session_state["model_picker"] == "Your BERT: Bert in hf_style.py with mine's weights"
+    checkpoints.switch_page("pages_app/explore/3_Attention.py").run()
+    assert not checkpoints.exception and not checkpoints.error
+    z = array(chart(checkpoints, "attention_heatmap").data[0].z)
+    assert np.allclose(z.sum(axis=1), 1, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_a_model_that_hides_its_attention_says_so_where_the_replay_would_be(root):
     done = subprocess.run(
         [

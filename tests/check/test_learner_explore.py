@@ -63,6 +63,7 @@ def test_a_model_that_hides_its_attention_says_so_and_shows_the_rest(demo):
     assert trace.mlm_logits.shape == (len(encoding), tokenizer.vocab_size) and trace.nsp_logits is None
 
 
+@pytest.mark.slow
 def test_a_trained_runs_own_weights_give_the_attention_its_last_snapshot_saved(tmp_path):
     run = tmp_path / "mine"
     done = subprocess.run(

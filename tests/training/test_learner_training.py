@@ -47,6 +47,7 @@ def train_losses(run: Path) -> list[float]:
     return [r["loss"] for r in read_metrics(run, "train")]
 
 
+@pytest.mark.slow
 def test_a_learners_model_trains_100_steps_with_falling_loss_and_their_names(tmp_path):
     run = tmp_path / "tutorial"
     done = train(
@@ -77,6 +78,7 @@ def test_a_learners_model_trains_100_steps_with_falling_loss_and_their_names(tmp
     assert summary is not None and summary.predictions is not None
 
 
+@pytest.mark.slow
 def test_a_model_without_an_nsp_head_trains_mlm_only_and_one_hiding_attention_saves_no_snapshot(tmp_path):
     run = tmp_path / "solution"
     done = train(
@@ -96,6 +98,7 @@ def test_a_model_without_an_nsp_head_trains_mlm_only_and_one_hiding_attention_sa
     assert RunFolder(run).snapshot_steps() == []  # its softmax is a tensor method: no module shows it
 
 
+@pytest.mark.slow
 def test_loading_the_run_back_refuses_a_changed_file_with_a_sentence(tmp_path):
     source = tmp_path / "mine" / "my_bert.py"
     source.parent.mkdir()
