@@ -192,6 +192,9 @@ if note := st.session_state.pop(EXPLORE_NOTE, None):
     st.error(plain_markdown(note))
 if st.session_state.pop(OPENED, False):
     st.switch_page("pages_app/explore/3_Attention.py")
+st.caption(
+    "To train it: Start from → Your BERT on the Train page, or `python -m bertviz_lite.train --model-file FILE[:CLASS]`."
+)
 st.subheader("Weights")
 st.caption("Our seeded weights, placed on your parameters (theirs ← ours).")
 show_table(mapping_frame(report), "weight_mapping", hide_index=True)
