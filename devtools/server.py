@@ -106,3 +106,17 @@ def running_streamlit(log_name: str, while_starting: Callable[[], object] | None
         yield url
     finally:
         stop(process)
+
+
+def listening_pid(port: int) -> int:
+    """The process id of the server listening on 127.0.0.1:port (read from /proc: its socket's inode)."""
+    inode = next(
+        fields[9]
+        for fields in (line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:])
+        if fields[1].endswith(f":{port:04X}") and fields[3] == "0A"  # 0A: LISTEN
+    )
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) == f"socket:[{inode}]":
+                return int(fd.parts[2])
+    raise LookupError(f"no process of ours listens on port {port}")

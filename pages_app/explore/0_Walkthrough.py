@@ -29,6 +29,7 @@ from pages_app.common._ui import (
     switch_model_button,
     view,
 )
+from pages_app.explore._code import show_code
 from pages_app.explore._questions import ask
 
 ctx = load_context()
@@ -194,6 +195,14 @@ def step_nsp() -> None:
         show_figure(next_sentence_figure(answer), "walk_nsp", frame=answer.to_frame)  # the step says NSP
 
 
+def step_build() -> None:
+    st.page_link(
+        "pages_app/build/12_Your_BERT.py",
+        icon=":material/construction:",
+        label="Build: check your own BERT against this one, stage by stage",
+    )
+
+
 # A step declared in walk.STEPS is drawn by its function here; a step without one shows its text only.
 RENDER = {
     "tokens": step_tokens,
@@ -204,9 +213,11 @@ RENDER = {
     "residual": step_residual,
     "mlm": step_mlm,
     "nsp": step_nsp,
+    "build": step_build,
 }
 if current.key in RENDER:
     RENDER[current.key]()
+show_code(ctx, current.code, f"walk_{current.key}")  # the step's "The code", below its figure
 if step == len(walk.STEPS):  # the walk's end leads on to a word's meaning in context, with a guess first
     st.page_link(
         "pages_app/explore/6_Meaning_in_context.py",

@@ -10,6 +10,7 @@ from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages_app.common._share import from_link
 from pages_app.common._state import KEEP, keep_choices, new_input
 from pages_app.common._ui import load_context, show_figure, switch_model_button, view
+from pages_app.explore._code import show_code
 from pages_app.explore._tabs import about
 
 ctx = load_context(learner=True)  # a learner's own model too (Your BERT)
@@ -77,3 +78,4 @@ if ctx.model.has_nsp_head:
             show_figure(figures.next_sentence_figure(as_typed), "nsp", frame=as_typed.to_frame)
             with_picks = view(views.next_sentence, ctx, chosen)
             st.caption(views.nsp_caption(as_typed.p_is_next, with_picks.p_is_next, len(chosen)))
+show_code(ctx, PAGE_ABOUT["predictions"].code, "predictions")

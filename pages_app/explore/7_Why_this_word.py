@@ -10,7 +10,7 @@ from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages_app.common._share import WORD_KEYS
 from pages_app.common._ui import load_context, show_figure, show_table, view_of_model
 from pages_app.explore._questions import ask
-from pages_app.explore._tabs import declared_tabs
+from pages_app.explore._tabs import declared_tabs, show_declared_tabs
 
 RESTORE = {
     "residual stream": ("residual",),
@@ -215,3 +215,5 @@ if tabs["Activation patching"].open:
                         f"contrast_patching_{grid.site}",
                         frame=grid.to_frame,
                     )
+
+show_declared_tabs(declared.WHY_THIS_WORD_TABS, tabs, ctx)  # the open tab's code panel
