@@ -10,11 +10,11 @@ import contextlib
 import os
 import socket
 import subprocess
-import sys
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from bertviz_lite.server.balancer import worker_command
 from devtools.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,21 +31,7 @@ def free_port() -> int:
 
 def start_streamlit(port: int, log_path: Path) -> subprocess.Popen:
     """`streamlit run app.py` headless on 127.0.0.1:port, logging to log_path."""
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.headless",
-        "true",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--browser.gatherUsageStats",
-        "false",
-    ]  # everything else from .streamlit/config.toml, as a plain `streamlit run app.py` has it
+    command = worker_command(port)  # the command `serve` gives its workers: everything else from config.toml
     log = open(log_path, "w")  # noqa: SIM115 - closed with the process
     env = {
         "BERTVIZ_LITE_DATA_DIR": str(ARTIFACTS / "data"),

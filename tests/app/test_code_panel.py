@@ -13,8 +13,8 @@ from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.inspection.code_listing import code_listing
 from bertviz_lite.inspection.live_shapes import pair_shapes
 from bertviz_lite.loading.pretrained import load
-from pages_app.common._pages import PAGES
-from pages_app.common._share import PRESENT, STEP
+from pages_app.common._pages import PAGES, WALKTHROUGH
+from pages_app.common._share import PRESENT
 from pages_app.common._sidebar import OTHER_FOLDER
 from tests.app.conftest import PAIR, no_exception, run_app
 
@@ -40,7 +40,7 @@ def expected(code, tiny_folder) -> list[str]:
 
 def test_a_walkthrough_step_shows_its_declared_code_when_opened(tiny_state, tiny_folder):
     step = walk.STEPS[walk.step_number("one_head") - 1]
-    at = run_app(tiny_state, "walkthrough", **{STEP: walk.step_number("one_head")})
+    at = run_app(tiny_state, "walkthrough", **{WALKTHROUGH.step_key: walk.step_number("one_head")})
     no_exception(at)
     assert [e.label for e in at.expander if e.label == "The code"] == ["The code"]
     assert panel_code(at) == []  # collapsed: nothing read, nothing run
@@ -70,7 +70,7 @@ def test_an_explore_tab_has_its_panel_and_a_slide_has_a_toggle(tiny_state, tiny_
 
 
 def test_the_last_step_leads_to_the_build_section(tiny_state):
-    at = run_app(tiny_state, "walkthrough", **{STEP: len(walk.STEPS)})
+    at = run_app(tiny_state, "walkthrough", **{WALKTHROUGH.step_key: len(walk.STEPS)})
     no_exception(at)
     assert at.header[0].value.endswith("Your turn: build your own BERT")
     links = [link.proto.page for link in at.get("page_link")]
