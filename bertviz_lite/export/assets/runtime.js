@@ -153,8 +153,9 @@
       event.preventDefault();
       show(current + moves[event.key]);
     });
-    const linked = /^#step-(\d+)$/.exec(location.hash);
-    await show(linked ? Number(linked[1]) - 1 : 0);
+    const linked = () => Number((/^#step-(\d+)$/.exec(location.hash) || [0, 1])[1]) - 1;
+    addEventListener("hashchange", () => show(linked()));  // a link to #step-5, or the address edited
+    await show(linked());
   } else {
     await Promise.all(data.views.map((_, view) => refresh(view)));
   }
