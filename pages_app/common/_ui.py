@@ -11,6 +11,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from bertviz_lite import export
+from bertviz_lite.export.toolbar import plotly_config, svg_button_script
 from bertviz_lite.figures.style import readable
 from bertviz_lite.inspection import explore
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
@@ -46,6 +48,7 @@ LAYOUT_CSS = (
     + "</style>"
 )
 
+SVG_BUTTONS = svg_button_script()
 GC_FROM_TOKENS = 256  # inputs this long take seconds to trace, so a full collection (~0.3 s) first is cheap
 
 
@@ -152,11 +155,6 @@ def view_of_model(data: Callable[..., T], ctx: Context, **params) -> T:
     )
 
 
-def plotly_config(name: str) -> dict:
-    """Keep plotly's PNG download, named after the figure, at twice the screen resolution."""
-    return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}}
-
-
 def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, key: str) -> None:
     """A download button for a table, or a table made on demand (a view's to_frame): the CSV is only built when the
     user clicks, so big tables cost nothing until then."""
@@ -170,6 +168,25 @@ def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, ke
         on_click="ignore",
         icon=":material/download:",
     )
+
+
+def html_button(build: Callable[[], str], name: str, key: str, label: str = "Interactive HTML") -> None:
+    """A download button for a self-contained HTML file that bertviz_lite.export builds when the user clicks."""
+    st.download_button(
+        label,
+        data=build,
+        file_name=f"{name}.html",
+        mime="text/html",
+        key=f"{key}_html",
+        on_click="ignore",
+        icon=":material/download:",
+    )
+
+
+def about(where: str) -> export.About:
+    """What an exported file says about itself: the sidebar's pair and model, and where in the app it came from."""
+    inputs = current_inputs()
+    return export.About(inputs.source, inputs.text_a, inputs.text_b, f"Exported from bertviz-lite's {where}")
 
 
 def step_keys(previous_key: str, next_key: str) -> None:
@@ -213,9 +230,10 @@ def show_figure(
     key: str | None = None,
     slide_top: int = SLIDE_TOP,
     narrow: go.Figure | partial | None = None,
+    html: Callable[[], str] | None = None,
     **chart_args,
 ):
-    """st.plotly_chart with readable fonts (larger in presentation mode) and the PNG button, then a CSV button.
+    """st.plotly_chart with readable fonts (larger in presentation mode), PNG and SVG buttons, then CSV and HTML ones.
 
     fig: a figure, or partial(builder, view data, **options): built once for all who show it at this size, shared.
     key: the chart's widget key when it is not `name` (a new key clears a chart's selection).
@@ -223,6 +241,7 @@ def show_figure(
     is made short enough for its bottom to show too (the server cannot read the screen: this is the slide's size).
     narrow: the figure laid out for a phone, shown instead of `fig` below 641 px (not in presentation mode, which is
     for projectors); its widget key is narrow_key(key), with the same chart_args (a selection callback reads both).
+    html: builds the view's HTML file (bertviz_lite.export, its pickers' figures too); by default the figure alone.
     """
     drawn = partial(readable, present=is_present(), max_height=SLIDE_BOTTOM - slide_top)
     key = key or name
@@ -235,8 +254,16 @@ def show_figure(
             st.plotly_chart(
                 _built(narrow, drawn), key=narrow_key(key), config=plotly_config(name), **chart_args
             )
-    csv_button(frame, name, name)
+    html = html or partial(_figure_html, fig, name, about(f"figure {name}"))
+    with st.container(horizontal=True):
+        csv_button(frame, name, name)
+        html_button(html, name, name)
+        st.html(SVG_BUTTONS, unsafe_allow_javascript=True)  # beside PNG in each chart's toolbar (once a page)
     return event
+
+
+def _figure_html(fig: go.Figure | partial, name: str, about: export.About) -> str:
+    return export.view_html(_built(fig, partial(readable)), about, name)
 
 
 def _built(fig: go.Figure | partial, drawn: partial) -> go.Figure:
