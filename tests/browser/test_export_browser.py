@@ -14,7 +14,8 @@ from playwright.sync_api import expect
 from bertviz_lite.export import About, head_view, lesson_html, lesson_trace, view_html
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, load
 from devtools.server import ARTIFACTS, REPO
-from tests.browser.driver import NEEDS_DEFAULT_MODEL
+from pages_app.common._sidebar import DEFAULTS
+from tests.browser.driver import NEEDS_DEFAULT_MODEL, open_page, open_tab, wait_for_figure
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 
@@ -213,5 +214,46 @@ def test_a_command_line_export_with_hostile_sentences_opens_offline_as_text(brow
         page.keyboard.press("ArrowRight")
     lines = offline.figure("#step-5 .st-key-head_view .bvl-figure")
     _changes(offline, lines, LINES, lambda: _pick(offline, 5, "layer", "0"))
+    assert offline.attempted() == [] and offline.dialogs == []
+    offline.close()
+
+
+def test_the_apps_buttons_give_svg_and_files_that_work_offline(streamlit_url, page, browser, tmp_path):
+    open_page(page, streamlit_url, "Attention")
+    open_tab(page, "Head view")
+    wait_for_figure(page, "head_view")
+    chart = page.locator(".st-key-head_view .js-plotly-plot")
+    chart.scroll_into_view_if_needed()
+    chart.hover()
+    svg = chart.locator(".modebar-btn[data-title='Download plot as SVG']")  # added beside PNG within 0.5 s
+    with page.expect_download() as download:
+        svg.click()
+    assert download.value.suggested_filename == "head_view.svg"
+    assert Path(download.value.path()).read_text(encoding="utf-8").lstrip().startswith("<svg")
+    expect(chart.locator(".modebar-btn[data-title^='Download plot as a']")).to_have_count(1)  # PNG stays
+
+    with page.expect_download(timeout=120_000) as download:
+        page.locator(".st-key-head_view_html button").click()
+    view_file = tmp_path / download.value.suggested_filename
+    download.value.save_as(view_file)
+    offline = Offline(browser, view_file)
+    figure = offline.figure(".bvl-figure")
+    _changes(
+        offline, figure, LINES, lambda: offline.page.locator("select[data-picker='layer']").select_option("5")
+    )
+    expect(offline.page.locator("header q").first).to_have_text(DEFAULTS["sentence_a"])
+    assert offline.attempted() == [] and offline.dialogs == []
+    offline.close()
+
+    open_page(page, streamlit_url)  # the Walkthrough is the main page
+    with page.expect_download(timeout=120_000) as download:
+        page.locator(".st-key-walk_lesson_html button").click()
+    assert download.value.suggested_filename == "walkthrough.html"
+    lesson = tmp_path / "walkthrough.html"
+    download.value.save_as(lesson)
+    offline = Offline(browser, lesson)
+    for number in range(1, 9):
+        expect(offline.page.locator("#bvl-counter")).to_have_text(f"Step {number} of 8")
+        offline.page.keyboard.press("ArrowRight")
     assert offline.attempted() == [] and offline.dialogs == []
     offline.close()
