@@ -254,7 +254,7 @@ def show_figure(
             st.plotly_chart(
                 _built(narrow, drawn), key=narrow_key(key), config=plotly_config(name), **chart_args
             )
-    html = html or partial(_figure_html, fig, name, about(f"figure {name}"))
+    html = html or partial(_figure_html, fig, drawn, name, about(f"figure {name}"))
     with st.container(horizontal=True):
         csv_button(frame, name, name)
         html_button(html, name, name)
@@ -262,8 +262,8 @@ def show_figure(
     return event
 
 
-def _figure_html(fig: go.Figure | partial, name: str, about: export.About) -> str:
-    return export.view_html(_built(fig, partial(readable)), about, name)
+def _figure_html(fig: go.Figure | partial, drawn: partial, name: str, about: export.About) -> str:
+    return export.view_html(_built(fig, drawn), about, name)  # the figure as shown (and shared)
 
 
 def _built(fig: go.Figure | partial, drawn: partial) -> go.Figure:

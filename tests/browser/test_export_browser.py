@@ -105,6 +105,23 @@ def test_a_view_export_draws_changes_with_its_pickers_and_offers_svg_offline(bro
         ".every(t => (t.meta.head === 2) === (t.visible !== 'legendonly'))",
         arg=figure.element_handle(),
     )
+    page = offline.page
+    page.wait_for_function(
+        "e => e.__bvlHighlight", arg=figure.element_handle()
+    )  # the head view's hover script
+    x, y = figure.evaluate(
+        """e => { const t = e._fullData.find(d => d.name === 'queries'), xa = e._fullLayout.xaxis;
+        const ya = e._fullLayout.yaxis, box = e.getBoundingClientRect();
+        return [box.left + xa._offset + xa.d2p(t.x[3]), box.top + ya._offset + ya.d2p(t.y[3])]; }"""
+    )
+    page.mouse.move(x, y)
+    page.wait_for_function(
+        "e => e.querySelectorAll('.bvl-highlight path').length > 0", arg=figure.element_handle()
+    )
+    colours = figure.evaluate(
+        "e => [...new Set([...e.querySelectorAll('.bvl-highlight path')].map(p => p.style.stroke))]"
+    )
+    assert len(colours) == 1  # the lines of head 2 alone: the heads the picker hid stay hidden
     svg = figure.locator(".modebar-btn[data-title='Download plot as SVG']")
     expect(svg).to_have_count(1)
     figure.hover()

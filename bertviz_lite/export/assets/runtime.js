@@ -15,8 +15,8 @@
     return new Response(stream).text();
   }
 
-  if (typeof DecompressionStream === "undefined") {
-    status.textContent = "This browser cannot unpack the figures of this file: it needs Chrome or Edge 80, " +
+  if (typeof DecompressionStream === "undefined" || typeof structuredClone === "undefined") {
+    status.textContent = "This browser cannot unpack the figures of this file: it needs Chrome or Edge 98, " +
       "Firefox 113, Safari 16.4 or a later version.";
     return;
   }
