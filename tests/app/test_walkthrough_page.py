@@ -208,7 +208,9 @@ def test_every_step_offers_the_lesson_and_its_figure_as_html(walk_state):
     keys = _download_keys(at)
     assert "walk_lesson_html" in keys and "walk_residual_html" in keys and "walk_residual_csv" in keys
     lesson = next(b for b in at.get("download_button") if b.proto.id.endswith("walk_lesson_html"))
-    assert lesson.proto.label == "Download this walkthrough" and lesson.proto.deferred_file_id  # built on click
+    assert (
+        lesson.proto.label == "Download this walkthrough" and lesson.proto.deferred_file_id
+    )  # built on click
 
 
 def test_a_pair_past_the_export_limit_is_refused_in_a_sentence():
