@@ -1,6 +1,6 @@
-"""The walkthrough as one file: its eight steps (inspection/walkthrough.py's STEPS) for one pair and model, with
+"""The walkthrough as one file: its steps (inspection/walkthrough.py's STEPS) for one pair and model, with
 Next/Previous and the arrow keys, the predict-then-reveal questions (answers hidden until revealed), the figures of
-every layer and head its pickers offer, and "The code" panels where they are given.
+every layer and head its pickers offer, and each step's "The code" panel with the pair's shapes.
 
     model, tokenizer = load("minilm-english")
     html = lesson_html(lesson_trace(model, tokenizer, "The cat sat on the mat.", "It was tired."), about)
@@ -9,7 +9,7 @@ every layer and head its pickers offer, and "The code" panels where they are giv
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from bertviz_lite.export.blocks import Ask, Figures, Markup, Note, View, key_of, number_picker, single
 from bertviz_lite.export.page import HEAD_VIEW_KEY, About, markdown_html, page_html
@@ -23,7 +23,9 @@ from bertviz_lite.figures.tokens import token_chip_html
 from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
 from bertviz_lite.inspection import explore, views
 from bertviz_lite.inspection import walkthrough as walk
+from bertviz_lite.inspection.code_listing import code_listing, shape_legend
 from bertviz_lite.inspection.explore import PairTrace
+from bertviz_lite.inspection.live_shapes import LiveShapes, pair_shapes
 from bertviz_lite.limits import export_token_problem
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.model.modeling import BertForPreTraining
@@ -164,10 +166,19 @@ STEP_VIEWS: dict[str, Callable[[PairTrace, views.MaskFocus], View]] = {
 }
 
 
-def _code_panel(code: str | None) -> str:
-    if not code:
+def _code_panel(step: walk.Step, shapes: LiveShapes | None, legend: str) -> str:
+    """The step's "The code": the source of the functions it declares (inspection/code_listing.py), read from the
+    installed package, with the pair's shapes beside the lines that made them; folded until opened."""
+    if shapes is None or not step.code:
         return ""
-    return f'<details class="bvl-code"><summary>The code</summary><pre><code>{html.escape(code)}</code></pre></details>'
+    blocks = "".join(
+        f'<p class="bvl-where">{html.escape(block.where)}</p><pre><code>{html.escape(block.text)}</code></pre>'
+        for block in code_listing(step.code, shapes)
+    )
+    return (
+        f'<details class="bvl-code"><summary>The code</summary><p class="bvl-caption">{html.escape(legend)}</p>'
+        f"{blocks}</details>"
+    )
 
 
 def _step_html(
@@ -180,19 +191,20 @@ def _step_html(
             f"<h2>Step {number} of {len(walk.STEPS)}: {html.escape(step.title)}</h2>",
             f'<div class="bvl-step-text"><p>{markdown_html(text)}</p></div>',
             payload.view_html(view) if view else "",
-            _code_panel(code),
+            code,
             "</section>",
         ]
     )
 
 
-def lesson_html(trace: PairTrace, about: About, code: Mapping[str, str] | None = None) -> str:
+def lesson_html(trace: PairTrace, about: About, code: bool = True) -> str:
     """The walkthrough of a trace made by lesson_trace as one self-contained HTML file.
 
     Args:
         trace: the pair's trace with the walkthrough's word masked (lesson_trace, or the page's own).
         about: the model's name, the sentences as typed and how the file was made.
-        code: "The code" panel of a step, by step key (plain text, shown as typed).
+        code: each step's "The code" panel, with the shapes of about's pair (about a second: the pair runs once
+            more under a line tracer, inspection/live_shapes.py).
     Raises ValueError (a sentence) for a pair longer than limits.MAX_EXPORT_TOKENS or a trace not masked as the
     walkthrough masks it.
     """
@@ -206,7 +218,9 @@ def lesson_html(trace: PairTrace, about: About, code: Mapping[str, str] | None =
         )
     config, tokenizer = trace.model.config, trace.tokenizer
     facts = walk.step_facts(config, tokenizer.vocab_size, trace.num_tokens, focus.original)
-    payload, code = Payload(), code or {}
+    shapes = _pair_shapes(trace, about) if code else None
+    legend = shape_legend(config, trace.num_tokens)
+    payload = Payload()
     sections = [
         _step_html(
             payload,
@@ -214,8 +228,16 @@ def lesson_html(trace: PairTrace, about: About, code: Mapping[str, str] | None =
             step,
             walk.step_text(step, facts),
             STEP_VIEWS[step.key](trace, focus) if step.key in STEP_VIEWS else None,
-            code.get(step.key, ""),
+            _code_panel(step, shapes, legend),
         )
         for number, step in enumerate(walk.STEPS, start=1)
     ]
     return page_html(LESSON_TITLE, about, "\n".join(sections), payload, lesson=True)
+
+
+def _pair_shapes(trace: PairTrace, about: About) -> LiveShapes:
+    """The shapes each line of the package makes for about's pair, cut to the trace's length."""
+    text_b = about.text_b if about.text_b.strip() else None
+    return pair_shapes(
+        trace.model, trace.tokenizer, text_a=about.text_a, text_b=text_b, max_length=trace.num_tokens
+    )

@@ -18,7 +18,7 @@ from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.limits import export_token_problem
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.text.display import plain_markdown
-from pages_app.common._share import HEAD, LAYER, STEP
+from pages_app.common._pages import WALKTHROUGH
 from pages_app.common._state import KEEP, clamp_number
 from pages_app.common._ui import (
     about,
@@ -32,20 +32,23 @@ from pages_app.common._ui import (
     switch_model_button,
     view,
 )
+from pages_app.explore._code import show_code
 from pages_app.explore._questions import ask
+
+STEP_KEY, (LAYER_KEY, HEAD_KEY) = WALKTHROUGH.step_key, WALKTHROUGH.index_keys
 
 ctx = load_context()
 encoding = ctx.encoding
 focus = views.mask_focus(encoding)  # the word masked here, the first [MASK] of the input, the hidden word
 masked, query, original = focus.masked, focus.query, focus.original
 num_layers, num_heads = ctx.model.config.num_hidden_layers, ctx.model.config.num_attention_heads
-step = walk.clamp_step(st.session_state.get(STEP, 1))
-st.session_state[STEP] = step
+step = walk.clamp_step(st.session_state.get(STEP_KEY, 1))
+st.session_state[STEP_KEY] = step
 current = walk.STEPS[step - 1]
 
 
 def _go(to: int) -> None:
-    st.session_state[STEP] = walk.clamp_step(to)
+    st.session_state[STEP_KEY] = walk.clamp_step(to)
 
 
 # "Previous" needs ~125 px with its icon: at 1024 px with the sidebar open, 1.4 parts in 7.8 cut it to "Prev…".
@@ -115,10 +118,10 @@ def step_embeddings() -> None:
 
 
 def step_one_head() -> None:
-    clamp_number(LAYER, 0, num_layers - 1)
-    clamp_number(HEAD, 0, num_heads - 1)
-    layer = st.session_state.get(LAYER, num_layers // 2)
-    head = st.session_state.get(HEAD, 0)
+    clamp_number(LAYER_KEY, 0, num_layers - 1)
+    clamp_number(HEAD_KEY, 0, num_heads - 1)
+    layer = st.session_state.get(LAYER_KEY, num_layers // 2)
+    head = st.session_state.get(HEAD_KEY, 0)
     target = 0 if query is None else query
     question = view(walk.attention_question, ctx, masked, layer=layer, head=head, query=target)
     if is_present():  # a slide: the pickers beside the question, so that they show with the figure
@@ -138,14 +141,14 @@ def step_one_head() -> None:
         )
     if not is_present():
         pick_layer, pick_head, _ = st.columns([1, 1, 4])
-    pick_layer.selectbox("Layer", range(num_layers), index=num_layers // 2, key=LAYER, persist_state=KEEP)
-    pick_head.selectbox("Head", range(num_heads), index=0, key=HEAD, persist_state=KEEP)
+    pick_layer.selectbox("Layer", range(num_layers), index=num_layers // 2, key=LAYER_KEY, persist_state=KEEP)
+    pick_head.selectbox("Head", range(num_heads), index=0, key=HEAD_KEY, persist_state=KEEP)
 
 
 def _open_head(layer: int, head: int) -> None:
     """A clicked tile opens that head in the one-head step."""
-    st.session_state[LAYER], st.session_state[HEAD] = layer, head
-    st.session_state[STEP] = walk.step_number("one_head")
+    st.session_state[LAYER_KEY], st.session_state[HEAD_KEY] = layer, head
+    st.session_state[STEP_KEY] = walk.step_number("one_head")
 
 
 def step_many_heads() -> None:
@@ -195,7 +198,7 @@ def step_nsp() -> None:
 
 
 def download_lesson() -> None:
-    """The eight steps for this pair and model in one HTML file (bertviz_lite.export), built when clicked."""
+    """The walkthrough's steps for this pair and model in one HTML file (bertviz_lite.export), built when clicked."""
     problem = export_token_problem(len(encoding), "A lesson")
     if problem:
         return st.caption(problem)
@@ -205,6 +208,14 @@ def download_lesson() -> None:
         return export.lesson_html(get_trace(ctx, masked), made)
 
     html_button(lesson, "walkthrough", "walk_lesson", label="Download this walkthrough")
+
+
+def step_build() -> None:
+    st.page_link(
+        "pages_app/build/12_Your_BERT.py",
+        icon=":material/construction:",
+        label="Build: check your own BERT against this one, stage by stage",
+    )
 
 
 # A step declared in walk.STEPS is drawn by its function here; a step without one shows its text only.
@@ -217,9 +228,11 @@ RENDER = {
     "residual": step_residual,
     "mlm": step_mlm,
     "nsp": step_nsp,
+    "build": step_build,
 }
 if current.key in RENDER:
     RENDER[current.key]()
+show_code(ctx, current.code, f"walk_{current.key}")  # the step's "The code", below its figure
 download_lesson()
 if step == len(walk.STEPS):  # the walk's end leads on to a word's meaning in context, with a guess first
     st.page_link(

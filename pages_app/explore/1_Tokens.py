@@ -7,6 +7,7 @@ from bertviz_lite.figures.tabs import PAGE_ABOUT
 from bertviz_lite.inspection import views
 from pages_app.common._state import KEEP
 from pages_app.common._ui import load_context, show_table
+from pages_app.explore._code import show_code
 from pages_app.explore._tabs import about
 
 ctx = load_context()
@@ -49,3 +50,4 @@ st.html(
     )
 )
 show_table(masking, "masking", hide_index=True)
+show_code(ctx, PAGE_ABOUT["tokens"].code, "tokens")

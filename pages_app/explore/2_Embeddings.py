@@ -9,6 +9,7 @@ from bertviz_lite.figures.tabs import PAGE_ABOUT
 from bertviz_lite.inspection import views
 from pages_app.common._state import KEEP, clamp_number, keep_choice
 from pages_app.common._ui import load_context, show_figure, view
+from pages_app.explore._code import show_code
 from pages_app.explore._tabs import about
 
 WINDOW = 64  # tokens per heatmap page: 512 × 384 × 5 cells would be a slow figure
@@ -83,6 +84,7 @@ parts_section()
 st.caption(
     f"Check: largest |sum − (token + position + segment)| = {view(views.embedding_sum_error, ctx):.2e}."
 )
+show_code(ctx, PAGE_ABOUT["embeddings"].code, "embeddings")
 
 norms = view(views.embedding_norms, ctx)
 show_figure(figures.embedding_norms_figure(norms), "embedding_norms", frame=norms.to_frame)

@@ -11,6 +11,7 @@ from bertviz_lite.figures.attention import STAT_TITLES
 from bertviz_lite.figures.head_view_script import head_view_hover_script
 from bertviz_lite.inspection import analysis, explore, views
 from bertviz_lite.limits import export_token_problem
+from pages_app.common._pages import ATTENTION
 from pages_app.common._state import KEEP, clamp_number, keep_choice, keep_choices
 from pages_app.common._ui import (
     about,
@@ -57,7 +58,7 @@ with picker_box:
         explore.has_sentence_b(ctx.encoding),
         num_layers,
         range(num_heads),
-        on_head=lambda: _show_in_head_view(st.session_state["attn_head"]),
+        on_head=lambda: _show_in_head_view(st.session_state[ATTENTION.index_keys[1]]),
     )
 
 
@@ -94,7 +95,8 @@ def _show_in_head_view(head: int) -> None:
 
 def _open_head(layer: int, head: int) -> None:
     """A clicked tile opens that head beside the model view."""
-    st.session_state["attn_layer"], st.session_state["attn_head"] = layer, head
+    st.session_state[ATTENTION.index_keys[0]] = layer
+    st.session_state[ATTENTION.index_keys[1]] = head
 
 
 def head_view_controls() -> tuple:
@@ -209,7 +211,7 @@ def rollout_tab() -> None:
         show_figure(figures.rollout_figure(flow), "rollout", frame=flow.to_frame, slide_top=260)
 
 
-tabs = declared_tabs(declared.ATTENTION_TABS, "attn_view")
+tabs = declared_tabs(declared.ATTENTION_TABS, ATTENTION.tab_key)
 if tabs["Heatmap"].open:
     with tabs["Heatmap"]:
         single_head(layer, head, sentence_filter, "attention_heatmap")
@@ -249,13 +251,13 @@ if tabs["Model view"].open:
 
 if tabs["Neuron view"].open:
     with tabs["Neuron view"]:
-        keep_choice("nv_query", range(count), min(1, count - 1))
+        keep_choice(ATTENTION.token_key, range(count), min(1, count - 1))
         controls, figure = controls_then_figure()
         query = controls.selectbox(
             "Query token",
             range(count),
             index=min(1, count - 1),
-            key="nv_query",
+            key=ATTENTION.token_key,
             persist_state=KEEP,
             format_func=lambda i: labels[i],
         )

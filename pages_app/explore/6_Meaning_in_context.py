@@ -23,6 +23,7 @@ from pages_app.common._ui import (
     show_figure,
     show_table,
 )
+from pages_app.explore._code import show_code
 from pages_app.explore._tabs import about
 
 WORD, EXTRA, LAYER, QUERY, SCOPE = (
@@ -302,3 +303,4 @@ show_table(
         "gloss": st.column_config.TextColumn(width="large"),
     },
 )
+show_code(ctx, PAGE_ABOUT["meaning_in_context"].code, "meaning_in_context")

@@ -5,13 +5,14 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
-from bertviz_lite.limits import MAX_NAME_CHARS, MAX_UPLOAD_MB
+from bertviz_lite.limits import MAX_NAME_CHARS
 from bertviz_lite.loading.run_folder import checkpoints_root
 from bertviz_lite.runs import store, upload
 from bertviz_lite.training.metrics import METRICS, TABLE_METRICS
 from pages_app.common._state import keep_choice
 from pages_app.common._visitor import current_visitor
 from pages_app.train._admin import admin_login
+from pages_app.train._uploads import bounded_file_uploader, let_go
 
 COLUMNS = {
     "name": st.column_config.TextColumn("Name"),
@@ -79,6 +80,7 @@ def add_upload(uploader_key: str) -> None:
     except (ValueError, OSError) as err:
         notify("error", f"Upload refused: {err}")
         return
+    let_go(chosen)
     st.session_state["ckpt_upload_round"] = (
         st.session_state.get("ckpt_upload_round", 0) + 1
     )  # empties the uploader
@@ -164,12 +166,12 @@ def rename_and_delete(name: str) -> None:
 
 def upload_form() -> None:
     key = f"ckpt_upload_{st.session_state.get('ckpt_upload_round', 0)}"
-    chosen = st.file_uploader(
+    chosen = bounded_file_uploader(
         "A zip of a checkpoint folder: model.safetensors, config.json, vocab.txt "
         "(and optionally train_args.json, metrics.jsonl, snapshots/)",
+        limit_bytes=upload.MAX_ZIP_BYTES,
         type=["zip"],
         key=key,
-        max_upload_size=MAX_UPLOAD_MB,
     )
     if chosen is None:
         return

@@ -6,8 +6,6 @@ dict that `run_options.check_options` validates exactly as the CLI would.
 
 from __future__ import annotations
 
-import math
-
 import streamlit as st
 
 from bertviz_lite.limits import MAX_CORPUS_CHARS, MAX_NAME_CHARS
@@ -16,6 +14,7 @@ from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training.training_args import DEVICES, DTYPES, PRESETS, OptionError
 from pages_app.common._visitor import current_visitor
+from pages_app.train._uploads import bounded_file_uploader
 
 CORPUS_SOURCES = (
     "Built-in stories",
@@ -77,11 +76,11 @@ def _corpus() -> tuple[str | None, tuple[int, int] | None, str | None]:
         return None, None, None
     limit_mb = run_options.MAX_CORPUS_BYTES / 1e6
     if source == CORPUS_SOURCES[3]:
-        upload = st.file_uploader(
+        upload = bounded_file_uploader(
             f"Plain UTF-8 text, at most {limit_mb:.0f} MB; blank lines separate documents",
+            limit_bytes=run_options.MAX_CORPUS_BYTES,
             type=["txt"],
             key="train_corpus_file",
-            max_upload_size=math.ceil(limit_mb),
         )
         if upload is None:
             return None, None, "Choose a .txt file for the corpus, or pick the built-in stories."

@@ -147,7 +147,7 @@ def test_a_link_sets_pair_model_layer_head_and_step():
     no_exception(at)
     assert at.sidebar.text_input(key="sentence_a").value == "A dog barked."
     assert at.session_state["model_picker"] == DEMO and at.session_state["present"] is True
-    assert at.header[0].value.startswith("Step 4 of 8")
+    assert at.header[0].value.startswith(f"Step 4 of {len(walk.STEPS)}")
     assert (at.selectbox(key="attn_layer").value, at.selectbox(key="attn_head").value) == (1, 1)
     assert "layer 1, head 1" in at.radio(key="walk_choice_attention").label
 

@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from bertviz_lite.export import About, head_view, lesson_html, lesson_trace, view_html
+from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, load
 from devtools.server import ARTIFACTS, REPO
 from pages_app.common._sidebar import DEFAULTS
@@ -133,20 +134,22 @@ def test_a_view_export_draws_changes_with_its_pickers_and_offers_svg_offline(bro
     offline.close()
 
 
-def test_a_lesson_steps_through_eight_steps_with_the_keyboard_offline(browser, lesson_file):
+def test_a_lesson_steps_through_every_step_with_the_keyboard_offline(browser, lesson_file):
     assert lesson_file.stat().st_size < FIVE_MB
     offline = Offline(browser, lesson_file)
     page = offline.page
-    for number in range(1, 9):
-        expect(page.locator("#bvl-counter")).to_have_text(f"Step {number} of 8")
+    count = len(walk.STEPS)
+    for number in range(1, count + 1):
+        expect(page.locator("#bvl-counter")).to_have_text(f"Step {number} of {count}")
         expect(page.locator(f"#step-{number}")).to_be_visible()
         expect(page.locator(".bvl-step:visible")).to_have_count(1)
         for area in page.locator(f"#step-{number} .bvl-figure:visible").all():
             offline.figure(f"#step-{number} .bvl-figure[data-area='{area.get_attribute('data-area')}']")
         page.keyboard.press("ArrowRight")
-    expect(page.locator("#bvl-counter")).to_have_text("Step 8 of 8")  # the last step stays
+    expect(page.locator("#bvl-counter")).to_have_text(f"Step {count} of {count}")  # the last step stays
     page.keyboard.press("PageUp")
-    expect(page.locator("#bvl-counter")).to_have_text("Step 7 of 8")
+    page.keyboard.press("PageUp")
+    expect(page.locator("#bvl-counter")).to_have_text(f"Step {count - 2} of {count}")
     page.screenshot(path=str(ARTIFACTS / "export_lesson_step7.png"))
     assert offline.attempted() == [] and offline.dialogs == []
     offline.close()
@@ -269,8 +272,8 @@ def test_the_apps_buttons_give_svg_and_files_that_work_offline(streamlit_url, pa
     lesson = tmp_path / "walkthrough.html"
     download.value.save_as(lesson)
     offline = Offline(browser, lesson)
-    for number in range(1, 9):
-        expect(offline.page.locator("#bvl-counter")).to_have_text(f"Step {number} of 8")
+    for number in range(1, len(walk.STEPS) + 1):
+        expect(offline.page.locator("#bvl-counter")).to_have_text(f"Step {number} of {len(walk.STEPS)}")
         offline.page.keyboard.press("ArrowRight")
     assert offline.attempted() == [] and offline.dialogs == []
     offline.close()

@@ -1,4 +1,4 @@
-"""Issue 35: the lesson (the walkthrough's eight steps in one file), the attention views with their pickers, and the
+"""Issue 35: the lesson (the walkthrough's steps in one file), the attention views with their pickers, and the
 command line `python -m bertviz_lite.export` (exit code 2 and one line for bad input)."""
 
 from __future__ import annotations
@@ -47,10 +47,15 @@ def lesson(tiny):
     return lesson_html(lesson_trace(model, tokenizer, TEXT_A, TEXT_B), About("tiny", TEXT_A, TEXT_B))
 
 
-def test_a_lesson_holds_the_eight_steps_in_order_with_their_texts(lesson):
+def test_a_lesson_holds_every_step_in_order_with_its_text_and_its_code(lesson):
+    count = len(walk.STEPS)
     for number, step in enumerate(walk.STEPS, start=1):
-        assert f"<h2>Step {number} of 8: {html.escape(step.title)}</h2>" in lesson
-    assert lesson.count('class="bvl-step"') == 8 and lesson.count(" hidden>") >= 7  # the first step shows
+        assert f"<h2>Step {number} of {count}: {html.escape(step.title)}</h2>" in lesson
+    assert (
+        lesson.count('class="bvl-step"') == count and lesson.count(" hidden>") >= count - 1
+    )  # the first shows
+    assert lesson.count('<details class="bvl-code"><summary>The code</summary>') == count
+    assert "bertviz_lite/model/modeling.py, line " in lesson and "  # (1, 4, " in lesson  # source and shapes
     assert 'id="bvl-next"' in lesson and 'id="bvl-previous"' in lesson
 
 
@@ -123,7 +128,7 @@ def test_the_command_line_writes_a_lesson(tmp_path, capsys):
     out = tmp_path / "lesson.html"
     assert main(["--a", TEXT_A, "--b", TEXT_B, "--model", "demo-tiny", "--out", str(out)]) == 0
     page = out.read_text(encoding="utf-8")
-    assert page.startswith("<!doctype html>") and page.count('class="bvl-step"') == 8
+    assert page.startswith("<!doctype html>") and page.count('class="bvl-step"') == len(walk.STEPS)
     said = capsys.readouterr().out.strip()
     assert re.fullmatch(
         rf"Wrote {re.escape(str(out))} \(\d\.\d MB\): lesson, \d+ tokens, model demo-tiny\.", said

@@ -18,7 +18,7 @@ class FakeTokenizer:
         return [chr(ord("a") + i) for i in ids]
 
 
-def test_eight_steps_in_the_lecture_order_with_texts_that_fill_in():
+def test_nine_steps_in_the_lecture_order_with_texts_that_fill_in():
     assert walk.STEP_KEYS == (
         "tokens",
         "ids",
@@ -28,6 +28,7 @@ def test_eight_steps_in_the_lecture_order_with_texts_that_fill_in():
         "residual",
         "mlm",
         "nsp",
+        "build",  # the last points on to the Build section (Your BERT)
     )
     config = BertConfig(
         vocab_size=100,
@@ -41,7 +42,8 @@ def test_eight_steps_in_the_lecture_order_with_texts_that_fill_in():
     texts = [walk.step_text(step, facts) for step in walk.STEPS]
     assert all("{" not in text for text in texts)
     assert "“dog”" in texts[0] and "(d = 8)" in texts[3] and "32 → 64 → 32" in texts[5]
-    assert [walk.clamp_step(n) for n in (-5, 0, 1, 8, 9, 99)] == [1, 1, 1, 8, 8, 8]
+    assert "Your BERT" in texts[-1] and "Build" in texts[-1]
+    assert [walk.clamp_step(n) for n in (-5, 0, 1, 9, 10, 99)] == [1, 1, 1, 9, 9, 9]
 
 
 def test_attention_question_answer_is_the_heaviest_key_among_the_options():
