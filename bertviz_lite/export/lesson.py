@@ -203,7 +203,7 @@ def lesson_html(trace: PairTrace, about: About, code: bool = True) -> str:
     Args:
         trace: the pair's trace with the walkthrough's word masked (lesson_trace, or the page's own).
         about: the model's name, the sentences as typed and how the file was made.
-        code: each step's "The code" panel, with the shapes of about's pair (about a second: the pair runs once
+        code: each step's "The code" panel, with the shapes of about's pair (a second or more: the pair runs once
             more under a line tracer, inspection/live_shapes.py).
     Raises ValueError (a sentence) for a pair longer than limits.MAX_EXPORT_TOKENS or a trace not masked as the
     walkthrough masks it.
