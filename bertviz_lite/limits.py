@@ -397,6 +397,23 @@ def check_text(text: str, limit: int, what: str) -> str:
     return text
 
 
+# ---- exported files (bertviz_lite/export) -------------------------------------------------------
+
+# A view with pickers, or a lesson, carries every layer and head it offers: L × H × T² numbers grow fast with T.
+MAX_EXPORT_TOKENS = 128
+MAX_EXPORT_BYTES = 40 * MB  # the figures one exported file carries, as JSON before it is compressed
+
+
+def export_token_problem(count: int, what: str) -> str | None:
+    """Why `what` (a lesson, a view with pickers) cannot be exported for a pair of `count` tokens; None if it can."""
+    if count <= MAX_EXPORT_TOKENS:
+        return None
+    return (
+        f"{what} carries every layer and head, so it takes at most {MAX_EXPORT_TOKENS} tokens; this pair has "
+        f"{count}. Shorten the sentences or lower the max length."
+    )
+
+
 # ---- numbers read back from run folders ----------------------------------------------------------
 
 

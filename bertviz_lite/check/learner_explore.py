@@ -64,6 +64,10 @@ class LearnerModel:
     own_weights: bool = False  # weights from a learner run (their names), not a model source's (ours, mapped)
 
 
+class LearnerRunFailed(ValueError):
+    """Their model could not run on the explore pages (their code failed, or their file changed): one sentence."""
+
+
 def _job(model: LearnerModel | LearnerSpec, own_weights: bool) -> dict:
     spec = model.spec if isinstance(model, LearnerModel) else model
     return {
@@ -81,7 +85,7 @@ def _run(job: dict, config: BertConfig, weights: dict[str, Tensor], ids: Tensor,
     result, tensors = run_jobs([job], asdict(config), weights, inputs)[0]
     if result.get("status") != "ran":
         where = f" (last frame: {result['where']})" if result.get("where") else ""
-        raise ValueError(
+        raise LearnerRunFailed(
             f"{Path(job['file']).name} could not run: {result.get('message', 'it failed')}{where}"
         )
     return result, tensors
@@ -137,7 +141,9 @@ def run_weights(run_dir: str | os.PathLike) -> dict[str, Tensor]:
     try:
         return load_file(str(RunFolder(run_dir).learner_weights))
     except (OSError, SafetensorError) as error:
-        raise ValueError(f"{Path(run_dir).name}'s learner.safetensors does not load ({error})") from None
+        raise LearnerRunFailed(
+            f"{Path(run_dir).name}'s learner.safetensors does not load ({error})"
+        ) from None
 
 
 def learner_trace(
@@ -152,7 +158,7 @@ def learner_trace(
     ValueError with a sentence when their file changed since it was opened, or their code failed.
     """
     if not learner.spec.file.is_file() or file_sha256(learner.spec.file) != learner.sha256:
-        raise ValueError(
+        raise LearnerRunFailed(
             f"{learner.spec.file} has changed since it was opened on the explore pages: check it again on the Your "
             "BERT page and open it anew."
         )

@@ -16,7 +16,7 @@ from bertviz_lite.figures.check import stage_ladder_figure, stage_sides_figure
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, model_sources
 from bertviz_lite.server.code_gate import code_allowed
 from bertviz_lite.text.display import plain_markdown
-from pages_app.common._sidebar import LEARNERS
+from pages_app.build._learner_source import add_learner
 from pages_app.common._state import keep_choice
 from pages_app.common._ui import load_model, show_figure, show_table
 
@@ -67,8 +67,8 @@ def open_in_explore() -> None:
     except (ValueError, OSError) as error:
         st.session_state[EXPLORE_NOTE] = str(error)
         return
-    st.session_state.setdefault(LEARNERS, {})[opened.key] = opened
-    st.session_state["model_picker"], st.session_state[OPENED] = opened.key, True
+    add_learner(opened)
+    st.session_state[OPENED] = True
 
 
 def make_skeleton() -> None:

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import streamlit as st
 
+from bertviz_lite.export.toolbar import plotly_config
 from bertviz_lite.figures import (
     embedding_window_figure,
     model_view_figure,
@@ -36,7 +37,6 @@ from pages_app.common._ui import (
     context_for,
     get_trace,
     is_present,
-    plotly_config,
     view,
 )
 

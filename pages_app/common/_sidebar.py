@@ -10,10 +10,10 @@ from typing import NamedTuple
 
 import streamlit as st
 
-from bertviz_lite.check.learner_explore import LABEL
 from bertviz_lite.limits import MAX_PATH_CHARS
 from bertviz_lite.loading.pretrained import BUILT_IN, DEFAULT_MODEL, describe, model_sources, source_label
 from bertviz_lite.server import access
+from pages_app.build._learner_source import LABEL, learner_sources, learner_version
 from pages_app.common._state import keep_choice
 from pages_app.common._visitor import remember_visitor
 
@@ -22,9 +22,6 @@ MODEL_HELP = " ".join(f"{name}: {describe(name)}" for name in BUILT_IN) + (
     " Then your checkpoints, BERT models in the local Hugging Face cache, or any BERT folder."
 )
 PAGE_INPUTS = "_page_inputs"  # the Inputs app.py handed to this run's page (hand_over)
-LEARNERS = (
-    "learner_models"  # {picker entry: LearnerModel} a learner opened on the explore pages (Your BERT page)
-)
 DEFAULTS = {
     "present": False,
     "model_picker": DEFAULT_MODEL,
@@ -47,11 +44,11 @@ class Inputs(NamedTuple):
 
 def model_options() -> list[str]:
     """The built-in models, every checkpoint, BERT folders in the Hugging Face cache, then a free path."""
-    return [*model_sources(), *st.session_state.get(LEARNERS, {}), OTHER_FOLDER]
+    return [*model_sources(), *learner_sources(), OTHER_FOLDER]
 
 
 def model_label(option: str) -> str:
-    """How an option reads in the picker (a learner's model by its entry: no checkpoint's name has a space)."""
+    """How an option reads in the picker (a learner's model: its entry, LABEL and a space no checkpoint's name has)."""
     return option if option == OTHER_FOLDER or option.startswith(LABEL) else source_label(option)
 
 
@@ -128,5 +125,5 @@ def _read_inputs() -> Inputs:
         state["sentence_a"],
         state["sentence_b"],
         int(state["max_length"]),
-        learner.sha256 if (learner := state.get(LEARNERS, {}).get(source)) else access.fenced_version(source),
+        learner_version(source) or access.fenced_version(source),
     )

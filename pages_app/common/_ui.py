@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -12,18 +11,19 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from bertviz_lite.check.learner_explore import OUR_INTERNALS, LearnerModel, learner_trace
+from bertviz_lite import export
+from bertviz_lite.export.toolbar import plotly_config, svg_button_script
 from bertviz_lite.figures.style import readable
 from bertviz_lite.inspection import explore
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.server import access, cache, settings
-from bertviz_lite.server.code_gate import code_allowed
 from bertviz_lite.server.memory import release_memory
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
+from pages_app.build._learner_source import learner_context, said_when_hidden, source_trace
 from pages_app.common._share import PRESENT, clamp_linked_indices
-from pages_app.common._sidebar import LEARNERS, Inputs, current_inputs
+from pages_app.common._sidebar import Inputs, current_inputs
 
 LOAD_ERRORS = (ValueError, OSError)
 THREADS_PROBLEM = settings.use_app_threads()  # once per process: BERTVIZ_LITE_THREADS (default 1)
@@ -49,6 +49,7 @@ LAYOUT_CSS = (
     + "</style>"
 )
 
+SVG_BUTTONS = svg_button_script()
 GC_FROM_TOKENS = 256  # inputs this long take seconds to trace, so a full collection (~0.3 s) first is cheap
 
 
@@ -99,10 +100,7 @@ def get_trace(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
 
 def _trace(ctx: Context, masked: tuple[int, ...]) -> explore.PairTrace:
     with st.spinner("Running the model…"):
-        if isinstance(ctx.model, LearnerModel):  # their model runs in the checker's child process, never here
-            reference = None if ctx.model.own_weights else load_model(ctx.model.weights)[0]
-            return learner_trace(ctx.model, ctx.encoding, masked, reference)
-        trace = explore.trace_encoding(ctx.model, ctx.tokenizer, ctx.encoding, ctx.max_length, masked)
+        trace = source_trace(ctx, masked, load_model)  # a learner's model: in the checker's child process
     if (
         ctx.max_length >= GC_FROM_TOKENS
     ):  # its working memory, and dropped traces in reference cycles, go back now
@@ -116,22 +114,14 @@ def _stop_with(message: str) -> None:
 
 
 def load_context(learner: bool = False) -> Context:
-    """This run's Context from the sidebar's Inputs (app.py hands them over); any problem ends the page with st.error.
-
-    learner: the page shows a learner's own model too (a LearnerModel as ctx.model; its trace made in the checker's
-    child process); other pages say in a sentence that they need our BERT.
-    """
+    """This run's Context from the sidebar's Inputs (app.py hands them over); any problem ends the page with st.error."""
     inputs = current_inputs()
     for problem in filter(None, (THREADS_PROBLEM, CACHE_PROBLEM)):
         st.warning(problem)
     if not inputs.source:
         _stop_with("Type the path of a model folder in the sidebar.")
-    theirs = st.session_state.get(LEARNERS, {}).get(inputs.source)
-    allowed, why = code_allowed(st.get_option("server.address"), os.environ)
-    if theirs is not None and not (learner and allowed):
-        _stop_with(OUR_INTERNALS if allowed else why)
     try:
-        model, tokenizer = (theirs, theirs.tokenizer) if theirs else checked_model(inputs)
+        model, tokenizer = learner_context(inputs.source, learner) or checked_model(inputs)
     except LOAD_ERRORS as err:
         _stop_with(f"Could not load the model: {err}")
     st.sidebar.caption(explore.model_card(model, tokenizer))
@@ -152,15 +142,10 @@ def view(data: Callable[..., T], ctx: Context, masked: Sequence[int] = (), **pic
     """data(trace, **picks) on the context's trace, computed once for every visitor: a page names the package's data
     function and its picks, say view(views.attention_map, ctx, layer=0, head=1)."""
     masked = tuple(sorted(masked))
-    try:
+    with said_when_hidden():  # a learner's model without what the view reads: one sentence instead
         return SHARED.get(
             cache.cache_key(data, ctx.inputs, masked, **picks), lambda: data(get_trace(ctx, masked), **picks)
         )
-    except (explore.NotExposed, ValueError) as err:  # a learner's model without it, or whose run failed
-        if not isinstance(ctx.model, LearnerModel):
-            raise
-        st.info(plain_markdown(str(err)))
-        st.stop()
 
 
 def view_of_model(data: Callable[..., T], ctx: Context, **params) -> T:
@@ -170,11 +155,6 @@ def view_of_model(data: Callable[..., T], ctx: Context, **params) -> T:
         cache.cache_key(data, ctx.inputs.source, ctx.inputs.version, **params),
         lambda: data(ctx.model, ctx.tokenizer, **params),
     )
-
-
-def plotly_config(name: str) -> dict:
-    """Keep plotly's PNG download, named after the figure, at twice the screen resolution."""
-    return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}}
 
 
 def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, key: str) -> None:
@@ -190,6 +170,25 @@ def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, ke
         on_click="ignore",
         icon=":material/download:",
     )
+
+
+def html_button(build: Callable[[], str], name: str, key: str, label: str = "Interactive HTML") -> None:
+    """A download button for a self-contained HTML file that bertviz_lite.export builds when the user clicks."""
+    st.download_button(
+        label,
+        data=build,
+        file_name=f"{name}.html",
+        mime="text/html",
+        key=f"{key}_html",
+        on_click="ignore",
+        icon=":material/download:",
+    )
+
+
+def about(where: str) -> export.About:
+    """What an exported file says about itself: the sidebar's pair and model, and where in the app it came from."""
+    inputs = current_inputs()
+    return export.About(inputs.source, inputs.text_a, inputs.text_b, f"Exported from bertviz-lite's {where}")
 
 
 def step_keys(previous_key: str, next_key: str) -> None:
@@ -233,9 +232,10 @@ def show_figure(
     key: str | None = None,
     slide_top: int = SLIDE_TOP,
     narrow: go.Figure | partial | None = None,
+    html: Callable[[], str] | None = None,
     **chart_args,
 ):
-    """st.plotly_chart with readable fonts (larger in presentation mode) and the PNG button, then a CSV button.
+    """st.plotly_chart with readable fonts (larger in presentation mode), PNG and SVG buttons, then CSV and HTML ones.
 
     fig: a figure, or partial(builder, view data, **options): built once for all who show it at this size, shared.
     key: the chart's widget key when it is not `name` (a new key clears a chart's selection).
@@ -243,6 +243,7 @@ def show_figure(
     is made short enough for its bottom to show too (the server cannot read the screen: this is the slide's size).
     narrow: the figure laid out for a phone, shown instead of `fig` below 641 px (not in presentation mode, which is
     for projectors); its widget key is narrow_key(key), with the same chart_args (a selection callback reads both).
+    html: builds the view's HTML file (bertviz_lite.export, its pickers' figures too); by default the figure alone.
     """
     drawn = partial(readable, present=is_present(), max_height=SLIDE_BOTTOM - slide_top)
     key = key or name
@@ -255,8 +256,16 @@ def show_figure(
             st.plotly_chart(
                 _built(narrow, drawn), key=narrow_key(key), config=plotly_config(name), **chart_args
             )
-    csv_button(frame, name, name)
+    html = html or partial(_figure_html, fig, drawn, name, about(f"figure {name}"))
+    with st.container(horizontal=True):
+        csv_button(frame, name, name)
+        html_button(html, name, name)
+        st.html(SVG_BUTTONS, unsafe_allow_javascript=True)  # beside PNG in each chart's toolbar (once a page)
     return event
+
+
+def _figure_html(fig: go.Figure | partial, drawn: partial, name: str, about: export.About) -> str:
+    return export.view_html(_built(fig, drawn), about, name)  # the figure as shown (and shared)
 
 
 def _built(fig: go.Figure | partial, drawn: partial) -> go.Figure:

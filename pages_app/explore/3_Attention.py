@@ -1,18 +1,22 @@
 """Attention: one head as a heatmap, BertViz-style head and model views, the neuron view, statistics, rollout."""
 
+from collections.abc import Callable
 from functools import partial
 
 import streamlit as st
 
-from bertviz_lite import figures
+from bertviz_lite import export, figures
 from bertviz_lite.figures import tabs as declared
 from bertviz_lite.figures.attention import STAT_TITLES
 from bertviz_lite.figures.head_view_script import head_view_hover_script
 from bertviz_lite.inspection import analysis, explore, views
+from bertviz_lite.limits import export_token_problem
 from pages_app.common._pages import ATTENTION
 from pages_app.common._state import KEEP, clamp_number, keep_choice, keep_choices
 from pages_app.common._ui import (
+    about,
     clicked,
+    get_trace,
     is_present,
     load_context,
     narrow_key,
@@ -58,6 +62,15 @@ with picker_box:
     )
 
 
+def view_file(make: Callable[..., export.View], *picks, where: str) -> Callable[[], str] | None:
+    """The HTML file of a view with every layer and head behind its pickers (bertviz_lite.export), built when clicked;
+    None past limits.MAX_EXPORT_TOKENS, where the file holds the figure as shown."""
+    if export_token_problem(count, "A view with pickers"):
+        return None
+    made = about(f"Attention page, {where}")
+    return lambda: export.view_html(make(get_trace(ctx), *picks), made)
+
+
 def single_head(layer: int, head: int, sentence_filter: str, name: str, axis_titles: bool = True) -> None:
     block = view(views.attention_map, ctx, layer=layer, head=head, sentence_filter=sentence_filter)
     show_figure(
@@ -65,6 +78,7 @@ def single_head(layer: int, head: int, sentence_filter: str, name: str, axis_tit
         name,
         frame=block.to_frame,
         slide_top=230,
+        html=view_file(export.attention_map, sentence_filter, layer, head, where="heatmap"),
     )
 
 
@@ -161,6 +175,7 @@ def head_view_tab(layer: int, sentence_filter: str) -> None:
             selection_mode="points",
             slide_top=255,
             narrow=partial(figures.head_view_figure, links, narrow=True),
+            html=view_file(export.head_view, sentence_filter, layer, where="head view"),
         )
         for key in ("head_view", narrow_key("head_view")):  # hover a token: its lines light up
             st.html(head_view_hover_script(key), unsafe_allow_javascript=True)
@@ -229,6 +244,7 @@ if tabs["Model view"].open:
                 selection_mode="points",
                 on_select=on_tile_click(key, num_layers, num_heads, _open_head, renew="model_view"),
                 narrow=partial(figures.model_view_figure, overview, tile_size=tile_size, narrow=True),
+                html=view_file(export.model_view, layer, head, where="model view"),
             )
         with opened:
             single_head(layer, head, "All", "model_view_head", axis_titles=False)

@@ -14,7 +14,7 @@ from bertviz_lite.runs import store, upload
 from bertviz_lite.server.code_gate import code_allowed
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training.metrics import METRICS, TABLE_METRICS
-from pages_app.common._sidebar import LEARNERS
+from pages_app.build._learner_source import add_learner
 from pages_app.common._state import keep_choice
 from pages_app.common._visitor import current_visitor
 from pages_app.train._admin import admin_login
@@ -60,7 +60,7 @@ def use_learner_on_explore(folder) -> None:
     except (ValueError, OSError) as err:
         notify("error", str(err))
         return
-    st.session_state.setdefault(LEARNERS, {})[opened.key] = opened
+    add_learner(opened)
     use_on_explore(opened.key)
 
 

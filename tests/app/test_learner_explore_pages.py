@@ -17,8 +17,8 @@ from bertviz_lite.loading.pretrained import DEMO, load
 from bertviz_lite.server.balancer import WORKER_SETTING
 from bertviz_lite.server.code_gate import ALLOW_CODE_SETTING
 from bertviz_lite.text.display import plain_markdown
+from pages_app.build._learner_source import LEARNERS as LEARNER_MODELS
 from pages_app.common._sidebar import DEFAULTS
-from pages_app.common._sidebar import LEARNERS as LEARNER_MODELS
 from tests.app.conftest import APP, array, charts, no_exception
 
 LEARNERS = Path(__file__).parents[1] / "check" / "learners"

@@ -24,6 +24,7 @@ LAYERS = (
     "loading",
     "inspection",
     "figures",
+    "export",
     "check",
     "training",
     "server",
