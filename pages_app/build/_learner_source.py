@@ -11,6 +11,7 @@ from contextlib import contextmanager
 import streamlit as st
 
 from bertviz_lite.check.learner_explore import (
+    LABEL,
     OUR_INTERNALS,
     LearnerModel,
     LearnerRunFailed,
@@ -27,6 +28,12 @@ LEARNERS = "learner_models"  # {the model picker's entry: LearnerModel} opened t
 def learner_sources() -> dict[str, LearnerModel]:
     """The learner's models opened this session, by their entry in the sidebar's model picker."""
     return st.session_state.get(LEARNERS, {})
+
+
+def is_learner_entry(option: str) -> bool:
+    """Whether a model picker entry is a learner's model: it starts with LABEL and a space, which no checkpoint's
+    name has (the session is not read: a picker's format_func may run outside the script's run)."""
+    return option.startswith(f"{LABEL}: ")
 
 
 def add_learner(model: LearnerModel) -> None:

@@ -13,7 +13,7 @@ import streamlit as st
 from bertviz_lite.limits import MAX_PATH_CHARS
 from bertviz_lite.loading.pretrained import BUILT_IN, DEFAULT_MODEL, describe, model_sources, source_label
 from bertviz_lite.server import access
-from pages_app.build._learner_source import LABEL, learner_sources, learner_version
+from pages_app.build._learner_source import is_learner_entry, learner_sources, learner_version
 from pages_app.common._state import keep_choice
 from pages_app.common._visitor import remember_visitor
 
@@ -48,8 +48,8 @@ def model_options() -> list[str]:
 
 
 def model_label(option: str) -> str:
-    """How an option reads in the picker (a learner's model: its entry, LABEL and a space no checkpoint's name has)."""
-    return option if option == OTHER_FOLDER or option.startswith(LABEL) else source_label(option)
+    """How an option reads in the picker."""
+    return option if option == OTHER_FOLDER or is_learner_entry(option) else source_label(option)
 
 
 def _held(key: str):
