@@ -61,7 +61,9 @@ def test_a_correct_model_draws_the_four_pages_with_the_attention_our_bert_draws(
     assert any(key.startswith("predictions_") for key in charts(at)) and "nsp" in charts(at)
     at.switch_page(EXPLORE.format("5_Beyond_attention")).run()
     no_exception(at)
-    assert [error.value for error in at.error] == [plain_markdown(OUR_INTERNALS)]
+    assert [error.value for error in at.error] == [
+        plain_markdown(f"Could not load the model: {OUR_INTERNALS}")
+    ]
 
 
 def test_a_model_that_hides_its_attention_says_so_in_one_sentence():
