@@ -18,6 +18,7 @@ from bertviz_lite.check.learner_explore import (
     learner_trace,
 )
 from bertviz_lite.inspection import explore
+from bertviz_lite.server import access
 from bertviz_lite.server.code_gate import code_allowed
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.text.tokenization import BertTokenizer
@@ -81,3 +82,14 @@ def said_when_hidden() -> Iterator[None]:
     except LearnerRunFailed as err:
         st.error(plain_markdown(str(err)))
         st.stop()
+
+
+def reference_context(ctx, load_model: Callable):
+    """The same pair by the BERT whose weights their model runs with ("Compare with BERT"): ctx (_ui.Context) with our
+    model of that source; None when the sidebar's model is ours, or a learner run's own weights (no BERT has them)."""
+    model = ctx.model
+    if not isinstance(model, LearnerModel) or model.own_weights:
+        return None
+    ours, tokenizer = load_model(model.weights)
+    inputs = ctx.inputs._replace(source=model.weights, version=access.fenced_version(model.weights))
+    return ctx._replace(inputs=inputs, model=ours, tokenizer=tokenizer)

@@ -11,6 +11,8 @@ from bertviz_lite.figures.attention import STAT_TITLES
 from bertviz_lite.figures.head_view_script import head_view_hover_script
 from bertviz_lite.inspection import analysis, explore, views
 from bertviz_lite.limits import export_token_problem
+from bertviz_lite.text.display import plain_markdown
+from pages_app.build._learner_source import reference_context
 from pages_app.common._pages import ATTENTION
 from pages_app.common._state import KEEP, clamp_number, keep_choice, keep_choices
 from pages_app.common._ui import (
@@ -19,6 +21,7 @@ from pages_app.common._ui import (
     get_trace,
     is_present,
     load_context,
+    load_model,
     narrow_key,
     on_tile_click,
     show_figure,
@@ -151,34 +154,55 @@ def head_view_tab(layer: int, sentence_filter: str) -> None:
     control_box, figure_box = controls_then_figure()
     with control_box:
         heads, window, focus, min_weight = head_view_controls()
+    picks = dict(
+        layer=layer,
+        heads=heads,
+        sentence_filter=sentence_filter,
+        window=window,
+        focus=None if focus == ALL_TOKENS else focus,
+        min_weight=min_weight,
+    )
+    reference = reference_context(
+        ctx, load_model
+    )  # their model runs with these weights: BERT's own view beside
+    compare = reference is not None and control_box.toggle(
+        "Compare with BERT",
+        key="hv_compare",
+        help=f"The head view of {reference.inputs.source} itself, with the weights your model runs with, "
+        "for the same pair: where the two differ, your code computes attention differently.",
+    )
     with figure_box:
-        links = view(
-            views.head_view_links,
-            ctx,
-            layer=layer,
-            heads=heads,
-            sentence_filter=sentence_filter,
-            window=window,
-            focus=None if focus == ALL_TOKENS else focus,
-            min_weight=min_weight,
-        )
-        st.caption(
-            f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
-            "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
-            "them back). Click a head in the legend to show it alone, click it again for all heads."
-        )
-        show_figure(
-            figures.head_view_figure(links),
-            "head_view",
-            frame=links.to_frame,
-            on_select=_focus_clicked_token,
-            selection_mode="points",
-            slide_top=255,
-            narrow=partial(figures.head_view_figure, links, narrow=True),
-            html=view_file(export.head_view, sentence_filter, layer, where="head view"),
-        )
-        for key in ("head_view", narrow_key("head_view")):  # hover a token: its lines light up
-            st.html(head_view_hover_script(key), unsafe_allow_javascript=True)
+        theirs, ours = st.columns(2) if compare else (st.container(), None)
+        with theirs:
+            one_head_view(ctx, picks, "head_view", sentence_filter, layer)
+        if ours is not None:
+            with ours:
+                st.markdown(f"**BERT** ({plain_markdown(reference.inputs.source)}), the same pair")
+                one_head_view(reference, picks, "head_view_bert", sentence_filter, layer)
+
+
+def one_head_view(context, picks: dict, key: str, sentence_filter: str, layer: int) -> None:
+    """The head view of `context`'s model (the sidebar's, or the BERT beside a learner's) as the figure `key`."""
+    links = view(views.head_view_links, context, **picks)
+    st.caption(
+        f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
+        "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
+        "them back). Click a head in the legend to show it alone, click it again for all heads."
+    )
+    show_figure(
+        figures.head_view_figure(links),
+        key,
+        frame=links.to_frame,
+        on_select=_focus_clicked_token,
+        selection_mode="points",
+        slide_top=255,
+        narrow=partial(figures.head_view_figure, links, narrow=True),
+        html=view_file(export.head_view, sentence_filter, layer, where="head view")
+        if context is ctx
+        else None,
+    )
+    for chart in (key, narrow_key(key)):  # hover a token: its lines light up
+        st.html(head_view_hover_script(chart), unsafe_allow_javascript=True)
 
 
 @st.fragment

@@ -18,6 +18,7 @@ from bertviz_lite.server.balancer import WORKER_SETTING
 from bertviz_lite.server.code_gate import ALLOW_CODE_SETTING
 from bertviz_lite.text.display import plain_markdown
 from pages_app.build._learner_source import LEARNERS as LEARNER_MODELS
+from pages_app.common._pages import ATTENTION
 from pages_app.common._sidebar import DEFAULTS
 from tests.app.conftest import APP, array, charts, no_exception
 
@@ -77,3 +78,23 @@ def test_a_model_that_hides_its_attention_says_so_in_one_sentence():
     no_exception(at)
     assert plain_markdown(MISSING["attentions"]) in [info.value for info in at.info]
     assert "attention_heatmap" not in charts(at)
+
+
+def test_compare_with_bert_puts_bert_s_head_view_beside_theirs():
+    model, tokenizer = load(DEMO)
+    theirs = open_learner(LearnerSpec(LEARNERS / "hf_style.py"), DEMO, model, tokenizer)
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.session_state[LEARNER_MODELS], at.session_state["model_picker"] = {theirs.key: theirs}, theirs.key
+    at.session_state[ATTENTION.tab_key] = "Head view"
+    at.switch_page(EXPLORE.format("3_Attention")).run()
+    no_exception(at)
+    assert "head_view" in charts(at) and "head_view_bert" not in charts(at)  # off until asked
+    at.toggle(key="hv_compare").set_value(True).run()
+    no_exception(at)
+    drawn = charts(at)
+    assert f"**BERT** ({DEMO}), the same pair" in [text.value for text in at.markdown]
+    assert [trace.get("name") for trace in drawn["head_view"]["data"]] == [
+        trace.get("name") for trace in drawn["head_view_bert"]["data"]
+    ]  # a correct model with BERT's weights: the same heads, the same lines
+    for mine, bert in zip(drawn["head_view"]["data"], drawn["head_view_bert"]["data"], strict=True):
+        assert mine.get("x") == bert.get("x") and mine.get("y") == bert.get("y")
