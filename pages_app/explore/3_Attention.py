@@ -172,23 +172,34 @@ def head_view_tab(layer: int, sentence_filter: str) -> None:
         "for the same pair: where the two differ, your code computes attention differently.",
     )
     with figure_box:
-        theirs, ours = st.columns(2) if compare else (st.container(), None)
-        with theirs:
+        if not compare:
             one_head_view(ctx, picks, "head_view", sentence_filter, layer)
-        if ours is not None:
-            with ours:
-                st.markdown(f"**BERT** ({plain_markdown(reference.inputs.source)}), the same pair")
-                one_head_view(reference, picks, "head_view_bert", sentence_filter, layer)
+            return
+        st.caption(head_view_caption(layer, view(views.head_view_links, ctx, **picks).top_k))
+        theirs, ours = st.columns(2)
+        theirs.markdown(f"**Your BERT** ({plain_markdown(ctx.model.spec.file.name)})")
+        ours.markdown(f"**BERT** ({plain_markdown(reference.inputs.source)}), the same pair and weights")
+        with theirs:
+            one_head_view(ctx, picks, "head_view", sentence_filter, layer, captioned=False)
+        with ours:
+            one_head_view(reference, picks, "head_view_bert", sentence_filter, layer, captioned=False)
 
 
-def one_head_view(context, picks: dict, key: str, sentence_filter: str, layer: int) -> None:
-    """The head view of `context`'s model (the sidebar's, or the BERT beside a learner's) as the figure `key`."""
-    links = view(views.head_view_links, context, **picks)
-    st.caption(
-        f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
+def head_view_caption(layer: int, top_k: int) -> str:
+    return (
+        f"Layer {layer}: at most {top_k} strongest lines per query token and head; opacity = weight. "
         "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
         "them back). Click a head in the legend to show it alone, click it again for all heads."
     )
+
+
+def one_head_view(
+    context, picks: dict, key: str, sentence_filter: str, layer: int, captioned: bool = True
+) -> None:
+    """The head view of `context`'s model (the sidebar's, or the BERT beside a learner's) as the figure `key`."""
+    links = view(views.head_view_links, context, **picks)
+    if captioned:  # beside BERT's, the caption is said once above both
+        st.caption(head_view_caption(layer, links.top_k))
     show_figure(
         figures.head_view_figure(links),
         key,

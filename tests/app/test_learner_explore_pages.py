@@ -92,7 +92,7 @@ def test_compare_with_bert_puts_bert_s_head_view_beside_theirs():
     at.toggle(key="hv_compare").set_value(True).run()
     no_exception(at)
     drawn = charts(at)
-    assert f"**BERT** ({DEMO}), the same pair" in [text.value for text in at.markdown]
+    assert f"**BERT** ({DEMO}), the same pair and weights" in [text.value for text in at.markdown]
     assert [trace.get("name") for trace in drawn["head_view"]["data"]] == [
         trace.get("name") for trace in drawn["head_view_bert"]["data"]
     ]  # a correct model with BERT's weights: the same heads, the same lines
