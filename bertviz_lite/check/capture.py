@@ -148,7 +148,9 @@ class StageHooks:
     """Forward hooks that keep, per stage, the first tensor a module gives in one forward pass."""
 
     def __init__(self, model: nn.Module, mapping: Mapping, sizes: dict[str, int]):
-        self.model, self.mapping, self.sizes = model, mapping, sizes
+        self.model = model
+        self.mapping = mapping
+        self.sizes = sizes
         self.modules = dict(model.named_modules(remove_duplicate=False))
         self.captured: dict[str, Tensor] = {}
         self.handles = []
@@ -194,7 +196,8 @@ class StageHooks:
 
     def install_layer(self, i: int) -> None:
         roles = layer_role_names(i)
-        name, h = f"layer.{i}.", self.sizes["hidden_size"]
+        name = f"layer.{i}."
+        h = self.sizes["hidden_size"]
         attention = [self.output_of(name + "attention.output", roles["o"] + ".weight", last_dim=h)]
         self.output_of(name + "attention.layer_norm", roles["ln1"] + ".weight")
         self.output_of(name + "feed_forward", roles["ff2"] + ".weight")

@@ -120,7 +120,8 @@ def _opened(
     own_weights: bool,
 ) -> LearnerModel:
     encoding = tokenizer.encode_pair("The cat sat on the mat.", "It purred.", max_length=16)
-    ids, segments = torch.tensor([encoding.input_ids]), torch.tensor([encoding.token_type_ids])
+    ids = torch.tensor([encoding.input_ids])
+    segments = torch.tensor([encoding.token_type_ids])
     result, found = _run(_job(spec, own_weights), config, tensors, ids, segments)
     spec = LearnerSpec(spec.file, result.get("class") or spec.class_name)
     return LearnerModel(

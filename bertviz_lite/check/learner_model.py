@@ -87,11 +87,15 @@ class LearnerForPreTraining(nn.Module):
         self, learner: nn.Module, config: BertConfig, mapping: Mapping, spec: LearnerSpec, sha256: str
     ):
         super().__init__()
-        self.learner, self.config, self.mapping = learner, config, mapping
-        self.spec, self.sha256 = spec, sha256
+        self.learner = learner
+        self.config = config
+        self.mapping = mapping
+        self.spec = spec
+        self.sha256 = sha256
         self.nsp_in_output = False  # their forward returns the NSP logits beside the MLM logits
         self.nsp_module: str | None = None  # else the path of their module that gives them
-        self.has_mlm_head, self.exposes_attention = True, False
+        self.has_mlm_head = True
+        self.exposes_attention = False
 
     @property
     def has_nsp_head(self) -> bool:
@@ -134,7 +138,8 @@ class LearnerForPreTraining(nn.Module):
         """MLM loss from their logits at the masked positions, plus NSP loss where they have an NSP head (else 0)."""
         logits, nsp_logits = self.heads(input_ids, token_type_ids)
         chosen = labels != IGNORE_INDEX  # (B, T)
-        mlm_labels, mlm_logits = labels[chosen], logits[chosen]  # (M,), (M, V)
+        mlm_labels = labels[chosen]  # (M,), (M, V)
+        mlm_logits = logits[chosen]
         if (
             mlm_labels.numel()
         ):  # log-probabilities (a LogSoftmax head) give the same loss: log_softmax keeps them

@@ -63,7 +63,9 @@ def read_record(run_dir: str | os.PathLike) -> LearnerRecord:
     """learner.json read as untrusted input; ValueError with a sentence when it is not a learner's run."""
     data = read_json_object(RunFolder(run_dir).learner)
     try:
-        file, class_name, sha256 = data["file"], data.get("class"), data["sha256"]
+        file = data["file"]
+        class_name = data.get("class")
+        sha256 = data["sha256"]
         if not (isinstance(file, str) and isinstance(sha256, str) and isinstance(class_name, str | None)):
             raise TypeError
         config = BertConfig(**data["config"])

@@ -96,17 +96,21 @@ def _forget(folder: Path) -> None:
 def _failure(error: BaseException, job: dict[str, Any], phase: str) -> dict[str, Any]:
     where = last_frame(error, str(Path(job["file"]).resolve().parent))
     if isinstance(error, TimeLimit):
-        status, message = "timeout", "stopped there"
+        status = "timeout"
+        message = "stopped there"
     elif isinstance(error, MemoryError) or ("memory" in str(error).lower() and "alloc" in str(error).lower()):
-        status, message = "memory", f"it asked for more memory than the limit allows ({type(error).__name__})"
+        status = "memory"
+        message = f"it asked for more memory than the limit allows ({type(error).__name__})"
     else:
-        status, message = "exception", f"{type(error).__name__}: {str(error)[:300]}"
+        status = "exception"
+        message = f"{type(error).__name__}: {str(error)[:300]}"
     return {"status": status, "phase": phase, "message": message, "where": where}
 
 
 def model_job(job, request, ours, inputs, phase) -> tuple[dict[str, Any], dict[str, Tensor]]:
     """Build their model or part, fill it with our weights, run it with hooks (twice, to catch live dropout)."""
-    config, part = request["config"], job["part"]
+    config = request["config"]
+    part = job["part"]
     module = load_learner(Path(job["file"]))
     cls = find_class(module, job.get("class"), PART_NAMES[part])
     model = build(module, cls, config)
@@ -181,7 +185,8 @@ def sizes_of(config: dict[str, Any]) -> Sizes:
 
 def check_sizes(infos, part: str, config: dict[str, Any]) -> None:
     """Refuse a model built at sizes of its own: nothing would map, and every stage would differ for that alone."""
-    vocab, hidden = config["vocab_size"], config["hidden_size"]
+    vocab = config["vocab_size"]
+    hidden = config["hidden_size"]
     if part in ("model", "embedding") and infos and not any(p.shape == (vocab, hidden) for p in infos):
         shapes = sorted({p.shape for p in infos if len(p.shape) == 2}, key=lambda s: -s[0] * s[1])[:1]
         raise CannotBuild(
@@ -226,7 +231,8 @@ def call(model: nn.Module, part: str, inputs: dict[str, Tensor]) -> Any:
         if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     )
     if part in ("model", "embedding"):
-        ids, seg = inputs["input_ids"], inputs["token_type_ids"]
+        ids = inputs["input_ids"]
+        seg = inputs["token_type_ids"]
         return model(ids) if len(names) == 1 else model(ids, seg)
     x = inputs["layer_input" if part != "mlp" else "mlp_input"]
     if part == "mlp" or len(names) == 1:
@@ -278,7 +284,8 @@ def main(argv: list[str]) -> int:
     limit = int(request["memory_limit"])
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    ours, inputs = load_file(folder / "ours.safetensors"), load_file(folder / "inputs.safetensors")
+    ours = load_file(folder / "ours.safetensors")
+    inputs = load_file(folder / "inputs.safetensors")
     (folder / "ready").write_text("")
     for n, job in enumerate(request["jobs"]):
         if n < request.get("start", 0):

@@ -216,7 +216,8 @@ def lesson_html(trace: PairTrace, about: About, code: bool = True) -> str:
         raise ValueError(
             f"a lesson needs the trace with [MASK] at {list(focus.masked)} (lesson_trace makes it)"
         )
-    config, tokenizer = trace.model.config, trace.tokenizer
+    config = trace.model.config
+    tokenizer = trace.tokenizer
     facts = walk.step_facts(config, tokenizer.vocab_size, trace.num_tokens, focus.original)
     shapes = _pair_shapes(trace, about) if code else None
     legend = shape_legend(config, trace.num_tokens)

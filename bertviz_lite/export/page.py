@@ -61,7 +61,9 @@ def script_json(value: object) -> str:
 def markdown_html(text: str) -> str:
     """The walkthrough's step texts (`**bold**`, `*italic*`, `` `code` ``, backslash escapes) as HTML; every other
     character escaped, so a quoted token stays text."""
-    out, tags, position = [], [], 0
+    out = []
+    tags = []
+    position = 0
     while position < len(text):
         char = text[position]
         in_code = bool(tags) and tags[-1] == "code"

@@ -65,7 +65,8 @@ class Payload:
         self._views: list[dict] = []
         self._areas: list[dict] = []
         self._asks: list[dict] = []
-        self.size, self._limit = 0, limit
+        self.size = 0
+        self._limit = limit
 
     @property
     def figure_count(self) -> int:

@@ -293,7 +293,8 @@ def model_view_selection(selection: dict | None, num_layers: int, num_heads: int
         if isinstance(custom, dict):
             custom = [custom[k] for k in sorted(custom, key=int)]
         if isinstance(custom, Sequence) and len(custom) >= 2:
-            layer, head = int(custom[0]), int(custom[1])
+            layer = int(custom[0])
+            head = int(custom[1])
         elif isinstance(point.get("point_index"), int):
             layer, head = divmod(point["point_index"], num_heads)
         else:

@@ -20,8 +20,11 @@ from pages_app.build._learner_source import add_learner
 from pages_app.common._state import keep_choice
 from pages_app.common._ui import load_model, show_figure, show_table
 
-REPORT, ASKED, SKELETON_NOTE = "build_report", "build_asked", "build_skeleton_note"
-EXPLORE_NOTE, OPENED = "build_explore_note", "build_opened"
+REPORT = "build_report"
+ASKED = "build_asked"
+SKELETON_NOTE = "build_skeleton_note"
+EXPLORE_NOTE = "build_explore_note"
+OPENED = "build_opened"
 
 st.header("Your BERT")
 allowed, why = code_allowed(st.get_option("server.address"), os.environ)
@@ -43,9 +46,11 @@ def run_check() -> None:
             st.session_state.get("build_file", ""), st.session_state.get("build_class", "")
         )
     except ValueError as error:
-        st.session_state[REPORT], st.session_state[ASKED] = None, str(error)
+        st.session_state[REPORT] = None
+        st.session_state[ASKED] = str(error)
         return
-    st.session_state[REPORT], st.session_state[ASKED] = check_files([request])[0], None
+    st.session_state[REPORT] = check_files([request])[0]
+    st.session_state[ASKED] = None
 
 
 def explore_weights() -> str:

@@ -32,14 +32,16 @@ SHARED, CACHE_PROBLEM = (
 )  # traces, views, figures: bounded, idle ones dropped (server/cache.py)
 T = TypeVar("T")
 # Presentation mode is a slide of 1280 × 720 (or 1024 × 768): a figure ends by SLIDE_BOTTOM px from the top.
-SLIDE_BOTTOM, SLIDE_TOP = 704, 240
+SLIDE_BOTTOM = 704
+SLIDE_TOP = 240
 ASSETS = Path(__file__).resolve().parent / "assets"  # the presentation CSS and the clicker script
 # Presentation mode: a compact header (smaller titles, less space above them, captions hidden) and larger token chips.
 STEP_KEYS_JS = (ASSETS / "step_keys.js").read_text(encoding="utf-8")  # read once, not on every rerun
 PRESENT_CSS = "<style>" + (ASSETS / "present.css").read_text(encoding="utf-8") + "</style>"
 # A figure drawn twice (show_figure's `narrow`): assets/layout.css shows the one that fits. The server cannot read a
 # screen's width, so both go to the browser.
-WIDE, NARROW = "wide__", "narrow__"
+WIDE = "wide__"
+NARROW = "narrow__"
 LAYOUT_CSS = (
     "<style>"
     + (ASSETS / "layout.css")

@@ -35,13 +35,17 @@ from pages_app.common._ui import (
 from pages_app.explore._code import show_code
 from pages_app.explore._questions import ask
 
-STEP_KEY, (LAYER_KEY, HEAD_KEY) = WALKTHROUGH.step_key, WALKTHROUGH.index_keys
+STEP_KEY = WALKTHROUGH.step_key
+(LAYER_KEY, HEAD_KEY) = WALKTHROUGH.index_keys
 
 ctx = load_context()
 encoding = ctx.encoding
 focus = views.mask_focus(encoding)  # the word masked here, the first [MASK] of the input, the hidden word
-masked, query, original = focus.masked, focus.query, focus.original
-num_layers, num_heads = ctx.model.config.num_hidden_layers, ctx.model.config.num_attention_heads
+masked = focus.masked
+query = focus.query
+original = focus.original
+num_layers = ctx.model.config.num_hidden_layers
+num_heads = ctx.model.config.num_attention_heads
 step = walk.clamp_step(st.session_state.get(STEP_KEY, 1))
 st.session_state[STEP_KEY] = step
 current = walk.STEPS[step - 1]
@@ -147,7 +151,8 @@ def step_one_head() -> None:
 
 def _open_head(layer: int, head: int) -> None:
     """A clicked tile opens that head in the one-head step."""
-    st.session_state[LAYER_KEY], st.session_state[HEAD_KEY] = layer, head
+    st.session_state[LAYER_KEY] = layer
+    st.session_state[HEAD_KEY] = head
     st.session_state[STEP_KEY] = walk.step_number("one_head")
 
 

@@ -36,8 +36,10 @@ SLIDE_WINDOW = 22  # in presentation mode: the tokens a 1280 × 720 slide shows 
 ALL_TOKENS = -1
 
 ctx = load_context(learner=True)  # a learner's own model too (Your BERT)
-config, count = ctx.model.config, len(ctx.encoding)
-num_layers, num_heads = config.num_hidden_layers, config.num_attention_heads
+config = ctx.model.config
+count = len(ctx.encoding)
+num_layers = config.num_hidden_layers
+num_heads = config.num_attention_heads
 labels = analysis.unique_labels(ctx.encoding.tokens)
 
 # Presentation mode: the title and the pickers share a row, so that the figure's bottom stays on the slide.
@@ -113,7 +115,8 @@ def head_view_controls() -> tuple:
         persist_state=KEEP,
         format_func=lambda h: f"head {h}",
     )
-    window, size = None, SLIDE_WINDOW if is_present() else HEAD_VIEW_WINDOW
+    window = None
+    size = SLIDE_WINDOW if is_present() else HEAD_VIEW_WINDOW
     if count > (size if is_present() else 2 * size):
         clamp_number("hv_start", 0, count - size)
         start = st.slider(

@@ -31,7 +31,8 @@ def show_code(ctx: Context, code: Sequence[Callable], key: str) -> None:
         return
     inputs = ctx.inputs
     # A learner's model (Your BERT): our code beside its figure, without shapes (their model is not ours to trace).
-    learner, shapes = isinstance(ctx.model, LearnerModel), None
+    learner = isinstance(ctx.model, LearnerModel)
+    shapes = None
     if not learner:
         shapes = view_of_model(
             pair_shapes, ctx, text_a=inputs.text_a, text_b=inputs.text_b, max_length=ctx.max_length

@@ -107,7 +107,8 @@ def add_upload(uploader_key: str) -> None:
 
 def use_and_download(row: dict) -> None:
     """Use on the explore pages, download the zip, export for transformers: open to every visitor."""
-    name, folder = row["name"], checkpoints_root() / row["name"]
+    name = row["name"]
+    folder = checkpoints_root() / row["name"]
     learner = checkpoint_note(folder)  # a learner's own model: their weights, their names
     if learner:
         st.info(plain_markdown(learner))

@@ -45,11 +45,9 @@ def apply_preset() -> None:
 
 def _field(name: str) -> None:
     """One option's widget, as its declaration says: a picker for choices, a checkbox for a flag, else a number box."""
-    label, help_text, choices = (
-        run_options.labels()[name],
-        run_options.option_help()[name],
-        run_options.choices(name),
-    )
+    label = run_options.labels()[name]
+    help_text = run_options.option_help()[name]
+    choices = run_options.choices(name)
     if isinstance(st.session_state[f"opt_{name}"], bool):
         st.checkbox(label, key=f"opt_{name}", help=help_text)
     elif choices:
@@ -91,7 +89,8 @@ def _corpus() -> tuple[str | None, tuple[int, int] | None, str | None]:
         )
         if upload is None:
             return None, None, "Choose a .txt file for the corpus, or pick the built-in stories."
-        data, file_name = upload.getvalue(), upload.name
+        data = upload.getvalue()
+        file_name = upload.name
     else:
         text = st.text_area(
             "Your text: sentences end with . ! or ?, blank lines separate documents",
@@ -99,7 +98,8 @@ def _corpus() -> tuple[str | None, tuple[int, int] | None, str | None]:
             height=150,
             max_chars=MAX_CORPUS_CHARS,
         )
-        data, file_name = text, None
+        data = text
+        file_name = None
     try:
         documents, sentences = run_options.corpus_summary(data, file_name)
     except ValueError as err:
@@ -177,7 +177,8 @@ def learner_file() -> str | None:
 def _your_bert() -> str | None:
     """The learner's file, as the Your BERT page left it or typed here; returns an error message when none is given."""
     if "train_model_file" not in st.session_state:  # the file last checked on the Your BERT page
-        typed, class_name = st.session_state.get("build_file", ""), st.session_state.get("build_class", "")
+        typed = st.session_state.get("build_file", "")
+        class_name = st.session_state.get("build_class", "")
         st.session_state["train_model_file"] = f"{typed}:{class_name}" if typed and class_name else typed
     st.text_input(
         run_options.labels()["model_file"],
@@ -243,7 +244,8 @@ def _top_row() -> list[str | None]:
     """Preset, start from, run name; then device and dtype, threads; returns the device's and the name's errors.
 
     Two rows: in one row of five, half a 1024-px page cut the start-from picker to 'rand'."""
-    top, below = st.columns([1, 2, 2]), st.columns([3, 2])
+    top = st.columns([1, 2, 2])
+    below = st.columns([3, 2])
     with top[0]:
         st.selectbox(
             "Preset",

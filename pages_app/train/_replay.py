@@ -29,7 +29,8 @@ from pages_app.common._ui import SHARED, on_tile_click, show_figure
 
 REPLAY_REFRESH_S = 5.0
 PLAY_S = 1.2  # seconds per snapshot while Play is on
-PLAYING, HOLD = "replay_playing", "replay_hold"
+PLAYING = "replay_playing"
+HOLD = "replay_hold"
 
 
 def attention_replay(run_dir: Path) -> None:
@@ -58,7 +59,8 @@ def _hold() -> None:
 
 def _toggle_play(steps: list[int]) -> None:
     playing = not st.session_state.get(PLAYING)
-    st.session_state[PLAYING], st.session_state[HOLD] = playing, True
+    st.session_state[PLAYING] = playing
+    st.session_state[HOLD] = True
     if playing:
         st.session_state["replay_follow"] = False
         if st.session_state.get("replay_step") == steps[-1]:
@@ -168,7 +170,8 @@ def _colour_range(lapse: replay.Replay) -> tuple[float, float]:
 def _head_and_predictions(
     frame: replay.ReplayFrame, lapse: replay.Replay, step: int, zrange: tuple[float, float], gap: str | None
 ) -> None:
-    attentions, tokens = frame.attentions, frame.tokens
+    attentions = frame.attentions
+    tokens = frame.tokens
     layers, heads = attentions.shape[:2]
     keep_choice("replay_layer", range(layers), 0, start=True)
     keep_choice("replay_head", range(heads), 0, start=True)
@@ -229,7 +232,8 @@ def _specialisation(lapse: replay.Replay, step: int) -> None:
 
 
 def _open_head(layer: int, head: int) -> None:
-    st.session_state["replay_layer"], st.session_state["replay_head"] = layer, head
+    st.session_state["replay_layer"] = layer
+    st.session_state["replay_head"] = head
 
 
 def _open_tile(layers: int, heads: int) -> None:

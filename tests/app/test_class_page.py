@@ -26,7 +26,8 @@ def class_database(monkeypatch, tmp_path):
 def open_class(tiny_folder: str | None = None, **query) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     if tiny_folder:
-        at.session_state["model_picker"], at.session_state["model_path"] = OTHER_FOLDER, tiny_folder
+        at.session_state["model_picker"] = OTHER_FOLDER
+        at.session_state["model_path"] = tiny_folder
     at.query_params.update(query)
     at.run()
     at.switch_page(PAGE).run()

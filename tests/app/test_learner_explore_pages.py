@@ -73,7 +73,8 @@ def test_a_model_that_hides_its_attention_says_so_in_one_sentence():
     )  # opened as the Your BERT page opens it (its check: tests above and in tests/check)
     theirs = open_learner(LearnerSpec(LEARNERS / "sdpa_style.py"), DEMO, model, tokenizer)
     at = AppTest.from_file(APP, default_timeout=180)
-    at.session_state[LEARNER_MODELS], at.session_state["model_picker"] = {theirs.key: theirs}, theirs.key
+    at.session_state[LEARNER_MODELS] = {theirs.key: theirs}
+    at.session_state["model_picker"] = theirs.key
     at.switch_page(EXPLORE.format("3_Attention")).run()
     no_exception(at)
     assert plain_markdown(MISSING["attentions"]) in [info.value for info in at.info]
@@ -84,7 +85,8 @@ def test_compare_with_bert_puts_bert_s_head_view_beside_theirs():
     model, tokenizer = load(DEMO)
     theirs = open_learner(LearnerSpec(LEARNERS / "hf_style.py"), DEMO, model, tokenizer)
     at = AppTest.from_file(APP, default_timeout=180)
-    at.session_state[LEARNER_MODELS], at.session_state["model_picker"] = {theirs.key: theirs}, theirs.key
+    at.session_state[LEARNER_MODELS] = {theirs.key: theirs}
+    at.session_state["model_picker"] = theirs.key
     at.session_state[ATTENTION.tab_key] = "Head view"
     at.switch_page(EXPLORE.format("3_Attention")).run()
     no_exception(at)

@@ -30,11 +30,9 @@ from tests.app.training_helpers import (
 
 REPO = Path(__file__).resolve().parents[2]
 LEARNERS = REPO / "tests" / "check" / "learners"
-TRAIN, COMPARE, CHECKPOINTS = (
-    "pages_app/train/8_Train.py",
-    "pages_app/train/9_Compare_runs.py",
-    "pages_app/train/10_Checkpoints.py",
-)
+TRAIN = "pages_app/train/8_Train.py"
+COMPARE = "pages_app/train/9_Compare_runs.py"
+CHECKPOINTS = "pages_app/train/10_Checkpoints.py"
 SMALL = {"hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64}
 
 

@@ -60,7 +60,8 @@ def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(
     lecturer.get_by_role("button", name="Start a class").click()
     code = lecturer.locator(".bvl-join-code").inner_text(timeout=30_000).strip()
     wait_for_idle(lecturer)
-    first, second = _student(browser, streamlit_url, code), _student(browser, second_server, code)
+    first = _student(browser, streamlit_url, code)
+    second = _student(browser, second_server, code)
     first_again = first.context.new_page()  # the same phone in a second tab: the same student
     first_again.goto(f"{streamlit_url}/class?class={code}")
     first_again.get_by_text(f"Step 1 of {len(walk.STEPS)}").wait_for(timeout=30_000)

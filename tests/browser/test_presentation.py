@@ -190,7 +190,8 @@ def test_presentation_mode_fits_every_tab_on_a_slide(streamlit_url, page, title)
     text on another and the attribution's token labels apart."""
     page.set_viewport_size({"width": 1280, "height": 720})
     open_page(page, streamlit_url, f"{title}?present=1")
-    boxes, found = {}, {}
+    boxes = {}
+    found = {}
     for tab, key in OTHER_TABS[title].items():
         open_tab(page, tab)
         wait_for_figure(page, key)

@@ -67,7 +67,8 @@ def served(tmp_path_factory):
     pytest.importorskip("cryptography")
     run_dir = tmp_path_factory.mktemp("serve-tls")
     cert, key = self_signed(run_dir)
-    port, out = free_port(), run_dir / "serve.out"
+    port = free_port()
+    out = run_dir / "serve.out"
     with open(out, "w") as handle:
         serve = subprocess.Popen(
             [

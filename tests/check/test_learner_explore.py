@@ -84,7 +84,8 @@ def test_a_trained_runs_own_weights_give_the_attention_its_last_snapshot_saved(t
     assert theirs.own_weights and theirs.key == "Your BERT: Bert in hf_style.py with mine's weights"
     _, saved, tokens = load_snapshot(RunFolder(run).snapshot(10))
     with safe_open(str(RunFolder(run).snapshot(10)), framework="np") as handle:
-        text_a, text_b = handle.metadata()["text_a"], handle.metadata()["text_b"]  # the probe pair
+        text_a = handle.metadata()["text_a"]  # the probe pair
+        text_b = handle.metadata()["text_b"]
     encoding = explore.encode(theirs.tokenizer, text_a, text_b, 32)
     trace = learner_trace(theirs, encoding)
     assert trace.tokens == tokens

@@ -31,7 +31,8 @@ from bertviz_lite.text.tokenization import BertTokenizer
 from tests.app.tiny_checkpoint import build_tiny
 from tests.export.test_export_page import HOSTILE, scripts, unpacked
 
-TEXT_A, TEXT_B = "The cat sat on the mat because it was tired.", "It fell asleep in the warm sun."
+TEXT_A = "The cat sat on the mat because it was tired."
+TEXT_B = "It fell asleep in the warm sun."
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE_TOKEN = "<b>[Log](https://evil.example)</b>"
 

@@ -65,7 +65,8 @@ def test_a_learners_model_trains_100_steps_with_falling_loss_and_their_names(tmp
     assert record["class"] == "BERTLM" and record["sha256"] == file_sha256(LEARNERS / "tutorial_style.py")
     assert record["nsp_head"] is True and record["attention"] is True
     with safe_open(str(RunFolder(run).learner_weights), framework="pt") as handle:
-        names, step = set(handle.keys()), handle.metadata()["step"]
+        names = set(handle.keys())
+        step = handle.metadata()["step"]
     assert step == "100" and "bert.embedding.token.weight" in names  # their names, not Hugging Face's
     assert set(record["mapping"]) <= names and "bert.embeddings.word_embeddings.weight" not in names
     assert not RunFolder(run).weights.exists() and not RunFolder(run).config.exists()
