@@ -15,7 +15,7 @@ from bertviz_lite import export
 from bertviz_lite.export.toolbar import plotly_config, svg_button_script
 from bertviz_lite.figures.style import readable
 from bertviz_lite.inspection import explore
-from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
+from bertviz_lite.loading.pretrained import load
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.server import access, cache, settings
 from bertviz_lite.server.memory import release_memory
@@ -296,20 +296,3 @@ def on_tile_click(
                 st.session_state[f"{renew}_clicks"] = st.session_state.get(f"{renew}_clicks", 0) + 1
 
     return on_click
-
-
-def _use_default_model() -> None:
-    st.session_state["model_picker"] = DEFAULT_MODEL
-
-
-def switch_model_button(key: str | None = None) -> bool:
-    """A button that picks DEFAULT_MODEL (it has both heads) in the sidebar; returns whether it is here."""
-    available = DEFAULT_MODEL in list_checkpoints()
-    st.button(
-        f"Switch to {DEFAULT_MODEL}",
-        on_click=_use_default_model,
-        disabled=not available,
-        type="primary",
-        key=key,
-    )
-    return available

@@ -29,10 +29,10 @@ from pages_app.common._ui import (
     on_tile_click,
     show_figure,
     step_keys,
-    switch_model_button,
     view,
 )
 from pages_app.explore._code import show_code
+from pages_app.explore._model_switch import switch_model_button
 from pages_app.explore._questions import ask
 
 STEP_KEY = WALKTHROUGH.step_key
