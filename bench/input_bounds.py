@@ -35,7 +35,8 @@ from bertviz_lite.server import access, upload_gate  # noqa: E402
 from bertviz_lite.text.corpora.senses import sense_index  # noqa: E402
 
 MB = 1 << 20
-CPU_BUDGET_S, MEMORY_BUDGET_MB = 1.0, 100
+CPU_BUDGET_S = 1.0
+MEMORY_BUDGET_MB = 100
 
 
 def kib(field: str) -> int:
@@ -46,7 +47,8 @@ def measure(action: Callable[[], object]) -> tuple[str, float, float]:
     """(the refusal's text, CPU seconds, peak resident growth in MB) of an action that must raise ValueError."""
     with open("/proc/self/clear_refs", "w") as handle:
         handle.write("5")  # the peak starts again from here
-    before, cpu = kib("VmRSS"), time.process_time()
+    before = kib("VmRSS")
+    cpu = time.process_time()
     try:
         action()
         refusal = "ACCEPTED"
@@ -131,7 +133,9 @@ def upload_cases(megabytes: int) -> dict[str, Callable[[], object]]:
     from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
 
     manager = MemoryUploadedFileManager("/_stcore/upload_file")
-    corpus_page, holding_one, no_uploader = "corpus page", "corpus page holding a file", "tokens page"
+    corpus_page = "corpus page"
+    holding_one = "corpus page holding a file"
+    no_uploader = "tokens page"
     for session in (corpus_page, holding_one):
         upload_gate.GATE.allow(session, run_options.MAX_CORPUS_BYTES)
 
@@ -167,7 +171,8 @@ def ungated_upload(megabytes: int) -> tuple[int, float]:
 def cases(root: Path, tensors: int = 800_000) -> dict[str, Callable[[], object]]:
     """The worst inputs, each as the call a page makes with it (`tensors`: 800,000 empty ones make a 47 MB header)."""
     _, tokenizer = load("all-MiniLM-L6-v2")
-    sentence, words = "bank " * 600_000, "bank " * 200_000  # 3 MB; 1 MB
+    sentence = "bank " * 600_000  # 3 MB; 1 MB
+    words = "bank " * 200_000
     bomb = empty_tensor_zip(REPO / "checkpoints" / "demo-tiny", tensors)
     tiny = run_options.preset_options("tiny")
     english = {
@@ -201,12 +206,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--upload-mb", type=int, default=200, help="megabytes of the hostile uploads")
     add_smoke_flag(parser, argv, tensors=20_000, upload_mb=20)
     args = parser.parse_args(argv)
-    worst_cpu, worst_mb = 0.0, 0.0
+    worst_cpu = 0.0
+    worst_mb = 0.0
     with tempfile.TemporaryDirectory() as folder:
         every = {**cases(Path(folder), args.tensors), **upload_cases(args.upload_mb)}
         for name, action in every.items():
             refusal, cpu_s, peak_mb = measure(action)
-            worst_cpu, worst_mb = max(worst_cpu, cpu_s), max(worst_mb, peak_mb)
+            worst_cpu = max(worst_cpu, cpu_s)
+            worst_mb = max(worst_mb, peak_mb)
             within = refusal != "ACCEPTED" and cpu_s <= CPU_BUDGET_S and peak_mb <= MEMORY_BUDGET_MB
             print(
                 f"case={name} cpu_s={cpu_s:.4f} peak_mb={peak_mb:.1f} within_budget={within} refused={refusal!r}",

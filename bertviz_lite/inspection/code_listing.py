@@ -88,7 +88,8 @@ def statement_ends(source: str) -> tuple[list[int], set[int]]:
     wrapped = source[:1].isspace()  # a method: indented, so it is parsed inside a class
     tree = ast.parse("class _:\n" + source if wrapped else source)
     shift = 2 if wrapped else 1  # ast counts lines from 1, and the wrapper adds one
-    ends, several = list(range(len(source.splitlines()))), set()
+    ends = list(range(len(source.splitlines())))
+    several = set()
     statements = [node for node in ast.walk(tree) if isinstance(node, ast.stmt) and not _is_definition(node)]
     for node in sorted(statements, key=lambda n: n.end_lineno - n.lineno, reverse=True):  # inner ones last
         end = (node.lineno if hasattr(node, "body") else node.end_lineno) - shift

@@ -96,7 +96,8 @@ class _Recorder:
     """sys.settrace hooks: trace the package's named functions only (no comprehensions), diff locals line by line."""
 
     def __init__(self, shapes: LiveShapes, folder: str):
-        self.shapes, self.folder = shapes, folder
+        self.shapes = shapes
+        self.folder = folder
 
     def wanted(self, code: CodeType) -> bool:
         return code.co_filename.startswith(self.folder) and not code.co_name.startswith("<")
@@ -113,7 +114,8 @@ class _Recorder:
             self.changed(frame.f_code.co_filename, line, before, now)
             if event == "return" and (shape := shape_text(arg)) is not None:
                 self.shapes.add(frame.f_code.co_filename, frame.f_lineno, RETURN, shape)
-            before, line = now, frame.f_lineno
+            before = now
+            line = frame.f_lineno
             return on_line
 
         return on_line
@@ -133,7 +135,8 @@ _UNSET = object()
 def record_shapes(run: Callable[[], Any], folder: str = PACKAGE) -> LiveShapes:
     """Call run() and record, for every line of a function under `folder` that ran, the shapes it made."""
     shapes = LiveShapes()
-    recorder, previous = _Recorder(shapes, folder), sys.gettrace()
+    recorder = _Recorder(shapes, folder)
+    previous = sys.gettrace()
     sys.settrace(recorder.on_call)
     try:
         run()

@@ -312,7 +312,9 @@ class ResidualChanges:
 
 def residual_changes(trace: PairTrace) -> ResidualChanges:
     """Relative change of every token's vector through each layer of the trace ([L + 1, T, H] hidden states)."""
-    states, tokens = np.asarray(trace.hidden_states, dtype=np.float64), trace.tokens
-    before, after = states[:-1], states[1:]
+    states = np.asarray(trace.hidden_states, dtype=np.float64)
+    tokens = trace.tokens
+    before = states[:-1]
+    after = states[1:]
     norms = np.maximum(np.linalg.norm(before, axis=-1), 1e-12)
     return ResidualChanges(np.linalg.norm(after - before, axis=-1) / norms, list(tokens))

@@ -43,9 +43,11 @@ def _gate_uploads(app, upload_manager) -> int:
     """Put the upload gate around the app's PUT upload route(s); how many it guards."""
     guarded = 0
     for route in app.router.routes:
-        path, methods = getattr(route, "path", ""), getattr(route, "methods", None) or ()
+        path = getattr(route, "path", "")
+        methods = getattr(route, "methods", None) or ()
         if upload_gate.UPLOAD_PATH in path + "/" and "PUT" in methods and not getattr(route, "gated", False):
-            route.app, route.gated = upload_gate.wrap(route.app, *held_uploads(upload_manager)), True
+            route.app = upload_gate.wrap(route.app, *held_uploads(upload_manager))
+            route.gated = True
             guarded += 1
     return guarded
 

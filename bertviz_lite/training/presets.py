@@ -1,4 +1,7 @@
-"""The presets a run starts from: a model's sizes and its training defaults, by name (`--preset`)."""
+"""The presets of a training run: model sizes and training defaults, each a name the CLI's --preset and the form take.
+
+`training_args.TrainingArguments` fills every option left at None with its preset's value.
+"""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bertviz_lite.check.learner_model import LearnerSpec, parse_spec
 from bertviz_lite.limits import amount, parameter_count
 from bertviz_lite.loading.pretrained import MINILM, minilm_dir, resolve_source
 from bertviz_lite.loading.run_folder import RunFolder, new_run_folder, validate_run_name
@@ -168,6 +169,17 @@ class TrainingArguments:
         help=(
             "continue pre-training from these weights: 'all-MiniLM-L6-v2', a checkpoint name or a BERT folder; its "
             "sizes and vocabulary are kept, missing MLM/NSP heads start fresh (random weights when not given)"
+        ),
+    )
+    model_file: str | None = option(
+        None,
+        label="Your BERT",
+        group="Run",
+        help=(
+            "train your own BERT instead of ours: FILE[:CLASS], the .py file of your model (the class is found by "
+            "itself when it is named Bert, BERT or BertModel), built at the preset's sizes. MLM from its logits, NSP "
+            "when it has an NSP head (else MLM only). Only the training process imports the file, under a time and a "
+            "memory limit; the run saves its weights under your parameter names"
         ),
     )
     vocab_size: int | None = option(
@@ -359,6 +371,8 @@ class TrainingArguments:
             self.out = str(new_run_folder().path)
         self.config = dict(self.config)
         _validate_arguments(self)
+        if self.model_file:  # the full path: a run resumed from another folder finds the same file
+            self.model_file = _absolute_model_file(self.model_file)
         if (
             self.init
         ):  # the model it continues is the one every budget reads: its positions and size checked now
@@ -440,6 +454,7 @@ def _validate_arguments(args: TrainingArguments) -> None:
         f"config overrides ({', '.join(sorted(args.config))}) cannot be used with init: the pretrained "
         "model fixes its sizes",
     )
+    _validate_model_file(args)
     _check(
         args.single_sentences < 1,
         "single_sentences",
@@ -452,6 +467,31 @@ def _validate_arguments(args: TrainingArguments) -> None:
     )
     _validate_sizes(args)
     _validate_out(args.out)
+
+
+def _absolute_model_file(text: str) -> str:
+    spec = parse_spec(text)  # _validate_model_file accepted it
+    return str(LearnerSpec(spec.file.resolve(), spec.class_name))
+
+
+def _validate_model_file(args: TrainingArguments) -> None:
+    """A learner's model: a .py file that exists (read by the training process alone), never with `init`."""
+    if args.model_file is None:
+        return
+    try:
+        spec = parse_spec(args.model_file)
+    except ValueError as err:
+        raise OptionError("model_file", f"model_file: {err}") from None
+    _check(
+        spec.file.is_file(),
+        "model_file",
+        f"model_file ({shown(args.model_file)}): there is no such file",
+    )
+    _check(
+        args.init is None,
+        "model_file",
+        f"model_file cannot be used with init ({args.init!r}): your model starts from its own random weights",
+    )
 
 
 def _check_declared(spec: dataclasses.Field, value: Any) -> None:

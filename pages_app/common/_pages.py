@@ -17,8 +17,12 @@ from bertviz_lite.figures.tabs import (
     ViewTab,
 )
 
-EXPLORE, TRAIN, TEACH, BUILD = "Explore a sentence pair", "Train", "Teach", "Build"
-LAYER_KEY, HEAD_KEY = "attn_layer", "attn_head"  # the layer and head widgets of the pages that share them
+EXPLORE = "Explore a sentence pair"
+TRAIN = "Train"
+TEACH = "Teach"
+BUILD = "Build"
+LAYER_KEY = "attn_layer"  # the layer and head widgets of the pages that share them
+HEAD_KEY = "attn_head"
 
 
 @dataclass(frozen=True)

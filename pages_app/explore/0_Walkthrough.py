@@ -4,6 +4,7 @@ from functools import partial
 
 import streamlit as st
 
+from bertviz_lite import export
 from bertviz_lite.figures import (
     embedding_window_figure,
     model_view_figure,
@@ -14,34 +15,37 @@ from bertviz_lite.figures import (
 from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
 from bertviz_lite.inspection import explore, views
 from bertviz_lite.inspection import walkthrough as walk
-from bertviz_lite.inspection.views.predictions import default_masks
+from bertviz_lite.limits import export_token_problem
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.text.display import plain_markdown
 from pages_app.common._pages import WALKTHROUGH
 from pages_app.common._state import KEEP, clamp_number
 from pages_app.common._ui import (
+    about,
     get_trace,
+    html_button,
     is_present,
     load_context,
     on_tile_click,
     show_figure,
     step_keys,
-    switch_model_button,
     view,
 )
 from pages_app.explore._code import show_code
+from pages_app.explore._model_switch import switch_model_button
 from pages_app.explore._questions import ask
 
-STEP_KEY, (LAYER_KEY, HEAD_KEY) = WALKTHROUGH.step_key, WALKTHROUGH.index_keys
+STEP_KEY = WALKTHROUGH.step_key
+(LAYER_KEY, HEAD_KEY) = WALKTHROUGH.index_keys
 
 ctx = load_context()
 encoding = ctx.encoding
-masked = default_masks(encoding)
-query = min(
-    [*views.mask_token_positions(encoding.tokens), *masked], default=None
-)  # the first [MASK] of the input
-original = encoding.tokens[query] if masked else None
-num_layers, num_heads = ctx.model.config.num_hidden_layers, ctx.model.config.num_attention_heads
+focus = views.mask_focus(encoding)  # the word masked here, the first [MASK] of the input, the hidden word
+masked = focus.masked
+query = focus.query
+original = focus.original
+num_layers = ctx.model.config.num_hidden_layers
+num_heads = ctx.model.config.num_attention_heads
 step = walk.clamp_step(st.session_state.get(STEP_KEY, 1))
 st.session_state[STEP_KEY] = step
 current = walk.STEPS[step - 1]
@@ -147,7 +151,8 @@ def step_one_head() -> None:
 
 def _open_head(layer: int, head: int) -> None:
     """A clicked tile opens that head in the one-head step."""
-    st.session_state[LAYER_KEY], st.session_state[HEAD_KEY] = layer, head
+    st.session_state[LAYER_KEY] = layer
+    st.session_state[HEAD_KEY] = head
     st.session_state[STEP_KEY] = walk.step_number("one_head")
 
 
@@ -197,6 +202,19 @@ def step_nsp() -> None:
         show_figure(next_sentence_figure(answer), "walk_nsp", frame=answer.to_frame)  # the step says NSP
 
 
+def download_lesson() -> None:
+    """The walkthrough's steps for this pair and model in one HTML file (bertviz_lite.export), built when clicked."""
+    problem = export_token_problem(len(encoding), "A lesson")
+    if problem:
+        return st.caption(problem)
+    made = about("walkthrough")
+
+    def lesson() -> str:
+        return export.lesson_html(get_trace(ctx, masked), made)
+
+    html_button(lesson, "walkthrough", "walk_lesson", label="Download this walkthrough")
+
+
 def step_build() -> None:
     st.page_link(
         "pages_app/build/12_Your_BERT.py",
@@ -220,6 +238,7 @@ RENDER = {
 if current.key in RENDER:
     RENDER[current.key]()
 show_code(ctx, current.code, f"walk_{current.key}")  # the step's "The code", below its figure
+download_lesson()
 if step == len(walk.STEPS):  # the walk's end leads on to a word's meaning in context, with a guess first
     st.page_link(
         "pages_app/explore/6_Meaning_in_context.py",

@@ -10,7 +10,7 @@ from pages_app.common._ui import load_context, show_table
 from pages_app.explore._code import show_code
 from pages_app.explore._tabs import about
 
-ctx = load_context()
+ctx = load_context(learner=True)  # a learner's own model too (Your BERT)
 encoding = ctx.encoding
 
 st.header("Tokens")

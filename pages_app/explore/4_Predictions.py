@@ -10,11 +10,12 @@ from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from pages_app.common._pages import PREDICTIONS
 from pages_app.common._share import from_link
 from pages_app.common._state import KEEP, keep_choices, new_input
-from pages_app.common._ui import load_context, show_figure, switch_model_button, view
+from pages_app.common._ui import load_context, show_figure, view
 from pages_app.explore._code import show_code
+from pages_app.explore._model_switch import switch_model_button
 from pages_app.explore._tabs import about
 
-ctx = load_context()
+ctx = load_context(learner=True)  # a learner's own model too (Your BERT)
 encoding = ctx.encoding
 
 st.header("Predictions")

@@ -19,8 +19,10 @@ NSP = -1  # the "Explain" option for the next-sentence decision
 
 
 ctx = load_context()
-encoding, model = ctx.encoding, ctx.model
-num_layers, num_heads = model.config.num_hidden_layers, model.config.num_attention_heads
+encoding = ctx.encoding
+model = ctx.model
+num_layers = model.config.num_hidden_layers
+num_heads = model.config.num_attention_heads
 labels = analysis.unique_labels(encoding.tokens)
 
 st.header("Beyond attention")

@@ -17,7 +17,8 @@ RESTORE = {
     "attention vs feed-forward": ("attention", "feed-forward"),
     "heads": ("head",),
 }
-TARGET, FOIL = WHY_THIS_WORD.target_key, WHY_THIS_WORD.foil_key
+TARGET = WHY_THIS_WORD.target_key
+FOIL = WHY_THIS_WORD.foil_key
 CAPTIONS = {
     "residual stream": "Each cell: B's run with A's hidden state put back at one position after one layer (row), the "
     "rest of B's run left as it was. Bold columns are the tokens that differ; the outlined column is "
@@ -30,7 +31,8 @@ CAPTIONS = {
 }
 
 ctx = load_context()
-text_a, text_b = ctx.inputs.text_a, ctx.inputs.text_b
+text_a = ctx.inputs.text_a
+text_b = ctx.inputs.text_b
 
 st.header("Why this word")
 st.caption(
@@ -74,7 +76,8 @@ def pick_candidates() -> tuple[str, str] | str:
             views.default_candidates, ctx, text_a=text_a, text_b=text_b, max_length=ctx.max_length
         )
     except ValueError as err:
-        default, reason = None, str(err)
+        default = None
+        reason = str(err)
     pick_target, pick_foil = st.columns(2)
     hint = ("the model's top guess: ", "B's top guess (or A's second): ") if default else ("", "")
     shown_default = default or ("needs a [MASK] in sentence A", "needs a [MASK] in sentence A")

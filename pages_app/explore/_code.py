@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 import streamlit as st
 
+from bertviz_lite.check.learner_explore import LearnerModel
 from bertviz_lite.inspection.code_listing import code_listing, shape_legend
 from bertviz_lite.inspection.live_shapes import pair_shapes
 from pages_app.common._ui import Context, is_present, view_of_model
@@ -29,11 +30,18 @@ def show_code(ctx: Context, code: Sequence[Callable], key: str) -> None:
     if not shown:
         return
     inputs = ctx.inputs
-    shapes = view_of_model(
-        pair_shapes, ctx, text_a=inputs.text_a, text_b=inputs.text_b, max_length=ctx.max_length
-    )
+    # A learner's model (Your BERT): our code beside its figure, without shapes (their model is not ours to trace).
+    learner = isinstance(ctx.model, LearnerModel)
+    shapes = None
+    if not learner:
+        shapes = view_of_model(
+            pair_shapes, ctx, text_a=inputs.text_a, text_b=inputs.text_b, max_length=ctx.max_length
+        )
     with box:
-        st.markdown(shape_legend(ctx.model.config, shapes.num_tokens))
+        if learner:
+            st.caption("Our BERT's code (yours is your file); the shapes show with one of our models.")
+        else:
+            st.markdown(shape_legend(ctx.model.config, shapes.num_tokens))
         for block in code_listing(code, shapes):
             st.caption(block.where)
             st.code(block.text, language="python")

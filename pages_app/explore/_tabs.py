@@ -21,7 +21,8 @@ def declared_tabs(declared: Sequence[ViewTab], key: str) -> dict:
 
     st.tabs has no persist_state: the open tab is copied to a plain key, which brings it back after a visit.
     """
-    state, kept = st.session_state, f"{KEPT_TAB}{key}"
+    state = st.session_state
+    kept = f"{KEPT_TAB}{key}"
     if key not in state and kept in state:
         state[key] = state[kept]
     titles = [tab.title for tab in declared]

@@ -19,7 +19,8 @@ def declared_keys() -> set[str]:
 
 
 def test_every_declared_key_is_spelled_only_in_the_page_specs():
-    keys, spelled = declared_keys(), []
+    keys = declared_keys()
+    spelled = []
     for path in [REPO / "app.py", *sorted((REPO / "pages_app").rglob("*.py"))]:
         if path.name == "_pages.py":
             continue

@@ -40,7 +40,9 @@ class Visitor:
     """PUTs to the upload route as the page's session, with its XSRF cookie and header."""
 
     def __init__(self, base_url: str, session: str, xsrf: str):
-        self.host, self.session, self.xsrf = urlsplit(base_url).netloc, session, xsrf
+        self.host = urlsplit(base_url).netloc
+        self.session = session
+        self.xsrf = xsrf
 
     def headers(self, **extra) -> dict[str, str]:
         return {
@@ -73,7 +75,8 @@ class Visitor:
         head = f"PUT {UPLOAD_PATH}{self.session}/{file_id} HTTP/1.1\r\nHost: {self.host}\r\n"
         head += "".join(f"{k}: {v}\r\n" for k, v in self.headers(**{"Transfer-Encoding": "chunked"}).items())
         sock.sendall((head + "\r\n").encode())
-        chunk, sent = b"x" * limits.MB, 0
+        chunk = b"x" * limits.MB
+        sent = 0
         try:
             while (
                 sent < megabytes * limits.MB and not select.select([sock], [], [], 0)[0]
@@ -102,8 +105,10 @@ def test_hostile_uploads_are_refused_before_the_server_holds_them(streamlit_url,
     assert put.value.response().status == 204  # the page's own uploader works through the gate
     session = put.value.url.split("/")[-2]
     xsrf = next(c["value"] for c in page.context.cookies() if c["name"] == "_streamlit_xsrf")
-    visitor, pid = Visitor(streamlit_url, session, xsrf), listening_pid(int(urlsplit(streamlit_url).port))
-    rss, cpu = resident_mb(pid), cpu_s(pid)
+    visitor = Visitor(streamlit_url, session, xsrf)
+    pid = listening_pid(int(urlsplit(streamlit_url).port))
+    rss = resident_mb(pid)
+    cpu = cpu_s(pid)
 
     assert visitor.put_headers_only("big-declared", 850 * limits.MB) == 413  # the page takes 5 MB
     status, sent = visitor.put_chunked("big-chunked", 200)

@@ -80,7 +80,9 @@ def test_the_budget_setting_is_read_and_checked():
 
 def _put(path: str, body: bytes, chunk: int, headers=()):
     """Send `body` through the gated ASGI app in chunks; returns (status, what the route read)."""
-    sent, answers, read = [body[i : i + chunk] for i in range(0, len(body), chunk)] or [b""], [], []
+    sent = [body[i : i + chunk] for i in range(0, len(body), chunk)] or [b""]
+    answers = []
+    read = []
 
     async def receive():
         piece = sent.pop(0) if sent else b""
