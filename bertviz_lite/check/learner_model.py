@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from bertviz_lite.check.capture import StageHooks, first_tensor, observe, owner, param_infos
@@ -27,7 +26,7 @@ from bertviz_lite.check.reference import our_shapes
 from bertviz_lite.check.sandbox import MEMORY_LIMIT_BYTES, TIME_LIMIT_S
 from bertviz_lite.check.worker import TimeLimit, call, check_sizes, last_frame, sizes_of
 from bertviz_lite.model.config import BertConfig
-from bertviz_lite.model.modeling import IGNORE_INDEX
+from bertviz_lite.model.modeling import labelled_mean_loss, labelled_positions
 from bertviz_lite.model.outputs import PretrainingOutput
 
 NSP_WEIGHT = (
@@ -134,25 +133,26 @@ class LearnerForPreTraining(nn.Module):
         attention_mask: Tensor,
         labels: Tensor,
         next_sentence_label: Tensor,
+        *,
+        mlm_positions: Tensor | None = None,
+        padded: bool | None = None,
     ) -> PretrainingOutput:
-        """MLM loss from their logits at the masked positions, plus NSP loss where they have an NSP head (else 0)."""
+        """MLM loss from their logits at the labelled positions, plus NSP loss where they have an NSP head (else 0).
+
+        The rows as `BertForPreTraining.pretraining_loss` takes them (mlm_positions, by default found here); their
+        model takes no attention mask, so `padded` changes nothing."""
         logits, nsp_logits = self.heads(input_ids, token_type_ids)
-        chosen = labels != IGNORE_INDEX  # (B, T)
-        mlm_labels = labels[chosen]  # (M,), (M, V)
-        mlm_logits = logits[chosen]
-        if (
-            mlm_labels.numel()
-        ):  # log-probabilities (a LogSoftmax head) give the same loss: log_softmax keeps them
-            mlm_loss = F.cross_entropy(mlm_logits.float(), mlm_labels)
-        else:
-            mlm_loss = logits.float().sum() * 0.0
-        asked = next_sentence_label != IGNORE_INDEX
-        if nsp_logits is not None and asked.any():
-            nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label)
-        else:
-            nsp_loss = mlm_loss.new_zeros(())
+        if mlm_positions is None:
+            mlm_positions = labelled_positions(labels).to(labels.device)
+        mlm_labels = labels.reshape(-1)[mlm_positions]  # (K,): -100 after the labelled ones
+        mlm_logits = logits.reshape(-1, logits.shape[-1])[mlm_positions]  # (K, V)
+        # log-probabilities (a LogSoftmax head) give the same loss: log_softmax keeps them
+        mlm_loss = labelled_mean_loss(mlm_logits, mlm_labels)
         if nsp_logits is None:
             nsp_logits = logits.new_zeros(input_ids.shape[0], 2)
+            nsp_loss = mlm_loss.new_zeros(())
+        else:
+            nsp_loss = labelled_mean_loss(nsp_logits, next_sentence_label)
         return PretrainingOutput(mlm_loss + nsp_loss, mlm_loss, nsp_loss, mlm_logits, mlm_labels, nsp_logits)
 
     def mlm_logits(self, input_ids: Tensor, token_type_ids: Tensor | None = None, **_masks: Any) -> Tensor:

@@ -114,7 +114,10 @@ class Trainer:
         prepared = prepared or prepare_run(args, self.distributed, tokenizer, resume)
         self.data, self.resumed_from = prepared.data, prepared.resumed_from
         self.model, self.config = prepared.model.to(self.device), prepared.model.config
-        self.compiled = use_compile(args.compile, self.device)  # and so one shape per step (compiled_step.py)
+        # and so one shape per step (compiled_step.py); a learner's model (--model-file) runs their code as it is
+        self.compiled = use_compile(args.compile, self.device) and not isinstance(
+            self.model, LearnerForPreTraining
+        )
         self.collator = collator(args, self.tokenizer, static=self.compiled)
         self._rows = RowCapacity() if self.compiled else None
         dist = self.distributed
