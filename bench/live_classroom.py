@@ -6,12 +6,14 @@ builder and helpers this reuses), and behaves like a browser: it sends the fragm
 students open `/class?class=CODE` (the QR code's link) with a small random jitter; the lecturer presses Next
 --moves times; then asks the walkthrough's question and each student presses one answer.
 
-    python bench/live_classroom.py [--students 100] [--moves 3] [--machines 2 [--workers 1]]
+    python bench/live_classroom.py [--students 100] [--moves 3] [--machines 2] [--workers 1] [--postgresql]
 
---machines N (2 or more) runs N simulated machines instead (devtools/machines.py): each a `serve` with --workers app
-processes and a data/ of its own, sharing one PostgreSQL server, behind an outer haproxy sticky by a machine cookie;
-every participant connects through that balancer. They share this machine's cores: the figure is the software's
-overhead (two balancers, PostgreSQL over TCP), not what real separate machines would give.
+By default one `streamlit run app.py`. --workers W runs `serve --workers W` instead (its haproxy in front, SQLite);
+--machines N (2 or more) runs N simulated machines (devtools/machines.py): each a `serve` with --workers app
+processes (default 1) and a data/ of its own, sharing one PostgreSQL server, behind an outer haproxy sticky by a
+machine cookie, and every participant connects through that balancer. They share this machine's cores: set against
+one machine with as many workers, the figure is the software's overhead (a second balancer, PostgreSQL over TCP), not
+what real separate machines would give.
 
 Prints, as key=value lines:
   students=                  how many students were on the page when the lecturer started moving
@@ -35,6 +37,7 @@ import asyncio
 import os
 import random
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -215,6 +218,8 @@ async def answers(
     lecturer: Participant, students: list[Participant], args, rng: random.Random, errors: list[str]
 ) -> tuple[list[float], int]:
     """The lecturer asks; every student presses an option; seconds until the projector counts each answer."""
+    if not await wait_for(lambda: "class_ask_choice" in lecturer.widget_ids, args.timeout, "Ask", errors):
+        return [], 0  # the lecturer's page never reached the step that asks (counted as an error)
     await lecturer.click("class_ask_choice")
     ready = await wait_for(
         lambda: all(any(k.startswith("class_option_") for k in s.widget_ids) for s in students),
@@ -318,8 +323,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="simulated machines behind an outer haproxy (1: one streamlit)",
     )
     parser.add_argument(
-        "--workers", type=int, default=1, help="app processes on each machine (with --machines)"
+        "--workers", type=int, default=0, help="app processes of each machine's serve (0: one streamlit run)"
     )
+    parser.add_argument("--postgresql", action="store_true", help="one machine on PostgreSQL, not SQLite")
     add_smoke_flag(
         parser, argv, students=1, jitter=0.0, idle=0.5
     )  # the 3 moves reach step 4, the first that asks
@@ -327,9 +333,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def on_machines(args) -> dict:
-    """The session through the outer balancer in front of --machines simulated machines sharing PostgreSQL."""
-    with running_machines(args.machines, args.workers, trust_clients=True) as cluster:
-        os.environ[database.DATABASE_URL_SETTING] = cluster.database_url  # this script reads the same store
+    """The session through `serve` on --machines simulated machines (behind an outer balancer, sharing PostgreSQL,
+    when there are several)."""
+    logs = ARTIFACTS / "live_classroom_machines"  # every machine's serve, haproxy and worker logs, kept
+    shutil.rmtree(logs, ignore_errors=True)
+    postgresql = args.machines > 1 or args.postgresql
+    with running_machines(
+        args.machines, args.workers, trust_clients=True, logs=logs, postgresql=postgresql
+    ) as cluster:
+        if cluster.database_url:
+            os.environ[database.DATABASE_URL_SETTING] = (
+                cluster.database_url
+            )  # this script reads the same store
+        else:
+            os.environ[database.DATA_DIR_SETTING] = str(cluster.machines[0].folder / "data")
         app_pids = [pid for machine in cluster.machines for pid in machine.processes()]
         result = asyncio.run(session(int(cluster.url.rsplit(":", 1)[1]), app_pids, args))
         result["select_us"] = select_cost_us()
@@ -343,14 +360,15 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"Client: {CLIENT}; one lecturer and {args.students} students, {args.moves} moves, jitter {args.jitter:g} s"
     )
-    if args.machines > 1:
-        print(
-            f"{args.machines} simulated machines × {args.workers} workers, PostgreSQL, behind an outer haproxy"
-        )
+    args.workers = max(args.workers, 1) if args.machines > 1 else args.workers
+    if args.workers:
+        store = "PostgreSQL" if args.machines > 1 or args.postgresql else "SQLite"
+        where = "behind an outer haproxy" if args.machines > 1 else "serve's haproxy in front"
+        print(f"{args.machines} machine(s) × {args.workers} workers, {store}, {where}")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="live_classroom_") as data:
         os.environ[database.DATA_DIR_SETTING] = data  # the server and this script share one fresh database
-        if args.machines > 1:
+        if args.workers:
             result = on_machines(args)
         else:
             port = free_port()

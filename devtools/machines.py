@@ -83,7 +83,8 @@ class Machine:
 
 @dataclass
 class Machines:
-    """The outer balancer's URL, the machines behind it, and the shared database's URL."""
+    """The outer balancer's URL (one machine's own, when there is one), the machines, the shared database's URL ("":
+    each machine's SQLite file)."""
 
     url: str
     database_url: str
@@ -101,17 +102,27 @@ def _children_of(pid: int) -> list[int]:
 
 @contextlib.contextmanager
 def running_machines(
-    count: int = 2, workers: int = 1, *, trust_clients: bool = False, database_url: str | None = None
+    count: int = 2,
+    workers: int = 1,
+    *,
+    trust_clients: bool = False,
+    database_url: str | None = None,
+    logs: Path | None = None,
+    postgresql: bool = True,
 ) -> Iterator[Machines]:
-    """`count` machines of `workers` app processes each behind an outer haproxy; a PostgreSQL server of their own
-    unless `database_url` names one. `trust_clients`: the outer balancer keeps the X-Forwarded-For its clients send
-    (a load generator playing many phones); never on a balancer that faces the network."""
+    """`count` machines of `workers` app processes each, behind an outer haproxy when there are several; a PostgreSQL
+    server of their own unless `database_url` names one (`postgresql=False`: each machine's SQLite file, for one
+    machine as deployed without a database server). `trust_clients`: the outer balancer keeps the X-Forwarded-For its clients send
+    (a load generator playing many phones); never on a balancer that faces the network. `logs`: a folder that keeps
+    every machine's logs and data/ afterwards (else a temporary one)."""
     binary = haproxy.haproxy_binary()
     if binary is None:
         raise RuntimeError(haproxy.INSTALL_HINT)
     with contextlib.ExitStack() as stack:
         url = database_url or stack.enter_context(running_postgresql())
-        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bertviz-lite-machines-")))
+        folder = logs or Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="bertviz-lite-machines-"))
+        )
         environ = {
             **os.environ,
             database.DATABASE_URL_SETTING: url,
@@ -120,11 +131,15 @@ def running_machines(
         cluster = Machines("", url, [Machine(i, free_port(), folder / f"machine-{i}") for i in range(count)])
         stack.callback(lambda: [machine.stop() for machine in cluster.machines])
         for machine in cluster.machines:
-            (machine.folder / "data").mkdir(parents=True)
+            (machine.folder / "data").mkdir(parents=True, exist_ok=True)
             machine.start(workers, environ)
         for machine in cluster.machines:
             _wait_open(machine)
-        cluster.url = stack.enter_context(_outer(binary, folder, cluster.machines, trust_clients))
+        cluster.url = (
+            stack.enter_context(_outer(binary, folder, cluster.machines, trust_clients))
+            if count > 1
+            else cluster.machines[0].url
+        )
         yield cluster
 
 

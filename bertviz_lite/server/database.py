@@ -37,6 +37,8 @@ DEFAULT_DATA_DIR = REPO_ROOT / "data"
 DATABASE_FILE = "bertviz_lite.sqlite3"
 Store = Path | str | None  # a SQLite file, a postgresql:// URL, or None: the settings above
 Row = Any  # sqlite3.Row or postgresql_store.Row: `row[0]` and `row["code"]` alike
+POOL_SIZE = 8  # connections one app process keeps to a store (PostgreSQL's default max_connections is 100)
+LEND_TIMEOUT_S = 10.0  # a statement waits this long for one of them before it fails
 VERSIONS_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS schema_versions (name TEXT NOT NULL, version INTEGER NOT NULL, "
     "applied_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (name, version))"
@@ -74,14 +76,87 @@ def is_shared_across_machines(store: Store = None) -> bool:
     return postgresql_store.is_url(location(store))
 
 
+class Result:
+    """A statement's rows, read at once, so that its connection goes back to the pool before the caller reads them;
+    `fetchone`, `fetchall`, iteration and `description` as a DB-API cursor has them."""
+
+    def __init__(self, rows: list[Row], description: Sequence[Sequence[Any]] | None):
+        self.description, self._rows, self._next = description, rows, 0
+
+    def fetchone(self) -> Row | None:
+        row = self._rows[self._next] if self._next < len(self._rows) else None
+        self._next += row is not None
+        return row
+
+    def fetchall(self) -> list[Row]:
+        rows, self._next = self._rows[self._next :], len(self._rows)
+        return rows
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self.fetchall())
+
+
+class Pool:
+    """A process's connections to one store: at most POOL_SIZE, each lent to one thread at a time, for one statement
+    or one transaction. Streamlit runs every page rerun in a thread of its own and a hall of students reruns every
+    second: a connection per thread would ask a PostgreSQL server for hundreds (each a server process)."""
+
+    def __init__(self, where: str, backend, translated):
+        self.where, self.backend, self._translated = where, backend, translated
+        self._idle: list[Any] = []
+        self.opened = 0  # connections open now, idle or lent
+        self._changed = threading.Condition()
+
+    def lend(self):
+        """An idle connection, or a new one while fewer than POOL_SIZE are open; else wait up to LEND_TIMEOUT_S."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._idle or self.opened < POOL_SIZE, LEND_TIMEOUT_S):
+                raise DatabaseError(
+                    f"All {POOL_SIZE} connections to the store stayed busy for {LEND_TIMEOUT_S} s."
+                )
+            if self._idle:
+                return self._idle.pop()
+            self.opened += 1
+        try:
+            return self._translated(self.backend.open_connection, self.where)
+        except BaseException:
+            self._forget(None)
+            raise
+
+    def give_back(self, raw) -> None:
+        """Back to the idle connections, or closed if it is broken or still in a transaction."""
+        if self.backend.idle(raw):
+            with self._changed:
+                self._idle.append(raw)
+                self._changed.notify()
+        else:
+            self._forget(raw)
+
+    def _forget(self, raw) -> None:
+        if raw is not None:
+            with contextlib.suppress(Exception):
+                raw.close()
+        with self._changed:
+            self.opened -= 1
+            self._changed.notify()
+
+    def close_idle(self) -> None:
+        with self._changed:
+            idle, self._idle = self._idle, []
+        for raw in idle:
+            self._forget(raw)
+
+
 class Connection:
-    """One connection to a store, in the words both backends share; rows read by position or column name."""
+    """The store as every thread of this process uses it, in the words both backends share: a statement borrows a
+    connection of the pool; a transaction holds one for its thread until COMMIT or ROLLBACK."""
 
     def __init__(self, where: str):
         self.backend = postgresql_store if postgresql_store.is_url(where) else sqlite_store
         self._error, self._integrity_error = self.backend.errors()
         self.words = self.backend.WORDS
-        self.raw = self._translated(self.backend.open_connection, where)
+        self.pool = Pool(where, self.backend, self._translated)
+        self._held = threading.local()  # .raw: the connection this thread's transaction holds
 
     @property
     def dialect(self) -> str:
@@ -95,65 +170,59 @@ class Connection:
         except self._error as err:
             raise DatabaseError(str(err)) from err
 
-    def execute(self, sql: str, params: Sequence[Any] = ()):
-        """Run one statement of the shared SQL (`?` placeholders); returns the driver's cursor."""
-        return self._translated(self.raw.execute, self.backend.translate(sql), tuple(params))
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Result:
+        """Run one statement of the shared SQL (`?` placeholders); its rows, read at once."""
+        with self._lent() as raw:
+            cursor = self._translated(raw.execute, self.backend.translate(sql), tuple(params))
+            rows = self._translated(cursor.fetchall) if cursor.description else []
+            return Result(rows, cursor.description)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self._translated(self.raw.cursor().executemany, self.backend.translate(sql), list(rows))
+        with self._lent() as raw:
+            self._translated(raw.cursor().executemany, self.backend.translate(sql), list(rows))
 
     def columns(self, table: str) -> set[str]:
         return {column[0] for column in self.execute(f"SELECT * FROM {table} LIMIT 0").description}
 
-    def begin(self) -> None:
-        self._translated(self.backend.begin, self.raw)
+    @contextmanager
+    def _lent(self) -> Iterator[Any]:
+        """This thread's transaction's connection, or one lent by the pool for this statement."""
+        held = getattr(self._held, "raw", None)
+        if held is not None:
+            yield held
+            return
+        raw = self.pool.lend()
+        try:
+            yield raw
+        finally:
+            self.pool.give_back(raw)
 
-    def idle(self) -> bool:
-        return self.backend.idle(self.raw)
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """A connection held by this thread for one transaction (begun by the caller), given back after it."""
+        if getattr(self._held, "raw", None) is not None:
+            raise RuntimeError("This thread has a transaction open on this store already.")
+        self._held.raw = self.pool.lend()
+        try:
+            self._translated(self.backend.begin, self._held.raw)
+            yield
+        finally:
+            raw, self._held.raw = self._held.raw, None
+            self.pool.give_back(raw)
 
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.raw.close()
 
-
-# One connection per thread and store (neither driver shares one between threads at once). Streamlit runs each
-# rerun in a new thread: a thread that ended hands its idle connection to the next thread, so a PostgreSQL server
-# is not asked for a new connection (a server process) per page rerun.
 _lock = threading.Lock()
-_connections: dict[tuple[str, threading.Thread], Connection] = {}
+_stores: dict[str, Connection] = {}
 _schemas_done: set[tuple[str, str]] = set()
 
 
 def connection(store: Store = None) -> Connection:
-    """This thread's connection to the store (opened once per thread and store, or taken over from an ended thread)."""
-    where, me = location(store), threading.current_thread()
+    """The store's connection for this process (every thread's; made on first use, opening nothing yet)."""
+    where = location(store)
     with _lock:
-        mine = _connections.get((where, me))
-        if mine is not None and _open(mine):
-            return mine
-        mine = _from_ended_threads(where)
-    if mine is None:
-        mine = Connection(where)
-    with _lock:
-        _connections[(where, me)] = mine
-    return mine
-
-
-def _open(db: Connection) -> bool:
-    """Whether a connection in its thread's use is still open (a server that restarted breaks it)."""
-    return not getattr(db.raw, "broken", False) and not getattr(db.raw, "closed", False)
-
-
-def _from_ended_threads(where: str) -> Connection | None:
-    """An idle connection to `where` that an ended thread left (the others such threads left are closed)."""
-    found = None
-    for key in [key for key in _connections if not key[1].is_alive()]:
-        db = _connections.pop(key)
-        if found is None and key[0] == where and db.idle():
-            found = db
-        else:
-            db.close()
-    return found
+        if where not in _stores:
+            _stores[where] = Connection(where)
+        return _stores[where]
 
 
 @contextmanager
@@ -161,14 +230,14 @@ def transaction(store: Store = None) -> Iterator[Connection]:
     """BEGIN … COMMIT, one writer at a time across processes (SQLite's BEGIN IMMEDIATE, PostgreSQL's advisory
     lock); ROLLBACK on an exception. The caller acknowledges only after the block: COMMIT has then returned."""
     db = connection(store)
-    db.begin()
-    try:
-        yield db
-    except BaseException:
-        with contextlib.suppress(DatabaseError):
-            db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
+    with db.held():
+        try:
+            yield db
+        except BaseException:
+            with contextlib.suppress(DatabaseError):
+                db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
 
 
 @dataclass(frozen=True)
@@ -216,10 +285,9 @@ def _apply(db: Connection, step: Migration) -> None:
 
 
 def close_all() -> None:
-    """Close this thread's connections and those of ended threads (tests that delete a store call it first)."""
-    me = threading.current_thread()
+    """Close every idle connection and forget the stores (tests that delete a store call it first)."""
     with _lock:
-        closed = [key for key in _connections if key[1] is me or not key[1].is_alive()]
-        for key in closed:
-            _connections.pop(key).close()
-        _schemas_done.difference_update({done for done in _schemas_done if done[0] in {k[0] for k in closed}})
+        for db in _stores.values():
+            db.pool.close_idle()
+        _stores.clear()
+        _schemas_done.clear()

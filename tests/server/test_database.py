@@ -82,19 +82,31 @@ def test_a_store_made_by_an_older_version_is_migrated_once(store):
     assert [row[0] for row in versions] == [1, 2]
 
 
-def test_a_thread_that_ended_hands_its_connection_to_the_next(store):
+def test_many_threads_share_a_few_connections_and_a_transaction_keeps_its_own(store):
     database.ensure_schema("notes", [NOTES_V1], store)
-    opened = []
+    db, start, seen = database.connection(store), threading.Barrier(16), []
 
-    def rerun():  # Streamlit runs each rerun of a page in a thread of its own
-        opened.append(database.connection(store))
+    def rerun(i: int) -> None:  # Streamlit runs each rerun of a page in a thread of its own, many at once
+        start.wait()
+        for _ in range(10):
+            seen.append(db.execute("SELECT ? + 1", (i,)).fetchone()[0] - i)
 
-    for _ in range(3):
-        thread = threading.Thread(target=rerun)
+    threads = [threading.Thread(target=rerun, args=(i,)) for i in range(16)]
+    for thread in threads:
         thread.start()
+    for thread in threads:
         thread.join()
-    assert opened[0] is opened[1] is opened[2]
-    assert database.connection(store) is not opened[0]  # a live thread has its own
+    assert seen == [1] * 160 and 1 <= db.pool.opened <= database.POOL_SIZE
+    with database.transaction(store) as writer:
+        writer.execute("INSERT INTO notes (text) VALUES (?)", ("not yet committed",))
+        elsewhere = threading.Thread(
+            target=lambda: seen.append(db.execute("SELECT COUNT(*) FROM notes").fetchone()[0])
+        )
+        elsewhere.start()
+        elsewhere.join()  # another thread reads on another connection: nothing uncommitted
+        assert seen[-1] == 0 and writer.execute("SELECT COUNT(*) FROM notes").fetchone()[0] == 1
+        with pytest.raises(RuntimeError, match="transaction open"), database.transaction(store):
+            pass
 
 
 def test_the_sql_is_translated_for_postgresql_only_where_it_must_be():
