@@ -71,11 +71,6 @@ def location(store: Store = None, environ: Mapping[str, str] = os.environ) -> st
     return environ.get(DATABASE_URL_SETTING, "").strip() or str(database_path(environ))
 
 
-def is_shared_across_machines(store: Store = None) -> bool:
-    """Whether the store is a database server (PostgreSQL) rather than this machine's SQLite file."""
-    return postgresql_store.is_url(location(store))
-
-
 class Result:
     """A statement's rows, read at once, so that its connection goes back to the pool before the caller reads them;
     `fetchone`, `fetchall`, iteration and `description` as a DB-API cursor has them."""

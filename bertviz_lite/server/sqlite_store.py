@@ -35,7 +35,7 @@ def open_connection(location: str) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(
         path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
-    )  # a thread's connection passes to another thread only after the first has ended (server/database.py)
+    )  # lent to one thread at a time by server/database.py's Pool
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute(
         "PRAGMA synchronous=FULL"
