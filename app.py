@@ -8,8 +8,9 @@ The view's state lives in the URL (pages_app/common/_share.py): a shared link op
 """
 
 import streamlit as st
+from streamlit.runtime import Runtime
 
-from bertviz_lite.server import classroom, cookie_handoff
+from bertviz_lite.server import app_routes, classroom
 from pages_app.common._pages import navigation
 from pages_app.common._share import PRESENT, apply_link, link_control, show_link_notes, sync_link
 from pages_app.common._sidebar import hand_over, render_sidebar
@@ -17,7 +18,8 @@ from pages_app.common._ui import presentation_style
 from pages_app.explore._warm_up import start_warm_up
 
 start_warm_up()  # once per process: the default pair's model and trace, in the background, for the visitors to come
-cookie_handoff.install_route()  # once per process: the route that sets the lecturer's and admin's HttpOnly cookies
+# Once per process: the route that sets HttpOnly cookies, and the gate in front of Streamlit's upload route.
+app_routes.install(Runtime.instance().uploaded_file_mgr)
 classroom.start_purge_timer()  # once per process: classes ended KEEP_DAYS ago go, hourly
 apply_link()  # a shared link's state (?a=…&layer=…&present=1), on a session's first run
 st.set_page_config(

@@ -215,7 +215,8 @@ async def _visit_steps(
     outcome.runs.append(first)
     if "figure" in first.marks:
         outcome.first_page_s = first.marks["figure"] - started
-    ids, page_hash = first.widget_ids, first.page_hash
+    ids = first.widget_ids
+    page_hash = first.page_hash
     widgets = {}
     if model != DEFAULT_MODEL:
         outcome.stage = "model switch"
@@ -369,7 +370,9 @@ def wait_for_training(run_dir: Path, process: subprocess.Popen, timeout: float =
 
 # The classroom preset's promise (bench/time_to_learn.py measures it alone): held-out NSP >= 80% and MLM >= 2x the
 # most-frequent-token baseline, 9.56% for the preset's seed 0 (bench/RESULTS.md).
-CLASSROOM_NSP_GOAL, CLASSROOM_MLM_GOAL, CLASSROOM_PROMISE_S = 0.80, 2 * 0.0956, 120.0
+CLASSROOM_NSP_GOAL = 0.80
+CLASSROOM_MLM_GOAL = 2 * 0.0956
+CLASSROOM_PROMISE_S = 120.0
 
 
 def time_to_goal(
@@ -484,12 +487,15 @@ def cold_start(port: int, args, deadline: float) -> Visit:
 def load_rounds(port: int, server_pid: int, run_dir: Path, args, deadline: float) -> tuple[list[str], dict]:
     """Every N of args.visitors in turn on the same server; returns the table rows and the visits per N."""
     rng = random.Random(args.seed)
-    rows, rounds, next_index = [], {}, 1
+    rows = []
+    rounds = {}
+    next_index = 1
     for count in args.visitors:
         if deadline - time.monotonic() <= 0:
             print(f"N = {count}: skipped, the total runtime cap ({args.max_runtime:.0f} s) was reached")
             break
-        start, load_before = time.monotonic(), os.getloadavg()[0]
+        start = time.monotonic()
+        load_before = os.getloadavg()[0]
         delays = [rng.uniform(0, args.jitter) for _ in range(count)]
         visits = rounds[count] = asyncio.run(
             classroom(port, next_index, delays, args, deadline - time.monotonic())

@@ -111,7 +111,9 @@ def view_timers(trace: explore.PairTrace, position: int, steps: int = STEPS) -> 
 
 def transformers_pairs(model, tokenizer, reference, inputs: dict, position: int, steps: int = STEPS) -> dict:
     """name -> (ours, transformers) calls that do the same model work."""
-    ids, segments, mask = inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"]
+    ids = inputs["input_ids"]
+    segments = inputs["token_type_ids"]
+    mask = inputs["attention_mask"]
     length = ids.shape[1]
     target_id = int(model.trace(ids, segments, mask).mlm_logits[0, position].argmax())
     target = attribution.Target(position, target_id)
@@ -140,7 +142,8 @@ def transformers_pairs(model, tokenizer, reference, inputs: dict, position: int,
 
     def hf_integrated_gradients():
         with torch.no_grad():
-            x, x0 = word(ids), word(baseline)
+            x = word(ids)
+            x0 = word(baseline)
         points = (x0 + alphas * (x - x0)).requires_grad_(True)
         score = target_log_probs(inputs_embeds=points, token_type_ids=segments.expand(steps + 1, -1)).sum()
         torch.autograd.grad(score, points)
@@ -198,7 +201,8 @@ def hf_patching_grid(reference, clean_ids, corrupted_ids, position: int, pair: l
 def hf_head_grid(reference, clean_ids, corrupted_ids, position: int, pair: list[int]) -> list:
     """The layers × heads grid with transformers: per layer, nh full runs, row h restoring head h's context."""
     config = reference.config
-    heads, size = config.num_attention_heads, config.hidden_size // config.num_attention_heads
+    heads = config.num_attention_heads
+    size = config.hidden_size // config.num_attention_heads
     clean_context = {}
 
     def keep(layer):
@@ -308,7 +312,8 @@ def pll_rows(model, tokenizer, reference, repeats: int) -> float:
             picked = logits[torch.arange(len(positions)), positions].double().log_softmax(-1)
             return float(picked[torch.arange(len(positions)), ids[0, positions]].sum())
 
-    ours_value, theirs_value = pseudo_log_likelihood(model, tokenizer, PLL_SENTENCE), theirs()
+    ours_value = pseudo_log_likelihood(model, tokenizer, PLL_SENTENCE)
+    theirs_value = theirs()
     print(
         f"pseudo-log-likelihood: {len(encoding)} tokens, {PLL_SENTENCE!r}: ours {ours_value:.4f}, "
         f"transformers {theirs_value:.4f}"

@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"model={options.model}\nthreads={options.threads}\nload_average={os.getloadavg()[0]:.1f}")
     print(f"index_read_s={index_seconds:.2f}\nindex_sentences={len(index.sentences)}")
     word_to_data(model, tokenizer, index, "bank")  # warm-up: allocator, tokenizer
-    times, data = [], None
+    times = []
+    data = None
     for _ in range(options.repeats):
         seconds, data = timed(lambda: word_to_data(model, tokenizer, index, options.word))
         times.append(seconds)

@@ -66,7 +66,8 @@ def pair_of(tokenizer, num_tokens: int, salt: str) -> tuple[str, str]:
     words = [salt] + [WORDS[i % len(WORDS)] for i in range(num_tokens)]
     for size in range(max(2, num_tokens - 3), 1, -1):
         chosen = words[:size]
-        text_a, text_b = " ".join(chosen[: size // 2]), " ".join(chosen[size // 2 :])
+        text_a = " ".join(chosen[: size // 2])
+        text_b = " ".join(chosen[size // 2 :])
         if len(tokenizer.encode_pair(text_a, text_b, max_length=512)) <= num_tokens:
             break
     assert len(tokenizer.encode_pair(text_a, text_b, max_length=512)) == num_tokens, num_tokens
@@ -126,7 +127,8 @@ def report(
     name: str, goal: str, samples: list[tuple[float, float]], ref: float, values: dict[str, str]
 ) -> str:
     """The table row; its figures also go into values under the key `name` (heatmap_32_median_s, …)."""
-    times, longest = [s[0] for s in samples], [s[1] for s in samples]
+    times = [s[0] for s in samples]
+    longest = [s[1] for s in samples]
     median = statistics.median(times)
     key = name.replace(",", "").replace(" tokens", "").replace(" ", "_")
     values |= {
@@ -141,7 +143,8 @@ def report(
 def measure_all(browser, url: str, tokenizer, args) -> tuple[list[str], dict[str, str]]:
     """The table's rows and the same figures as {key: value}: the reference, then each heatmap and model view."""
     salts = iter(SALTS * 10)
-    rows, values = [], {}
+    rows = []
+    values = {}
     if not args.smoke:  # warm-ups: the smoke run goes through the same calls once, cold
         open_front_page(browser, url)
     page = new_page(browser, viewport={"width": 1400, "height": 1000})

@@ -39,10 +39,8 @@ def batch_maker(batch_size: int, tokenizer, documents: int | None = None):
     documents: only the first N documents of the corpus (None: all)."""
     pairs = make_nsp_pairs((english_corpus() + everyday_corpus())[:documents], seed=0)
     collate = PretrainingCollator(tokenizer, 128, 0.15, whole_word_mask=True, mask_repeats=True)
-    generator, starts = (
-        torch.Generator().manual_seed(0),
-        itertools.cycle(range(0, len(pairs) - batch_size, batch_size)),
-    )
+    generator = torch.Generator().manual_seed(0)
+    starts = itertools.cycle(range(0, len(pairs) - batch_size, batch_size))
     return lambda: collate(pairs[(start := next(starts)) : start + batch_size], generator)
 
 
@@ -56,7 +54,8 @@ def step_function(args, model, device):
             matrix @ matrix
         repeats = max(1, round(args.stand_in_ms / 1000 / ((time.perf_counter() - started) / 20)))
         return lambda batch: [matrix @ matrix for _ in range(repeats)]
-    module, optimizer = PretrainingStep(model.to(device)), make_optimizer(model, 1e-5, 0.01)
+    module = PretrainingStep(model.to(device))
+    optimizer = make_optimizer(model, 1e-5, 0.01)
     dtype = torch.bfloat16 if device.type == "cuda" else None
 
     def step(batch):
@@ -99,14 +98,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     model, tokenizer = load(args.model)
-    make, step = (
-        batch_maker(args.batch_size, tokenizer, args.documents),
-        step_function(args, model, torch.device(args.device)),
-    )
+    make = batch_maker(args.batch_size, tokenizer, args.documents)
+    step = step_function(args, model, torch.device(args.device))
     collating = time.perf_counter()
     make()
     print(f"collate_ms={1000 * (time.perf_counter() - collating):.1f}")
-    batch, stepping = make(), time.perf_counter()
+    batch = make()
+    stepping = time.perf_counter()
     step(batch)
     print(f"step_ms={1000 * (time.perf_counter() - stepping):.1f}")  # the first: with any warm-up
     rates: dict[int, list[float]] = {0: [], PREFETCH_DEPTH: []}

@@ -74,7 +74,8 @@ def read_samples(path: Path) -> list[tuple[list[str], int]]:
 
 def split(samples: list[tuple[list[str], int]], top: int) -> str:
     """key=value lines: each bucket's share, then its heaviest leaf functions."""
-    totals, leaves = collections.Counter(), collections.defaultdict(collections.Counter)
+    totals = collections.Counter()
+    leaves = collections.defaultdict(collections.Counter)
     for frames, count in samples:
         name = bucket(frames)
         totals[name] += count
@@ -133,11 +134,14 @@ def main(argv: list[str] | None = None) -> int:
     args = load.parse_args(["--visitors", *map(str, ours.visitors), "--train-steps", str(ours.train_steps)])
     print(load.describe_machine())
     load.ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    port, raw = load.free_port(), load.ARTIFACTS / "rerun_profile.txt"
+    port = load.free_port()
+    raw = load.ARTIFACTS / "rerun_profile.txt"
     server = load.start_streamlit(port, load.ARTIFACTS / "rerun_profile_streamlit.log")
     deadline = time.monotonic() + args.max_runtime
     with tempfile.TemporaryDirectory(prefix="rerun_profile_") as tmp:
-        run_dir, training, spy = Path(tmp) / "run", None, None
+        run_dir = Path(tmp) / "run"
+        training = None
+        spy = None
         try:
             load.wait_until_healthy(f"http://{load.LOOPBACK}:{port}", server)
             load.cold_start(port, args, deadline)

@@ -51,8 +51,12 @@ class Goal(TrainerCallback):
     """Stops the run at the first evaluation that reaches both goals."""
 
     def __init__(self, started: float, nsp_goal: float, full: bool):
-        self.started, self.nsp_goal, self.full = started, nsp_goal, full
-        self.mlm_goal, self.untimed_s, self.last = None, 0.0, None
+        self.started = started
+        self.nsp_goal = nsp_goal
+        self.full = full
+        self.mlm_goal = None
+        self.untimed_s = 0.0
+        self.last = None
         self.reached: tuple[int, float] | None = None
 
     def on_record(self, trainer: Trainer, record: dict) -> None:

@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> None:
     for batched in (False, True):
         name = "batched" if batched else "unbatched"
         passes_before = batcher_for(model).passes
-        walls, latencies = [], []
+        walls = []
+        latencies = []
         for round_ in range(args.repeats):
             wall, each = together(model, tokenizer, args.threads, batched, round_)
             walls.append(wall)

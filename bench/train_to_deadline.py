@@ -63,11 +63,14 @@ class FitToDeadline(TrainerCallback):
     """Sets trainer.args.steps so that the run ends by `deadline` (a time.monotonic() value)."""
 
     def __init__(self, deadline: float, measure_after: int, planned: int):
-        self.deadline, self.measure_after, self.planned = deadline, measure_after, planned
+        self.deadline = deadline
+        self.measure_after = measure_after
+        self.planned = planned
         self.mark: tuple[int, float] | None = None
 
     def on_step(self, trainer: Trainer) -> None:
-        step, now = trainer.step, time.monotonic()
+        step = trainer.step
+        now = time.monotonic()
         if self.mark is None:  # the first step compiles kernels and fills caches: measure from the second
             self.mark = (step, now)
         due = step == self.measure_after or (step > self.measure_after and step % RECHECK_EVERY == 0)

@@ -6,8 +6,8 @@
     trace = model.trace(**enc.to_tensors())   # embeddings, attentions, q/k/v, hidden states, logits
 
 The package is a house of rooms, each a sub-package, importing only from the rooms below it
-(ARCHITECTURE.md draws it): limits → model → text → loading → inspection → figures → training
-→ server → runs → check. This file only names the public entry points.
+(ARCHITECTURE.md draws it): limits → model → text → loading → inspection → figures → check
+→ training → server → runs. This file only names the public entry points.
 """
 
 from bertviz_lite.inspection.minimal_pairs import pseudo_log_likelihood

@@ -82,7 +82,8 @@ def remove_temporary_files(folder: str | os.PathLike, older_than_s: float = 0.0)
 
     `older_than_s`: keep files modified more recently (a write that may still be under way). Returns the removed.
     """
-    folder, now = Path(folder), time.time()
+    folder = Path(folder)
+    now = time.time()
     leftovers = []
     for path in sorted([*folder.glob(".*.tmp"), *folder.glob("*/.*.tmp")]):
         try:

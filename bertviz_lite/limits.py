@@ -170,7 +170,9 @@ def megabytes(size: int) -> str:
 
 def parameter_count(config: BertConfig) -> int:
     """Parameters of `BertForPreTraining(config)` (MLM and NSP heads included, the tied decoder counted once)."""
-    h, i, v = config.hidden_size, config.intermediate_size, config.vocab_size
+    h = config.hidden_size
+    i = config.intermediate_size
+    v = config.vocab_size
     embeddings = (v + config.max_position_embeddings + config.type_vocab_size) * h + 2 * h
     layer = 4 * (h * h + h) + (2 * h * i + i + h) + 4 * h  # q, k, v, output; feed-forward; two LayerNorms
     heads = (h * h + h) + (h * h + 3 * h + v) + (2 * h + 2)  # pooler; MLM transform, LayerNorm, bias; NSP
@@ -179,8 +181,10 @@ def parameter_count(config: BertConfig) -> int:
 
 def activation_bytes(config: BertConfig) -> int:
     """Float32 bytes one trace of max_position_embeddings tokens (batch 1) keeps at its peak."""
-    t, h = config.max_position_embeddings, config.hidden_size
-    layers, heads = config.num_hidden_layers, config.num_attention_heads
+    t = config.max_position_embeddings
+    h = config.hidden_size
+    layers = config.num_hidden_layers
+    heads = config.num_attention_heads
     attentions = layers * heads * t * t  # (L, nh, T, T) probabilities, all kept by the trace
     kept = (4 * layers + 6) * t * h  # q, k, v and output of each layer; the five embedding parts
     working = heads * t * t + t * (config.intermediate_size + config.vocab_size)  # scores, FFN, MLM logits
@@ -194,7 +198,9 @@ def training_memory_bytes(config: BertConfig, batch_size: int, seq_len: int) -> 
     bench/train_memory_estimate.py measures it against real steps (0.76-1.18 of the peak growth, tiny models to
     BERT-base); a property test keeps it within 2×.
     """
-    t, h, i = seq_len, config.hidden_size, config.intermediate_size
+    t = seq_len
+    h = config.hidden_size
+    i = config.intermediate_size
     # Per layer: the inputs and outputs of q/k/v, the context and its copies, dropouts, residuals and LayerNorms
     # (~16 h), the feed-forward before and after GELU (~3 i), scores, probabilities and dropout mask (3 × nh t²).
     per_layer = t * (16 * h + 3 * i) + 3 * config.num_attention_heads * t * t
@@ -205,14 +211,16 @@ def training_memory_bytes(config: BertConfig, batch_size: int, seq_len: int) -> 
 
 def check_training_budget(config: BertConfig, batch_size: int, seq_len: int, steps: int) -> None:
     """Refuse, in a sentence, a run whose memory or steps × batch passes this server's limits."""
-    need, most = training_memory_bytes(config, batch_size, seq_len), max_training_memory_bytes()
+    need = training_memory_bytes(config, batch_size, seq_len)
+    most = max_training_memory_bytes()
     if need > most:
         raise ValueError(
             f"This run would need about {megabytes(need)} of memory (weights, optimizer state and activations at "
             f"batch {batch_size} × {seq_len} tokens); this server allows {megabytes(most)} per run "
             f"(the setting {TRAIN_MEMORY_SETTING}). Use a smaller batch, sequence length or model."
         )
-    examples, limit = steps * batch_size, max_training_examples()
+    examples = steps * batch_size
+    limit = max_training_examples()
     if examples > limit:
         raise ValueError(
             f"{amount(steps)} steps × batch {batch_size} is {amount(examples)} examples; a run started here may "
@@ -223,7 +231,8 @@ def check_training_budget(config: BertConfig, batch_size: int, seq_len: int, ste
 
 def check_model_size(config: BertConfig, source: str = "config.json") -> None:
     """Refuse a config whose parameters or trace activations pass the limits (nothing is allocated)."""
-    count, most = parameter_count(config), max_parameters()
+    count = parameter_count(config)
+    most = max_parameters()
     if count > most:
         size = f"{amount(config.num_hidden_layers)} layers of hidden size {amount(config.hidden_size)}"
         raise ValueError(
@@ -231,7 +240,8 @@ def check_model_size(config: BertConfig, source: str = "config.json") -> None:
             f"{amount(count)} parameters. This server allows models up to {amount(most)} parameters "
             f"(BERT-large has about 340 M); a setting raises the limit: {MAX_PARAMETERS_SETTING}"
         )
-    needed, allowed = activation_bytes(config), max_activation_bytes()
+    needed = activation_bytes(config)
+    allowed = max_activation_bytes()
     if needed > allowed:
         raise ValueError(
             f"{source} allows {amount(config.max_position_embeddings)}-token inputs through "
@@ -361,7 +371,9 @@ def _check_torch_zip(path: Path, budget: int, name: str) -> None:
 
 def check_weight_file(path: Path, config: BertConfig) -> None:
     """Refuse a weight file larger than the config can need, or with a header past the limits."""
-    size, budget, name = path.stat().st_size, max_weight_bytes(config), path.name
+    size = path.stat().st_size
+    budget = max_weight_bytes(config)
+    name = path.name
     if size > budget:
         raise ValueError(
             f"{name} is {megabytes(size)}, but a model with this config.json needs at most {megabytes(budget)}"
@@ -395,6 +407,23 @@ def check_text(text: str, limit: int, what: str) -> str:
     if len(text) > limit:
         raise ValueError(f"{what} is {len(text):,} characters long; this server takes at most {limit:,}.")
     return text
+
+
+# ---- exported files (bertviz_lite/export) -------------------------------------------------------
+
+# A view with pickers, or a lesson, carries every layer and head it offers: L × H × T² numbers grow fast with T.
+MAX_EXPORT_TOKENS = 128
+MAX_EXPORT_BYTES = 40 * MB  # the figures one exported file carries, as JSON before it is compressed
+
+
+def export_token_problem(count: int, what: str) -> str | None:
+    """Why `what` (a lesson, a view with pickers) cannot be exported for a pair of `count` tokens; None if it can."""
+    if count <= MAX_EXPORT_TOKENS:
+        return None
+    return (
+        f"{what} carries every layer and head, so it takes at most {MAX_EXPORT_TOKENS} tokens; this pair has "
+        f"{count}. Shorten the sentences or lower the max length."
+    )
 
 
 # ---- numbers read back from run folders ----------------------------------------------------------

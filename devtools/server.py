@@ -10,11 +10,11 @@ import contextlib
 import os
 import socket
 import subprocess
-import sys
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from bertviz_lite.server.balancer import worker_command
 from devtools.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,21 +31,7 @@ def free_port() -> int:
 
 def start_streamlit(port: int, log_path: Path) -> subprocess.Popen:
     """`streamlit run app.py` headless on 127.0.0.1:port, logging to log_path."""
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.headless",
-        "true",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--browser.gatherUsageStats",
-        "false",
-    ]  # everything else from .streamlit/config.toml, as a plain `streamlit run app.py` has it
+    command = worker_command(port)  # the command `serve` gives its workers: everything else from config.toml
     log = open(log_path, "w")  # noqa: SIM115 - closed with the process
     env = {
         "BERTVIZ_LITE_DATA_DIR": str(ARTIFACTS / "data"),
@@ -106,3 +92,17 @@ def running_streamlit(log_name: str, while_starting: Callable[[], object] | None
         yield url
     finally:
         stop(process)
+
+
+def listening_pid(port: int) -> int:
+    """The process id of the server listening on 127.0.0.1:port (read from /proc: its socket's inode)."""
+    inode = next(
+        fields[9]
+        for fields in (line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:])
+        if fields[1].endswith(f":{port:04X}") and fields[3] == "0A"  # 0A: LISTEN
+    )
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) == f"socket:[{inode}]":
+                return int(fd.parts[2])
+    raise LookupError(f"no process of ours listens on port {port}")

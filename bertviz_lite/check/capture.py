@@ -117,7 +117,7 @@ def first_tensor(value: Any, last_dim: int | None = None) -> Tensor | None:
     return None
 
 
-def _owner(model: nn.Module, mapping: Mapping, ours: str, want: Callable[[nn.Module], bool] = lambda m: True):
+def owner(model: nn.Module, mapping: Mapping, ours: str, want: Callable[[nn.Module], bool] = lambda m: True):
     """Their module holding the parameter filled from our `ours` (and passing `want`)."""
     modules = dict(model.named_modules(remove_duplicate=False))
     params = _their_params(model)
@@ -148,7 +148,9 @@ class StageHooks:
     """Forward hooks that keep, per stage, the first tensor a module gives in one forward pass."""
 
     def __init__(self, model: nn.Module, mapping: Mapping, sizes: dict[str, int]):
-        self.model, self.mapping, self.sizes = model, mapping, sizes
+        self.model = model
+        self.mapping = mapping
+        self.sizes = sizes
         self.modules = dict(model.named_modules(remove_duplicate=False))
         self.captured: dict[str, Tensor] = {}
         self.handles = []
@@ -165,7 +167,7 @@ class StageHooks:
     def output_of(
         self, stage: str, ours: str, want=lambda m: True, last_dim: int | None = None
     ) -> str | None:
-        path, module = _owner(self.model, self.mapping, ours, want)
+        path, module = owner(self.model, self.mapping, ours, want)
         if module is not None:
             if type(module).__name__ == "NonDynamicallyQuantizableLinear":  # nn.MultiheadAttention's out_proj
                 path, module = path.rsplit(".", 1)[0], self.modules[path.rsplit(".", 1)[0]]
@@ -177,7 +179,7 @@ class StageHooks:
         token = self.output_of("embeddings.token", EMB + "word_embeddings.weight", _is_embedding)
         self.output_of("embeddings.position", EMB + "position_embeddings.weight")
         segment = self.output_of("embeddings.segment", EMB + "token_type_embeddings.weight")
-        _, norm = _owner(self.model, self.mapping, EMB + "LayerNorm.weight")
+        _, norm = owner(self.model, self.mapping, EMB + "LayerNorm.weight")
         if norm is not None:
             self.hook("embeddings.layer_norm", norm, lambda _i, out: first_tensor(out))
             self.hook("embeddings.sum", norm, lambda inputs, _o: first_tensor(inputs))
@@ -194,11 +196,12 @@ class StageHooks:
 
     def install_layer(self, i: int) -> None:
         roles = layer_role_names(i)
-        name, h = f"layer.{i}.", self.sizes["hidden_size"]
+        name = f"layer.{i}."
+        h = self.sizes["hidden_size"]
         attention = [self.output_of(name + "attention.output", roles["o"] + ".weight", last_dim=h)]
         self.output_of(name + "attention.layer_norm", roles["ln1"] + ".weight")
         self.output_of(name + "feed_forward", roles["ff2"] + ".weight")
-        attention += [_owner(self.model, self.mapping, roles[r] + ".weight")[0] for r in "qkv"]
+        attention += [owner(self.model, self.mapping, roles[r] + ".weight")[0] for r in "qkv"]
         attention = [p for p in attention if p is not None]
         everything = [
             theirs.rsplit(".", 1)[0]

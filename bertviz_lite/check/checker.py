@@ -113,7 +113,8 @@ def report_for(
     inputs: dict[str, Tensor],
 ) -> Report:
     """The report of one finished (or failed) job."""
-    subject, status = _subject(request, result), result.get("status")
+    subject = _subject(request, result)
+    status = result.get("status")
     if status != "ran":
         sentence = _failure_sentence(request, result)
         if status == "cannot-build" or result.get("phase") in ("load", "map"):
@@ -149,7 +150,8 @@ def report_for(
         notes.append(f"your LayerNorms use eps={eps:g} (BERT: 1e-12); the reference used yours")
     design_only = all(f.code in DESIGN_CHOICES for f in findings)
     if design_only and findings:  # each stage against BERT as their design choices change it
-        stages, ours = final, reference(recipe)
+        stages = final
+        ours = reference(recipe)
         notes.append(
             f"stages compared with BERT as your design choices change it ({', '.join(_codes(findings))})"
         )
@@ -224,7 +226,9 @@ def _prepared(part: str, result: dict[str, Any], tensors: dict[str, Tensor], ref
     """Their stages as the reference names them, the evidence mistakes may use, the starting recipe and the
     findings seen in the run itself (live dropout, an untied decoder, log-probabilities)."""
     theirs = {k: v.double() for k, v in tensors.items()}
-    findings, recipe, evidence = [], Recipe(), {}
+    findings = []
+    recipe = Recipe()
+    evidence = {}
     unmapped = result["unmapped"]["ours"]
     if part in ("attention", "mlp") and not any(
         "output.LayerNorm" in s and "attention" not in s for s in result["mapping"].values()

@@ -115,7 +115,8 @@ def _structural(theirs, reference, recipe, evidence, absent) -> tuple[Recipe, li
         changed = candidate.apply(recipe, evidence) if candidate.absent in absent else None
         if changed is None:
             continue
-        before, after = reference(recipe), reference(changed)
+        before = reference(recipe)
+        after = reference(changed)
         last = list(before)[
             -1
         ]  # a part's output: a part without its LayerNorm shows it by that stage's absence

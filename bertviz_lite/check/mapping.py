@@ -195,7 +195,8 @@ def _map_by_role(params: list[ParamInfo], sizes: Sizes, mapping: Mapping) -> Non
     modules = _modules(params)
     container = layers_container(list(modules), sizes.num_hidden_layers)
     per_layer: dict[int, dict[str, list[ParamInfo]]] = {}
-    before, after = {}, {}
+    before = {}
+    after = {}
     starts = [
         g[0].ran for p, g in modules.items() if layer_index(p, container) is not None and g[0].ran is not None
     ]
@@ -278,8 +279,11 @@ def _norm_order(paths: list[str]) -> list[str]:
 def _map_layer(layer_modules: dict[str, list[ParamInfo]], index: int, sizes: Sizes, mapping: Mapping) -> None:
     """Q, K, V (separate or fused), output, two LayerNorms and the feed-forward of one layer."""
     roles = layer_role_names(index)
-    h, inner = sizes.hidden_size, sizes.intermediate_size
-    squares, norms, fused = [], [], False
+    h = sizes.hidden_size
+    inner = sizes.intermediate_size
+    squares = []
+    norms = []
+    fused = False
     for path, group in layer_modules.items():
         names = {_last(p.name): p for p in group}
         weight, bias = _weight_and_bias(group)
@@ -362,7 +366,8 @@ def _map_outside_layers(
 ) -> None:
     """Embeddings and their LayerNorm before the layers; pooler, MLM and NSP heads after them."""
     h = sizes.hidden_size
-    squares, norms = [], []
+    squares = []
+    norms = []
     for path, group in [*before.items(), *after.items()]:
         weight, bias = _weight_and_bias(group)
         if _is_norm(group, h):

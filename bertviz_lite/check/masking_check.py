@@ -41,12 +41,16 @@ def _count(name: str, count: int, total: int, what: str) -> tuple[Stage, str]:
 
 def masking_report(result: dict[str, Any], tensors: dict[str, Tensor], subject: str) -> Report:
     """Chosen share of ordinary tokens, never a special one or padding, the 80/10/10 split, labels on the chosen only."""
-    ids, masked, labels = tensors["input_ids"], tensors["masked"], tensors["labels"]
+    ids = tensors["input_ids"]
+    masked = tensors["masked"]
+    labels = tensors["labels"]
     special = (ids == CLS) | (ids == SEP)
     padding = ids == PAD
     ordinary = ~special & ~padding
     labelled = labels != IGNORE_INDEX
-    findings, notes, stages = [], [], []
+    findings = []
+    notes = []
+    stages = []
     labels_everywhere = bool(labelled.float().mean() > 0.9)
     chosen = (masked != ids) if labels_everywhere else labelled
     if labels_everywhere:

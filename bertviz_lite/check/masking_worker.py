@@ -11,10 +11,16 @@ from torch import Tensor
 
 from bertviz_lite.check.learner import CannotBuild, load_file
 
-PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
+PAD = 0
+UNK = 1
+CLS = 2
+SEP = 3
+MASK = 4
 SPECIAL_IDS = (PAD, UNK, CLS, SEP, MASK)
 VOCAB_SIZE = 1000
-BATCHES, ROWS, LENGTH = 60, 16, 32  # ~20,000 ordinary tokens: the 15% share to within ±1% at 99.99%
+BATCHES = 60  # ~20,000 ordinary tokens: the 15% share to within ±1% at 99.99%
+ROWS = 16
+LENGTH = 32
 FUNCTION_NAMES = (
     "mask_tokens",
     "masking",
@@ -37,7 +43,9 @@ def masking_batches(seed: int = 0) -> list[Tensor]:
         ids = torch.randint(MASK + 1, VOCAB_SIZE, (ROWS, LENGTH), generator=generator)
         lengths = torch.randint(LENGTH // 2, LENGTH + 1, (ROWS,), generator=generator)
         for row, length in enumerate(lengths.tolist()):
-            ids[row, 0], ids[row, length // 2], ids[row, length - 1] = CLS, SEP, SEP
+            ids[row, 0] = CLS
+            ids[row, length // 2] = SEP
+            ids[row, length - 1] = SEP
             ids[row, length:] = PAD
         batches.append(ids)
     return batches
@@ -97,7 +105,8 @@ def arguments(function, ids: Tensor, generator: torch.Generator) -> dict[str, An
         ("attention_mask",): (ids != PAD).long(),
         ("generator", "rng", "gen"): generator,
     }
-    values, params = {}, list(inspect.signature(function).parameters.values())
+    values = {}
+    params = list(inspect.signature(function).parameters.values())
     values[params[0].name] = ids
     for param in params[1:]:
         value = next(
@@ -134,7 +143,9 @@ def masking_job(job: dict[str, Any], phase: dict[str, str]) -> tuple[dict[str, A
     function = find_function(module, job.get("class"))
     phase["now"] = "run"
     generator = torch.Generator().manual_seed(0)
-    originals, masked, labels = [], [], []
+    originals = []
+    masked = []
+    labels = []
     for ids in masking_batches():
         out_ids, out_labels = two_tensors(function(**arguments(function, ids.clone(), generator)))
         originals.append(ids)

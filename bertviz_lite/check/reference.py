@@ -19,7 +19,11 @@ from bertviz_lite.model.embeddings import sinusoidal_position_table
 from bertviz_lite.model.modeling import BertForPreTraining
 
 SEED = 0
-PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4  # the exercise pads with id 0
+PAD = 0  # the exercise pads with id 0
+UNK = 1
+CLS = 2
+SEP = 3
+MASK = 4
 STD_EPS = 1e-6  # the eps of the Annotated Transformer's and BERT-pytorch's own LayerNorm
 MASKED_QUERY = -1e9  # what learners write in masked_fill; the variants that mask the wrong side use it
 
@@ -59,6 +63,13 @@ def seeded_weights(config: BertConfig, seed: int = SEED) -> dict[str, Tensor]:
         weights[name] = value
     weights["bert.embeddings.word_embeddings.weight"][PAD] = 0.0  # padding_idx, as nn.Embedding keeps it
     return weights
+
+
+def our_shapes(config: BertConfig) -> dict[str, tuple[int, ...]]:
+    """Our BERT's parameter shapes at these sizes, Hugging Face names, without allocating it (the meta device)."""
+    with torch.device("meta"):
+        ours = BertForPreTraining(config, init_weights=False)
+    return {name: tuple(param.shape) for name, param in ours.named_parameters()}
 
 
 def reference_weights(
@@ -211,7 +222,8 @@ def layer_stages(
 ) -> dict[str, Tensor]:
     """One encoder layer: probabilities, attention output (before the residual), first LayerNorm, feed-forward
     (second linear's output) and the layer's output."""
-    p, ln1 = f"bert.encoder.layer.{i}.", _norms(i, recipe)[0]
+    p = f"bert.encoder.layer.{i}."
+    ln1 = _norms(i, recipe)[0]
     pre = recipe.layer_norm == "pre"
     attn_in = _layer_norm(x, w, ln1, recipe) if pre else x
     q, k, v = (
@@ -234,7 +246,9 @@ def layer_stages(
 def feed_forward_stages(x: Tensor, w: dict[str, Tensor], i: int, recipe: Recipe) -> dict[str, Tensor]:
     """Layer i's feed-forward block on x (the attention block's output): its second linear's output, and the
     layer's output after the residual and LayerNorm."""
-    p, ln2, pre = f"bert.encoder.layer.{i}.", _norms(i, recipe)[1], recipe.layer_norm == "pre"
+    p = f"bert.encoder.layer.{i}."
+    ln2 = _norms(i, recipe)[1]
+    pre = recipe.layer_norm == "pre"
     ffn_in = _layer_norm(x, w, ln2, recipe) if pre else x
     activation = ACTIVATIONS[recipe.activation]
     ffn = _linear(activation(_linear(ffn_in, w, p + "intermediate.dense")), w, p + "output.dense")

@@ -41,7 +41,8 @@ def run_jobs(
         request = {"config": config, "jobs": jobs, "time_limit": time_limit, "memory_limit": memory_limit}
         save_file({k: v.contiguous() for k, v in ours.items()}, str(root / "ours.safetensors"))
         save_file({k: v.contiguous() for k, v in inputs.items()}, str(root / "inputs.safetensors"))
-        results, start = [], 0
+        results = []
+        start = 0
         while start < len(
             jobs
         ):  # a job that kills the child costs only itself: the next child starts after it
@@ -80,7 +81,8 @@ def _run_child(root: Path, job_s: float) -> tuple[int | None, str]:
 def _wait(child: subprocess.Popen, root: Path, started: float, job_s: float) -> int | None:
     """The child's exit code, or None once a job (timed from the end of the one before, or from the child being
     ready) has run job_s seconds, or the child was not ready within STARTUP_S: then it is killed."""
-    deadline, done = started + STARTUP_S, -1
+    deadline = started + STARTUP_S
+    done = -1
     while True:
         try:
             return child.wait(timeout=POLL_S)
@@ -88,7 +90,8 @@ def _wait(child: subprocess.Popen, root: Path, started: float, job_s: float) -> 
             pass
         finished = len(list(root.glob("job*.json")))
         if (root / READY).exists() and finished != done:
-            done, deadline = finished, time.monotonic() + job_s
+            done = finished
+            deadline = time.monotonic() + job_s
         if time.monotonic() > deadline:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
@@ -98,7 +101,8 @@ def _wait(child: subprocess.Popen, root: Path, started: float, job_s: float) -> 
 def _read_job(
     root: Path, n: int, returncode: int | None, log: str
 ) -> tuple[dict[str, Any], dict[str, Tensor]]:
-    result_path, tensor_path = root / f"job{n}.json", root / f"job{n}.safetensors"
+    result_path = root / f"job{n}.json"
+    tensor_path = root / f"job{n}.safetensors"
     if not result_path.is_file() or result_path.stat().st_size > MAX_RESULT_BYTES:
         return _lost(returncode, log), {}
     try:

@@ -40,7 +40,8 @@ class StageSides:
 
 
 def _pair(report: Report, stage: str) -> tuple[np.ndarray, np.ndarray]:
-    theirs, ours = report.tensors.get("theirs", {}).get(stage), report.tensors.get("ours", {}).get(stage)
+    theirs = report.tensors.get("theirs", {}).get(stage)
+    ours = report.tensors.get("ours", {}).get(stage)
     if theirs is None or ours is None:
         raise ValueError(f"The check kept no numbers of both sides for {stage}.")
     both = aligned(theirs, ours)
@@ -62,7 +63,8 @@ def stage_sides(report: Report, stage: str, pair: int = 0, head: int = 0) -> Sta
     """The stage's matrices for one pair (attention: one pair and head; pooler and logits: every pair at once)."""
     theirs, ours = _pair(report, stage)
     pairs, heads = stage_shape(report, stage)
-    pair, head = min(max(pair, 0), pairs - 1), min(max(head, 0), heads - 1)
+    pair = min(max(pair, 0), pairs - 1)
+    head = min(max(head, 0), heads - 1)
     if theirs.ndim == 4:  # (B, nh, T, T) attention probabilities
         return StageSides(
             stage,

@@ -24,7 +24,9 @@ from bertviz_lite.check import masking_worker
 from bertviz_lite.check.capture import StageHooks, first_tensor, load_weights, observe, param_infos
 from bertviz_lite.check.learner import CannotBuild, build, find_class
 from bertviz_lite.check.learner import load_file as load_learner
-from bertviz_lite.check.mapping import EMB, Sizes, map_part
+from bertviz_lite.check.mapping import EMB, Sizes, map_parameters, map_part
+from bertviz_lite.check.reference import our_shapes
+from bertviz_lite.model.config import BertConfig
 
 PART_NAMES = {
     "model": ("Bert", "BERT", "BertModel", "BertForPreTraining"),
@@ -69,6 +71,8 @@ def run_job(job: dict[str, Any], request: dict[str, Any], ours: dict[str, Tensor
     try:
         if job["part"] == "masking":
             return masking_worker.masking_job(job, phase)
+        if job["part"] == "trace":
+            return trace_job(job, request, ours, inputs, phase)
         return model_job(job, request, ours, inputs, phase)
     except CannotBuild as error:
         return {"status": "cannot-build", "message": str(error)}, {}
@@ -92,34 +96,27 @@ def _forget(folder: Path) -> None:
 def _failure(error: BaseException, job: dict[str, Any], phase: str) -> dict[str, Any]:
     where = last_frame(error, str(Path(job["file"]).resolve().parent))
     if isinstance(error, TimeLimit):
-        status, message = "timeout", "stopped there"
+        status = "timeout"
+        message = "stopped there"
     elif isinstance(error, MemoryError) or ("memory" in str(error).lower() and "alloc" in str(error).lower()):
-        status, message = "memory", f"it asked for more memory than the limit allows ({type(error).__name__})"
+        status = "memory"
+        message = f"it asked for more memory than the limit allows ({type(error).__name__})"
     else:
-        status, message = "exception", f"{type(error).__name__}: {str(error)[:300]}"
+        status = "exception"
+        message = f"{type(error).__name__}: {str(error)[:300]}"
     return {"status": status, "phase": phase, "message": message, "where": where}
 
 
 def model_job(job, request, ours, inputs, phase) -> tuple[dict[str, Any], dict[str, Tensor]]:
     """Build their model or part, fill it with our weights, run it with hooks (twice, to catch live dropout)."""
-    config, part = request["config"], job["part"]
+    config = request["config"]
+    part = job["part"]
     module = load_learner(Path(job["file"]))
     cls = find_class(module, job.get("class"), PART_NAMES[part])
     model = build(module, cls, config)
     phase["now"] = "map"
-    sizes = Sizes(
-        **{
-            k: config[k]
-            for k in (
-                "vocab_size",
-                "hidden_size",
-                "intermediate_size",
-                "max_position_embeddings",
-                "num_hidden_layers",
-            )
-        }
-    )
-    _check_sizes(param_infos(model), part, config)
+    sizes = sizes_of(config)
+    check_sizes(param_infos(model), part, config)
     model.eval()
     observed = None
     if part == "model":  # a trial pass: which module runs when and what it gives tells the heads apart
@@ -151,9 +148,45 @@ def model_job(job, request, ours, inputs, phase) -> tuple[dict[str, Any], dict[s
     return result, {k: v.contiguous() for k, v in first.items()}
 
 
-def _check_sizes(infos, part: str, config: dict[str, Any]) -> None:
+def trace_job(job, request, weights, inputs, phase) -> tuple[dict[str, Any], dict[str, Tensor]]:
+    """Their model at the request's sizes with `weights` (ours, placed by the mapping, or theirs by their names when
+    job["weights"] is "theirs"), run once on `inputs` with the hooks on: every stage it shows, and its logits."""
+    config = request["config"]
+    module = load_learner(Path(job["file"]))
+    model = build(module, find_class(module, job.get("class"), PART_NAMES["model"]), config)
+    check_sizes(param_infos(model), "model", config)
+    phase["now"] = "run"
+    observed = observe(model.eval(), lambda: call(model, "model", inputs))
+    phase["now"] = "map"
+    mapping = map_parameters(param_infos(model, observed), our_shapes(BertConfig(**config)), sizes_of(config))
+    if job.get("weights") == "theirs":
+        loaded = model.load_state_dict(weights, strict=False)
+        problems = [f"{name} is not in the saved weights" for name in loaded.missing_keys]
+    else:
+        problems = load_weights(model, mapping, weights)
+    phase["now"] = "run"
+    hooks = StageHooks(model, mapping, config)
+    hooks.install()
+    captured = _traced(model, hooks, "model", inputs, config)
+    return {"status": "ran", "class": type(model).__name__, "problems": problems}, captured
+
+
+def sizes_of(config: dict[str, Any]) -> Sizes:
+    """The sizes the mapping places parameters by, from a config dict (BertConfig's fields)."""
+    fields = (
+        "vocab_size",
+        "hidden_size",
+        "intermediate_size",
+        "max_position_embeddings",
+        "num_hidden_layers",
+    )
+    return Sizes(**{name: config[name] for name in fields})
+
+
+def check_sizes(infos, part: str, config: dict[str, Any]) -> None:
     """Refuse a model built at sizes of its own: nothing would map, and every stage would differ for that alone."""
-    vocab, hidden = config["vocab_size"], config["hidden_size"]
+    vocab = config["vocab_size"]
+    hidden = config["hidden_size"]
     if part in ("model", "embedding") and infos and not any(p.shape == (vocab, hidden) for p in infos):
         shapes = sorted({p.shape for p in infos if len(p.shape) == 2}, key=lambda s: -s[0] * s[1])[:1]
         raise CannotBuild(
@@ -198,7 +231,8 @@ def call(model: nn.Module, part: str, inputs: dict[str, Tensor]) -> Any:
         if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     )
     if part in ("model", "embedding"):
-        ids, seg = inputs["input_ids"], inputs["token_type_ids"]
+        ids = inputs["input_ids"]
+        seg = inputs["token_type_ids"]
         return model(ids) if len(names) == 1 else model(ids, seg)
     x = inputs["layer_input" if part != "mlp" else "mlp_input"]
     if part == "mlp" or len(names) == 1:
@@ -250,7 +284,8 @@ def main(argv: list[str]) -> int:
     limit = int(request["memory_limit"])
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    ours, inputs = load_file(folder / "ours.safetensors"), load_file(folder / "inputs.safetensors")
+    ours = load_file(folder / "ours.safetensors")
+    inputs = load_file(folder / "inputs.safetensors")
     (folder / "ready").write_text("")
     for n, job in enumerate(request["jobs"]):
         if n < request.get("start", 0):

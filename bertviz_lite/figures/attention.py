@@ -188,7 +188,8 @@ def _strongest_lines(links: HeadViewLinks, side: str) -> list[str]:
 
 
 def _token_column(links: HeadViewLinks, x: float, side: str) -> go.Scatter:
-    tokens, length = links.tokens, len(links.tokens)
+    tokens = links.tokens
+    length = len(links.tokens)
     sizes = np.full(length, 7.0)
     if side == "left" and links.focus_token is not None:
         sizes[links.focus_token] = 13.0
@@ -349,7 +350,9 @@ def neuron_view_figure(data: NeuronView, narrow: bool = False) -> go.Figure:
     (raw and scaled), softmax weights and weighted values. Bottom: the output vector.
     narrow: for a phone's width: short column titles and fewer ticks (the long ones ran into each other).
     """
-    neuron, tokens, query_index = data.steps, data.tokens, data.query_index
+    neuron = data.steps
+    tokens = data.tokens
+    query_index = data.query_index
     keys = np.asarray(neuron.keys)
     length = keys.shape[0]
     check_length(tokens, length, "tokens")

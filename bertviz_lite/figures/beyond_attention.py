@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from bertviz_lite.inspection.views.beyond_attention import Attribution, HeadKnockout, LogitLens
     from bertviz_lite.inspection.views.norms import NormAttention, SpecialShares
 
-BEFORE, AFTER = "#1f77b4", "#d62728"
+BEFORE = "#1f77b4"
+AFTER = "#d62728"
 WEIGHTING_COLOURS = {"attention weight": "#1f77b4", "norm-weighted": "#ff7f0e"}
 
 

@@ -8,7 +8,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-OK_COLOUR, DIFFERS_COLOUR = "#2ca02c", "#d62728"
+OK_COLOUR = "#2ca02c"
+DIFFERS_COLOUR = "#d62728"
 __all__ = ["stage_ladder_figure", "stage_sides_figure"]
 
 FLOOR = 1e-12  # a difference of exactly 0 drawn here: a log axis has no 0

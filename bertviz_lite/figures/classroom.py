@@ -13,7 +13,9 @@ from bertviz_lite.text.display import plain_label
 
 __all__ = ["class_answers_figure", "class_cloze_figure"]
 
-MODEL_COLOUR, CLASS_COLOUR, OTHER_COLOUR = "#2ca02c", "#1f77b4", "#9aa5b1"
+MODEL_COLOUR = "#2ca02c"
+CLASS_COLOUR = "#1f77b4"
+OTHER_COLOUR = "#9aa5b1"
 MAX_WORDS = 12  # the class's most frequent words shown; the rest are counted in the title
 
 
@@ -76,7 +78,8 @@ def class_cloze_figure(
     probs = np.asarray(model_probs, dtype=np.float64).reshape(-1)
     check_length(words, counts.size, "words")
     check_length(model_words, probs.size, "model words")
-    shown, rest = slice(0, MAX_WORDS), int(counts[MAX_WORDS:].sum())
+    shown = slice(0, MAX_WORDS)
+    rest = int(counts[MAX_WORDS:].sum())
     rows, cols = (2, 1) if stacked else (1, 2)
     others = f" (+{rest} more)" if rest else ""
     total = int(counts.sum())

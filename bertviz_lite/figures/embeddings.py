@@ -102,7 +102,8 @@ def _embedding_parts_figure(
         axis = "coloraxis2" if i == 4 else "coloraxis"
         row, col = (1, i + 1) if layout == "row" else (i + 1, 1)
         fig.add_trace(_embedding_trace(part, labels, coloraxis=axis, name=PART_TITLES[i]), row=row, col=col)
-    raw_limit, norm_limit = robust_range(*parts[:4]), robust_range(parts[4])
+    raw_limit = robust_range(*parts[:4])
+    norm_limit = robust_range(parts[4])
     height = token_axis_height(parts[0].shape[0]) * (1 if layout == "row" else 3)
     # Colour bars lie flat under the plots (under the raw parts, and under LayerNorm): upright ones at the
     # right collided with each other and with the last plot on a 1024-px screen.

@@ -31,7 +31,7 @@ _SCRIPT = """<script>
     const group = document.createElementNS(NS, "g");
     group.setAttribute("class", "bvl-highlight");
     for (const trace of gd._fullData) {
-      if (trace.mode !== "lines") continue;
+      if (trace.mode !== "lines" || trace.visible !== true) continue;  // a head hidden by the legend stays hidden
       const x = trace.x, y = trace.y;
       for (let i = 0; i + 1 < y.length; i += 3) {
         if (y[i + end] !== token) continue;

@@ -23,7 +23,8 @@ MAX_LEGEND_SENSES = (
 GLOSS_CHARS = 30
 NARROW_LEGEND_ROW = 24  # px a legend row takes at the app's legend font (13 px)
 OTHER = "other WordNet senses"
-GREY, LIGHT_GREY = "#7f7f7f", "#c7c7c7"
+GREY = "#7f7f7f"
+LIGHT_GREY = "#c7c7c7"
 
 
 def _short(text: str, limit: int = GLOSS_CHARS) -> str:
@@ -43,7 +44,8 @@ def sense_groups(projection: ContextProjection) -> list[tuple[str, np.ndarray]]:
     """(legend name, occurrence numbers) per group: the commonest senses, other senses, the user's, unlabelled."""
     senses = np.array([o.sense for o in projection.occurrences], dtype=object)
     labelled = [s for s in projection.glosses if s not in (UNLABELLED, YOURS)]
-    shown, rest = labelled[:MAX_LEGEND_SENSES], labelled[MAX_LEGEND_SENSES:]
+    shown = labelled[:MAX_LEGEND_SENSES]
+    rest = labelled[MAX_LEGEND_SENSES:]
     groups = []
     for sense in shown:
         members = np.flatnonzero(senses == sense)

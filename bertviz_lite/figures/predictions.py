@@ -54,7 +54,8 @@ def _nsp_bar(
     p_is_next = float(p_is_next)
     if not 0.0 <= p_is_next <= 1.0:
         raise ValueError(f"p_is_next must be a probability in [0, 1], got {p_is_next}")
-    labels, probs = ["IsNext", "NotNext"], [p_is_next, 1.0 - p_is_next]
+    labels = ["IsNext", "NotNext"]
+    probs = [p_is_next, 1.0 - p_is_next]
     fig = go.Figure(
         go.Bar(
             x=probs,

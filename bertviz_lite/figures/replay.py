@@ -15,7 +15,8 @@ from bertviz_lite.figures.predictions import _topk_bar
 from bertviz_lite.inspection.views.attention import ModelView
 from bertviz_lite.inspection.views.replay import HeadSpecialisation, PredictionSeries
 
-ANSWER_COLOUR, GUESS_COLOUR = "#2ca02c", "#1f77b4"
+ANSWER_COLOUR = "#2ca02c"
+GUESS_COLOUR = "#1f77b4"
 
 
 def _fix_colours(fig: go.Figure, zrange: tuple[float, float]) -> go.Figure:
@@ -85,7 +86,8 @@ def guesses_bar(series: PredictionSeries, step: int) -> go.Figure:
     index = series.at(step)
     if index is None:
         raise ValueError(f"step {step} has no saved predictions")
-    tokens, probs = series.top_tokens[index], series.top_probs[index]
+    tokens = series.top_tokens[index]
+    probs = series.top_probs[index]
     fig = _topk_bar(tokens, probs, title=f"Step {step}: top guesses at [MASK]<br>(answer: “{series.answer}”)")
     order = np.argsort(-probs, kind="stable")  # _topk_bar draws the bars in this order
     fig.update_traces(

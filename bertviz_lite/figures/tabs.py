@@ -3,7 +3,8 @@
 A tab that holds a data function and its figure builder needs no page code: the page calls
 `view(tab.data, ctx, **tab.chosen(layer=…, head=…, sentence_filter=…))` (the picks the tab declares it takes) and draws
 `tab.figure(data)` with a CSV of `data.to_frame()`. The other tabs are drawn by their page's own code (controls,
-clicks).
+clicks). Every view declares `code`: the functions of the package's model that compute what it shows, the functions
+themselves (not names), which its "The code" panel lists with this pair's shapes (inspection/code_listing.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from bertviz_lite.model.embeddings import BertEmbeddings
+from bertviz_lite.model.heads import BertLMPredictionHead, BertPredictionHeadTransform
+from bertviz_lite.model.modeling import (
+    BertAttention,
+    BertEncoder,
+    BertForPreTraining,
+    BertLayer,
+    BertPooler,
+    BertSelfAttention,
+    BertSelfOutput,
+)
+from bertviz_lite.text.masking import mask_tokens
+from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 
 
 @dataclass(frozen=True)
@@ -27,6 +42,9 @@ class ViewTab:
     picks: tuple[str, ...] = ()  # the page's picks (layer, head, sentence_filter, …) the data function takes
     about: str = ""  # one plain line: what the view shows (kept on screen in presentation mode)
     symbols: tuple[str, ...] = ()  # the symbols it puts on screen, explained in GLOSSARY
+    code: tuple[
+        Callable[..., Any], ...
+    ] = ()  # the package's functions that compute it ("The code"); never empty
 
     @property
     def drawn_by_page(self) -> bool:
@@ -67,6 +85,12 @@ GLOSSARY = {
     "100% = all of it, 0% = none.",
 }
 
+# The code behind the views: the model's functions that compute what each shows, shared where views show the same.
+ATTENTION_CODE = (BertSelfAttention.split_heads, BertSelfAttention.forward_with_attention)
+LAYER_STACK_CODE = (BertEncoder.forward_with_attention, BertLayer.forward_with_attention)
+MLM_HEAD_CODE = (BertLMPredictionHead.forward, BertPredictionHeadTransform.forward)
+NSP_HEAD_CODE = (BertPooler.forward, BertForPreTraining.forward)
+
 # The Attention page (pages_app/explore/3_Attention.py); the first tab is the one a visit opens.
 ATTENTION_TABS = (
     ViewTab(
@@ -74,34 +98,44 @@ ATTENTION_TABS = (
         about="One head: each row is a token asking (query), each column a token it looks at (key); "
         "dark = much attention.",
         symbols=("q · k", "softmax", "[CLS] [SEP]"),
+        code=ATTENTION_CODE,
     ),
     ViewTab(
         "Head view",
         about="Lines from each token to the tokens it attends to, one colour per head; thicker = "
         "more attention.",
         symbols=("[CLS] [SEP]",),
+        code=ATTENTION_CODE,
     ),
     ViewTab(
         "Model view",
         about="Every head of every layer at a glance (rows: layers, columns: heads); click one to "
         "open it beside.",
         symbols=("[CLS] [SEP]",),
+        code=(BertSelfAttention.forward_with_attention, BertEncoder.forward_with_attention),
     ),
     ViewTab(
         "Neuron view",
         about="How one query's attention is computed: q × k, their sum, scaling, softmax, weighted values.",
         symbols=("q · k", "softmax"),
+        code=(BertSelfAttention.forward_with_attention, BertSelfAttention.merge_heads),
     ),
     ViewTab(
         "Head statistics",
         about="One number per head: how spread out its attention is, or where it goes.",
         symbols=("entropy", "[CLS] [SEP]"),
+        code=(BertSelfAttention.forward_with_attention,),
     ),
     ViewTab(
         "Rollout",
         about="How much each input token reaches each token after a layer, heads averaged and the "
         "skip connection included.",
         symbols=("rollout",),
+        code=(
+            BertAttention.forward_with_attention,
+            BertSelfOutput.forward,
+            BertEncoder.forward_with_attention,
+        ),
     ),
 )
 # The Beyond attention page (pages_app/explore/5_Beyond_attention.py).
@@ -110,18 +144,29 @@ BEYOND_ATTENTION_TABS = (
         "Norm-weighted attention",
         about="Left: attention weights; right: weights times the size of what each token passes on.",
         symbols=("‖α f(x)‖", "[CLS] [SEP]"),
+        code=(
+            BertSelfAttention.forward_with_attention,
+            BertSelfAttention.merge_heads,
+            BertSelfOutput.forward,
+        ),
     ),
     ViewTab(
         "Attribution",
         about="Which tokens a prediction rests on, by four methods, checked against masking each token.",
         symbols=("ρ", "÷ max |score|", "IsNext"),
+        code=(BertEmbeddings.parts, BertForPreTraining.forward),
     ),
     ViewTab(
         "Head knock-out",
         about="The prediction before and after switching some heads off.",
         symbols=("IsNext", "attention_mask"),
+        code=(BertSelfAttention.forward_with_attention, BertEncoder.forward_with_attention),
     ),
-    ViewTab("Layer by layer", about="What each layer would already predict if it were the last.", symbols=()),
+    ViewTab(
+        "Layer by layer",
+        about="What each layer would already predict if it were the last.",
+        code=(BertEncoder.forward_with_attention, *MLM_HEAD_CODE),
+    ),
 )
 # The Why this word page (pages_app/explore/7_Why_this_word.py).
 WHY_THIS_WORD_TABS = (
@@ -129,18 +174,21 @@ WHY_THIS_WORD_TABS = (
         "Minimal pairs",
         about="Two sentences one word apart: which one the model finds more natural, token by token.",
         symbols=("PLL",),
+        code=(BertForPreTraining.forward, *MLM_HEAD_CODE),
     ),
     ViewTab(
         "Contrastive prediction",
         about="Why one word rather than another at [MASK]: the gap between their "
         "scores, layer by layer and token by token.",
         symbols=("logit",),
+        code=MLM_HEAD_CODE,
     ),
     ViewTab(
         "Activation patching",
         about="Put one piece of the clean sentence's run into the corrupted run: where "
         "does the answer come back?",
         symbols=("recovered",),
+        code=LAYER_STACK_CODE,
     ),
 )
 
@@ -150,20 +198,24 @@ PAGE_ABOUT = {
         "Tokens",
         about="The words as the model sees them: WordPiece pieces, special tokens, segments A and B.",
         symbols=("[CLS] [SEP]", "attention_mask"),
+        code=(BertTokenizer._assemble, Encoding.to_tensors, mask_tokens),
     ),
     "embeddings": ViewTab(
         "Embeddings",
         about="Each token's starting vector: word + position + segment, added "
         "up; colour = value of each dimension.",
+        code=(BertEmbeddings.parts,),
     ),
     "predictions": ViewTab(
         "Predictions",
         about="Left: the model's guesses for hidden words; right: does sentence B follow A?",
         symbols=("IsNext",),
+        code=(*MLM_HEAD_CODE, *NSP_HEAD_CODE),
     ),
     "meaning_in_context": ViewTab(
         "Meaning in context",
         about="One word in many sentences: dots close together = the model reads the word alike there.",
+        code=LAYER_STACK_CODE,
     ),
 }
 

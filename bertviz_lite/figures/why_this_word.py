@@ -19,8 +19,10 @@ if TYPE_CHECKING:
 
 # What `bertviz_lite.figures` offers at its top (its __init__ lists them by name).
 __all__ = ["contrast_lens_figure", "pair_likelihood_figure", "activation_patching_figure"]
-TARGET, FOIL = "#1f77b4", "#d62728"  # the two candidates, in every figure of the page
-SAME, DIFFERENT = "#9aa5b1", "#ff7f0e"  # tokens the two sentences share / where they differ
+TARGET = "#1f77b4"  # the two candidates, in every figure of the page
+FOIL = "#d62728"
+SAME = "#9aa5b1"  # tokens the two sentences share / where they differ
+DIFFERENT = "#ff7f0e"
 SITE_TITLES = {
     "residual": "Residual stream: the hidden state after each layer, restored at one position",
     "attention": "Attention block output, restored at one position",

@@ -62,9 +62,11 @@ def sentence_filter_mask(
     sentence = sentence_ids(token_type_ids, special_tokens_mask)
     valid = _valid_positions(attention_mask, sentence.shape[0])
     if sentence_filter == "All":
-        queries, keys = valid, valid
+        queries = valid
+        keys = valid
     else:
-        query_sentence, key_sentence = ("AB".index(sentence_filter[0]), "AB".index(sentence_filter[-1]))
+        query_sentence = "AB".index(sentence_filter[0])
+        key_sentence = "AB".index(sentence_filter[-1])
         queries = (sentence == query_sentence) & valid
         keys = (sentence == key_sentence) & valid
     return queries[:, None] & keys[None, :]
@@ -262,7 +264,8 @@ def downsample_attention(
     length = attn.shape[0]
     groups = min(length, max_size)
     bounds = np.arange(groups + 1) * length // groups  # integer split: no group is empty
-    starts, stops = bounds[:-1], bounds[1:]
+    starts = bounds[:-1]
+    stops = bounds[1:]
     key_sums = np.add.reduceat(attn, starts, axis=1)  # (T, G)
     small = np.add.reduceat(key_sums, starts, axis=0) / (stops - starts)[:, None]
     labels = [_group_label(tokens, int(a), int(b)) for a, b in zip(starts, stops, strict=True)]

@@ -170,7 +170,9 @@ def integrated_gradients(
         baseline = summed_embeddings(model, baseline_ids, token_type_ids)
     alphas = torch.linspace(0, 1, steps + 1, dtype=x.dtype)
     weights = torch.as_tensor(trapezoid_weights(steps), dtype=x.dtype)
-    total, scores, last_grad = torch.zeros_like(x[0]), [], None
+    total = torch.zeros_like(x[0])
+    scores = []
+    last_grad = None
     for part in _chunks(steps + 1, x.shape[1]):
         points = (baseline + alphas[part, None, None] * (x - baseline)).requires_grad_(True)  # (n, T, H)
         with torch.enable_grad():
@@ -231,10 +233,12 @@ def rank(values) -> np.ndarray:
 
 def spearman(a, b) -> float:
     """Spearman's rank correlation of two equal-length vectors; nan when either is constant."""
-    a, b = np.asarray(a, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64).ravel()
+    a = np.asarray(a, dtype=np.float64).ravel()
+    b = np.asarray(b, dtype=np.float64).ravel()
     if a.size != b.size:
         raise ValueError(f"cannot correlate {a.size} values with {b.size}")
-    ra, rb = rank(a) - (a.size - 1) / 2, rank(b) - (b.size - 1) / 2
+    ra = rank(a) - (a.size - 1) / 2
+    rb = rank(b) - (b.size - 1) / 2
     denominator = float(np.sqrt((ra**2).sum() * (rb**2).sum()))
     return float((ra * rb).sum() / denominator) if denominator > 0 else float("nan")
 

@@ -26,6 +26,10 @@ from bertviz_lite.text.tokenization import UNK_TOKEN, BertTokenizer, Encoding
 EMBEDDING_NAMES = ("token", "position", "segment", "sum", "layer_norm")
 
 
+class NotExposed(ValueError):
+    """A view needs an array this trace does not hold (a learner's model that does not show it); one sentence."""
+
+
 def _batch_one(tensor: torch.Tensor | None) -> np.ndarray | None:
     """[1, ...] tensor -> float32 array [...] (shares memory with a float32 tensor)."""
     return None if tensor is None else tensor[0].float().numpy()
@@ -58,10 +62,18 @@ class PairTrace:
     # head knock-out, the logit lens); left out of comparisons and repr.
     model: BertForPreTraining | None = field(default=None, compare=False, repr=False)
     tokenizer: BertTokenizer | None = field(default=None, compare=False, repr=False)
+    # What the trace does not hold, by accessor name ("attentions", "queries", …), with the sentence that says why:
+    # a learner's model run in the checker's child process shows only what its modules expose (check/learner_explore.py).
+    missing: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def _exposed(self, name: str) -> None:
+        if name in self.missing:
+            raise NotExposed(self.missing[name])
 
     @cached_property
     def embeddings(self) -> dict[str, np.ndarray]:
         """EMBEDDING_NAMES -> [T, H]."""
+        self._exposed("embeddings")
         parts = self.output.embeddings
         arrays = (parts.token, parts.position, parts.segment, parts.sum, parts.layer_norm)
         return {name: _batch_one(array) for name, array in zip(EMBEDDING_NAMES, arrays, strict=True)}
@@ -69,30 +81,36 @@ class PairTrace:
     @cached_property
     def hidden_states(self) -> np.ndarray:
         """[L + 1, T, H]: the embedding output, then each layer's."""
+        self._exposed("hidden_states")
         return _per_layer(self.output.hidden_states)
 
     @cached_property
     def attentions(self) -> np.ndarray:
         """[L, nh, T, T] attention probabilities; each row sums to 1."""
+        self._exposed("attentions")
         return _per_layer(self.output.attentions)
 
     @cached_property
     def queries(self) -> np.ndarray:
         """[L, nh, T, hd]."""
+        self._exposed("queries")
         return _per_layer(self.output.queries)
 
     @cached_property
     def keys(self) -> np.ndarray:
         """[L, nh, T, hd]."""
+        self._exposed("keys")
         return _per_layer(self.output.keys)
 
     @cached_property
     def values(self) -> np.ndarray:
         """[L, nh, T, hd]."""
+        self._exposed("values")
         return _per_layer(self.output.values)
 
     def layer_array(self, name: str) -> np.ndarray:
         """Any intermediate outputs.LayerAttention declares, by its per_layer name, as one array [L, ...] made once."""
+        self._exposed(name)
         made = self.__dict__.setdefault("_layer_arrays", {})
         if name not in made:
             if name not in self.output.per_layer():
@@ -275,7 +293,8 @@ def model_view_selection(selection: dict | None, num_layers: int, num_heads: int
         if isinstance(custom, dict):
             custom = [custom[k] for k in sorted(custom, key=int)]
         if isinstance(custom, Sequence) and len(custom) >= 2:
-            layer, head = int(custom[0]), int(custom[1])
+            layer = int(custom[0])
+            head = int(custom[1])
         elif isinstance(point.get("point_index"), int):
             layer, head = divmod(point["point_index"], num_heads)
         else:

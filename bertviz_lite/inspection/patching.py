@@ -117,7 +117,8 @@ def patched_final(
         hidden = torch.where(select, clean.sites[site][layer], corrupted.sites[site][layer])
         start = layer
     else:
-        hidden, start = restored_layer(layers[layer], clean, corrupted, site, layer, select), layer + 1
+        hidden = restored_layer(layers[layer], clean, corrupted, site, layer, select)
+        start = layer + 1
     for index in range(start, len(layers)):
         hidden = layer_forward(layers[index], hidden, corrupted.mask)
     return hidden

@@ -7,7 +7,9 @@ model's answer (`check_answer`). The data behind the new figures: `one_head_data
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,17 +17,33 @@ import pandas as pd
 from bertviz_lite.inspection.analysis import attention_steps, softmax, unique_labels
 from bertviz_lite.inspection.explore import PairTrace
 from bertviz_lite.limits import clamp
+from bertviz_lite.model.embeddings import BertEmbeddings
+from bertviz_lite.model.heads import BertLMPredictionHead, BertPredictionHeadTransform
+from bertviz_lite.model.modeling import (
+    BertEncoder,
+    BertForPreTraining,
+    BertIntermediate,
+    BertLayer,
+    BertModel,
+    BertOutput,
+    BertPooler,
+    BertSelfAttention,
+    BertSelfOutput,
+)
 from bertviz_lite.text.display import plain_markdown
-from bertviz_lite.text.tokenization import BertTokenizer
+from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 
 
 @dataclass(frozen=True)
 class Step:
-    """One stop of the walkthrough: a title and a short plain-language text ({placeholders} from step_facts)."""
+    """One stop of the walkthrough: a title, a short plain-language text ({placeholders} from step_facts) and the
+    package's functions that compute what it shows (its "The code" panel, inspection/code_listing.py)."""
 
     key: str
     title: str
     text: str
+    # The functions themselves, never empty (tests/inspection/test_code_listing.py checks every step).
+    code: tuple[Callable[..., Any], ...] = ()
 
 
 STEPS = (
@@ -37,6 +55,7 @@ STEPS = (
         "the start (its vector will summarise the pair) and **[SEP]** after each sentence (the small numbers under "
         "each token are its position · segment, the next step). To see what BERT "
         "learned, we hide one word behind **[MASK]** ({masked}); at the end the model will guess it.",
+        code=(BertTokenizer._assemble, Encoding.to_tensors),
     ),
     Step(
         "ids",
@@ -44,6 +63,7 @@ STEPS = (
         "Each token also gets a **segment id** (0 for sentence A, 1 for sentence B) and a **position id** (0, 1, "
         "2, …). Attention by itself ignores order, so without positions *dog bites man* and *man bites dog* "
         "would look the same. This input has {tokens} tokens; this model knows at most {positions} positions.",
+        code=(BertModel.prepare_inputs,),
     ),
     Step(
         "embeddings",
@@ -51,6 +71,7 @@ STEPS = (
         "Every token id, position id and segment id picks a learned vector of {hidden} numbers. BERT **adds** the "
         "three vectors, then LayerNorm rescales each sum to mean 0 and variance 1. Blue and red are negative and "
         "positive numbers; each row is one token.",
+        code=(BertEmbeddings.parts,),
     ),
     Step(
         "one_head",
@@ -59,6 +80,7 @@ STEPS = (
         "The query of one token is compared with every key: the score is q · k / √d (d = {head_dim}). A "
         "**softmax** turns the scores into weights that sum to 1, and the token's output is the **weighted sum of "
         "the values**: it takes most from the tokens it attends to. Pick another layer and head to compare.",
+        code=(BertSelfAttention.split_heads, BertSelfAttention.forward_with_attention),
     ),
     Step(
         "many_heads",
@@ -67,6 +89,7 @@ STEPS = (
         "next word, the previous one, [SEP], the same word. Their outputs are joined and mixed. The model stacks "
         "{layers} such layers. Each small square is one head's attention map (rows: queries, columns: keys); "
         "click one to look at it closely in step {one_head_step}.",
+        code=(BertSelfAttention.merge_heads, BertSelfOutput.forward, BertEncoder.forward_with_attention),
     ),
     Step(
         "residual",
@@ -75,6 +98,13 @@ STEPS = (
         "attention output, then the output of a small **feed-forward network** applied to every token on its "
         "own (hidden size {hidden} → {intermediate} → {hidden}), each followed by LayerNorm. The colour shows how "
         "much each layer changes each token's vector, relative to its size before the layer.",
+        code=(
+            BertLayer.forward_with_attention,
+            BertLayer.feed_forward,
+            BertIntermediate.forward,
+            BertOutput.forward,
+            BertSelfOutput.forward,
+        ),
     ),
     Step(
         "mlm",
@@ -82,6 +112,7 @@ STEPS = (
         "After the last layer, the MLM head turns the vector at **[MASK]** into a score for every token in the "
         "vocabulary; a softmax makes them probabilities. Pre-training teaches BERT exactly this: guess the hidden "
         "word from both sides of its context.",
+        code=(BertLMPredictionHead.forward, BertPredictionHeadTransform.forward),
     ),
     Step(
         "nsp",
@@ -89,6 +120,16 @@ STEPS = (
         "The vector of **[CLS]** goes to the NSP head, which gives the probability that sentence B really "
         "follows sentence A in a text. In pre-training, half the pairs are real and half are random, so the "
         "model learns to tell them apart.",
+        code=(BertPooler.forward, BertForPreTraining.forward),
+    ),
+    Step(
+        "build",
+        "Your turn: build your own BERT",
+        "You have seen every part of BERT, and **The code** under each step shows the lines of this package that "
+        "computed it, with the shapes of this pair's tensors. Now write your own BERT in a file of yours: the "
+        "**Your BERT** page (section Build) starts a skeleton for you, runs your model beside this one stage by "
+        "stage and says what to change until it matches. The code below is the whole model, end to end.",
+        code=(BertForPreTraining.forward, BertModel.forward),
     ),
 )
 STEP_KEYS = tuple(step.key for step in STEPS)
@@ -271,7 +312,9 @@ class ResidualChanges:
 
 def residual_changes(trace: PairTrace) -> ResidualChanges:
     """Relative change of every token's vector through each layer of the trace ([L + 1, T, H] hidden states)."""
-    states, tokens = np.asarray(trace.hidden_states, dtype=np.float64), trace.tokens
-    before, after = states[:-1], states[1:]
+    states = np.asarray(trace.hidden_states, dtype=np.float64)
+    tokens = trace.tokens
+    before = states[:-1]
+    after = states[1:]
     norms = np.maximum(np.linalg.norm(before, axis=-1), 1e-12)
     return ResidualChanges(np.linalg.norm(after - before, axis=-1) / norms, list(tokens))

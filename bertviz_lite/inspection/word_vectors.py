@@ -148,9 +148,11 @@ def loo_centroid_accuracy(vectors: np.ndarray, labels: Sequence[str]) -> float:
     names = names[counts >= 2]
     if len(names) < 2:
         return float("nan")
-    x, labels = unit_rows(vectors[keep]), labels[keep]
+    x = unit_rows(vectors[keep])
+    labels = labels[keep]
     member = np.stack([labels == name for name in names]).astype(np.float64)  # (C, N)
-    sums, counts = member @ x, member.sum(1)  # (C, H), (C,)
+    sums = member @ x  # (C, H), (C,)
+    counts = member.sum(1)
     similarity = np.empty((len(x), len(names)))
     for c in range(len(names)):
         own = member[c].astype(bool)

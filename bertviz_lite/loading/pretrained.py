@@ -82,7 +82,8 @@ def read_weights(folder: Path, config: BertConfig | None = None) -> dict[str, Te
 
     With `config`, a file larger than that model can need is refused before it is read.
     """
-    safetensors_path, bin_path = folder / WEIGHTS_FILE, folder / "pytorch_model.bin"
+    safetensors_path = folder / WEIGHTS_FILE
+    bin_path = folder / "pytorch_model.bin"
     path = safetensors_path if safetensors_path.is_file() else bin_path
     if not path.is_file():
         raise FileNotFoundError("No model.safetensors or pytorch_model.bin in the model folder")

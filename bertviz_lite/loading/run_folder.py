@@ -37,6 +37,12 @@ HEARTBEAT_S seconds while the run trains (the trainer's heartbeat, training/hear
     and "<parameter>.exp_avg_sq"; metadata {"step": "<step>"}, the checkpoint step they belong to.
     `--resume` restores them; when the step differs (a kill between the two writes) the moments restart.
 
+A learner's model trained with `--model-file` (see `bertviz_lite.check.learner_run`) has, instead of the checkpoint's
+model.safetensors and config.json:
+    learner.safetensors their parameters under their own names; metadata {"format": "pt", "step", "sha256"}
+    learner.json        {"file", "class", "sha256": their file's content hash, "config": the sizes it was built at,
+                         "mapping": their parameter -> ours, "unmapped", "nsp_head", "attention"}
+
 Written by the app before the trainer starts (see `bertviz_lite.runs.lifecycle`): `launch.json` {"pid", "host",
 "command", "launched_at"}, `train.log` (the process's output), `corpus.txt` (an uploaded or pasted corpus), `owner.json`
 (see `bertviz_lite.server.access`). `STOP`, created by the app, asks the trainer to finish its step, save and stop.
@@ -83,6 +89,10 @@ OWNER_FILE = "owner.json"  # who started the run in the app (bertviz_lite.server
 LOG_FILE = "train.log"
 CORPUS_FILE = "corpus.txt"
 STOP_FILE = "STOP"
+LEARNER_FILE = (
+    "learner.json"  # a learner's model: their file, its hash, the mapping (bertviz_lite.check.learner_run)
+)
+LEARNER_WEIGHTS_FILE = "learner.safetensors"  # their weights under their own names
 SNAPSHOTS_DIR = "snapshots"
 SNAPSHOT_PATTERN = re.compile(r"step_(\d+)\.safetensors")
 STATES = ("running", "finished", "stopped", "diverged", "failed")
@@ -124,6 +134,8 @@ FILES = {
     "corpus": RunFile(CORPUS_FILE, by_app=True),
     "stop": RunFile(STOP_FILE, by_app=True),
     "snapshots": RunFile(SNAPSHOTS_DIR),
+    "learner": RunFile(LEARNER_FILE, listed=True, marks_run=True),
+    "learner_weights": RunFile(LEARNER_WEIGHTS_FILE, marks_run=True),
 }
 
 
@@ -188,6 +200,8 @@ class RunFolder:
     corpus = _FilePath()
     stop = _FilePath()
     snapshots = _FilePath()
+    learner = _FilePath()
+    learner_weights = _FilePath()
 
     def snapshot(self, step: int) -> Path:
         """`<run>/snapshots/step_000100.safetensors` for step 100."""

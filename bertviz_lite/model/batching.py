@@ -94,7 +94,9 @@ class TraceBatcher:
         self, model: BertForPreTraining, window_s: float = 0.01, max_batch: int = 32, max_tokens: int = 64
     ) -> None:
         self._model = weakref.ref(model)
-        self.window_s, self.max_batch, self.max_tokens = window_s, max_batch, max_tokens
+        self.window_s = window_s
+        self.max_batch = max_batch
+        self.max_tokens = max_tokens
         self._lock = threading.Lock()
         self._open: dict[tuple, _Batch] = {}
         self._running = threading.Lock()

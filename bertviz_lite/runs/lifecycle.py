@@ -178,6 +178,7 @@ def launch_run(
     corpus_text: str | None = None,
     max_runs: int | None = None,
     owner: access.Visitor | None = None,
+    allow_code: bool = False,
 ) -> Path:
     """Start a training process on a new run folder and return the folder.
 
@@ -188,8 +189,15 @@ def launch_run(
             visitor already has a run training. The admin always gets a slot: the runs in the way are stopped.
         owner: the app's visitor who starts it: only they (or the admin) may stop, rename or delete it; a run
             with an owner must fit run_options.check_budget (memory, steps × batch); terminal runs need not.
+        allow_code: whether this server may run a visitor's own file (server/code_gate.py's `code_allowed`): a run
+            started in the app that trains a learner's model (`model_file`) is refused without it.
     """
     root = root or checkpoints_root()
+    if owner is not None and options.get("model_file") and not allow_code:
+        raise ValueError(
+            "Training your own BERT is off on this server: it would run your file's code here (the Build pages "
+            "say when it is allowed)."
+        )
     if owner is not None:  # a run started in the app: within the server's memory and steps × batch budget
         args = run_options.check_options(run_options.declared_options(options))
         run_options.check_budget(args)

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from bertviz_lite.check.learner_model import parse_spec
 from bertviz_lite.limits import (
     MAX_CORPUS_CHARS,
     MAX_SNAPSHOTS,
@@ -281,5 +282,7 @@ def plan_summary(options: dict[str, Any], has_cuda: bool | None = None) -> str:
     size = f"About {model_size(options) / 1e6:.2f} M parameters"
     if options.get("init"):
         size = f"{options['init']}'s sizes"
+    elif options.get("model_file"):
+        size = f"Your BERT ({parse_spec(options['model_file']).file.name}) at these sizes"
     text = f"{size}; {options['steps']} steps of {options['batch_size']} sentence pairs."
     return " ".join([text, *training_advice(options, has_cuda)])

@@ -40,7 +40,9 @@ from bertviz_lite.server import access
 from bertviz_lite.training.metrics import TABLE_METRICS
 
 PROTECTED = frozenset({DEMO})
-SHIPPED, NOT_YOURS, TRAINING = "shipped", "not yours", "training"  # why a checkpoint cannot be changed now
+SHIPPED = "shipped"  # why a checkpoint cannot be changed now
+NOT_YOURS = "not yours"
+TRAINING = "training"
 REQUIRED_FILES = CHECKPOINT_FILES
 HF_FILES = REQUIRED_FILES
 SNAPSHOT_MEMBER = re.compile(rf"{SNAPSHOTS_DIR}/[A-Za-z0-9][A-Za-z0-9_.-]*\.(safetensors|json)")
@@ -130,7 +132,8 @@ def _as_shown(options: dict) -> dict:
 def compared_metrics(names: list[str], root: Path | None = None) -> tuple[dict[str, list[dict]], list[str]]:
     """The valid metrics records of the named runs that logged any, and one sentence per run on lines left out."""
     root = root or checkpoints_root()
-    records, notes = {}, []
+    records = {}
+    notes = []
     for name in names:
         metrics = load_metrics(root / name)
         if metrics.records:

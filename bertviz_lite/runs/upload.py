@@ -114,7 +114,8 @@ def plan_members(archive: zipfile.ZipFile) -> tuple[list[tuple[zipfile.ZipInfo, 
     infos = archive.infolist()
     if len(infos) > MAX_MEMBERS:
         raise CheckpointError(f"The zip has {len(infos)} entries; at most {MAX_MEMBERS} are accepted")
-    total, budget = sum(info.file_size for info in infos), limits.upload_budget_bytes()
+    total = sum(info.file_size for info in infos)
+    budget = limits.upload_budget_bytes()
     if total > budget:
         raise CheckpointError(
             f"The zip would unpack to {megabytes(total)}; uploads may unpack to at most {megabytes(budget)} "
@@ -233,7 +234,8 @@ def _check_name_free(target: Path, name: str) -> None:
 def _make_staging(root: Path, claim: int) -> Path:
     """A hidden staging folder that claims `claim` bytes of the upload budget, if that much is free."""
     with exclusive_lock(root):  # uploads run in threads and in several app workers: one claim at a time
-        budget, others = limits.upload_budget_bytes(), _claimed_by_others(root)
+        budget = limits.upload_budget_bytes()
+        others = _claimed_by_others(root)
         if len(list(root.glob(".upload-*"))) >= limits.MAX_CONCURRENT_UPLOADS:
             raise CheckpointError(
                 f"{limits.MAX_CONCURRENT_UPLOADS} uploads are being unpacked now, the most this "
@@ -271,7 +273,8 @@ def _claimed_by_others(root: Path) -> int:
 
 def _extract_all(archive: zipfile.ZipFile, members: list, staging: Path, claim: int) -> None:
     """Unpack config.json first (and check it), then the rest, each within its limit and the claim."""
-    config, left = None, claim
+    config = None
+    left = claim
     try:
         for info, relative in sorted(members, key=_extraction_order):
             limit, past = _member_limit(relative.as_posix(), config, left)

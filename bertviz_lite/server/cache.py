@@ -40,10 +40,8 @@ SAMPLED_ITEMS = (
     256  # a long list's size is extrapolated from this many items (hover texts can be 262,144 strings)
 )
 RELEASE_FROM_BYTES = 16 * MB  # a sweep that frees this much gives the memory back to the system
-LARGE_BYTES, LARGE_TTL_S = (
-    64 * MB,
-    120.0,
-)  # a large entry (a trace of hundreds of tokens) is kept while it is shown
+LARGE_BYTES = 64 * MB  # a large entry (a trace of hundreds of tokens) is kept while it is shown
+LARGE_TTL_S = 120.0
 COLLECT_EVERY_S = 30.0  # while a dropped large value is still alive, a full collection at most this often
 GROWS_WITHIN_S = 10.0  # a growing entry is measured again by each sweep this long after it was last used
 
@@ -88,11 +86,14 @@ class SharedCache:
                 f"a cache needs room and time (max_entries {max_entries}, max_bytes {max_bytes}, "
                 f"ttl_s {ttl_s})"
             )
-        self.max_entries, self.max_bytes, self.ttl_s = max_entries, max_bytes, ttl_s
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.ttl_s = ttl_s
         self.sweep_s = sweep_s or min(
             max(ttl_s / 4, 0.05), 1.0
         )  # a scan of at most max_entries, once a second
-        self.release_from_bytes, self.collect_every_s = release_from_bytes, collect_every_s
+        self.release_from_bytes = release_from_bytes
+        self.collect_every_s = collect_every_s
         # Large values dropped from the cache that a visitor's session still held (a page's globals, in a cycle with
         # the page's callbacks): memory goes back when they go, and a full collection runs now and then until then.
         self._dropped: list[weakref.ref] = []
@@ -231,7 +232,8 @@ class SharedCache:
             self._evict()
             freed = before + grown - self.nbytes
             alive = [ref for ref in self._dropped if ref() is not None]
-            gone, self._dropped = len(alive) < len(self._dropped), alive
+            gone = len(alive) < len(self._dropped)
+            self._dropped = alive
         if (
             freed >= self.release_from_bytes
             or gone

@@ -4,15 +4,13 @@ Page scripts cannot set an HttpOnly cookie; only an HTTP answer can. A page park
 one-use nonce (`park`) and has the browser fetch the app's cookie route with the nonce; the route takes it
 (`take`: once, within PARK_S seconds, in whichever app process answers) and sets it on its answer, HttpOnly,
 SameSite=Strict, and Secure when the page came over HTTPS. The secret itself never appears in the page.
-`install_route` adds that route (ROUTE_PATH) to the app's own server; without one (AppTest) nothing is set.
+`app_routes.install` adds that route (ROUTE_PATH) to the app's own server; without one (AppTest) nothing is set.
 """
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import secrets
-import threading
 import time
 from dataclasses import dataclass
 
@@ -80,9 +78,7 @@ def take(nonce: str, *, now: float | None = None, store: database.Store = None) 
     return ParkedCookie(row["name"], row["value"], row["max_age"])
 
 
-# ---- the route ------------------------------------------------------------------------------------
-# Streamlit (≥ 1.67) serves the app with Starlette and has no hook for an app's own routes outside st.App,
-# so install_route() finds this process's Starlette application once and puts ROUTE_PATH first in its router.
+# ---- the route (server/app_routes.py puts it first in the router of Streamlit's Starlette app) ------------
 
 
 def _secure(request) -> bool:
@@ -90,7 +86,7 @@ def _secure(request) -> bool:
     return request.url.scheme == "https"
 
 
-async def _hand_over(request):
+async def hand_over(request):
     from starlette.concurrency import run_in_threadpool
     from starlette.responses import Response
 
@@ -108,26 +104,6 @@ async def _hand_over(request):
         secure=_secure(request),
     )
     return response
-
-
-_installed: list[bool] = []
-_install_lock = threading.Lock()
-
-
-def install_route() -> bool:
-    """Add ROUTE_PATH to this process's Starlette app, once; False where there is none (AppTest, a script)."""
-    with _install_lock:
-        if not _installed:
-            from starlette.applications import Starlette
-            from starlette.routing import Route
-
-            apps = [
-                app for app in gc.get_objects() if issubclass(type(app), Starlette)
-            ]  # type(): no lazy __class__
-            for app in apps:
-                app.router.routes.insert(0, Route(ROUTE_PATH, _hand_over, methods=["GET"]))
-            _installed.append(bool(apps))
-        return _installed[0]
 
 
 def fetch_script(nonce: str) -> str:

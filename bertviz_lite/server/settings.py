@@ -18,11 +18,10 @@ import torch
 
 THREADS_SETTING = "BERTVIZ_LITE_THREADS"
 DEFAULT_THREADS = 1
-CACHE_MB_SETTING, DEFAULT_CACHE_MB = (
-    "BERTVIZ_LITE_CACHE_MB",
-    384,
-)  # one or two 512-token MiniLM traces (154-230 MB)
-CACHE_TTL_SETTING, DEFAULT_CACHE_TTL_S = "BERTVIZ_LITE_CACHE_TTL_S", 600  # a class that left frees its memory
+CACHE_MB_SETTING = "BERTVIZ_LITE_CACHE_MB"  # one or two 512-token MiniLM traces (154-230 MB)
+DEFAULT_CACHE_MB = 384
+CACHE_TTL_SETTING = "BERTVIZ_LITE_CACHE_TTL_S"  # a class that left frees its memory
+DEFAULT_CACHE_TTL_S = 600
 
 
 def app_threads(environ: Mapping[str, str] = os.environ) -> int:
@@ -44,9 +43,11 @@ def app_threads(environ: Mapping[str, str] = os.environ) -> int:
 def use_app_threads(environ: Mapping[str, str] = os.environ) -> str | None:
     """Give torch the app's threads; a bad setting falls back to DEFAULT_THREADS and says why."""
     try:
-        threads, problem = app_threads(environ), None
+        threads = app_threads(environ)
+        problem = None
     except ValueError as err:
-        threads, problem = DEFAULT_THREADS, f"{err}; the app uses {DEFAULT_THREADS} thread."
+        threads = DEFAULT_THREADS
+        problem = f"{err}; the app uses {DEFAULT_THREADS} thread."
     torch.set_num_threads(threads)
     return problem
 
@@ -67,7 +68,8 @@ def positive_number(name: str, default: float, environ: Mapping[str, str] = os.e
 
 def cache_settings(environ: Mapping[str, str] = os.environ) -> tuple[int, float, str | None]:
     """(bytes, idle seconds) for the shared cache and a problem to show; a bad setting falls back to its default."""
-    problems, chosen = [], []
+    problems = []
+    chosen = []
     for name, default, unit in (
         (CACHE_MB_SETTING, DEFAULT_CACHE_MB, "MB"),
         (CACHE_TTL_SETTING, DEFAULT_CACHE_TTL_S, "s"),

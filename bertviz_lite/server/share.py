@@ -21,7 +21,6 @@ from bertviz_lite.inspection.analysis import SENTENCE_FILTERS
 from bertviz_lite.limits import MAX_LINK_SENTENCE_CHARS, MAX_WORD_CHARS, clamp
 
 MAX_INDEX = 1023  # layer, head and step numbers are clamped to the model later; this only bounds the parse
-MAX_WORD = MAX_WORD_CHARS  # characters of a candidate word read from a URL
 QUERY_KEYS = (
     "a",
     "b",
@@ -145,8 +144,8 @@ def parse_query(query: Mapping[str, str], allowed_models: Sequence[str], default
         knocked=_heads(query.get("knocked"), notes),
         step=_index(query.get("step"), "step", notes, low=1),
         present=None if present is None else present.strip().lower() in ("1", "true", "yes", "on"),
-        target=_text(query.get("target"), "The target word", notes, MAX_WORD),
-        foil=_text(query.get("foil"), "The foil word", notes, MAX_WORD),
+        target=_text(query.get("target"), "The target word", notes, MAX_WORD_CHARS),
+        foil=_text(query.get("foil"), "The foil word", notes, MAX_WORD_CHARS),
         notes=tuple(notes),
     )
 
@@ -184,8 +183,8 @@ def query_for(state: SharedState) -> dict[str, str]:
         "knocked": None if state.knocked is None else ",".join(state.knocked[:MAX_LIST]),
         "step": state.step,
         "present": "1" if state.present else None,
-        "target": state.target and state.target[:MAX_WORD],
-        "foil": state.foil and state.foil[:MAX_WORD],
+        "target": state.target and state.target[:MAX_WORD_CHARS],
+        "foil": state.foil and state.foil[:MAX_WORD_CHARS],
     }
     return {key: str(value) for key, value in values.items() if value is not None}
 

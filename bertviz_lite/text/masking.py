@@ -8,7 +8,10 @@ import torch
 
 from bertviz_lite.model.modeling import IGNORE_INDEX
 
-NOT_CHOSEN, MASKED, RANDOM, KEPT = 0, 1, 2, 3
+NOT_CHOSEN = 0
+MASKED = 1
+RANDOM = 2
+KEPT = 3
 DECISION_NAMES = {NOT_CHOSEN: "not chosen", MASKED: "[MASK]", RANDOM: "random token", KEPT: "kept"}
 
 
@@ -85,7 +88,8 @@ def _choose_whole_words(
 ) -> torch.Tensor:
     """Choose each word (a start token and the "##" pieces after it) with mask_prob; True on all its tokens."""
     shape = eligible.shape
-    eligible, continuation = eligible.reshape(-1, shape[-1]), continuation.reshape(-1, shape[-1])  # (B, T)
+    eligible = eligible.reshape(-1, shape[-1])  # (B, T)
+    continuation = continuation.reshape(-1, shape[-1])
     previous_eligible = torch.nn.functional.pad(eligible[:, :-1], (1, 0), value=False)
     starts = eligible & (~continuation | ~previous_eligible)  # a piece after [SEP] or padding starts a word
     word = starts.long().cumsum(dim=1)  # (B, T): 1 for the first word of the row, 2 for the next, ...

@@ -186,7 +186,8 @@ class BertTokenizer:
             raw_a = _check_not_blank(next(raws), "A")
             raw_b = next(raws) if text_b is not None else None
             if raw_b is not None and not raw_b.ids:
-                raw_b, text_b = None, None  # B was only control characters: treat it as absent
+                raw_b = None  # B was only control characters: treat it as absent
+                text_b = None
             _check_max_length(max_length, pair=raw_b is not None)
             encodings.append(self._assemble(raw_a, text_a, raw_b, text_b, max_length))
         return encodings
@@ -273,7 +274,8 @@ def _append_special(parts: dict[str, list], token: str, token_id: int, type_id: 
 
 def _append_piece(parts: dict[str, list], piece: _Piece, sequence_id: int) -> None:
     """Add the kept tokens of one sentence, with word ids, offsets and source-word text."""
-    raw, keep = piece.raw, piece.length
+    raw = piece.raw
+    keep = piece.length
     word_ids = raw.word_ids[:keep]
     parts["tokens"] += raw.tokens[:keep]
     parts["input_ids"] += raw.ids[:keep]

@@ -20,7 +20,8 @@ _Pair = tuple[int, int]
 
 def _count_words(texts: list[str]) -> Counter[str]:
     """How often each word occurs, split by the same normalizer and pre-tokenizer as encoding."""
-    normalizer, pre_tokenizer = bert_normalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
+    normalizer = bert_normalizer(lowercase=True)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     words: Counter[str] = Counter()
     for text, count in Counter(texts).items():  # corpora repeat sentences: split each one once
         for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(replace_surrogates(text))):
@@ -84,7 +85,8 @@ class _MergeLearner:
 
     def _tally(self, changes: dict[_Pair, int], index: int, sign: int) -> None:
         """Add one word's adjacent pairs to changes (sign +1, noting where they are) or take them off (-1)."""
-        pieces, count = self.words[index], self.counts[index] * sign
+        pieces = self.words[index]
+        count = self.counts[index] * sign
         for pair in zip(pieces, pieces[1:], strict=False):
             changes[pair] = changes.get(pair, 0) + count
             if sign > 0:
@@ -106,7 +108,8 @@ class _MergeLearner:
 
 def _join_pair(pieces: list[int], pair: _Pair, token: int) -> list[int]:
     """pieces with each occurrence of pair replaced by token, scanning left to right."""
-    joined, index = [], 0
+    joined = []
+    index = 0
     while index < len(pieces):
         if index + 1 < len(pieces) and (pieces[index], pieces[index + 1]) == pair:
             joined.append(token)

@@ -28,6 +28,7 @@ from bertviz_lite.loading.run_folder import read_train_args
 from bertviz_lite.model.config import POSITION_EMBEDDING_TYPES, BertConfig
 from bertviz_lite.training import training_args
 from bertviz_lite.training.distributed import Distributed, resolve_device
+from bertviz_lite.training.preparation import limit_learner_process
 from bertviz_lite.training.trainer import Trainer, TrainerCallback, TrainResult, one_line_error
 from bertviz_lite.training.training_args import CONFIG_OVERRIDES, OptionError, option_fields
 
@@ -161,6 +162,11 @@ def _duration(seconds: float | None) -> str:
     )
 
 
+def _nsp(record: dict[str, Any], key: str) -> str:
+    """The NSP part of the line (" nsp 52%"), or nothing for a model trained without NSP (a learner's without an NSP head)."""
+    return f" nsp {record[key]:.0%}" if key in record else ""
+
+
 class ProgressBar(TrainerCallback):
     """A one-line progress bar with ETA on a terminal; one plain line per metrics line elsewhere."""
 
@@ -178,11 +184,11 @@ class ProgressBar(TrainerCallback):
         text = f"step {trainer.step}/{total} {done:4.0%} |{bar}|"
         if self.train:
             text += (
-                f" loss {self.train['loss']:.3f} mlm {self.train['mlm_acc']:.0%} nsp {self.train['nsp_acc']:.0%}"
-                f" {self.train['tokens_per_s']:.0f} tok/s"
+                f" loss {self.train['loss']:.3f} mlm {self.train['mlm_acc']:.0%}{_nsp(self.train, 'nsp_acc')}"
             )
+            text += f" {self.train['tokens_per_s']:.0f} tok/s"
         if self.eval:
-            text += f" | eval mlm {self.eval['eval_mlm_acc']:.0%} nsp {self.eval['eval_nsp_acc']:.0%}"
+            text += f" | eval mlm {self.eval['eval_mlm_acc']:.0%}{_nsp(self.eval, 'eval_nsp_acc')}"
         return text + f" | {_duration(trainer.elapsed_s())} < {_duration(trainer.eta_s())}"
 
     def on_step(self, trainer: Trainer) -> None:
@@ -250,6 +256,8 @@ def prepare(argv: Sequence[str], distributed: Distributed, quiet: bool | None = 
     else:
         args = arguments_from_namespace(namespace)
     distributed.init_process_group(resolve_device(args.device, distributed))
+    if args.model_file:  # this process will import a learner's file: the checker's worker's limits first
+        limit_learner_process(args, distributed)
     quiet = namespace.quiet if quiet is None else quiet
     callbacks = [] if quiet or not distributed.is_main else [ProgressBar()]
     command = shlex.join(["python", "-m", "bertviz_lite.train", *argv])

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-TRAIN, HELD_OUT = "train", "held-out"
+TRAIN = "train"
+HELD_OUT = "held-out"
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,8 @@ class Prefetcher(Generic[T]):
             try:
                 made: tuple[T | None, BaseException | None] = (self._make(), None)
             except BaseException as err:  # handed to the consumer, whose next() raises it
-                made, failed = (None, err), True
+                made = (None, err)
+                failed = True
             while not self._closed.is_set():
                 try:
                     self._ready.put(made, timeout=_PUT_EVERY_S)

@@ -13,6 +13,20 @@ from pathlib import Path
 
 import torch
 
+from bertviz_lite.check.learner_model import (
+    LearnerError,
+    LearnerForPreTraining,
+    apply_memory_limit,
+    load_learner,
+    memory_limit,
+    parse_spec,
+)
+from bertviz_lite.check.learner_run import (
+    file_sha256,
+    is_learner_run,
+    learner_checkpoint_step,
+    load_learner_run,
+)
 from bertviz_lite.loading import checkpoints
 from bertviz_lite.loading.pretrained import load, load_folder
 from bertviz_lite.loading.run_folder import (
@@ -22,18 +36,20 @@ from bertviz_lite.loading.run_folder import (
     read_status,
     read_train_args,
 )
+from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.text.tokenization import BertTokenizer
 from bertviz_lite.training.dataset import TrainingData, load_documents, prepare_data, train_tokenizer
-from bertviz_lite.training.distributed import Distributed
+from bertviz_lite.training.distributed import Distributed, resolve_device
 from bertviz_lite.training.training_args import OptionError, TrainingArguments
 
 
 @dataclass
 class PreparedRun:
-    """A run's model (in train mode, both heads on), its data, and the checkpoint step it resumes from."""
+    """A run's model (in train mode, both heads on; a learner's with the heads it has), its data, and the checkpoint
+    step it resumes from."""
 
-    model: BertForPreTraining
+    model: BertForPreTraining | LearnerForPreTraining
     data: TrainingData
     resumed_from: int | None = None
 
@@ -58,9 +74,28 @@ def prepare_run(
         model, tokenizer = load_initial_model(args)
     else:
         tokenizer = tokenizer or train_tokenizer(documents, args.vocab_size, distributed)
-        model = BertForPreTraining(args.bert_config(tokenizer.vocab_size))
-    model.has_mlm_head = model.has_nsp_head = True  # the run trains both
+        config = args.bert_config(tokenizer.vocab_size)
+        model = learner_model(args.model_file, config) if args.model_file else BertForPreTraining(config)
+    if not isinstance(model, LearnerForPreTraining):
+        model.has_mlm_head = model.has_nsp_head = True  # the run trains both
     return PreparedRun(model.train(), prepare_data(args, documents, tokenizer), resumed_from)
+
+
+def learner_model(model_file: str, config: BertConfig) -> LearnerForPreTraining:
+    """A learner's model built at `config`'s sizes from their file (`FILE[:CLASS]`); OptionError with their sentence."""
+    spec = parse_spec(model_file)
+    try:
+        return load_learner(spec, config, file_sha256(spec.file))
+    except (LearnerError, OSError) as err:
+        raise OptionError("model_file", f"model_file ({model_file!r}): {err}") from None
+
+
+def limit_learner_process(args: TrainingArguments, distributed: Distributed) -> None:
+    """The checker's memory limit (RLIMIT_AS) on this process, which will run a learner's code: for the training
+    command's own process (training.cli), never a caller's. On CUDA, whose driver maps far more address space than
+    it uses, the limit would refuse the GPU itself, so it is left off there."""
+    if resolve_device(args.device, distributed).type == "cpu":
+        apply_memory_limit(memory_limit(args.model_config(), args.batch_size, args.seq_len))
 
 
 def load_initial_model(args: TrainingArguments) -> tuple[BertForPreTraining, BertTokenizer]:
@@ -72,9 +107,9 @@ def load_initial_model(args: TrainingArguments) -> tuple[BertForPreTraining, Ber
     return model, tokenizer  # TrainingArguments checked seq_len against its positions
 
 
-def _load_run(run_dir: Path) -> tuple[BertForPreTraining, BertTokenizer]:
+def _load_run(run_dir: Path) -> tuple[BertForPreTraining | LearnerForPreTraining, BertTokenizer]:
     try:
-        return load_folder(run_dir)
+        return load_learner_run(run_dir) if is_learner_run(run_dir) else load_folder(run_dir)
     except (OSError, ValueError) as err:
         raise OptionError("resume", f"out ({str(run_dir)!r}): its checkpoint does not load: {err}") from None
 
@@ -109,7 +144,10 @@ def check_run_dir(run_dir: Path) -> None:
 def resumable_step(run_dir: Path, steps: int) -> int:
     """The checkpoint step of a run of ours that `--resume` can continue to `steps`; OptionError if none."""
     where = f"out ({str(run_dir)!r})"
-    status, step = read_status(run_dir), checkpoints.checkpoint_step(run_dir)
+    status = read_status(run_dir)
+    step = (
+        learner_checkpoint_step(run_dir) if is_learner_run(run_dir) else checkpoints.checkpoint_step(run_dir)
+    )
     if status is None or read_train_args(run_dir) is None or step is None:
         raise OptionError(
             "resume",

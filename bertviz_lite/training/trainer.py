@@ -20,6 +20,8 @@ import torch
 from torch import Tensor, nn
 
 from bertviz_lite.atomic import atomic_write_json, remove_temporary_files
+from bertviz_lite.check.learner_model import LearnerForPreTraining
+from bertviz_lite.check.learner_run import record_of, save_learner_checkpoint
 from bertviz_lite.inspection.evaluation import probe_predictions
 from bertviz_lite.loading import checkpoints
 from bertviz_lite.loading.run_folder import (
@@ -45,6 +47,12 @@ from bertviz_lite.training.prefetch import PREFETCH_DEPTH, made_ahead
 from bertviz_lite.training.preparation import PreparedRun, prepare_run
 from bertviz_lite.training.training_args import TrainingArguments, is_number
 
+NSP_KEYS = (
+    "nsp_loss",
+    "nsp_acc",
+    "eval_nsp_loss",
+    "eval_nsp_acc",
+)  # left out for a model without an NSP head
 DIVERGENCE_FACTOR = (
     10.0  # a logged loss above this many times the first step's loss (at least 1) has diverged
 )
@@ -181,21 +189,33 @@ class Trainer:
 
     def evaluate(self) -> dict[str, float]:
         """Held-out MLM and NSP loss and accuracy (losses averaged over masked tokens and pairs)."""
-        return held_out_metrics(self.model, self._eval_batches(), self.args.dtype)
+        return self._without_nsp(held_out_metrics(self.model, self._eval_batches(), self.args.dtype))
+
+    def _without_nsp(self, record: dict[str, Any]) -> dict[str, Any]:
+        """A learner's model without an NSP head trains MLM only: its records leave the NSP numbers out."""
+        if self.model.has_nsp_head:
+            return record
+        return {key: value for key, value in record.items() if key not in NSP_KEYS}
 
     @torch.no_grad()
-    def probe_attentions(self) -> tuple[Tensor, list[str], list[int]]:
-        """Attention probabilities [L, H, T, T] (on the CPU) of the probe pair now, with its tokens and segment ids."""
+    def probe_attentions(self) -> tuple[Tensor | None, list[str], list[int]]:
+        """Attention probabilities [L, H, T, T] (on the CPU) of the probe pair now, with its tokens and segment ids;
+        None for a learner's model whose attention does not expose them."""
         encoding = self.tokenizer.encode_pair(*self.probe, max_length=self.args.seq_len)
         inputs = {k: v.to(self.device) for k, v in encoding.to_tensors().items()}
         self.model.eval()
         trace = self.model.trace(**inputs)
         self.model.train()
+        if not trace.attentions:
+            return None, encoding.tokens, encoding.token_type_ids
         attentions = torch.stack([layer[0] for layer in trace.attentions]).float().cpu()
         return attentions, encoding.tokens, encoding.token_type_ids
 
-    def save_snapshot(self) -> Path:
+    def save_snapshot(self) -> Path | None:
+        """The probe pair's attention (and the heads' predictions) now; None where the model exposes no attention."""
         attentions, tokens, token_type_ids = self.probe_attentions()
+        if attentions is None:
+            return None
         predictions = None
         if self.model.has_mlm_head and self.model.has_nsp_head:
             predictions = probe_predictions(
@@ -214,7 +234,11 @@ class Trainer:
         """Save the checkpoint (rank 0 writes); False, and nothing written, if the weights are not finite."""
         if not self.weights_finite():
             return False
-        if self.distributed.is_main:
+        if self.distributed.is_main and isinstance(self.model, LearnerForPreTraining):
+            save_learner_checkpoint(
+                self.run_dir, self.model, self.tokenizer, self.train_args(), step=self.step
+            )
+        elif self.distributed.is_main:
             checkpoints.save_checkpoint(
                 self.run_dir, self.model, self.tokenizer, self.train_args(), step=self.step
             )
@@ -236,6 +260,7 @@ class Trainer:
             "num_parameters": self.model.num_parameters(),
             "probe": list(self.probe),
             "torch_version": torch.__version__,
+            **({"learner": record_of(self.model)} if isinstance(self.model, LearnerForPreTraining) else {}),
             **(
                 {"resumed_from_step": self.resumed_from, "optimizer_restored": self.optimizer_restored}
                 if self.resumed_from is not None
@@ -419,6 +444,7 @@ class Trainer:
             "tokens_per_s": values["tokens"] / seconds,
             "elapsed_s": self.elapsed_s(),
         }
+        record = self._without_nsp(record)
         self._reset_window()
         self._emit(record)
         return record
@@ -426,7 +452,11 @@ class Trainer:
     def _summary(self, text: str) -> str:
         evals = [r for r in [self.last_record] if r and r.get("split") == "eval"]
         if evals:
-            text += f"; held-out MLM accuracy {evals[0]['eval_mlm_acc']:.1%}, NSP accuracy {evals[0]['eval_nsp_acc']:.1%}"
+            text += f"; held-out MLM accuracy {evals[0]['eval_mlm_acc']:.1%}"
+            nsp = evals[0].get("eval_nsp_acc")
+            text += (
+                f", NSP accuracy {nsp:.1%}" if nsp is not None else " (MLM only: the model has no NSP head)"
+            )
         return text + f"; checkpoint of step {self.checkpoint_step} saved"
 
     def _stopped(self) -> TrainResult:

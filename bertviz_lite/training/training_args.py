@@ -17,94 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bertviz_lite.check.learner_model import LearnerSpec, parse_spec
 from bertviz_lite.limits import amount, parameter_count
 from bertviz_lite.loading.pretrained import MINILM, minilm_dir, resolve_source
 from bertviz_lite.loading.run_folder import RunFolder, new_run_folder, validate_run_name
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.text.tokenization import MAX_POSITIONS, MIN_TRAIN_VOCAB_SIZE
+from bertviz_lite.training.presets import PRESETS
 
-PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": {
-        "config": {
-            "hidden_size": 128,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "intermediate_size": 512,
-            "max_position_embeddings": 128,
-            "hidden_dropout_prob": 0.0,
-            "attention_probs_dropout_prob": 0.0,
-        },
-        "vocab_size": 1000,
-        "seq_len": 64,
-        "batch_size": 32,
-        "steps": 1000,
-        "lr": 2e-3,
-        "warmup": 30,
-        "log_every": 5,
-        "eval_every": 50,
-        "snapshot_every": 25,
-        "save_every": 100,
-    },
-    "classroom": {  # the tiny model, sized to finish within 2 minutes on 2 CPU cores: start it, teach, show it
-        "config": {
-            "hidden_size": 128,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "intermediate_size": 512,
-            "max_position_embeddings": 128,
-            "hidden_dropout_prob": 0.0,
-            "attention_probs_dropout_prob": 0.0,
-        },
-        "vocab_size": 1000,
-        "seq_len": 64,
-        "batch_size": 32,
-        "steps": 800,
-        "lr": 2e-3,
-        "warmup": 30,
-        "log_every": 5,
-        "eval_every": 25,
-        "snapshot_every": 20,
-        "save_every": 100,
-    },
-    "small": {
-        "config": {
-            "hidden_size": 256,
-            "num_hidden_layers": 4,
-            "num_attention_heads": 4,
-            "intermediate_size": 1024,
-            "max_position_embeddings": 512,
-        },
-        "vocab_size": 8000,
-        "seq_len": 128,
-        "batch_size": 16,
-        "steps": 2000,
-        "lr": 5e-4,
-        "warmup": 200,
-        "log_every": 10,
-        "eval_every": 200,
-        "snapshot_every": 100,
-        "save_every": 500,
-    },
-    "base": {
-        "config": {
-            "hidden_size": 768,
-            "num_hidden_layers": 12,
-            "num_attention_heads": 12,
-            "intermediate_size": 3072,
-            "max_position_embeddings": 512,
-        },
-        "vocab_size": 30522,
-        "seq_len": 128,
-        "batch_size": 32,
-        "steps": 10000,
-        "lr": 1e-4,
-        "warmup": 1000,
-        "log_every": 20,
-        "eval_every": 500,
-        "snapshot_every": 500,
-        "save_every": 1000,
-    },
-}
 CONFIG_OVERRIDES = tuple(
     f.name for f in dataclasses.fields(BertConfig) if f.name not in ("vocab_size", "pad_token_id")
 )
@@ -248,6 +168,17 @@ class TrainingArguments:
         help=(
             "continue pre-training from these weights: 'all-MiniLM-L6-v2', a checkpoint name or a BERT folder; its "
             "sizes and vocabulary are kept, missing MLM/NSP heads start fresh (random weights when not given)"
+        ),
+    )
+    model_file: str | None = option(
+        None,
+        label="Your BERT",
+        group="Run",
+        help=(
+            "train your own BERT instead of ours: FILE[:CLASS], the .py file of your model (the class is found by "
+            "itself when it is named Bert, BERT or BertModel), built at the preset's sizes. MLM from its logits, NSP "
+            "when it has an NSP head (else MLM only). Only the training process imports the file, under a time and a "
+            "memory limit; the run saves its weights under your parameter names"
         ),
     )
     vocab_size: int | None = option(
@@ -428,6 +359,8 @@ class TrainingArguments:
             self.out = str(new_run_folder().path)
         self.config = dict(self.config)
         _validate_arguments(self)
+        if self.model_file:  # the full path: a run resumed from another folder finds the same file
+            self.model_file = _absolute_model_file(self.model_file)
         if (
             self.init
         ):  # the model it continues is the one every budget reads: its positions and size checked now
@@ -509,6 +442,7 @@ def _validate_arguments(args: TrainingArguments) -> None:
         f"config overrides ({', '.join(sorted(args.config))}) cannot be used with init: the pretrained "
         "model fixes its sizes",
     )
+    _validate_model_file(args)
     _check(
         args.single_sentences < 1,
         "single_sentences",
@@ -521,6 +455,31 @@ def _validate_arguments(args: TrainingArguments) -> None:
     )
     _validate_sizes(args)
     _validate_out(args.out)
+
+
+def _absolute_model_file(text: str) -> str:
+    spec = parse_spec(text)  # _validate_model_file accepted it
+    return str(LearnerSpec(spec.file.resolve(), spec.class_name))
+
+
+def _validate_model_file(args: TrainingArguments) -> None:
+    """A learner's model: a .py file that exists (read by the training process alone), never with `init`."""
+    if args.model_file is None:
+        return
+    try:
+        spec = parse_spec(args.model_file)
+    except ValueError as err:
+        raise OptionError("model_file", f"model_file: {err}") from None
+    _check(
+        spec.file.is_file(),
+        "model_file",
+        f"model_file ({shown(args.model_file)}): there is no such file",
+    )
+    _check(
+        args.init is None,
+        "model_file",
+        f"model_file cannot be used with init ({args.init!r}): your model starts from its own random weights",
+    )
 
 
 def _check_declared(spec: dataclasses.Field, value: Any) -> None:

@@ -8,15 +8,23 @@ from bertviz_lite.check import check_files
 from bertviz_lite.check.advice import what_to_change
 from bertviz_lite.check.compare import TOLERANCE
 from bertviz_lite.check.ladder import mapping_frame, stage_ladder
+from bertviz_lite.check.learner_explore import PAGES, open_learner
+from bertviz_lite.check.learner_model import LearnerSpec
 from bertviz_lite.check.request import check_request, start_skeleton
 from bertviz_lite.check.side_by_side import stage_shape, stage_sides
 from bertviz_lite.figures.check import stage_ladder_figure, stage_sides_figure
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL, model_sources
 from bertviz_lite.server.code_gate import code_allowed
 from bertviz_lite.text.display import plain_markdown
+from pages_app.build._learner_source import add_learner
 from pages_app.common._state import keep_choice
-from pages_app.common._ui import show_figure, show_table
+from pages_app.common._ui import load_model, show_figure, show_table
 
-REPORT, ASKED, SKELETON_NOTE = "build_report", "build_asked", "build_skeleton_note"
+REPORT = "build_report"
+ASKED = "build_asked"
+SKELETON_NOTE = "build_skeleton_note"
+EXPLORE_NOTE = "build_explore_note"
+OPENED = "build_opened"
 
 st.header("Your BERT")
 allowed, why = code_allowed(st.get_option("server.address"), os.environ)
@@ -38,9 +46,34 @@ def run_check() -> None:
             st.session_state.get("build_file", ""), st.session_state.get("build_class", "")
         )
     except ValueError as error:
-        st.session_state[REPORT], st.session_state[ASKED] = None, str(error)
+        st.session_state[REPORT] = None
+        st.session_state[ASKED] = str(error)
         return
-    st.session_state[REPORT], st.session_state[ASKED] = check_files([request])[0], None
+    st.session_state[REPORT] = check_files([request])[0]
+    st.session_state[ASKED] = None
+
+
+def explore_weights() -> str:
+    """The model whose weights their model runs with on the explore pages: the sidebar's, if it is one of ours."""
+    chosen = st.session_state.get("model_picker", DEFAULT_MODEL)
+    return chosen if chosen in model_sources() else DEFAULT_MODEL
+
+
+def open_in_explore() -> None:
+    """Their model (as checked last) as the sidebar's model for this session, with the sidebar model's weights."""
+    try:
+        request = check_request(
+            st.session_state.get("build_file", ""), st.session_state.get("build_class", "")
+        )
+        model, tokenizer = load_model(explore_weights())
+        opened = open_learner(
+            LearnerSpec(request.file, request.class_name), explore_weights(), model, tokenizer
+        )
+    except (ValueError, OSError) as error:
+        st.session_state[EXPLORE_NOTE] = str(error)
+        return
+    add_learner(opened)
+    st.session_state[OPENED] = True
 
 
 def make_skeleton() -> None:
@@ -151,6 +184,22 @@ if report.stages:
     )
     if report.tensors:
         side_by_side(report, ladder.stages, event, ladder.first_failing)
+st.subheader("Explore it")
+st.caption(
+    f"Your model on the {PAGES} pages, with the weights of {plain_markdown(explore_weights())} (the sidebar's model) "
+    "placed on your parameters: it runs in the separate process, one sentence pair at a time, and a view that needs "
+    "something your modules do not show says so."
+)
+st.button(
+    "Open in the explore pages", key="build_explore", on_click=open_in_explore, icon=":material/visibility:"
+)
+if note := st.session_state.pop(EXPLORE_NOTE, None):
+    st.error(plain_markdown(note))
+if st.session_state.pop(OPENED, False):
+    st.switch_page("pages_app/explore/3_Attention.py")
+st.caption(
+    "To train it: Start from → Your BERT on the Train page, or `python -m bertviz_lite.train --model-file FILE[:CLASS]`."
+)
 st.subheader("Weights")
 st.caption("Our seeded weights, placed on your parameters (theirs ← ours).")
 show_table(mapping_frame(report), "weight_mapping", hide_index=True)

@@ -43,7 +43,9 @@ LEAD_PARAM = "lead"  # the private link's query parameter, removed from the URL 
 JOIN_PARAM = (
     "join"  # the QR code link's join token (classroom.join_token): not subject to the wrong-code limit
 )
-STEP, LAYER, HEAD = "class_step", "class_layer", "class_head"
+STEP = "class_step"
+LAYER = "class_layer"
+HEAD = "class_head"
 ANSWERS_MAX_HEIGHT = SLIDE_BOTTOM - 450  # on a 1280 × 720 slide the class's answers start ~450 px down
 POLL_S = 1.0  # the projector's live count, and how often students' screens look for a move
 
@@ -215,14 +217,16 @@ def _question_controls(code: str, secret: str, stage: Stage, view: classroom.Cla
 @st.fragment(run_every=POLL_S)
 def _live_count(code: str, question_id: int) -> None:
     """The projector's count of answers so far, refreshed while the question is open."""
-    count, students = class_results.answer_count(question_id), class_results.student_count(code)
+    count = class_results.answer_count(question_id)
+    students = class_results.student_count(code)
     st.metric("Answers so far", f"{count} of {students}", border=True)
 
 
 def distribution_figure(stage: Stage | None, question: classroom.AskedQuestion, phone: bool = False):
     """The class's answers beside the model's: bars for a choice; for a cloze the words next to its top 5."""
     spread = class_results.distribution(question)
-    answers, counts = [a for a, _ in spread.answers], [c for _, c in spread.answers]
+    answers = [a for a, _ in spread.answers]
+    counts = [c for _, c in spread.answers]
     if question.kind == CLOZE and stage is not None:
         top = model_top(stage)
         fig = class_cloze_figure(answers, counts, top["token"].tolist(), top["probability"], stacked=phone)

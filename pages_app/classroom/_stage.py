@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import streamlit as st
 
+from bertviz_lite.export.toolbar import plotly_config
 from bertviz_lite.figures import (
     embedding_window_figure,
     model_view_figure,
@@ -36,7 +37,6 @@ from pages_app.common._ui import (
     context_for,
     get_trace,
     is_present,
-    plotly_config,
     view,
 )
 
@@ -113,7 +113,9 @@ def step_header(stage: Stage) -> None:
 
 def questions(stage: Stage) -> dict[str, NewQuestion]:
     """The questions this step can ask the class: the walkthrough's own, and on the MLM step a free cloze."""
-    key, trace, pos = stage.step.key, stage.trace, stage.position
+    key = stage.step.key
+    trace = stage.trace
+    pos = stage.position
     if key == "one_head":
         target = 0 if stage.query is None else stage.query
         asked = view(
@@ -158,7 +160,10 @@ def chart(fig, name: str, phone: bool) -> None:
 
 def _build(stage: Stage, phone: bool):
     """(name, figure) of the step, as the walkthrough draws it; None for a step without one here."""
-    key, trace, enc, pos = stage.step.key, stage.trace, stage.encoding, stage.position
+    key = stage.step.key
+    trace = stage.trace
+    enc = stage.encoding
+    pos = stage.position
     if key == "ids":
         return "ids", ids_figure(trace.tokens, enc.position_ids, enc.token_type_ids)
     if key == "embeddings":

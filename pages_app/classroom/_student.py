@@ -28,7 +28,8 @@ def joined() -> tuple[str, str] | None:
 
 def join(code: str, token: str = "") -> bool:
     """Join the class with this code (and the QR link's token) as this browser's student; a refusal in words."""
-    visitor, address = current_visitor().id, access.client_address(st.context.ip_address)
+    visitor = current_visitor().id
+    address = access.client_address(st.context.ip_address)
     try:
         student = class_joining.join(code, visitor, address, token=token)
     except ClassError as err:

@@ -17,7 +17,12 @@ from bertviz_lite.figures.tabs import (
     ViewTab,
 )
 
-EXPLORE, TRAIN, TEACH, BUILD = "Explore a sentence pair", "Train", "Teach", "Build"
+EXPLORE = "Explore a sentence pair"
+TRAIN = "Train"
+TEACH = "Teach"
+BUILD = "Build"
+LAYER_KEY = "attn_layer"  # the layer and head widgets of the pages that share them
+HEAD_KEY = "attn_head"
 
 
 @dataclass(frozen=True)
@@ -32,15 +37,16 @@ class PageSpec:
     link_fields: tuple[
         str, ...
     ] = ()  # of share.QUERY_KEYS, besides the pair, the model and presentation mode
-    index_keys: tuple[str, str] | None = (
-        None  # its own layer and head widgets, when not attn_layer / attn_head
-    )
+    index_keys: tuple[str, str] = (LAYER_KEY, HEAD_KEY)  # its layer and head widgets (the link's layer, head)
+    step_key: str | None = None  # its step picker (the link's `step`)
     sentence_filter_key: str | None = None  # its sentence filter widget (the link's `filter`)
     tabs: tuple[ViewTab, ...] = ()  # its declared tabs (figures/tabs.py) ...
     tab_key: str | None = None  # ... and the st.tabs key holding the open one (the link's `tab`)
     token_key: str | None = None  # its token picker (the link's `token`)
     masked_key: str | None = None  # its masked-tokens picker (the link's `masked`)
     knocked_key: str | None = None  # its knocked-out heads picker (the link's `knocked`)
+    target_key: str | None = None  # its candidate words (the link's `target` and `foil`) ...
+    foil_key: str | None = None
     default: bool = False  # the page at the app's root URL
 
     @property
@@ -49,61 +55,70 @@ class PageSpec:
         return (self.url_path or re.sub(r"^[0-9]*_", "", PurePosixPath(self.script).stem)).lower()
 
 
+# The pages whose widgets other modules name (the link, the tests) by their spec: ATTENTION.tab_key, not "attn_view".
+WALKTHROUGH = PageSpec(
+    "pages_app/explore/0_Walkthrough.py",
+    "Walkthrough",
+    ":material/school:",
+    EXPLORE,
+    link_fields=("layer", "head", "step"),
+    step_key="walk_step",
+    default=True,
+)
+ATTENTION = PageSpec(
+    "pages_app/explore/3_Attention.py",
+    "Attention",
+    ":material/hub:",
+    EXPLORE,
+    link_fields=("layer", "head", "filter", "tab", "token"),
+    sentence_filter_key="attn_sentence_filter",
+    tabs=ATTENTION_TABS,
+    tab_key="attn_view",
+    token_key="nv_query",
+)
+PREDICTIONS = PageSpec(
+    "pages_app/explore/4_Predictions.py",
+    "Predictions",
+    ":material/lightbulb:",
+    EXPLORE,
+    link_fields=("masked",),
+    masked_key="pred_mask",
+)
+BEYOND_ATTENTION = PageSpec(
+    "pages_app/explore/5_Beyond_attention.py",
+    "Beyond attention",
+    ":material/troubleshoot:",
+    EXPLORE,
+    link_fields=("layer", "head", "filter", "tab", "token", "knocked"),
+    index_keys=("beyond_layer", "beyond_head"),
+    sentence_filter_key="beyond_sentence_filter",
+    tabs=BEYOND_ATTENTION_TABS,
+    tab_key="beyond_view",
+    token_key="beyond_target",
+    knocked_key="beyond_heads",
+)
+WHY_THIS_WORD = PageSpec(
+    "pages_app/explore/7_Why_this_word.py",
+    "Why this word",
+    ":material/compare_arrows:",
+    EXPLORE,
+    link_fields=("tab", "target", "foil"),
+    tabs=WHY_THIS_WORD_TABS,
+    tab_key="why_this_word_view",
+    target_key="contrast_target",
+    foil_key="contrast_foil",
+)
 PAGES = (
-    PageSpec(
-        "pages_app/explore/0_Walkthrough.py",
-        "Walkthrough",
-        ":material/school:",
-        EXPLORE,
-        link_fields=("layer", "head", "step"),
-        default=True,
-    ),
+    WALKTHROUGH,
     PageSpec("pages_app/explore/1_Tokens.py", "Tokens and masking", ":material/token:", EXPLORE),
     PageSpec("pages_app/explore/2_Embeddings.py", "Embeddings", ":material/scatter_plot:", EXPLORE),
-    PageSpec(
-        "pages_app/explore/3_Attention.py",
-        "Attention",
-        ":material/hub:",
-        EXPLORE,
-        link_fields=("layer", "head", "filter", "tab", "token"),
-        sentence_filter_key="attn_sentence_filter",
-        tabs=ATTENTION_TABS,
-        tab_key="attn_view",
-        token_key="nv_query",
-    ),
-    PageSpec(
-        "pages_app/explore/4_Predictions.py",
-        "Predictions",
-        ":material/lightbulb:",
-        EXPLORE,
-        link_fields=("masked",),
-        masked_key="pred_mask",
-    ),
-    PageSpec(
-        "pages_app/explore/5_Beyond_attention.py",
-        "Beyond attention",
-        ":material/troubleshoot:",
-        EXPLORE,
-        link_fields=("layer", "head", "filter", "tab", "token", "knocked"),
-        index_keys=("beyond_layer", "beyond_head"),
-        sentence_filter_key="beyond_sentence_filter",
-        tabs=BEYOND_ATTENTION_TABS,
-        tab_key="beyond_view",
-        token_key="beyond_target",
-        knocked_key="beyond_heads",
-    ),
+    ATTENTION,
+    PREDICTIONS,
+    BEYOND_ATTENTION,
     PageSpec(
         "pages_app/explore/6_Meaning_in_context.py", "Meaning in context", ":material/translate:", EXPLORE
     ),
-    PageSpec(
-        "pages_app/explore/7_Why_this_word.py",
-        "Why this word",
-        ":material/compare_arrows:",
-        EXPLORE,
-        link_fields=("tab", "target", "foil"),
-        tabs=WHY_THIS_WORD_TABS,
-        tab_key="why_this_word_view",
-    ),
+    WHY_THIS_WORD,
     PageSpec("pages_app/train/8_Train.py", "Train", ":material/model_training:", TRAIN, url_path="train"),
     PageSpec(
         "pages_app/train/9_Compare_runs.py", "Compare runs", ":material/compare:", TRAIN, url_path="compare"

@@ -14,7 +14,7 @@ from bertviz_lite.inspection import walkthrough
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, model_sources
 from bertviz_lite.server import share
 from bertviz_lite.text.display import plain_markdown
-from pages_app.common._pages import PAGES, by_url_path
+from pages_app.common._pages import HEAD_KEY, LAYER_KEY, PAGES, WALKTHROUGH, WHY_THIS_WORD, by_url_path
 from pages_app.common._sidebar import OTHER_FOLDER
 
 APPLIED = "_link_applied"
@@ -23,11 +23,7 @@ PENDING = "_link_indices"
 # The picks a link set that a page would otherwise reset for a new input (layer and head are checked against the
 # model once it is loaded).
 FROM_LINK = "_link_picks"
-LAYER, HEAD, STEP, PRESENT = "attn_layer", "attn_head", "walk_step", "present"
-WORD_KEYS = {
-    "target": "contrast_target",
-    "foil": "contrast_foil",
-}  # the Why-this-word page's candidate widgets
+PRESENT = "present"
 ALL_HEADS = -1  # the Beyond attention page's "all heads", which a link leaves out
 
 
@@ -40,7 +36,7 @@ def page_fields(page_path: str) -> tuple[str, ...]:
 def index_keys(page_path: str) -> tuple[str, str]:
     """The widgets that hold this page's layer and head (a link sets every page's pair)."""
     page = by_url_path(page_path)
-    return page.index_keys if page and page.index_keys else (LAYER, HEAD)
+    return page.index_keys if page else (LAYER_KEY, HEAD_KEY)
 
 
 def _set_state(linked: share.SharedState) -> None:
@@ -50,13 +46,13 @@ def _set_state(linked: share.SharedState) -> None:
         ("sentence_b", linked.text_b),
         ("model_picker", linked.model),
         (PRESENT, linked.present),
-        (WORD_KEYS["target"], linked.target),
-        (WORD_KEYS["foil"], linked.foil),
+        (WHY_THIS_WORD.target_key, linked.target),
+        (WHY_THIS_WORD.foil_key, linked.foil),
     ):
         if value is not None:
             state[key] = value
     if linked.step is not None:
-        state[STEP] = walkthrough.clamp_step(linked.step)
+        state[WALKTHROUGH.step_key] = walkthrough.clamp_step(linked.step)
     for page in PAGES:  # a tab and a filter go to every page that has them (the link does not say which page)
         if page.tab_key and linked.tab in {tab.title for tab in page.tabs}:
             state[page.tab_key] = linked.tab
@@ -70,7 +66,7 @@ def _set_state(linked: share.SharedState) -> None:
             if key and value is not None:  # checked against the input by the page (keep_choice, keep_choices)
                 state[key] = list(value) if isinstance(value, tuple) else value
                 state[FROM_LINK] = {*state.get(FROM_LINK, set()), key}
-    pairs = [(LAYER, HEAD), *(page.index_keys for page in PAGES if page.index_keys)]
+    pairs = {page.index_keys for page in PAGES}
     indices = {
         key: value
         for layer_key, head_key in pairs
@@ -160,10 +156,10 @@ def current_state(page_path: str) -> share.SharedState:
         token=field("token", page and page.token_key),
         masked=_listed(field("masked", page and page.masked_key)),
         knocked=_listed(field("knocked", page and page.knocked_key)),
-        step=field("step", STEP),
+        step=field("step", WALKTHROUGH.step_key),
         present=bool(state.get(PRESENT)),
-        target=field("target", WORD_KEYS["target"]) or None,
-        foil=field("foil", WORD_KEYS["foil"]) or None,
+        target=field("target", WHY_THIS_WORD.target_key) or None,
+        foil=field("foil", WHY_THIS_WORD.foil_key) or None,
     )
 
 

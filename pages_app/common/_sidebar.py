@@ -13,6 +13,7 @@ import streamlit as st
 from bertviz_lite.limits import MAX_PATH_CHARS
 from bertviz_lite.loading.pretrained import BUILT_IN, DEFAULT_MODEL, describe, model_sources, source_label
 from bertviz_lite.server import access
+from pages_app.build._learner_source import is_learner_entry, learner_sources, learner_version
 from pages_app.common._state import keep_choice
 from pages_app.common._visitor import remember_visitor
 
@@ -43,12 +44,12 @@ class Inputs(NamedTuple):
 
 def model_options() -> list[str]:
     """The built-in models, every checkpoint, BERT folders in the Hugging Face cache, then a free path."""
-    return [*model_sources(), OTHER_FOLDER]
+    return [*model_sources(), *learner_sources(), OTHER_FOLDER]
 
 
 def model_label(option: str) -> str:
     """How an option reads in the picker."""
-    return option if option == OTHER_FOLDER else source_label(option)
+    return option if option == OTHER_FOLDER or is_learner_entry(option) else source_label(option)
 
 
 def _held(key: str):
@@ -124,5 +125,5 @@ def _read_inputs() -> Inputs:
         state["sentence_a"],
         state["sentence_b"],
         int(state["max_length"]),
-        access.fenced_version(source),
+        learner_version(source) or access.fenced_version(source),
     )

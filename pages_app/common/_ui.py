@@ -11,14 +11,17 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from bertviz_lite import export
+from bertviz_lite.export.toolbar import plotly_config, svg_button_script
 from bertviz_lite.figures.style import readable
 from bertviz_lite.inspection import explore
-from bertviz_lite.loading.pretrained import DEFAULT_MODEL, list_checkpoints, load
+from bertviz_lite.loading.pretrained import load
 from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.server import access, cache, settings
 from bertviz_lite.server.memory import release_memory
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
+from pages_app.build._learner_source import learner_context, said_when_hidden, source_trace
 from pages_app.common._share import PRESENT, clamp_linked_indices
 from pages_app.common._sidebar import Inputs, current_inputs
 
@@ -29,14 +32,16 @@ SHARED, CACHE_PROBLEM = (
 )  # traces, views, figures: bounded, idle ones dropped (server/cache.py)
 T = TypeVar("T")
 # Presentation mode is a slide of 1280 × 720 (or 1024 × 768): a figure ends by SLIDE_BOTTOM px from the top.
-SLIDE_BOTTOM, SLIDE_TOP = 704, 240
+SLIDE_BOTTOM = 704
+SLIDE_TOP = 240
 ASSETS = Path(__file__).resolve().parent / "assets"  # the presentation CSS and the clicker script
 # Presentation mode: a compact header (smaller titles, less space above them, captions hidden) and larger token chips.
 STEP_KEYS_JS = (ASSETS / "step_keys.js").read_text(encoding="utf-8")  # read once, not on every rerun
 PRESENT_CSS = "<style>" + (ASSETS / "present.css").read_text(encoding="utf-8") + "</style>"
 # A figure drawn twice (show_figure's `narrow`): assets/layout.css shows the one that fits. The server cannot read a
 # screen's width, so both go to the browser.
-WIDE, NARROW = "wide__", "narrow__"
+WIDE = "wide__"
+NARROW = "narrow__"
 LAYOUT_CSS = (
     "<style>"
     + (ASSETS / "layout.css")
@@ -46,6 +51,7 @@ LAYOUT_CSS = (
     + "</style>"
 )
 
+SVG_BUTTONS = svg_button_script()
 GC_FROM_TOKENS = 256  # inputs this long take seconds to trace, so a full collection (~0.3 s) first is cheap
 
 
@@ -96,7 +102,7 @@ def get_trace(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
 
 def _trace(ctx: Context, masked: tuple[int, ...]) -> explore.PairTrace:
     with st.spinner("Running the model…"):
-        trace = explore.trace_encoding(ctx.model, ctx.tokenizer, ctx.encoding, ctx.max_length, masked)
+        trace = source_trace(ctx, masked, load_model)  # a learner's model: in the checker's child process
     if (
         ctx.max_length >= GC_FROM_TOKENS
     ):  # its working memory, and dropped traces in reference cycles, go back now
@@ -109,7 +115,7 @@ def _stop_with(message: str) -> None:
     st.stop()
 
 
-def load_context() -> Context:
+def load_context(learner: bool = False) -> Context:
     """This run's Context from the sidebar's Inputs (app.py hands them over); any problem ends the page with st.error."""
     inputs = current_inputs()
     for problem in filter(None, (THREADS_PROBLEM, CACHE_PROBLEM)):
@@ -117,7 +123,7 @@ def load_context() -> Context:
     if not inputs.source:
         _stop_with("Type the path of a model folder in the sidebar.")
     try:
-        model, tokenizer = checked_model(inputs)
+        model, tokenizer = learner_context(inputs.source, learner) or checked_model(inputs)
     except LOAD_ERRORS as err:
         _stop_with(f"Could not load the model: {err}")
     st.sidebar.caption(explore.model_card(model, tokenizer))
@@ -138,9 +144,10 @@ def view(data: Callable[..., T], ctx: Context, masked: Sequence[int] = (), **pic
     """data(trace, **picks) on the context's trace, computed once for every visitor: a page names the package's data
     function and its picks, say view(views.attention_map, ctx, layer=0, head=1)."""
     masked = tuple(sorted(masked))
-    return SHARED.get(
-        cache.cache_key(data, ctx.inputs, masked, **picks), lambda: data(get_trace(ctx, masked), **picks)
-    )
+    with said_when_hidden():  # a learner's model without what the view reads: one sentence instead
+        return SHARED.get(
+            cache.cache_key(data, ctx.inputs, masked, **picks), lambda: data(get_trace(ctx, masked), **picks)
+        )
 
 
 def view_of_model(data: Callable[..., T], ctx: Context, **params) -> T:
@@ -150,11 +157,6 @@ def view_of_model(data: Callable[..., T], ctx: Context, **params) -> T:
         cache.cache_key(data, ctx.inputs.source, ctx.inputs.version, **params),
         lambda: data(ctx.model, ctx.tokenizer, **params),
     )
-
-
-def plotly_config(name: str) -> dict:
-    """Keep plotly's PNG download, named after the figure, at twice the screen resolution."""
-    return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}}
 
 
 def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, key: str) -> None:
@@ -170,6 +172,25 @@ def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, ke
         on_click="ignore",
         icon=":material/download:",
     )
+
+
+def html_button(build: Callable[[], str], name: str, key: str, label: str = "Interactive HTML") -> None:
+    """A download button for a self-contained HTML file that bertviz_lite.export builds when the user clicks."""
+    st.download_button(
+        label,
+        data=build,
+        file_name=f"{name}.html",
+        mime="text/html",
+        key=f"{key}_html",
+        on_click="ignore",
+        icon=":material/download:",
+    )
+
+
+def about(where: str) -> export.About:
+    """What an exported file says about itself: the sidebar's pair and model, and where in the app it came from."""
+    inputs = current_inputs()
+    return export.About(inputs.source, inputs.text_a, inputs.text_b, f"Exported from bertviz-lite's {where}")
 
 
 def step_keys(previous_key: str, next_key: str) -> None:
@@ -213,9 +234,10 @@ def show_figure(
     key: str | None = None,
     slide_top: int = SLIDE_TOP,
     narrow: go.Figure | partial | None = None,
+    html: Callable[[], str] | None = None,
     **chart_args,
 ):
-    """st.plotly_chart with readable fonts (larger in presentation mode) and the PNG button, then a CSV button.
+    """st.plotly_chart with readable fonts (larger in presentation mode), PNG and SVG buttons, then CSV and HTML ones.
 
     fig: a figure, or partial(builder, view data, **options): built once for all who show it at this size, shared.
     key: the chart's widget key when it is not `name` (a new key clears a chart's selection).
@@ -223,6 +245,7 @@ def show_figure(
     is made short enough for its bottom to show too (the server cannot read the screen: this is the slide's size).
     narrow: the figure laid out for a phone, shown instead of `fig` below 641 px (not in presentation mode, which is
     for projectors); its widget key is narrow_key(key), with the same chart_args (a selection callback reads both).
+    html: builds the view's HTML file (bertviz_lite.export, its pickers' figures too); by default the figure alone.
     """
     drawn = partial(readable, present=is_present(), max_height=SLIDE_BOTTOM - slide_top)
     key = key or name
@@ -235,8 +258,16 @@ def show_figure(
             st.plotly_chart(
                 _built(narrow, drawn), key=narrow_key(key), config=plotly_config(name), **chart_args
             )
-    csv_button(frame, name, name)
+    html = html or partial(_figure_html, fig, drawn, name, about(f"figure {name}"))
+    with st.container(horizontal=True):
+        csv_button(frame, name, name)
+        html_button(html, name, name)
+        st.html(SVG_BUTTONS, unsafe_allow_javascript=True)  # beside PNG in each chart's toolbar (once a page)
     return event
+
+
+def _figure_html(fig: go.Figure | partial, drawn: partial, name: str, about: export.About) -> str:
+    return export.view_html(_built(fig, drawn), about, name)  # the figure as shown (and shared)
 
 
 def _built(fig: go.Figure | partial, drawn: partial) -> go.Figure:
@@ -265,20 +296,3 @@ def on_tile_click(
                 st.session_state[f"{renew}_clicks"] = st.session_state.get(f"{renew}_clicks", 0) + 1
 
     return on_click
-
-
-def _use_default_model() -> None:
-    st.session_state["model_picker"] = DEFAULT_MODEL
-
-
-def switch_model_button(key: str | None = None) -> bool:
-    """A button that picks DEFAULT_MODEL (it has both heads) in the sidebar; returns whether it is here."""
-    available = DEFAULT_MODEL in list_checkpoints()
-    st.button(
-        f"Switch to {DEFAULT_MODEL}",
-        on_click=_use_default_model,
-        disabled=not available,
-        type="primary",
-        key=key,
-    )
-    return available

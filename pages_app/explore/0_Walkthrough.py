@@ -4,6 +4,7 @@ from functools import partial
 
 import streamlit as st
 
+from bertviz_lite import export
 from bertviz_lite.figures import (
     embedding_window_figure,
     model_view_figure,
@@ -14,38 +15,44 @@ from bertviz_lite.figures import (
 from bertviz_lite.figures.walkthrough import ids_figure, one_head_figure, residual_figure
 from bertviz_lite.inspection import explore, views
 from bertviz_lite.inspection import walkthrough as walk
-from bertviz_lite.inspection.views.predictions import default_masks
+from bertviz_lite.limits import export_token_problem
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.text.display import plain_markdown
-from pages_app.common._share import HEAD, LAYER, STEP
+from pages_app.common._pages import WALKTHROUGH
 from pages_app.common._state import KEEP, clamp_number
 from pages_app.common._ui import (
+    about,
     get_trace,
+    html_button,
     is_present,
     load_context,
     on_tile_click,
     show_figure,
     step_keys,
-    switch_model_button,
     view,
 )
+from pages_app.explore._code import show_code
+from pages_app.explore._model_switch import switch_model_button
 from pages_app.explore._questions import ask
+
+STEP_KEY = WALKTHROUGH.step_key
+(LAYER_KEY, HEAD_KEY) = WALKTHROUGH.index_keys
 
 ctx = load_context()
 encoding = ctx.encoding
-masked = default_masks(encoding)
-query = min(
-    [*views.mask_token_positions(encoding.tokens), *masked], default=None
-)  # the first [MASK] of the input
-original = encoding.tokens[query] if masked else None
-num_layers, num_heads = ctx.model.config.num_hidden_layers, ctx.model.config.num_attention_heads
-step = walk.clamp_step(st.session_state.get(STEP, 1))
-st.session_state[STEP] = step
+focus = views.mask_focus(encoding)  # the word masked here, the first [MASK] of the input, the hidden word
+masked = focus.masked
+query = focus.query
+original = focus.original
+num_layers = ctx.model.config.num_hidden_layers
+num_heads = ctx.model.config.num_attention_heads
+step = walk.clamp_step(st.session_state.get(STEP_KEY, 1))
+st.session_state[STEP_KEY] = step
 current = walk.STEPS[step - 1]
 
 
 def _go(to: int) -> None:
-    st.session_state[STEP] = walk.clamp_step(to)
+    st.session_state[STEP_KEY] = walk.clamp_step(to)
 
 
 # "Previous" needs ~125 px with its icon: at 1024 px with the sidebar open, 1.4 parts in 7.8 cut it to "Prev…".
@@ -115,10 +122,10 @@ def step_embeddings() -> None:
 
 
 def step_one_head() -> None:
-    clamp_number(LAYER, 0, num_layers - 1)
-    clamp_number(HEAD, 0, num_heads - 1)
-    layer = st.session_state.get(LAYER, num_layers // 2)
-    head = st.session_state.get(HEAD, 0)
+    clamp_number(LAYER_KEY, 0, num_layers - 1)
+    clamp_number(HEAD_KEY, 0, num_heads - 1)
+    layer = st.session_state.get(LAYER_KEY, num_layers // 2)
+    head = st.session_state.get(HEAD_KEY, 0)
     target = 0 if query is None else query
     question = view(walk.attention_question, ctx, masked, layer=layer, head=head, query=target)
     if is_present():  # a slide: the pickers beside the question, so that they show with the figure
@@ -138,14 +145,15 @@ def step_one_head() -> None:
         )
     if not is_present():
         pick_layer, pick_head, _ = st.columns([1, 1, 4])
-    pick_layer.selectbox("Layer", range(num_layers), index=num_layers // 2, key=LAYER, persist_state=KEEP)
-    pick_head.selectbox("Head", range(num_heads), index=0, key=HEAD, persist_state=KEEP)
+    pick_layer.selectbox("Layer", range(num_layers), index=num_layers // 2, key=LAYER_KEY, persist_state=KEEP)
+    pick_head.selectbox("Head", range(num_heads), index=0, key=HEAD_KEY, persist_state=KEEP)
 
 
 def _open_head(layer: int, head: int) -> None:
     """A clicked tile opens that head in the one-head step."""
-    st.session_state[LAYER], st.session_state[HEAD] = layer, head
-    st.session_state[STEP] = walk.step_number("one_head")
+    st.session_state[LAYER_KEY] = layer
+    st.session_state[HEAD_KEY] = head
+    st.session_state[STEP_KEY] = walk.step_number("one_head")
 
 
 def step_many_heads() -> None:
@@ -194,6 +202,27 @@ def step_nsp() -> None:
         show_figure(next_sentence_figure(answer), "walk_nsp", frame=answer.to_frame)  # the step says NSP
 
 
+def download_lesson() -> None:
+    """The walkthrough's steps for this pair and model in one HTML file (bertviz_lite.export), built when clicked."""
+    problem = export_token_problem(len(encoding), "A lesson")
+    if problem:
+        return st.caption(problem)
+    made = about("walkthrough")
+
+    def lesson() -> str:
+        return export.lesson_html(get_trace(ctx, masked), made)
+
+    html_button(lesson, "walkthrough", "walk_lesson", label="Download this walkthrough")
+
+
+def step_build() -> None:
+    st.page_link(
+        "pages_app/build/12_Your_BERT.py",
+        icon=":material/construction:",
+        label="Build: check your own BERT against this one, stage by stage",
+    )
+
+
 # A step declared in walk.STEPS is drawn by its function here; a step without one shows its text only.
 RENDER = {
     "tokens": step_tokens,
@@ -204,9 +233,12 @@ RENDER = {
     "residual": step_residual,
     "mlm": step_mlm,
     "nsp": step_nsp,
+    "build": step_build,
 }
 if current.key in RENDER:
     RENDER[current.key]()
+show_code(ctx, current.code, f"walk_{current.key}")  # the step's "The code", below its figure
+download_lesson()
 if step == len(walk.STEPS):  # the walk's end leads on to a word's meaning in context, with a guess first
     st.page_link(
         "pages_app/explore/6_Meaning_in_context.py",

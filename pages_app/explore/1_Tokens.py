@@ -7,9 +7,10 @@ from bertviz_lite.figures.tabs import PAGE_ABOUT
 from bertviz_lite.inspection import views
 from pages_app.common._state import KEEP
 from pages_app.common._ui import load_context, show_table
+from pages_app.explore._code import show_code
 from pages_app.explore._tabs import about
 
-ctx = load_context()
+ctx = load_context(learner=True)  # a learner's own model too (Your BERT)
 encoding = ctx.encoding
 
 st.header("Tokens")
@@ -49,3 +50,4 @@ st.html(
     )
 )
 show_table(masking, "masking", hide_index=True)
+show_code(ctx, PAGE_ABOUT["tokens"].code, "tokens")

@@ -5,10 +5,12 @@ from functools import partial
 import streamlit as st
 
 from bertviz_lite import figures
+from bertviz_lite.check.learner_explore import LearnerModel
 from bertviz_lite.figures.tabs import PAGE_ABOUT
 from bertviz_lite.inspection import views
 from pages_app.common._state import KEEP, clamp_number, keep_choice
 from pages_app.common._ui import load_context, show_figure, view
+from pages_app.explore._code import show_code
 from pages_app.explore._tabs import about
 
 WINDOW = 64  # tokens per heatmap page: 512 × 384 × 5 cells would be a slow figure
@@ -40,6 +42,11 @@ def parts_section() -> None:
 
 @st.fragment
 def positions_section() -> None:
+    if isinstance(ctx.model, LearnerModel):  # the position table is read from our BERT's weights
+        st.info(
+            "This view reads the position table from our BERT's weights, which your model's run does not give."
+        )
+        return
     max_positions = ctx.model.config.max_position_embeddings
     clamp_number("emb_positions", 2, max_positions)
     positions = st.number_input(
@@ -69,7 +76,7 @@ def projection_section() -> None:
     show_figure(figures.token_projection_figure(projection), "pca", frame=projection.to_frame)
 
 
-ctx = load_context()
+ctx = load_context(learner=True)  # a learner's own model too (Your BERT)
 count = len(ctx.encoding)
 
 st.header("Embeddings")
@@ -83,6 +90,7 @@ parts_section()
 st.caption(
     f"Check: largest |sum − (token + position + segment)| = {view(views.embedding_sum_error, ctx):.2e}."
 )
+show_code(ctx, PAGE_ABOUT["embeddings"].code, "embeddings")
 
 norms = view(views.embedding_norms, ctx)
 show_figure(figures.embedding_norms_figure(norms), "embedding_norms", frame=norms.to_frame)

@@ -1,19 +1,27 @@
 """Attention: one head as a heatmap, BertViz-style head and model views, the neuron view, statistics, rollout."""
 
+from collections.abc import Callable
 from functools import partial
 
 import streamlit as st
 
-from bertviz_lite import figures
+from bertviz_lite import export, figures
 from bertviz_lite.figures import tabs as declared
 from bertviz_lite.figures.attention import STAT_TITLES
 from bertviz_lite.figures.head_view_script import head_view_hover_script
 from bertviz_lite.inspection import analysis, explore, views
+from bertviz_lite.limits import export_token_problem
+from bertviz_lite.text.display import plain_markdown
+from pages_app.build._learner_source import reference_context
+from pages_app.common._pages import ATTENTION
 from pages_app.common._state import KEEP, clamp_number, keep_choice, keep_choices
 from pages_app.common._ui import (
+    about,
     clicked,
+    get_trace,
     is_present,
     load_context,
+    load_model,
     narrow_key,
     on_tile_click,
     show_figure,
@@ -27,9 +35,11 @@ HEAD_VIEW_WINDOW = 64  # tokens (queries and keys) drawn at once in the head vie
 SLIDE_WINDOW = 22  # in presentation mode: the tokens a 1280 × 720 slide shows with 16-px labels ≥ 17 px apart
 ALL_TOKENS = -1
 
-ctx = load_context()
-config, count = ctx.model.config, len(ctx.encoding)
-num_layers, num_heads = config.num_hidden_layers, config.num_attention_heads
+ctx = load_context(learner=True)  # a learner's own model too (Your BERT)
+config = ctx.model.config
+count = len(ctx.encoding)
+num_layers = config.num_hidden_layers
+num_heads = config.num_attention_heads
 labels = analysis.unique_labels(ctx.encoding.tokens)
 
 # Presentation mode: the title and the pickers share a row, so that the figure's bottom stays on the slide.
@@ -53,8 +63,17 @@ with picker_box:
         explore.has_sentence_b(ctx.encoding),
         num_layers,
         range(num_heads),
-        on_head=lambda: _show_in_head_view(st.session_state["attn_head"]),
+        on_head=lambda: _show_in_head_view(st.session_state[ATTENTION.index_keys[1]]),
     )
+
+
+def view_file(make: Callable[..., export.View], *picks, where: str) -> Callable[[], str] | None:
+    """The HTML file of a view with every layer and head behind its pickers (bertviz_lite.export), built when clicked;
+    None past limits.MAX_EXPORT_TOKENS, where the file holds the figure as shown."""
+    if export_token_problem(count, "A view with pickers"):
+        return None
+    made = about(f"Attention page, {where}")
+    return lambda: export.view_html(make(get_trace(ctx), *picks), made)
 
 
 def single_head(layer: int, head: int, sentence_filter: str, name: str, axis_titles: bool = True) -> None:
@@ -64,6 +83,7 @@ def single_head(layer: int, head: int, sentence_filter: str, name: str, axis_tit
         name,
         frame=block.to_frame,
         slide_top=230,
+        html=view_file(export.attention_map, sentence_filter, layer, head, where="heatmap"),
     )
 
 
@@ -80,7 +100,8 @@ def _show_in_head_view(head: int) -> None:
 
 def _open_head(layer: int, head: int) -> None:
     """A clicked tile opens that head beside the model view."""
-    st.session_state["attn_layer"], st.session_state["attn_head"] = layer, head
+    st.session_state[ATTENTION.index_keys[0]] = layer
+    st.session_state[ATTENTION.index_keys[1]] = head
 
 
 def head_view_controls() -> tuple:
@@ -94,7 +115,8 @@ def head_view_controls() -> tuple:
         persist_state=KEEP,
         format_func=lambda h: f"head {h}",
     )
-    window, size = None, SLIDE_WINDOW if is_present() else HEAD_VIEW_WINDOW
+    window = None
+    size = SLIDE_WINDOW if is_present() else HEAD_VIEW_WINDOW
     if count > (size if is_present() else 2 * size):
         clamp_number("hv_start", 0, count - size)
         start = st.slider(
@@ -135,33 +157,66 @@ def head_view_tab(layer: int, sentence_filter: str) -> None:
     control_box, figure_box = controls_then_figure()
     with control_box:
         heads, window, focus, min_weight = head_view_controls()
+    picks = dict(
+        layer=layer,
+        heads=heads,
+        sentence_filter=sentence_filter,
+        window=window,
+        focus=None if focus == ALL_TOKENS else focus,
+        min_weight=min_weight,
+    )
+    reference = reference_context(
+        ctx, load_model
+    )  # their model runs with these weights: BERT's own view beside
+    compare = reference is not None and control_box.toggle(
+        "Compare with BERT",
+        key="hv_compare",
+        help=f"The head view of {reference.inputs.source} itself, with the weights your model runs with, "
+        "for the same pair: where the two differ, your code computes attention differently.",
+    )
     with figure_box:
-        links = view(
-            views.head_view_links,
-            ctx,
-            layer=layer,
-            heads=heads,
-            sentence_filter=sentence_filter,
-            window=window,
-            focus=None if focus == ALL_TOKENS else focus,
-            min_weight=min_weight,
-        )
-        st.caption(
-            f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
-            "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
-            "them back). Click a head in the legend to show it alone, click it again for all heads."
-        )
-        show_figure(
-            figures.head_view_figure(links),
-            "head_view",
-            frame=links.to_frame,
-            on_select=_focus_clicked_token,
-            selection_mode="points",
-            slide_top=255,
-            narrow=partial(figures.head_view_figure, links, narrow=True),
-        )
-        for key in ("head_view", narrow_key("head_view")):  # hover a token: its lines light up
-            st.html(head_view_hover_script(key), unsafe_allow_javascript=True)
+        if not compare:
+            one_head_view(ctx, picks, "head_view", sentence_filter, layer)
+            return
+        st.caption(head_view_caption(layer, view(views.head_view_links, ctx, **picks).top_k))
+        theirs, ours = st.columns(2)
+        theirs.markdown(f"**Your BERT** ({plain_markdown(ctx.model.spec.file.name)})")
+        ours.markdown(f"**BERT** ({plain_markdown(reference.inputs.source)}), the same pair and weights")
+        with theirs:
+            one_head_view(ctx, picks, "head_view", sentence_filter, layer, captioned=False)
+        with ours:
+            one_head_view(reference, picks, "head_view_bert", sentence_filter, layer, captioned=False)
+
+
+def head_view_caption(layer: int, top_k: int) -> str:
+    return (
+        f"Layer {layer}: at most {top_k} strongest lines per query token and head; opacity = weight. "
+        "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
+        "them back). Click a head in the legend to show it alone, click it again for all heads."
+    )
+
+
+def one_head_view(
+    context, picks: dict, key: str, sentence_filter: str, layer: int, captioned: bool = True
+) -> None:
+    """The head view of `context`'s model (the sidebar's, or the BERT beside a learner's) as the figure `key`."""
+    links = view(views.head_view_links, context, **picks)
+    if captioned:  # beside BERT's, the caption is said once above both
+        st.caption(head_view_caption(layer, links.top_k))
+    show_figure(
+        figures.head_view_figure(links),
+        key,
+        frame=links.to_frame,
+        on_select=_focus_clicked_token,
+        selection_mode="points",
+        slide_top=255,
+        narrow=partial(figures.head_view_figure, links, narrow=True),
+        html=view_file(export.head_view, sentence_filter, layer, where="head view")
+        if context is ctx
+        else None,
+    )
+    for chart in (key, narrow_key(key)):  # hover a token: its lines light up
+        st.html(head_view_hover_script(chart), unsafe_allow_javascript=True)
 
 
 @st.fragment
@@ -194,7 +249,7 @@ def rollout_tab() -> None:
         show_figure(figures.rollout_figure(flow), "rollout", frame=flow.to_frame, slide_top=260)
 
 
-tabs = declared_tabs(declared.ATTENTION_TABS, "attn_view")
+tabs = declared_tabs(declared.ATTENTION_TABS, ATTENTION.tab_key)
 if tabs["Heatmap"].open:
     with tabs["Heatmap"]:
         single_head(layer, head, sentence_filter, "attention_heatmap")
@@ -227,19 +282,20 @@ if tabs["Model view"].open:
                 selection_mode="points",
                 on_select=on_tile_click(key, num_layers, num_heads, _open_head, renew="model_view"),
                 narrow=partial(figures.model_view_figure, overview, tile_size=tile_size, narrow=True),
+                html=view_file(export.model_view, layer, head, where="model view"),
             )
         with opened:
             single_head(layer, head, "All", "model_view_head", axis_titles=False)
 
 if tabs["Neuron view"].open:
     with tabs["Neuron view"]:
-        keep_choice("nv_query", range(count), min(1, count - 1))
+        keep_choice(ATTENTION.token_key, range(count), min(1, count - 1))
         controls, figure = controls_then_figure()
         query = controls.selectbox(
             "Query token",
             range(count),
             index=min(1, count - 1),
-            key="nv_query",
+            key=ATTENTION.token_key,
             persist_state=KEEP,
             format_func=lambda i: labels[i],
         )

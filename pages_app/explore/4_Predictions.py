@@ -7,12 +7,15 @@ from bertviz_lite.figures.tabs import PAGE_ABOUT
 from bertviz_lite.inspection import analysis, explore, views
 from bertviz_lite.inspection.views.predictions import default_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
+from pages_app.common._pages import PREDICTIONS
 from pages_app.common._share import from_link
 from pages_app.common._state import KEEP, keep_choices, new_input
-from pages_app.common._ui import load_context, show_figure, switch_model_button, view
+from pages_app.common._ui import load_context, show_figure, view
+from pages_app.explore._code import show_code
+from pages_app.explore._model_switch import switch_model_button
 from pages_app.explore._tabs import about
 
-ctx = load_context()
+ctx = load_context(learner=True)  # a learner's own model too (Your BERT)
 encoding = ctx.encoding
 
 st.header("Predictions")
@@ -31,16 +34,16 @@ labels = analysis.unique_labels(encoding.tokens)
 maskable = views.maskable_positions(encoding)
 default = list(default_masks(encoding))
 if new_input("pred_mask_input", ctx.inputs) and not from_link(
-    "pred_mask"
+    PREDICTIONS.masked_key
 ):  # new text: positions mean other tokens
-    st.session_state["pred_mask"] = default
-keep_choices("pred_mask", maskable)  # a link's positions past this input's end
+    st.session_state[PREDICTIONS.masked_key] = default
+keep_choices(PREDICTIONS.masked_key, maskable)  # a link's positions past this input's end
 left, right = st.columns([3, 1])
 chosen = left.multiselect(
     "Tokens to mask (or type [MASK] in a sentence)",
     maskable,
     default=default,
-    key="pred_mask",
+    key=PREDICTIONS.masked_key,
     persist_state=KEEP,
     format_func=lambda i: labels[i],
 )
@@ -77,3 +80,4 @@ if ctx.model.has_nsp_head:
             show_figure(figures.next_sentence_figure(as_typed), "nsp", frame=as_typed.to_frame)
             with_picks = view(views.next_sentence, ctx, chosen)
             st.caption(views.nsp_caption(as_typed.p_is_next, with_picks.p_is_next, len(chosen)))
+show_code(ctx, PAGE_ABOUT["predictions"].code, "predictions")

@@ -8,6 +8,7 @@ from bertviz_lite.inspection import analysis, attribution, explore, views
 from bertviz_lite.inspection.views.beyond_attention import explained_masks
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
 from bertviz_lite.text.display import plain_markdown
+from pages_app.common._pages import BEYOND_ATTENTION
 from pages_app.common._share import ALL_HEADS, from_link
 from pages_app.common._state import KEEP, keep_choice, keep_choices, new_input
 from pages_app.common._ui import is_present, load_context, on_tile_click, show_figure, show_table, view
@@ -18,8 +19,10 @@ NSP = -1  # the "Explain" option for the next-sentence decision
 
 
 ctx = load_context()
-encoding, model = ctx.encoding, ctx.model
-num_layers, num_heads = model.config.num_hidden_layers, model.config.num_attention_heads
+encoding = ctx.encoding
+model = ctx.model
+num_layers = model.config.num_hidden_layers
+num_heads = model.config.num_attention_heads
 labels = analysis.unique_labels(encoding.tokens)
 
 st.header("Beyond attention")
@@ -45,15 +48,15 @@ def pick_target(where=st) -> tuple[int | None, tuple[int, ...]] | None:
     ]  # a selectbox reads None as "nothing picked"
     default = options[choices.index(views.default_choice(encoding, choices))]
     if new_input("beyond_target_input", ctx.inputs) and not from_link(
-        "beyond_target"
+        BEYOND_ATTENTION.token_key
     ):  # new text: other tokens
-        st.session_state["beyond_target"] = default
-    keep_choice("beyond_target", options, default)
+        st.session_state[BEYOND_ATTENTION.token_key] = default
+    keep_choice(BEYOND_ATTENTION.token_key, options, default)
     picked = where.selectbox(
         "Explain",
         options,
         index=options.index(default),
-        key="beyond_target",
+        key=BEYOND_ATTENTION.token_key,
         persist_state=KEEP,
         format_func=lambda i: "next-sentence decision (NSP)" if i == NSP else f"[MASK] at {labels[i]}",
     )
@@ -73,11 +76,13 @@ def shown(data_function, masked: tuple[int, ...] = (), **params):
 def _toggle_head(layer: int, head: int) -> None:
     """A clicked tile knocks that head out, or brings it back."""
     name = attribution.head_name(layer, head)
-    chosen = st.session_state.get("beyond_heads", [])
-    st.session_state["beyond_heads"] = [h for h in chosen if h != name] if name in chosen else [*chosen, name]
+    chosen = st.session_state.get(BEYOND_ATTENTION.knocked_key, [])
+    st.session_state[BEYOND_ATTENTION.knocked_key] = (
+        [h for h in chosen if h != name] if name in chosen else [*chosen, name]
+    )
 
 
-tabs = declared_tabs(declared.BEYOND_ATTENTION_TABS, "beyond_view")
+tabs = declared_tabs(declared.BEYOND_ATTENTION_TABS, BEYOND_ATTENTION.tab_key)
 
 if tabs["Norm-weighted attention"].open:
     with tabs["Norm-weighted attention"]:
@@ -166,12 +171,12 @@ if tabs["Head knock-out"].open:
             names = [
                 attribution.head_name(layer, head) for layer in range(num_layers) for head in range(num_heads)
             ]
-            keep_choices("beyond_heads", names)
+            keep_choices(BEYOND_ATTENTION.knocked_key, names)
             chosen = controls.multiselect(
                 "Heads to knock out (or click tiles in the model view below)",
                 names,
                 default=[],
-                key="beyond_heads",
+                key=BEYOND_ATTENTION.knocked_key,
                 persist_state=KEEP,
             )
             heads = tuple(sorted(chosen, key=names.index))  # one cache entry per set of heads

@@ -23,15 +23,14 @@ from pages_app.common._ui import (
     show_figure,
     show_table,
 )
+from pages_app.explore._code import show_code
 from pages_app.explore._tabs import about
 
-WORD, EXTRA, LAYER, QUERY, SCOPE = (
-    "meaning_word",
-    "meaning_extra",
-    "meaning_layer",
-    "meaning_query",
-    "meaning_scope",
-)
+WORD = "meaning_word"
+EXTRA = "meaning_extra"
+LAYER = "meaning_layer"
+QUERY = "meaning_query"
+SCOPE = "meaning_scope"
 UNLABELLED = "meaning_unlabelled"
 KEPT = {
     WORD: "bank",
@@ -40,9 +39,13 @@ KEPT = {
     SCOPE: None,
     UNLABELLED: False,
 }  # page widgets keep their values across page visits
-OWN, WHOLE = "this word's sentences", "every labelled word of the index"
+OWN = "this word's sentences"
+WHOLE = "every labelled word of the index"
 K = 10
-QUIZ, GUESS, VERDICT, LINKED = "meaning_quiz", "meaning_guess", "meaning_verdict", "_meaning_link"
+QUIZ = "meaning_quiz"
+GUESS = "meaning_guess"
+VERDICT = "meaning_verdict"
+LINKED = "_meaning_link"
 
 
 def keep_picks() -> None:
@@ -277,12 +280,11 @@ scope = pick_scope.radio(
     format_func=lambda s: f"{s} ({total:,})" if s == WHOLE else s,
 )
 if query.startswith("o"):
-    exclude, vector = data.occurrences[int(query[1:])], data.vectors[layer, int(query[1:])]
+    exclude = data.occurrences[int(query[1:])]
+    vector = data.vectors[layer, int(query[1:])]
 else:
-    exclude, vector = (
-        None,
-        get_trace(ctx).hidden_states[layer, int(query[1:])].copy(),
-    )  # not a view: no trace kept
+    exclude = None  # not a view: no trace kept
+    vector = get_trace(ctx).hidden_states[layer, int(query[1:])].copy()
 pool = (
     meaning.pool_from_contexts(data, layer)
     if scope == OWN
@@ -302,3 +304,4 @@ show_table(
         "gloss": st.column_config.TextColumn(width="large"),
     },
 )
+show_code(ctx, PAGE_ABOUT["meaning_in_context"].code, "meaning_in_context")

@@ -7,17 +7,18 @@ from bertviz_lite.figures import tabs as declared
 from bertviz_lite.inspection import views
 from bertviz_lite.limits import MAX_WORD_CHARS
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
-from pages_app.common._share import WORD_KEYS
+from pages_app.common._pages import WHY_THIS_WORD
 from pages_app.common._ui import load_context, show_figure, show_table, view_of_model
 from pages_app.explore._questions import ask
-from pages_app.explore._tabs import declared_tabs
+from pages_app.explore._tabs import declared_tabs, show_declared_tabs
 
 RESTORE = {
     "residual stream": ("residual",),
     "attention vs feed-forward": ("attention", "feed-forward"),
     "heads": ("head",),
 }
-TARGET, FOIL = WORD_KEYS["target"], WORD_KEYS["foil"]
+TARGET = WHY_THIS_WORD.target_key
+FOIL = WHY_THIS_WORD.foil_key
 CAPTIONS = {
     "residual stream": "Each cell: B's run with A's hidden state put back at one position after one layer (row), the "
     "rest of B's run left as it was. Bold columns are the tokens that differ; the outlined column is "
@@ -30,7 +31,8 @@ CAPTIONS = {
 }
 
 ctx = load_context()
-text_a, text_b = ctx.inputs.text_a, ctx.inputs.text_b
+text_a = ctx.inputs.text_a
+text_b = ctx.inputs.text_b
 
 st.header("Why this word")
 st.caption(
@@ -74,7 +76,8 @@ def pick_candidates() -> tuple[str, str] | str:
             views.default_candidates, ctx, text_a=text_a, text_b=text_b, max_length=ctx.max_length
         )
     except ValueError as err:
-        default, reason = None, str(err)
+        default = None
+        reason = str(err)
     pick_target, pick_foil = st.columns(2)
     hint = ("the model's top guess: ", "B's top guess (or A's second): ") if default else ("", "")
     shown_default = default or ("needs a [MASK] in sentence A", "needs a [MASK] in sentence A")
@@ -123,7 +126,7 @@ def candidates_or_note() -> tuple[str, str] | None:
     return candidates
 
 
-tabs = declared_tabs(declared.WHY_THIS_WORD_TABS, "why_this_word_view")
+tabs = declared_tabs(declared.WHY_THIS_WORD_TABS, WHY_THIS_WORD.tab_key)
 
 if tabs["Minimal pairs"].open:
     with tabs["Minimal pairs"]:
@@ -215,3 +218,5 @@ if tabs["Activation patching"].open:
                         f"contrast_patching_{grid.site}",
                         frame=grid.to_frame,
                     )
+
+show_declared_tabs(declared.WHY_THIS_WORD_TABS, tabs, ctx)  # the open tab's code panel

@@ -23,7 +23,8 @@ def controls_then_figure() -> tuple:
     """(controls, figure): two containers to fill in that order (the figure reads the controls). In presentation
     mode the figure shows above its controls, so that it starts where a slide's figure starts and fits the screen
     (its pickers, above it, pushed it below the bottom of a 1280 × 720 slide)."""
-    above, below = st.container(), st.container()
+    above = st.container()
+    below = st.container()
     return (below, above) if is_present() else (above, below)
 
 

@@ -1,17 +1,24 @@
 """Checkpoints: every run folder with its state and numbers; use, rename, delete, download, upload, export."""
 
+import os
 from functools import partial
 
 import pandas as pd
 import streamlit as st
 
-from bertviz_lite.limits import MAX_NAME_CHARS, MAX_UPLOAD_MB
+from bertviz_lite.check.learner_explore import open_learner_run
+from bertviz_lite.check.learner_run import checkpoint_note
+from bertviz_lite.limits import MAX_NAME_CHARS
 from bertviz_lite.loading.run_folder import checkpoints_root
 from bertviz_lite.runs import store, upload
+from bertviz_lite.server.code_gate import code_allowed
+from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training.metrics import METRICS, TABLE_METRICS
+from pages_app.build._learner_source import add_learner
 from pages_app.common._state import keep_choice
 from pages_app.common._visitor import current_visitor
 from pages_app.train._admin import admin_login
+from pages_app.train._uploads import bounded_file_uploader, let_go
 
 COLUMNS = {
     "name": st.column_config.TextColumn("Name"),
@@ -44,6 +51,17 @@ def notify(kind: str, text: str) -> None:
 def use_on_explore(name: str) -> None:
     st.session_state["model_picker"] = name
     notify("success", f"**{name}** is now the model of the explore pages (the sidebar's model picker).")
+
+
+def use_learner_on_explore(folder) -> None:
+    """A run that trained a learner's own model: their model with the run's weights, run in the checker's process."""
+    try:
+        opened = open_learner_run(folder)
+    except (ValueError, OSError) as err:
+        notify("error", str(err))
+        return
+    add_learner(opened)
+    use_on_explore(opened.key)
 
 
 def rename(old: str) -> None:
@@ -79,6 +97,7 @@ def add_upload(uploader_key: str) -> None:
     except (ValueError, OSError) as err:
         notify("error", f"Upload refused: {err}")
         return
+    let_go(chosen)
     st.session_state["ckpt_upload_round"] = (
         st.session_state.get("ckpt_upload_round", 0) + 1
     )  # empties the uploader
@@ -88,16 +107,21 @@ def add_upload(uploader_key: str) -> None:
 
 def use_and_download(row: dict) -> None:
     """Use on the explore pages, download the zip, export for transformers: open to every visitor."""
-    name, folder = row["name"], checkpoints_root() / row["name"]
+    name = row["name"]
+    folder = checkpoints_root() / row["name"]
+    learner = checkpoint_note(folder)  # a learner's own model: their weights, their names
+    if learner:
+        st.info(plain_markdown(learner))
+    runs_code = code_allowed(st.get_option("server.address"), os.environ)[0]
     buttons = st.container(
         horizontal=True
     )  # each as wide as its label (in thirds, "Export as Hugging…" was cut)
     buttons.button(
         "Use on explore pages",
         key="ckpt_use",
-        on_click=use_on_explore,
-        args=(name,),
-        disabled=not row["loadable"],
+        on_click=use_learner_on_explore if learner else use_on_explore,
+        args=(folder,) if learner else (name,),
+        disabled=not (row["loadable"] or (learner and runs_code)),
         icon=":material/visibility:",
         type="primary",
     )
@@ -164,12 +188,12 @@ def rename_and_delete(name: str) -> None:
 
 def upload_form() -> None:
     key = f"ckpt_upload_{st.session_state.get('ckpt_upload_round', 0)}"
-    chosen = st.file_uploader(
+    chosen = bounded_file_uploader(
         "A zip of a checkpoint folder: model.safetensors, config.json, vocab.txt "
         "(and optionally train_args.json, metrics.jsonl, snapshots/)",
+        limit_bytes=upload.MAX_ZIP_BYTES,
         type=["zip"],
         key=key,
-        max_upload_size=MAX_UPLOAD_MB,
     )
     if chosen is None:
         return

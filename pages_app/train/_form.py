@@ -6,16 +6,19 @@ dict that `run_options.check_options` validates exactly as the CLI would.
 
 from __future__ import annotations
 
-import math
+import os
 
 import streamlit as st
 
+from bertviz_lite.check.request import MAX_PATH_CHARS
 from bertviz_lite.limits import MAX_CORPUS_CHARS, MAX_NAME_CHARS
 from bertviz_lite.loading.pretrained import MINILM, SHIPPED_CHECKPOINTS
 from bertviz_lite.runs import lifecycle, run_options
+from bertviz_lite.server.code_gate import code_allowed
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training.training_args import DEVICES, DTYPES, PRESETS, OptionError
 from pages_app.common._visitor import current_visitor
+from pages_app.train._uploads import bounded_file_uploader
 
 CORPUS_SOURCES = (
     "Built-in stories",
@@ -26,6 +29,9 @@ CORPUS_SOURCES = (
 )
 NAMED_CORPORA = {CORPUS_SOURCES[0]: "builtin", CORPUS_SOURCES[1]: "english", CORPUS_SOURCES[2]: "everyday"}
 RANDOM = "random weights"  # the `init` option's None, as the picker shows it (a None value reads "Choose an option")
+YOUR_BERT = (
+    "Your BERT"  # a learner's own model (`model_file`), offered only where server/code_gate.py allows it
+)
 INIT_CHOICES = (RANDOM, MINILM, *SHIPPED_CHECKPOINTS)
 DTYPE_LABELS = {"auto": "auto", "fp32": "float32", "bf16": "bf16 autocast"}
 
@@ -39,11 +45,9 @@ def apply_preset() -> None:
 
 def _field(name: str) -> None:
     """One option's widget, as its declaration says: a picker for choices, a checkbox for a flag, else a number box."""
-    label, help_text, choices = (
-        run_options.labels()[name],
-        run_options.option_help()[name],
-        run_options.choices(name),
-    )
+    label = run_options.labels()[name]
+    help_text = run_options.option_help()[name]
+    choices = run_options.choices(name)
     if isinstance(st.session_state[f"opt_{name}"], bool):
         st.checkbox(label, key=f"opt_{name}", help=help_text)
     elif choices:
@@ -77,15 +81,16 @@ def _corpus() -> tuple[str | None, tuple[int, int] | None, str | None]:
         return None, None, None
     limit_mb = run_options.MAX_CORPUS_BYTES / 1e6
     if source == CORPUS_SOURCES[3]:
-        upload = st.file_uploader(
+        upload = bounded_file_uploader(
             f"Plain UTF-8 text, at most {limit_mb:.0f} MB; blank lines separate documents",
+            limit_bytes=run_options.MAX_CORPUS_BYTES,
             type=["txt"],
             key="train_corpus_file",
-            max_upload_size=math.ceil(limit_mb),
         )
         if upload is None:
             return None, None, "Choose a .txt file for the corpus, or pick the built-in stories."
-        data, file_name = upload.getvalue(), upload.name
+        data = upload.getvalue()
+        file_name = upload.name
     else:
         text = st.text_area(
             "Your text: sentences end with . ! or ?, blank lines separate documents",
@@ -93,7 +98,8 @@ def _corpus() -> tuple[str | None, tuple[int, int] | None, str | None]:
             height=150,
             max_chars=MAX_CORPUS_CHARS,
         )
-        data, file_name = text, None
+        data = text
+        file_name = None
     try:
         documents, sentences = run_options.corpus_summary(data, file_name)
     except ValueError as err:
@@ -137,25 +143,63 @@ def _run_name() -> str | None:
     return None
 
 
+def code_runs_here() -> bool:
+    """Whether this server may run a visitor's own file (server/code_gate.py): the Your BERT choice is offered."""
+    return code_allowed(st.get_option("server.address"), os.environ)[0]
+
+
 def _start_from() -> None:
-    """Random weights, or continue pre-training a pretrained model (its sizes and vocabulary are kept)."""
-    if st.session_state.get("opt_init") is None:  # a preset or a link that says "no model"
+    """Random weights, continue pre-training a pretrained model (its sizes and vocabulary are kept), or, where code
+    may run, Your BERT: the learner's own model, built at the preset's sizes."""
+    choices = (*INIT_CHOICES, YOUR_BERT) if code_runs_here() else INIT_CHOICES
+    if (
+        st.session_state.get("opt_init") not in choices
+    ):  # a preset, a link that says "no model", the gate closed
         st.session_state["opt_init"] = RANDOM
     st.selectbox(
-        run_options.labels()["init"], INIT_CHOICES, key="opt_init", help=run_options.option_help()["init"]
+        run_options.labels()["init"], choices, key="opt_init", help=run_options.option_help()["init"]
     )
 
 
 def start_model() -> str | None:
-    """The model the run continues from, or None for random weights."""
+    """The model the run continues from, or None for random weights (or the learner's own model)."""
     init = st.session_state.get("opt_init")
-    return None if init in (None, RANDOM) else init
+    return None if init in (None, RANDOM, YOUR_BERT) else init
+
+
+def learner_file() -> str | None:
+    """The learner's `FILE[:CLASS]` when the run trains Your BERT (and code may run here), else None."""
+    if st.session_state.get("opt_init") != YOUR_BERT or not code_runs_here():
+        return None
+    return st.session_state.get("train_model_file", "").strip() or None
+
+
+def _your_bert() -> str | None:
+    """The learner's file, as the Your BERT page left it or typed here; returns an error message when none is given."""
+    if "train_model_file" not in st.session_state:  # the file last checked on the Your BERT page
+        typed = st.session_state.get("build_file", "")
+        class_name = st.session_state.get("build_class", "")
+        st.session_state["train_model_file"] = f"{typed}:{class_name}" if typed and class_name else typed
+    st.text_input(
+        run_options.labels()["model_file"],
+        key="train_model_file",
+        max_chars=MAX_PATH_CHARS,
+        placeholder="my_bert/bert.py or my_bert/bert.py:MyBert",
+        help=run_options.option_help()["model_file"],
+    )
+    st.caption(
+        "Your model trains at the sizes of the Model section below, with this corpus, masking and optimizer: MLM "
+        "from its logits, and NSP when it has an NSP head (otherwise MLM only). Only the training process imports "
+        "your file, with the checker's time and memory limits."
+    )
+    return None if learner_file() else "Give the .py file of your model (FILE or FILE:CLASS)."
 
 
 def form_options() -> dict:
     """The form's flat options dict (threads excluded); model sizes are left out when starting from a model."""
     names = run_options.form_option_names(from_model=start_model() is not None)
-    return {name: start_model() if name == "init" else st.session_state[f"opt_{name}"] for name in names}
+    chosen = {"init": start_model(), "model_file": learner_file()}
+    return {name: chosen[name] if name in chosen else st.session_state[f"opt_{name}"] for name in names}
 
 
 def _check(
@@ -172,7 +216,11 @@ def _start(options: dict, corpus_text: str | None, name: str) -> None:
     """Start button: launch the run and point the page (and its URL) at it."""
     try:
         run_dir = lifecycle.launch_run(
-            options, name=name or None, corpus_text=corpus_text, owner=current_visitor()
+            options,
+            name=name or None,
+            corpus_text=corpus_text,
+            owner=current_visitor(),
+            allow_code=code_runs_here(),
         )
     except (lifecycle.RunLimitError, ValueError, OSError) as err:
         # A refusal of the run this visitor launched moments ago under this name: the same press handled again.
@@ -196,7 +244,8 @@ def _top_row() -> list[str | None]:
     """Preset, start from, run name; then device and dtype, threads; returns the device's and the name's errors.
 
     Two rows: in one row of five, half a 1024-px page cut the start-from picker to 'rand'."""
-    top, below = st.columns([1, 2, 2]), st.columns([3, 2])
+    top = st.columns([1, 2, 2])
+    below = st.columns([3, 2])
     with top[0]:
         st.selectbox(
             "Preset",
@@ -219,6 +268,8 @@ def _top_row() -> list[str | None]:
         )
     with top[2]:
         errors.append(_run_name())
+    if st.session_state.get("opt_init") == YOUR_BERT:
+        errors.append(_your_bert())
     most = lifecycle.threads_allowed(current_visitor())
     st.session_state["opt_threads"] = min(
         int(st.session_state.get("opt_threads") or 0), most

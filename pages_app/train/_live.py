@@ -11,6 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from bertviz_lite.check.learner_run import run_note
 from bertviz_lite.figures.training import curve_frame, lr_curve, metric_curves, throughput_curve
 from bertviz_lite.loading.run_folder import RunFolder, read_metrics
 from bertviz_lite.runs import lifecycle
@@ -80,6 +81,8 @@ def _live_panel(run_dir: Path, was_active: bool) -> None:
     if was_active and not run.active:
         st.rerun()  # a full rerun redraws the fragment without the timer, with the final numbers
     _status(run)
+    if note := run_note(run_dir):  # a learner's own model: whose, and MLM only where it has no NSP head
+        st.caption(plain_markdown(note))
     records = read_metrics(run_dir)
     if not records:
         _outcome(run)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from bertviz_lite.check.learner_run import predictions_gap, replay_gap
 from bertviz_lite.figures.replay import (
     guesses_bar,
     prediction_curves,
@@ -22,12 +23,14 @@ from bertviz_lite.inspection.analysis import attention_to_csv_frame
 from bertviz_lite.inspection.views import replay
 from bertviz_lite.loading.checkpoints import file_version, snapshot_path
 from bertviz_lite.runs import lifecycle
+from bertviz_lite.text.display import plain_markdown
 from pages_app.common._state import keep_choice
 from pages_app.common._ui import SHARED, on_tile_click, show_figure
 
 REPLAY_REFRESH_S = 5.0
 PLAY_S = 1.2  # seconds per snapshot while Play is on
-PLAYING, HOLD = "replay_playing", "replay_hold"
+PLAYING = "replay_playing"
+HOLD = "replay_hold"
 
 
 def attention_replay(run_dir: Path) -> None:
@@ -56,7 +59,8 @@ def _hold() -> None:
 
 def _toggle_play(steps: list[int]) -> None:
     playing = not st.session_state.get(PLAYING)
-    st.session_state[PLAYING], st.session_state[HOLD] = playing, True
+    st.session_state[PLAYING] = playing
+    st.session_state[HOLD] = True
     if playing:
         st.session_state["replay_follow"] = False
         if st.session_state.get("replay_step") == steps[-1]:
@@ -83,9 +87,11 @@ def _retime(was_playing: bool) -> None:
 def _replay_panel(run_dir: Path, active: bool, was_playing: bool) -> None:
     steps = lifecycle.snapshot_steps(run_dir)
     if not steps:
-        st.info(
+        gap = replay_gap(run_dir)  # a learner's model whose attention keeps its probabilities inside
+        waiting = (
             "Waiting for the first attention snapshot…" if active else "This run saved no attention snapshot."
         )
+        st.info(plain_markdown(gap) if gap else waiting)
         return
     _retime(was_playing)  # before the tick: the run that follows a Play click keeps the first step
     _play_tick(steps)
@@ -102,7 +108,7 @@ def _replay_panel(run_dir: Path, active: bool, was_playing: bool) -> None:
     except ValueError:
         st.warning(f"The snapshot of step {step} could not be read (being written, or not a snapshot).")
         return
-    _head_and_predictions(frame, lapse, step, zrange)
+    _head_and_predictions(frame, lapse, step, zrange, predictions_gap(run_dir))
     st.caption("Click a tile to open that head above.")
     show_figure(
         replay_model_view(frame.overview, zrange),
@@ -162,9 +168,10 @@ def _colour_range(lapse: replay.Replay) -> tuple[float, float]:
 
 
 def _head_and_predictions(
-    frame: replay.ReplayFrame, lapse: replay.Replay, step: int, zrange: tuple[float, float]
+    frame: replay.ReplayFrame, lapse: replay.Replay, step: int, zrange: tuple[float, float], gap: str | None
 ) -> None:
-    attentions, tokens = frame.attentions, frame.tokens
+    attentions = frame.attentions
+    tokens = frame.tokens
     layers, heads = attentions.shape[:2]
     keep_choice("replay_layer", range(layers), 0, start=True)
     keep_choice("replay_head", range(heads), 0, start=True)
@@ -181,14 +188,16 @@ def _head_and_predictions(
             lambda: attention_to_csv_frame(weights, tokens).assign(step=step, layer=layer, head=head),
         )
     with right:
-        _predictions(lapse.predictions, step)
+        _predictions(lapse.predictions, step, gap)
 
 
-def _predictions(series: replay.PredictionSeries, step: int) -> None:
+def _predictions(series: replay.PredictionSeries, step: int, gap: str | None) -> None:
     """The probe pair's MLM guesses and NSP probability at this step, and both over the steps."""
     if not series.steps:
         st.info(
-            "This run's snapshots hold no MLM/NSP predictions: it was trained before they were saved, "
+            plain_markdown(gap)
+            if gap
+            else "This run's snapshots hold no MLM/NSP predictions: it was trained before they were saved, "
             "or its model has no MLM and NSP heads."
         )
         return
@@ -223,7 +232,8 @@ def _specialisation(lapse: replay.Replay, step: int) -> None:
 
 
 def _open_head(layer: int, head: int) -> None:
-    st.session_state["replay_layer"], st.session_state["replay_head"] = layer, head
+    st.session_state["replay_layer"] = layer
+    st.session_state["replay_head"] = head
 
 
 def _open_tile(layers: int, heads: int) -> None:

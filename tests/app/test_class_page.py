@@ -26,7 +26,8 @@ def class_database(monkeypatch, tmp_path):
 def open_class(tiny_folder: str | None = None, **query) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     if tiny_folder:
-        at.session_state["model_picker"], at.session_state["model_path"] = OTHER_FOLDER, tiny_folder
+        at.session_state["model_picker"] = OTHER_FOLDER
+        at.session_state["model_path"] = tiny_folder
     at.query_params.update(query)
     at.run()
     at.switch_page(PAGE).run()
@@ -57,7 +58,7 @@ def test_a_student_follows_the_lecturer_answers_once_and_the_projector_counts(ti
     student.text_input(key="class_code").input(code.lower())
     next(b for b in student.button if b.label == "Join the class").click().run()
     no_exception(student)
-    assert "Step 1 of 8" in student.subheader[0].value
+    assert f"Step 1 of {len(walk.STEPS)}" in student.subheader[0].value
     assert not [
         w for w in (*student.main.button, *student.main.selectbox) if w.key and w.key.startswith("class_")
     ]  # no controls
@@ -67,7 +68,7 @@ def test_a_student_follows_the_lecturer_answers_once_and_the_projector_counts(ti
     no_exception(lecturer)
     assert answers_so_far(lecturer) == "0 of 1"
     student.run()  # what the student's polling fragment does when the class's version changed
-    assert student.subheader[0].value.startswith(f"Step {NSP_STEP} of 8")
+    assert student.subheader[0].value.startswith(f"Step {NSP_STEP} of {len(walk.STEPS)}")
     options = [b for b in student.button if b.key and b.key.startswith("class_option_")]
     assert [b.label for b in options] == list(walk.NSP_OPTIONS)
     options[1].click().run()
@@ -143,7 +144,7 @@ def test_a_class_moved_to_a_smaller_model_at_the_one_head_step_does_not_crash_th
     )
     student = open_class(**{"class": code})
     no_exception(student)
-    assert student.subheader[0].value.startswith(f"Step {walk.step_number('one_head')} of 8")
+    assert student.subheader[0].value.startswith(f"Step {walk.step_number('one_head')} of {len(walk.STEPS)}")
     lecturer = open_class(tiny_folder, **{"class": code, "lead": secret})
     no_exception(lecturer)
     assert (lecturer.selectbox(key="class_layer").value, lecturer.selectbox(key="class_head").value) == (0, 0)

@@ -123,7 +123,8 @@ def test_sentence_filter_cuts_the_heatmap_to_a_to_b(source, loaded):
     trace = own_trace(loaded, source)
     heatmap = charts(at)["attention_heatmap"]["data"][0]
     sentence = analysis.sentence_ids(trace.segments, trace.special)
-    rows, cols = np.flatnonzero(sentence == 0), np.flatnonzero(sentence == 1)
+    rows = np.flatnonzero(sentence == 0)
+    cols = np.flatnonzero(sentence == 1)
     np.testing.assert_allclose(array(heatmap["z"]), trace.attentions[1, 1][np.ix_(rows, cols)], atol=1e-6)
     assert len(heatmap["y"]) == rows.size and len(heatmap["x"]) == cols.size
 
@@ -177,10 +178,8 @@ def test_attention_views_show_the_trace(source, loaded, tab):
 
 
 def test_attention_page_stays_light_at_512_tokens():
-    long_a, long_b = (
-        "the quick brown fox jumps over the lazy dog " * 40,
-        "a small bird sings in the tall tree " * 40,
-    )
+    long_a = "the quick brown fox jumps over the lazy dog " * 40
+    long_b = "a small bird sings in the tall tree " * 40
     for tab in ["Heatmap", "Head view", "Model view"]:
         at = run_app(
             {"model_picker": "all-MiniLM-L6-v2"},
@@ -345,7 +344,8 @@ def test_the_pair_persists_across_pages_and_models_switch_cleanly(tiny_folder):
     at.switch_page("pages_app/explore/3_Attention.py").run()
     at.session_state["model_picker"] = "Another folder…"
     at.session_state["model_path"] = tiny_folder
-    at.session_state["attn_layer"], at.session_state["attn_head"] = 5, 11  # beyond the tiny model's 2 × 4
+    at.session_state["attn_layer"] = 5  # beyond the tiny model's 2 × 4
+    at.session_state["attn_head"] = 11
     at.run()
     no_exception(at)
     assert (at.session_state["attn_layer"], at.session_state["attn_head"]) == (0, 0)

@@ -12,7 +12,8 @@ from bertviz_lite.server import access
 from tests.app.tiny_checkpoint import save_tiny
 from tests.app.training_helpers import VISITOR_A, VISITOR_B, open_app, use_checkpoints_folder
 
-CHECKPOINTS, COMPARE = "pages_app/train/10_Checkpoints.py", "pages_app/train/9_Compare_runs.py"
+CHECKPOINTS = "pages_app/train/10_Checkpoints.py"
+COMPARE = "pages_app/train/9_Compare_runs.py"
 HUGE = "9" * 400  # a 400-digit number: json parses it as an int no float can hold
 
 

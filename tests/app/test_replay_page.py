@@ -58,7 +58,8 @@ def shown_step(at) -> int:
 
 
 def colour_ranges(at) -> set[tuple]:
-    heat, mosaic = chart(at, "replay_heatmap").data[0], chart(at, "replay_mosaic").data[0]
+    heat = chart(at, "replay_heatmap").data[0]
+    mosaic = chart(at, "replay_mosaic").data[0]
     return {(heat.zmin, heat.zmax), (mosaic.zmin, mosaic.zmax)}
 
 

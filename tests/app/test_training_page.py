@@ -69,7 +69,8 @@ def test_the_form_has_a_widget_for_every_cli_option(root):
     expected = {
         f"opt_{name}" for name in (*run_options.training_fields(), *run_options.MODEL_FIELDS, "threads")
     }
-    assert expected - {"opt_corpus", "opt_preset"} <= keys  # corpus: its own radio; preset: train_preset
+    # corpus: its own radio; preset: train_preset; model_file: the start-from choice Your BERT, where code may run
+    assert expected - {"opt_corpus", "opt_preset", "opt_model_file"} <= keys
     assert {"train_preset", "train_corpus_source"} <= keys
 
 

@@ -147,7 +147,7 @@ def test_a_link_sets_pair_model_layer_head_and_step():
     no_exception(at)
     assert at.sidebar.text_input(key="sentence_a").value == "A dog barked."
     assert at.session_state["model_picker"] == DEMO and at.session_state["present"] is True
-    assert at.header[0].value.startswith("Step 4 of 8")
+    assert at.header[0].value.startswith(f"Step 4 of {len(walk.STEPS)}")
     assert (at.selectbox(key="attn_layer").value, at.selectbox(key="attn_head").value) == (1, 1)
     assert "layer 1, head 1" in at.radio(key="walk_choice_attention").label
 
@@ -195,3 +195,34 @@ def test_the_step_can_be_jumped_to_and_is_clamped(walk_state):
     assert at.header[0].value.startswith(f"Step {len(walk.STEPS)} of")
     at.button(key="walk_prev").click().run()
     assert at.header[0].value.startswith(f"Step {len(walk.STEPS) - 1} of")
+
+
+def _download_keys(at: AppTest) -> list[str]:
+    return [button.proto.id.split("-", 2)[-1] for button in at.get("download_button")]
+
+
+def test_every_step_offers_the_lesson_and_its_figure_as_html(walk_state):
+    """Issue 35: "Download this walkthrough" on every step; a step's figure has its own HTML file beside its CSV."""
+    at = run_app(walk_state, "walkthrough", walk_step=walk.step_number("residual"))
+    no_exception(at)
+    keys = _download_keys(at)
+    assert "walk_lesson_html" in keys and "walk_residual_html" in keys and "walk_residual_csv" in keys
+    lesson = next(b for b in at.get("download_button") if b.proto.id.endswith("walk_lesson_html"))
+    assert (
+        lesson.proto.label == "Download this walkthrough" and lesson.proto.deferred_file_id
+    )  # built on click
+
+
+def test_a_pair_past_the_export_limit_is_refused_in_a_sentence():
+    at = run_app(
+        {"model_picker": DEFAULT_MODEL} if HAS_DEFAULT else {"model_picker": MINILM},
+        "walkthrough",
+        sentence_a="the quick brown fox jumps over the lazy dog " * 20,
+        max_length=512,
+    )
+    no_exception(at)
+    assert "walk_lesson_html" not in _download_keys(at)
+    assert any(
+        caption.value.startswith("A lesson carries every layer and head, so it takes at most 128 tokens")
+        for caption in at.caption
+    )

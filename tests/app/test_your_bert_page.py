@@ -15,7 +15,8 @@ from tests.app.conftest import APP, charts, no_exception
 
 PAGE = next(page.script for page in pages_in(BUILD) if page.title == "Your BERT")
 HF_STYLE = Path(__file__).parents[1] / "check" / "learners" / "hf_style.py"
-SQRT, DK = "/ math.sqrt(self.head_size)", "/ self.head_size"
+SQRT = "/ math.sqrt(self.head_size)"
+DK = "/ self.head_size"
 
 
 def open_page(**state) -> AppTest:

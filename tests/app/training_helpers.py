@@ -15,7 +15,8 @@ from devtools.waiting import wait_until
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 # Two classroom visitors (ids as the app hands them out).
-VISITOR_A, VISITOR_B = "visitor-a-0123456789abcdef", "visitor-b-0123456789abcdef"
+VISITOR_A = "visitor-a-0123456789abcdef"
+VISITOR_B = "visitor-b-0123456789abcdef"
 # Small enough that a 30-step run starts and ends in seconds on 2 cores.
 FAST = {
     "num_documents": 200,

@@ -24,10 +24,11 @@ LAYERS = (
     "loading",
     "inspection",
     "figures",
+    "export",
+    "check",
     "training",
     "server",
     "runs",
-    "check",
     "train",
     "serve",
 )
@@ -91,7 +92,11 @@ def upward_imports(package: Path = PACKAGE) -> list[str]:
 
 def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Each strongly connected set of two or more modules (or a module importing itself), by Tarjan's algorithm."""
-    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+    index = {}
+    low = {}
+    stack = []
+    on_stack = set()
+    cycles = []
 
     def visit(node: str) -> None:
         index[node] = low[node] = len(index)
@@ -249,13 +254,15 @@ def hidden_doors(path: Path) -> list[str]:
     """Where a call or a name is resolved by reflection: a __getattr__, globals(), a function's parameters read to
     fill them by name (inspect.signature), getattr on a module (a function looked up by its name as a string)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    modules, found = _module_names(tree), []
+    modules = _module_names(tree)
+    found = []
     for node in ast.walk(tree):
         where = f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path.name}:{getattr(node, 'lineno', 0)}"
         if isinstance(node, ast.FunctionDef) and node.name in ("__getattr__", "__getattribute__"):
             found.append(f"{where} defines {node.name}")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            name, args = node.func.id, node.args
+            name = node.func.id
+            args = node.args
             if name in ("globals", "locals"):
                 found.append(f"{where} calls {name}()")
             elif name == "getattr" and args and isinstance(args[0], ast.Name) and args[0].id in modules:

@@ -56,11 +56,9 @@ def _trace(tiny) -> explore.PairTrace:
 
 def test_the_intermediate_arrives_in_pair_trace_as_numpy(declared, tiny):
     trace = _trace(tiny)
-    layers, heads, count = (
-        tiny[0].config.num_hidden_layers,
-        tiny[0].config.num_attention_heads,
-        trace.num_tokens,
-    )
+    layers = tiny[0].config.num_hidden_layers
+    heads = tiny[0].config.num_attention_heads
+    count = trace.num_tokens
     tensors = trace.output.layer_tensors("scores")
     assert len(tensors) == layers and tensors[0].shape == (1, heads, count, count)
     scores = trace.layer_array("scores")

@@ -9,6 +9,7 @@ import pytest
 
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.server import access
+from bertviz_lite.text.tokenization import BertTokenizer
 from pages_app.common import _pages
 from pages_app.common._pages import EXPLORE, PageSpec
 from tests.app.conftest import explore_pages, no_exception, run_app
@@ -22,7 +23,12 @@ ctx = load_context()
 st.header("Glossary")
 st.write(f"{ctx.model.config.num_hidden_layers} layers")
 """
-WORDS = walk.Step("words", "Words before tokens", "You typed {tokens} tokens' worth of text.")
+WORDS = walk.Step(
+    "words",
+    "Words before tokens",
+    "You typed {tokens} tokens' worth of text.",
+    code=(BertTokenizer.encode_pair,),
+)
 
 
 @pytest.fixture
@@ -62,22 +68,25 @@ def test_the_declared_page_is_in_the_tests_page_lists(glossary):
 def test_the_declared_step_is_counted_linked_and_numbered(words_step, tiny_state):
     at = run_app(tiny_state, "walkthrough", walk_step=1)
     no_exception(at)
+    total = len(walk.STEPS)  # the declared steps and this one
     assert (
-        at.header[0].value == f"Step 1 of 9: {WORDS.title}"
+        at.header[0].value == f"Step 1 of {total}: {WORDS.title}"
         and "tokens' worth of text" in at.markdown[0].value
     )
+    assert "The code" in [expander.label for expander in at.expander]  # its declared code, under it
     at.button(key="walk_next").click().run()
-    assert at.header[0].value.startswith("Step 2 of 9: WordPiece tokens")
+    assert at.header[0].value.startswith(f"Step 2 of {total}: WordPiece tokens")
     at.session_state["walk_step"] = 6  # many heads: its text sends the learner to the one-head step, now 5
     at.run()
     assert "closely in step 5." in at.markdown[0].value
-    at.session_state["walk_step"] = 9
+    at.session_state["walk_step"] = total
     at.run()
-    assert at.header[0].value.startswith("Step 9 of 9") and "step=9" in at.sidebar.code[0].value
-    assert walk.clamp_step(12) == 9
+    assert at.header[0].value.startswith(f"Step {total} of {total}")
+    assert f"step={total}" in at.sidebar.code[0].value
+    assert walk.clamp_step(99) == total
 
 
 def test_without_the_declarations_neither_page_nor_step_exists(tiny_state):
-    assert "glossary" not in explore_pages() and len(walk.STEPS) == 8
+    assert "glossary" not in explore_pages() and len(walk.STEPS) == 9
     at = run_app(tiny_state, "walkthrough", walk_step=5)
-    assert at.header[0].value.startswith("Step 5 of 8") and "closely in step 4." in at.markdown[0].value
+    assert at.header[0].value.startswith("Step 5 of 9") and "closely in step 4." in at.markdown[0].value

@@ -19,6 +19,7 @@ from bertviz_lite.figures import tabs
 from bertviz_lite.figures.tabs import ViewTab
 from bertviz_lite.inspection import views
 from bertviz_lite.inspection.explore import PairTrace
+from bertviz_lite.model.modeling import BertSelfAttention
 from bertviz_lite.server import access
 from tests.app.conftest import array, charts, no_exception, run_app
 from tests.app.tiny_checkpoint import save_tiny
@@ -45,7 +46,13 @@ def key_shares_figure(data: KeyShares) -> go.Figure:
     return go.Figure(go.Bar(x=data.tokens, y=data.shares))
 
 
-TAB = ViewTab("Key shares", data=key_shares, figure=key_shares_figure, picks=("layer", "head"))
+TAB = ViewTab(
+    "Key shares",
+    data=key_shares,
+    figure=key_shares_figure,
+    picks=("layer", "head"),
+    code=(BertSelfAttention.forward_with_attention,),  # the model's code behind it ("The code")
+)
 
 
 @pytest.fixture
@@ -86,6 +93,7 @@ def test_the_declared_view_arrives_as_a_tab_with_its_figure_csv_and_link(declare
     assert len(array(bars["y"])) == len(bars["x"]) > 2
     np.testing.assert_allclose(array(bars["y"]).sum(), 1.0, atol=1e-5)  # rows of one head sum to 1
     assert "key_shares_csv" in [button.proto.id.split("-", 2)[-1] for button in at.get("download_button")]
+    assert "The code" in [expander.label for expander in at.expander]
     link = at.sidebar.code[0].value
     assert "/Attention?" in link and "layer=1" in link and "head=2" in link
 

@@ -33,7 +33,7 @@ _BARS = """() => {
 def _student(browser, url: str, code: str):
     page = new_page(browser, viewport=PHONE, is_mobile=True, has_touch=True)
     page.goto(f"{url}/class?class={code}")
-    page.get_by_text("Step 1 of 8").wait_for(timeout=60_000)
+    page.get_by_text(f"Step 1 of {len(walk.STEPS)}").wait_for(timeout=60_000)
     wait_for_idle(page)
     return page
 
@@ -60,17 +60,20 @@ def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(
     lecturer.get_by_role("button", name="Start a class").click()
     code = lecturer.locator(".bvl-join-code").inner_text(timeout=30_000).strip()
     wait_for_idle(lecturer)
-    first, second = _student(browser, streamlit_url, code), _student(browser, second_server, code)
+    first = _student(browser, streamlit_url, code)
+    second = _student(browser, second_server, code)
     first_again = first.context.new_page()  # the same phone in a second tab: the same student
     first_again.goto(f"{streamlit_url}/class?class={code}")
-    first_again.get_by_text("Step 1 of 8").wait_for(timeout=30_000)
+    first_again.get_by_text(f"Step 1 of {len(walk.STEPS)}").wait_for(timeout=30_000)
 
     choose_option(lecturer, "class_step", NSP.title)
     lecturer.get_by_role("button", name="Ask the question").click()
     wait_for_idle(lecturer)
     for phone in (first, second, first_again):  # no click: their screens follow
         phone.get_by_role("button", name=YES, exact=True).wait_for(timeout=10_000)
-        expect(phone.get_by_text(f"Step 8 of 8: {NSP.title}")).to_be_visible()
+        expect(
+            phone.get_by_text(f"Step {walk.STEPS.index(NSP) + 1} of {len(walk.STEPS)}: {NSP.title}")
+        ).to_be_visible()
     screenshot(second, ARTIFACTS / "class_student_question.png", max_height=844)
     _answer(first, YES)
     _answer(second, NO)
@@ -94,6 +97,8 @@ def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(
         lecturer.locator(".bvl-join-code")
     ).first.wait_for(timeout=30_000)
     expect(lecturer.locator(".bvl-join-code")).to_have_text(code)
-    expect(lecturer.get_by_text(f"Step 8 of 8: {NSP.title}")).to_be_visible()
+    expect(
+        lecturer.get_by_text(f"Step {walk.STEPS.index(NSP) + 1} of {len(walk.STEPS)}: {NSP.title}")
+    ).to_be_visible()
     for page in (lecturer, first, second):
         page.context.close()

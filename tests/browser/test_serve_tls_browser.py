@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.server import classroom, cookie_handoff, database, haproxy
 from devtools.server import REPO, free_port
 from devtools.waiting import wait_until
@@ -66,7 +67,8 @@ def served(tmp_path_factory):
     pytest.importorskip("cryptography")
     run_dir = tmp_path_factory.mktemp("serve-tls")
     cert, key = self_signed(run_dir)
-    port, out = free_port(), run_dir / "serve.out"
+    port = free_port()
+    out = run_dir / "serve.out"
     with open(out, "w") as handle:
         serve = subprocess.Popen(
             [
@@ -134,7 +136,7 @@ def test_a_forged_x_forwarded_for_does_not_change_the_address_the_class_counts(s
     )
     page = context.new_page()
     page.goto(f"{served.url}/class?class={code}")
-    page.get_by_text("Step 1 of 8").wait_for(timeout=90_000)
+    page.get_by_text(f"Step 1 of {len(walk.STEPS)}").wait_for(timeout=90_000)
     db = database.connection()
     address = db.execute("SELECT address FROM class_students WHERE code = ?", (code,)).fetchone()[0]
     assert address == classroom.client_digest("local")  # haproxy's 127.0.0.1, not the claimed 203.0.113.9

@@ -14,7 +14,8 @@ from tests.browser.driver import EXCEPTION, open_page, screenshot, wait_for_figu
 pytestmark = [pytest.mark.browser]
 
 HF_STYLE = Path(__file__).parents[1] / "check" / "learners" / "hf_style.py"
-SQRT, DK = "/ math.sqrt(self.head_size)", "/ self.head_size"
+SQRT = "/ math.sqrt(self.head_size)"
+DK = "/ self.head_size"
 
 
 def test_a_planted_scale_dk_file_then_the_fixed_one(page, streamlit_url, tmp_path):

@@ -11,7 +11,8 @@ import pytest
 from bertviz_lite.check import CheckRequest, check_files
 
 LEARNERS = Path(__file__).parent / "learners"
-SDPA, MINIMAL = LEARNERS / "sdpa_style.py", LEARNERS / "minimal_style.py"
+SDPA = LEARNERS / "sdpa_style.py"
+MINIMAL = LEARNERS / "minimal_style.py"
 PADDING = "src_key_padding_mask=input_ids == 0"
 
 

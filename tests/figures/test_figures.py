@@ -268,10 +268,8 @@ def test_training_curves_skip_missing_values():
 
 def test_figures_are_deterministic():
     attn = random_attention(2, 8, 8)
-    first, second = (
-        figures.head_view_figure(select_links(attn, TOKENS)),
-        figures.head_view_figure(select_links(attn, TOKENS)),
-    )
+    first = figures.head_view_figure(select_links(attn, TOKENS))
+    second = figures.head_view_figure(select_links(attn, TOKENS))
     assert first.to_json() == second.to_json()
 
 
@@ -413,7 +411,8 @@ def test_phone_titles_fit_a_phone_and_the_wide_ones_stay():
         partial(figures.head_view_figure, links),
         partial(figures.model_view_figure, model_view),
     ):
-        wide, phone = build(), build(narrow=True)
+        wide = build()
+        phone = build(narrow=True)
         assert (
             len(title_lines(wide)) == 1 and len(title_lines(wide)[0]) > NARROW_TITLE_CHARS
         )  # desktop: as it was
@@ -431,7 +430,8 @@ def test_phone_embedding_parts_stack_their_colour_bars():
     parts = [rng.normal(size=(8, 6)) for _ in range(5)]
     wide = _embedding_parts_figure(*parts, tokens=TOKENS)
     phone = _embedding_parts_figure(*parts, tokens=TOKENS, narrow=True)
-    raw, norm = phone.layout.coloraxis.colorbar, phone.layout.coloraxis2.colorbar
+    raw = phone.layout.coloraxis.colorbar
+    norm = phone.layout.coloraxis2.colorbar
     assert (
         wide.layout.coloraxis.colorbar.x != wide.layout.coloraxis2.colorbar.x
     )  # desktop: side by side, as it was
@@ -451,7 +451,8 @@ def test_phone_neuron_view_has_short_column_titles_and_the_same_data():
     rng = np.random.default_rng(3)
     q, k, v = (rng.normal(size=(8, 4)) for _ in range(3))
     neuron = NeuronView(analysis.attention_steps(q, k, v, 1), TOKENS, 1)
-    wide, phone = figures.neuron_view_figure(neuron), figures.neuron_view_figure(neuron, narrow=True)
+    wide = figures.neuron_view_figure(neuron)
+    phone = figures.neuron_view_figure(neuron, narrow=True)
     assert max(len(note.text) for note in wide.layout.annotations) > 15  # desktop: as it was
     assert len(phone.layout.annotations) == len(wide.layout.annotations)
     assert all(len(note.text) <= 8 for note in phone.layout.annotations)
@@ -479,7 +480,8 @@ def test_phone_model_view_lays_its_colour_bar_under_a_grid_sized_to_a_phone():
 def test_phone_head_view_puts_its_legend_under_the_lines():
     """Beside the lines the legend of 12 heads took a third of a phone's figure and left the lines 80 px."""
     links = select_links(random_attention(12, 8, 8), TOKENS)
-    wide, phone = figures.head_view_figure(links), figures.head_view_figure(links, narrow=True)
+    wide = figures.head_view_figure(links)
+    phone = figures.head_view_figure(links, narrow=True)
     assert wide.layout.legend.orientation is None and phone.layout.legend.orientation == "h"
     assert (
         phone.layout.legend.yref == "container" and phone.layout.margin.b >= 100

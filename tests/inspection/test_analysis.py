@@ -199,7 +199,8 @@ def test_sinusoidal_position_table_matches_formula():
     table = analysis.sinusoidal_position_table(50, 16)
     assert table.dtype == np.float32 and table.shape == (50, 16)
     np.testing.assert_allclose(table[0], [0, 1] * 8)
-    pos, i = 7, 3
+    pos = 7
+    i = 3
     angle = pos / 10000 ** (2 * i / 16)
     np.testing.assert_allclose(table[pos, 2 * i : 2 * i + 2], [np.sin(angle), np.cos(angle)], rtol=1e-6)
     assert analysis.sinusoidal_position_table(4, 5).shape == (4, 5)

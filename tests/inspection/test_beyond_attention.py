@@ -53,7 +53,8 @@ def direct_norms(model, hidden, layer: int) -> tuple[np.ndarray, np.ndarray]:
     q, k, v = (
         F.linear(hidden, m.weight, m.bias) for m in (module.self.query, module.self.key, module.self.value)
     )
-    per_head, total = [], 0.0
+    per_head = []
+    total = 0.0
     for h in range(heads):
         part = slice(h * size, (h + 1) * size)
         alpha = torch.softmax(q[:, part] @ k[:, part].T / math.sqrt(size), dim=-1)  # (T, T)
@@ -80,7 +81,8 @@ def test_norm_weighted_attention_equals_a_direct_computation(tiny, tiny_trace):
 def test_norm_view_keeps_the_sentence_filter_and_computes_its_note(tiny_trace):
     full = views.norm_attention(tiny_trace, layer=1)
     a_to_b = views.norm_attention(tiny_trace, layer=1, sentence_filter="A→B")
-    rows, cols = a_to_b.query_positions, a_to_b.key_positions
+    rows = a_to_b.query_positions
+    cols = a_to_b.key_positions
     np.testing.assert_allclose(a_to_b.norm, full.norm[np.ix_(rows, cols)])
     assert "[SEP]" in a_to_b.key_tokens and "[CLS]" not in a_to_b.key_tokens
     shares = full.shares().set_index("key")
@@ -206,15 +208,18 @@ def test_token_attribution_puts_every_method_beside_leave_one_out(tiny, tiny_tra
 
 
 def test_spearman_matches_its_definition_with_ties():
-    a, b = np.array([1.0, 2.0, 2.0, 5.0, 3.0]), np.array([10.0, 30.0, 20.0, 50.0, 40.0])
+    a = np.array([1.0, 2.0, 2.0, 5.0, 3.0])
+    b = np.array([10.0, 30.0, 20.0, 50.0, 40.0])
     np.testing.assert_allclose(attribution.rank(a), [0, 1.5, 1.5, 4, 3])
-    ra, rb = attribution.rank(a), attribution.rank(b)
+    ra = attribution.rank(a)
+    rb = attribution.rank(b)
     assert attribution.spearman(a, b) == pytest.approx(np.corrcoef(ra, rb)[0, 1])
     assert attribution.spearman(b, -b) == pytest.approx(-1.0)
     assert math.isnan(attribution.spearman(np.ones(4), np.arange(4)))
     scipy_stats = pytest.importorskip("scipy.stats")
     gen = np.random.default_rng(0)
-    x, y = gen.integers(0, 5, 30).astype(float), gen.normal(size=30)
+    x = gen.integers(0, 5, 30).astype(float)
+    y = gen.normal(size=30)
     assert attribution.spearman(x, y) == pytest.approx(scipy_stats.spearmanr(x, y).statistic)
 
 

@@ -118,7 +118,8 @@ def test_embedding_helpers(tiny, trace):
     model, _ = tiny
     assert views.embedding_sum_error(trace) < 1e-6
     window = views.embedding_window(trace, start=5, size=4)
-    parts, tokens = window.parts, window.tokens
+    parts = window.parts
+    tokens = window.tokens
     assert tokens == trace.tokens[5:9] and all(p.shape == (4, 32) for p in parts)
     assert explore.token_window(10, 50, 4) == slice(6, 10)
     assert explore.token_window(3, 0, 64) == slice(0, 3)
@@ -137,8 +138,11 @@ def test_embedding_helpers(tiny, trace):
 def test_attention_block_follows_the_sentence_filter(trace):
     sentence = analysis.sentence_ids(trace.segments, trace.special)
     block_map = views.attention_map(trace, layer=1, head=2, sentence_filter="B→A")
-    block, q_tokens, k_tokens = block_map.weights, block_map.query_tokens, block_map.key_tokens
-    rows, cols = np.flatnonzero(sentence == 1), np.flatnonzero(sentence == 0)
+    block = block_map.weights
+    q_tokens = block_map.query_tokens
+    k_tokens = block_map.key_tokens
+    rows = np.flatnonzero(sentence == 1)
+    cols = np.flatnonzero(sentence == 0)
     np.testing.assert_array_equal(block, trace.attentions[1, 2][np.ix_(rows, cols)])
     assert q_tokens == [trace.tokens[i] for i in rows] and k_tokens[0] == "[CLS]"
     frame = block_map.to_frame()

@@ -60,5 +60,6 @@ def test_builtin_pairs_cover_five_phenomena_and_differ_in_one_place():
     assert pairs[0].good == "The key to the cabinets is on the table."
     assert pairs[0].bad == "The key to the cabinets are on the table."
     for pair in pairs:
-        good, bad = pair.good.split(), pair.bad.split()
+        good = pair.good.split()
+        bad = pair.bad.split()
         assert len(good) == len(bad) and sum(g != b for g, b in zip(good, bad, strict=True)) == 1, pair

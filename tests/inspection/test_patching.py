@@ -26,7 +26,8 @@ def tiny_model(seed=0) -> BertForPreTraining:
 def clean_and_corrupted(length=8, changed=(1, 5)):
     gen = torch.Generator().manual_seed(3)
     clean = torch.randint(5, TINY["vocab_size"], (1, length), generator=gen)
-    clean[0, 0], clean[0, -1] = 2, 3
+    clean[0, 0] = 2
+    clean[0, -1] = 3
     corrupted = clean.clone()
     corrupted[0, list(changed)] = torch.tensor([7, 9])
     return clean, corrupted
@@ -80,10 +81,12 @@ def test_bad_inputs_are_sentences():
 def test_grids_agree_with_single_patched_runs_and_their_corners():
     model = tiny_model()
     clean_ids, corrupted_ids = clean_and_corrupted()
-    clean, corrupted = patching.record_run(model, clean_ids), patching.record_run(model, corrupted_ids)
+    clean = patching.record_run(model, clean_ids)
+    corrupted = patching.record_run(model, corrupted_ids)
     # the candidates the corruption moves most apart
     moved = model.mlm_logits(clean_ids)[0, 6] - model.mlm_logits(corrupted_ids)[0, 6]
-    up, down = int(moved.argmax()), int(moved.argmin())
+    up = int(moved.argmax())
+    down = int(moved.argmin())
     target = Target(6, up, down)
 
     def metric(logits):
@@ -94,10 +97,8 @@ def test_grids_agree_with_single_patched_runs_and_their_corners():
     for layer, position in [(0, 1), (1, 5), (2, 6), (1, 0)]:
         single = patched_logits(model, clean_ids, corrupted_ids, None, layer, position)
         assert grid[layer, position] == pytest.approx(metric(single), abs=1e-5)
-    clean_metric, corrupted_metric = (
-        metric(model.mlm_logits(clean_ids)),
-        metric(model.mlm_logits(corrupted_ids)),
-    )
+    clean_metric = metric(model.mlm_logits(clean_ids))
+    corrupted_metric = metric(model.mlm_logits(corrupted_ids))
     share = patching.recovered_share(grid, clean_metric, corrupted_metric)
     assert share[2, 6] == pytest.approx(
         1.0, abs=1e-4
@@ -112,7 +113,8 @@ def test_grids_agree_with_single_patched_runs_and_their_corners():
 def test_head_and_block_grids_equal_patching_by_hand():
     model = tiny_model()
     clean_ids, corrupted_ids = clean_and_corrupted()
-    clean, corrupted = patching.record_run(model, clean_ids), patching.record_run(model, corrupted_ids)
+    clean = patching.record_run(model, clean_ids)
+    corrupted = patching.record_run(model, corrupted_ids)
     target = Target(6, 11, 12)
     heads = patching.patching_grid(model, clean, corrupted, "head", target)
     blocks = {
@@ -163,7 +165,8 @@ def test_patched_logits_equal_transformers_with_a_hook_at_every_layer():
     ).eval()
     clean = tokenizer.encode_pair("Paris is the capital of [MASK].", None).to_tensors()
     corrupted = tokenizer.encode_pair("Rome is the capital of [MASK].", None).to_tensors()
-    ids, bad_ids = clean["input_ids"], corrupted["input_ids"]
+    ids = clean["input_ids"]
+    bad_ids = corrupted["input_ids"]
     assert ids.shape == bad_ids.shape
     clean_states = reference(input_ids=ids, output_hidden_states=True).hidden_states
     select = torch.zeros_like(ids, dtype=torch.bool)

@@ -18,7 +18,7 @@ class FakeTokenizer:
         return [chr(ord("a") + i) for i in ids]
 
 
-def test_eight_steps_in_the_lecture_order_with_texts_that_fill_in():
+def test_nine_steps_in_the_lecture_order_with_texts_that_fill_in():
     assert walk.STEP_KEYS == (
         "tokens",
         "ids",
@@ -28,6 +28,7 @@ def test_eight_steps_in_the_lecture_order_with_texts_that_fill_in():
         "residual",
         "mlm",
         "nsp",
+        "build",  # the last points on to the Build section (Your BERT)
     )
     config = BertConfig(
         vocab_size=100,
@@ -41,7 +42,8 @@ def test_eight_steps_in_the_lecture_order_with_texts_that_fill_in():
     texts = [walk.step_text(step, facts) for step in walk.STEPS]
     assert all("{" not in text for text in texts)
     assert "“dog”" in texts[0] and "(d = 8)" in texts[3] and "32 → 64 → 32" in texts[5]
-    assert [walk.clamp_step(n) for n in (-5, 0, 1, 8, 9, 99)] == [1, 1, 1, 8, 8, 8]
+    assert "Your BERT" in texts[-1] and "Build" in texts[-1]
+    assert [walk.clamp_step(n) for n in (-5, 0, 1, 9, 10, 99)] == [1, 1, 1, 9, 9, 9]
 
 
 def test_attention_question_answer_is_the_heaviest_key_among_the_options():
@@ -130,7 +132,8 @@ def test_phone_ids_table_has_a_row_a_token_with_the_same_cells():
     """22 columns of ~10 px on a phone ran their token labels into each other: the phone's table is one row a token."""
     tokens = [*TOKENS, "<b>x</b>"]  # a folder model's vocabulary can hold anything: shown as text
     segments = [0, 0, 0, 0, 0, 1, 1, 1, 1]
-    wide, phone = ids_figure(tokens, range(9), segments), ids_figure(tokens, range(9), segments, narrow=True)
+    wide = ids_figure(tokens, range(9), segments)
+    phone = ids_figure(tokens, range(9), segments, narrow=True)
     assert len(title_lines(wide)) == 1 and fits_a_phone(phone)
     assert np.asarray(phone.data[0].text).tolist() == np.asarray(wide.data[0].text).T.tolist()
     np.testing.assert_array_equal(np.asarray(phone.data[0].z), np.asarray(wide.data[0].z).T)
@@ -141,7 +144,8 @@ def test_phone_ids_table_has_a_row_a_token_with_the_same_cells():
 def test_phone_residual_has_a_row_a_token_and_its_colour_bar_below():
     states = np.arange(1, 25, dtype=float).reshape(3, 2, 4)
     data = walk.residual_changes(pair_trace(random_attention(2, 1, 2, 2), ["a", "b"], hidden_states=states))
-    wide, phone = residual_figure(data), residual_figure(data, narrow=True)
+    wide = residual_figure(data)
+    phone = residual_figure(data, narrow=True)
     np.testing.assert_allclose(np.asarray(phone.data[0].z), np.asarray(wide.data[0].z).T)
     assert list(phone.data[0].y) == list(wide.data[0].x) == ["a (0)", "b (1)"] and list(phone.data[0].x) == [
         "L1",
@@ -156,7 +160,8 @@ def test_phone_one_head_has_short_plot_titles_and_the_same_bars():
     queries, keys, values = (rng.normal(size=(1, 2, 8, 4)) for _ in range(3))
     trace = pair_trace(random_attention(1, 2, 8, 8), TOKENS, queries, keys, values)
     data = walk.one_head_data(trace, layer=0, head=1, query_index=2)
-    wide, phone = one_head_figure(data), one_head_figure(data, narrow=True)
+    wide = one_head_figure(data)
+    phone = one_head_figure(data, narrow=True)
     assert max(len(note.text) for note in wide.layout.annotations) > 15  # desktop: as it was
     assert all(len(note.text) <= 10 for note in phone.layout.annotations)  # three ~80-px plots
     assert phone.to_plotly_json()["data"] == wide.to_plotly_json()["data"]

@@ -158,7 +158,8 @@ def test_the_copying_example_shows_the_copy_and_who_carries_it(english):
     a, b, target, foil = why_this_word.EXAMPLES["copying: Monday / Friday"]
     residual = why_this_word.activation_patching(model, tokenizer, a, b, target, foil)
     assert residual.clean_metric < 0  # it prefers the word it was given over the day before
-    subject, last = residual.differing[0], model.config.num_hidden_layers
+    subject = residual.differing[0]
+    last = model.config.num_hidden_layers
     assert (residual.share[:last, subject] > 0.8).all()  # the copy stays at "monday" up to the last layer…
     heads = why_this_word.activation_patching(model, tokenizer, a, b, target, foil, site="head")
     best_layer = np.unravel_index(np.nanargmax(heads.share), heads.share.shape)[0]

@@ -32,7 +32,8 @@ def test_built_in_pairs_are_labelled_with_a_blank_and_alternate_the_grammatical_
 @pytest.mark.skipif(not (CHECKPOINTS_DIR / DEMO / "config.json").is_file(), reason="demo-tiny is missing")
 def test_each_tokens_log_prob_is_a_masked_forward_pass_of_that_sentence_alone():
     model, tokenizer = load(DEMO)
-    a, b = "the cat sat on the mat.", "the cats sat on the mat."
+    a = "the cat sat on the mat."
+    b = "the cats sat on the mat."
     data = why_this_word.pair_likelihood(model, tokenizer, a, b)
     for sentence, tokens, log_probs in zip((a, b), data.tokens, data.log_probs, strict=True):
         encoding = tokenizer.encode_pair(sentence, None)

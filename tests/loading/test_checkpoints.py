@@ -97,7 +97,8 @@ def test_checkpoint_loads_in_bertviz_lite_and_transformers_with_equal_logits(tin
     hf = BertForPreTraining.from_pretrained(tmp_path).eval()
     inputs = tokenizer.encode_pair("The cat sat.", "The dog ran.", max_length=32).to_tensors()
     with torch.no_grad():
-        ours, theirs = loaded.mlm_logits(**inputs), hf(**inputs)
+        ours = loaded.mlm_logits(**inputs)
+        theirs = hf(**inputs)
         ours_nsp = loaded.next_sentence_logits(**inputs)
         original = model.mlm_logits(**inputs)
     torch.testing.assert_close(ours, original, rtol=0, atol=0)

@@ -26,7 +26,9 @@ def tiny_model(seed=0) -> BertForPreTraining:
 def pair(seed=1, length=9):
     gen = torch.Generator().manual_seed(seed)
     ids = torch.randint(5, TINY["vocab_size"], (1, length), generator=gen)
-    ids[0, 0], ids[0, 4], ids[0, -1] = 2, 3, 3
+    ids[0, 0] = 2
+    ids[0, 4] = 3
+    ids[0, -1] = 3
     segments = torch.zeros_like(ids)
     segments[0, 5:] = 1
     return ids, segments
@@ -34,8 +36,10 @@ def pair(seed=1, length=9):
 
 def by_hand(model: BertForPreTraining, ids, segments, zeroed: set[tuple[int, int]]):
     """BERT written out from the module weights, each zeroed head's context set to 0: (hidden states, MLM, NSP)."""
-    config, emb = model.config, model.bert.embeddings
-    heads, size = config.num_attention_heads, config.hidden_size // config.num_attention_heads
+    config = model.config
+    emb = model.bert.embeddings
+    heads = config.num_attention_heads
+    size = config.hidden_size // config.num_attention_heads
     x = (
         emb.word_embeddings.weight[ids]
         + emb.position_embeddings.weight[: ids.shape[1]]
@@ -104,7 +108,8 @@ def test_head_masked_trace_equals_zeroing_the_heads_context_by_hand():
 def test_a_mask_of_ones_changes_nothing_and_a_bad_shape_is_a_sentence():
     model = tiny_model()
     ids, segments = pair()
-    plain, ones = model.trace(ids, segments), model.trace(ids, segments, head_mask=torch.ones(2, 4))
+    plain = model.trace(ids, segments)
+    ones = model.trace(ids, segments, head_mask=torch.ones(2, 4))
     assert torch.equal(plain.mlm_logits, ones.mlm_logits) and torch.equal(plain.nsp_logits, ones.nsp_logits)
     with pytest.raises(
         ValueError, match=r"head_mask must have shape \(layers, heads\) = \(2, 4\), got \(4,\)"

@@ -309,7 +309,8 @@ def zeros_bomb(tmp_path_factory, tiny_model):
 
 def timed_refusal(action, match):
     """(seconds, peak RSS growth in MB) of an action that must raise CheckpointError matching `match`."""
-    peak_before, start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.perf_counter()
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
     with pytest.raises(store.CheckpointError, match=match):
         action()
     return time.perf_counter() - start, (
@@ -427,7 +428,8 @@ def test_a_rename_or_delete_that_loses_a_race_says_so_without_server_paths(root,
 
 
 def test_change_refusal_says_why_a_checkpoint_cannot_be_renamed_or_deleted_now(root, monkeypatch):
-    owner, stranger = Visitor(new_visitor_id()), Visitor(new_visitor_id())
+    owner = Visitor(new_visitor_id())
+    stranger = Visitor(new_visitor_id())
     assert store.change_refusal(store.DEMO, None, root) == store.SHIPPED  # read-only even for the server
     assert store.change_refusal("tiny", None, root) is None  # a terminal run: the server's
     assert store.change_refusal("tiny", owner, root) == store.NOT_YOURS

@@ -15,7 +15,8 @@ from bertviz_lite.server import access
 from bertviz_lite.training.training_args import OptionError
 from tests.app.tiny_checkpoint import save_tiny
 
-A, B = access.Visitor("visitor-a-0123456789abcdef"), access.Visitor("visitor-b-0123456789abcdef")
+A = access.Visitor("visitor-a-0123456789abcdef")
+B = access.Visitor("visitor-b-0123456789abcdef")
 
 
 @pytest.fixture(scope="module")

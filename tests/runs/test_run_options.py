@@ -134,7 +134,8 @@ def test_plan_summary_gives_size_and_steps_and_advises_on_what_usually_disappoin
     options = run_options.preset_options("tiny")
     line = run_options.plan_summary(options, has_cuda=False)
     size = run_options.model_size(options) / 1e6
-    steps, batch = options["steps"], options["batch_size"]
+    steps = options["steps"]
+    batch = options["batch_size"]
     assert line == f"About {size:.2f} M parameters; {steps} steps of {batch} sentence pairs."
     continued = {**options, "init": "all-MiniLM-L6-v2", "lr": run_options.CONTINUED_PRETRAINING_MAX_LR * 2}
     assert run_options.plan_summary(continued, has_cuda=True).startswith("all-MiniLM-L6-v2's sizes;")

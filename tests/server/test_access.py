@@ -30,7 +30,8 @@ def test_visitor_ids_are_random_and_recognised():
 
 
 def test_only_the_owner_or_an_admin_may_change_a_folder(root, monkeypatch):
-    a, b = Visitor(access.new_visitor_id()), Visitor(access.new_visitor_id())
+    a = Visitor(access.new_visitor_id())
+    b = Visitor(access.new_visitor_id())
     run = root / "a-run"
     run.mkdir()
     access.record_owner(run, a)

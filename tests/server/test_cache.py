@@ -129,8 +129,12 @@ def test_a_value_that_cannot_be_measured_again_does_not_stop_the_sweeps(make_cac
 
 
 def test_visitors_asking_together_share_one_computation(make_cache):
-    cache, visitors = make_cache(), 8
-    started, release, computed, results = [], threading.Event(), [], []
+    cache = make_cache()
+    visitors = 8
+    started = []
+    release = threading.Event()
+    computed = []
+    results = []
 
     def compute():
         computed.append(1)
@@ -152,7 +156,10 @@ def test_visitors_asking_together_share_one_computation(make_cache):
 
 
 def test_an_error_reaches_every_waiting_caller_and_is_not_cached(make_cache):
-    cache, entered, release, errors = make_cache(), threading.Event(), threading.Event(), []
+    cache = make_cache()
+    entered = threading.Event()
+    release = threading.Event()
+    errors = []
 
     def failing():
         entered.set()
@@ -181,7 +188,10 @@ class Rerun(BaseException):
 
 
 def test_a_waiting_caller_computes_when_the_first_is_interrupted(make_cache):
-    cache, entered, release, got = make_cache(), threading.Event(), threading.Event(), []
+    cache = make_cache()
+    entered = threading.Event()
+    release = threading.Event()
+    got = []
 
     def interrupted():
         entered.set()

@@ -88,7 +88,7 @@ def test_the_candidate_words_of_why_this_word_travel_in_a_link_cut_to_a_word():
         MODELS,
         "minilm-english",
     )
-    assert state.target == "france" and state.foil == "x" * share.MAX_WORD
+    assert state.target == "france" and state.foil == "x" * limits.MAX_WORD_CHARS
     assert "The foil word in the link was 80 characters long; it is cut to 50." in state.notes
     link = share.share_link("http://host:8501", "why_this_word", state)
     back = share.parse_query(

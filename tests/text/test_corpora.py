@@ -57,7 +57,8 @@ def packages(tmp_path: Path) -> Path:
 
 
 def test_the_builder_writes_the_same_bytes_every_run(packages: Path, tmp_path: Path):
-    first, second = tmp_path / "a.txt.gz", tmp_path / "b.txt.gz"
+    first = tmp_path / "a.txt.gz"
+    second = tmp_path / "b.txt.gz"
     assert main([str(first), "--root", str(packages)]) == 0
     assert main([str(second), "--root", str(packages)]) == 0
     assert first.read_bytes() == second.read_bytes() == corpus_bytes(build_documents(packages))

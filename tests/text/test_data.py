@@ -19,7 +19,8 @@ from bertviz_lite.text.pretraining_data import (
 )
 from bertviz_lite.text.tokenization import BertTokenizer
 
-HE, SHE = {"he", "him", "his"}, {"she", "her"}
+HE = {"he", "him", "his"}
+SHE = {"she", "her"}
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +166,8 @@ def test_nsp_pairs_are_what_their_labels_say():
     origin = {sentence: (d, i) for d, document in enumerate(documents) for i, sentence in enumerate(document)}
     pairs = make_nsp_pairs(documents, seed=0, num_pairs=4000)
     for sentence_a, sentence_b, label in pairs:
-        (doc_a, index_a), (doc_b, index_b) = origin[sentence_a], origin[sentence_b]
+        (doc_a, index_a) = origin[sentence_a]
+        (doc_b, index_b) = origin[sentence_b]
         if label == IS_NEXT:
             assert (doc_b, index_b) == (doc_a, index_a + 1)
         else:
@@ -265,11 +267,9 @@ def test_collate_masks_only_real_tokens(tokenizer, corpus):
 
 def test_collate_is_deterministic_with_a_generator(tokenizer):
     pairs = [("The cat sat on the mat today.", "It purred loudly at the dog.", IS_NEXT)] * 8
-    first, again, other = (
-        _collate(tokenizer, pairs, 1),
-        _collate(tokenizer, pairs, 1),
-        _collate(tokenizer, pairs, 2),
-    )
+    first = _collate(tokenizer, pairs, 1)
+    again = _collate(tokenizer, pairs, 1)
+    other = _collate(tokenizer, pairs, 2)
     assert all(torch.equal(first[key], again[key]) for key in first)
     assert not torch.equal(first["input_ids"], other["input_ids"])
 

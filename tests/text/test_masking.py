@@ -5,13 +5,19 @@ import torch
 
 from bertviz_lite.text.masking import DECISION_NAMES, KEPT, MASKED, NOT_CHOSEN, RANDOM, mask_tokens
 
-VOCAB_SIZE, MASK_ID, PAD_ID, CLS_ID, SEP_ID = 1000, 4, 0, 2, 3
+VOCAB_SIZE = 1000
+MASK_ID = 4
+PAD_ID = 0
+CLS_ID = 2
+SEP_ID = 3
 
 
 def _batch(rows: int = 2000, length: int = 200, pad_from: int = 160) -> tuple[torch.Tensor, torch.Tensor]:
     """Ids in 5..999 with [CLS] first, [SEP] at pad_from - 1, padding after; plus the special mask."""
     ids = torch.randint(5, VOCAB_SIZE, (rows, length), generator=torch.Generator().manual_seed(123))
-    ids[:, 0], ids[:, pad_from - 1], ids[:, pad_from:] = CLS_ID, SEP_ID, PAD_ID
+    ids[:, 0] = CLS_ID
+    ids[:, pad_from - 1] = SEP_ID
+    ids[:, pad_from:] = PAD_ID
     special = torch.zeros_like(ids, dtype=torch.bool)
     special[:, 0] = special[:, pad_from - 1] = True
     special[:, pad_from:] = True
@@ -77,11 +83,9 @@ def test_input_is_not_modified():
 
 def test_same_seed_same_result_other_seed_differs():
     ids, special = _batch(rows=8, length=64, pad_from=50)
-    first, again, other = (
-        _mask(ids, special, seed=7),
-        _mask(ids, special, seed=7),
-        _mask(ids, special, seed=8),
-    )
+    first = _mask(ids, special, seed=7)
+    again = _mask(ids, special, seed=7)
+    other = _mask(ids, special, seed=8)
     assert torch.equal(first.input_ids, again.input_ids) and torch.equal(first.decisions, again.decisions)
     assert not torch.equal(first.decisions, other.decisions)
 

@@ -107,7 +107,8 @@ def test_truncation_lengths_match_transformers_exhaustively(ours, reference):
     for len_a in range(1, 11):
         for len_b in range(1, 11):
             for max_length in range(5, 25, 3):
-                text_a, text_b = "cat " * len_a, "dog " * len_b
+                text_a = "cat " * len_a
+                text_b = "dog " * len_b
                 expected = reference(text_a, text_b, truncation=True, max_length=max_length)["token_type_ids"]
                 assert ours.encode_pair(text_a, text_b, max_length).token_type_ids == expected
 

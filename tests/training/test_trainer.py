@@ -241,7 +241,8 @@ def test_batches_made_ahead_in_a_thread_train_the_same_model(tmp_path):
         assert trainer.train().state == "finished"
         return trainer, read_metrics(tmp_path / name / "run", "train")
 
-    (plain, plain_log), (ahead, ahead_log) = trained("plain", 0), trained("ahead", 2)
+    (plain, plain_log) = trained("plain", 0)
+    (ahead, ahead_log) = trained("ahead", 2)
     assert plain.prefetch == 0  # on this CPU
     assert [r["loss"] for r in ahead_log] == [r["loss"] for r in plain_log]
     for ours, theirs in zip(plain.model.parameters(), ahead.model.parameters(), strict=True):
@@ -285,7 +286,8 @@ def test_train_writes_metrics_status_snapshots_and_a_loadable_checkpoint(tmp_pat
         and status["eta_s"] is None
         and "Finished 12 steps" in status["message"]
     )
-    train, evals = read_metrics(run, "train"), read_metrics(run, "eval")
+    train = read_metrics(run, "train")
+    evals = read_metrics(run, "eval")
     assert [r["step"] for r in train] == [4, 6, 8, 12] and [r["step"] for r in evals] == [6, 12]
     assert all(set(r) == TRAIN_FIELDS for r in train) and all(set(r) == EVAL_FIELDS for r in evals)
     assert all(math.isfinite(r[k]) for r in train for k in TRAIN_FIELDS - {"split"})
@@ -416,7 +418,8 @@ def test_a_loss_ten_times_its_first_step_ends_as_diverged(tmp_path):
         tmp_path, lr=10.0, steps=60, warmup=30, log_every=5, eval_every=30, snapshot_every=30, save_every=5
     )
     result = Trainer(args).train()
-    status, train = read_status(tmp_path / "run"), read_metrics(tmp_path / "run", "train")
+    status = read_status(tmp_path / "run")
+    train = read_metrics(tmp_path / "run", "train")
     assert (result.state, status["state"]) == ("diverged", "diverged") and result.step < 60
     assert (
         math.isfinite(train[-1]["loss"]) and train[-1]["loss"] > 10 * 5.0

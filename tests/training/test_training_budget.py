@@ -13,7 +13,8 @@ from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.server import access
 from bertviz_lite.training.training_args import OptionError
 
-A, B = access.Visitor("visitor-a-0123456789abcdef"), access.Visitor("visitor-b-0123456789abcdef")
+A = access.Visitor("visitor-a-0123456789abcdef")
+B = access.Visitor("visitor-b-0123456789abcdef")
 ADMIN = access.Visitor("lecturer-0123456789abcdef", admin=True)
 
 

@@ -88,7 +88,8 @@ class AttentionMap(SentenceCut):
 def attention_map(trace: PairTrace, layer: int, head: int, sentence_filter: str = "All") -> AttentionMap:
     """One head of the trace's attention, the cells kept by a sentence filter such as "A→B"."""
     mask = analysis.sentence_filter_mask(trace.segments, trace.special, sentence_filter)
-    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    rows = np.flatnonzero(mask.any(axis=1))
+    cols = np.flatnonzero(mask.any(axis=0))
     weights = np.asarray(trace.attentions[layer, head])[np.ix_(rows, cols)]
     return AttentionMap(weights, rows, cols, list(trace.tokens), layer, head, sentence_filter)
 

@@ -187,7 +187,9 @@ def token_attribution(
     (positions and segments kept), over `steps` trapezoid intervals. The explained quantity is the top
     prediction's log-probability, token_id's, or with a foil_id the contrast logit(token_id) − logit(foil_id).
     """
-    model, tokenizer, tokens = trace.model, trace.tokenizer, trace.tokens
+    model = trace.model
+    tokenizer = trace.tokenizer
+    tokens = trace.tokens
     _needs_head(model, position)
     if len(tokens) > MAX_ATTRIBUTION_TOKENS:
         raise ValueError(
@@ -260,12 +262,10 @@ def head_knockout(
     trace: PairTrace, heads: Sequence[str] = (), position: int | None = None, k: int = 5
 ) -> HeadKnockout:
     """MLM top-k at position and P(IsNext), with every head and with the named heads' attention multiplied by 0."""
-    model, tokenizer, mlm_logits, nsp_logits = (
-        trace.model,
-        trace.tokenizer,
-        trace.mlm_logits,
-        trace.nsp_logits,
-    )
+    model = trace.model
+    tokenizer = trace.tokenizer
+    mlm_logits = trace.mlm_logits
+    nsp_logits = trace.nsp_logits
     if position is not None:
         _needs_head(model, position)
     config = model.config
@@ -274,16 +274,16 @@ def head_knockout(
     model.eval()
     knocked = model.trace(ids, segment_ids, attention_mask, head_mask=mask)
     nsp_after = None if nsp_logits is None else is_next_probability(knocked.nsp_logits[0].numpy())
-    candidates, before, after = [], np.zeros(0), np.zeros(0)
+    candidates = []
+    before = np.zeros(0)
+    after = np.zeros(0)
     if position is not None:
         before = analysis.softmax(np.asarray(mlm_logits)[position])
         after = analysis.softmax(knocked.mlm_logits[0, position].numpy())
         ids_shown = _candidates(before, after, k)
-        candidates, before, after = (
-            tokenizer.convert_ids_to_tokens(ids_shown.tolist()),
-            before[ids_shown],
-            after[ids_shown],
-        )
+        candidates = tokenizer.convert_ids_to_tokens(ids_shown.tolist())
+        before = before[ids_shown]
+        after = after[ids_shown]
     return HeadKnockout(
         tuple(heads), position, list(candidates), before, after, is_next_probability(nsp_logits), nsp_after
     )
@@ -333,7 +333,8 @@ def _layer_probabilities(model: BertForPreTraining, hidden_states, position: int
 
 def logit_lens(trace: PairTrace, position: int | None = None, k: int = 5) -> LogitLens:
     """What each layer would predict if the MLM head (or the pooler and NSP head) read it directly."""
-    model, tokenizer = trace.model, trace.tokenizer
+    model = trace.model
+    tokenizer = trace.tokenizer
     _needs_head(model, position)
     probs = _layer_probabilities(model, trace.hidden_states, position)
     top = np.argsort(-probs, axis=-1, kind="stable")[:, : min(k, probs.shape[1])]

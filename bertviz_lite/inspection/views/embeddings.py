@@ -71,7 +71,8 @@ class EmbeddingWindow:
 
 def embedding_window(trace: PairTrace, start: int = 0, size: int = 64) -> EmbeddingWindow:
     """The parts of tokens [start, start + size), clipped to the input (token_window)."""
-    embeddings, tokens = trace.embeddings, trace.tokens
+    embeddings = trace.embeddings
+    tokens = trace.tokens
     window = token_window(len(tokens), start, size)
     return EmbeddingWindow(
         tuple(embeddings[name][window] for name in EMBEDDING_NAMES), list(tokens[window]), window.start

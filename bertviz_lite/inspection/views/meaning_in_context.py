@@ -119,7 +119,8 @@ def user_occurrences(index: SenseIndex, word: str, lines: Sequence[str]) -> list
     """The word's occurrences in the user's sentences; ValueError past the limits on lines, characters (both checked
     before anything is read) and occurrences (each one is a vector at every layer)."""
     check_user_lines(lines)
-    forms, found = index.irregular_forms(word), []
+    forms = index.irregular_forms(word)
+    found = []
     for line in lines:
         label, text = user_sentence(line)
         sense = f"{label} ({YOURS})" if label else YOURS
@@ -335,7 +336,8 @@ def index_pool(
     chunk: int = 2048,
 ) -> NeighbourPool:
     """Every labelled word of the sense index at `layer`: the model runs only up to that layer, in chunks."""
-    spans, occurrences = [], []
+    spans = []
+    occurrences = []
     for sentence in index.sentences:
         for _, start, end in sentence.words:
             spans.append(WordSpan(sentence.text, start, end))

@@ -89,14 +89,17 @@ def norm_attention(
     trace: PairTrace, layer: int, head: int | None = None, sentence_filter: str = "All"
 ) -> NormAttention:
     """Attention weights and ‖α f(x)‖ of one head (head=None: all heads, summed as vectors), filtered like "A→B"."""
-    attentions, values, model = trace.attentions, trace.values, trace.model
+    attentions = trace.attentions
+    values = trace.values
+    model = trace.model
     per_head, summed = norm_weighted_attention(
         attentions[layer], values[layer], attention_output_weights(model)[layer]
     )
     raw = np.asarray(attentions[layer], dtype=np.float64)
     raw, norm = (raw.mean(axis=0), summed) if head is None else (raw[head], per_head[head])
     mask = analysis.sentence_filter_mask(trace.segments, trace.special, sentence_filter)
-    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    rows = np.flatnonzero(mask.any(axis=1))
+    cols = np.flatnonzero(mask.any(axis=0))
     cut = np.ix_(rows, cols)
     return NormAttention(raw[cut], norm[cut], rows, cols, list(trace.tokens), layer, head, sentence_filter)
 
@@ -113,7 +116,9 @@ class SpecialShares:
 
 def special_share_by_layer(trace: PairTrace) -> SpecialShares:
     """Per layer, the share of all attention (heads' mean) and of ‖Σ_h α f(x)‖ landing on [CLS] and on [SEP]."""
-    attentions, values, tokens = trace.attentions, trace.values, trace.tokens
+    attentions = trace.attentions
+    values = trace.values
+    tokens = trace.tokens
     weights = attention_output_weights(trace.model)
     rows = []
     for layer in range(len(attentions)):

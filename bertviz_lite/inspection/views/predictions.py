@@ -16,11 +16,13 @@ from bertviz_lite.text.tokenization import MASK_TOKEN, Encoding
 
 # What `bertviz_lite.inspection.views` offers at its top (its __init__ lists them by name).
 __all__ = [
+    "MaskFocus",
     "NextSentence",
     "TopPredictions",
     "default_mask_position",
     "default_masks",
     "is_next_probability",
+    "mask_focus",
     "mask_token_positions",
     "maskable_positions",
     "next_sentence",
@@ -52,6 +54,22 @@ def default_masks(encoding: Encoding) -> tuple[int, ...]:
 def mask_token_positions(tokens: Sequence[str]) -> list[int]:
     """Positions that hold [MASK]: picked in the app (PairTrace.masked_positions), or typed as [MASK] in the text."""
     return [i for i, token in enumerate(tokens) if token == MASK_TOKEN]
+
+
+@dataclass(frozen=True)
+class MaskFocus:
+    """The token a walk through the model follows: what is masked, the [MASK] asked about, the word hidden there."""
+
+    masked: tuple[int, ...]  # positions written as [MASK] before the trace (none when the text has a [MASK])
+    query: int | None  # the first [MASK] of the input
+    original: str | None  # the word behind it, when it was masked here (not typed as [MASK])
+
+
+def mask_focus(encoding: Encoding) -> MaskFocus:
+    """The walkthrough's focus for a pair: its first typed [MASK], else the word default_masks hides."""
+    masked = default_masks(encoding)
+    query = min([*mask_token_positions(encoding.tokens), *masked], default=None)
+    return MaskFocus(masked, query, encoding.tokens[query] if masked else None)
 
 
 def prediction_title(encoding: Encoding, position: int) -> str:

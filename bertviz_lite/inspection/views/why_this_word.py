@@ -152,7 +152,8 @@ def default_candidates(
 
 def contrast_target(tokenizer: BertTokenizer, encoding: Encoding, target: str, foil: str) -> Target:
     """The contrast logit(target) − logit(foil) at the sentence's first [MASK]."""
-    target_id, foil_id = candidate_id(tokenizer, target), candidate_id(tokenizer, foil)
+    target_id = candidate_id(tokenizer, target)
+    foil_id = candidate_id(tokenizer, foil)
     if target_id == foil_id:
         raise ValueError(f"The two candidates are the same token ({target!r}); pick two different words.")
     return Target(mask_position(encoding), target_id, foil_id)
@@ -269,7 +270,8 @@ def aligned_pair(
     tokenizer: BertTokenizer, clean: str, corrupted: str, max_length: int = 128
 ) -> tuple[Encoding, Encoding]:
     """Both sentences encoded alone; patching swaps states position by position, so their lengths must agree."""
-    a, b = encode_alone(tokenizer, clean, max_length), encode_alone(tokenizer, corrupted, max_length)
+    a = encode_alone(tokenizer, clean, max_length)
+    b = encode_alone(tokenizer, corrupted, max_length)
     if len(a) != len(b):
         raise ValueError(
             f"Activation patching puts the clean run's states back position by position, so both sentences must have "
@@ -407,7 +409,8 @@ MAX_PLL_TOKENS = 128
 
 def differing_tokens(a: list[str], b: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """[len(a)] and [len(b)] bool: the tokens outside the runs the two lists share (difflib's alignment)."""
-    differs_a, differs_b = np.ones(len(a), dtype=bool), np.ones(len(b), dtype=bool)
+    differs_a = np.ones(len(a), dtype=bool)
+    differs_b = np.ones(len(b), dtype=bool)
     for block in SequenceMatcher(a=a, b=b, autojunk=False).get_matching_blocks():
         differs_a[block.a : block.a + block.size] = False
         differs_b[block.b : block.b + block.size] = False
@@ -495,8 +498,10 @@ def pair_likelihood_question(data: PairLikelihood) -> Question:
 
 def _blanked(a: str, b: str) -> str:
     """ "The key to the cabinets ___ on the table. (is / are)": the words the two share, a blank where they differ."""
-    words_a, words_b = a.split(), b.split()
-    shared, differing = [], ([], [])
+    words_a = a.split()
+    words_b = b.split()
+    shared = []
+    differing = ([], [])
     for tag, i1, i2, j1, j2 in SequenceMatcher(a=words_a, b=words_b, autojunk=False).get_opcodes():
         if tag == "equal":
             shared += words_a[i1:i2]

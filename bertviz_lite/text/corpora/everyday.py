@@ -61,7 +61,8 @@ FORTUNE_FILES = (
     "wisdom",
     "work",
 )
-MIN_WORDS, MAX_WORDS = 4, 50
+MIN_WORDS = 4
+MAX_WORDS = 50
 GROUP_SIZE = (
     4  # one-sentence documents of one topic are joined into documents of up to this many (see `grouped`)
 )
@@ -111,7 +112,8 @@ class _Paragraphs(HTMLParser):
         super().__init__()
         self.paragraphs: list[str] = []
         self._open: list[bool] = []  # per open <p>/<div>: is it a paragraph
-        self._depth, self._pre = 0, 0
+        self._depth = 0
+        self._pre = 0
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         if tag in ("p", "div"):

@@ -30,7 +30,8 @@ def parse_synset(line: str) -> tuple[str, str, str, list[str]] | None:
         return None
     fields, gloss = line.split(" | ", 1)
     parts = fields.split()
-    pos, lemma = parts[2], _ADJ_MARKER.sub("", parts[4]).replace("_", " ")
+    pos = parts[2]
+    lemma = _ADJ_MARKER.sub("", parts[4]).replace("_", " ")
     examples = [_sentence(text) for text in _QUOTED.findall(gloss)]
     definition = _QUOTED.sub("", gloss).strip().strip(";").strip()
     definition = " ".join(_DOMAIN.sub("", definition).replace(" ;", ";").split()).rstrip(";:,")

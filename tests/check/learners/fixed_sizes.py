@@ -2,7 +2,8 @@
 
 from torch import nn
 
-VOCAB_SIZE, HIDDEN = 30522, 768
+VOCAB_SIZE = 30522
+HIDDEN = 768
 
 
 class Bert(nn.Module):

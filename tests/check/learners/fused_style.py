@@ -24,7 +24,8 @@ class BertEmbedding(nn.Module):
 class BertAttention(nn.Module):
     def __init__(self, d_model, n_heads):
         super().__init__()
-        self.n_heads, self.d_k = n_heads, d_model // n_heads
+        self.n_heads = n_heads
+        self.d_k = d_model // n_heads
         self.W_qkv = nn.Linear(d_model, 3 * d_model)
         self.W_o = nn.Linear(d_model, d_model)
 

@@ -29,7 +29,8 @@ class BertEmbeddings(nn.Module):
 class BertSelfAttention(nn.Module):
     def __init__(self, hidden_size, num_heads):
         super().__init__()
-        self.num_heads, self.head_size = num_heads, hidden_size // num_heads
+        self.num_heads = num_heads
+        self.head_size = hidden_size // num_heads
         self.query = nn.Linear(hidden_size, hidden_size)
         self.key = nn.Linear(hidden_size, hidden_size)
         self.value = nn.Linear(hidden_size, hidden_size)
@@ -40,7 +41,9 @@ class BertSelfAttention(nn.Module):
         return x.view(b, t, self.num_heads, self.head_size).transpose(1, 2)
 
     def forward(self, x, mask):
-        q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        q = self.split(self.query(x))
+        k = self.split(self.key(x))
+        v = self.split(self.value(x))
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_size)
         scores = scores.masked_fill(mask == 0, -1e9)
         probs = self.dropout(scores.softmax(dim=-1))

@@ -16,11 +16,15 @@ class Layer(nn.Module):
     def __init__(self, d_model, n_heads, d_ff):
         super().__init__()
         self.n_heads = n_heads
-        self.W_qkv, self.b_qkv = matrix(d_model, 3 * d_model), nn.Parameter(torch.zeros(3 * d_model))
-        self.W_o, self.b_o = matrix(d_model, d_model), nn.Parameter(torch.zeros(d_model))
+        self.W_qkv = matrix(d_model, 3 * d_model)
+        self.b_qkv = nn.Parameter(torch.zeros(3 * d_model))
+        self.W_o = matrix(d_model, d_model)
+        self.b_o = nn.Parameter(torch.zeros(d_model))
         self.ln1 = nn.LayerNorm(d_model, eps=1e-12)
-        self.W1, self.b1 = matrix(d_model, d_ff), nn.Parameter(torch.zeros(d_ff))
-        self.W2, self.b2 = matrix(d_ff, d_model), nn.Parameter(torch.zeros(d_model))
+        self.W1 = matrix(d_model, d_ff)
+        self.b1 = nn.Parameter(torch.zeros(d_ff))
+        self.W2 = matrix(d_ff, d_model)
+        self.b2 = nn.Parameter(torch.zeros(d_model))
         self.ln2 = nn.LayerNorm(d_model, eps=1e-12)
 
     def forward(self, x, mask):

@@ -23,7 +23,8 @@ class BertEmbedding(nn.Module):
 class BertAttention(nn.Module):
     def __init__(self, hidden_size, num_heads):
         super().__init__()
-        self.nh, self.hd = num_heads, hidden_size // num_heads
+        self.nh = num_heads
+        self.hd = hidden_size // num_heads
         self.W_q = nn.Linear(hidden_size, hidden_size)
         self.W_k = nn.Linear(hidden_size, hidden_size)
         self.W_v = nn.Linear(hidden_size, hidden_size)
@@ -32,7 +33,9 @@ class BertAttention(nn.Module):
     def forward(self, x, mask):
         B, T, H = x.shape
         split = lambda t: t.view(B, T, self.nh, self.hd).transpose(1, 2)
-        q, k, v = split(self.W_q(x)), split(self.W_k(x)), split(self.W_v(x))
+        q = split(self.W_q(x))
+        k = split(self.W_k(x))
+        v = split(self.W_v(x))
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.hd)
         scores = scores.masked_fill(mask == 0, -1e9)
         self.attn = scores.softmax(-1)
