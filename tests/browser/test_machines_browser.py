@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 VISITOR_ID = "machines-test-visitor-0123456789"
 YES, NO = walk.NSP_OPTIONS
 NSP = walk.STEPS[walk.step_number("nsp") - 1]
+STEPS = len(walk.STEPS)
 A, B = haproxy.machine_name(0), haproxy.machine_name(1)
 
 
@@ -82,9 +83,9 @@ def test_a_run_started_through_machine_a_is_watched_and_stopped_through_machine_
 def _student(browser, url: str, machine: str, code: str):
     phone = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
     page, served = on_machine(browser, url, machine, f"class?class={code}", **phone)
-    page.get_by_text("Step 1 of 8").or_(page.get_by_text(f"Step 8 of 8: {NSP.title}")).first.wait_for(
-        timeout=60_000
-    )
+    page.get_by_text(f"Step 1 of {STEPS}").or_(
+        page.get_by_text(f"Step {walk.step_number('nsp')} of {STEPS}: {NSP.title}")
+    ).first.wait_for(timeout=60_000)
     return page, served
 
 
@@ -117,7 +118,7 @@ def test_answers_through_both_machines_reach_one_projector_and_machine_a_dying_l
 
     machines.machines[0].die()  # machine A: serve, haproxy and worker killed at once
     lecturer.reload()  # a new session; A is gone, so the balancer sends it to B (its lead cookie comes along)
-    lecturer.get_by_text(f"Step 8 of 8: {NSP.title}").wait_for(timeout=90_000)
+    lecturer.get_by_text(f"Step {walk.step_number('nsp')} of {STEPS}: {NSP.title}").wait_for(timeout=90_000)
     _projector_counts(lecturer, 2)  # both acknowledged answers are there, the one given through A included
     on_a.reload()  # on B now, the same student (its visitor cookie), with its answer
     expect(on_a.get_by_text(f"Answer received: {YES}")).to_be_visible(timeout=60_000)
