@@ -37,13 +37,13 @@ def _tries(call) -> bool:
 
 
 def run(fresh_ids: int, path: Path) -> dict[str, int]:
-    code, secret = classroom.start_class(PAIR, path=path)
+    code, secret = classroom.start_class(PAIR, store=path)
     question = classroom.ask(
-        code, secret, NewQuestion(CHOICE, "Does B follow A?", ("Yes", "No"), "Yes"), path=path
+        code, secret, NewQuestion(CHOICE, "Does B follow A?", ("Yes", "No"), "Yes"), store=path
     )
     joined = [s for i in range(fresh_ids) if (s := _join(code, f"fresh-{i}", "203.0.113.7", path))]
     answers = sum(
-        _tries(lambda s=s: class_joining.answer(code, s, question, "No", address="203.0.113.7", path=path))
+        _tries(lambda s=s: class_joining.answer(code, s, question, "No", address="203.0.113.7", store=path))
         for s in joined
     )
     wrong = (
@@ -52,7 +52,7 @@ def run(fresh_ids: int, path: Path) -> dict[str, int]:
     counted = 0
     for guess in range(300):  # 30 fresh ids x 10 wrong codes from one address
         refusal = _refusal(
-            lambda g=guess: class_joining.join(wrong, f"guesser-{g // 10}", "203.0.113.66", path=path)
+            lambda g=guess: class_joining.join(wrong, f"guesser-{g // 10}", "203.0.113.66", store=path)
         )
         counted += "no class with this code" in refusal
     token = classroom.join_token(code, secret)
@@ -60,18 +60,18 @@ def run(fresh_ids: int, path: Path) -> dict[str, int]:
         "one_address_joined": len(joined),
         "one_address_refused": fresh_ids - len(joined),
         "one_address_answers": answers,
-        "chart_counts": class_results.answer_count(question, path=path),
+        "chart_counts": class_results.answer_count(question, store=path),
         "other_address_joins": int(bool(_join(code, "student", "198.51.100.2", path))),
         "guessers_locked_after": counted,
         "qr_link_joins_during_guessing": int(
-            _tries(lambda: class_joining.join(code, "neighbour", "203.0.113.66", token=token, path=path))
+            _tries(lambda: class_joining.join(code, "neighbour", "203.0.113.66", token=token, store=path))
         ),
     }
 
 
 def _join(code: str, browser: str, address: str, path: Path) -> str:
     try:
-        return class_joining.join(code, browser, address, path=path)
+        return class_joining.join(code, browser, address, store=path)
     except ClassError:
         return ""
 

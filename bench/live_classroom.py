@@ -6,7 +6,14 @@ builder and helpers this reuses), and behaves like a browser: it sends the fragm
 students open `/class?class=CODE` (the QR code's link) with a small random jitter; the lecturer presses Next
 --moves times; then asks the walkthrough's question and each student presses one answer.
 
-    python bench/live_classroom.py [--students 100] [--moves 3]
+    python bench/live_classroom.py [--students 100] [--moves 3] [--machines 2] [--workers 1] [--postgresql]
+
+By default one `streamlit run app.py`. --workers W runs `serve --workers W` instead (its haproxy in front, SQLite);
+--machines N (2 or more) runs N simulated machines (devtools/machines.py): each a `serve` with --workers app
+processes (default 1) and a data/ of its own, sharing one PostgreSQL server, behind an outer haproxy sticky by a
+machine cookie, and every participant connects through that balancer. They share this machine's cores: set against
+one machine with as many workers, the figure is the software's overhead (a second balancer, PostgreSQL over TCP), not
+what real separate machines would give.
 
 Prints, as key=value lines:
   students=                  how many students were on the page when the lecturer started moving
@@ -16,8 +23,9 @@ Prints, as key=value lines:
                              (the k-th acknowledged answer counts as included once the projector shows >= k)
   errors=                    exceptions or st.error shown, timeouts, disconnects, answers refused
   answers_lost=              acknowledged answers ("Answer received" shown) missing from the database afterwards
-  idle_poll_cpu_percent=     the server's CPU while the N students only poll (no moves), in % of one core
+  idle_poll_cpu_percent=     the app processes' CPU while the N students only poll (no moves), in % of one core
   current_select_us=         one classroom.current() (the students' poll: one indexed SELECT), in this process
+  students_per_machine=      with --machines: how many students the outer balancer sent to each machine
 
 Goals (issue 21): 100 students, p95 follow and answer-to-projector < 2 s, 0 errors, 0 answers lost.
 """
@@ -29,6 +37,7 @@ import asyncio
 import os
 import random
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -45,8 +54,9 @@ from websockets.asyncio.client import connect  # noqa: E402
 
 from bench._smoke import add_smoke_flag  # noqa: E402
 from bench.classroom_load import CLIENT, LOOPBACK, describe_machine, percentile, rerun_request  # noqa: E402
-from bertviz_lite.server import class_results, database  # noqa: E402
+from bertviz_lite.server import class_results, database, haproxy  # noqa: E402
 from bertviz_lite.server import classroom as live  # noqa: E402
+from devtools.machines import running_machines  # noqa: E402
 from devtools.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 
 PAGE = "class"  # url_path of pages_app/classroom/11_Class.py
@@ -74,6 +84,7 @@ class Participant:
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     ws: object = None
     timers: dict[str, asyncio.Task] = field(default_factory=dict)
+    machine: str = ""  # with --machines: the machine the outer balancer sent it to
 
     def note(self, msg: ForwardMsg) -> None:
         now, kind = time.perf_counter(), msg.WhichOneof("type")
@@ -146,6 +157,7 @@ class Participant:
             open_timeout=timeout,
             additional_headers=headers,
         )
+        self.machine = self.ws.response.headers.get(haproxy.MACHINE_HEADER, "")
         asyncio.create_task(self.read())
         back = rerun_request(page_name=PAGE)
         back.rerun_script.query_string = self.query
@@ -206,6 +218,8 @@ async def answers(
     lecturer: Participant, students: list[Participant], args, rng: random.Random, errors: list[str]
 ) -> tuple[list[float], int]:
     """The lecturer asks; every student presses an option; seconds until the projector counts each answer."""
+    if not await wait_for(lambda: "class_ask_choice" in lecturer.widget_ids, args.timeout, "Ask", errors):
+        return [], 0  # the lecturer's page never reached the step that asks (counted as an error)
     await lecturer.click("class_ask_choice")
     ready = await wait_for(
         lambda: all(any(k.startswith("class_option_") for k in s.widget_ids) for s in students),
@@ -240,12 +254,16 @@ async def answers(
     return to_projector, len(acked)
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def cpu_seconds(pids: list[int]) -> float:
+    """The CPU seconds these processes have used so far."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
-async def session(port: int, server_pid: int, args) -> dict:
+async def session(port: int, server_pids: list[int], args) -> dict:
     rng, errors = random.Random(args.seed), []
     lecturer = Participant("lecturer")
     await lecturer.open(port, args.timeout)
@@ -256,9 +274,9 @@ async def session(port: int, server_pid: int, args) -> dict:
     await wait_for(
         lambda: all(1 in s.steps for s in students), args.timeout, "every student on step 1", errors
     )
-    before = cpu_seconds(server_pid)
+    before = cpu_seconds(server_pids)
     await asyncio.sleep(args.idle)  # everyone only polls: the cost of following
-    idle_cpu = (cpu_seconds(server_pid) - before) / args.idle * 100
+    idle_cpu = (cpu_seconds(server_pids) - before) / args.idle * 100
     follow = await moves(lecturer, students, args, errors)
     to_projector, acknowledged = await answers(lecturer, students, args, rng, errors)
     question = live.current(lecturer.join_code).question
@@ -273,10 +291,15 @@ async def session(port: int, server_pid: int, args) -> dict:
         "errors": errors,
         "answers_lost": max(0, acknowledged - counted),
         "idle_cpu": idle_cpu,
+        "per_machine": {
+            m: sum(s.machine == m for s in students) for m in sorted({s.machine for s in students})
+        },
     }
 
 
-def select_cost_us(code: str, repeats: int = 2000) -> float:
+def select_cost_us(repeats: int = 2000) -> float:
+    """One student's poll (classroom.current) on the store this process uses, in µs."""
+    code, _ = live.start_class(live.Position("x", "a", "b"))
     start = time.perf_counter()
     for _ in range(repeats):
         live.current(code, "0" * 32)
@@ -293,10 +316,42 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--idle", type=float, default=10.0, help="seconds of polling only, for its CPU cost")
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--machines",
+        type=int,
+        default=1,
+        help="simulated machines behind an outer haproxy (1: one streamlit)",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=0, help="app processes of each machine's serve (0: one streamlit run)"
+    )
+    parser.add_argument("--postgresql", action="store_true", help="one machine on PostgreSQL, not SQLite")
     add_smoke_flag(
         parser, argv, students=1, jitter=0.0, idle=0.5
     )  # the 3 moves reach step 4, the first that asks
     return parser.parse_args(argv)
+
+
+def on_machines(args) -> dict:
+    """The session through `serve` on --machines simulated machines (behind an outer balancer, sharing PostgreSQL,
+    when there are several)."""
+    logs = ARTIFACTS / "live_classroom_machines"  # every machine's serve, haproxy and worker logs, kept
+    shutil.rmtree(logs, ignore_errors=True)
+    postgresql = args.machines > 1 or args.postgresql
+    with running_machines(
+        args.machines, args.workers, trust_clients=True, logs=logs, postgresql=postgresql
+    ) as cluster:
+        if cluster.database_url:
+            os.environ[database.DATABASE_URL_SETTING] = (
+                cluster.database_url
+            )  # this script reads the same store
+        else:
+            os.environ[database.DATA_DIR_SETTING] = str(cluster.machines[0].folder / "data")
+        app_pids = [pid for machine in cluster.machines for pid in machine.processes()]
+        result = asyncio.run(session(int(cluster.url.rsplit(":", 1)[1]), app_pids, args))
+        result["select_us"] = select_cost_us()
+        database.close_all()
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,18 +360,25 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"Client: {CLIENT}; one lecturer and {args.students} students, {args.moves} moves, jitter {args.jitter:g} s"
     )
+    args.workers = max(args.workers, 1) if args.machines > 1 else args.workers
+    if args.workers:
+        store = "PostgreSQL" if args.machines > 1 or args.postgresql else "SQLite"
+        where = "behind an outer haproxy" if args.machines > 1 else "serve's haproxy in front"
+        print(f"{args.machines} machine(s) × {args.workers} workers, {store}, {where}")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="live_classroom_") as data:
         os.environ[database.DATA_DIR_SETTING] = data  # the server and this script share one fresh database
-        port = free_port()
-        server = start_streamlit(port, ARTIFACTS / "live_classroom_streamlit.log")
-        try:
-            wait_until_healthy(f"http://{LOOPBACK}:{port}", server)
-            result = asyncio.run(session(port, server.pid, args))
-        finally:
-            stop(server)
-        code, _ = live.start_class(live.Position("x", "a", "b"))
-        select_us = select_cost_us(code)
+        if args.workers:
+            result = on_machines(args)
+        else:
+            port = free_port()
+            server = start_streamlit(port, ARTIFACTS / "live_classroom_streamlit.log")
+            try:
+                wait_until_healthy(f"http://{LOOPBACK}:{port}", server)
+                result = asyncio.run(session(port, [server.pid], args))
+            finally:
+                stop(server)
+            result["select_us"] = select_cost_us()
         database.close_all()
     for error in result["errors"][:10]:
         print(f"  error: {error}")
@@ -326,7 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"errors={len(result['errors'])}")
     print(f"answers_lost={result['answers_lost']}")
     print(f"idle_poll_cpu_percent={result['idle_cpu']:.0f}")
-    print(f"current_select_us={select_us:.0f}")
+    print(f"current_select_us={result['select_us']:.0f}")
+    if args.machines > 1:
+        print("students_per_machine=" + ",".join(f"{m}:{n}" for m, n in result["per_machine"].items()))
     return 0
 
 

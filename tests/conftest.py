@@ -1,4 +1,5 @@
-"""Shared fixtures: real weights are loaded once per test session; the shared database is a temporary file."""
+"""Shared fixtures: real weights are loaded once per test session; the shared database is a temporary file, and
+the tests of the shared store run on both kinds (a SQLite file, and a PostgreSQL server started once a session)."""
 
 import atexit
 import functools
@@ -23,6 +24,46 @@ def minilm():
     return load("all-MiniLM-L6-v2")
 
 
+STORES = ("sqlite", "postgresql")  # server/database.py's two backends
+
+
+@pytest.fixture(scope="session")
+def postgresql_server():
+    """The URL of one PostgreSQL server for the session (Debian's postgresql, devtools/postgresql.py), stopped after."""
+    from devtools.postgresql import running_postgresql
+
+    with running_postgresql(durable=False) as url:
+        yield url
+
+
+@pytest.fixture(params=STORES)
+def store(request, tmp_path):
+    """A fresh, empty shared store of each kind: a SQLite file, or a schema of the session's PostgreSQL server."""
+    from bertviz_lite.server import database
+
+    if request.param == "sqlite":
+        yield tmp_path / database.DATABASE_FILE
+    else:
+        from devtools.postgresql import fresh_schema
+
+        yield fresh_schema(request.getfixturevalue("postgresql_server"))
+    database.close_all()
+
+
+@pytest.fixture
+def store_setting(store, monkeypatch):
+    """`store` as every app process finds it without being told (a process the test starts too): the setting
+    BERTVIZ_LITE_DATABASE_URL, or BERTVIZ_LITE_DATA_DIR for the SQLite file."""
+    from bertviz_lite.server import database
+
+    if isinstance(store, Path):
+        monkeypatch.setenv(database.DATA_DIR_SETTING, str(store.parent))
+        monkeypatch.delenv(database.DATABASE_URL_SETTING, raising=False)
+    else:
+        monkeypatch.setenv(database.DATABASE_URL_SETTING, store)
+    return store
+
+
 @pytest.fixture(autouse=True)
 def _no_admin_lockout_between_tests():
     """The admin token's rate limit counts in the shared database: each test starts with none counted."""
@@ -36,7 +77,8 @@ def _no_admin_lockout_between_tests():
 # checkpoints/ and its training slot) run on one worker, one after another; the other tests that use the app
 # (AppTest, run folders in a temporary checkpoints root, lifecycle) run one after another as a second group; the
 # package's other tests are spread over both workers (tests/check/ module by module: each module's fixture checks its
-# files in one child process, which a module split over two workers would start twice).
+# files in one child process, which a module split over two workers would start twice). The tests on a PostgreSQL
+# store run on one worker, so that the session starts one server.
 SHARES_THE_APP = ("CHECKPOINTS_DIR", "checkpoints_root", "lifecycle", "streamlit")
 
 
@@ -59,6 +101,7 @@ def _group(module: Path) -> str | None:
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        group = _group(Path(item.fspath))
+        on_postgresql = getattr(item, "callspec", None) and item.callspec.params.get("store") == "postgresql"
+        group = "postgresql" if on_postgresql else _group(Path(item.fspath))
         if group:
             item.add_marker(pytest.mark.xdist_group(group))

@@ -24,11 +24,14 @@ The checkpoint, a Hugging Face BERT folder (written by `bertviz_lite.loading.che
                   "eval_mlm_acc", "eval_nsp_acc", "eval_examples", "elapsed_s"}
         on the held-out pairs, masked once with a fixed seed so that evals compare.
 
-`status.json`, replaced atomically on every logging step and at every change of state:
+`status.json`, replaced atomically on every logging step and at every change of state, and renewed at least every
+HEARTBEAT_S seconds while the run trains (the trainer's heartbeat, training/heartbeat.py):
     {"state": "running" | "finished" | "stopped" | "diverged" | "failed", "message": str,
-     "pid": int, "step": int, "total_steps": int, "checkpoint_step": int | null,
+     "pid": int, "host": str, "step": int, "total_steps": int, "checkpoint_step": int | null,
      "started_at": float, "updated_at": float, "eta_s": float | null}
-    times are Unix seconds; `checkpoint_step` is the step of the weights in model.safetensors.
+    times are Unix seconds; `checkpoint_step` is the step of the weights in model.safetensors; `host` is the machine
+    the trainer runs on, where `pid` means something. A "running" status not renewed for STALE_AFTER_S is a dead run,
+    seen alike from every machine that shares the checkpoints folder (`heartbeat_age`).
 
 `optimizer.safetensors`, written after each checkpoint: AdamW's moments, tensors "<parameter>.exp_avg"
     and "<parameter>.exp_avg_sq"; metadata {"step": "<step>"}, the checkpoint step they belong to.
@@ -40,8 +43,8 @@ model.safetensors and config.json:
     learner.json        {"file", "class", "sha256": their file's content hash, "config": the sizes it was built at,
                          "mapping": their parameter -> ours, "unmapped", "nsp_head", "attention"}
 
-Written by the app before the trainer starts (see `bertviz_lite.runs.lifecycle`): `launch.json` {"pid", "command",
-"launched_at"}, `train.log` (the process's output), `corpus.txt` (an uploaded or pasted corpus), `owner.json`
+Written by the app before the trainer starts (see `bertviz_lite.runs.lifecycle`): `launch.json` {"pid", "host",
+"command", "launched_at"}, `train.log` (the process's output), `corpus.txt` (an uploaded or pasted corpus), `owner.json`
 (see `bertviz_lite.server.access`). `STOP`, created by the app, asks the trainer to finish its step, save and stop.
 
 Every file is written to a hidden temporary name and renamed into place, so a kill at any instant leaves
@@ -54,6 +57,7 @@ import json
 import math
 import os
 import re
+import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -92,6 +96,10 @@ LEARNER_WEIGHTS_FILE = "learner.safetensors"  # their weights under their own na
 SNAPSHOTS_DIR = "snapshots"
 SNAPSHOT_PATTERN = re.compile(r"step_(\d+)\.safetensors")
 STATES = ("running", "finished", "stopped", "diverged", "failed")
+HEARTBEAT_S = 5.0  # a training process renews its "running" status.json at least this often …
+STALE_AFTER_S = (
+    60.0  # … so one not renewed for this long is a dead run, on every machine (clocks kept by NTP)
+)
 
 
 @dataclass(frozen=True)
@@ -318,10 +326,10 @@ def read_metrics(run_dir: str | os.PathLike, split: str | None = None) -> list[d
 
 
 def write_status(run_dir: str | os.PathLike, **fields: Any) -> dict[str, Any]:
-    """Replace `<run>/status.json`; `state` must be one of STATES. Adds pid and updated_at."""
+    """Replace `<run>/status.json`; `state` must be one of STATES. Adds pid, host and updated_at."""
     if fields.get("state") not in STATES:
         raise ValueError(f"state ({fields.get('state')!r}) must be one of {', '.join(STATES)}")
-    status = {"pid": os.getpid(), **fields, "updated_at": time.time()}
+    status = {"pid": os.getpid(), "host": this_host(), **fields, "updated_at": time.time()}
     atomic_write_json(RunFolder(run_dir).status, status)
     return status
 
@@ -333,6 +341,25 @@ def read_status(run_dir: str | os.PathLike) -> dict[str, Any] | None:
     """
     status = read_json_object(RunFolder(run_dir).status)
     return valid_status(status) if status is not None and status.get("state") in STATES else None
+
+
+def this_host() -> str:
+    """This machine's name, as a run's status and launch record give it (where their pid means something)."""
+    return socket.gethostname()
+
+
+def on_this_host(record: dict[str, Any]) -> bool:
+    """Whether a status or launch record was written on this machine (one without a host: before heartbeats,
+    when every run was local)."""
+    return record.get("host") in (None, "", this_host())
+
+
+def heartbeat_age(status: dict[str, Any], now: float | None = None) -> float | None:
+    """Seconds since the status was last written (None without a time); past STALE_AFTER_S its run is dead."""
+    updated_at = status.get("updated_at")
+    if not isinstance(updated_at, int | float):
+        return None
+    return max(0.0, (time.time() if now is None else now) - updated_at)
 
 
 def process_alive(pid: int | None) -> bool:

@@ -88,11 +88,13 @@ def parse_metrics(
 
 
 def valid_status(status: dict[str, Any]) -> dict[str, Any]:
-    """status.json's fields of the wrong type or size (a 400-digit step, a list for a pid) as None; message cut."""
+    """status.json's fields of the wrong type or size (a 400-digit step, a list for a pid, a host of 300 characters)
+    as None; message cut."""
     status.update({key: recorded_count(status.get(key)) for key in _STATUS_COUNTS if key in status})
     status.update({key: recorded_number(status.get(key)) for key in _STATUS_TIMES if key in status})
-    message = status.get("message")
+    message, host = status.get("message"), status.get("host")
     status["message"] = message[:MAX_STATUS_MESSAGE] if isinstance(message, str) else ""
+    status["host"] = host if isinstance(host, str) and len(host) <= MAX_TEXT_FIELD else None
     return status
 
 

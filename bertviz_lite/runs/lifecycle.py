@@ -4,6 +4,11 @@ The app never trains in its own process. `launch_run` starts `python -m bertviz_
 session (so it outlives page reruns, closed tabs and app restarts) with its output captured in
 `<run>/train.log`; everything else is read back from the files the trainer writes (see
 `bertviz_lite.loading.run_folder`, which also names the files the app writes: launch.json, train.log, corpus.txt, STOP).
+
+A run is alive while its trainer renews status.json (its heartbeat, every HEARTBEAT_S seconds): every machine that
+shares the checkpoints folder sees it alike, and one not renewed for STALE_AFTER_S is failed there, its last
+checkpoint kept. On the run's own machine its process id says so sooner (a killed trainer is failed at once). Stop
+writes the STOP file, which the trainer checks every step, from any machine; SIGTERM is added on the run's own.
 """
 
 from __future__ import annotations
@@ -25,19 +30,23 @@ from bertviz_lite.limits import clamp
 from bertviz_lite.loading.checkpoints import checkpoint_step
 from bertviz_lite.loading.run_folder import (
     REPO_ROOT,
+    STALE_AFTER_S,
     RunFolder,
     checkpoints_root,
+    heartbeat_age,
     new_run_folder,
+    on_this_host,
     process_alive,
     read_json_object,
     read_status,
     read_train_args,
     run_folders,
+    this_host,
     validate_run_name,
 )
 from bertviz_lite.loading.run_records import MAX_TEXT_FIELD
 from bertviz_lite.runs import quota, run_options
-from bertviz_lite.runs.run_log import died_message, log_tail, without_paths
+from bertviz_lite.runs.run_log import died_message, log_tail, silent_message, without_paths
 from bertviz_lite.server import access, settings
 from bertviz_lite.training.cli import MAX_THREADS
 
@@ -48,6 +57,9 @@ ACTIVE_STATES = ("starting", "running")
 LAUNCH_LOCK = ".launch.lock"  # in the checkpoints root: one launch at a time among every app process
 MAX_HYPERPARAMETERS = 200  # rows a run's train_args.json may bring to the comparison table
 STALE_TMP_S = 60.0  # a hidden .tmp file this old in a run that no longer trains is a killed write's leftover
+STARTING_GRACE_S = (
+    600.0  # seen from another machine, a launched run may prepare this long before its first status
+)
 # Popen objects of the runs this process launched, so that finished children are reaped (not zombies).
 _CHILDREN: dict[int, subprocess.Popen] = {}
 
@@ -72,6 +84,7 @@ class RunState:
     pid: int | None = None
     checkpoint_step: int | None = None
     updated_at: float | None = None
+    host: str | None = None  # the machine it trains on (None: this one, or a run from before heartbeats)
 
     @property
     def active(self) -> bool:
@@ -266,7 +279,8 @@ def _start_process(run_dir: Path, command: list[str]) -> subprocess.Popen:
         )
     _CHILDREN[process.pid] = process
     atomic_write_json(
-        RunFolder(run_dir).launch, {"pid": process.pid, "command": command, "launched_at": time.time()}
+        RunFolder(run_dir).launch,
+        {"pid": process.pid, "host": this_host(), "command": command, "launched_at": time.time()},
     )
     return process
 
@@ -292,21 +306,36 @@ def training_process_alive(pid: int | None) -> bool:
     return not cmdline or TRAIN_MODULE.encode() in cmdline
 
 
-def run_state(run_dir: str | os.PathLike) -> RunState:
-    """The state of a run folder, from status.json; a vanished process is "failed" with its log's tail."""
+def run_state(run_dir: str | os.PathLike, now: float | None = None) -> RunState:
+    """The state of a run folder, from status.json; a "running" status whose heartbeat stopped (or, on its own
+    machine, whose process is gone) is "failed" with its log's tail. `now`: the clock's time (tests pass one)."""
     run_dir = Path(run_dir)
     status = read_status(run_dir)
     if status is None:
-        return _state_without_status(run_dir)
-    if status.get("state") == "running" and not training_process_alive(status.get("pid")):
+        return _state_without_status(run_dir, now)
+    if status.get("state") == "running" and _silent(status, now):
         status = read_status(run_dir) or status  # it may have written its last status while exiting
-        if status.get("state") == "running":
-            return _from_status(run_dir, status, "failed", died_message(run_dir, status.get("pid")))
+        if status.get("state") == "running" and _silent(status, now):
+            return _from_status(run_dir, status, "failed", _why_silent(run_dir, status, now))
     state = str(status.get("state"))
     message = str(status.get("message") or "")
     if state == "failed" and not message:
         message = log_tail(run_dir)
     return _from_status(run_dir, status, state, message)
+
+
+def _silent(status: dict[str, Any], now: float | None) -> bool:
+    """Whether a "running" status is a dead run's: not renewed within STALE_AFTER_S (a status from before
+    heartbeats has no host: its process alone says), or, on this machine, its process is gone."""
+    age = heartbeat_age(status, now)
+    stale = bool(status.get("host")) and (age is None or age > STALE_AFTER_S)
+    return stale or (on_this_host(status) and not training_process_alive(status.get("pid")))
+
+
+def _why_silent(run_dir: Path, status: dict[str, Any], now: float | None) -> str:
+    if on_this_host(status) and not training_process_alive(status.get("pid")):
+        return died_message(run_dir, status.get("pid"))
+    return silent_message(run_dir, status, heartbeat_age(status, now))
 
 
 def _from_status(run_dir: Path, status: dict[str, Any], state: str, message: str) -> RunState:
@@ -321,20 +350,34 @@ def _from_status(run_dir: Path, status: dict[str, Any], state: str, message: str
         pid=status.get("pid"),
         checkpoint_step=status.get("checkpoint_step"),
         updated_at=status.get("updated_at"),
+        host=status.get("host") or None,
     )
 
 
-def _state_without_status(run_dir: Path) -> RunState:
-    """Launched but not yet training (or never launched: an uploaded checkpoint)."""
+def _state_without_status(run_dir: Path, now: float | None) -> RunState:
+    """Launched but not yet training (or never launched: an uploaded checkpoint). Launched on another machine: starting
+    for up to STARTING_GRACE_S after its launch (its pid is that machine's)."""
     launch = read_json_object(RunFolder(run_dir).launch)
     if launch is None:
         return RunState(run_dir.name, run_dir, "ready", checkpoint_step=checkpoint_step(run_dir))
-    pid = launch.get("pid")
-    if training_process_alive(pid):
-        return RunState(run_dir.name, run_dir, "starting", "Preparing the data and the model…", pid=pid)
+    pid, host = launch.get("pid"), launch.get("host") if isinstance(launch.get("host"), str) else None
+    if on_this_host(launch):
+        starting = training_process_alive(pid)
+    else:
+        launched_at = launch.get("launched_at")
+        age = (
+            (time.time() if now is None else now) - launched_at
+            if isinstance(launched_at, int | float)
+            else None
+        )
+        starting = age is not None and age <= STARTING_GRACE_S
+    if starting:
+        return RunState(
+            run_dir.name, run_dir, "starting", "Preparing the data and the model…", pid=pid, host=host
+        )
     if read_status(run_dir) is not None:  # it wrote its first status in the meantime
-        return run_state(run_dir)
-    return RunState(run_dir.name, run_dir, "failed", died_message(run_dir, pid), pid=pid)
+        return run_state(run_dir, now)
+    return RunState(run_dir.name, run_dir, "failed", died_message(run_dir, pid), pid=pid, host=host)
 
 
 def is_run_folder(path: Path) -> bool:
@@ -377,7 +420,7 @@ def active_runs(root: Path | None = None) -> list[RunState]:
 
 
 def stop_run(run_dir: str | os.PathLike, visitor: access.Visitor | None = None) -> RunState:
-    """Ask a run to finish its current step, save and stop: a STOP file, and SIGTERM once it trains.
+    """Ask a run to finish its current step, save and stop: a STOP file, and SIGTERM once it trains on this machine.
 
     `visitor`: the app's visitor pressing Stop (PermissionError unless it is theirs); None: the server.
     """
@@ -386,9 +429,10 @@ def stop_run(run_dir: str | os.PathLike, visitor: access.Visitor | None = None) 
     state = run_state(run_dir)
     if not state.active:
         return state
-    RunFolder(run_dir).request_stop()
-    # Before its first status the trainer may not handle SIGTERM yet: it sees the STOP file instead.
-    if state.state == "running" and training_process_alive(state.pid):
+    RunFolder(run_dir).request_stop()  # seen by the trainer at its next step, on whichever machine it trains
+    # Before its first status the trainer may not handle SIGTERM yet: it sees the STOP file instead. A pid of
+    # another machine is not this one's to signal.
+    if state.state == "running" and on_this_host({"host": state.host}) and training_process_alive(state.pid):
         try:
             os.kill(state.pid, signal.SIGTERM)
         except ProcessLookupError:

@@ -27,6 +27,20 @@ def died_message(run_dir: Path, pid: Any) -> str:
     return f"{text}{TAIL_FOLLOWS}\n{tail}" if tail else text
 
 
+def silent_message(run_dir: Path, status: dict[str, Any], age: float | None) -> str:
+    """Why a run whose heartbeat stopped is failed: when it was last heard of and what is kept (not the machine's
+    name: visitors who do not own the run see this line too); the log's tail after it."""
+    ago = "long ago" if age is None else f"{age:.0f} s ago"
+    kept = status.get("checkpoint_step")
+    text = (
+        f"The run's status was last renewed {ago} (a training run renews it every few seconds): its process or "
+        "its machine stopped without a word"
+        + (f"; the checkpoint of step {kept} is kept." if kept is not None else ".")
+    )
+    tail = log_tail(run_dir)
+    return f"{text}{TAIL_FOLLOWS}\n{tail}" if tail else text
+
+
 def log_tail(run_dir: str | os.PathLike, max_lines: int = 12, max_chars: int = 2000) -> str:
     """The last lines of `<run>/train.log` (progress-bar redraws collapsed), or ""."""
     path = RunFolder(run_dir).log

@@ -96,10 +96,13 @@ class AdminLockout(PermissionError):
 
 
 ADMIN_FAILURES_SCHEMA = """
-CREATE TABLE IF NOT EXISTS admin_failures (visitor TEXT NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS admin_failures (visitor TEXT NOT NULL, at DOUBLE PRECISION NOT NULL);
 CREATE INDEX IF NOT EXISTS admin_failures_by_time ON admin_failures (at);
-"""  # one row per wrong token, in the SQLite file every app process shares: N processes give no N x the tries
-ADMIN_FAILURES_COLUMNS = {"admin_failures": {"address": "TEXT NOT NULL DEFAULT ''"}}
+"""  # one row per wrong token, in the store every app process shares: N processes give no N x the tries
+ADMIN_FAILURES_MIGRATIONS = (
+    database.Migration(1, ADMIN_FAILURES_SCHEMA),
+    database.Migration(2, added_columns={"admin_failures": {"address": "TEXT NOT NULL DEFAULT ''"}}),
+)
 
 
 def _admin_lock(db, who: str, address: str) -> float | None:
@@ -127,7 +130,7 @@ def check_admin_token(visitor_id: str, token: str, now: float | None = None, *, 
     now = time.time() if now is None else now
     who, address = _digest(visitor_id), _digest(f"address:{address}")
     _admin_failures_table()
-    with database.transaction() as db:  # BEGIN IMMEDIATE: count and add as one step across processes
+    with database.transaction() as db:  # one writer at a time: count and add as one step across processes
         db.execute("DELETE FROM admin_failures WHERE at <= ?", (now - ADMIN_WINDOW_S,))
         locked_since = _admin_lock(db, who, address)
         right = locked_since is None and is_admin_token(token)
@@ -184,7 +187,7 @@ def is_admin_cookie(value: object, now: float | None = None) -> bool:
 
 
 def _admin_failures_table() -> None:
-    database.ensure_schema("admin_failures", ADMIN_FAILURES_SCHEMA, added_columns=ADMIN_FAILURES_COLUMNS)
+    database.ensure_schema("admin_failures", ADMIN_FAILURES_MIGRATIONS)
 
 
 def forget_admin_failures() -> None:

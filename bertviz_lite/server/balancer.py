@@ -6,7 +6,10 @@ configuration (server/haproxy.py) into a run folder and runs haproxy in front of
 It says "open http://…" only once every worker answers its health check and haproxy answers too.
 
 The workers share what must be shared through the disk: checkpoints/ (run folders, owner.json, the launch
-and upload locks) and the SQLite file of server/database.py (the admin token's wrong tries). A visitor's id
+and upload locks) and the store of server/database.py (the admin token's wrong tries, the live classes: this
+machine's SQLite file, or the PostgreSQL server that several machines share). Several machines each run serve behind
+one outer balancer: `--print-outer-config HOST:PORT …` prints its haproxy.cfg, and `--trust-forwarded-from` keeps the
+client address it forwards. A visitor's id
 is a cookie the browser sends to every worker. Each worker gets its index in BERTVIZ_LITE_WORKER and the same
 Streamlit cookie secret, so a browser's XSRF cookie holds on every worker.
 
@@ -40,6 +43,7 @@ from bertviz_lite.loading.run_folder import REPO_ROOT
 from bertviz_lite.server import haproxy
 
 WORKER_SETTING = "BERTVIZ_LITE_WORKER"  # each worker's index, 0 … N-1
+COOKIE_SECRET_SETTING = "STREAMLIT_SERVER_COOKIE_SECRET"  # Streamlit's own setting, read from the environment
 MAX_WORKERS = 16
 DEFAULT_PORT = 8501
 START_TIMEOUT_S = 180.0  # N workers importing torch and Streamlit at once on 2 cores take a while
@@ -84,7 +88,7 @@ def _port(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(prog="python -m bertviz_lite.serve", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workers", type=_workers, required=True, help="app processes behind the balancer")
+    parser.add_argument("--workers", type=_workers, help="app processes behind the balancer (required)")
     parser.add_argument(
         "--port", type=_port, default=DEFAULT_PORT, help="the port visitors open (default 8501)"
     )
@@ -106,7 +110,30 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="folder for haproxy.cfg and the logs (default: a new temporary folder, removed at exit)",
     )
+    parser.add_argument(
+        "--trust-forwarded-from",
+        action="append",
+        default=[],
+        metavar="ADDRESS",
+        help="the address of a balancer in front of several machines: its X-Forwarded-For is kept (repeatable)",
+    )
+    parser.add_argument(
+        "--print-outer-config",
+        nargs="+",
+        type=_machine,
+        default=None,
+        metavar="HOST:PORT",
+        help="print the haproxy.cfg of a balancer on --address:--port in front of machines each running serve "
+        "at HOST:PORT, sticky by a machine cookie, and exit",
+    )
     return parser
+
+
+def _machine(text: str) -> str:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"a machine is HOST:PORT (say 10.0.0.11:8501), not {text!r}")
+    return text
 
 
 def free_port() -> int:
@@ -191,9 +218,9 @@ class Worker:
 
 def plan_workers(count: int, run_dir: Path) -> list[Worker]:
     """`count` workers on free loopback ports, each logging to run_dir/worker-<i>.log (not started yet)."""
-    secret = secrets.token_urlsafe(
-        32
-    )  # one Streamlit cookie secret for all, so any worker accepts a browser's cookies
+    # One Streamlit cookie secret for all, so any worker accepts a browser's cookies; several machines behind one
+    # balancer are given the same one in STREAMLIT_SERVER_COOKIE_SECRET.
+    secret = os.environ.get(COOKIE_SECRET_SETTING, "").strip() or secrets.token_urlsafe(32)
     return [
         Worker(
             index,
@@ -202,7 +229,7 @@ def plan_workers(count: int, run_dir: Path) -> list[Worker]:
                 **os.environ,
                 WORKER_SETTING: str(index),
                 "PYTHONUNBUFFERED": "1",
-                "STREAMLIT_SERVER_COOKIE_SECRET": secret,
+                COOKIE_SECRET_SETTING: secret,
             },
             run_dir / f"worker-{index}.log",
         )
@@ -292,9 +319,8 @@ def serve(args: argparse.Namespace, binary: str) -> int:
         wait_healthy({worker.name: worker.health_url for worker in workers}, processes, START_TIMEOUT_S)
         warm_up(workers)
         tls_pem = _tls_pem(args)
-        config = haproxy.write_config(
-            run_dir, args.address, args.port, [worker.port for worker in workers], tls_pem
-        )
+        ports, trusted = [worker.port for worker in workers], tuple(args.trust_forwarded_from)
+        config = haproxy.write_config(run_dir, args.address, args.port, ports, tls_pem, trusted)
         processes["haproxy"] = _start(
             haproxy.haproxy_command(binary, config), run_dir / "haproxy.log", dict(os.environ)
         )
@@ -399,13 +425,22 @@ def _remove(run_dir: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.workers is None and not args.print_outer_config:
+        parser.error("the following arguments are required: --workers")
     if (args.tls_cert is None) != (args.tls_key is None):
         print(
             "serve: --tls-cert and --tls-key go together (the certificate and its private key)",
             file=sys.stderr,
         )
         return 2
+    if args.print_outer_config:
+        pem = (
+            Path("/etc/haproxy/bertviz-lite.pem") if args.tls_cert else None
+        )  # where to put cert + key in one
+        print(haproxy.outer_config(args.address, args.port, args.print_outer_config, pem), end="")
+        return 0
     binary = haproxy.haproxy_binary()
     if binary is None:
         print(f"serve: {haproxy.INSTALL_HINT}", file=sys.stderr)

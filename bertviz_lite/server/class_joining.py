@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import sqlite3
 import unicodedata
-from pathlib import Path
 
 from bertviz_lite.server import database
 from bertviz_lite.server.classroom import (
@@ -51,7 +49,7 @@ def _keys(address: str, browser_id: str) -> tuple[str, str]:
     return f"a:{client_digest(address)}", f"c:{client_digest(browser_id)}"
 
 
-def _too_many_wrong(db: sqlite3.Connection, keys: tuple[str, str], now: float) -> bool:
+def _too_many_wrong(db: database.Connection, keys: tuple[str, str], now: float) -> bool:
     since = now - WRONG_CODE_WINDOW_S
     mine = db.execute(
         "SELECT COUNT(*) FROM class_wrong_codes WHERE client IN (?, ?) AND at > ? GROUP BY client "
@@ -64,12 +62,14 @@ def _too_many_wrong(db: sqlite3.Connection, keys: tuple[str, str], now: float) -
     return (mine is not None and mine[0] >= WRONG_CODES_PER_CLIENT) or total >= WRONG_CODES_TOTAL
 
 
-def _count_wrong(db: sqlite3.Connection, keys: tuple[str, str], now: float) -> None:
+def _count_wrong(db: database.Connection, keys: tuple[str, str], now: float) -> None:
     db.execute("DELETE FROM class_wrong_codes WHERE at < ?", (now - WRONG_CODE_WINDOW_S,))
     db.executemany("INSERT INTO class_wrong_codes (client, at) VALUES (?, ?)", [(key, now) for key in keys])
 
 
-def _by_token(db: sqlite3.Connection, code: str, token: str) -> tuple[sqlite3.Row | None, ClassError | None]:
+def _by_token(
+    db: database.Connection, code: str, token: str
+) -> tuple[database.Row | None, ClassError | None]:
     row = session(db, code)
     given = digest(str(token)[:MAX_TOKEN_CHARS])
     if (
@@ -84,8 +84,8 @@ def _by_token(db: sqlite3.Connection, code: str, token: str) -> tuple[sqlite3.Ro
 
 
 def _by_code(
-    db: sqlite3.Connection, code: str, keys: tuple[str, str], now: float
-) -> tuple[sqlite3.Row | None, ClassError | None]:
+    db: database.Connection, code: str, keys: tuple[str, str], now: float
+) -> tuple[database.Row | None, ClassError | None]:
     if _too_many_wrong(db, keys, now):
         return None, ClassError(
             "Too many wrong codes were typed here just now: wait a few minutes, or scan the "
@@ -98,7 +98,7 @@ def _by_code(
     return row, None
 
 
-def _enrol(db: sqlite3.Connection, row: sqlite3.Row, browser_id: str, address: str, now: float) -> str:
+def _enrol(db: database.Connection, row: database.Row, browser_id: str, address: str, now: float) -> str:
     """Add the student (or find them again: a reload) within the class's and the address's limits."""
     code = live_session(db, row["code"], now)["code"]
     student = student_id_for(browser_id, code)
@@ -133,14 +133,14 @@ def join(
     *,
     token: str = "",
     now: float | None = None,
-    path: Path | None = None,
+    store: database.Store = None,
 ) -> str:
     """A student joins with a typed code, or with the QR link's `token`; returns their student id.
 
     `address` is the client address the server saw; wrong codes count per address and per browser."""
-    now, db, code = now_or(now), connect(path), normalise_code(code)
+    now, db, code = now_or(now), connect(store), normalise_code(code)
     keys = _keys(address, browser_id)
-    with database.transaction(path):
+    with database.transaction(store):
         row, refused = _by_token(db, code, token) if token else _by_code(db, code, keys, now)
         if row is not None:
             return _enrol(db, row, browser_id, client_digest(address), now)
@@ -158,7 +158,7 @@ def normalise_word(text: str) -> str:
     return word
 
 
-def _check_open(db: sqlite3.Connection, row: sqlite3.Row, student_id: str, question_id: int):
+def _check_open(db: database.Connection, row: database.Row, student_id: str, question_id: int):
     if (
         db.execute(
             "SELECT 1 FROM class_students WHERE student_id = ? AND code = ?", (student_id, row["code"])
@@ -182,11 +182,11 @@ def answer(
     *,
     address: str = "",
     now: float | None = None,
-    path: Path | None = None,
+    store: database.Store = None,
 ) -> str:
     """Record a student's answer to the current question (committed before returning); returns it as stored."""
-    now, db, address = now_or(now), connect(path), client_digest(address)
-    with database.transaction(path):
+    now, db, address = now_or(now), connect(store), client_digest(address)
+    with database.transaction(store):
         question = _check_open(db, live_session(db, code, now), student_id, question_id)
         given = normalise_word(text) if question.kind == CLOZE else str(text)
         if question.kind == CHOICE and given not in question.options:
@@ -205,6 +205,6 @@ def answer(
                 "VALUES (?, ?, ?, ?, ?)",
                 (question_id, student_id, given, now, address),
             )
-        except sqlite3.IntegrityError:
+        except database.IntegrityError:
             raise ClassError("You have already answered this question: one answer each.") from None
     return given

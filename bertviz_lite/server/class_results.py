@@ -10,9 +10,8 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
-from pathlib import Path
 
-from bertviz_lite.server import classroom
+from bertviz_lite.server import classroom, database
 from bertviz_lite.text.display import plain_cell
 
 RESULT_COLUMNS = ("question", "step", "kind", "prompt", "model_answer", "class_answer", "students", "share")
@@ -30,43 +29,43 @@ class Distribution:
         return dict(self.answers).get(answer, 0)
 
 
-def _db(path: Path | None):
-    return classroom.connect(path)
+def _db(store: database.Store):
+    return classroom.connect(store)
 
 
-def hidden_answers(question_id: int, *, path: Path | None = None) -> frozenset[str]:
+def hidden_answers(question_id: int, *, store: database.Store = None) -> frozenset[str]:
     """The words the lecturer hid from this question's chart."""
-    rows = _db(path).execute("SELECT answer FROM class_hidden WHERE question_id = ?", (question_id,))
+    rows = _db(store).execute("SELECT answer FROM class_hidden WHERE question_id = ?", (question_id,))
     return frozenset(row[0] for row in rows)
 
 
-def answer_count(question_id: int, *, path: Path | None = None) -> int:
+def answer_count(question_id: int, *, store: database.Store = None) -> int:
     """How many students have answered this question (the projector's live count)."""
     return (
-        _db(path)
+        _db(store)
         .execute("SELECT COUNT(*) FROM class_answers WHERE question_id = ?", (question_id,))
         .fetchone()[0]
     )
 
 
-def student_count(code: str, *, path: Path | None = None) -> int:
+def student_count(code: str, *, store: database.Store = None) -> int:
     """How many students have joined the class."""
-    return _db(path).execute("SELECT COUNT(*) FROM class_students WHERE code = ?", (code,)).fetchone()[0]
+    return _db(store).execute("SELECT COUNT(*) FROM class_students WHERE code = ?", (code,)).fetchone()[0]
 
 
 def distribution(
-    question: classroom.AskedQuestion, *, with_hidden: bool = False, path: Path | None = None
+    question: classroom.AskedQuestion, *, with_hidden: bool = False, store: database.Store = None
 ) -> Distribution:
     """The class's answers to a question, without the words the lecturer hid (unless `with_hidden`); a multiple
     choice lists every option, answered or not."""
     rows = (
-        _db(path)
+        _db(store)
         .execute(
             "SELECT answer, COUNT(*) FROM class_answers WHERE question_id = ? GROUP BY answer", (question.id,)
         )
         .fetchall()
     )
-    hidden = frozenset() if with_hidden else hidden_answers(question.id, path=path)
+    hidden = frozenset() if with_hidden else hidden_answers(question.id, store=store)
     counts = {answer: count for answer, count in rows if answer not in hidden}
     if question.kind == classroom.CHOICE:
         counts = {option: counts.get(option, 0) for option in question.options}
@@ -75,20 +74,20 @@ def distribution(
 
 
 def class_questions(
-    code: str, secret: str, *, path: Path | None = None
+    code: str, secret: str, *, store: database.Store = None
 ) -> list[tuple[classroom.AskedQuestion, int]]:
     """Every question the class was asked, in order, with its step (the lecturer's secret needed)."""
-    db = _db(path)
+    db = _db(store)
     classroom.lecturer_session(db, code, secret)
     rows = db.execute("SELECT * FROM class_questions WHERE code = ? ORDER BY id", (code,)).fetchall()
     return [(classroom.asked_question(row), row["step"]) for row in rows]
 
 
-def results_rows(code: str, secret: str, *, path: Path | None = None) -> list[dict]:
+def results_rows(code: str, secret: str, *, store: database.Store = None) -> list[dict]:
     """One row per question and answer given (a question nobody answered: one row with no answer)."""
     rows = []
-    for number, (question, step) in enumerate(class_questions(code, secret, path=path), start=1):
-        spread = distribution(question, path=path)
+    for number, (question, step) in enumerate(class_questions(code, secret, store=store), start=1):
+        spread = distribution(question, store=store)
         for answer, students in spread.answers or (("", 0),):
             rows.append(
                 {
@@ -105,11 +104,11 @@ def results_rows(code: str, secret: str, *, path: Path | None = None) -> list[di
     return rows
 
 
-def results_csv(code: str, secret: str, *, path: Path | None = None) -> str:
+def results_csv(code: str, secret: str, *, store: database.Store = None) -> str:
     """results_rows as CSV text; a typed answer that would start a spreadsheet formula is kept as text."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=RESULT_COLUMNS, lineterminator="\n")
     writer.writeheader()
-    for row in results_rows(code, secret, path=path):
+    for row in results_rows(code, secret, store=store):
         writer.writerow({key: plain_cell(value) for key, value in row.items()})
     return out.getvalue()

@@ -1,4 +1,4 @@
-"""A live class: the lecturer's position and questions, students' answers, in the shared SQLite file.
+"""A live class: the lecturer's position and questions, students' answers, in the shared store.
 
 The lecturer starts a class (`start_class`: a short join code and a lecturer secret, stored only as a digest;
 at most MAX_CLASSES_PER_VISITOR live classes per visitor and MAX_CLASSES_PER_ADDRESS per client address),
@@ -6,7 +6,8 @@ moves it (`move`), asks a question (`ask`), hides a typed word (`hide_answer`), 
 (`reveal`), closes or reopens joining (`set_joining`), says how many students are expected (`set_expected`)
 and ends it (`end_class`: its code, join link and lecturer key stop working at once). Students join and answer
 in server/class_joining.py. Every write is committed before the function returns, so what a caller
-acknowledged survives `kill -9`; every app process on the machine sees it (server/database.py). Ended
+acknowledged survives `kill -9`; every app process sees it (server/database.py: the machine's SQLite file, or
+PostgreSQL for several machines). Ended
 classes go KEEP_DAYS later, on a timer (`start_purge_timer`). The projector's numbers: server/class_results.py.
 """
 
@@ -17,11 +18,9 @@ import hmac
 import json
 import logging
 import secrets
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from bertviz_lite.server import database
 
@@ -39,29 +38,31 @@ MAX_SOURCE_CHARS = 300  # the model's name or folder
 CHOICE, CLOZE = "choice", "cloze"
 log = logging.getLogger(__name__)
 
+# The tables as the first release made them (REAL then, DOUBLE PRECISION now: the same in SQLite; PostgreSQL's
+# REAL is 4 bytes, which would round a time to minutes). {auto_id}: an id the store gives (server/database.py).
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS class_sessions (
-    code TEXT PRIMARY KEY, secret_digest TEXT NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL,
-    source TEXT NOT NULL, text_a TEXT NOT NULL, text_b TEXT NOT NULL, step INTEGER NOT NULL,
-    layer INTEGER NOT NULL, head INTEGER NOT NULL, question_id INTEGER, revealed INTEGER NOT NULL DEFAULT 0,
-    version INTEGER NOT NULL DEFAULT 0);
+    code TEXT PRIMARY KEY, secret_digest TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
+    expires_at DOUBLE PRECISION NOT NULL, source TEXT NOT NULL, text_a TEXT NOT NULL, text_b TEXT NOT NULL,
+    step INTEGER NOT NULL, layer INTEGER NOT NULL, head INTEGER NOT NULL, question_id INTEGER,
+    revealed INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS class_questions (
-    id INTEGER PRIMARY KEY, code TEXT NOT NULL, kind TEXT NOT NULL, prompt TEXT NOT NULL, options TEXT NOT NULL,
-    answer TEXT NOT NULL, explanation TEXT NOT NULL, step INTEGER NOT NULL, asked_at REAL NOT NULL);
+    id {auto_id}, code TEXT NOT NULL, kind TEXT NOT NULL, prompt TEXT NOT NULL, options TEXT NOT NULL,
+    answer TEXT NOT NULL, explanation TEXT NOT NULL, step INTEGER NOT NULL, asked_at DOUBLE PRECISION NOT NULL);
 CREATE INDEX IF NOT EXISTS class_questions_code ON class_questions (code);
 CREATE TABLE IF NOT EXISTS class_students (
-    student_id TEXT PRIMARY KEY, code TEXT NOT NULL, joined_at REAL NOT NULL);
+    student_id TEXT PRIMARY KEY, code TEXT NOT NULL, joined_at DOUBLE PRECISION NOT NULL);
 CREATE INDEX IF NOT EXISTS class_students_code ON class_students (code);
 CREATE TABLE IF NOT EXISTS class_answers (
-    question_id INTEGER NOT NULL, student_id TEXT NOT NULL, answer TEXT NOT NULL, answered_at REAL NOT NULL,
-    UNIQUE (question_id, student_id));
-CREATE TABLE IF NOT EXISTS class_wrong_codes (client TEXT NOT NULL, at REAL NOT NULL);
+    question_id INTEGER NOT NULL, student_id TEXT NOT NULL, answer TEXT NOT NULL,
+    answered_at DOUBLE PRECISION NOT NULL, UNIQUE (question_id, student_id));
+CREATE TABLE IF NOT EXISTS class_wrong_codes (client TEXT NOT NULL, at DOUBLE PRECISION NOT NULL);
 CREATE INDEX IF NOT EXISTS class_wrong_codes_at ON class_wrong_codes (at);
 CREATE INDEX IF NOT EXISTS class_wrong_codes_client ON class_wrong_codes (client, at);
 CREATE TABLE IF NOT EXISTS class_hidden (
     question_id INTEGER NOT NULL, answer TEXT NOT NULL, UNIQUE (question_id, answer));
 """
-ADDED_COLUMNS = {  # columns added after the first release (database.ensure_schema adds them to an older file)
+ADDED_COLUMNS = {  # columns added after the first release (issue 30: owners, limits per address, the QR link)
     "class_sessions": {
         "owner": "TEXT NOT NULL DEFAULT ''",
         "owner_address": "TEXT NOT NULL DEFAULT ''",
@@ -74,6 +75,7 @@ ADDED_COLUMNS = {  # columns added after the first release (database.ensure_sche
     },  # a digest of the client address it joined from
     "class_answers": {"address": "TEXT NOT NULL DEFAULT ''"},
 }
+MIGRATIONS = (database.Migration(1, SCHEMA), database.Migration(2, added_columns=ADDED_COLUMNS))
 
 
 class ClassError(ValueError):
@@ -124,10 +126,10 @@ class ClassView:
     expected: int = 0  # the head count the lecturer entered (0: none)
 
 
-def connect(path: Path | None = None) -> sqlite3.Connection:
-    """This thread's connection to the shared file, the class tables made (or brought up to date) first."""
-    database.ensure_schema("classroom", SCHEMA, path, ADDED_COLUMNS)
-    return database.connection(path)
+def connect(store: database.Store = None) -> database.Connection:
+    """This thread's connection to the shared store, the class tables made (or brought up to date) first."""
+    database.ensure_schema("classroom", MIGRATIONS, store)
+    return database.connection(store)
 
 
 def now_or(now: float | None) -> float:
@@ -166,7 +168,7 @@ def _checked_position(position: Position) -> Position:
     return position
 
 
-def _check_class_cap(db: sqlite3.Connection, owner: str, address: str, now: float) -> None:
+def _check_class_cap(db: database.Connection, owner: str, address: str, now: float) -> None:
     """At most MAX_CLASSES_PER_VISITOR live classes per visitor and MAX_CLASSES_PER_ADDRESS per address."""
     live = "SELECT COUNT(*) FROM class_sessions WHERE expires_at > ? AND {} = ?"
     if db.execute(live.format("owner"), (now, owner)).fetchone()[0] >= MAX_CLASSES_PER_VISITOR:
@@ -184,21 +186,21 @@ def start_class(
     address: str = "",
     hours: float = CLASS_HOURS,
     now: float | None = None,
-    path: Path | None = None,
+    store: database.Store = None,
 ) -> tuple[str, str]:
     """A new class at this position, led by visitor `owner` from client `address` (neither: the server itself, not
     capped): (join code, lecturer secret). Only digests of the secret, its join token, owner and address are stored."""
     now, position, secret = now_or(now), _checked_position(position), secrets.token_urlsafe(24)
     capped, db, owner, address = (
         bool(owner or address),
-        connect(path),
+        connect(store),
         client_digest(owner),
         client_digest(address),
     )
     for _ in range(8):  # a code already in use is drawn again
         code = new_code()
         try:
-            with database.transaction(path):
+            with database.transaction(store):
                 _purge(db, now)
                 if capped:
                     _check_class_cap(db, owner, address, now)
@@ -223,12 +225,12 @@ def start_class(
                     ),
                 )
             return code, secret
-        except sqlite3.IntegrityError:
+        except database.IntegrityError:
             continue
     raise ClassError("Could not draw a free join code; try again.")
 
 
-def _purge(db: sqlite3.Connection, now: float) -> int:
+def _purge(db: database.Connection, now: float) -> int:
     """Classes that ended more than KEEP_DAYS ago go, with their questions, students and answers; returns how many."""
     old = [
         row[0]
@@ -247,19 +249,19 @@ def _purge(db: sqlite3.Connection, now: float) -> int:
     return len(old)
 
 
-def purge(*, now: float | None = None, path: Path | None = None) -> int:
+def purge(*, now: float | None = None, store: database.Store = None) -> int:
     """Remove the classes that ended more than KEEP_DAYS ago (the timer calls it); returns how many went."""
-    db = connect(path)
-    with database.transaction(path):
+    db = connect(store)
+    with database.transaction(store):
         return _purge(db, now_or(now))
 
 
-def purge_every(every_s: float, stop: threading.Event, path: Path | None = None) -> None:
-    """Purge now and every `every_s` seconds until `stop` is set (a busy or missing file: the next tick tries)."""
+def purge_every(every_s: float, stop: threading.Event, store: database.Store = None) -> None:
+    """Purge now and every `every_s` seconds until `stop` is set (a busy or unreachable store: the next tick tries)."""
     while True:
         try:
-            purge(path=path)
-        except sqlite3.Error as err:
+            purge(store=store)
+        except database.DatabaseError as err:
             log.warning("class purge failed: %s", err)
         if stop.wait(every_s):
             return
@@ -269,7 +271,7 @@ _purge_timer: list[threading.Thread] = []
 
 
 def start_purge_timer(every_s: float = PURGE_EVERY_S) -> threading.Thread:
-    """Once per process, a daemon thread that purges the shared file hourly (not only when a class starts)."""
+    """Once per process, a daemon thread that purges the shared store hourly (not only when a class starts)."""
     if not _purge_timer:
         _purge_timer.append(
             threading.Thread(
@@ -283,12 +285,12 @@ def start_purge_timer(every_s: float = PURGE_EVERY_S) -> threading.Thread:
     return _purge_timer[0]
 
 
-def session(db: sqlite3.Connection, code: str) -> sqlite3.Row | None:
+def session(db: database.Connection, code: str) -> database.Row | None:
     """The class's row, ended or not (None for no such code)."""
     return db.execute("SELECT * FROM class_sessions WHERE code = ?", (code,)).fetchone()
 
 
-def live_session(db: sqlite3.Connection, code: str, now: float) -> sqlite3.Row:
+def live_session(db: database.Connection, code: str, now: float) -> database.Row:
     """The class's row if it has not ended; else a refusal in words."""
     row = session(db, code)
     if row is None:
@@ -298,7 +300,7 @@ def live_session(db: sqlite3.Connection, code: str, now: float) -> sqlite3.Row:
     return row
 
 
-def lecturer_session(db: sqlite3.Connection, code: str, secret: str) -> sqlite3.Row:
+def lecturer_session(db: database.Connection, code: str, secret: str) -> database.Row:
     """The class, if `secret` is its lecturer's; a wrong secret is refused in words."""
     row = session(db, code)
     if row is None or not hmac.compare_digest(row["secret_digest"], digest(str(secret))):
@@ -306,19 +308,19 @@ def lecturer_session(db: sqlite3.Connection, code: str, secret: str) -> sqlite3.
     return row
 
 
-def is_lecturer(code: str, secret: str, *, path: Path | None = None) -> bool:
+def is_lecturer(code: str, secret: str, *, store: database.Store = None) -> bool:
     """Whether `secret` leads this class (a lecturer's private link is checked before it is kept)."""
     try:
-        lecturer_session(connect(path), normalise_code(code), secret)
+        lecturer_session(connect(store), normalise_code(code), secret)
     except ClassError:
         return False
     return True
 
 
-def _lead(code: str, secret: str, now: float | None, path: Path | None, change) -> int:
+def _lead(code: str, secret: str, now: float | None, store: database.Store, change) -> int:
     """Run `change(db, session_row)` as the lecturer of a live class; bump and return the class's version."""
-    now, db = now_or(now), connect(path)
-    with database.transaction(path):
+    now, db = now_or(now), connect(store)
+    with database.transaction(store):
         row = lecturer_session(db, code, secret)
         if row["expires_at"] <= now:
             raise ClassError("This class has ended.")
@@ -328,7 +330,7 @@ def _lead(code: str, secret: str, now: float | None, path: Path | None, change) 
 
 
 def move(
-    code: str, secret: str, position: Position, *, now: float | None = None, path: Path | None = None
+    code: str, secret: str, position: Position, *, now: float | None = None, store: database.Store = None
 ) -> int:
     """The lecturer moves the class; another step ends the current question. Returns the new version."""
     position = _checked_position(position)
@@ -352,11 +354,11 @@ def move(
             ),
         )
 
-    return _lead(code, secret, now, path, change)
+    return _lead(code, secret, now, store, change)
 
 
 def ask(
-    code: str, secret: str, question: NewQuestion, *, now: float | None = None, path: Path | None = None
+    code: str, secret: str, question: NewQuestion, *, now: float | None = None, store: database.Store = None
 ) -> int:
     """The lecturer asks the class a question (it becomes the current one, not revealed); returns its id."""
     if question.kind not in (CHOICE, CLOZE) or question.answer not in question.options:
@@ -364,9 +366,9 @@ def ask(
     asked: list[int] = []
 
     def change(db, row):
-        cursor = db.execute(
+        question_id = db.execute(
             "INSERT INTO class_questions (code, kind, prompt, options, answer, explanation, step, "
-            "asked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "asked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (
                 code,
                 question.kind,
@@ -377,17 +379,17 @@ def ask(
                 row["step"],
                 now_or(now),
             ),
-        )
-        asked.append(cursor.lastrowid)
+        ).fetchone()[0]
+        asked.append(question_id)
         db.execute(
-            "UPDATE class_sessions SET question_id = ?, revealed = 0 WHERE code = ?", (cursor.lastrowid, code)
+            "UPDATE class_sessions SET question_id = ?, revealed = 0 WHERE code = ?", (question_id, code)
         )
 
-    _lead(code, secret, now, path, change)
+    _lead(code, secret, now, store, change)
     return asked[0]
 
 
-def reveal(code: str, secret: str, *, now: float | None = None, path: Path | None = None) -> int:
+def reveal(code: str, secret: str, *, now: float | None = None, store: database.Store = None) -> int:
     """The lecturer reveals the model's answer to the current question: answers close."""
 
     def change(db, row):
@@ -395,22 +397,22 @@ def reveal(code: str, secret: str, *, now: float | None = None, path: Path | Non
             raise ClassError("There is no question to reveal: ask one first.")
         db.execute("UPDATE class_sessions SET revealed = 1 WHERE code = ?", (code,))
 
-    return _lead(code, secret, now, path, change)
+    return _lead(code, secret, now, store, change)
 
 
 def set_joining(
-    code: str, secret: str, open_: bool, *, now: float | None = None, path: Path | None = None
+    code: str, secret: str, open_: bool, *, now: float | None = None, store: database.Store = None
 ) -> int:
     """The lecturer closes (or reopens) joining: students already in stay; new ones are refused."""
 
     def change(db, row):
         db.execute("UPDATE class_sessions SET joining_open = ? WHERE code = ?", (int(bool(open_)), code))
 
-    return _lead(code, secret, now, path, change)
+    return _lead(code, secret, now, store, change)
 
 
 def set_expected(
-    code: str, secret: str, count: int, *, now: float | None = None, path: Path | None = None
+    code: str, secret: str, count: int, *, now: float | None = None, store: database.Store = None
 ) -> int:
     """The lecturer enters how many students are expected (the projector shows joined ones against it)."""
     if not 0 <= int(count) <= MAX_EXPECTED:
@@ -419,10 +421,10 @@ def set_expected(
     def change(db, row):
         db.execute("UPDATE class_sessions SET expected = ? WHERE code = ?", (int(count), code))
 
-    return _lead(code, secret, now, path, change)
+    return _lead(code, secret, now, store, change)
 
 
-def end_class(code: str, secret: str, *, now: float | None = None, path: Path | None = None) -> int:
+def end_class(code: str, secret: str, *, now: float | None = None, store: database.Store = None) -> int:
     """The lecturer ends the class now: its code, join link and lecturer key stop working at once (the answers stay
     for the CSV until the purge)."""
 
@@ -431,7 +433,7 @@ def end_class(code: str, secret: str, *, now: float | None = None, path: Path | 
             "UPDATE class_sessions SET expires_at = ?, joining_open = 0 WHERE code = ?", (now_or(now), code)
         )
 
-    return _lead(code, secret, now, path, change)
+    return _lead(code, secret, now, store, change)
 
 
 def hide_answer(
@@ -442,7 +444,7 @@ def hide_answer(
     hidden: bool = True,
     *,
     now: float | None = None,
-    path: Path | None = None,
+    store: database.Store = None,
 ) -> int:
     """The lecturer hides a typed word of a question from the class's chart and CSV (or shows it again)."""
 
@@ -456,16 +458,16 @@ def hide_answer(
             raise ClassError("This question is not one of this class's.")
         if hidden:
             db.execute(
-                "INSERT OR IGNORE INTO class_hidden (question_id, answer) VALUES (?, ?)",
+                "INSERT INTO class_hidden (question_id, answer) VALUES (?, ?) ON CONFLICT DO NOTHING",
                 (question_id, answer),
             )
         else:
             db.execute("DELETE FROM class_hidden WHERE question_id = ? AND answer = ?", (question_id, answer))
 
-    return _lead(code, secret, now, path, change)
+    return _lead(code, secret, now, store, change)
 
 
-def question_row(db: sqlite3.Connection, question_id: int | None) -> AskedQuestion | None:
+def question_row(db: database.Connection, question_id: int | None) -> AskedQuestion | None:
     """The question with this id (None for none)."""
     row = (
         None
@@ -475,7 +477,7 @@ def question_row(db: sqlite3.Connection, question_id: int | None) -> AskedQuesti
     return None if row is None else asked_question(row)
 
 
-def asked_question(row: sqlite3.Row, question_id: int | None = None) -> AskedQuestion:
+def asked_question(row: database.Row, question_id: int | None = None) -> AskedQuestion:
     """A question as read back from its row (of class_questions, or of the current-class SELECT)."""
     return AskedQuestion(
         kind=row["kind"],
@@ -495,10 +497,10 @@ WHERE s.code = ?"""
 
 
 def current(
-    code: str, student_id: str = "", *, now: float | None = None, path: Path | None = None
+    code: str, student_id: str = "", *, now: float | None = None, store: database.Store = None
 ) -> ClassView | None:
     """The class as a screen shows it (None for no such class or one that has ended): one indexed SELECT."""
-    row = connect(path).execute(_CURRENT, (student_id, normalise_code(code))).fetchone()
+    row = connect(store).execute(_CURRENT, (student_id, normalise_code(code))).fetchone()
     if row is None or row["expires_at"] <= now_or(now):
         return None
     position = Position(row["source"], row["text_a"], row["text_b"], row["step"], row["layer"], row["head"])

@@ -13,7 +13,6 @@ import hashlib
 import secrets
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from bertviz_lite.server import database
 from bertviz_lite.server.access import ADMIN_COOKIE
@@ -26,7 +25,7 @@ MAX_VALUE_CHARS = 512
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS cookie_handoffs (
     nonce_digest TEXT PRIMARY KEY, name TEXT NOT NULL, value TEXT NOT NULL, max_age INTEGER NOT NULL,
-    expires_at REAL NOT NULL);
+    expires_at DOUBLE PRECISION NOT NULL);
 """
 
 
@@ -39,24 +38,24 @@ class ParkedCookie:
     max_age: int
 
 
-def _db(path: Path | None):
-    database.ensure_schema("cookie_handoffs", SCHEMA, path)
-    return database.connection(path)
+def _db(store: database.Store):
+    database.ensure_schema("cookie_handoffs", (database.Migration(1, SCHEMA),), store)
+    return database.connection(store)
 
 
 def _digest(nonce: str) -> str:
     return hashlib.sha256(nonce.encode()).hexdigest()
 
 
-def park(cookie: ParkedCookie, *, now: float | None = None, path: Path | None = None) -> str:
+def park(cookie: ParkedCookie, *, now: float | None = None, store: database.Store = None) -> str:
     """Keep `cookie` for one fetch; returns the nonce that fetch must carry."""
     if cookie.name not in COOKIE_NAMES or len(cookie.value) > MAX_VALUE_CHARS or not 0 <= cookie.max_age:
         raise ValueError(
             f"The cookie route sets only {', '.join(COOKIE_NAMES)}, with a value of at most "
             f"{MAX_VALUE_CHARS} characters."
         )
-    now, nonce, db = time.time() if now is None else now, secrets.token_urlsafe(24), _db(path)
-    with database.transaction(path):
+    now, nonce, db = time.time() if now is None else now, secrets.token_urlsafe(24), _db(store)
+    with database.transaction(store):
         db.execute("DELETE FROM cookie_handoffs WHERE expires_at < ?", (now,))
         db.execute(
             "INSERT INTO cookie_handoffs (nonce_digest, name, value, max_age, expires_at) VALUES (?, ?, ?, ?, ?)",
@@ -65,10 +64,10 @@ def park(cookie: ParkedCookie, *, now: float | None = None, path: Path | None = 
     return nonce
 
 
-def take(nonce: str, *, now: float | None = None, path: Path | None = None) -> ParkedCookie | None:
+def take(nonce: str, *, now: float | None = None, store: database.Store = None) -> ParkedCookie | None:
     """The cookie parked under `nonce`, removed as it is read (None for an unknown, used or stale nonce)."""
-    now, db = time.time() if now is None else now, _db(path)
-    with database.transaction(path):
+    now, db = time.time() if now is None else now, _db(store)
+    with database.transaction(store):
         row = db.execute(
             "SELECT * FROM cookie_handoffs WHERE nonce_digest = ?", (_digest(str(nonce)[:64]),)
         ).fetchone()

@@ -1,4 +1,5 @@
-"""The HAProxy configuration in front of N app workers: sticky sessions, websocket timeouts, health checks.
+"""The HAProxy configurations: in front of N app workers (sticky sessions, websocket timeouts, health checks), and
+the outer balancer in front of several machines (`outer_config`).
 
 A visitor's first answer carries a cookie (COOKIE) naming the worker that served it; every later request of
 that browser, the websocket /_stcore/stream included, goes to the same worker, because a Streamlit session
@@ -23,6 +24,8 @@ HAPROXY_SETTING = (
 )
 COOKIE = "bvl_worker"
 WORKER_HEADER = "X-Bertviz-Lite-Worker"
+MACHINE_COOKIE = "bvl_machine"  # the outer balancer's, in front of several machines
+MACHINE_HEADER = "X-Bertviz-Lite-Machine"
 HEALTH_PATH = "/_stcore/health"  # Streamlit answers "ok" once its runtime is up
 WARM_UP_PATH = (
     "/_stcore/script-health-check"  # runs app.py once in a bare session: serve warms each worker with it
@@ -48,18 +51,63 @@ def server_name(index: int) -> str:
     return f"w{index}"
 
 
-def haproxy_config(address: str, port: int, worker_ports: list[int], tls_pem: Path | None = None) -> str:
+def machine_name(index: int) -> str:
+    """The name of machine `index` in the outer balancer's config, its cookie and header: m0, m1, …"""
+    return f"m{index}"
+
+
+def haproxy_config(
+    address: str,
+    port: int,
+    worker_ports: list[int],
+    tls_pem: Path | None = None,
+    trusted: tuple[str, ...] = (),
+) -> str:
     """The whole configuration: one frontend on address:port (HTTPS with `tls_pem`), one backend with a server per
-    worker port."""
+    worker port. `trusted`: the addresses of an outer balancer whose X-Forwarded-For and -Proto are kept."""
     servers = "\n".join(
         f"    server {server_name(i)} 127.0.0.1:{p} cookie {server_name(i)} check inter 2s fall 3 rise 2"
         for i, p in enumerate(worker_ports)
     )
-    bind = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
-    bind += f" ssl crt {tls_pem}" if tls_pem else ""
-    secure = " secure" if tls_pem else ""
+    # A full script run on request: for serve's warm-up only.
+    warm_up_denied = f"    http-request deny if {{ path_beg {WARM_UP_PATH} }}\n"
     return f"""# Written by `python -m bertviz_lite.serve`; a new one each start.
-global
+{_GLOBAL}
+
+{_frontend(address, port, tls_pem, trusted, warm_up_denied, "workers")}
+
+backend workers
+    balance leastconn          # websockets are long: a new visitor goes to the worker with the fewest
+{_sticky(COOKIE, tls_pem, WORKER_HEADER)}
+{servers}
+"""
+
+
+def outer_config(
+    address: str, port: int, machines: list[str], tls_pem: Path | None = None, trusted: tuple[str, ...] = ()
+) -> str:
+    """The balancer in front of several machines, each running `serve` at one of `machines` ("host:port"): sticky
+    by MACHINE_COOKIE (each machine's own haproxy keeps a browser on one worker with COOKIE), health-checked through
+    each machine's haproxy, the client's address passed on in X-Forwarded-For (start each machine's serve with
+    `--trust-forwarded-from` this balancer's address). `trusted`: a load generator whose claimed addresses are kept
+    (bench/live_classroom.py); never on a balancer that faces the network."""
+    servers = "\n".join(
+        f"    server {machine_name(i)} {where} cookie {machine_name(i)} check inter 2s fall 3 rise 2"
+        for i, where in enumerate(machines)
+    )
+    return f"""# Written by `python -m bertviz_lite.serve --print-outer-config`: the balancer in front of the machines.
+{_GLOBAL}
+
+{_frontend(address, port, tls_pem, trusted, "", "machines")}
+
+backend machines
+    balance leastconn
+{_sticky(MACHINE_COOKIE, tls_pem, MACHINE_HEADER)}
+{servers}
+"""
+
+
+_GLOBAL = f"""global
     log stdout format raw local0 info
     maxconn 4096
 
@@ -74,34 +122,47 @@ defaults
     timeout server 60s
     timeout http-request 15s
     timeout tunnel {TUNNEL_TIMEOUT}
-    timeout client-fin 10s
+    timeout client-fin 10s"""
 
-frontend app
+
+def _frontend(
+    address: str, port: int, tls_pem: Path | None, trusted: tuple[str, ...], rules: str, backend: str
+) -> str:
+    """The frontend: the client's own X-Forwarded-For dropped (kept from a `trusted` balancer in front, which set
+    it), the real address added, and the scheme the browser used in X-Forwarded-Proto; then `rules`."""
+    bind = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+    bind += f" ssl crt {tls_pem}" if tls_pem else ""
+    not_trusted = f" !{{ src {' '.join(trusted)} }}" if trusted else ""
+    return f"""frontend app
     bind {bind}
-    http-request deny if {{ path_beg {WARM_UP_PATH} }}  # a full script run on request: for serve's warm-up only
-    http-request del-header X-Forwarded-For  # the client's own claim; option forwardfor adds the real address
-    option forwardfor
+    http-request del-header X-Forwarded-For{" if" + not_trusted if trusted else ""}  # the client's own claim
+    option forwardfor if-none  # the address haproxy saw, where no trusted balancer in front gave one
     http-request set-header X-Forwarded-Proto https if {{ ssl_fc }}
-    http-request set-header X-Forwarded-Proto http if !{{ ssl_fc }}
-    default_backend workers
+    http-request set-header X-Forwarded-Proto http if !{{ ssl_fc }}{not_trusted}
+{rules}    default_backend {backend}"""
 
-backend workers
-    balance leastconn          # websockets are long: a new visitor goes to the worker with the fewest
-    cookie {COOKIE} insert indirect nocache httponly{secure} attr SameSite=Lax
+
+def _sticky(cookie: str, tls_pem: Path | None, header: str) -> str:
+    """A backend's cookie, health check on HEALTH_PATH and the header naming the server that answered."""
+    secure = " secure" if tls_pem else ""
+    return f"""    cookie {cookie} insert indirect nocache httponly{secure} attr SameSite=Lax
     option httpchk
     http-check send meth GET uri {HEALTH_PATH}
     http-check expect string ok
-    http-response set-header {WORKER_HEADER} %[srv_name]
-{servers}
-"""
+    http-response set-header {header} %[srv_name]"""
 
 
 def write_config(
-    folder: Path, address: str, port: int, worker_ports: list[int], tls_pem: Path | None = None
+    folder: Path,
+    address: str,
+    port: int,
+    worker_ports: list[int],
+    tls_pem: Path | None = None,
+    trusted: tuple[str, ...] = (),
 ) -> Path:
     """Write haproxy.cfg into `folder` (the serve command's run folder) and return its path."""
     path = folder / "haproxy.cfg"
-    path.write_text(haproxy_config(address, port, worker_ports, tls_pem), encoding="utf-8")
+    path.write_text(haproxy_config(address, port, worker_ports, tls_pem, trusted), encoding="utf-8")
     return path
 
 

@@ -29,12 +29,12 @@ from bertviz_lite.loading.run_folder import (
     RunFolder,
     checkpoints_root,
     keep_metrics_until,
-    write_status,
 )
 from bertviz_lite.text.tokenization import BertTokenizer
 from bertviz_lite.training.compiled_step import RowCapacity, compiled, host_padded, static_batch, use_compile
 from bertviz_lite.training.dataset import batch_indices, collator
 from bertviz_lite.training.distributed import Distributed, resolve_device
+from bertviz_lite.training.heartbeat import Heartbeat
 from bertviz_lite.training.optimization import (
     STAT_NAMES,
     PretrainingStep,
@@ -138,6 +138,7 @@ class Trainer:
             self._restore()
         self.started_at = self._loop_start = None
         self._stop_requested, self._metrics, self._eval_cache = False, None, None
+        self._heartbeat = Heartbeat(self.run_dir)  # status.json, renewed while the run trains
         self._lr, self._grad_norm, self._first_loss, self._elapsed_before = 0.0, torch.zeros(()), None, 0.0
         self._reset_window()
 
@@ -303,8 +304,7 @@ class Trainer:
 
     def _write_status(self, state: str, message: str) -> None:
         if self.distributed.is_main and self.started_at is not None:
-            write_status(
-                self.run_dir,
+            self._heartbeat.write(
                 state=state,
                 message=message,
                 step=self.step,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bertviz_lite.loading import run_folder
+from bertviz_lite.loading import checkpoints, pretrained, run_folder
 from bertviz_lite.loading.run_folder import read_metrics, write_status
 from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.server import access, settings
@@ -108,6 +108,59 @@ def test_a_running_status_with_a_live_training_process_reads_as_running(tmp_path
         run, state="running", pid=os.getpid(), step=5, total_steps=20
     )  # pytest is no training process
     assert lifecycle.run_state(run).state == "failed"
+
+
+def test_a_run_on_another_machine_is_alive_by_its_heartbeat_and_failed_once_it_stops(tmp_path):
+    run = tmp_path / "r"
+    run.mkdir()
+    status = write_status(  # a pid of machine B means nothing here: only its renewals do
+        run, state="running", pid=999_999_999, host="machine-b", step=7, total_steps=30, checkpoint_step=5
+    )
+    assert lifecycle.run_state(run).state == "running"
+    renewed_in_time = status["updated_at"] + run_folder.STALE_AFTER_S - 1
+    assert lifecycle.run_state(run, now=renewed_in_time).state == "running"
+    state = lifecycle.run_state(run, now=status["updated_at"] + run_folder.STALE_AFTER_S + 1)
+    assert (state.state, state.step, state.checkpoint_step, state.host) == ("failed", 7, 5, "machine-b")
+    assert state.reason.startswith("The run's status was last renewed 61 s ago")
+    assert "the checkpoint of step 5 is kept" in state.reason and "machine-b" not in state.reason
+
+
+def test_stop_reaches_another_machines_run_by_its_stop_file_and_signals_no_pid_here(tmp_path, sleeper):
+    run = tmp_path / "r"
+    run.mkdir()
+    write_status(run, state="running", pid=sleeper.pid, host="machine-b", step=2, total_steps=9)
+    lifecycle.stop_run(run)  # the pid names a live training process here, by chance: not machine B's run
+    assert (run / run_folder.STOP_FILE).is_file()
+    assert sleeper.poll() is None and lifecycle.training_process_alive(sleeper.pid)
+
+
+def test_a_run_launched_on_another_machine_is_starting_until_its_grace_ends(tmp_path):
+    run = tmp_path / "r"
+    run.mkdir()
+    launched = {"pid": 999_999_999, "host": "machine-b", "launched_at": 1000.0}
+    (run / run_folder.LAUNCH_FILE).write_text(json.dumps(launched))
+    assert lifecycle.run_state(run, now=1000.0 + lifecycle.STARTING_GRACE_S).state == "starting"
+    assert lifecycle.run_state(run, now=1001.0 + lifecycle.STARTING_GRACE_S).state == "failed"
+
+
+@pytest.mark.slow
+def test_a_killed_run_seen_from_another_machine_fails_after_the_interval_and_its_checkpoint_loads(
+    tmp_path, monkeypatch
+):
+    run_dir = lifecycle.launch_run({**FAST, "steps": 5000}, root=tmp_path, name="far")
+    pid = json.loads((run_dir / run_folder.LAUNCH_FILE).read_text())["pid"]
+    wait_until(lambda: lifecycle.run_state(run_dir).checkpoint_step is not None, 60, "the first checkpoint")
+    monkeypatch.setattr(run_folder, "this_host", lambda: "machine-b")  # this test now looks from machine B
+    os.kill(pid, 9)  # machine A dies with its trainer
+    wait_until(lambda: lifecycle.reap_children() or not lifecycle.training_process_alive(pid), 10, "the kill")
+    last = run_folder.read_status(run_dir)
+    assert lifecycle.run_state(run_dir).state == "running"  # B cannot see a pid of A: it waits for the beats
+    state = lifecycle.run_state(run_dir, now=last["updated_at"] + run_folder.STALE_AFTER_S + 1)
+    assert state.state == "failed"
+    assert f"the checkpoint of step {state.checkpoint_step} is kept" in state.reason
+    model, tokenizer = pretrained.load_folder(run_dir)
+    assert checkpoints.checkpoint_step(run_dir) == state.checkpoint_step
+    assert tokenizer.vocab_size == model.config.vocab_size
 
 
 def test_process_checks_see_through_exec_zombies_and_reused_pids(sleeper):
@@ -235,7 +288,9 @@ def test_bad_options_end_the_process_and_the_run_shows_failed_with_the_cli_messa
 
 
 @pytest.mark.slow
-def test_a_run_outlives_its_launcher_obeys_the_limit_and_stops_gracefully(tmp_path):
+def test_a_run_outlives_its_launcher_obeys_the_limit_and_stops_gracefully_from_another_machine(
+    tmp_path, monkeypatch
+):
     # The launcher process exits right away, as an app that is restarted mid-run would.
     launcher = (
         f"from pathlib import Path; from bertviz_lite.runs import lifecycle; "
@@ -250,7 +305,9 @@ def test_a_run_outlives_its_launcher_obeys_the_limit_and_stops_gracefully(tmp_pa
     )
     with pytest.raises(lifecycle.RunLimitError, match="long"):
         lifecycle.launch_run({**FAST, "steps": 5}, root=tmp_path, max_runs=1)
-    lifecycle.stop_run(run_dir)
+    monkeypatch.setattr(run_folder, "this_host", lambda: "machine-b")  # Stop pressed on another machine:
+    assert lifecycle.run_state(run_dir).state == "running"  # alive by its heartbeat, and stopped through
+    lifecycle.stop_run(run_dir)  # the STOP file alone (no SIGTERM to a pid of another machine)
     state = wait_until(
         lambda: (s := lifecycle.run_state(run_dir)).state != "running" and s, 60, "the run to stop"
     )

@@ -1,5 +1,5 @@
 """Issue 22: the admin token is rate-limited per visitor and globally, with failures logged; tabs of one browser
-opened at the same moment end up one visitor."""
+opened at the same moment end up one visitor. The rate limits are checked on both shared stores (`store_setting`)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def admin_token(monkeypatch):
     access.forget_admin_failures()
 
 
-def test_forty_wrong_guesses_are_stopped_after_five_and_logged(caplog):
+def test_forty_wrong_guesses_are_stopped_after_five_and_logged(caplog, store_setting):
     caplog.set_level(logging.WARNING, logger=access.__name__)
     answers, refused = [], 0
     for guess in range(40):
@@ -44,7 +44,7 @@ def test_forty_wrong_guesses_are_stopped_after_five_and_logged(caplog):
     assert access.check_admin_token(IDS[0], TOKEN, now=1000.0 + 40 + access.ADMIN_WINDOW_S)
 
 
-def test_many_visitors_guessing_from_many_addresses_meet_the_global_limit():
+def test_many_visitors_guessing_from_many_addresses_meet_the_global_limit(store_setting):
     per_address = access.ADMIN_TRIES_PER_ADDRESS
     for i in range(access.ADMIN_TRIES_IN_TOTAL):
         assert (
@@ -54,7 +54,7 @@ def test_many_visitors_guessing_from_many_addresses_meet_the_global_limit():
         access.check_admin_token(IDS[access.ADMIN_TRIES_IN_TOTAL], TOKEN, now=51.0, address="192.168.1.20")
 
 
-def test_four_fresh_ids_with_five_wrong_tokens_each_do_not_lock_out_the_lecturer():
+def test_four_fresh_ids_with_five_wrong_tokens_each_do_not_lock_out_the_lecturer(store_setting):
     """Issue 30's reproduction: 4 fresh ids x 5 wrong tokens, then the lecturer's right token was 'try again in 10 min'."""
     refused = 0
     for i in range(4):

@@ -113,3 +113,37 @@ def test_a_certificate_without_its_key_is_one_line_and_exit_2(tmp_path, capsys):
         out == ""
         and err == "serve: --tls-cert and --tls-key go together (the certificate and its private key)\n"
     )
+
+
+def test_the_outer_balancer_config_is_sticky_by_machine_and_valid(tmp_path, capsys):
+    assert balancer.main(["--print-outer-config", "10.0.0.11:8501", "10.0.0.12:8501", "--port", "8080"]) == 0
+    text = capsys.readouterr().out
+    assert (
+        "bind 127.0.0.1:8080" in text and f"cookie {haproxy.MACHINE_COOKIE} insert indirect nocache" in text
+    )
+    assert (
+        "server m0 10.0.0.11:8501 cookie m0 check" in text
+        and "server m1 10.0.0.12:8501 cookie m1 check" in text
+    )
+    assert f"uri {haproxy.HEALTH_PATH}" in text and f"set-header {haproxy.MACHINE_HEADER} %[srv_name]" in text
+    assert (
+        "http-request del-header X-Forwarded-For  #" in text
+    )  # it faces the network: no client's claim kept
+    with pytest.raises(SystemExit):
+        balancer.main(["--print-outer-config", "10.0.0.11"])
+    assert "a machine is HOST:PORT" in capsys.readouterr().err
+    binary = haproxy.haproxy_binary()
+    if binary is None:
+        pytest.skip(haproxy.INSTALL_HINT)
+    (tmp_path / "outer.cfg").write_text(text)
+    check = subprocess.run([binary, "-c", "-f", str(tmp_path / "outer.cfg")], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_machine_keeps_the_client_address_only_from_the_balancer_in_front():
+    text = haproxy.haproxy_config("0.0.0.0", 8501, [40001], trusted=("10.0.0.5",))
+    assert "http-request del-header X-Forwarded-For if !{ src 10.0.0.5 }" in text
+    assert "option forwardfor if-none" in text  # the address it saw, where the balancer gave none
+    assert (
+        "X-Forwarded-Proto http if !{ ssl_fc } !{ src 10.0.0.5 }" in text
+    )  # the browser's scheme, from in front

@@ -1,5 +1,6 @@
 """State that several app processes behind a load balancer must see alike, checked with two OS processes:
-the admin token's wrong tries, the folder locks of uploads and claims, and a run's owner, limit and Stop."""
+the admin token's wrong tries (on both shared stores), the folder locks of uploads and claims, and a run's owner,
+limit and Stop."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def in_another_process(code: str) -> str:
     return done.stdout.strip()
 
 
-def test_wrong_admin_tokens_typed_in_two_processes_add_up(monkeypatch):
+def test_wrong_admin_tokens_typed_in_two_processes_add_up(monkeypatch, store_setting):
     monkeypatch.setenv(access.ADMIN_TOKEN_SETTING, TOKEN)
     three = (
         "from bertviz_lite.server import access\n"
