@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(options.threads)
     variant, run = VARIANTS[options.against]
     runs = {**BASELINE, variant: run}
-    curves, seconds = {}, {}
+    curves = {}
+    seconds = {}
     for name, (dtype, seed, compile) in runs.items():
         curves[name], seconds[name] = held_out_losses(
             options.preset,

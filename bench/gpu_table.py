@@ -127,7 +127,8 @@ def parse(case: Case, out: str) -> tuple[dict[str, dict[str, str]], dict[str, st
 
 def run_case(case: Case, dry_run: bool, timeout_s: float) -> Outcome:
     """Run one case in its own process, within timeout_s."""
-    started, error = time.perf_counter(), None
+    started = time.perf_counter()
+    error = None
     try:
         done = subprocess.run(
             command(case, dry_run), cwd=REPO, capture_output=True, text=True, timeout=max(timeout_s, 1)

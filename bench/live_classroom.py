@@ -87,7 +87,8 @@ class Participant:
     machine: str = ""  # with --machines: the machine the outer balancer sent it to
 
     def note(self, msg: ForwardMsg) -> None:
-        now, kind = time.perf_counter(), msg.WhichOneof("type")
+        now = time.perf_counter()
+        kind = msg.WhichOneof("type")
         if kind == "navigation":
             self.page_hash = msg.navigation.page_script_hash
         elif kind == "auto_rerun" and msg.auto_rerun.fragment_id not in self.timers:
@@ -128,7 +129,8 @@ class Participant:
         back = rerun_request(page_hash=self.page_hash)
         back.rerun_script.query_string = self.query
         state = back.rerun_script.widget_states.widgets.add()
-        state.id, state.trigger_value = self.widget_ids[key], True
+        state.id = self.widget_ids[key]
+        state.trigger_value = True
         return await self.send(back)
 
     async def poll(self, fragment_id: str, interval: float) -> None:
@@ -137,7 +139,8 @@ class Participant:
             await asyncio.sleep(interval)
             back = rerun_request(page_hash=self.page_hash)
             back.rerun_script.query_string = self.query
-            back.rerun_script.fragment_id, back.rerun_script.is_auto_rerun = fragment_id, True
+            back.rerun_script.fragment_id = fragment_id
+            back.rerun_script.is_auto_rerun = True
             await self.ws.send(back.SerializeToString())
 
     async def read(self) -> None:
@@ -264,7 +267,8 @@ def cpu_seconds(pids: list[int]) -> float:
 
 
 async def session(port: int, server_pids: list[int], args) -> dict:
-    rng, errors = random.Random(args.seed), []
+    rng = random.Random(args.seed)
+    errors = []
     lecturer = Participant("lecturer")
     await lecturer.open(port, args.timeout)
     await lecturer.click("class_start")

@@ -107,7 +107,8 @@ def random_batches(num: int, batch: int, seq_len: int, vocab: int, seed: int = 0
         labels = torch.full((batch, seq_len), IGNORE_INDEX)
         pick = torch.rand((batch, seq_len), generator=generator) < 0.15
         pick[:, 0] = False
-        labels[pick], ids[pick] = ids[pick], 4
+        labels[pick] = ids[pick]
+        ids[pick] = 4
         segments = torch.zeros((batch, seq_len), dtype=torch.long)
         segments[:, seq_len // 2 :] = 1
         made.append(
@@ -188,7 +189,9 @@ def compilations() -> tuple[int, int]:
 
 def flops_per_token(config: BertConfig, seq_len: int, labelled: float) -> float:
     """Training FLOPs per token: 6 x (encoder and pooler matrices + the MLM head on the labelled share) + attention."""
-    h, layers, ff = config.hidden_size, config.num_hidden_layers, config.intermediate_size
+    h = config.hidden_size
+    layers = config.num_hidden_layers
+    ff = config.intermediate_size
     dense = layers * (4 * h * h + 2 * h * ff) + h * h
     head = labelled * (h * config.vocab_size + h * h)
     attention = 2 * layers * h * seq_len  # QK^T and AV, forward, per token
@@ -209,7 +212,8 @@ def device_peak(device: torch.device, dtype: str) -> tuple[float | None, str]:
 
 def measure(args: argparse.Namespace, sides: list[Side], tokens: int) -> dict[str, dict[str, float]]:
     """Warm-up, then interleaved repetitions: per side its median tokens/s, peak memory and compilations."""
-    device, results = torch.device(args.device), {}
+    device = torch.device(args.device)
+    results = {}
     for side in sides:  # warm-up: compilation, allocator, kernels, optimizer state
         before = compilations()
         if device.type == "cuda":
@@ -341,7 +345,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.smoke:  # the compiled side through dynamo alone: inductor's code generation takes a minute
         args.ours = args.ours or ["eager", "compiled"]
-        args.compile_backend, args.profile = "eager", True
+        args.compile_backend = "eager"
+        args.profile = True
     args.ours = args.ours or list(DEFAULT_OURS[args.device])
     args.theirs = args.theirs or list(DEFAULT_THEIRS[args.device])
     return args

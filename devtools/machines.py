@@ -155,7 +155,8 @@ def _wait_open(machine: Machine) -> None:
 
 @contextlib.contextmanager
 def _outer(binary: str, folder: Path, machines: list[Machine], trust_clients: bool) -> Iterator[str]:
-    port, trusted = free_port(), (LOOPBACK,) if trust_clients else ()
+    port = free_port()
+    trusted = (LOOPBACK,) if trust_clients else ()
     where = [f"{LOOPBACK}:{machine.port}" for machine in machines]
     config = folder / "outer.cfg"
     config.write_text(haproxy.outer_config(LOOPBACK, port, where, trusted=trusted), encoding="utf-8")

@@ -51,7 +51,9 @@ def running_postgresql(*, durable: bool = True) -> Iterator[str]:
 
     `durable=False` turns fsync off (tests: the claims are about killed app processes, not power cuts)."""
     folder = Path(tempfile.mkdtemp(prefix="bertviz-lite-postgresql-"))
-    as_user, binaries, port = _as_server_user(folder), postgresql_bin(), free_port()
+    as_user = _as_server_user(folder)
+    binaries = postgresql_bin()
+    port = free_port()
     data = folder / "data"
     run = {"check": True, "capture_output": True, "cwd": folder}
     try:

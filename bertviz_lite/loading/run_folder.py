@@ -261,7 +261,8 @@ def new_run_folder(root: Path | None = None) -> RunFolder:
     """`<root>/run-YYYYmmdd-HHMMSS` (with -2, -3 … if taken), not created."""
     root = root or checkpoints_root()
     base = f"run-{time.strftime('%Y%m%d-%H%M%S')}"
-    path, n = root / base, 1
+    path = root / base
+    n = 1
     while path.exists():
         n += 1
         path = root / f"{base}-{n}"

@@ -72,7 +72,8 @@ def parse_metrics(
     """
     lines = text.splitlines()
     if max_lines is not None and len(lines) > max_lines:
-        lines, truncated = lines[-max_lines:], True
+        lines = lines[-max_lines:]
+        truncated = True
     metrics = Metrics([], truncated=truncated)
     for number, line in enumerate(lines):
         try:
@@ -92,7 +93,8 @@ def valid_status(status: dict[str, Any]) -> dict[str, Any]:
     as None; message cut."""
     status.update({key: recorded_count(status.get(key)) for key in _STATUS_COUNTS if key in status})
     status.update({key: recorded_number(status.get(key)) for key in _STATUS_TIMES if key in status})
-    message, host = status.get("message"), status.get("host")
+    message = status.get("message")
+    host = status.get("host")
     status["message"] = message[:MAX_STATUS_MESSAGE] if isinstance(message, str) else ""
     status["host"] = host if isinstance(host, str) and len(host) <= MAX_TEXT_FIELD else None
     return status

@@ -166,7 +166,8 @@ class BertEncoder(nn.Module):
         self, hidden_states: Tensor, mask: Tensor | None, head_mask: Tensor | None = None
     ) -> tuple[tuple[Tensor, ...], tuple[LayerAttention, ...]]:
         """Every layer's output (the input first) and what each layer's attention computed; head_mask (L, nh)."""
-        outputs, inside = [hidden_states], []
+        outputs = [hidden_states]
+        inside = []
         for index, layer in enumerate(self.layer):
             layer_mask = None if head_mask is None else head_mask[index]
             hidden_states, layer_inside = layer.forward_with_attention(hidden_states, mask, layer_mask)

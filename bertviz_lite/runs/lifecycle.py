@@ -157,7 +157,8 @@ def threads_allowed(owner: access.Visitor | None) -> int:
 
 def check_threads(options: Mapping[str, Any], owner: access.Visitor | None) -> None:
     """ValueError in words when the options ask for more threads than `threads_allowed(owner)`."""
-    threads, most = options.get("threads") or 0, threads_allowed(owner)
+    threads = options.get("threads") or 0
+    most = threads_allowed(owner)
     if threads > most:
         raise ValueError(
             f"CPU threads ({threads}): a run started here may use at most {most}, the cores this server "
@@ -360,7 +361,8 @@ def _state_without_status(run_dir: Path, now: float | None) -> RunState:
     launch = read_json_object(RunFolder(run_dir).launch)
     if launch is None:
         return RunState(run_dir.name, run_dir, "ready", checkpoint_step=checkpoint_step(run_dir))
-    pid, host = launch.get("pid"), launch.get("host") if isinstance(launch.get("host"), str) else None
+    pid = launch.get("pid")
+    host = launch.get("host") if isinstance(launch.get("host"), str) else None
     if on_this_host(launch):
         starting = training_process_alive(pid)
     else:
@@ -448,7 +450,8 @@ def snapshot_steps(run_dir: str | os.PathLike) -> list[int]:
 def hyperparameters(run_dir: str | os.PathLike) -> dict[str, Any]:
     """A run's model sizes and training options from train_args.json, flat (config first), or {}."""
     train_args = read_train_args(run_dir) or {}  # "config" and "args" are dicts (run_folder checks them)
-    config, args = train_args.get("config") or {}, train_args.get("args") or {}
+    config = train_args.get("config") or {}
+    args = train_args.get("args") or {}
     merged = {**config, **{k: v for k, v in args.items() if k not in config}}
     return {str(k)[:MAX_TEXT_FIELD]: _shown(v) for k, v in list(merged.items())[:MAX_HYPERPARAMETERS]}
 

@@ -128,7 +128,8 @@ def check_admin_token(visitor_id: str, token: str, now: float | None = None, *, 
     The wrong tries are counted in the shared database (server/database.py), so every app process behind a
     load balancer sees the same counts."""
     now = time.time() if now is None else now
-    who, address = _digest(visitor_id), _digest(f"address:{address}")
+    who = _digest(visitor_id)
+    address = _digest(f"address:{address}")
     _admin_failures_table()
     with database.transaction() as db:  # one writer at a time: count and add as one step across processes
         db.execute("DELETE FROM admin_failures WHERE at <= ?", (now - ADMIN_WINDOW_S,))

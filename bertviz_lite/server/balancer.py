@@ -249,7 +249,8 @@ def answers_ok(url: str, timeout: float = 2.0) -> bool:
 
 def wait_healthy(urls: dict[str, str], processes: dict[str, subprocess.Popen], timeout: float) -> None:
     """Poll every health URL until each answers ok; ServeError when a process exits or time runs out."""
-    deadline, waiting = time.monotonic() + timeout, dict(urls)
+    deadline = time.monotonic() + timeout
+    waiting = dict(urls)
     while waiting:
         for name, process in processes.items():
             if process.poll() is not None:
@@ -319,7 +320,8 @@ def serve(args: argparse.Namespace, binary: str) -> int:
         wait_healthy({worker.name: worker.health_url for worker in workers}, processes, START_TIMEOUT_S)
         warm_up(workers)
         tls_pem = _tls_pem(args)
-        ports, trusted = [worker.port for worker in workers], tuple(args.trust_forwarded_from)
+        ports = [worker.port for worker in workers]
+        trusted = tuple(args.trust_forwarded_from)
         config = haproxy.write_config(run_dir, args.address, args.port, ports, tls_pem, trusted)
         processes["haproxy"] = _start(
             haproxy.haproxy_command(binary, config), run_dir / "haproxy.log", dict(os.environ)
@@ -339,7 +341,8 @@ def serve(args: argparse.Namespace, binary: str) -> int:
     except ServeError as err:
         log = _log_of(err, run_dir)
         print(f"serve: {err}{_last_line(log)}; see {log}", file=sys.stderr, flush=True)
-        code, temporary = 1, False  # keep the logs of a failure
+        code = 1  # keep the logs of a failure
+        temporary = False
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not leave workers behind
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -138,7 +138,9 @@ def join(
     """A student joins with a typed code, or with the QR link's `token`; returns their student id.
 
     `address` is the client address the server saw; wrong codes count per address and per browser."""
-    now, db, code = now_or(now), connect(store), normalise_code(code)
+    now = now_or(now)
+    db = connect(store)
+    code = normalise_code(code)
     keys = _keys(address, browser_id)
     with database.transaction(store):
         row, refused = _by_token(db, code, token) if token else _by_code(db, code, keys, now)
@@ -185,7 +187,9 @@ def answer(
     store: database.Store = None,
 ) -> str:
     """Record a student's answer to the current question (committed before returning); returns it as stored."""
-    now, db, address = now_or(now), connect(store), client_digest(address)
+    now = now_or(now)
+    db = connect(store)
+    address = client_digest(address)
     with database.transaction(store):
         question = _check_open(db, live_session(db, code, now), student_id, question_id)
         given = normalise_word(text) if question.kind == CLOZE else str(text)

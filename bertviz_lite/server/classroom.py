@@ -35,7 +35,8 @@ MAX_CLASSES_PER_ADDRESS = 10  # … and one client address (a visitor who drops 
 MAX_EXPECTED = 2_000  # the largest head count a lecturer may enter
 MAX_TEXT_CHARS = 2_000  # a sentence of the pair
 MAX_SOURCE_CHARS = 300  # the model's name or folder
-CHOICE, CLOZE = "choice", "cloze"
+CHOICE = "choice"
+CLOZE = "cloze"
 log = logging.getLogger(__name__)
 
 # The tables as the first release made them (REAL then, DOUBLE PRECISION now: the same in SQLite; PostgreSQL's
@@ -190,13 +191,13 @@ def start_class(
 ) -> tuple[str, str]:
     """A new class at this position, led by visitor `owner` from client `address` (neither: the server itself, not
     capped): (join code, lecturer secret). Only digests of the secret, its join token, owner and address are stored."""
-    now, position, secret = now_or(now), _checked_position(position), secrets.token_urlsafe(24)
-    capped, db, owner, address = (
-        bool(owner or address),
-        connect(store),
-        client_digest(owner),
-        client_digest(address),
-    )
+    now = now_or(now)
+    position = _checked_position(position)
+    secret = secrets.token_urlsafe(24)
+    capped = bool(owner or address)
+    db = connect(store)
+    owner = client_digest(owner)
+    address = client_digest(address)
     for _ in range(8):  # a code already in use is drawn again
         code = new_code()
         try:
@@ -319,7 +320,8 @@ def is_lecturer(code: str, secret: str, *, store: database.Store = None) -> bool
 
 def _lead(code: str, secret: str, now: float | None, store: database.Store, change) -> int:
     """Run `change(db, session_row)` as the lecturer of a live class; bump and return the class's version."""
-    now, db = now_or(now), connect(store)
+    now = now_or(now)
+    db = connect(store)
     with database.transaction(store):
         row = lecturer_session(db, code, secret)
         if row["expires_at"] <= now:

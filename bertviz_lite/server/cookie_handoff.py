@@ -54,7 +54,9 @@ def park(cookie: ParkedCookie, *, now: float | None = None, store: database.Stor
             f"The cookie route sets only {', '.join(COOKIE_NAMES)}, with a value of at most "
             f"{MAX_VALUE_CHARS} characters."
         )
-    now, nonce, db = time.time() if now is None else now, secrets.token_urlsafe(24), _db(store)
+    now = time.time() if now is None else now
+    nonce = secrets.token_urlsafe(24)
+    db = _db(store)
     with database.transaction(store):
         db.execute("DELETE FROM cookie_handoffs WHERE expires_at < ?", (now,))
         db.execute(
@@ -66,7 +68,8 @@ def park(cookie: ParkedCookie, *, now: float | None = None, store: database.Stor
 
 def take(nonce: str, *, now: float | None = None, store: database.Store = None) -> ParkedCookie | None:
     """The cookie parked under `nonce`, removed as it is read (None for an unknown, used or stale nonce)."""
-    now, db = time.time() if now is None else now, _db(store)
+    now = time.time() if now is None else now
+    db = _db(store)
     with database.transaction(store):
         row = db.execute(
             "SELECT * FROM cookie_handoffs WHERE nonce_digest = ?", (_digest(str(nonce)[:64]),)

@@ -76,7 +76,9 @@ class Result:
     `fetchone`, `fetchall`, iteration and `description` as a DB-API cursor has them."""
 
     def __init__(self, rows: list[Row], description: Sequence[Sequence[Any]] | None):
-        self.description, self._rows, self._next = description, rows, 0
+        self.description = description
+        self._rows = rows
+        self._next = 0
 
     def fetchone(self) -> Row | None:
         row = self._rows[self._next] if self._next < len(self._rows) else None
@@ -84,7 +86,8 @@ class Result:
         return row
 
     def fetchall(self) -> list[Row]:
-        rows, self._next = self._rows[self._next :], len(self._rows)
+        rows = self._rows[self._next :]
+        self._next = len(self._rows)
         return rows
 
     def __iter__(self) -> Iterator[Row]:
@@ -97,7 +100,9 @@ class Pool:
     second: a connection per thread would ask a PostgreSQL server for hundreds (each a server process)."""
 
     def __init__(self, where: str, backend, translated):
-        self.where, self.backend, self._translated = where, backend, translated
+        self.where = where
+        self.backend = backend
+        self._translated = translated
         self._idle: list[Any] = []
         self.opened = 0  # connections open now, idle or lent
         self._changed = threading.Condition()
@@ -137,7 +142,8 @@ class Pool:
 
     def close_idle(self) -> None:
         with self._changed:
-            idle, self._idle = self._idle, []
+            idle = self._idle
+            self._idle = []
         for raw in idle:
             self._forget(raw)
 
@@ -202,7 +208,8 @@ class Connection:
             self._translated(self.backend.begin, self._held.raw)
             yield
         finally:
-            raw, self._held.raw = self._held.raw, None
+            raw = self._held.raw
+            self._held.raw = None
             self.pool.give_back(raw)
 
 

@@ -97,7 +97,8 @@ def begin(connection) -> None:
 @functools.lru_cache(maxsize=1024)
 def translate(sql: str) -> str:
     """The shared SQL as psycopg takes it: `?` outside quotes becomes `%s`, and `%` becomes `%%`."""
-    out, quoted = [], False
+    out = []
+    quoted = False
     for char in sql:
         quoted = quoted != (char == "'")
         out.append("%%" if char == "%" else "%s" if char == "?" and not quoted else char)

@@ -16,7 +16,8 @@ from bertviz_lite.model.modeling import IGNORE_INDEX
 from bertviz_lite.text.masking import mask_tokens
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 
-IS_NEXT, NOT_NEXT = 0, 1  # next_sentence_label values, as in Hugging Face BertForPreTraining
+IS_NEXT = 0  # next_sentence_label values, as in Hugging Face BertForPreTraining
+NOT_NEXT = 1
 
 # ---- built-in corpus ---------------------------------------------------------------------------
 # Each document is a short story in one of ten settings, each with its own places, animals, things,
@@ -46,7 +47,8 @@ def _story(rng: random.Random) -> list[str]:
     """One document: 4 to 8 consecutive beats of the day, with the same hero, animal, thing and places."""
     setting = SETTINGS[rng.choice(sorted(SETTINGS))]
     slots = _story_slots(rng, setting)
-    start, length = rng.randrange(len(BEATS)), rng.randint(4, 8)
+    start = rng.randrange(len(BEATS))
+    length = rng.randint(4, 8)
     return [BEATS[(start + k) % len(BEATS)].format(**slots) for k in range(length)]
 
 
@@ -132,7 +134,8 @@ def make_nsp_pairs(
     rng = random.Random(seed)
     labels = [IS_NEXT] * (num_pairs - num_pairs // 2) + [NOT_NEXT] * (num_pairs // 2)
     rng.shuffle(labels)
-    next_a, any_a = _cycle_shuffled(next_positions, rng), _cycle_shuffled(all_positions, rng)
+    next_a = _cycle_shuffled(next_positions, rng)
+    any_a = _cycle_shuffled(all_positions, rng)
     pairs = []
     for label in labels:
         d, i = next(next_a) if label == IS_NEXT else next(any_a)
@@ -264,7 +267,8 @@ class PretrainingCollator:
             continuation_mask=continuation,
             repeatable_mask=content,
         )
-        batch["input_ids"], batch["labels"] = masked.input_ids, masked.labels
+        batch["input_ids"] = masked.input_ids
+        batch["labels"] = masked.labels
         batch["next_sentence_label"] = torch.tensor(
             [IGNORE_INDEX if alone else label for (_, _, label), alone in zip(pairs, single, strict=True)],
             dtype=torch.long,

@@ -171,7 +171,8 @@ class ProgressBar(TrainerCallback):
     """A one-line progress bar with ETA on a terminal; one plain line per metrics line elsewhere."""
 
     def __init__(self, stream: TextIO = sys.stderr, redraw_s: float = 0.2):
-        self.stream, self.redraw_s = stream, redraw_s
+        self.stream = stream
+        self.redraw_s = redraw_s
         self.tty = stream.isatty()
         self.train: dict[str, Any] = {}
         self.eval: dict[str, Any] = {}

@@ -63,7 +63,8 @@ def check_batch_size(batch_size: int, num_train_pairs: int, world_size: int = 1)
 
 
 def _epochs(num_items: int, batch_size: int, seed: int, rank: int, world_size: int) -> Iterator[list[int]]:
-    per_rank, epoch = num_items // world_size, 0
+    per_rank = num_items // world_size
+    epoch = 0
     while True:
         order = torch.randperm(num_items, generator=torch.Generator().manual_seed(seed + epoch))
         shard = order[: per_rank * world_size][rank::world_size].tolist()

@@ -22,7 +22,8 @@ class Heartbeat:
     """Writes a run's status, and renews a "running" one from a daemon thread until a final one is written."""
 
     def __init__(self, run_dir: str | os.PathLike, every_s: float = HEARTBEAT_S):
-        self.run_dir, self.every_s = Path(run_dir), every_s
+        self.run_dir = Path(run_dir)
+        self.every_s = every_s
         self._lock = threading.Lock()
         self._running: dict[str, Any] | None = None  # the status to renew; None once a final one is written
         self._ended = threading.Event()

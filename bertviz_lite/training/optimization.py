@@ -19,7 +19,8 @@ def learning_rate(step: int, peak: float, warmup: int, total: int) -> float:
 
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
     """AdamW, BERT-style: no weight decay on biases and LayerNorm weights."""
-    decay, no_decay = [], []
+    decay = []
+    no_decay = []
     for name, param in model.named_parameters():
         if param.requires_grad:
             (no_decay if param.dim() < 2 or "LayerNorm" in name else decay).append(param)
@@ -38,7 +39,8 @@ class PretrainingStep(nn.Module):
 
     def __init__(self, model: BertForPreTraining, copy_penalty: float = 0.0):
         super().__init__()
-        self.model, self.copy_penalty = model, copy_penalty
+        self.model = model
+        self.copy_penalty = copy_penalty
 
     def forward(self, batch: dict[str, Tensor], padded: bool | None = None) -> tuple[Tensor, ...]:
         out = self.model.pretraining_loss(
@@ -63,7 +65,8 @@ def copy_loss(mlm_logits: Tensor, batch: dict[str, Tensor]) -> Tensor:
     mlm_logits (K, V) are the rows of `batch["mlm_positions"]` (default: the first K of `labelled_positions`); rows
     labelled -100 cost nothing. Nothing here waits for the device.
     """
-    labels, input_ids = batch["labels"], batch["input_ids"]  # (B, T)
+    labels = batch["labels"]  # (B, T)
+    input_ids = batch["input_ids"]
     positions = batch.get("mlm_positions")
     if positions is None:
         positions = labelled_positions(labels, mlm_logits.shape[0]).to(labels.device)
@@ -151,7 +154,8 @@ def held_out_metrics(
     model: BertForPreTraining, batches: list[dict[str, Tensor]], dtype: str = "auto"
 ) -> dict[str, float]:
     """Held-out MLM and NSP loss and accuracy over masked batches (losses averaged over masked tokens and pairs)."""
-    was_training, device = model.training, batches[0]["input_ids"].device
+    was_training = model.training
+    device = batches[0]["input_ids"].device
     model.eval()
     sums = torch.zeros(4, dtype=torch.float64, device=device)  # mlm loss, nsp loss, then weights
     totals = torch.zeros(len(STAT_NAMES), dtype=torch.float64, device=device)

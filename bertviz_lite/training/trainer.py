@@ -107,13 +107,17 @@ class Trainer:
         resume: bool = False,
         prepared: PreparedRun | None = None,
     ):
-        self.args, self.command, self.callbacks = args, command, list(callbacks)
+        self.args = args
+        self.command = command
+        self.callbacks = list(callbacks)
         self.distributed = distributed or Distributed()
         self.device = resolve_device(args.device, self.distributed)
         self.run_dir = Path(args.out)
         prepared = prepared or prepare_run(args, self.distributed, tokenizer, resume)
-        self.data, self.resumed_from = prepared.data, prepared.resumed_from
-        self.model, self.config = prepared.model.to(self.device), prepared.model.config
+        self.data = prepared.data
+        self.resumed_from = prepared.resumed_from
+        self.model = prepared.model.to(self.device)
+        self.config = prepared.model.config
         # and so one shape per step (compiled_step.py); a learner's model (--model-file) runs their code as it is
         self.compiled = use_compile(args.compile, self.device) and not isinstance(
             self.model, LearnerForPreTraining
@@ -133,13 +137,21 @@ class Trainer:
             PREFETCH_DEPTH if self.device.type == "cuda" else 0
         )  # a CPU's spare core is the server's
         torch.manual_seed(args.seed + dist.rank)  # dropout differs between processes
-        self.step, self.checkpoint_step, self.last_record, self.optimizer_restored = 0, None, None, False
+        self.step = 0
+        self.checkpoint_step = None
+        self.last_record = None
+        self.optimizer_restored = False
         if self.resumed_from is not None:
             self._restore()
         self.started_at = self._loop_start = None
-        self._stop_requested, self._metrics, self._eval_cache = False, None, None
+        self._stop_requested = False
+        self._metrics = None
+        self._eval_cache = None
         self._heartbeat = Heartbeat(self.run_dir)  # status.json, renewed while the run trains
-        self._lr, self._grad_norm, self._first_loss, self._elapsed_before = 0.0, torch.zeros(()), None, 0.0
+        self._lr = 0.0
+        self._grad_norm = torch.zeros(())
+        self._first_loss = None
+        self._elapsed_before = 0.0
         self._reset_window()
 
     tokenizer = property(lambda self: self.data.tokenizer)
@@ -428,7 +440,8 @@ class Trainer:
 
     def _reset_window(self) -> None:
         self._window = torch.zeros(len(STAT_NAMES), dtype=torch.float64, device=self.device)
-        self._window_start, self._overhead = time.perf_counter(), 0.0
+        self._window_start = time.perf_counter()
+        self._overhead = 0.0
 
     def elapsed_s(self) -> float:
         """Wall seconds since training began (0 before)."""

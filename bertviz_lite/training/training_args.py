@@ -496,7 +496,9 @@ def _validate_model_file(args: TrainingArguments) -> None:
 
 def _check_declared(spec: dataclasses.Field, value: Any) -> None:
     """The bounds (`check` and `most`) or `choices` a field declares."""
-    name, check, choices = spec.name, spec.metadata.get("check"), spec.metadata.get("choices")
+    name = spec.name
+    check = spec.metadata.get("check")
+    choices = spec.metadata.get("choices")
     if check is not None:
         accepts, requirement = CHECKS[check]
         _check(accepts(value), name, f"{name} ({shown(value)}) {requirement}")

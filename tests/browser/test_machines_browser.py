@@ -28,7 +28,8 @@ VISITOR_ID = "machines-test-visitor-0123456789"
 YES, NO = walk.NSP_OPTIONS
 NSP = walk.STEPS[walk.step_number("nsp") - 1]
 STEPS = len(walk.STEPS)
-A, B = haproxy.machine_name(0), haproxy.machine_name(1)
+A = haproxy.machine_name(0)
+B = haproxy.machine_name(1)
 
 
 @pytest.fixture(scope="module")

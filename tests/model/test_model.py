@@ -196,7 +196,8 @@ def test_pretraining_loss_uses_only_masked_positions():
     model = BertForPreTraining(BertConfig(**TINY)).eval()
     ids, tt, am = padded_pair_batch()
     labels = torch.full_like(ids, -100)
-    labels[0, 2], labels[1, 1] = 17, 42
+    labels[0, 2] = 17
+    labels[1, 1] = 42
     out = model.pretraining_loss(ids, tt, am, labels, torch.tensor([0, 1, 0]))
     full = model.mlm_logits(ids, tt, attention_mask=am)
     expected_mlm = torch.nn.functional.cross_entropy(full[labels != -100], labels[labels != -100])
@@ -217,7 +218,9 @@ def test_pretraining_loss_uses_only_masked_positions():
 
 def test_labelled_positions_come_first_and_fill_a_bucket_with_unlabelled_ones():
     labels = torch.full((3, 100), -100)
-    labels[0, 5], labels[2, 1], labels[1, 99] = 1, 2, 3
+    labels[0, 5] = 1
+    labels[2, 1] = 2
+    labels[1, 99] = 3
     positions = labelled_positions(labels)
     assert positions.shape == (ROW_BUCKET,) and positions[:3].tolist() == [5, 199, 201]
     assert (labels.reshape(-1)[positions[3:]] == -100).all() and positions.unique().numel() == ROW_BUCKET
@@ -233,7 +236,9 @@ def test_cpu_bf16_projects_masked_rows_in_buckets_and_keeps_the_same_loss():
     model = BertForPreTraining(BertConfig(**TINY)).eval()
     ids, tt, am = [x.repeat(20, 1) for x in padded_pair_batch()]  # 60 pairs: more positions than a bucket
     labels = torch.full_like(ids, -100)
-    labels[0, 2], labels[1, 1], labels[2, 3] = 17, 42, 5
+    labels[0, 2] = 17
+    labels[1, 1] = 42
+    labels[2, 3] = 5
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out = model.pretraining_loss(ids, tt, am, labels, torch.tensor([0, 1, 0] * 20))
         hidden, _ = model.encode(ids, tt, am)

@@ -218,13 +218,15 @@ def _age(path: Path, seconds: float) -> None:
 
 
 def test_listing_removes_stale_temporary_files_of_runs_that_no_longer_train(tmp_path, sleeper):
-    killed, live = tmp_path / "killed", tmp_path / "live"
+    killed = tmp_path / "killed"
+    live = tmp_path / "live"
     (killed / "snapshots").mkdir(parents=True)
     live.mkdir()
     write_status(killed, state="stopped", step=4, total_steps=9)
     write_status(live, state="running", pid=sleeper.pid, step=4, total_steps=9)
     stale = [killed / ".model.safetensors.a1.tmp", killed / "snapshots" / ".step_000004.safetensors.b2.tmp"]
-    fresh, busy = killed / ".status.json.c3.tmp", live / ".model.safetensors.d4.tmp"
+    fresh = killed / ".status.json.c3.tmp"
+    busy = live / ".model.safetensors.d4.tmp"
     for path in (*stale, fresh, busy):
         path.write_bytes(b"half")
         _age(path, 0 if path == fresh else 3600)
@@ -249,7 +251,8 @@ def test_the_run_limit_refuses_a_second_run_and_creates_nothing(tmp_path, sleepe
 
 def test_a_run_this_visitor_launched_moments_ago_is_the_same_start_again(tmp_path, sleeper, monkeypatch):
     monkeypatch.setattr(run_folder, "CHECKPOINTS_DIR", tmp_path)
-    run, owner = tmp_path / "mine", access.Visitor("visitor-owner-0123456789")
+    run = tmp_path / "mine"
+    owner = access.Visitor("visitor-owner-0123456789")
     run.mkdir()
     (run / run_folder.LAUNCH_FILE).write_text(json.dumps({"pid": sleeper.pid}))
     access.record_owner(run, owner)

@@ -27,7 +27,8 @@ def admin_token(monkeypatch):
 
 def test_forty_wrong_guesses_are_stopped_after_five_and_logged(caplog, store_setting):
     caplog.set_level(logging.WARNING, logger=access.__name__)
-    answers, refused = [], 0
+    answers = []
+    refused = 0
     for guess in range(40):
         try:
             answers.append(access.check_admin_token(IDS[0], f"guess-{guess}", now=1000.0 + guess))
@@ -84,7 +85,8 @@ def test_the_admin_cookie_is_signed_expires_and_dies_with_the_token(monkeypatch)
 
 
 def test_a_tabs_alias_owns_what_that_tab_made(tmp_path):
-    first, second = IDS[1], IDS[2]
+    first = IDS[1]
+    second = IDS[2]
     access.record_owner(tmp_path, access.Visitor(second))  # the second tab uploaded before any reload
     aliases = access.aliases_from_cookie(f"{second}.not valid!.{first}", own_id=first)
     assert aliases == (second,)

@@ -24,7 +24,8 @@ def test_200_fresh_visitor_ids_from_one_address_cannot_fill_a_class(store):
     """The reproduction: 200 fresh visitor ids joined one class and answered in 0.14 s."""
     code, secret = classroom.start_class(PAIR, store=store)
     question = classroom.ask(code, secret, NSP, store=store)
-    joined, refused = [], []
+    joined = []
+    refused = []
     for i in range(200):
         try:
             joined.append(class_joining.join(code, f"fresh-{i}", "203.0.113.7", store=store))

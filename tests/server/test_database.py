@@ -84,7 +84,9 @@ def test_a_store_made_by_an_older_version_is_migrated_once(store):
 
 def test_many_threads_share_a_few_connections_and_a_transaction_keeps_its_own(store):
     database.ensure_schema("notes", [NOTES_V1], store)
-    db, start, seen = database.connection(store), threading.Barrier(16), []
+    db = database.connection(store)
+    start = threading.Barrier(16)
+    seen = []
 
     def rerun(i: int) -> None:  # Streamlit runs each rerun of a page in a thread of its own, many at once
         start.wait()

@@ -19,7 +19,8 @@ from devtools.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "teacher-secret-2"
-VISITOR, OTHER = access.Visitor("visitor-a-0123456789abcdef"), access.Visitor("visitor-b-0123456789abcdef")
+VISITOR = access.Visitor("visitor-a-0123456789abcdef")
+OTHER = access.Visitor("visitor-b-0123456789abcdef")
 FAST = {
     "preset": "tiny",
     "num_documents": 200,

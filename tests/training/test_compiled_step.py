@@ -111,6 +111,7 @@ def test_compile_is_an_option_on_by_default_on_cuda_only():
     text = " ".join(build_parser().format_help().split())
     assert "--compile {auto,on,off} compile the training step with torch.compile" in text
     assert "(default: auto)" in text.split("--compile", 1)[1]
-    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    cpu = torch.device("cpu")
+    cuda = torch.device("cuda")
     assert [use_compile(c, cpu) for c in ("auto", "on", "off")] == [False, True, False]
     assert [use_compile(c, cuda) for c in ("auto", "on", "off")] == [True, True, False]
