@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from bertviz_lite.inspection import walkthrough as walk
 from devtools.server import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
@@ -32,7 +33,7 @@ _FIRST_POINT = """key => {
 
 def test_bank_from_the_walkthrough_link_fits_a_projector(streamlit_url, page):
     page.set_viewport_size({"width": 1280, "height": 720})
-    open_page(page, streamlit_url, "?present=1&step=8")  # the walkthrough's last step
+    open_page(page, streamlit_url, f"?present=1&step={len(walk.STEPS)}")  # the walkthrough's last step
     page.get_by_role("link", name="Next: one word, many meanings").click()
     wait_for_idle(page)
     wait_for_figure(page, "meaning_scatter_0")
