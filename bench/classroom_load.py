@@ -56,7 +56,14 @@ sys.path.insert(0, str(REPO))
 from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, MINILM  # noqa: E402
 from bertviz_lite.loading.run_folder import read_metrics, read_status  # noqa: E402
-from devtools.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
+from devtools.server import (  # noqa: E402
+    ARTIFACTS,
+    free_port,
+    serve_command,
+    start_streamlit,
+    stop,
+    wait_until_healthy,
+)
 
 LOOPBACK = "127.0.0.1"  # the only address this script talks to
 ATTENTION_PAGE = "Attention"  # url_path of pages_app/explore/3_Attention.py (app.py gives it no other)
@@ -629,17 +636,7 @@ def start_app(port: int, workers: int) -> subprocess.Popen:
     haproxy on the port (its /_stcore/health answers once every worker does)."""
     if not workers:
         return start_streamlit(port, ARTIFACTS / "classroom_streamlit.log")
-    command = [
-        sys.executable,
-        "-m",
-        "bertviz_lite.serve",
-        "--workers",
-        str(workers),
-        "--port",
-        str(port),
-        "--run-dir",
-        str(ARTIFACTS / "classroom_serve"),
-    ]
+    command = serve_command(workers, port, ARTIFACTS / "classroom_serve")
     log = open(ARTIFACTS / "classroom_serve.log", "w")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
 

@@ -13,7 +13,6 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from pathlib import Path
 from bertviz_lite.server import database, haproxy
 from bertviz_lite.server.balancer import COOKIE_SECRET_SETTING, answers_ok
 from devtools.postgresql import running_postgresql
-from devtools.server import REPO, free_port
+from devtools.server import REPO, free_port, serve_command
 from devtools.waiting import wait_until
 
 LOOPBACK = "127.0.0.1"
@@ -47,16 +46,7 @@ class Machine:
         return f"http://{LOOPBACK}:{self.port}"
 
     def start(self, workers: int, environ: dict[str, str]) -> None:
-        command = [
-            sys.executable,
-            "-m",
-            "bertviz_lite.serve",
-            "--workers",
-            str(workers),
-            "--port",
-            str(self.port),
-        ]
-        command += ["--run-dir", str(self.folder / "serve"), "--trust-forwarded-from", LOOPBACK]
+        command = serve_command(workers, self.port, self.folder / "serve", "--trust-forwarded-from", LOOPBACK)
         env = {**environ, database.DATA_DIR_SETTING: str(self.folder / "data")}
         with open(self.folder / "serve.out", "ab") as out:
             self.serve = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)

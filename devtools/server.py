@@ -10,6 +10,7 @@ import contextlib
 import os
 import socket
 import subprocess
+import sys
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +28,23 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def serve_command(workers: int, port: int, run_dir: Path, *options: str) -> list[str]:
+    """`python -m bertviz_lite.serve` with `workers` behind haproxy on `port`, its files in `run_dir`, and `options`
+    (--tls-cert …, --trust-forwarded-from …), as an operator types it."""
+    return [
+        sys.executable,
+        "-m",
+        "bertviz_lite.serve",
+        "--workers",
+        str(workers),
+        "--port",
+        str(port),
+        "--run-dir",
+        str(run_dir),
+        *options,
+    ]
 
 
 def start_streamlit(port: int, log_path: Path) -> subprocess.Popen:

@@ -14,7 +14,6 @@ import http.cookiejar
 import os
 import signal
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.server import haproxy
 from bertviz_lite.server.balancer import WORKER_SETTING
-from devtools.server import REPO, free_port
+from devtools.server import REPO, free_port, serve_command
 from devtools.waiting import wait_until
 from tests.browser.driver import new_page, wait_for_idle
 from tests.browser.test_training_browser import OPTIONS, set_number, wait_for_run_to_show
@@ -73,17 +72,7 @@ def balanced(tmp_path_factory):
     out = run_dir / "serve.out"
     with open(out, "w") as handle:
         serve = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "bertviz_lite.serve",
-                "--workers",
-                "2",
-                "--port",
-                str(port),
-                "--run-dir",
-                str(run_dir),
-            ],
+            serve_command(2, port, run_dir),
             cwd=REPO,
             stdout=handle,
             stderr=subprocess.STDOUT,

@@ -8,7 +8,6 @@ import datetime
 import ssl
 import stat
 import subprocess
-import sys
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.server import classroom, cookie_handoff, database, haproxy
-from devtools.server import REPO, free_port
+from devtools.server import REPO, free_port, serve_command
 from devtools.waiting import wait_until
 from tests.browser.driver import NEEDS_DEFAULT_MODEL
 
@@ -71,21 +70,7 @@ def served(tmp_path_factory):
     out = run_dir / "serve.out"
     with open(out, "w") as handle:
         serve = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "bertviz_lite.serve",
-                "--workers",
-                "1",
-                "--port",
-                str(port),
-                "--run-dir",
-                str(run_dir),
-                "--tls-cert",
-                str(cert),
-                "--tls-key",
-                str(key),
-            ],
+            serve_command(1, port, run_dir, "--tls-cert", str(cert), "--tls-key", str(key)),
             cwd=REPO,
             stdout=handle,
             stderr=subprocess.STDOUT,
