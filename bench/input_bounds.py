@@ -31,7 +31,7 @@ from bertviz_lite.inspection.views import why_this_word  # noqa: E402
 from bertviz_lite.loading.pretrained import load  # noqa: E402
 from bertviz_lite.loading.run_folder import validate_run_name  # noqa: E402
 from bertviz_lite.runs import run_options, upload  # noqa: E402
-from bertviz_lite.server import access, upload_gate  # noqa: E402
+from bertviz_lite.server import access, app_routes, upload_gate  # noqa: E402
 from bertviz_lite.text.corpora.senses import sense_index  # noqa: E402
 
 MB = 1 << 20
@@ -139,14 +139,9 @@ def upload_cases(megabytes: int) -> dict[str, Callable[[], object]]:
     for session in (corpus_page, holding_one):
         upload_gate.GATE.allow(session, run_options.MAX_CORPUS_BYTES)
 
-    def held(session):
-        files = list(manager.file_storage.get(session, {}).values())
-        return len(files), sum(len(f.data) for f in files)
-
-    def held_by_all():
-        return sum(held(session)[1] for session in list(manager.file_storage))
-
-    gated = upload_gate.wrap(_upload_route(manager), held, held_by_all)
+    gated = upload_gate.wrap(
+        _upload_route(manager), *app_routes.held_uploads(manager)
+    )  # as app.py installs it
     assert send_upload(gated, holding_one, 4, declared=True) == 204  # a 4 MB corpus the page took: held
     return {
         f"upload_{megabytes}mb_declared": lambda: refused_upload(gated, corpus_page, megabytes, True),

@@ -84,12 +84,16 @@ def said_when_hidden() -> Iterator[None]:
         st.stop()
 
 
-def reference_context(ctx, load_model: Callable):
-    """The same pair by the BERT whose weights their model runs with ("Compare with BERT"): ctx (_ui.Context) with our
-    model of that source; None when the sidebar's model is ours, or a learner run's own weights (no BERT has them)."""
+def bert_weights(ctx) -> str | None:
+    """The model source whose weights the sidebar's learner's model runs with ("Compare with BERT" shows that BERT);
+    None when the sidebar's model is ours, or a learner run's own weights (no BERT has them). ctx: _ui.Context."""
     model = ctx.model
-    if not isinstance(model, LearnerModel) or model.own_weights:
-        return None
-    ours, tokenizer = load_model(model.weights)
-    inputs = ctx.inputs._replace(source=model.weights, version=access.fenced_version(model.weights))
+    return model.weights if isinstance(model, LearnerModel) and not model.own_weights else None
+
+
+def reference_context(ctx, load_model: Callable):
+    """The same pair by the BERT of `bert_weights(ctx)`: ctx (_ui.Context) with our model of that source."""
+    source = bert_weights(ctx)
+    ours, tokenizer = load_model(source)
+    inputs = ctx.inputs._replace(source=source, version=access.fenced_version(source))
     return ctx._replace(inputs=inputs, model=ours, tokenizer=tokenizer)

@@ -12,7 +12,7 @@ from bertviz_lite.figures.head_view_script import head_view_hover_script
 from bertviz_lite.inspection import analysis, explore, views
 from bertviz_lite.limits import export_token_problem
 from bertviz_lite.text.display import plain_markdown
-from pages_app.build._learner_source import reference_context
+from pages_app.build._learner_source import bert_weights, reference_context
 from pages_app.common._pages import ATTENTION
 from pages_app.common._state import KEEP, clamp_number, keep_choice, keep_choices
 from pages_app.common._ui import (
@@ -165,44 +165,36 @@ def head_view_tab(layer: int, sentence_filter: str) -> None:
         focus=None if focus == ALL_TOKENS else focus,
         min_weight=min_weight,
     )
-    reference = reference_context(
-        ctx, load_model
-    )  # their model runs with these weights: BERT's own view beside
-    compare = reference is not None and control_box.toggle(
+    weights = bert_weights(ctx)  # their model runs with these weights: that BERT's own view can go beside it
+    compare = weights is not None and control_box.toggle(
         "Compare with BERT",
         key="hv_compare",
-        help=f"The head view of {reference.inputs.source} itself, with the weights your model runs with, "
+        help=f"The head view of {weights} itself, with the weights your model runs with, "
         "for the same pair: where the two differ, your code computes attention differently.",
     )
     with figure_box:
+        links = view(views.head_view_links, ctx, **picks)
+        st.caption(
+            f"Layer {layer}: at most {links.top_k} strongest lines per query token and head; opacity = weight. "
+            "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
+            "them back). Click a head in the legend to show it alone, click it again for all heads."
+        )
+        html = view_file(export.head_view, sentence_filter, layer, where="head view")
         if not compare:
-            one_head_view(ctx, picks, "head_view", sentence_filter, layer)
+            draw_head_view(links, "head_view", html)
             return
-        st.caption(head_view_caption(layer, view(views.head_view_links, ctx, **picks).top_k))
         theirs, ours = st.columns(2)
         theirs.markdown(f"**Your BERT** ({plain_markdown(ctx.model.spec.file.name)})")
-        ours.markdown(f"**BERT** ({plain_markdown(reference.inputs.source)}), the same pair and weights")
+        ours.markdown(f"**BERT** ({plain_markdown(weights)}), the same pair and weights")
         with theirs:
-            one_head_view(ctx, picks, "head_view", sentence_filter, layer, captioned=False)
+            draw_head_view(links, "head_view", html)
         with ours:
-            one_head_view(reference, picks, "head_view_bert", sentence_filter, layer, captioned=False)
+            bert_links = view(views.head_view_links, reference_context(ctx, load_model), **picks)
+            draw_head_view(bert_links, "head_view_bert")
 
 
-def head_view_caption(layer: int, top_k: int) -> str:
-    return (
-        f"Layer {layer}: at most {top_k} strongest lines per query token and head; opacity = weight. "
-        "Hover a token to light up its lines; click it to keep only its lines (“all tokens” above brings "
-        "them back). Click a head in the legend to show it alone, click it again for all heads."
-    )
-
-
-def one_head_view(
-    context, picks: dict, key: str, sentence_filter: str, layer: int, captioned: bool = True
-) -> None:
-    """The head view of `context`'s model (the sidebar's, or the BERT beside a learner's) as the figure `key`."""
-    links = view(views.head_view_links, context, **picks)
-    if captioned:  # beside BERT's, the caption is said once above both
-        st.caption(head_view_caption(layer, links.top_k))
+def draw_head_view(links, key: str, html: Callable[[], str] | None = None) -> None:
+    """A head view's figure (the sidebar's model's, or the BERT's beside a learner's) as the chart `key`."""
     show_figure(
         figures.head_view_figure(links),
         key,
@@ -211,9 +203,7 @@ def one_head_view(
         selection_mode="points",
         slide_top=255,
         narrow=partial(figures.head_view_figure, links, narrow=True),
-        html=view_file(export.head_view, sentence_filter, layer, where="head view")
-        if context is ctx
-        else None,
+        html=html,
     )
     for chart in (key, narrow_key(key)):  # hover a token: its lines light up
         st.html(head_view_hover_script(chart), unsafe_allow_javascript=True)
