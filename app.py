@@ -10,7 +10,7 @@ The view's state lives in the URL (pages_app/common/_share.py): a shared link op
 import streamlit as st
 from streamlit.runtime import Runtime
 
-from bertviz_lite.server import app_routes, classroom
+from bertviz_lite.server import app_routes, live_class
 from pages_app.common._pages import navigation
 from pages_app.common._share import PRESENT, apply_link, link_control, show_link_notes, sync_link
 from pages_app.common._sidebar import hand_over, render_sidebar
@@ -20,7 +20,7 @@ from pages_app.explore._warm_up import start_warm_up
 start_warm_up()  # once per process: the default pair's model and trace, in the background, for the visitors to come
 # Once per process: the route that sets HttpOnly cookies, and the gate in front of Streamlit's upload route.
 app_routes.install(Runtime.instance().uploaded_file_mgr)
-classroom.start_purge_timer()  # once per process: classes ended KEEP_DAYS ago go, hourly
+live_class.start_purge_timer()  # once per process: classes ended KEEP_DAYS ago go, hourly
 apply_link()  # a shared link's state (?a=…&layer=…&present=1), on a session's first run
 st.set_page_config(
     page_title="bertviz-lite",

@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from bench._smoke import add_smoke_flag  # noqa: E402
-from bench.classroom_load import server_memory_mib  # noqa: E402
+from bench.live_class_load import server_memory_mib  # noqa: E402
 from devtools.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 from tests.browser.driver import new_page, open_page, type_into, wait_for_figure, wait_for_idle  # noqa: E402
 

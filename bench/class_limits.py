@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._smoke import add_smoke_flag  # noqa: E402
-from bertviz_lite.server import class_joining, class_results, classroom  # noqa: E402
-from bertviz_lite.server.classroom import CHOICE, ClassError, NewQuestion, Position  # noqa: E402
+from bertviz_lite.server import class_joining, class_results, live_class  # noqa: E402
+from bertviz_lite.server.live_class import CHOICE, ClassError, NewQuestion, Position  # noqa: E402
 
 PAIR = Position("minilm-english", "The cat sat on the [MASK].", "It was warm.")
 
@@ -37,8 +37,8 @@ def _tries(call) -> bool:
 
 
 def run(fresh_ids: int, path: Path) -> dict[str, int]:
-    code, secret = classroom.start_class(PAIR, store=path)
-    question = classroom.ask(
+    code, secret = live_class.start_class(PAIR, store=path)
+    question = live_class.ask(
         code, secret, NewQuestion(CHOICE, "Does B follow A?", ("Yes", "No"), "Yes"), store=path
     )
     joined = [s for i in range(fresh_ids) if (s := _join(code, f"fresh-{i}", "203.0.113.7", path))]
@@ -47,7 +47,7 @@ def run(fresh_ids: int, path: Path) -> dict[str, int]:
         for s in joined
     )
     wrong = (
-        "A" * classroom.CODE_LENGTH if code != "A" * classroom.CODE_LENGTH else "C" * classroom.CODE_LENGTH
+        "A" * live_class.CODE_LENGTH if code != "A" * live_class.CODE_LENGTH else "C" * live_class.CODE_LENGTH
     )
     counted = 0
     for guess in range(300):  # 30 fresh ids x 10 wrong codes from one address
@@ -55,7 +55,7 @@ def run(fresh_ids: int, path: Path) -> dict[str, int]:
             lambda g=guess: class_joining.join(wrong, f"guesser-{g // 10}", "203.0.113.66", store=path)
         )
         counted += "no class with this code" in refusal
-    token = classroom.join_token(code, secret)
+    token = live_class.join_token(code, secret)
     return {
         "one_address_joined": len(joined),
         "one_address_refused": fresh_ids - len(joined),

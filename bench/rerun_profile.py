@@ -1,4 +1,4 @@
-"""Where a rerun's time goes under a burst: bench/classroom_load.py's rounds with py-spy sampling the server.
+"""Where a rerun's time goes under a burst: bench/live_class_load.py's rounds with py-spy sampling the server.
 
 Starts the app (devtools/server.py), lets one visitor open the fresh server, starts the classroom training
 run beside it, then attaches py-spy (`pip install py-spy`; it reads the process from outside, so the app has no
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import classroom_load as load  # noqa: E402 - the same visitors, server and training run
+import live_class_load as load  # noqa: E402 - the same visitors, server and training run
 from _smoke import add_smoke_flag  # noqa: E402
 
 # (bucket, substrings of a frame "function (file:line)"); the first bucket any frame of a sample matches wins.

@@ -2,7 +2,7 @@
 processes and data/ folder, all sharing one PostgreSQL server and this repository's checkpoints/, behind one outer
 haproxy sticky by a machine cookie (the config `serve --print-outer-config` prints).
 
-Used by bench/live_classroom.py --machines N and tests/browser/test_machines_browser.py. Both "machines" share this
+Used by bench/live_class.py --machines N and tests/browser/test_machines_browser.py. Both "machines" share this
 machine's cores, so what they measure is the software's overhead, not the capacity of real separate hosts.
 """
 

@@ -1,7 +1,7 @@
 """A `streamlit run app.py` on a free port, and Debian's chromium to open it.
 
-Used by tests/browser/ and by the benchmarks that drive the app (bench/page_latency.py, bench/classroom_load.py,
-bench/live_classroom.py, bench/browser_memory.py, bench/rerun_profile.py).
+Used by tests/browser/ and by the benchmarks that drive the app (bench/page_latency.py, bench/live_class_load.py,
+bench/live_class.py, bench/browser_memory.py, bench/rerun_profile.py).
 """
 
 from __future__ import annotations

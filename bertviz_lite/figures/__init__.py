@@ -23,15 +23,15 @@ from bertviz_lite.figures.check import (
     stage_ladder_figure,
     stage_sides_figure,
 )
-from bertviz_lite.figures.classroom import (
-    class_answers_figure,
-    class_cloze_figure,
-)
 from bertviz_lite.figures.embeddings import (
     embedding_norms_figure,
     embedding_window_figure,
     position_similarity_figure,
     token_projection_figure,
+)
+from bertviz_lite.figures.live_class import (
+    class_answers_figure,
+    class_cloze_figure,
 )
 from bertviz_lite.figures.model_view import (
     model_view_figure,

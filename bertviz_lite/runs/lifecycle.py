@@ -144,7 +144,7 @@ def training_threads(cpus: int | None = None) -> int:
     """Threads for a run started in the app: the machine's cores less the server's own (at least one).
 
     On 2 cores a classroom run with one thread beside 30 visitors reached its goal in 33.6 s while their p95 stayed
-    at 1.3 s (bench/classroom_load.py); with torch's default of every core the two fought over both.
+    at 1.3 s (bench/live_class_load.py); with torch's default of every core the two fought over both.
     """
     return max(1, (cpus or os.cpu_count() or 1) - settings.app_threads())
 

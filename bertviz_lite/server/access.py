@@ -1,6 +1,6 @@
 """Who may do what on a shared server: visitors own the runs and uploads they create; folders load from allowed roots.
 
-A classroom needs no login: each browser visitor gets a random id (kept in a cookie by the app) and the
+A live class needs no login: each browser visitor gets a random id (kept in a cookie by the app) and the
 folders it creates record a digest of that id in `owner.json`. A visitor may rename, delete or stop only
 its own folders; the shipped checkpoints are read-only; runs started from a terminal (no owner file)
 belong to the server. An admin token, when the server sets one, may do everything; a browser that gave it keeps a

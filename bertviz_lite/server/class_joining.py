@@ -6,12 +6,12 @@ guesser locks out only itself:
 
 - a typed code: WRONG_CODES_PER_CLIENT wrong ones per address and per browser in WRONG_CODE_WINDOW_S, and
   WRONG_CODES_TOTAL from everyone (so codes cannot be enumerated): far more than one address can type;
-- the QR code's link carries the class's join token (128 bits, server/classroom.py's `join_token`): it is not
+- the QR code's link carries the class's join token (128 bits, server/live_class.py's `join_token`): it is not
   counted against the wrong-code limits, so a student with the link joins while codes are being guessed;
 - JOINS_PER_ADDRESS new students per address in JOIN_WINDOW_S, and ANSWERS_PER_ADDRESS answers per question
   and address (one per student, as before); a closed class (the lecturer's Close joining) takes no new student.
 
-Only digests of addresses and browser ids are stored (classroom.client_digest).
+Only digests of addresses and browser ids are stored (live_class.client_digest).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import hmac
 import unicodedata
 
 from bertviz_lite.server import database
-from bertviz_lite.server.classroom import (
+from bertviz_lite.server.live_class import (
     CHOICE,
     CLOZE,
     ClassError,

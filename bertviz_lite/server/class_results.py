@@ -1,7 +1,7 @@
 """A live class's numbers for the projector and the lecturer's CSV: answer counts, the class's distribution.
 
-Reads what server/classroom.py wrote; students appear only as counts, never by id. A word the lecturer hid
-(classroom.hide_answer) is left out of the class's chart and the CSV; `distribution(…, with_hidden=True)` is the
+Reads what server/live_class.py wrote; students appear only as counts, never by id. A word the lecturer hid
+(live_class.hide_answer) is left out of the class's chart and the CSV; `distribution(…, with_hidden=True)` is the
 lecturer's own view before the reveal.
 """
 
@@ -11,7 +11,7 @@ import csv
 import io
 from dataclasses import dataclass
 
-from bertviz_lite.server import classroom, database
+from bertviz_lite.server import database, live_class
 from bertviz_lite.text.display import plain_cell
 
 RESULT_COLUMNS = ("question", "step", "kind", "prompt", "model_answer", "class_answer", "students", "share")
@@ -30,7 +30,7 @@ class Distribution:
 
 
 def _db(store: database.Store):
-    return classroom.connect(store)
+    return live_class.connect(store)
 
 
 def hidden_answers(question_id: int, *, store: database.Store = None) -> frozenset[str]:
@@ -54,7 +54,7 @@ def student_count(code: str, *, store: database.Store = None) -> int:
 
 
 def distribution(
-    question: classroom.AskedQuestion, *, with_hidden: bool = False, store: database.Store = None
+    question: live_class.AskedQuestion, *, with_hidden: bool = False, store: database.Store = None
 ) -> Distribution:
     """The class's answers to a question, without the words the lecturer hid (unless `with_hidden`); a multiple
     choice lists every option, answered or not."""
@@ -67,7 +67,7 @@ def distribution(
     )
     hidden = frozenset() if with_hidden else hidden_answers(question.id, store=store)
     counts = {answer: count for answer, count in rows if answer not in hidden}
-    if question.kind == classroom.CHOICE:
+    if question.kind == live_class.CHOICE:
         counts = {option: counts.get(option, 0) for option in question.options}
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return Distribution(tuple(ordered), question.answer, sum(counts.values()))
@@ -75,12 +75,12 @@ def distribution(
 
 def class_questions(
     code: str, secret: str, *, store: database.Store = None
-) -> list[tuple[classroom.AskedQuestion, int]]:
+) -> list[tuple[live_class.AskedQuestion, int]]:
     """Every question the class was asked, in order, with its step (the lecturer's secret needed)."""
     db = _db(store)
-    classroom.lecturer_session(db, code, secret)
+    live_class.lecturer_session(db, code, secret)
     rows = db.execute("SELECT * FROM class_questions WHERE code = ? ORDER BY id", (code,)).fetchall()
-    return [(classroom.asked_question(row), row["step"]) for row in rows]
+    return [(live_class.asked_question(row), row["step"]) for row in rows]
 
 
 def results_rows(code: str, secret: str, *, store: database.Store = None) -> list[dict]:

@@ -90,7 +90,7 @@ def outer_config(
     by MACHINE_COOKIE (each machine's own haproxy keeps a browser on one worker with COOKIE), health-checked through
     each machine's haproxy, the client's address passed on in X-Forwarded-For (start each machine's serve with
     `--trust-forwarded-from` this balancer's address). `trusted`: a load generator whose claimed addresses are kept
-    (bench/live_classroom.py); never on a balancer that faces the network."""
+    (bench/live_class.py); never on a balancer that faces the network."""
     servers = "\n".join(
         f"    server {machine_name(i)} {where} cookie {machine_name(i)} check inter 2s fall 3 rise 2"
         for i, where in enumerate(machines)

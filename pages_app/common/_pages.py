@@ -131,7 +131,11 @@ PAGES = (
         url_path="checkpoints",
     ),
     PageSpec(
-        "pages_app/classroom/11_Class.py", "Live class", ":material/co_present:", TEACH, url_path="class"
+        "pages_app/live_class/11_Live_class.py",
+        "Live class",
+        ":material/co_present:",
+        TEACH,
+        url_path="class",
     ),
     PageSpec("pages_app/build/12_Your_BERT.py", "Your BERT", ":material/construction:", BUILD),
 )

@@ -8,11 +8,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lite.inspection import walkthrough as walk
-from bertviz_lite.server import class_joining, class_results, classroom, database
+from bertviz_lite.server import class_joining, class_results, database, live_class
 from pages_app.common._sidebar import OTHER_FOLDER
 from tests.app.conftest import APP, array, no_exception
 
-PAGE = "pages_app/classroom/11_Class.py"
+PAGE = "pages_app/live_class/11_Live_class.py"
 NSP_STEP = walk.step_number("nsp")
 
 
@@ -73,9 +73,9 @@ def test_a_student_follows_the_lecturer_answers_once_and_the_projector_counts(ti
     assert [b.label for b in options] == list(walk.NSP_OPTIONS)
     options[1].click().run()
     assert f"Answer received: **{walk.NSP_OPTIONS[1]}**" in shown(student)
-    question = classroom.current(code).question
+    question = live_class.current(code).question
     with pytest.raises(
-        classroom.ClassError, match="already answered"
+        live_class.ClassError, match="already answered"
     ):  # a second answer (another tab's click)
         class_joining.answer(code, student.session_state["class_joined"][1], question.id, walk.NSP_OPTIONS[0])
 
@@ -98,7 +98,7 @@ def test_a_student_follows_the_lecturer_answers_once_and_the_projector_counts(ti
 
 
 def test_a_join_link_joins_and_a_wrong_code_or_lecturer_link_is_refused(tiny_folder):
-    code, _ = classroom.start_class(classroom.Position(tiny_folder, "The cat sat.", "It slept."))
+    code, _ = live_class.start_class(live_class.Position(tiny_folder, "The cat sat.", "It slept."))
     student = open_class(**{"class": code})
     assert "The cat sat." in shown(student) and student.session_state["class_joined"][0] == code
     stranger = open_class(**{"class": "XXXXXX"})
@@ -117,7 +117,7 @@ def test_a_free_cloze_shows_the_class_words_beside_the_model_top_5_and_typed_wor
     words = {}
     for index, word in enumerate(["Mat", "mat", "[x](http://e.example)"]):
         student = open_class(**{"class": code})
-        student.text_input(key=f"class_word_{classroom.current(code).question.id}").input(word)
+        student.text_input(key=f"class_word_{live_class.current(code).question.id}").input(word)
         next(b for b in student.button if b.label == "Send").click().run()
         words[index] = shown(student)
     assert (
@@ -127,13 +127,13 @@ def test_a_free_cloze_shows_the_class_words_beside_the_model_top_5_and_typed_wor
     figure = json.loads(lecturer.get("plotly_chart")[0].proto.spec)
     mine, model = figure["data"][:2]
     assert list(mine["y"]) == ["mat", "[x](http://e.example)"] and list(array(mine["x"])) == [2, 1]
-    assert len(model["y"]) == 5 and model["y"][0] == classroom.current(code).question.answer
+    assert len(model["y"]) == 5 and model["y"][0] == live_class.current(code).question.answer
 
 
 def test_a_class_moved_to_a_smaller_model_at_the_one_head_step_does_not_crash_the_phones(tiny_folder):
     """Issue 30's reproduction: layer 5 / head 11 of MiniLM kept when the lecturer switched to a 2-layer model."""
-    code, secret = classroom.start_class(
-        classroom.Position(
+    code, secret = live_class.start_class(
+        live_class.Position(
             tiny_folder,
             "The cat sat on the [MASK].",
             "It slept.",
@@ -150,14 +150,14 @@ def test_a_class_moved_to_a_smaller_model_at_the_one_head_step_does_not_crash_th
     assert (lecturer.selectbox(key="class_layer").value, lecturer.selectbox(key="class_head").value) == (0, 0)
     lecturer.button(key="class_ask_choice").click().run()
     no_exception(lecturer)
-    assert classroom.current(code).position.layer < 2
+    assert live_class.current(code).position.layer < 2
 
 
 def test_the_qr_link_joins_and_the_projector_never_shows_the_lecturer_link(tiny_folder):
     lecturer = open_class(tiny_folder)
     lecturer.button(key="class_start").click().run()
     code, secret = lecturer.session_state["class_lead"]
-    token = classroom.join_token(code, secret)
+    token = live_class.join_token(code, secret)
     assert f"join={token}" in str([image.proto for image in lecturer.get("image")])  # the QR code's caption
     assert secret not in str([el.value for el in lecturer.code])  # behind a click …
     lecturer.toggle(key="class_show_link").set_value(True).run()
@@ -184,7 +184,7 @@ def test_the_lecturer_closes_joining_enters_a_head_count_and_ends_the_class(tiny
     assert student.session_state["class_joined"][0] == code
     lecturer.button(key="class_end").click().run()
     no_exception(lecturer)
-    assert "This class has ended" in shown(lecturer) and classroom.current(code) is None
+    assert "This class has ended" in shown(lecturer) and live_class.current(code) is None
     student.run()
     assert "This class has ended" in shown(student)
     impostor = open_class(**{"class": code, "lead": secret})  # the lecturer's key stops working at once
@@ -197,7 +197,7 @@ def test_the_lecturer_hides_a_typed_word_before_the_class_sees_it(tiny_folder):
     code, _ = lecturer.session_state["class_lead"]
     lecturer.selectbox(key="class_step").set_value(walk.step_number("mlm")).run()
     lecturer.button(key="class_ask_cloze").click().run()
-    question = classroom.current(code).question
+    question = live_class.current(code).question
     for word in ["mat", "rude"]:
         student = open_class(**{"class": code})
         student.text_input(key=f"class_word_{question.id}").input(word)

@@ -28,7 +28,7 @@ MOVED = {
         "A live class on the server",
         "Across machines",
     ),
-    "lecturers.md": ("Lecture mode", "Live classroom"),
+    "lecturers.md": ("Lecture mode", "Live class"),
     "learners.md": (
         "The models",
         "What each page shows",

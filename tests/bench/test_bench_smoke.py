@@ -26,7 +26,7 @@ KEY_VALUE = re.compile(r"[a-z0-9_]+=\S+(?:\s|$)")  # a line that begins with key
 # They start the app's server on a port of their own (and the first two Debian's chromium): the browser marker keeps
 # them out of the quick loop (pytest -m 'not slow and not browser').
 CHROMIUM = {"browser_memory.py", "page_latency.py"}
-SERVER = CHROMIUM | {"classroom_load.py", "live_classroom.py", "rerun_profile.py"}
+SERVER = CHROMIUM | {"live_class_load.py", "live_class.py", "rerun_profile.py"}
 TIMEOUT_S = 240
 
 

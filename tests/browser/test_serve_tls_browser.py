@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bertviz_lite.inspection import walkthrough as walk
-from bertviz_lite.server import classroom, cookie_handoff, database, haproxy
+from bertviz_lite.server import cookie_handoff, database, haproxy, live_class
 from devtools.server import REPO, free_port, serve_command
 from devtools.waiting import wait_until
 from tests.browser.driver import NEEDS_DEFAULT_MODEL
@@ -115,7 +115,7 @@ def test_serve_answers_over_https_with_secure_cookies_and_a_private_key_file(ser
 
 @NEEDS_DEFAULT_MODEL
 def test_a_forged_x_forwarded_for_does_not_change_the_address_the_class_counts(served, browser):
-    code, _ = classroom.start_class(classroom.Position("minilm-english", "The cat sat.", "It slept."))
+    code, _ = live_class.start_class(live_class.Position("minilm-english", "The cat sat.", "It slept."))
     context = browser.new_context(
         ignore_https_errors=True, extra_http_headers={"X-Forwarded-For": "203.0.113.9"}
     )
@@ -124,6 +124,6 @@ def test_a_forged_x_forwarded_for_does_not_change_the_address_the_class_counts(s
     page.get_by_text(f"Step 1 of {len(walk.STEPS)}").wait_for(timeout=90_000)
     db = database.connection()
     address = db.execute("SELECT address FROM class_students WHERE code = ?", (code,)).fetchone()[0]
-    assert address == classroom.client_digest("local")  # haproxy's 127.0.0.1, not the claimed 203.0.113.9
-    assert address != classroom.client_digest("203.0.113.9")
+    assert address == live_class.client_digest("local")  # haproxy's 127.0.0.1, not the claimed 203.0.113.9
+    assert address != live_class.client_digest("203.0.113.9")
     context.close()

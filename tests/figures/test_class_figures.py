@@ -2,7 +2,7 @@
 
 import pytest
 
-from bertviz_lite.figures.classroom import MAX_WORDS, MODEL_COLOUR, class_answers_figure, class_cloze_figure
+from bertviz_lite.figures.live_class import MAX_WORDS, MODEL_COLOUR, class_answers_figure, class_cloze_figure
 
 
 def test_the_class_answers_figure_draws_the_counts_and_marks_the_model_answer():

@@ -26,7 +26,7 @@ from bertviz_lite.inspection import explore, views
 from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.inspection.views.predictions import default_masks
 from bertviz_lite.limits import clamp
-from bertviz_lite.server.classroom import CHOICE, CLOZE, NewQuestion, Position
+from bertviz_lite.server.live_class import CHOICE, CLOZE, NewQuestion, Position
 from bertviz_lite.text.display import plain_markdown
 from pages_app.common._sidebar import DEFAULTS, Inputs
 from pages_app.common._ui import (

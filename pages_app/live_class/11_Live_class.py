@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from pages_app.classroom._lecturer import JOIN_PARAM, lead, leading, start_button
-from pages_app.classroom._student import follow, join, join_form, joined
+from pages_app.live_class._lecturer import JOIN_PARAM, lead, leading, start_button
+from pages_app.live_class._student import follow, join, join_form, joined
 
 AUTO_JOINED = "class_link_tried"  # a ?class=CODE link joins once; a refusal is not repeated on every rerun
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bertviz_lite.server import class_results, classroom
-from bertviz_lite.server.classroom import CLOZE, ClassError
+from bertviz_lite.server import class_results, live_class
+from bertviz_lite.server.live_class import CLOZE, ClassError
 from bertviz_lite.text.display import plain_markdown
 
 ERROR = "class_lead_error"  # a refusal of the lecturer's last click, shown once
@@ -22,28 +22,28 @@ def act(action, *args) -> None:
 
 
 def _end(code: str, secret: str) -> None:
-    act(classroom.end_class, code, secret)
+    act(live_class.end_class, code, secret)
     st.session_state[ENDED] = ERROR not in st.session_state
 
 
 def _expect(code: str, secret: str) -> None:
-    act(classroom.set_expected, code, secret, int(st.session_state["class_expected"]))
+    act(live_class.set_expected, code, secret, int(st.session_state["class_expected"]))
 
 
-def class_controls(code: str, secret: str, view: classroom.ClassView) -> None:
+def class_controls(code: str, secret: str, view: live_class.ClassView) -> None:
     """Close or reopen joining, the expected head count, and End class (after a confirmation click)."""
     st.toggle(
         "Joining open",
         value=view.joining_open,
         key=f"class_joining_{view.joining_open}",
         on_change=act,
-        args=(classroom.set_joining, code, secret, not view.joining_open),
+        args=(live_class.set_joining, code, secret, not view.joining_open),
         help="Closed: students already in stay; nobody new can join, with the code or the QR code.",
     )
     st.number_input(
         "Expected students",
         min_value=0,
-        max_value=classroom.MAX_EXPECTED,
+        max_value=live_class.MAX_EXPECTED,
         step=1,
         value=view.expected,
         key="class_expected",
@@ -60,10 +60,10 @@ def class_controls(code: str, secret: str, view: classroom.ClassView) -> None:
 
 
 def _hide(code: str, secret: str, question_id: int, word: str, hidden: bool) -> None:
-    act(classroom.hide_answer, code, secret, question_id, word, hidden)
+    act(live_class.hide_answer, code, secret, question_id, word, hidden)
 
 
-def review_words(code: str, secret: str, view: classroom.ClassView) -> None:
+def review_words(code: str, secret: str, view: live_class.ClassView) -> None:
     """A free cloze's typed words, for the lecturer only and on a click: hide one before the class sees the chart."""
     question = view.question
     if question is None or question.kind != CLOZE:

@@ -1,12 +1,12 @@
 """Live class load: one `streamlit run app.py`, one lecturer and N students on the Live class page.
 
-Every participant is a client of Streamlit's websocket protocol (as bench/classroom_load.py, whose request
+Every participant is a client of Streamlit's websocket protocol (as bench/live_class_load.py, whose request
 builder and helpers this reuses), and behaves like a browser: it sends the fragment reruns that a
 `st.fragment(run_every=…)` asks for (ForwardMsg auto_rerun) on their timer. The lecturer starts a class; the
 students open `/class?class=CODE` (the QR code's link) with a small random jitter; the lecturer presses Next
 --moves times; then asks the walkthrough's question and each student presses one answer.
 
-    python bench/live_classroom.py [--students 100] [--moves 3] [--machines 2] [--workers 1] [--postgresql]
+    python bench/live_class.py [--students 100] [--moves 3] [--machines 2] [--workers 1] [--postgresql]
 
 By default one `streamlit run app.py`. --workers W runs `serve --workers W` instead (its haproxy in front, SQLite);
 --machines N (2 or more) runs N simulated machines (devtools/machines.py): each a `serve` with --workers app
@@ -24,7 +24,7 @@ Prints, as key=value lines:
   errors=                    exceptions or st.error shown, timeouts, disconnects, answers refused
   answers_lost=              acknowledged answers ("Answer received" shown) missing from the database afterwards
   idle_poll_cpu_percent=     the app processes' CPU while the N students only poll (no moves), in % of one core
-  current_select_us=         one classroom.current() (the students' poll: one indexed SELECT), in this process
+  current_select_us=         one live_class.current() (the students' poll: one indexed SELECT), in this process
   students_per_machine=      with --machines: how many students the outer balancer sent to each machine
 
 Goals (issue 21): 100 students, p95 follow and answer-to-projector < 2 s, 0 errors, 0 answers lost.
@@ -53,13 +53,13 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 from websockets.asyncio.client import connect  # noqa: E402
 
 from bench._smoke import add_smoke_flag  # noqa: E402
-from bench.classroom_load import CLIENT, LOOPBACK, describe_machine, percentile, rerun_request  # noqa: E402
+from bench.live_class_load import CLIENT, LOOPBACK, describe_machine, percentile, rerun_request  # noqa: E402
 from bertviz_lite.server import class_results, database, haproxy  # noqa: E402
-from bertviz_lite.server import classroom as live  # noqa: E402
+from bertviz_lite.server import live_class as live  # noqa: E402
 from devtools.machines import running_machines  # noqa: E402
 from devtools.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
 
-PAGE = "class"  # url_path of pages_app/classroom/11_Class.py
+PAGE = "class"  # url_path of pages_app/live_class/11_Live_class.py
 STEP_HEADING = re.compile(r"Step (\d+) of \d+")
 JOIN_CODE = re.compile(r"bvl-join-code[^>]*>([A-Z0-9]+)<")
 ANSWERS = re.compile(r"(\d+) of (\d+)")
@@ -302,7 +302,7 @@ async def session(port: int, server_pids: list[int], args) -> dict:
 
 
 def select_cost_us(repeats: int = 2000) -> float:
-    """One student's poll (classroom.current) on the store this process uses, in µs."""
+    """One student's poll (live_class.current) on the store this process uses, in µs."""
     code, _ = live.start_class(live.Position("x", "a", "b"))
     start = time.perf_counter()
     for _ in range(repeats):

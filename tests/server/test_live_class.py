@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
-from bertviz_lite.server import class_joining, class_results, classroom, database
-from bertviz_lite.server.classroom import CHOICE, CLOZE, ClassError, NewQuestion, Position
+from bertviz_lite.server import class_joining, class_results, database, live_class
+from bertviz_lite.server.live_class import CHOICE, CLOZE, ClassError, NewQuestion, Position
 from devtools.waiting import wait_until
 
 PAIR = Position("all-MiniLM-L6-v2", "The cat sat on the [MASK].", "It was warm.", step=1, layer=0, head=0)
@@ -27,51 +27,51 @@ def students(store, code, count, start=0):
 
 
 def test_students_follow_the_lecturer_and_a_wrong_secret_cannot_move_the_class(store):
-    code, secret = classroom.start_class(PAIR, store=store)
-    assert len(code) == classroom.CODE_LENGTH and set(code) <= set(classroom.CODE_ALPHABET)
+    code, secret = live_class.start_class(PAIR, store=store)
+    assert len(code) == live_class.CODE_LENGTH and set(code) <= set(live_class.CODE_ALPHABET)
     (student,) = students(store, code, 1)
-    before = classroom.current(code.lower(), student, store=store)
+    before = live_class.current(code.lower(), student, store=store)
     assert before.position == PAIR and before.question is None
-    classroom.move(
+    live_class.move(
         code, secret, Position(PAIR.source, "A dog barked.", "", step=4, layer=1, head=2), store=store
     )
-    after = classroom.current(code, student, store=store)
+    after = live_class.current(code, student, store=store)
     assert (after.position.text_a, after.position.step, after.position.head) == ("A dog barked.", 4, 2)
     assert after.version > before.version
     with pytest.raises(ClassError, match="only its lecturer"):
-        classroom.move(code, "not-the-secret", PAIR, store=store)
+        live_class.move(code, "not-the-secret", PAIR, store=store)
     with pytest.raises(ClassError, match="only its lecturer"):
-        classroom.ask(code, secret + "x", NSP, store=store)
-    assert classroom.current(code, store=store).position.step == 4
+        live_class.ask(code, secret + "x", NSP, store=store)
+    assert live_class.current(code, store=store).position.step == 4
     stored = database.connection(store).execute("SELECT secret_digest FROM class_sessions").fetchone()[0]
-    assert secret not in stored and stored == classroom.digest(secret)
+    assert secret not in stored and stored == live_class.digest(secret)
 
 
 def test_counts_and_distribution_match_the_answers_and_a_second_answer_is_refused(store):
-    code, secret = classroom.start_class(PAIR, store=store)
+    code, secret = live_class.start_class(PAIR, store=store)
     ids = students(store, code, 5)
-    question = classroom.ask(code, secret, NSP, store=store)
+    question = live_class.ask(code, secret, NSP, store=store)
     for student, choice in zip(ids, ["Yes", "No", "No", "Yes", "No"], strict=True):
         assert class_joining.answer(code, student, question, choice, store=store) == choice
     with pytest.raises(ClassError, match="already answered"):
         class_joining.answer(code, ids[0], question, "No", store=store)
-    asked = classroom.current(code, ids[0], store=store)
+    asked = live_class.current(code, ids[0], store=store)
     assert asked.my_answer == "Yes" and class_results.answer_count(question, store=store) == 5
     spread = class_results.distribution(asked.question, store=store)
     assert spread.answers == (("No", 3), ("Yes", 2)) and spread.model_answer == "Yes"
-    classroom.reveal(code, secret, store=store)
+    live_class.reveal(code, secret, store=store)
     late = students(store, code, 1, start=9)[0]
     with pytest.raises(ClassError, match="revealed"):
         class_joining.answer(code, late, question, "Yes", store=store)
     with pytest.raises(ClassError, match="one of the answers"):
-        class_joining.answer(code, late, classroom.ask(code, secret, NSP, store=store), "Maybe", store=store)
+        class_joining.answer(code, late, live_class.ask(code, secret, NSP, store=store), "Maybe", store=store)
 
 
 def test_free_cloze_words_are_normalised_length_limited_and_exported_without_formulas(store):
-    code, secret = classroom.start_class(PAIR, store=store)
+    code, secret = live_class.start_class(PAIR, store=store)
     ids = students(store, code, 4)
     top = ("mat", "floor", "bed", "sofa", "chair")
-    question = classroom.ask(
+    question = live_class.ask(
         code, secret, NewQuestion(CLOZE, "What will BERT put in place of [MASK]?", top, "mat"), store=store
     )
     assert class_joining.answer(code, ids[0], question, "  Mat ", store=store) == "mat"
@@ -81,7 +81,7 @@ def test_free_cloze_words_are_normalised_length_limited_and_exported_without_for
         class_joining.answer(code, ids[3], question, "x" * (class_joining.MAX_WORD_CHARS + 1), store=store)
     with pytest.raises(ClassError, match="one word"):
         class_joining.answer(code, ids[3], question, "two words", store=store)
-    spread = class_results.distribution(classroom.current(code, store=store).question, store=store)
+    spread = class_results.distribution(live_class.current(code, store=store).question, store=store)
     assert spread.answers == (("mat", 2), ("=hyperlink(x)", 1))
     lines = class_results.results_csv(code, secret, store=store).splitlines()
     assert lines[0] == ",".join(class_results.RESULT_COLUMNS)
@@ -91,9 +91,9 @@ def test_free_cloze_words_are_normalised_length_limited_and_exported_without_for
 
 
 def test_wrong_codes_are_rate_limited_per_client_and_in_total(store, monkeypatch):
-    code, _ = classroom.start_class(PAIR, store=store)
+    code, _ = live_class.start_class(PAIR, store=store)
     wrong = (
-        "A" * classroom.CODE_LENGTH if code != "A" * classroom.CODE_LENGTH else "C" * classroom.CODE_LENGTH
+        "A" * live_class.CODE_LENGTH if code != "A" * live_class.CODE_LENGTH else "C" * live_class.CODE_LENGTH
     )
     for _ in range(class_joining.WRONG_CODES_PER_CLIENT):
         with pytest.raises(ClassError, match="no class with this code"):
@@ -117,14 +117,14 @@ def test_wrong_codes_are_rate_limited_per_client_and_in_total(store, monkeypatch
 
 
 def test_a_class_expires(store):
-    code, secret = classroom.start_class(PAIR, hours=1, now=0.0, store=store)
+    code, secret = live_class.start_class(PAIR, hours=1, now=0.0, store=store)
     (student,) = [class_joining.join(code, "b", "c", now=10.0, store=store)]
-    question = classroom.ask(code, secret, NSP, now=20.0, store=store)
-    assert classroom.current(code, now=3599.0, store=store) is not None
-    assert classroom.current(code, now=3601.0, store=store) is None
+    question = live_class.ask(code, secret, NSP, now=20.0, store=store)
+    assert live_class.current(code, now=3599.0, store=store) is not None
+    assert live_class.current(code, now=3601.0, store=store) is None
     for refused in (
         lambda: class_joining.join(code, "late", "c", now=3601.0, store=store),
-        lambda: classroom.move(code, secret, PAIR, now=3601.0, store=store),
+        lambda: live_class.move(code, secret, PAIR, now=3601.0, store=store),
         lambda: class_joining.answer(code, student, question, "Yes", now=3601.0, store=store),
     ):
         with pytest.raises(ClassError, match="ended"):
@@ -132,15 +132,15 @@ def test_a_class_expires(store):
     assert (
         class_results.results_rows(code, secret, store=store)[0]["students"] == 0
     )  # the CSV is still there …
-    classroom.start_class(PAIR, now=3600 + classroom.KEEP_DAYS * 86400 + 1, store=store)
+    live_class.start_class(PAIR, now=3600 + live_class.KEEP_DAYS * 86400 + 1, store=store)
     with pytest.raises(ClassError):  # … until KEEP_DAYS later
         class_results.results_rows(code, secret, store=store)
 
 
 def test_a_flood_of_answers_from_one_student_changes_nothing_for_the_others(store):
-    code, secret = classroom.start_class(PAIR, store=store)
+    code, secret = live_class.start_class(PAIR, store=store)
     flooder, *others = students(store, code, 4)
-    question = classroom.ask(code, secret, NSP, store=store)
+    question = live_class.ask(code, secret, NSP, store=store)
     for other in others:
         class_joining.answer(code, other, question, "No", store=store)
     class_joining.answer(code, flooder, question, "Yes", store=store)
@@ -151,7 +151,7 @@ def test_a_flood_of_answers_from_one_student_changes_nothing_for_the_others(stor
         except ClassError:
             refused += 1
     assert refused == 200
-    spread = class_results.distribution(classroom.current(code, store=store).question, store=store)
+    spread = class_results.distribution(live_class.current(code, store=store).question, store=store)
     assert spread.answers == (("No", 3), ("Yes", 1))
     with pytest.raises(ClassError, match="Join the class first"):  # an id made up by hand is not a student
         class_joining.answer(code, "0" * 32, question, "Yes", store=store)
@@ -185,8 +185,8 @@ def answering(store, code: str, question: int, phone: int, count: int) -> subpro
 
 
 def test_processes_answering_at_once_lose_no_acknowledged_answer_when_one_is_killed_mid_answer(store):
-    code, secret = classroom.start_class(PAIR, store=store)
-    question = classroom.ask(code, secret, NSP, store=store)
+    code, secret = live_class.start_class(PAIR, store=store)
+    question = live_class.ask(code, secret, NSP, store=store)
     killed, *others = [
         answering(store, code, question, phone, 10_000 if phone == 0 else EACH) for phone in range(3)
     ]
@@ -207,5 +207,5 @@ def test_processes_answering_at_once_lose_no_acknowledged_answer_when_one_is_kil
     assert (
         len(acked) + 2 * EACH <= counted <= len(acked) + 2 * EACH + 1
     )  # + the one killed before it could say so
-    view = wait_until(lambda: classroom.current(code, store=store), 5, "the class after the kill")
+    view = wait_until(lambda: live_class.current(code, store=store), 5, "the class after the kill")
     assert view.question.id == question and not view.revealed  # the session resumes where it was

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bertviz_lite.server import access, class_joining, classroom
+from bertviz_lite.server import access, class_joining, live_class
 from bertviz_lite.server.class_joining import MAX_WORD_CHARS
-from bertviz_lite.server.classroom import CLOZE, ClassError
+from bertviz_lite.server.live_class import CLOZE, ClassError
 from bertviz_lite.text.display import plain_markdown
-from pages_app.classroom._lecturer import POLL_S, distribution_figure
-from pages_app.classroom._stage import chart, pair_caption, stage_for, step_figure, step_header
 from pages_app.common._visitor import current_visitor
+from pages_app.live_class._lecturer import POLL_S, distribution_figure
+from pages_app.live_class._stage import chart, pair_caption, stage_for, step_figure, step_header
 
 JOINED = "class_joined"  # (code, student id) of the class this session follows
 SEEN = "class_seen_version"
@@ -35,7 +35,7 @@ def join(code: str, token: str = "") -> bool:
     except ClassError as err:
         st.error(plain_markdown(err))
         return False
-    st.session_state[JOINED] = (classroom.normalise_code(code), student)
+    st.session_state[JOINED] = (live_class.normalise_code(code), student)
     return True
 
 
@@ -45,8 +45,8 @@ def join_form() -> None:
         st.text_input(
             "Join code (on the projector)",
             key=CODE_BOX,
-            max_chars=2 * classroom.CODE_LENGTH,
-            placeholder="e.g. " + "K7" * (classroom.CODE_LENGTH // 2),
+            max_chars=2 * live_class.CODE_LENGTH,
+            placeholder="e.g. " + "K7" * (live_class.CODE_LENGTH // 2),
         )
         submitted = st.form_submit_button(
             "Join the class", type="primary", icon=":material/login:", width="stretch"
@@ -64,7 +64,7 @@ def _answer(code: str, student: str, question_id: int, text: str) -> None:
         st.session_state[SAID] = str(err)
 
 
-def _ask(code: str, student: str, view: classroom.ClassView) -> None:
+def _ask(code: str, student: str, view: live_class.ClassView) -> None:
     question = view.question
     st.markdown(f"#### {plain_markdown(question.prompt)}")
     if SAID in st.session_state:
@@ -98,14 +98,14 @@ def _ask(code: str, student: str, view: classroom.ClassView) -> None:
 @st.fragment(run_every=POLL_S)
 def _follow(code: str, student: str, version: int) -> None:
     """Rerun the page when the class has changed (one indexed SELECT per tick)."""
-    view = classroom.current(code, student)
+    view = live_class.current(code, student)
     if view is None or view.version != version:
         st.rerun(scope="app")
 
 
 def follow(code: str, student: str) -> None:
     """The student's screen: the lecturer's step and pair, the question with its buttons, the figure."""
-    view = classroom.current(code, student)
+    view = live_class.current(code, student)
     if view is None:
         st.warning("This class has ended.")
         st.button("Join another class", on_click=st.session_state.pop, args=(JOINED, None), key="class_leave")

@@ -3,7 +3,7 @@
 The lecturer's secret stays in this browser session, in an HttpOnly cookie (a reload still leads; page scripts
 cannot read it) and in a private link, shown only on a click and never in presentation mode; the projector shows
 the code and the QR code's join link. Closing joining, the head count, End class and hiding a typed word before
-the reveal are in pages_app/classroom/_class_controls.py.
+the reveal are in pages_app/live_class/_class_controls.py.
 """
 
 from __future__ import annotations
@@ -15,14 +15,18 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import segno
 import streamlit as st
 
-from bertviz_lite.figures.classroom import class_answers_figure, class_cloze_figure
+from bertviz_lite.figures.live_class import class_answers_figure, class_cloze_figure
 from bertviz_lite.figures.style import readable
 from bertviz_lite.inspection import walkthrough as walk
-from bertviz_lite.server import access, class_results, classroom, cookie_handoff
-from bertviz_lite.server.classroom import CLOZE, ClassError, Position
+from bertviz_lite.server import access, class_results, cookie_handoff, live_class
+from bertviz_lite.server.live_class import CLOZE, ClassError, Position
 from bertviz_lite.text.display import plain_markdown
-from pages_app.classroom._class_controls import ENDED, ERROR, act, class_controls, review_words
-from pages_app.classroom._stage import (
+from pages_app.common._sidebar import Inputs, current_inputs
+from pages_app.common._state import keep_choice
+from pages_app.common._ui import SLIDE_BOTTOM, is_present
+from pages_app.common._visitor import current_visitor
+from pages_app.live_class._class_controls import ENDED, ERROR, act, class_controls, review_words
+from pages_app.live_class._stage import (
     Stage,
     chart,
     model_top,
@@ -32,16 +36,12 @@ from pages_app.classroom._stage import (
     step_figure,
     step_header,
 )
-from pages_app.common._sidebar import Inputs, current_inputs
-from pages_app.common._state import keep_choice
-from pages_app.common._ui import SLIDE_BOTTOM, is_present
-from pages_app.common._visitor import current_visitor
 
 LEAD = "class_lead"  # (code, secret) of the class this session leads
 LEAD_COOKIE = cookie_handoff.LEAD_COOKIE  # CODE.SECRET, HttpOnly: a reload of the lecturer's page still leads
 LEAD_PARAM = "lead"  # the private link's query parameter, removed from the URL once read
 JOIN_PARAM = (
-    "join"  # the QR code link's join token (classroom.join_token): not subject to the wrong-code limit
+    "join"  # the QR code link's join token (live_class.join_token): not subject to the wrong-code limit
 )
 STEP = "class_step"
 LAYER = "class_layer"
@@ -52,7 +52,7 @@ POLL_S = 1.0  # the projector's live count, and how often students' screens look
 
 def _take_up(code: str, secret: str) -> bool:
     """This session leads the class from where it is, if `secret` is its lecturer's and it has not ended."""
-    view = classroom.current(code) if classroom.is_lecturer(code, secret) else None
+    view = live_class.current(code) if live_class.is_lecturer(code, secret) else None
     if view is None:
         return False
     position = view.position  # the pair comes with the page's URL (a=, b=), which the sidebar read
@@ -68,7 +68,7 @@ def leading() -> tuple[str, str] | None:
     secret = st.query_params.get(LEAD_PARAM)
     if secret:
         del st.query_params[LEAD_PARAM]  # off the projector's address bar
-        if not _take_up(classroom.normalise_code(st.query_params.get("class", "")), secret):
+        if not _take_up(live_class.normalise_code(st.query_params.get("class", "")), secret):
             st.error("This lecturer's link is not valid (or its class has ended).")
     elif LEAD not in st.session_state:
         kept = st.context.cookies.get(LEAD_COOKIE)
@@ -108,7 +108,7 @@ def start_button() -> None:
     """Start a class on the sidebar's pair."""
     if st.button("Start a class", type="primary", icon=":material/co_present:", key="class_start"):
         try:
-            st.session_state[LEAD] = classroom.start_class(
+            st.session_state[LEAD] = live_class.start_class(
                 _position(current_inputs()),
                 owner=current_visitor().id,
                 address=access.client_address(st.context.ip_address),
@@ -119,10 +119,10 @@ def start_button() -> None:
         st.rerun()
 
 
-def _join_panel(code: str, secret: str, view: classroom.ClassView) -> None:
+def _join_panel(code: str, secret: str, view: live_class.ClassView) -> None:
     """The code, large, and a QR code of the join link with its token (a PNG, no network), for the projector."""
     base = (st.context.url or "").split("?")[0] or "http://localhost:8501/class"
-    link = f"{base}?{urlencode({'class': code, JOIN_PARAM: classroom.join_token(code, secret)})}"
+    link = f"{base}?{urlencode({'class': code, JOIN_PARAM: live_class.join_token(code, secret)})}"
     qr = io.BytesIO()
     segno.make(link, error="m").save(qr, kind="png", scale=8, border=2)
     st.html(
@@ -184,7 +184,7 @@ def _controls(stage: Stage) -> None:
         head.selectbox("Head", range(config.num_attention_heads), key=HEAD)
 
 
-def _question_controls(code: str, secret: str, stage: Stage, view: classroom.ClassView) -> None:
+def _question_controls(code: str, secret: str, stage: Stage, view: live_class.ClassView) -> None:
     asked = view.question is not None
     choices = questions(stage)
     if not choices and not asked:
@@ -196,7 +196,7 @@ def _question_controls(code: str, secret: str, stage: Stage, view: classroom.Cla
             key=f"class_ask_{question.kind}",
             on_click=act,
             width="stretch",
-            args=(classroom.ask, code, secret, question),
+            args=(live_class.ask, code, secret, question),
             icon=":material/help:",
             type="secondary" if asked else "primary",
         )
@@ -207,7 +207,7 @@ def _question_controls(code: str, secret: str, stage: Stage, view: classroom.Cla
             type="primary",
             width="stretch",
             on_click=act,
-            args=(classroom.reveal, code, secret),
+            args=(live_class.reveal, code, secret),
             icon=":material/visibility:",
         )
     if ERROR in st.session_state:
@@ -222,7 +222,7 @@ def _live_count(code: str, question_id: int) -> None:
     st.metric("Answers so far", f"{count} of {students}", border=True)
 
 
-def distribution_figure(stage: Stage | None, question: classroom.AskedQuestion, phone: bool = False):
+def distribution_figure(stage: Stage | None, question: live_class.AskedQuestion, phone: bool = False):
     """The class's answers beside the model's: bars for a choice; for a cloze the words next to its top 5."""
     spread = class_results.distribution(question)
     answers = [a for a, _ in spread.answers]
@@ -235,7 +235,7 @@ def distribution_figure(stage: Stage | None, question: classroom.AskedQuestion, 
     return readable(fig, is_present() and not phone, max_height=ANSWERS_MAX_HEIGHT)
 
 
-def _question_area(code: str, view: classroom.ClassView, stage: Stage) -> None:
+def _question_area(code: str, view: live_class.ClassView, stage: Stage) -> None:
     question = view.question
     if question is None:
         return
@@ -261,7 +261,7 @@ def _ended(code: str, secret: str) -> None:
 
 def lead(code: str, secret: str) -> None:
     """The lecturer's screen: the join panel and the class's controls beside the step, its question and figure."""
-    view = classroom.current(code)
+    view = live_class.current(code)
     if view is None:
         _ended(code, secret)
         return
@@ -294,12 +294,12 @@ def lead(code: str, secret: str) -> None:
         _lecturer_link(code, secret)
 
 
-def _moved(code: str, secret: str, position: Position) -> classroom.ClassView:
+def _moved(code: str, secret: str, position: Position) -> live_class.ClassView:
     try:
-        classroom.move(code, secret, position)
+        live_class.move(code, secret, position)
     except ClassError as err:
         st.error(plain_markdown(err))
-    return classroom.current(code)
+    return live_class.current(code)
 
 
 def _downloads(code: str, secret: str) -> None:

@@ -1,4 +1,4 @@
-"""Classroom load: one `streamlit run app.py` for a lecture hall, a training run beside it, N visitors.
+"""Live class load: one `streamlit run app.py` for a lecture hall, a training run beside it, N visitors.
 
 Starts the app on a free loopback port (devtools/server.py) and times, first, one visitor on the
 fresh server right after /_stcore/health answers. Then it starts one classroom training run as its own
@@ -9,7 +9,7 @@ all in this process): it opens the Attention page, waits for the heatmap and the
 run, then enters its own new sentence A (every visitor's sentence is new, so the model runs) and
 times until the heatmap with its words arrives.
 
-    python bench/classroom_load.py [--visitors 1 10 30] [--model all-MiniLM-L6-v2] [--workers N]
+    python bench/live_class_load.py [--visitors 1 10 30] [--model all-MiniLM-L6-v2] [--workers N]
 
 With --workers N the app runs as `python -m bertviz_lite.serve --workers N` (N streamlit processes behind
 haproxy) and the visitors talk to haproxy's port; each visitor is one websocket, so it stays on one worker.
@@ -272,7 +272,7 @@ async def visit(
         outcome.errors.extend(run.errors)
 
 
-async def classroom(port: int, first_index: int, delays: list[float], args, cap_s: float) -> list[Visit]:
+async def lecture_hall(port: int, first_index: int, delays: list[float], args, cap_s: float) -> list[Visit]:
     """One visitor per delay (s), all at once, each with its own new sentence A; unfinished at cap_s: cancelled."""
     visits = [Visit() for _ in delays]
     tasks = []
@@ -472,7 +472,7 @@ def warm_up(port: int, timeout: float) -> None:
 
 def cold_start(port: int, args, deadline: float) -> Visit:
     """One visitor on the fresh server, right after it said it is up."""
-    [result] = asyncio.run(classroom(port, 0, [0.0], args, deadline - time.monotonic()))
+    [result] = asyncio.run(lecture_hall(port, 0, [0.0], args, deadline - time.monotonic()))
     print(
         f"Fresh server, one visitor: first page {result.first_page_s or math.nan:.2f} s (goal < 2 s), "
         f"new figure {result.new_figure_s or math.nan:.2f} s, errors {len(result.errors)}"
@@ -505,7 +505,7 @@ def load_rounds(port: int, server_pid: int, run_dir: Path, args, deadline: float
         load_before = os.getloadavg()[0]
         delays = [rng.uniform(0, args.jitter) for _ in range(count)]
         visits = rounds[count] = asyncio.run(
-            classroom(port, next_index, delays, args, deadline - time.monotonic())
+            lecture_hall(port, next_index, delays, args, deadline - time.monotonic())
         )
         wall_s = time.monotonic() - start
         next_index += count
