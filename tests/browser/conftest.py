@@ -24,9 +24,10 @@ expect.set_options(timeout=20_000)
 
 @pytest.fixture(scope="session")
 def streamlit_url(request):
-    """Base URL of one streamlit server shared by the session's browser tests."""
+    """Base URL of one streamlit server shared by this worker's browser tests (its log names the worker)."""
     with running_streamlit(
-        "streamlit.log", lambda: request.getfixturevalue("browser")
+        f"streamlit-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.log",
+        lambda: request.getfixturevalue("browser"),
     ) as url:  # chromium starts
         yield url  # while the server does
 
