@@ -119,9 +119,9 @@ def zip_of(folder: Path, replace: dict[str, bytes] | None = None) -> bytes:
 
 def empty_tensors(count: int) -> bytes:
     """A safetensors file of `count` empty float32 tensors: a header and no data."""
-    header = json.dumps(
-        {f"t{i}": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]} for i in range(count)}
-    )
+    entry = json.dumps({"dtype": "F32", "shape": [0], "data_offsets": [0, 0]})
+    # json.dumps of the whole dict, written out: 800,000 tensors in 0.3 s instead of 3 s
+    header = "{" + ", ".join(f'"t{i}": {entry}' for i in range(count)) + "}"
     return len(header).to_bytes(8, "little") + header.encode()
 
 
