@@ -41,23 +41,38 @@ def in_another_process(code: str) -> str:
 
 def test_wrong_admin_tokens_typed_in_two_processes_add_up(monkeypatch, store_setting):
     monkeypatch.setenv(access.ADMIN_TOKEN_SETTING, TOKEN)
-    three = (
-        "from bertviz_lite.server import access\n"
-        f"print([access.check_admin_token({VISITOR.id!r}, 'guess') for _ in range(3)])"
+    # Another app process: three wrong tries; then, once this process has typed two more, the right token.
+    other = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from bertviz_lite.server import access\n"
+            f"print([access.check_admin_token({VISITOR.id!r}, 'guess') for _ in range(3)], flush=True)\n"
+            "input()\n"
+            f"try:\n    access.check_admin_token({VISITOR.id!r}, {TOKEN!r})\n"
+            "except access.AdminLockout as err:\n    print(err)",
+        ],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    assert in_another_process(three) == "[False, False, False]"
-    assert access.check_admin_token(VISITOR.id, "guess") is False
-    assert (
-        access.check_admin_token(VISITOR.id, "guess") is False
-    )  # the 5th wrong try, counted over both processes
-    with pytest.raises(access.AdminLockout, match="Too many wrong admin tokens"):
-        access.check_admin_token(VISITOR.id, TOKEN)
-    locked = (
-        "from bertviz_lite.server import access\n"
-        f"try:\n    access.check_admin_token({VISITOR.id!r}, {TOKEN!r})\n"
-        "except access.AdminLockout as err:\n    print(err)"
-    )
-    assert in_another_process(locked).startswith("Too many wrong admin tokens")
+    try:
+        three = other.stdout.readline().strip()
+        assert three == "[False, False, False]", three or other.stderr.read()
+        assert access.check_admin_token(VISITOR.id, "guess") is False
+        assert (
+            access.check_admin_token(VISITOR.id, "guess") is False
+        )  # the 5th wrong try, counted over both processes
+        with pytest.raises(access.AdminLockout, match="Too many wrong admin tokens"):
+            access.check_admin_token(VISITOR.id, TOKEN)
+        locked, errors = other.communicate("\n", timeout=60)
+    finally:
+        other.kill()
+        other.wait()
+    assert other.returncode == 0, errors
+    assert locked.strip().startswith("Too many wrong admin tokens")
     assert access.check_admin_token(OTHER.id, TOKEN) is True  # another visitor is not locked out
 
 
