@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from streamlit.components.v2 import manifest_scanner
-from streamlit.testing.v1 import AppTest
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+from streamlit.testing.v1 import AppTest, app_test, local_script_runner
 
 from bertviz_lite.loading.pretrained import DEMO, MINILM, load
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
@@ -39,12 +40,16 @@ _CHIP = re.compile(
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _component_packages_scanned_once():
-    """Each new AppTest scans every installed package's metadata for Streamlit components (0.14 s of CPU; these tests
-    make about 230 apps). The installed packages do not change during a session: scan once, as a server does."""
+def _streamlit_scans_and_compiles_once():
+    """What a Streamlit server does once, AppTest does on every app or run: scan every installed package's metadata for
+    components (0.14 s of CPU per new app; these tests make about 230) and compile app.py and the page with its magic
+    (10 ms per run; about 680 runs). Neither the packages nor the scripts change during a session: once each."""
+    scripts = ScriptCache()  # keyed by the script's path; a test's own page has a path of its own
     with pytest.MonkeyPatch.context() as patch:
         scan_once = functools.cache(manifest_scanner.scan_component_manifests)
         patch.setattr(manifest_scanner, "scan_component_manifests", scan_once)
+        patch.setattr(app_test, "ScriptCache", lambda: scripts)
+        patch.setattr(local_script_runner, "ScriptCache", lambda: scripts)
         yield
 
 
