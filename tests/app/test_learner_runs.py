@@ -23,7 +23,7 @@ from tests.app.training_helpers import (
     chart,
     fill_form,
     open_app,
-    rerun_until,
+    rerun_when_ended,
     state_shown,
     use_checkpoints_folder,
 )
@@ -77,7 +77,7 @@ def test_a_learners_model_trains_from_the_train_page_replays_and_opens_on_the_ex
     at.text_input(key="train_run_name").set_value("mine").run()
     assert not at.error and any("Your BERT (hf_style.py) at these sizes" in c.value for c in at.caption)
     at.button(key="train_start").click().run()
-    rerun_until(at, lambda at: state_shown(at) == "finished", 120, "the learner's run to finish")
+    assert state_shown(rerun_when_ended(at, root / "mine", 120)) == "finished"
     assert not at.exception
     losses = [r["loss"] for r in read_metrics(root / "mine", "train")]
     assert np.mean(losses[-3:]) < np.mean(losses[:3]), losses

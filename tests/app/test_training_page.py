@@ -15,6 +15,7 @@ from bertviz_lite.loading.run_folder import read_metrics, read_status, read_trai
 from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.server import access
 from bertviz_lite.training.metrics import METRICS
+from devtools.waiting import wait_until
 from tests.app.training_helpers import (
     VISITOR_A,
     VISITOR_B,
@@ -22,7 +23,7 @@ from tests.app.training_helpers import (
     chart,
     fill_form,
     open_app,
-    rerun_until,
+    rerun_when_ended,
     state_shown,
     traces,
     use_checkpoints_folder,
@@ -172,7 +173,7 @@ def test_a_run_continues_minilm_on_the_english_corpus(root):
     )  # sizes come from MiniLM
     at.text_input(key="train_run_name").set_value("cont").run()
     at.button(key="train_start").click().run()
-    rerun_until(at, lambda at: state_shown(at) == "finished", 120, "the run to finish")
+    assert state_shown(rerun_when_ended(at, root / "cont", 120)) == "finished"
     args = read_train_args(root / "cont")
     assert (args["args"]["init"], args["args"]["corpus"], args["args"]["config"]) == (MINILM, "english", {})
     assert args["config"]["hidden_size"] == 384 and args["num_parameters"] > 20e6
@@ -184,7 +185,7 @@ def test_a_tiny_run_trains_live_and_its_checkpoint_is_selectable(root):
     at.text_input(key="train_run_name").set_value("live").run()
     at.button(key="train_start").click().run()
     assert at.query_params["run"] == "live" and not errors(at)
-    rerun_until(at, lambda at: state_shown(at) == "finished", 90, "the run to finish")
+    assert state_shown(rerun_when_ended(at, root / "live", 90)) == "finished"
     assert not at.exception
     records = read_metrics(root / "live")
     for key, metrics in CURVES.items():
@@ -232,7 +233,7 @@ def test_a_run_on_pasted_text_survives_an_app_restart_refuses_a_second_start_and
     command = json.loads((root / "long" / run_folder.LAUNCH_FILE).read_text())["command"]
     corpus = root / "long" / run_folder.CORPUS_FILE
     assert corpus.read_text() == CORPUS and command[command.index("--corpus") + 1] == str(corpus)
-    rerun_until(first, lambda at: len(read_metrics(root / "long", "train")) >= 2, 60, "two metrics lines")
+    wait_until(lambda: len(read_metrics(root / "long", "train")) >= 2, 60, "two metrics lines")
     del first  # the app goes away; the run is its own process and keeps writing
     at = open_app(TRAIN, query={"run": "long"})  # a restarted app, or another tab, with the run in its URL
     assert at.selectbox(key="train_run").value == "long" and state_shown(at) == "running"
@@ -246,7 +247,7 @@ def test_a_run_on_pasted_text_survives_an_app_restart_refuses_a_second_start_and
         lifecycle.stop_run(root / "long", visitor=access.Visitor(VISITOR_B))
     assert not (root / "long" / run_folder.STOP_FILE).exists()
     at.button(key="train_stop").click().run()
-    rerun_until(at, lambda at: state_shown(at) == "stopped", 60, "the run to stop")
+    assert state_shown(rerun_when_ended(at, root / "long", 60)) == "stopped"
     status = read_status(root / "long")
     assert status["state"] == "stopped" and 0 < status["checkpoint_step"] == status["step"] < 5000
     assert at.success[0].value.startswith(f"Stopped at step {status['step']} of 5000")

@@ -11,6 +11,7 @@ import plotly.io
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lite.loading import run_folder
+from bertviz_lite.runs import lifecycle
 from devtools.waiting import wait_until
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -84,17 +85,8 @@ def state_shown(at: AppTest) -> str | None:
     return None
 
 
-def rerun_until(at: AppTest, predicate, timeout: float = 60.0, what: str = "condition") -> AppTest:
-    """Rerun the script (as the fragment's timer would) until predicate(at) holds."""
-
-    def holds_or_rerun() -> bool:
-        if predicate(at):
-            return True
-        at.run()
-        return False
-
-    try:
-        wait_until(holds_or_rerun, timeout, what, every=0.5)
-    except TimeoutError as error:
-        raise TimeoutError(f"{error}; state shown: {state_shown(at)}") from None
-    return at
+def rerun_when_ended(at: AppTest, run_dir: Path, timeout: float = 60.0) -> AppTest:
+    """Wait until the run has ended, as its folder says (read cheaply and often, not by rerunning the page), then rerun
+    the page once, as the live view's next tick would."""
+    wait_until(lambda: not lifecycle.run_state(run_dir).active, timeout, f"the run {run_dir.name} to end")
+    return at.run()
