@@ -23,7 +23,7 @@ from bertviz_lite.limits import (
 from bertviz_lite.loading.run_folder import CONFIG_FILE, VOCAB_FILE, WEIGHTS_FILE, checkpoints_root
 from bertviz_lite.model import hf_io
 from bertviz_lite.model.config import BertConfig
-from bertviz_lite.model.modeling import BertForPreTraining
+from bertviz_lite.model.modeling import BertForPreTraining, meta_model
 from bertviz_lite.text.tokenization import BertTokenizer
 
 MINILM = "all-MiniLM-L6-v2"
@@ -104,8 +104,7 @@ def read_weights(folder: Path, config: BertConfig | None = None) -> dict[str, Te
 def check_weight_names(path: Path, config: BertConfig) -> None:
     """Refuse a safetensors file naming a tensor this config's BERT does not have, from its header alone."""
     names = [name for name in read_safetensors_header(path, path.name) if name != "__metadata__"]
-    with torch.device("meta"):  # the names and shapes only: nothing is allocated
-        expected = set(BertForPreTraining(config, init_weights=False).state_dict())
+    expected = set(meta_model(config).state_dict())
     unknown = [name for name in names if not hf_io.known_key(name, expected)]
     if unknown:
         more = f" and {len(unknown) - 3:,} more" if len(unknown) > 3 else ""
