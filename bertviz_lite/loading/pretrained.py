@@ -141,14 +141,18 @@ def load_folder(folder: str | os.PathLike) -> tuple[BertForPreTraining, BertToke
         raise FileNotFoundError(f"No model folder at {folder}")
     config = BertConfig.from_json_file(folder / CONFIG_FILE)
     check_model_size(config)
-    check_vocab_file(folder / VOCAB_FILE, config.vocab_size)
-    try:
-        tokenizer = BertTokenizer.from_vocab(folder / VOCAB_FILE, do_lower_case=_do_lower_case(folder))
-    except ValueError as err:  # its messages name the file by its full path
-        raise ValueError(without_folder(str(err), folder)) from None
+    tokenizer = _tokenizer(folder, config)
     model = _with_weights(config, read_weights(folder, config))
     model.source = str(folder)
     return model.eval(), tokenizer
+
+
+def _tokenizer(folder: Path, config: BertConfig) -> BertTokenizer:
+    check_vocab_file(folder / VOCAB_FILE, config.vocab_size)
+    try:
+        return BertTokenizer.from_vocab(folder / VOCAB_FILE, do_lower_case=_do_lower_case(folder))
+    except ValueError as err:  # its messages name the file by its full path
+        raise ValueError(without_folder(str(err), folder)) from None
 
 
 def _with_weights(config: BertConfig, weights: dict[str, Tensor]) -> BertForPreTraining:
@@ -203,6 +207,14 @@ def load(source: str | os.PathLike = DEFAULT_MODEL) -> tuple[BertForPreTraining,
     if str(source) in SHIPPED_CHECKPOINTS:
         model.source = str(source)
     return model, tokenizer
+
+
+def load_tokenizer(source: str | os.PathLike = DEFAULT_MODEL) -> BertTokenizer:
+    """The tokenizer `load(source)` returns, without reading or building the model (a script that only counts tokens)."""
+    folder = minilm_dir() if str(source) == MINILM else resolve_source(source)
+    config = BertConfig.from_json_file(folder / CONFIG_FILE)
+    check_model_size(config)
+    return _tokenizer(folder, config)
 
 
 def list_checkpoints(root: Path | None = None) -> list[str]:

@@ -28,6 +28,10 @@ KEY_VALUE = re.compile(r"[a-z0-9_]+=\S+(?:\s|$)")  # a line that begins with key
 CHROMIUM = {"browser_memory.py", "page_latency.py"}
 SERVER = CHROMIUM | {"live_class_load.py", "live_class.py", "rerun_profile.py"}
 TIMEOUT_S = 240
+# PyTorch on one thread in the script and the processes it starts (scripts with --threads say so in their smoke
+# setting too): on a busy 2-core machine two threads' spin-waits cost more CPU than a smoke run's work (time_to_learn's
+# two steps: 0.1 s of CPU on one thread, 2.4 s on two).
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
 
 def _within_budget(lines: list[str]) -> None:
@@ -63,7 +67,7 @@ def test_bench_script_runs_its_smoke_setting(script):
         capture_output=True,
         text=True,
         timeout=TIMEOUT_S,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, **ONE_THREAD, "PYTHONUNBUFFERED": "1"},
     )
     print(f"{script}: {time.perf_counter() - started:.1f} s")
     assert done.returncode == 0, (
