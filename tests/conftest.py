@@ -73,12 +73,19 @@ def _no_admin_lockout_between_tests():
     yield
 
 
-# pytest runs on two workers (pyproject: -n 2 --dist loadgroup). The browser tests (one shared server, the real
-# checkpoints/ and its training slot) run on one worker, one after another; the other tests that use the app
-# (AppTest, run folders in a temporary checkpoints root, lifecycle) run one after another as a second group; the
-# package's other tests are spread over both workers (tests/check/ module by module: each module's fixture checks its
-# files in one child process, which a module split over two workers would start twice). The tests on a PostgreSQL
-# store run on one worker, so that the session starts one server.
+# pytest runs on two workers (pyproject: -n 2 --dist loadgroup). The browser tests are three groups, each run on one
+# worker, one test after another, against that worker's own `streamlit run app.py` (a session fixture): the tests
+# that start, stop or list runs in the real checkpoints/ (its one training slot) stay together in "browser-runs";
+# the others only read checkpoints/ and are split in two, so that the two workers share the browser tests, which
+# are half of the suite's CPU time (chromium's, mostly). The other tests that use the app (AppTest, run folders in a
+# temporary checkpoints root, lifecycle) run one after another as a group of their own; the package's other tests
+# are spread over both workers (tests/check/ module by module: each module's fixture checks its files in one child
+# process, which a module split over two workers would start twice). The tests on a PostgreSQL store run on one
+# worker, so that the session starts one server.
+BROWSER_GROUPS = {
+    "browser-runs": ("admin", "machines", "serve", "training"),
+    "browser-slides": ("presentation", "code_panel", "why_this_word", "meaning", "fragments"),
+}
 SHARES_THE_APP = ("CHECKPOINTS_DIR", "checkpoints_root", "lifecycle", "streamlit")
 
 
@@ -86,7 +93,8 @@ SHARES_THE_APP = ("CHECKPOINTS_DIR", "checkpoints_root", "lifecycle", "streamlit
 def _group(module: Path) -> str | None:
     tests = Path(__file__).parent
     if module.parent == tests / "browser":
-        return "browser"
+        topic = module.stem.removeprefix("test_").removesuffix("_browser")
+        return next((group for group, topics in BROWSER_GROUPS.items() if topic in topics), "browser")
     if (
         module.parent == tests / "check"
     ):  # the checker's tests: a module's tests share the child process of its fixture

@@ -20,7 +20,7 @@ import logging
 import secrets
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 from bertviz_lite.server import database
 
@@ -214,12 +214,7 @@ def start_class(
                         digest(secret),
                         now,
                         now + hours * 3600,
-                        position.source,
-                        position.text_a,
-                        position.text_b,
-                        position.step,
-                        position.layer,
-                        position.head,
+                        *astuple(position),  # source, text_a, text_b, step, layer, head: the columns' order
                         owner,
                         address,
                         digest(join_token(code, secret)),
@@ -344,12 +339,7 @@ def move(
             "question_id = CASE WHEN ? THEN NULL ELSE question_id END, revealed = CASE WHEN ? THEN 0 "
             "ELSE revealed END WHERE code = ?",
             (
-                position.source,
-                position.text_a,
-                position.text_b,
-                position.step,
-                position.layer,
-                position.head,
+                *astuple(position),
                 ended,
                 ended,
                 code,

@@ -7,49 +7,33 @@ from __future__ import annotations
 
 from typing import Any
 
+_TINY: dict[str, Any] = {
+    "config": {
+        "hidden_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 512,
+        "max_position_embeddings": 128,
+        "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0,
+    },
+    "vocab_size": 1000,
+    "seq_len": 64,
+    "batch_size": 32,
+    "steps": 1000,
+    "lr": 2e-3,
+    "warmup": 30,
+    "log_every": 5,
+    "eval_every": 50,
+    "snapshot_every": 25,
+    "save_every": 100,
+}
+
 PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": {
-        "config": {
-            "hidden_size": 128,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "intermediate_size": 512,
-            "max_position_embeddings": 128,
-            "hidden_dropout_prob": 0.0,
-            "attention_probs_dropout_prob": 0.0,
-        },
-        "vocab_size": 1000,
-        "seq_len": 64,
-        "batch_size": 32,
-        "steps": 1000,
-        "lr": 2e-3,
-        "warmup": 30,
-        "log_every": 5,
-        "eval_every": 50,
-        "snapshot_every": 25,
-        "save_every": 100,
-    },
-    "classroom": {  # the tiny model, sized to finish within 2 minutes on 2 CPU cores: start it, teach, show it
-        "config": {
-            "hidden_size": 128,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "intermediate_size": 512,
-            "max_position_embeddings": 128,
-            "hidden_dropout_prob": 0.0,
-            "attention_probs_dropout_prob": 0.0,
-        },
-        "vocab_size": 1000,
-        "seq_len": 64,
-        "batch_size": 32,
-        "steps": 800,
-        "lr": 2e-3,
-        "warmup": 30,
-        "log_every": 5,
-        "eval_every": 25,
-        "snapshot_every": 20,
-        "save_every": 100,
-    },
+    "tiny": _TINY,
+    # the tiny model, sized to finish within 2 minutes on 2 CPU cores: start it, teach, show it
+    "classroom": _TINY
+    | {"config": dict(_TINY["config"]), "steps": 800, "eval_every": 25, "snapshot_every": 20},
     "small": {
         "config": {
             "hidden_size": 256,

@@ -15,7 +15,7 @@ from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.runs import lifecycle
 from devtools.server import CHROMIUM, CHROMIUM_ARGS, running_streamlit
 from devtools.waiting import wait_until
-from tests.browser.driver import new_page
+from tests.browser.driver import RUN_TRACKER
 
 # An expectation waits on the page's state; the suite runs on two pytest workers, so a rerun may take longer
 # than Playwright's default 5 s while the other worker is busy.
@@ -24,9 +24,10 @@ expect.set_options(timeout=20_000)
 
 @pytest.fixture(scope="session")
 def streamlit_url(request):
-    """Base URL of one streamlit server shared by the session's browser tests."""
+    """Base URL of one streamlit server shared by this worker's browser tests (its log names the worker)."""
     with running_streamlit(
-        "streamlit.log", lambda: request.getfixturevalue("browser")
+        f"streamlit-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.log",
+        lambda: request.getfixturevalue("browser"),
     ) as url:  # chromium starts
         yield url  # while the server does
 
@@ -43,11 +44,23 @@ def browser():
         chromium.close()
 
 
+@pytest.fixture(scope="session")
+def visitors_browser(browser):
+    """One browser context for the session's `page`s: its HTTP cache keeps the app's scripts (Streamlit's and
+    plotly's, several MB) compiled between tests, which halves chromium's work per page load. Each test still
+    comes as a new visitor (its cookies cleared) in a new tab (a new streamlit session)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(RUN_TRACKER)
+    yield context
+    context.close()
+
+
 @pytest.fixture
-def page(browser):
-    page = new_page(browser, viewport={"width": 1400, "height": 1000})
+def page(visitors_browser):
+    visitors_browser.clear_cookies()
+    page = visitors_browser.new_page()
     yield page
-    page.context.close()
+    page.close()
 
 
 _RUN_NUMBERS = itertools.count()

@@ -15,7 +15,7 @@ from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 # Installed in every page of a context (new_page): the times of the last user input and of the last script
 # run that started, so that wait_for_idle can tell "the run this input started has ended" from "no run yet".
-_RUN_TRACKER = """(() => {
+RUN_TRACKER = """(() => {
   if (window.__bvlRuns) return;
   const runs = window.__bvlRuns = {input: -1, start: -1};
   for (const type of ['pointerdown', 'keydown', 'input', 'change'])
@@ -37,7 +37,7 @@ NO_RUN_GRACE_MS = 1000
 def new_page(browser, **context_options):
     """A page in a new browser context (a new streamlit session) that wait_for_idle can follow."""
     context = browser.new_context(**context_options)
-    context.add_init_script(_RUN_TRACKER)
+    context.add_init_script(RUN_TRACKER)
     return context.new_page()
 
 

@@ -29,7 +29,7 @@ from bertviz_lite.server.balancer import WORKER_SETTING
 from devtools.server import REPO, free_port, serve_command
 from devtools.waiting import wait_until
 from tests.browser.driver import new_page, wait_for_idle
-from tests.browser.test_training_browser import OPTIONS, set_number, wait_for_run_to_show
+from tests.browser.test_training_browser import start_run
 
 pytestmark = pytest.mark.browser
 VISITOR_ID = "serve-test-visitor-0123456789"
@@ -153,16 +153,7 @@ def test_a_run_started_through_one_worker_is_stopped_through_the_other(balanced,
     wait_until(lambda: not lifecycle.active_runs(CHECKPOINTS_DIR), 120, "no run training in checkpoints/")
     starter, served = page_on_worker(browser, f"{balanced_url}/train", "w0")
     assert served == "w0"
-    form = starter.locator('[data-testid="stExpander"] details', has_text="Start a new run")
-    if form.get_attribute("open") is None:
-        form.locator("summary").click()
-    for key in ("steps", "num_documents", "threads"):
-        set_number(starter, f"opt_{key}", OPTIONS[key])
-    starter.locator(".st-key-train_run_name input").fill(run_name)
-    starter.locator(".st-key-train_run_name input").press("Enter")
-    wait_for_idle(starter)
-    starter.locator(".st-key-train_start button").click()
-    wait_for_run_to_show(starter)
+    start_run(starter, run_name, ("steps", "num_documents", "threads"))
     assert lifecycle.run_state(CHECKPOINTS_DIR / run_name).active
 
     stopper, served = page_on_worker(browser, f"{balanced_url}/train?run={run_name}", "w1")

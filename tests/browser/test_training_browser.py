@@ -69,6 +69,20 @@ def wait_for_run_to_show(page) -> None:
         pytest.fail(f"the run's progress never showed; the page says: {alerts}")
 
 
+def start_run(page, run_name: str, options: tuple[str, ...] = tuple(OPTIONS)) -> None:
+    """On the Train page: fill these fields of OPTIONS in the form, name the run, start it, wait until it shows."""
+    form = page.locator('[data-testid="stExpander"] details', has_text="Start a new run")
+    if form.get_attribute("open") is None:  # with a run to show, its curves come first and the form is folded
+        form.locator("summary").click()
+    for key in options:
+        set_number(page, f"opt_{key}", OPTIONS[key])
+    page.locator(".st-key-train_run_name input").fill(run_name)
+    page.locator(".st-key-train_run_name input").press("Enter")
+    wait_for_idle(page)
+    page.locator(".st-key-train_start button").click()
+    wait_for_run_to_show(page)  # until the rerun lands, the page still shows the run it watched before
+
+
 def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
     # An earlier test's run may still be saving its last step: wait for the slot (the browser tests run one by one).
     wait_until(
@@ -77,17 +91,7 @@ def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
         "the training slot to be free (no run left training in checkpoints/)",
     )
     open_page(page, streamlit_url, "train")
-    form = page.locator('[data-testid="stExpander"] details', has_text="Start a new run")
-    if form.get_attribute("open") is None:  # with a run to show, its curves come first and the form is folded
-        form.locator("summary").click()
-    for key, value in OPTIONS.items():
-        set_number(page, f"opt_{key}", value)
-    page.locator(".st-key-train_run_name input").fill(run_name)
-    page.locator(".st-key-train_run_name input").press("Enter")
-    wait_for_idle(page)
-    page.locator(".st-key-train_start button").click()
-    # Until the rerun lands, the page still shows the run it watched before (demo-tiny, say).
-    wait_for_run_to_show(page)
+    start_run(page, run_name)
     counts = loss_points_grow(page)
     assert counts[0] < counts[1] < counts[2]
     assert f"run={run_name}" in page.url and selected_option(page, "train_run") == run_name
