@@ -77,7 +77,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--against", default="bf16", choices=list(VARIANTS), help="the third run (default: bf16)"
     )
-    add_smoke_flag(parser, argv, steps=4, eval_every=2, batch_size=4, eval_pairs=16, num_documents=200)
+    add_smoke_flag(
+        parser, argv, steps=2, eval_every=2, batch_size=4, eval_pairs=16, num_documents=200, threads=1
+    )
     options = parser.parse_args(argv)
     torch.set_num_threads(options.threads)
     variant, run = VARIANTS[options.against]

@@ -1,13 +1,13 @@
 """Server memory in a real browser: N different 512-token sentences typed on the Attention page, one after another.
 
 Starts `streamlit run app.py` (as the browser tests do), opens the Attention page (Heatmap tab) in Debian's
-Chromium, sets max length to 512 and types N sentences A that each run past 512 tokens and differ in their first
-word (so nothing comes from the trace cache), waiting each time until the heatmap of the new pair is drawn. Prints
-the server's RSS at start, after each sentence, its peak, and --settle seconds after the tab closed, as key=value
-lines. Goal (issue "One server for a lecture hall, round 2"): 15 sentences grow the RSS by less than 800 MB and
-most of it is given back.
+Chromium, sets max length to 512 (--max-length) and types N sentences A that each run past 512 tokens and differ in
+their first word (so nothing comes from the trace cache), waiting each time until the heatmap of the new pair is
+drawn. Prints the server's RSS at start, after each sentence, its peak, and --settle seconds after the tab closed, as
+key=value lines. Goal (issue "One server for a lecture hall, round 2"): 15 sentences grow the RSS by less than 800 MB
+and most of it is given back.
 
-    python bench/browser_memory.py [--sentences 15] [--settle 30] [--after-ttl 100]
+    python bench/browser_memory.py [--sentences 15] [--settle 30] [--after-ttl 100] [--max-length 512]
 
 --after-ttl reports the RSS once more that many seconds after the tab closed: set it past the cache's idle time
 (BERTVIZ_LITE_CACHE_TTL_S, default 600; the server inherits the environment, so a shorter one can be set for a run).
@@ -77,7 +77,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=0.0,
         help="after that, one more visitor opens and closes the app; RSS this many seconds later",
     )
-    add_smoke_flag(parser, argv, sentences=1, settle=0.0)
+    parser.add_argument(
+        "--max-length", type=int, default=512, help="the page's Max length: tokens kept of each sentence"
+    )
+    add_smoke_flag(parser, argv, sentences=1, settle=0.0, max_length=32)
     return parser.parse_args(argv)
 
 
@@ -117,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             open_page(page, base, "Attention")
             start = server_memory_mib(server.pid)[0]
             print(f"rss_start_mib={start:.0f}", flush=True)
-            type_into(page, "max_length", "512")
+            type_into(page, "max_length", str(args.max_length))
             wait_for_idle(page)
             for index in range(args.sentences):
                 started = time.perf_counter()

@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="only the first N cloze sentences, NSP pairs and minimal pairs (default: all)",
     )
-    add_smoke_flag(parser, argv, model=["demo-tiny"], items=4)
+    add_smoke_flag(parser, argv, model=["demo-tiny"], items=4, threads=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     held_out = json.loads(SET_PATH.read_text(encoding="utf-8"))

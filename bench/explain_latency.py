@@ -57,8 +57,9 @@ def sentence_pair(num_tokens: int) -> tuple[str, str]:
     return " ".join(words[:half]) + ".", " ".join(words[half:]) + "."
 
 
-def median_ms(fn, repeats: int) -> float:
-    fn()  # warm-up
+def median_ms(fn, repeats: int, warm_up: bool = True) -> float:
+    if warm_up:
+        fn()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -67,9 +68,10 @@ def median_ms(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
-def interleaved_medians(ours, theirs, repeats: int) -> tuple[float, float]:
+def interleaved_medians(ours, theirs, repeats: int, warm_up: bool = True) -> tuple[float, float]:
     """Alternate the two calls so that load on the machine falls on both alike; medians in ms."""
-    ours(), theirs()
+    if warm_up:
+        ours(), theirs()
     pairs = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -240,7 +242,7 @@ def hf_head_grid(reference, clean_ids, corrupted_ids, position: int, pair: list[
     return rows
 
 
-def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int) -> float:
+def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int, warm_up: bool = True) -> float:
     """Print the patching views' latency and our grids against transformers'; returns the residual grid's ms."""
     clean, corrupted, target, foil = patching_pair(tokenizer, num_tokens)
     ids = [tokenizer.encode_pair(text, None).to_tensors()["input_ids"] for text in (clean, corrupted)]
@@ -258,7 +260,7 @@ def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int) ->
                 model, tokenizer, text_a=clean, text_b=corrupted, target=target, foil=foil, site=site
             )
         )
-        print(f"  view  patching grid, {site:<30s} {median_ms(call, repeats):8.1f} ms")
+        print(f"  view  patching grid, {site:<30s} {median_ms(call, repeats, warm_up):8.1f} ms")
     for name, data, figure in (
         ("contrast layer by layer", views.contrast_lens, figures.contrast_lens_figure),
         ("contrast attribution (LOO + IG 32)", views.contrast_attribution, figures.token_attribution_figure),
@@ -266,7 +268,7 @@ def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int) ->
         call = lambda data=data, figure=figure: figure(  # noqa: E731
             data(model, tokenizer, text_a=clean, target=target, foil=foil)
         )
-        print(f"  view  {name:<44s} {median_ms(call, repeats):8.1f} ms")
+        print(f"  view  {name:<44s} {median_ms(call, repeats, warm_up):8.1f} ms")
 
     def ours(site):
         return lambda: patching.patching_grid(
@@ -282,7 +284,7 @@ def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int) ->
         ("layers × heads (head outputs)", "head", hf_head_grid),
     ):
         ours_ms, theirs_ms = interleaved_medians(
-            ours(site), lambda hf=hf: hf(reference, *ids, position, pair), repeats
+            ours(site), lambda hf=hf: hf(reference, *ids, position, pair), repeats, warm_up
         )
         results[site] = ours_ms
         print(
@@ -296,7 +298,7 @@ def patching_rows(model, tokenizer, reference, num_tokens: int, repeats: int) ->
 PLL_SENTENCE = "the keys to the cabinet in the hall are on the table."  # 15 tokens with [CLS] and [SEP]
 
 
-def pll_rows(model, tokenizer, reference, repeats: int) -> float:
+def pll_rows(model, tokenizer, reference, repeats: int, warm_up: bool = True) -> float:
     """Print the pseudo-log-likelihood's latency, ours against transformers masking the same copies; returns ours (ms)."""
     from bertviz_lite.inspection.minimal_pairs import pseudo_log_likelihood
 
@@ -319,7 +321,7 @@ def pll_rows(model, tokenizer, reference, repeats: int) -> float:
         f"transformers {theirs_value:.4f}"
     )
     ours_ms, theirs_ms = interleaved_medians(
-        lambda: pseudo_log_likelihood(model, tokenizer, PLL_SENTENCE), theirs, repeats
+        lambda: pseudo_log_likelihood(model, tokenizer, PLL_SENTENCE), theirs, repeats, warm_up
     )
     print(
         f"  model pseudo-log-likelihood ({len(positions)} masked copies)        ours={ours_ms:8.1f} ms "
@@ -333,7 +335,7 @@ def pll_rows(model, tokenizer, reference, repeats: int) -> float:
             PLL_SENTENCE.replace(" are ", " is "),
         )
     )
-    print(f"  view  minimal pair (two sentences' PLL + figure)  {median_ms(view, repeats):8.1f} ms")
+    print(f"  view  minimal pair (two sentences' PLL + figure)  {median_ms(view, repeats, warm_up):8.1f} ms")
     return ours_ms
 
 
@@ -351,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     add_smoke_flag(parser, argv, repeats=1, lengths=[8], patching_tokens=[10], ig_steps=2)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    warm_up = not args.smoke  # the smoke run goes through the same calls once, cold
 
     from transformers import BertForPreTraining
 
@@ -368,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tokens={trace.num_tokens}")
         slowest = 0.0
         for name, call in view_timers(trace, position, args.ig_steps).items():
-            ms = median_ms(call, args.repeats)
+            ms = median_ms(call, args.repeats, warm_up)
             slowest = max(slowest, ms)
             print(f"  view  {name:<40s} {ms:8.1f} ms")
         print(f"  slowest view at {trace.num_tokens} tokens: {slowest:.1f} ms (goal < 1500 ms at 32 tokens)")
@@ -387,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
                     for hook in hooks:
                         hook.remove()
                     hooks = []
-                ours_ms, theirs_ms = interleaved_medians(ours, theirs, args.repeats)
+                ours_ms, theirs_ms = interleaved_medians(ours, theirs, args.repeats, warm_up)
                 worst_ratio = max(worst_ratio, ours_ms / theirs_ms)
                 print(
                     f"  model {name:<40s} ours={ours_ms:8.1f} ms transformers={theirs_ms:8.1f} ms "
@@ -397,8 +400,8 @@ def main(argv: list[str] | None = None) -> int:
             for hook in hooks:
                 hook.remove()
     for num_tokens in args.patching_tokens:
-        patching_rows(model, tokenizer, reference, num_tokens, args.repeats)
-    pll_rows(model, tokenizer, reference, args.repeats)
+        patching_rows(model, tokenizer, reference, num_tokens, args.repeats, warm_up)
+    pll_rows(model, tokenizer, reference, args.repeats, warm_up)
     print(f"worst_ratio={worst_ratio:.3f}")
     return 0
 

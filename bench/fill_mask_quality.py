@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--items", type=int, default=None, help="only the first N cloze sentences and NSP pairs"
     )
-    add_smoke_flag(parser, argv, models=[DEMO], items=4)
+    add_smoke_flag(parser, argv, models=[DEMO], items=4, threads=1)
     options = parser.parse_args(argv)
     torch.set_num_threads(options.threads)
     held_out = json.loads(SET_PATH.read_text(encoding="utf-8"))

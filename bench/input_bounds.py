@@ -28,7 +28,7 @@ from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.inspection import explore  # noqa: E402
 from bertviz_lite.inspection.views import meaning_in_context as meaning  # noqa: E402
 from bertviz_lite.inspection.views import why_this_word  # noqa: E402
-from bertviz_lite.loading.pretrained import load  # noqa: E402
+from bertviz_lite.loading.pretrained import MINILM, load_tokenizer  # noqa: E402
 from bertviz_lite.loading.run_folder import validate_run_name  # noqa: E402
 from bertviz_lite.runs import run_options, upload  # noqa: E402
 from bertviz_lite.server import access, app_routes, upload_gate  # noqa: E402
@@ -165,7 +165,7 @@ def ungated_upload(megabytes: int) -> tuple[int, float]:
 
 def cases(root: Path, tensors: int = 800_000) -> dict[str, Callable[[], object]]:
     """The worst inputs, each as the call a page makes with it (`tensors`: 800,000 empty ones make a 47 MB header)."""
-    _, tokenizer = load("all-MiniLM-L6-v2")
+    tokenizer = load_tokenizer(MINILM)
     sentence = "bank " * 600_000  # 3 MB; 1 MB
     words = "bank " * 200_000
     bomb = empty_tensor_zip(REPO / "checkpoints" / "demo-tiny", tensors)

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--lengths", type=int, nargs="+", default=[20, 50, 170])
-    add_smoke_flag(parser, argv, repeats=1, lengths=[8])
+    add_smoke_flag(parser, argv, repeats=1, lengths=[8], threads=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 

@@ -331,7 +331,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--postgresql", action="store_true", help="one machine on PostgreSQL, not SQLite")
     add_smoke_flag(
-        parser, argv, students=1, jitter=0.0, idle=0.5
+        parser, argv, students=1, jitter=0.0, idle=0.1
     )  # the 3 moves reach step 4, the first that asks
     return parser.parse_args(argv)
 

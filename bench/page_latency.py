@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench._smoke import add_smoke_flag  # noqa: E402
-from bertviz_lite.loading.pretrained import load  # noqa: E402
+from bertviz_lite.loading.pretrained import MINILM, load_tokenizer  # noqa: E402
 from devtools.server import CHROMIUM, CHROMIUM_ARGS, open_front_page, running_streamlit  # noqa: E402
 from tests.browser.driver import new_page, open_page, open_tab, type_into, wait_for_idle  # noqa: E402
 
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def while_starting() -> None:  # chromium and the tokenizer while the server starts
         ready["browser"] = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        ready["tokenizer"] = load("all-MiniLM-L6-v2")[1]
+        ready["tokenizer"] = load_tokenizer(MINILM)
 
     with sync_playwright() as playwright, running_streamlit("bench_streamlit.log", while_starting) as url:
         rows, values = measure_all(ready["browser"], url, ready["tokenizer"], args)

@@ -30,7 +30,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--train-args", default="", help="more options for the run, e.g. '--batch-size 4'")
     add_smoke_flag(
-        parser, argv, preset="tiny", steps=2, train_args="--batch-size 4 --num-documents 200 --eval-pairs 16"
+        parser,
+        argv,
+        preset="tiny",
+        steps=2,
+        threads=1,
+        train_args="--batch-size 4 --num-documents 200 --eval-pairs 16",
     )
     options = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:

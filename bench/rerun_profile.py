@@ -111,7 +111,13 @@ def attach(pid: int, out: Path, rate: int) -> subprocess.Popen:
         "--full-filenames",
         "--nonblocking",
     ]
-    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    spy = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Once attached it says "py-spy> Sampling process 200 times a second. …" on stdout; if it cannot, it ends.
+    said = spy.stdout.readline()
+    if "Sampling process" not in said:
+        spy.wait(timeout=60)
+        raise SystemExit(f"py-spy could not attach to the server: {said.strip()} {spy.stderr.read().strip()}")
+    return spy
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,8 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             training = load.start_training(run_dir, args.train_steps, *smaller)
             print(f"Training run: {load.wait_for_training(run_dir, training)}")
             if profiled:
-                spy = attach(server.pid, raw, ours.rate)
-                time.sleep(1.0)  # py-spy attaches; the rounds start after
+                spy = attach(server.pid, raw, ours.rate)  # the rounds start once it samples
             print(load.HEADER)
             load.load_rounds(port, server.pid, run_dir, args, deadline)
         finally:

@@ -99,7 +99,9 @@ def main(argv: list[str] | None = None) -> None:
         "num_documents",
     ):
         parser.add_argument(f"--{name.replace('_', '-')}", type=float if name == "lr" else int, default=None)
-    add_smoke_flag(parser, argv, steps=4, eval_every=2, batch_size=4, eval_pairs=16, num_documents=200)
+    add_smoke_flag(
+        parser, argv, steps=2, eval_every=2, batch_size=4, eval_pairs=16, num_documents=200, threads=1
+    )
     options = parser.parse_args(argv)
     torch.set_num_threads(options.threads)
     untouched = ("threads", "eval_every", "preset", "full", "smoke")

@@ -3,7 +3,7 @@ Train form's budget check reads, beside the growth of a fresh process's peak res
 steps (the model built, AdamW, forward, backward, clip, update: training/optimization.py's own step), on CPU.
 
     python bench/train_memory_estimate.py              # random valid forms (seed 0) and BERT-sized ones
-    python bench/train_memory_estimate.py --smoke      # one small random form (the smoke test)
+    python bench/train_memory_estimate.py --smoke      # one tiny random form (the smoke test)
 
 One line per form, key=value: its sizes, estimate_mb, measured_mb, ratio (estimate / measured); last a summary line
 with the smallest and largest ratio. The budget holds when every ratio lies in [0.5, 2].
@@ -155,10 +155,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--no-bert", action="store_true", help="leave out the MiniLM and BERT-base shaped forms"
     )
-    add_smoke_flag(parser, argv, forms=1, no_bert=True)
+    parser.add_argument(
+        "--tiny", action="store_true", help="random forms of the sizes a 2-core machine steps in a second"
+    )
+    add_smoke_flag(parser, argv, forms=1, no_bert=True, tiny=True)
     options = parser.parse_args(argv)
     rng = random.Random(0)
-    forms = [random_form(rng) for _ in range(options.forms)]
+    forms = [random_form(rng, tiny=options.tiny) for _ in range(options.forms)]
     forms += [] if options.no_bert else bert_forms()
     ratios = []
     for form in forms:

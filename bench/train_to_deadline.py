@@ -49,6 +49,8 @@ SMOKE_RUN = (
     "0",
     "--device",
     "cpu",
+    "--threads",
+    "1",
 )
 
 

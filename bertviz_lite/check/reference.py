@@ -16,7 +16,7 @@ from torch import Tensor
 
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.embeddings import sinusoidal_position_table
-from bertviz_lite.model.modeling import BertForPreTraining
+from bertviz_lite.model.modeling import BertForPreTraining, meta_model
 
 SEED = 0
 PAD = 0  # the exercise pads with id 0
@@ -67,9 +67,7 @@ def seeded_weights(config: BertConfig, seed: int = SEED) -> dict[str, Tensor]:
 
 def our_shapes(config: BertConfig) -> dict[str, tuple[int, ...]]:
     """Our BERT's parameter shapes at these sizes, Hugging Face names, without allocating it (the meta device)."""
-    with torch.device("meta"):
-        ours = BertForPreTraining(config, init_weights=False)
-    return {name: tuple(param.shape) for name, param in ours.named_parameters()}
+    return {name: tuple(param.shape) for name, param in meta_model(config).named_parameters()}
 
 
 def reference_weights(

@@ -23,7 +23,7 @@ from bertviz_lite.limits import (
 from bertviz_lite.loading.run_folder import CONFIG_FILE, VOCAB_FILE, WEIGHTS_FILE, checkpoints_root
 from bertviz_lite.model import hf_io
 from bertviz_lite.model.config import BertConfig
-from bertviz_lite.model.modeling import BertForPreTraining
+from bertviz_lite.model.modeling import BertForPreTraining, meta_model
 from bertviz_lite.text.tokenization import BertTokenizer
 
 MINILM = "all-MiniLM-L6-v2"
@@ -104,8 +104,7 @@ def read_weights(folder: Path, config: BertConfig | None = None) -> dict[str, Te
 def check_weight_names(path: Path, config: BertConfig) -> None:
     """Refuse a safetensors file naming a tensor this config's BERT does not have, from its header alone."""
     names = [name for name in read_safetensors_header(path, path.name) if name != "__metadata__"]
-    with torch.device("meta"):  # the names and shapes only: nothing is allocated
-        expected = set(BertForPreTraining(config, init_weights=False).state_dict())
+    expected = set(meta_model(config).state_dict())
     unknown = [name for name in names if not hf_io.known_key(name, expected)]
     if unknown:
         more = f" and {len(unknown) - 3:,} more" if len(unknown) > 3 else ""
@@ -142,14 +141,18 @@ def load_folder(folder: str | os.PathLike) -> tuple[BertForPreTraining, BertToke
         raise FileNotFoundError(f"No model folder at {folder}")
     config = BertConfig.from_json_file(folder / CONFIG_FILE)
     check_model_size(config)
-    check_vocab_file(folder / VOCAB_FILE, config.vocab_size)
-    try:
-        tokenizer = BertTokenizer.from_vocab(folder / VOCAB_FILE, do_lower_case=_do_lower_case(folder))
-    except ValueError as err:  # its messages name the file by its full path
-        raise ValueError(without_folder(str(err), folder)) from None
+    tokenizer = _tokenizer(folder, config)
     model = _with_weights(config, read_weights(folder, config))
     model.source = str(folder)
     return model.eval(), tokenizer
+
+
+def _tokenizer(folder: Path, config: BertConfig) -> BertTokenizer:
+    check_vocab_file(folder / VOCAB_FILE, config.vocab_size)
+    try:
+        return BertTokenizer.from_vocab(folder / VOCAB_FILE, do_lower_case=_do_lower_case(folder))
+    except ValueError as err:  # its messages name the file by its full path
+        raise ValueError(without_folder(str(err), folder)) from None
 
 
 def _with_weights(config: BertConfig, weights: dict[str, Tensor]) -> BertForPreTraining:
@@ -204,6 +207,14 @@ def load(source: str | os.PathLike = DEFAULT_MODEL) -> tuple[BertForPreTraining,
     if str(source) in SHIPPED_CHECKPOINTS:
         model.source = str(source)
     return model, tokenizer
+
+
+def load_tokenizer(source: str | os.PathLike = DEFAULT_MODEL) -> BertTokenizer:
+    """The tokenizer `load(source)` returns, without reading or building the model (a script that only counts tokens)."""
+    folder = minilm_dir() if str(source) == MINILM else resolve_source(source)
+    config = BertConfig.from_json_file(folder / CONFIG_FILE)
+    check_model_size(config)
+    return _tokenizer(folder, config)
 
 
 def list_checkpoints(root: Path | None = None) -> list[str]:

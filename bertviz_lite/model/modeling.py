@@ -10,6 +10,7 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.overrides import TorchFunctionMode
 
 from bertviz_lite.model.attention_masks import additive_mask, check_head_mask
 from bertviz_lite.model.config import BertConfig
@@ -441,3 +442,20 @@ class BertForPreTraining(nn.Module):
         from bertviz_lite.model.hf_io import hf_state_dict
 
         return hf_state_dict(self)
+
+
+class _SkipInit(TorchFunctionMode):
+    """Leaves torch.nn.init's functions undone: on the meta device normal_ runs a Python reference that imports
+    torch._dynamo (1.2 s of CPU, once per process: a fresh server's first model load)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if getattr(func, "__module__", None) == "torch.nn.init":
+            return args[0] if args else kwargs["tensor"]  # every init function's first argument
+        return func(*args, **kwargs)
+
+
+def meta_model(config: BertConfig) -> BertForPreTraining:
+    """The model's names and shapes on the meta device: nothing allocated, nothing initialised."""
+    with torch.device("meta"), _SkipInit():
+        return BertForPreTraining(config, init_weights=False)

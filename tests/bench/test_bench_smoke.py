@@ -1,7 +1,10 @@
 """Every bench script runs: `python bench/X.py --smoke` ends with exit code 0 and prints key=value lines.
 
 A script joins by being in bench/ (private helper modules start with `_`); it must then accept --smoke, declared
-with bench/_smoke.py's add_smoke_flag. No timing is asserted: a smoke run's numbers mean nothing.
+with bench/_smoke.py's add_smoke_flag. No timing is asserted: a smoke run's numbers mean nothing. Each script runs in a
+child forked from one interpreter that has imported torch, transformers and the other heavy third-party modules
+already (tests/bench/preloaded.py says what that keeps and what it saves). This module names none of the words that
+put a test module in the app's xdist group (tests/conftest.py's SHARES_THE_APP): the scripts spread over both workers.
 bench/gpu_english.sh is left out: it trains two MiniLM-sized runs for minutes from .gpu/minilm, a float16 copy made
 on the lent GPU's machine that no checkout has, so there is no cheap run of it here.
 """
@@ -11,14 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from bench._smoke import add_smoke_flag
+from tests.bench.preloaded import Preloaded
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p.name for p in (REPO / "bench").glob("*.py") if not p.name.startswith("_"))
@@ -28,6 +30,10 @@ KEY_VALUE = re.compile(r"[a-z0-9_]+=\S+(?:\s|$)")  # a line that begins with key
 CHROMIUM = {"browser_memory.py", "page_latency.py"}
 SERVER = CHROMIUM | {"live_class_load.py", "live_class.py", "rerun_profile.py"}
 TIMEOUT_S = 240
+# PyTorch on one thread in the script and the processes it starts (scripts with --threads say so in their smoke
+# setting too): on a busy 2-core machine two threads' spin-waits cost more CPU than a smoke run's work (time_to_learn's
+# two steps: 0.1 s of CPU on one thread, 2.4 s on two).
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
 
 def _within_budget(lines: list[str]) -> None:
@@ -52,19 +58,19 @@ def _param(name: str):
     )
 
 
+@pytest.fixture(scope="module")
+def preloaded():
+    interpreter = Preloaded(env={**os.environ, **ONE_THREAD, "PYTHONUNBUFFERED": "1"})
+    yield interpreter
+    interpreter.close()
+
+
 @pytest.mark.parametrize("script", [_param(name) for name in SCRIPTS])
-def test_bench_script_runs_its_smoke_setting(script):
+def test_bench_script_runs_its_smoke_setting(script, preloaded):
     if script in CHROMIUM and not Path("/usr/bin/chromium").exists():
         pytest.skip("Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)")
     started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, f"bench/{script}", "--smoke"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    done = preloaded.run(f"bench/{script}", timeout=TIMEOUT_S)
     print(f"{script}: {time.perf_counter() - started:.1f} s")
     assert done.returncode == 0, (
         f"{script} --smoke exited with {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"

@@ -7,7 +7,7 @@ import torch
 import transformers
 
 from bertviz_lite.loading import pretrained
-from bertviz_lite.loading.pretrained import load, load_folder, minilm_dir
+from bertviz_lite.loading.pretrained import load, load_folder, load_tokenizer, minilm_dir
 from bertviz_lite.model.modeling import BertForPreTraining
 
 PAIRS = [
@@ -134,6 +134,20 @@ def test_messages_name_the_file_not_its_path(tmp_path):
         load_folder(folder)
     for message in (str(caught.value), str(caught_config.value)):
         assert str(tmp_path) not in message
+
+
+@pytest.mark.parametrize("source", ["demo-tiny", "all-MiniLM-L6-v2"])
+def test_the_tokenizer_alone_is_the_one_load_returns(source):
+    text = "Unbelievable tokenizers split [MASK] words."
+    expected = load(source)[1].encode_pair(text, "Ok.")
+    assert load_tokenizer(source).encode_pair(text, "Ok.").input_ids == expected.input_ids
+
+
+def test_the_tokenizer_alone_refuses_a_vocabulary_its_config_does_not_match(tmp_path):
+    folder = copy_minilm(tmp_path)
+    (folder / "vocab.txt").write_text("[PAD]\n[UNK]\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="vocab.txt"):
+        load_tokenizer(folder)
 
 
 def test_minilm_weights_with_another_checksum_are_refused(monkeypatch):

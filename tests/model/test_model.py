@@ -6,7 +6,7 @@ import transformers
 
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.embeddings import sinusoidal_position_table
-from bertviz_lite.model.modeling import ROW_BUCKET, BertForPreTraining, labelled_positions
+from bertviz_lite.model.modeling import ROW_BUCKET, BertForPreTraining, labelled_positions, meta_model
 
 TINY = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
 
@@ -185,6 +185,16 @@ def test_sinusoidal_positions_are_fixed_and_export_to_transformers():
             hf(input_ids=ids, token_type_ids=tt, attention_mask=am).prediction_logits
             - model.mlm_logits(ids, tt, attention_mask=am)
         )[am.bool()].abs().max() < 1e-5
+
+
+def test_the_meta_model_has_the_real_ones_names_and_shapes_and_no_storage():
+    config = BertConfig(**TINY, position_embedding_type="sinusoidal")
+    real = BertForPreTraining(config).state_dict()
+    meta = meta_model(config).state_dict()
+    assert {name: tuple(t.shape) for name, t in meta.items()} == {
+        name: tuple(t.shape) for name, t in real.items()
+    }
+    assert {t.device.type for t in meta.values()} == {"meta"}
 
 
 def test_mlm_decoder_is_tied_to_word_embeddings():
