@@ -99,6 +99,8 @@ def _group(module: Path) -> str | None:
         module.parent == tests / "check"
     ):  # the checker's tests: a module's tests share the child process of its fixture
         return f"check-{module.stem}"
+    if module.parent == tests / "bench":  # each script in a process of its own, on a port of its own
+        return None
     if module.parent == tests / "app" or any(
         word in module.read_text(encoding="utf-8") for word in SHARES_THE_APP
     ):

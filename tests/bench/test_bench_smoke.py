@@ -3,8 +3,8 @@
 A script joins by being in bench/ (private helper modules start with `_`); it must then accept --smoke, declared
 with bench/_smoke.py's add_smoke_flag. No timing is asserted: a smoke run's numbers mean nothing. Each script runs in a
 child forked from one interpreter that has imported torch, transformers and the other heavy third-party modules
-already (tests/bench/preloaded.py says what that keeps and what it saves). This module names none of the words that
-put a test module in the app's xdist group (tests/conftest.py's SHARES_THE_APP): the scripts spread over both workers.
+already (tests/bench/preloaded.py says what that keeps and what it saves). The scripts spread over both
+workers (tests/conftest.py).
 bench/gpu_english.sh is left out: it trains two MiniLM-sized runs for minutes from .gpu/minilm, a float16 copy made
 on the lent GPU's machine that no checkout has, so there is no cheap run of it here.
 """
