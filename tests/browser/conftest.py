@@ -44,23 +44,49 @@ def browser():
         chromium.close()
 
 
+VIEWPORT = {"width": 1400, "height": 1000}
+# Leaves a tab as a new one would be for the app: nothing kept in its origin's storage.
+_FORGET = "() => { localStorage.clear(); sessionStorage.clear(); }"
+
+
 @pytest.fixture(scope="session")
 def visitors_browser(browser):
     """One browser context for the session's `page`s: its HTTP cache keeps the app's scripts (Streamlit's and
-    plotly's, several MB) compiled between tests, which halves chromium's work per page load. Each test still
-    comes as a new visitor (its cookies cleared) in a new tab (a new streamlit session)."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    plotly's, several MB) compiled between tests, which halves chromium's work per page load."""
+    context = browser.new_context(viewport=VIEWPORT)
     context.add_init_script(RUN_TRACKER)
     yield context
     context.close()
 
 
+@pytest.fixture(scope="session")
+def _visitor_tab(visitors_browser):
+    """The tab `page` hands to one test after another: a new tab costs chromium a new renderer process (about
+    1 CPU-s on this machine, as much as the page load itself)."""
+    return {"page": None}
+
+
 @pytest.fixture
-def page(visitors_browser):
+def page(request, visitors_browser, _visitor_tab):
+    """A new visitor: its cookies and the app's storage cleared, the tab at about:blank and at the default size; its
+    first `goto` opens a new document and a new streamlit session. A test that adds listeners or routes to its
+    page (`page.on`, `page.route`) is marked `own_tab`: it gets a tab of its own, so that they end with it."""
     visitors_browser.clear_cookies()
-    page = visitors_browser.new_page()
-    yield page
-    page.close()
+    if request.node.get_closest_marker("own_tab"):
+        own = visitors_browser.new_page()
+        yield own
+        own.close()
+        return
+    tab = _visitor_tab["page"]
+    if tab is None or tab.is_closed():
+        tab = _visitor_tab["page"] = visitors_browser.new_page()
+    tab.set_viewport_size(VIEWPORT)
+    yield tab
+    if not tab.is_closed():
+        if tab.url.startswith("http"):
+            with contextlib.suppress(Exception):  # a page that crashed or never loaded has nothing to forget
+                tab.evaluate(_FORGET)
+        tab.goto("about:blank")
 
 
 _RUN_NUMBERS = itertools.count()

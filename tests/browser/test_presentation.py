@@ -232,6 +232,7 @@ def test_a_prepared_link_reproduces_pair_layer_and_head(streamlit_url, page):
 SIDEBAR_WIDGET_CODE = "**/static/js/{Checkbox,TextInput}.*.js"
 
 
+@pytest.mark.own_tab
 def test_a_links_presentation_mode_and_pair_hold_when_the_sidebar_is_drawn_late(streamlit_url, page):
     """A browser still loading the sidebar widgets' code when the second run comes (a tab clicked at once, a busy
     machine) draws them from that run's copy: they must hold the link's values, or the next run turns presentation
@@ -381,6 +382,7 @@ def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit
 BUTTON_CODE = "**/static/js/Button.*.js"
 
 
+@pytest.mark.own_tab
 def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside(streamlit_url, page):
     outside = []
     page.on(
