@@ -6,7 +6,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-OUTLIVE_THE_TEST = {"on", "once", "route", "route_from_har", "expose_function", "expose_binding", "add_init_script"}
+OUTLIVE_THE_TEST = {
+    "on",
+    "once",
+    "route",
+    "route_from_har",
+    "expose_function",
+    "expose_binding",
+    "add_init_script",
+}
 
 
 def _unmarked_listeners(source: str) -> list[str]:
