@@ -99,7 +99,7 @@ def fork_python_children() -> None:
 
     def fork_exec(args, executables, close_fds, keep, cwd, env_list, *pipes_and_rest):
         command = [os.fsdecode(arg) for arg in args]
-        if not _runs_here(command):
+        if not _runs_here(command, os.fsdecode(executables[0])):
             return exec_child(args, executables, close_fds, keep, cwd, env_list, *pipes_and_rest)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()  # nothing the script wrote is written again by the fork
@@ -112,9 +112,10 @@ def fork_python_children() -> None:
     subprocess._USE_POSIX_SPAWN = False  # every child through _fork_exec
 
 
-def _runs_here(command: list[str]) -> bool:
+def _runs_here(command: list[str], executable: str) -> bool:
     """A command this interpreter can run itself: sys.executable, then -m module, -c code or a file."""
-    if len(command) < 2 or os.path.realpath(command[0]) != os.path.realpath(sys.executable):
+    python = os.path.realpath(sys.executable)
+    if len(command) < 2 or {os.path.realpath(command[0]), os.path.realpath(executable)} != {python}:
         return False
     return (command[1] in ("-m", "-c") and len(command) > 2) or not command[1].startswith("-")
 
