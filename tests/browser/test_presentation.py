@@ -20,7 +20,6 @@ from tests.browser.driver import (
     choose_option,
     click_model_view_tile,
     go_to,
-    new_page,
     open_page,
     open_tab,
     resize,
@@ -453,7 +452,7 @@ def test_picks_survive_a_visit_to_another_page(streamlit_url, page):
     assert_no_exception(page)
 
 
-def test_a_copied_link_reopens_the_tab_and_the_filter_in_a_fresh_browser(streamlit_url, page, browser):
+def test_a_copied_link_reopens_the_tab_and_the_filter_in_a_fresh_browser(streamlit_url, page, visitor):
     open_page(page, streamlit_url, "Attention")
     choose_option(page, "attn_layer", "3")
     pick_filter(page, "attn_sentence_filter", "A→B")
@@ -461,21 +460,20 @@ def test_a_copied_link_reopens_the_tab_and_the_filter_in_a_fresh_browser(streaml
     page.wait_for_function("() => location.search.includes('tab=Model')", timeout=10_000)
     link = page.locator('[data-testid="stSidebar"] [data-testid="stCode"] code').first.text_content()
     assert "tab=Model+view" in link and "filter=A" in link and "layer=3" in link, link
-    fresh = new_page(browser, viewport={"width": 1280, "height": 720})
-    try:
-        fresh.goto(link)
-        expect(fresh.get_by_role("tab", name="Model view")).to_have_attribute(
-            "aria-selected", "true", timeout=60_000
-        )
-        wait_for_idle(fresh)
-        expect_filter(fresh, "attn_sentence_filter", "A→B")
-        assert selected_option(fresh, "attn_layer") == "3"
-        fresh.wait_for_function(
-            "() => document.querySelector('.st-key-model_view .js-plotly-plot')?._fullLayout", timeout=60_000
-        )
-        assert_no_exception(fresh)
-    finally:
-        fresh.context.close()
+    fresh = visitor(
+        viewport={"width": 1280, "height": 720}
+    )  # another browser: no cookie, no state of the first
+    fresh.goto(link)
+    expect(fresh.get_by_role("tab", name="Model view")).to_have_attribute(
+        "aria-selected", "true", timeout=60_000
+    )
+    wait_for_idle(fresh)
+    expect_filter(fresh, "attn_sentence_filter", "A→B")
+    assert selected_option(fresh, "attn_layer") == "3"
+    fresh.wait_for_function(
+        "() => document.querySelector('.st-key-model_view .js-plotly-plot')?._fullLayout", timeout=60_000
+    )
+    assert_no_exception(fresh)
 
 
 def test_presentation_mode_shows_a_runs_curves_on_the_slide(streamlit_url, page):
