@@ -25,7 +25,8 @@ def _undecorated(method):
 class EagerAdamW(torch.optim.AdamW):
     """torch's AdamW, run eagerly: without the wrappers that keep torch.compile out of its methods, each of which
     imports torch._dynamo on first use (1.5 s of CPU and 70 MB for every training process). Nothing compiles the
-    optimizer here (compiled_step.py compiles the forward and backward only), so they have nothing to do."""
+    optimizer here (compiled_step.py compiles the forward and backward only), so they have nothing to do. The same
+    update as torch's (tests/training/test_trainer.py); bench/train_memory_estimate.py would see dynamo come back."""
 
     add_param_group = _undecorated(torch.optim.Optimizer.add_param_group)
     zero_grad = _undecorated(torch.optim.Optimizer.zero_grad)
