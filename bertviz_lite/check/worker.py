@@ -287,8 +287,9 @@ def main(argv: list[str]) -> int:
     ours = load_file(folder / "ours.safetensors")
     inputs = load_file(folder / "inputs.safetensors")
     (folder / "ready").write_text("")
+    stop = request.get("stop", len(request["jobs"]))
     for n, job in enumerate(request["jobs"]):
-        if n < request.get("start", 0):
+        if not request.get("start", 0) <= n < stop:
             continue
         result, tensors = run_job(job, request, ours, inputs)
         save_file(tensors, str(folder / f"job{n}.safetensors"))
