@@ -5,7 +5,7 @@ Whatever the child does (raise, loop, allocate, die), each job comes back as a r
 
 Each job runs in a fork of this process's zygote (check/zygote.py: torch already imported, so a child starts in
 milliseconds rather than ~1.5 s), a fork of its own, which becomes what a fresh child is before the worker runs. Where
-there is no zygote (it cannot start, it died, `BERTVIZ_LITE_ZYGOTE=0`), the jobs run as they always did: in a fresh
+there is no zygote (it cannot start, or it died), the jobs run as they always did: in a fresh
 `python -m bertviz_lite.check.worker`, one after another. Either way the same limits, results and messages.
 """
 
@@ -25,7 +25,8 @@ from typing import Any
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
-from bertviz_lite.check.zygote_client import ZYGOTES, ForkedChild, ZygoteLost
+from bertviz_lite.check import zygote_client
+from bertviz_lite.check.zygote_client import ForkedChild, ZygoteLost
 
 TIME_LIMIT_S = 20.0  # per job, inside the child
 MEMORY_LIMIT_BYTES = 3 * 1024**3  # the child's address space: torch itself takes ~0.7 GB of it
@@ -102,7 +103,7 @@ def _forked(
 ) -> ForkedChild | None:
     """A fork of the zygote running the jobs start … stop-1, or None when there is no zygote to ask."""
     _write_request(root, request, start, stop)
-    return ZYGOTES.fork_child(root, env)
+    return zygote_client.ZYGOTES.fork_child(root, env)
 
 
 def _run_fresh(root: Path, env: dict[str, str], job_s: float) -> int | None:

@@ -1,9 +1,9 @@
 """The server's side of check/zygote.py: one zygote per process, started on first use, asked for a child per job.
 
-`fork_child(folder, env)` gives a `ForkedChild` (wait, kill_group: what the sandbox does with a fresh child), or None
-when there is no zygote to ask (it cannot start, or died `MAX_STARTS` times, or `BERTVIZ_LITE_ZYGOTE=0`): then the
-sandbox starts a fresh python, as it always did, and a log line says why. The zygote lives as long as this process:
-it reads its stdin, a pipe only this process holds, and exits at its end.
+`Zygotes.fork_child(folder, env)` gives a `ForkedChild` (wait, kill_group: what the sandbox does with a fresh child),
+or None when there is no zygote to ask (it cannot start, or it died `MAX_STARTS` times): then the sandbox starts a
+fresh python, as it always did, and a log line says why. The zygote lives as long as this process: it reads its
+stdin, a pipe only this process holds, and exits at its end.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import threading
 from pathlib import Path
 
 COMMAND = (sys.executable, "-m", "bertviz_lite.check.zygote")
-SETTING = "BERTVIZ_LITE_ZYGOTE"  # "0": no zygote, every job in a fresh python
 MAX_STARTS = 3  # a zygote that keeps dying (a broken install) is not started a fourth time by this process
 KILL_WAIT_S = 5.0  # for the zygote to report a killed child's exit
 log = logging.getLogger(__name__)
@@ -47,9 +46,12 @@ class ForkedChild:
         if not self.ended.wait(timeout):
             raise subprocess.TimeoutExpired(COMMAND, timeout)
         if self.lost:
-            raise ZygoteLost(
-                f"the zygote (pid {self.zygote.process.pid}) died while pid {self.pid} ran a job"
+            what = (
+                f"while its child {self.pid} ran a job"
+                if self.pid
+                else "before it forked a child for the job"
             )
+            raise ZygoteLost(f"the checker's zygote (pid {self.zygote.process.pid}) ended {what}")
         return self.returncode
 
     def kill_group(self) -> None:
@@ -116,7 +118,9 @@ class Zygote:
                 self.process.stdin.flush()
         except (OSError, ValueError) as error:  # a broken pipe, or closed here
             if not missing_ok:
-                raise ZygoteLost(f"the zygote (pid {self.process.pid}) cannot be asked ({error})") from error
+                raise ZygoteLost(
+                    f"the checker's zygote (pid {self.process.pid}) cannot be asked ({error})"
+                ) from error
 
     def _read(self) -> None:
         for line in self.process.stdout:
@@ -171,8 +175,6 @@ class Zygotes:
 
     def fork_child(self, folder: Path, env: dict[str, str]) -> ForkedChild | None:
         """A forked child for the job in `folder`, or None (said in a log line): start a fresh child then."""
-        if os.environ.get(SETTING) == "0":
-            return None
         zygote = self._running(env)
         if zygote is None:
             return None
@@ -211,4 +213,8 @@ class Zygotes:
 
 
 ZYGOTES = Zygotes()
-atexit.register(ZYGOTES.close)
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    ZYGOTES.close()

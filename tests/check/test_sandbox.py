@@ -3,22 +3,35 @@ finding with their traceback's last frame (exit code 1), a file that cannot load
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
 import pytest
 
 from bertviz_lite.check import CheckRequest, check_files
+from tests.check.zygotes import our_zygotes
 
 LEARNERS = Path(__file__).parent / "learners"
 TIME_LIMIT_S = 2.0
-pytestmark = pytest.mark.slow  # two jobs run to their time limit and three child processes start
+pytestmark = pytest.mark.slow  # two jobs run to their time limit, nine forks of the zygote
+
+
+class _Said(logging.Handler):
+    """The log lines the checker writes (a job left to a fresh python says so)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
 
 @pytest.fixture(scope="module")
 def reports():
-    """The failing files and a correct one after them, in one child process (a dying job costs only itself; the
-    last one turns off the alarm and is killed on the wall clock)."""
+    """The failing files and a correct one after them, each in a fork of the zygote (a dying job costs only itself;
+    the last one turns off the alarm and is killed on the wall clock)."""
     names = [
         "raises_in_forward",
         "raises_on_import",
@@ -30,9 +43,16 @@ def reports():
         "hf_style",
         "hangs_ignoring_alarm",
     ]
+    said = _Said()
+    logging.getLogger("bertviz_lite.check").addHandler(said)
     started = time.monotonic()
-    found = check_files([CheckRequest(LEARNERS / f"{name}.py") for name in names], time_limit=TIME_LIMIT_S)
-    return dict(zip(names, found, strict=True)), time.monotonic() - started
+    try:
+        found = check_files(
+            [CheckRequest(LEARNERS / f"{name}.py") for name in names], time_limit=TIME_LIMIT_S
+        )
+    finally:
+        logging.getLogger("bertviz_lite.check").removeHandler(said)
+    return dict(zip(names, found, strict=True)), time.monotonic() - started, said.lines
 
 
 def test_an_exception_in_their_forward_is_a_finding_with_their_last_frame(reports):
@@ -87,3 +107,8 @@ def test_the_whole_batch_ends_within_its_time_limits(reports):
 def test_a_loop_that_turns_off_the_alarm_is_killed_on_the_wall_clock(reports):
     report = reports[0]["hangs_ignoring_alarm"]
     assert report.codes == ["timeout"] and report.exit_code == 1
+
+
+def test_every_job_ran_in_a_fork_of_the_zygote_so_its_limits_held_there(reports):
+    assert reports[2] == []  # no job was left to a fresh python
+    assert len(our_zygotes()) == 1
