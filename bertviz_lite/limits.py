@@ -65,7 +65,7 @@ MAX_SNAPSHOTS = (
 )
 MAX_SNAPSHOTS_BYTES = 256 * MB  # all snapshot files of one upload together
 DEFAULT_TRAIN_MEMORY_MB = (
-    8192  # BERT-base at batch 32 × 128 tokens needs about 7.2 GB by training_memory_bytes
+    8192  # BERT-base at batch 32 × 128 tokens needs about 7.1 GB by training_memory_bytes
 )
 DEFAULT_MAX_TRAIN_EXAMPLES = 1_000_000  # steps × batch of one app-launched run: the base preset is 320,000
 DEFAULT_MAX_PARAMETERS = 400_000_000
@@ -94,8 +94,8 @@ MAX_RECORDED_NUMBER = sys.float_info.max
 MAX_STEP = 10**12  # a step, step count or pid past this is not a training run's
 FLOAT_BYTES = 4  # activations are float32
 TRAINING_RUNTIME_BYTES = (
-    64 * MB
-)  # autograd, the allocator's arenas, thread pools: a tiny model's step grows ~90 MB
+    24 * MB
+)  # autograd, the allocator's arenas, thread pools: a tiny model's step grows ~30 MB
 WEIGHT_SLACK_BYTES = 1 * MB  # headers, position_ids buffers
 
 
@@ -195,7 +195,7 @@ def training_memory_bytes(config: BertConfig, batch_size: int, seq_len: int) -> 
     """Bytes a training process grows by, about: weights, gradients and AdamW's two moments (16 bytes a parameter),
     the activations autograd keeps for the backward pass at batch × sequence length, and the runtime's own.
 
-    bench/train_memory_estimate.py measures it against real steps (0.76-1.18 of the peak growth, tiny models to
+    bench/train_memory_estimate.py measures it against real steps (0.80-1.26 of the peak growth, tiny models to
     BERT-base); a property test keeps it within 2×.
     """
     t = seq_len

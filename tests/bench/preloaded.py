@@ -7,15 +7,19 @@ which imports them and then, per request, forks a child that runs the script as 
 would: the script as `__main__`, its argv, its folder first on sys.path (this folder is not on it), the repository as
 its working directory, its own stdout and stderr, an empty stdin. Nothing of the project is imported before the fork,
 so each script still finds and imports bertviz_lite, bench/ and tests/ itself; what the fork takes away is only the
-cold import of the third-party modules listed in PRELOAD. The processes a script starts (the app's server, chromium,
-a training run) start cold as before.
+cold import of the third-party modules listed in PRELOAD. The Python processes a script starts (the app's server, a
+training run, train_throughput's case, the checker's worker) are forked from the script in the same way when the test
+asks (fork_python_children): Popen sets up their files, folder and session as before, and each runs its own command
+line with the project's modules imported anew, instead of a fresh interpreter importing torch and streamlit again
+(2-4 s of CPU each). Other programs (chromium, py-spy) start as before.
 
-Protocol, JSON lines: the test writes {"script", "stdout", "stderr"}; this process answers {"pid"} at the fork, then
-{"returncode"} (negative: the signal that ended it, as subprocess reports it) when the child has ended.
+Protocol, JSON lines: the test writes {"script", "stdout", "stderr", "fork_children"}; this process answers {"pid"} at
+the fork, then {"returncode"} (negative: the signal that ended it, as subprocess reports it) when the child has ended.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import importlib
@@ -27,7 +31,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import traceback
+import types
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,7 +65,7 @@ def preload() -> None:
 
 def run_script(request: dict) -> None:
     """In the forked child: become `python bench/X.py --smoke` (exceptions and SystemExit end the child as they would
-    end that interpreter)."""
+    end that interpreter); with request["fork_children"], the Python processes it starts are forked from it too."""
     for fd, path, flags in (
         (0, os.devnull, os.O_RDONLY),
         (1, request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
@@ -70,8 +77,157 @@ def run_script(request: dict) -> None:
     os.chdir(REPO)
     sys.argv = [request["script"], "--smoke"]
     sys.path[0] = str(script.parent)  # what `python bench/X.py` puts first (this file's folder was there)
+    if request.get("fork_children"):
+        fork_python_children()
     runpy.run_path(str(script), run_name="__main__")
     sys.exit(0)
+
+
+# A Python child's path after its first entry and PYTHONPATH: this interpreter's, but its own folder.
+BASE_PATH = sys.path[1:]
+
+
+def fork_python_children() -> None:
+    """Run the `python -m …`, `python -c …` and `python file …` commands the script starts in a fork of it, not a
+    fresh interpreter: subprocess.Popen's child setup (pipes and files on 0-2, other descriptors closed, cwd, new
+    session, preexec_fn) runs as before, then the command runs as that interpreter would run it, instead of exec.
+
+    The app's server, a training run and a timed case then skip the cold import of torch and streamlit (2-4 s of CPU
+    each). Other programs (chromium, py-spy) and Python commands with other options start as before.
+    """
+    exec_child = subprocess._fork_exec
+
+    def fork_exec(args, executables, close_fds, keep, cwd, env_list, *pipes_and_rest):
+        command = [os.fsdecode(arg) for arg in args]
+        if not _runs_here(command, os.fsdecode(executables[0])):
+            return exec_child(args, executables, close_fds, keep, cwd, env_list, *pipes_and_rest)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()  # nothing the script wrote is written again by the fork
+        pid = os.fork()
+        if pid == 0:
+            _become(command, close_fds, keep, cwd, env_list, *pipes_and_rest)
+        return pid
+
+    subprocess._fork_exec = fork_exec
+    subprocess._USE_POSIX_SPAWN = False  # every child through _fork_exec
+
+
+def _runs_here(command: list[str], executable: str) -> bool:
+    """A command this interpreter can run itself: sys.executable, then -m module, -c code or a file."""
+    python = os.path.realpath(sys.executable)
+    if len(command) < 2 or {os.path.realpath(command[0]), os.path.realpath(executable)} != {python}:
+        return False
+    return (command[1] in ("-m", "-c") and len(command) > 2) or not command[1].startswith("-")
+
+
+def _become(
+    command,
+    close_fds,
+    keep,
+    cwd,
+    env_list,
+    p2cread,
+    p2cwrite,
+    c2pread,
+    c2pwrite,
+    errread,
+    errwrite,
+    errpipe_read,
+    errpipe_write,
+    restore_signals,
+    start_new_session,
+    process_group,
+    *rest,
+) -> None:
+    """In the fork: what _fork_exec does before exec, then the command; never returns."""
+    try:
+        preexec_fn = rest[-2]
+        for fd in (p2cwrite, c2pread, errread, errpipe_read):
+            if fd != -1:
+                os.close(fd)
+        for fd, target in ((p2cread, 0), (c2pwrite, 1), (errwrite, 2)):
+            if fd != -1:
+                os.dup2(fd, target)
+        if close_fds:
+            _close_except({0, 1, 2, *keep})
+        if cwd is not None:
+            os.chdir(cwd)
+        if start_new_session:
+            os.setsid()
+        if process_group != -1:
+            os.setpgid(0, process_group)
+        if preexec_fn is not None:
+            preexec_fn()
+        if env_list is not None:
+            os.environ.clear()
+            os.environ.update(dict(os.fsdecode(entry).split("=", 1) for entry in env_list))
+        os.close(errpipe_write)  # as a successful exec would: the parent's Popen returns
+    except BaseException as err:
+        os.write(errpipe_write, f"SubprocessError:0:the fork's setup failed: {err!r}".encode())
+        os._exit(255)
+    os._exit(_run_python(command[1:]))
+
+
+def _close_except(keep: set[int]) -> None:
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _run_python(argv: list[str]) -> int:
+    """Run `python *argv` in this process as a fresh interpreter would (the project's modules imported anew, the
+    command's own atexit handlers at the end); its exit code."""
+    # bertviz_lite, bench, tests, devtools: imported again, from the command's path.
+    project = str(REPO) + os.sep
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(project):
+            del sys.modules[name]
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the script's stdin object: its descriptor is closed here
+    atexit._clear()
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+        signal.signal(number, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if "torch" in sys.modules and os.environ.get("OMP_NUM_THREADS", "").isdigit():
+        sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))  # what a fresh import reads
+    option, target, rest = (
+        (argv[0], argv[1], argv[2:]) if argv[0] in ("-m", "-c") else ("", argv[0], argv[1:])
+    )
+    first = {"-m": os.getcwd(), "-c": "", "": os.path.dirname(os.path.abspath(target))}[option]
+    extra = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    sys.path[:] = [first, *extra, *BASE_PATH]
+    code = 0
+    try:
+        if option == "-m":
+            sys.argv = [target, *rest]  # runpy puts the module's file first
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        elif option == "-c":
+            sys.argv = ["-c", *rest]
+            main = types.ModuleType("__main__")
+            sys.modules["__main__"] = main
+            exec(compile(target, "<string>", "exec"), main.__dict__)
+        else:
+            sys.argv = [target, *rest]
+            runpy.run_path(target, run_name="__main__")
+    except SystemExit as end:
+        code = _exit_code(end.code)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    threading._shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    return code
+
+
+def _exit_code(code) -> int:
+    if code is None or isinstance(code, int):
+        return code or 0
+    print(code, file=sys.stderr)
+    return 1
 
 
 def answer(message: dict) -> None:
@@ -100,14 +256,21 @@ class Preloaded:
         self.process: subprocess.Popen | None = None
         self.pending = b""
 
-    def run(self, script: str, timeout: float) -> subprocess.CompletedProcess:
-        """`python script --smoke` from the preloaded interpreter; subprocess.run's result, or its TimeoutExpired."""
+    def run(self, script: str, timeout: float, fork_children: bool = False) -> subprocess.CompletedProcess:
+        """`python script --smoke` from the preloaded interpreter; subprocess.run's result, or its TimeoutExpired.
+
+        fork_children: the Python processes the script starts are forked from it (fork_python_children)."""
         if self.process is None or self.process.poll() is not None:
             self.process = self._start()
         with tempfile.TemporaryDirectory(prefix="bench_smoke_") as folder:
             out = Path(folder) / "stdout"
             err = Path(folder) / "stderr"
-            request = {"script": script, "stdout": str(out), "stderr": str(err)}
+            request = {
+                "script": script,
+                "stdout": str(out),
+                "stderr": str(err),
+                "fork_children": fork_children,
+            }
             self.process.stdin.write((json.dumps(request) + "\n").encode())
             self.process.stdin.flush()
             deadline = time.monotonic() + timeout

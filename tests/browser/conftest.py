@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
+import json
 import os
 import shutil
 from pathlib import Path
@@ -44,23 +46,90 @@ def browser():
         chromium.close()
 
 
+VIEWPORT = {"width": 1400, "height": 1000}
+
+
+class Visitors:
+    """Browser contexts lent to a test, each a visitor of its own (its cookies and storage), and kept for the next
+    test: a new context or tab costs chromium a renderer process and the app's scripts compiled again (1-2 CPU-s
+    on this machine, as much as a page load), so after a test each context's cookies and storage are cleared, its
+    other tabs closed and its tab sent to about:blank. The next `goto` opens a new document and a new streamlit
+    session, as a new visitor's would."""
+
+    def __init__(self, browser):
+        self.browser = browser
+        self.free: dict[str, list] = collections.defaultdict(list)
+        self.lent: list = []
+
+    def page(self, **options):
+        """A new visitor's tab, in a context with these options (viewport, is_mobile, has_touch, …)."""
+        key = json.dumps(options, sort_keys=True)
+        if self.free[key]:
+            context, tab = self.free[key].pop()
+        else:
+            context = self.browser.new_context(**options)
+            context.add_init_script(RUN_TRACKER)
+            tab = context.new_page()
+        self.lent.append((key, context, tab, options))
+        return tab
+
+    def give_back(self) -> None:
+        """Every context lent since the last call, made new again and kept (one whose tab the test closed is closed)."""
+        for key, context, tab, options in self.lent:
+            if tab.is_closed():
+                with contextlib.suppress(Exception):  # already closed with its tab's context
+                    context.close()
+                continue
+            for other in context.pages:
+                if other is not tab:
+                    other.close()
+            _forget(context, tab)
+            tab.goto("about:blank")
+            context.clear_cookies()
+            tab.set_viewport_size(options.get("viewport", VIEWPORT))
+            self.free[key].append((context, tab))
+        self.lent.clear()
+
+
+def _forget(context, tab) -> None:
+    """Clear the storage of every origin the context has stored something for, and the tab's session storage."""
+    cdp = context.new_cdp_session(tab)
+    try:
+        for origin in {entry["origin"] for entry in context.storage_state()["origins"]}:
+            cdp.send(
+                "Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "local_storage,indexeddb"}
+            )
+    finally:
+        cdp.detach()
+    if tab.url.startswith("http"):
+        with contextlib.suppress(Exception):  # a page that crashed has nothing more to forget
+            tab.evaluate("() => sessionStorage.clear()")
+
+
 @pytest.fixture(scope="session")
-def visitors_browser(browser):
-    """One browser context for the session's `page`s: its HTTP cache keeps the app's scripts (Streamlit's and
-    plotly's, several MB) compiled between tests, which halves chromium's work per page load. Each test still
-    comes as a new visitor (its cookies cleared) in a new tab (a new streamlit session)."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.add_init_script(RUN_TRACKER)
-    yield context
-    context.close()
+def _visitors(browser):
+    return Visitors(browser)
 
 
 @pytest.fixture
-def page(visitors_browser):
-    visitors_browser.clear_cookies()
-    page = visitors_browser.new_page()
-    yield page
-    page.close()
+def visitor(_visitors):
+    """`visitor(**context_options)`: a new visitor's tab (its own cookies), at about:blank; as many as the test
+    asks for. Lent from contexts kept between tests (Visitors)."""
+    yield _visitors.page
+    _visitors.give_back()
+
+
+@pytest.fixture
+def page(request, visitor, browser):
+    """A new visitor's tab at the default size. A test that adds listeners or routes to its page (`page.on`,
+    `page.route`) is marked `own_tab`: it gets a context of its own, closed after it, so that they end with it."""
+    if request.node.get_closest_marker("own_tab"):
+        own = browser.new_context(viewport=VIEWPORT)
+        own.add_init_script(RUN_TRACKER)
+        yield own.new_page()
+        own.close()
+        return
+    yield visitor(viewport=VIEWPORT)
 
 
 _RUN_NUMBERS = itertools.count()

@@ -13,7 +13,7 @@ from bertviz_lite.server import access
 from devtools.server import running_streamlit
 from devtools.waiting import wait_until
 from tests.app.tiny_checkpoint import save_tiny
-from tests.browser.driver import EXCEPTION, choose_option, new_page, open_page, wait_for_idle
+from tests.browser.driver import EXCEPTION, choose_option, open_page, wait_for_idle
 
 pytestmark = pytest.mark.browser
 TOKEN = "lecture-hall-admin-token"
@@ -43,10 +43,7 @@ def _manage(page, url: str, name: str) -> None:
     wait_for_idle(page)
 
 
-def test_the_admin_cookie_is_http_only_and_a_reload_is_still_the_admin(
-    browser, admin_server, others_checkpoint
-):
-    page = new_page(browser, viewport={"width": 1400, "height": 1000})
+def test_the_admin_cookie_is_http_only_and_a_reload_is_still_the_admin(page, admin_server, others_checkpoint):
     _manage(page, admin_server, others_checkpoint)
     expect(page.get_by_role("button", name="Rename")).to_have_count(0)
     page.locator(".st-key-admin_token input").fill(TOKEN)
@@ -64,4 +61,3 @@ def test_the_admin_cookie_is_http_only_and_a_reload_is_still_the_admin(
     expect(page.get_by_role("button", name="Rename")).to_be_visible(timeout=30_000)
     expect(page.locator(".st-key-admin_token")).to_have_count(0)
     assert page.locator(EXCEPTION).count() == 0
-    page.context.close()

@@ -11,7 +11,6 @@ from tests.browser.driver import (
     EXCEPTION,
     NEEDS_DEFAULT_MODEL,
     choose_option,
-    new_page,
     open_page,
     screenshot,
     wait_for_figure,
@@ -30,8 +29,8 @@ _BARS = """() => {
 }"""
 
 
-def _student(browser, url: str, code: str):
-    page = new_page(browser, viewport=PHONE, is_mobile=True, has_touch=True)
+def _student(visitor, url: str, code: str):
+    page = visitor(viewport=PHONE, is_mobile=True, has_touch=True)
     page.goto(f"{url}/class?class={code}")
     page.get_by_text(f"Step 1 of {len(walk.STEPS)}").wait_for(timeout=60_000)
     wait_for_idle(page)
@@ -52,16 +51,16 @@ def second_server(request, browser):
 
 
 def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(
-    browser, streamlit_url, second_server
+    visitor, streamlit_url, second_server
 ):
     """The lecturer and the first student on one server, the second student on another sharing its database."""
-    lecturer = new_page(browser, viewport={"width": 1280, "height": 720})
+    lecturer = visitor(viewport={"width": 1280, "height": 720})
     open_page(lecturer, streamlit_url, "class")
     lecturer.get_by_role("button", name="Start a class").click()
     code = lecturer.locator(".bvl-join-code").inner_text(timeout=30_000).strip()
     wait_for_idle(lecturer)
-    first = _student(browser, streamlit_url, code)
-    second = _student(browser, second_server, code)
+    first = _student(visitor, streamlit_url, code)
+    second = _student(visitor, second_server, code)
     first_again = first.context.new_page()  # the same phone in a second tab: the same student
     first_again.goto(f"{streamlit_url}/class?class={code}")
     first_again.get_by_text(f"Step 1 of {len(walk.STEPS)}").wait_for(timeout=30_000)
@@ -100,5 +99,3 @@ def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(
     expect(
         lecturer.get_by_text(f"Step {walk.STEPS.index(NSP) + 1} of {len(walk.STEPS)}: {NSP.title}")
     ).to_be_visible()
-    for page in (lecturer, first, second):
-        page.context.close()

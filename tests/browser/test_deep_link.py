@@ -10,16 +10,15 @@ from __future__ import annotations
 import pytest
 
 from devtools.server import running_streamlit
-from tests.browser.driver import EXCEPTION, NEEDS_DEFAULT_MODEL, new_page, open_page, wait_for_figure
+from tests.browser.driver import EXCEPTION, NEEDS_DEFAULT_MODEL, open_page, wait_for_figure
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 
 DIALOG = '[role="dialog"]'
 
 
-def test_a_deep_link_is_the_first_page_a_fresh_server_shows(browser):
+def test_a_deep_link_is_the_first_page_a_fresh_server_shows(page):
     with running_streamlit("deep_link_streamlit.log") as url:
-        page = new_page(browser, viewport={"width": 1400, "height": 1000})
         open_page(page, url, "Attention?layer=1")
         wait_for_figure(page, "attention_heatmap")
         assert page.locator(DIALOG).count() == 0, page.locator(DIALOG).all_inner_texts()
@@ -30,4 +29,3 @@ def test_a_deep_link_is_the_first_page_a_fresh_server_shows(browser):
         assert (
             "layer=1" in page.url
         )  # the link's own state was read, not dropped by a detour through the main page
-        page.context.close()

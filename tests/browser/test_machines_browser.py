@@ -20,7 +20,7 @@ from bertviz_lite.server import haproxy
 from devtools.machines import running_machines
 from devtools.postgresql import fresh_schema
 from devtools.waiting import wait_until
-from tests.browser.driver import EXCEPTION, NEEDS_DEFAULT_MODEL, choose_option, new_page, wait_for_idle
+from tests.browser.driver import EXCEPTION, NEEDS_DEFAULT_MODEL, choose_option, wait_for_idle
 from tests.browser.test_training_browser import start_run, wait_for_run_to_show
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
@@ -41,11 +41,11 @@ def machines(postgresql_server):
         yield cluster
 
 
-def on_machine(browser, url: str, machine: str, path: str, visitor: str | None = None, **context):
+def on_machine(visitor, url: str, machine: str, path: str, visitor_id: str | None = None, **context):
     """A new browser session pinned to `machine` by its balancer cookie (and a visitor id, if given): the page,
     after its first run, and the machine that served it."""
-    page = new_page(browser, **({"viewport": {"width": 1280, "height": 800}} | context))
-    cookies = {haproxy.MACHINE_COOKIE: machine, **({"bvl_visitor": visitor} if visitor else {})}
+    page = visitor(**({"viewport": {"width": 1280, "height": 800}} | context))
+    cookies = {haproxy.MACHINE_COOKIE: machine, **({"bvl_visitor": visitor_id} if visitor_id else {})}
     page.context.add_cookies([{"name": name, "value": value, "url": url} for name, value in cookies.items()])
     response = page.goto(f"{url}/{path}")
     page.locator('[data-testid="stMain"] [data-testid="stHeading"]').first.wait_for(timeout=90_000)
@@ -54,14 +54,14 @@ def on_machine(browser, url: str, machine: str, path: str, visitor: str | None =
 
 
 def test_a_run_started_through_machine_a_is_watched_and_stopped_through_machine_b(
-    machines, browser, run_name
+    machines, visitor, run_name
 ):
     wait_until(lambda: not lifecycle.active_runs(CHECKPOINTS_DIR), 120, "no run training in checkpoints/")
-    starter, served = on_machine(browser, machines.url, A, "train", VISITOR_ID)
+    starter, served = on_machine(visitor, machines.url, A, "train", VISITOR_ID)
     assert served == A
     start_run(starter, run_name, ("steps", "num_documents", "threads"))
 
-    watcher, served = on_machine(browser, machines.url, B, f"train?run={run_name}", VISITOR_ID)
+    watcher, served = on_machine(visitor, machines.url, B, f"train?run={run_name}", VISITOR_ID)
     assert served == B
     wait_for_run_to_show(watcher)  # B shows A's run training, from the run folder both share
     watcher.locator(".st-key-train_stop button").first.click()
@@ -69,12 +69,11 @@ def test_a_run_started_through_machine_a_is_watched_and_stopped_through_machine_
     assert lifecycle.run_state(CHECKPOINTS_DIR / run_name).state == "stopped"
     for page in (starter, watcher):
         assert page.locator(EXCEPTION).count() == 0
-        page.context.close()
 
 
-def _student(browser, url: str, machine: str, code: str):
+def _student(visitor, url: str, machine: str, code: str):
     phone = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
-    page, served = on_machine(browser, url, machine, f"class?class={code}", **phone)
+    page, served = on_machine(visitor, url, machine, f"class?class={code}", **phone)
     page.get_by_text(f"Step 1 of {STEPS}").or_(
         page.get_by_text(f"Step {walk.step_number('nsp')} of {STEPS}: {NSP.title}")
     ).first.wait_for(timeout=60_000)
@@ -90,14 +89,14 @@ def _projector_counts(lecturer, answers: int) -> None:
     lecturer.locator('[data-testid="stMetricValue"]', has_text=f"{answers} of").wait_for(timeout=60_000)
 
 
-def test_answers_through_both_machines_reach_one_projector_and_machine_a_dying_loses_none(machines, browser):
-    lecturer, served = on_machine(browser, machines.url, A, "class")
+def test_answers_through_both_machines_reach_one_projector_and_machine_a_dying_loses_none(machines, visitor):
+    lecturer, served = on_machine(visitor, machines.url, A, "class")
     assert served == A
     lecturer.get_by_role("button", name="Start a class").click()
     code = lecturer.locator(".bvl-join-code").inner_text(timeout=30_000).strip()
     wait_for_idle(lecturer)
-    on_a, served_a = _student(browser, machines.url, A, code)
-    on_b, served_b = _student(browser, machines.url, B, code)
+    on_a, served_a = _student(visitor, machines.url, A, code)
+    on_b, served_b = _student(visitor, machines.url, B, code)
     assert (served_a, served_b) == (A, B)
     choose_option(lecturer, "class_step", NSP.title)
     lecturer.get_by_role("button", name="Ask the question").click()
@@ -114,10 +113,9 @@ def test_answers_through_both_machines_reach_one_projector_and_machine_a_dying_l
     _projector_counts(lecturer, 2)  # both acknowledged answers are there, the one given through A included
     on_a.reload()  # on B now, the same student (its visitor cookie), with its answer
     expect(on_a.get_by_text(f"Answer received: {YES}")).to_be_visible(timeout=60_000)
-    late, served = _student(browser, machines.url, A, code)  # its cookie names A: the balancer sends it to B
+    late, served = _student(visitor, machines.url, A, code)  # its cookie names A: the balancer sends it to B
     assert served == B
     _answer(late, YES)
     _projector_counts(lecturer, 3)  # the class goes on through B
     for page in (lecturer, on_a, on_b, late):
         assert page.locator(EXCEPTION).count() == 0
-        page.context.close()

@@ -20,7 +20,6 @@ from tests.browser.driver import (
     choose_option,
     click_model_view_tile,
     go_to,
-    new_page,
     open_page,
     open_tab,
     resize,
@@ -232,6 +231,7 @@ def test_a_prepared_link_reproduces_pair_layer_and_head(streamlit_url, page):
 SIDEBAR_WIDGET_CODE = "**/static/js/{Checkbox,TextInput}.*.js"
 
 
+@pytest.mark.own_tab
 def test_a_links_presentation_mode_and_pair_hold_when_the_sidebar_is_drawn_late(streamlit_url, page):
     """A browser still loading the sidebar widgets' code when the second run comes (a tab clicked at once, a busy
     machine) draws them from that run's copy: they must hold the link's values, or the next run turns presentation
@@ -291,17 +291,20 @@ NORMAL_VIEWS = [
 
 def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_url, page):
     found = {}
+    shot_size = (1024, 768)  # measured last, so that its screenshot needs no resize of its own
     for path, tab in NORMAL_VIEWS:
         if page.url.split("?")[0] != f"{streamlit_url}/{path}":
-            open_page(page, streamlit_url, path)
+            if page.url.startswith(streamlit_url):
+                go_to(page, path.replace("_", " "))  # the same session: its pair and pickers as they came
+            else:
+                open_page(page, streamlit_url, path)
         if tab:
             page.get_by_role("tab", name=tab).click()
         figure_box(page)
-        for width, height in SIZES:
+        for width, height in sorted(SIZES, key=lambda size: size == shot_size):
             resize(page, width, height)
             found.update({f"{path}/{tab} {width}x{height}": overlaps(page)} if overlaps(page) else {})
         screenshot_name = f"normal_1024x768_{path.lower()}_{(tab or 'page').lower().replace(' ', '_')}.png"
-        resize(page, 1024, 768)
         page.screenshot(path=str(ARTIFACTS / screenshot_name))
     assert not found, found
     assert_no_exception(page)
@@ -381,6 +384,7 @@ def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit
 BUTTON_CODE = "**/static/js/Button.*.js"
 
 
+@pytest.mark.own_tab
 def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside(streamlit_url, page):
     outside = []
     page.on(
@@ -451,7 +455,7 @@ def test_picks_survive_a_visit_to_another_page(streamlit_url, page):
     assert_no_exception(page)
 
 
-def test_a_copied_link_reopens_the_tab_and_the_filter_in_a_fresh_browser(streamlit_url, page, browser):
+def test_a_copied_link_reopens_the_tab_and_the_filter_in_a_fresh_browser(streamlit_url, page, visitor):
     open_page(page, streamlit_url, "Attention")
     choose_option(page, "attn_layer", "3")
     pick_filter(page, "attn_sentence_filter", "A→B")
@@ -459,21 +463,20 @@ def test_a_copied_link_reopens_the_tab_and_the_filter_in_a_fresh_browser(streaml
     page.wait_for_function("() => location.search.includes('tab=Model')", timeout=10_000)
     link = page.locator('[data-testid="stSidebar"] [data-testid="stCode"] code').first.text_content()
     assert "tab=Model+view" in link and "filter=A" in link and "layer=3" in link, link
-    fresh = new_page(browser, viewport={"width": 1280, "height": 720})
-    try:
-        fresh.goto(link)
-        expect(fresh.get_by_role("tab", name="Model view")).to_have_attribute(
-            "aria-selected", "true", timeout=60_000
-        )
-        wait_for_idle(fresh)
-        expect_filter(fresh, "attn_sentence_filter", "A→B")
-        assert selected_option(fresh, "attn_layer") == "3"
-        fresh.wait_for_function(
-            "() => document.querySelector('.st-key-model_view .js-plotly-plot')?._fullLayout", timeout=60_000
-        )
-        assert_no_exception(fresh)
-    finally:
-        fresh.context.close()
+    fresh = visitor(
+        viewport={"width": 1280, "height": 720}
+    )  # another browser: no cookie, no state of the first
+    fresh.goto(link)
+    expect(fresh.get_by_role("tab", name="Model view")).to_have_attribute(
+        "aria-selected", "true", timeout=60_000
+    )
+    wait_for_idle(fresh)
+    expect_filter(fresh, "attn_sentence_filter", "A→B")
+    assert selected_option(fresh, "attn_layer") == "3"
+    fresh.wait_for_function(
+        "() => document.querySelector('.st-key-model_view .js-plotly-plot')?._fullLayout", timeout=60_000
+    )
+    assert_no_exception(fresh)
 
 
 def test_presentation_mode_shows_a_runs_curves_on_the_slide(streamlit_url, page):

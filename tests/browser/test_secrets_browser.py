@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from bertviz_lite.server import cookie_handoff
 from devtools.server import open_front_page
 from devtools.waiting import wait_until
-from tests.browser.driver import EXCEPTION, NEEDS_DEFAULT_MODEL, new_page, open_page, wait_for_idle
+from tests.browser.driver import EXCEPTION, NEEDS_DEFAULT_MODEL, open_page, wait_for_idle
 
 pytestmark = [pytest.mark.browser]
 
@@ -49,8 +49,8 @@ def test_the_cookie_route_sets_a_parked_cookie_once_http_only_and_secure_over_ht
 
 
 @NEEDS_DEFAULT_MODEL
-def test_the_lead_cookie_is_http_only_survives_a_reload_and_goes_with_end_class(browser, streamlit_url):
-    lecturer = new_page(browser, viewport={"width": 1280, "height": 720})
+def test_the_lead_cookie_is_http_only_survives_a_reload_and_goes_with_end_class(visitor, streamlit_url):
+    lecturer = visitor(viewport={"width": 1280, "height": 720})
     open_page(lecturer, streamlit_url, "class")
     lecturer.get_by_role("button", name="Start a class").click()
     code = lecturer.locator(".bvl-join-code").inner_text(timeout=60_000).strip()
@@ -70,4 +70,3 @@ def test_the_lead_cookie_is_http_only_survives_a_reload_and_goes_with_end_class(
         lambda: _cookie(lecturer, cookie_handoff.LEAD_COOKIE) is None, 30, "the lecturer's cookie to go"
     )
     assert lecturer.locator(EXCEPTION).count() == 0
-    lecturer.context.close()

@@ -28,7 +28,7 @@ from bertviz_lite.server import haproxy
 from bertviz_lite.server.balancer import WORKER_SETTING
 from devtools.server import REPO, free_port, serve_command
 from devtools.waiting import wait_until
-from tests.browser.driver import new_page, wait_for_idle
+from tests.browser.driver import wait_for_idle
 from tests.browser.test_training_browser import start_run
 
 pytestmark = pytest.mark.browser
@@ -132,9 +132,9 @@ def test_a_visitor_stays_on_one_worker_and_new_visitors_are_spread(balanced):
     assert in_own_loop(stream_worker()) == first
 
 
-def page_on_worker(browser, url: str, worker: str):
+def page_on_worker(visitor, url: str, worker: str):
     """A new browser session of the one visitor, its balancer cookie pinned to `worker`; the page and who served it."""
-    page = new_page(browser, viewport={"width": 1400, "height": 1000})
+    page = visitor(viewport={"width": 1400, "height": 1000})
     page.context.add_cookies(
         [
             {"name": name, "value": value, "url": url}
@@ -147,22 +147,20 @@ def page_on_worker(browser, url: str, worker: str):
     return page, response.headers[haproxy.WORKER_HEADER.lower()]
 
 
-def test_a_run_started_through_one_worker_is_stopped_through_the_other(balanced, browser, run_name):
+def test_a_run_started_through_one_worker_is_stopped_through_the_other(balanced, visitor, run_name):
     balanced_url = balanced.url
     # An earlier test's run may still be saving its last step: wait for the slot (the browser tests run one by one).
     wait_until(lambda: not lifecycle.active_runs(CHECKPOINTS_DIR), 120, "no run training in checkpoints/")
-    starter, served = page_on_worker(browser, f"{balanced_url}/train", "w0")
+    starter, served = page_on_worker(visitor, f"{balanced_url}/train", "w0")
     assert served == "w0"
     start_run(starter, run_name, ("steps", "num_documents", "threads"))
     assert lifecycle.run_state(CHECKPOINTS_DIR / run_name).active
 
-    stopper, served = page_on_worker(browser, f"{balanced_url}/train?run={run_name}", "w1")
+    stopper, served = page_on_worker(visitor, f"{balanced_url}/train?run={run_name}", "w1")
     assert served == "w1"
     stopper.locator(".st-key-train_stop button").first.click()  # w1 sees w0's run as this visitor's
     stopper.get_by_text("Stopped at step").wait_for(timeout=60_000)
     assert lifecycle.run_state(CHECKPOINTS_DIR / run_name).state == "stopped"
-    starter.context.close()
-    stopper.context.close()
 
 
 def test_a_worker_that_dies_is_started_again_and_its_cookie_leads_back_to_it(balanced):

@@ -40,10 +40,17 @@ CASES = {
 }
 
 
+PLANTED = "attention with a planted scale-dk"
+
+
 @pytest.fixture(scope="module")
-def reports():
-    found = check_files([request for request, _, _ in CASES.values()])
-    return dict(zip(CASES, found, strict=True))
+def reports(tmp_path_factory):
+    """Every case, and the part with a planted mistake, checked in one child process."""
+    planted = tmp_path_factory.mktemp("planted") / "attention.py"
+    planted.write_text((PARTS / "attention.py").read_text().replace("/ math.sqrt(d)", "/ d"))
+    requests = {case: request for case, (request, _, _) in CASES.items()}
+    requests[PLANTED] = CheckRequest(planted, "attention")
+    return dict(zip(requests, check_files(list(requests.values())), strict=True))
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -57,8 +64,6 @@ def test_a_part_is_checked_on_its_own(reports, case):
         assert all(s.max_abs_diff < 1e-5 for s in report.stages)
 
 
-def test_a_planted_mistake_in_a_part_is_named(tmp_path):
-    text = (PARTS / "attention.py").read_text().replace("/ math.sqrt(d)", "/ d")
-    (tmp_path / "attention.py").write_text(text)
-    report = check_files([CheckRequest(tmp_path / "attention.py", "attention")])[0]
+def test_a_planted_mistake_in_a_part_is_named(reports):
+    report = reports[PLANTED]
     assert [(f.code, f.stage) for f in report.findings] == [("scale-dk", "layer.0.attention.probs")]

@@ -431,8 +431,10 @@ def test_init_continues_from_pretrained_weights_with_fresh_heads(tmp_path):
     args = [
         "--init",
         str(folder),
-        "--corpus",
-        "english",
+        "--corpus",  # the built-in stories, few: the English corpus's 80,000 pairs took a second to build for 4 steps
+        "builtin",
+        "--num-documents",
+        "150",
         "--seq-len",
         "32",
         "--batch-size",

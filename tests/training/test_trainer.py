@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -11,6 +12,7 @@ import threading
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from bertviz_lite.inspection.evaluation import probe_mask_position, probe_predictions
 from bertviz_lite.limits import parameter_count
@@ -220,6 +222,31 @@ def test_weight_decay_skips_biases_and_layer_norms(tmp_path):
     assert decay["weight_decay"] == 0.01 and no_decay["weight_decay"] == 0.0
     assert all("LayerNorm" not in names[id(p)] and p.dim() == 2 for p in decay["params"])
     assert any("LayerNorm.weight" in names[id(p)] for p in no_decay["params"])
+
+
+def test_our_adamw_steps_as_torchs_fused_adamw():
+    """make_optimizer's EagerAdamW leaves out only torch's dynamo wrappers: the same weights after the same steps."""
+    torch.manual_seed(0)
+    ours = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8))
+    theirs = copy.deepcopy(ours)
+    reference = torch.optim.AdamW(
+        [
+            {"params": [p for p in theirs.parameters() if p.dim() == 2], "weight_decay": 0.01},
+            {"params": [p for p in theirs.parameters() if p.dim() < 2], "weight_decay": 0.0},
+        ],
+        lr=1e-2,
+        eps=1e-6,
+        fused=True,
+    )
+    optimizers = [make_optimizer(ours, 1e-2, 0.01), reference]
+    x = torch.randn(4, 8)
+    for _ in range(3):
+        for model, optimizer in zip((ours, theirs), optimizers, strict=True):
+            model(x).square().sum().backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+    assert all(torch.equal(a, b) for a, b in zip(ours.parameters(), theirs.parameters(), strict=True))
+    assert optimizers[0].state_dict()["state"].keys() == reference.state_dict()["state"].keys()
 
 
 def test_a_fixed_batch_is_overfit(tmp_path):
