@@ -5,10 +5,16 @@ import atexit
 import functools
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+
+# Some machines set PYTHONDONTWRITEBYTECODE; the suite starts about a hundred Python processes (xdist workers, servers,
+# training runs, checker children), each of which would then compile the project's modules from source again.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # The state every app process shares (server/database.py) goes to a folder of this test session, never to the
 # repository's data/; servers the tests start inherit it.

@@ -1,7 +1,8 @@
 """The Train page's attention replay: the probe pair's snapshots replayed, with Play and Follow.
 
 Each snapshot file is summarised once (replay.read_summary, cached per version of the file) and a few
-frames of full maps are kept (replay.replay_frame).
+frames of full maps are kept (replay.replay_frame); each figure is built once from them and shared (show_figure's
+partial), so Play, Follow and a class watching one run draw a snapshot's figures once.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from bertviz_lite.check.learner_run import predictions_gap, replay_gap
@@ -111,7 +113,7 @@ def _replay_panel(run_dir: Path, active: bool, was_playing: bool) -> None:
     _head_and_predictions(frame, lapse, step, zrange, predictions_gap(run_dir))
     st.caption("Click a tile to open that head above.")
     show_figure(
-        replay_model_view(frame.overview, zrange),
+        partial(replay_model_view, frame.overview, zrange=zrange),
         "replay_mosaic",
         frame.overview.to_frame,
         selection_mode="points",
@@ -183,12 +185,17 @@ def _head_and_predictions(
         st.markdown(f"**Layer {layer}, head {head} at step {step}**")
         weights = attentions[layer, head]
         show_figure(
-            replay_heatmap(weights, tokens, zrange),
+            partial(_head_map, frame, layer=layer, head=head, zrange=zrange),
             "replay_heatmap",
             lambda: attention_to_csv_frame(weights, tokens).assign(step=step, layer=layer, head=head),
         )
     with right:
         _predictions(lapse.predictions, step, gap)
+
+
+def _head_map(frame: replay.ReplayFrame, layer: int, head: int, zrange: tuple[float, float]) -> go.Figure:
+    """One head's map in a snapshot's frame (a cached frame and plain picks: show_figure shares what it builds)."""
+    return replay_heatmap(frame.attentions[layer, head], frame.tokens, zrange)
 
 
 def _predictions(series: replay.PredictionSeries, step: int, gap: str | None) -> None:
@@ -208,8 +215,8 @@ def _predictions(series: replay.PredictionSeries, step: int, gap: str | None) ->
         st.markdown(
             f"NSP head at step {step}: B follows A with probability **{series.is_next_prob[index]:.1%}**"
         )
-        show_figure(guesses_bar(series, step), "replay_guesses", series.to_frame)
-    show_figure(prediction_curves(series, step), "replay_predictions", series.to_frame)
+        show_figure(partial(guesses_bar, series, step=step), "replay_guesses", series.to_frame)
+    show_figure(partial(prediction_curves, series, step=step), "replay_predictions", series.to_frame)
 
 
 def _specialisation(lapse: replay.Replay, step: int) -> None:
@@ -228,7 +235,11 @@ def _specialisation(lapse: replay.Replay, step: int) -> None:
         "pair's tokens (padding left out). A head turns dark when it specialises."
     )
     spec = lapse.specialisation
-    show_figure(specialisation_heatmap(spec, pattern, step), "replay_specialisation", spec.to_frame)
+    show_figure(
+        partial(specialisation_heatmap, spec, pattern=pattern, step=step),
+        "replay_specialisation",
+        spec.to_frame,
+    )
 
 
 def _open_head(layer: int, head: int) -> None:

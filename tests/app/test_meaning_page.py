@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from bertviz_lite.inspection.views import meaning_in_context as meaning
-from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO
+from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DEMO, load
+from bertviz_lite.server import access
 from bertviz_lite.text.corpora import senses
 from pages_app.common._sidebar import OTHER_FOLDER
 from tests.app.conftest import APP, HAS_DEMO, PAIR, array, charts, no_exception
@@ -101,20 +101,21 @@ def test_neighbours_over_the_whole_index(monkeypatch):
         whole.sentences[:200] + [whole.sentences[n] for n, _, _ in whole.by_word["bank"]]
     )
     monkeypatch.setattr(senses, "sense_index", lambda: small)
-    st.cache_resource.clear()
-    try:
-        at = run_meaning({"model_picker": DEMO}, meaning_scope="every labelled word of the index")
-        no_exception(at)
-        from bertviz_lite.loading.pretrained import load
-
-        model, tokenizer = load(DEMO)
-        data = meaning.word_contexts(model, tokenizer, small, "bank", unlabelled=False)
-        pool = meaning.index_pool(model, tokenizer, small, 2)
-        expected = meaning.nearest_neighbours(
-            pool, data.vectors[2, 0], 10, exclude=data.occurrences[0]
-        ).to_frame()
-        table = at.dataframe[0].value
-        assert table["before"].tolist() == expected["before"].tolist()
-        assert np.allclose(table["similarity"], expected["similarity"], atol=1e-4)
-    finally:
-        st.cache_resource.clear()
+    # The model's version (a key of every page cache) names the stand-in index: the pool and word contexts are made
+    # afresh from it, and no other test meets them; clearing every cache instead reloaded every model and re-ran the
+    # warm-up, here and in the tests after.
+    version = access.fenced_version
+    monkeypatch.setattr(
+        access, "fenced_version", lambda source: f"{version(source)} with a small sense index"
+    )
+    at = run_meaning({"model_picker": DEMO}, meaning_scope="every labelled word of the index")
+    no_exception(at)
+    model, tokenizer = load(DEMO)
+    data = meaning.word_contexts(model, tokenizer, small, "bank", unlabelled=False)
+    pool = meaning.index_pool(model, tokenizer, small, 2)
+    expected = meaning.nearest_neighbours(
+        pool, data.vectors[2, 0], 10, exclude=data.occurrences[0]
+    ).to_frame()
+    table = at.dataframe[0].value
+    assert table["before"].tolist() == expected["before"].tolist()
+    assert np.allclose(table["similarity"], expected["similarity"], atol=1e-4)
