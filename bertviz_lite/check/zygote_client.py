@@ -58,7 +58,7 @@ class ForkedChild:
         """SIGKILL to its process group, and it gone; through the zygote, which knows the pid is still its child."""
         if self.pid is None:  # the zygote never forked it (stuck importing?): no zygote then
             self.zygote.close(kill=True)
-            raise ZygoteLost("the zygote did not fork a child in time")
+            raise ZygoteLost("the checker's zygote did not fork a child in time")
         if not self.ended.is_set():
             self.zygote.send({"kill": self.token}, missing_ok=True)
         if not self.ended.wait(KILL_WAIT_S) or self.lost:
@@ -196,6 +196,8 @@ class Zygotes:
                     "the checker's zygote (pid %d) exited with code %d", self.zygote.process.pid, code
                 )
                 self.zygote = None
+                if self.starts >= MAX_STARTS:
+                    log.warning("the checker's zygote is not started again: checks run in a fresh python")
             if self.starts >= MAX_STARTS:
                 return None
             self.starts += 1
