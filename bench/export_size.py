@@ -24,15 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench._smoke import add_smoke_flag  # noqa: E402
-from bertviz_lite.export import (  # noqa: E402
-    About,
-    attention_map,
-    head_view,
-    lesson_html,
-    lesson_trace,
-    model_view,
-    view_html,
-)
+from bertviz_lite.export import About, lesson_trace  # noqa: E402
+from bertviz_lite.export.__main__ import WRITERS  # noqa: E402
 from bertviz_lite.export.page import packed_plotly_js  # noqa: E402
 from bertviz_lite.limits import MB  # noqa: E402
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, load  # noqa: E402
@@ -40,7 +33,6 @@ from bertviz_lite.loading.pretrained import DEFAULT_MODEL, load  # noqa: E402
 TEXT_A = "The quick brown fox jumps over the lazy dog near the river bank."  # with TEXT_B: 30 tokens in minilm-english
 TEXT_B = "It was tired after running all day in the hot summer sun."
 MORE = " Then it walked home along the old road and slept until the next morning came."
-VIEWS = {"head_view": head_view, "model_view": model_view, "attention": attention_map}
 
 
 def pair_of(tokens: int) -> tuple[str, str]:
@@ -71,10 +63,6 @@ def measure(kind: str, build, model_name: str, tokens: int) -> str:
     )
 
 
-def view_file(make, trace, about) -> str:
-    return view_html(make(trace), about)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=DEFAULT_MODEL)
@@ -87,9 +75,8 @@ def main(argv: list[str] | None = None) -> None:
         text_a, text_b = pair_of(tokens) if tokens > 30 else (TEXT_A, TEXT_B)
         trace = lesson_trace(model, tokenizer, text_a, text_b, max_length=tokens)
         about = About(args.model, text_a, text_b)
-        print(measure("lesson", partial(lesson_html, trace, about), args.model, trace.num_tokens))
-        for kind, make in VIEWS.items():
-            print(measure(kind, partial(view_file, make, trace, about), args.model, trace.num_tokens))
+        for kind, write in WRITERS.items():  # the files `python -m bertviz_lite.export --view KIND` writes
+            print(measure(kind, partial(write, trace, about), args.model, trace.num_tokens))
 
 
 if __name__ == "__main__":

@@ -21,11 +21,11 @@ from tests.app.training_helpers import (
     VISITOR_A,
     array,
     chart,
+    checkpoints_folder_for_runs,
     fill_form,
     open_app,
     rerun_when_ended,
     state_shown,
-    use_checkpoints_folder,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,9 +40,8 @@ SMALL = {"hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64}
 def root(monkeypatch, tmp_path):
     monkeypatch.delenv(ALLOW_CODE_SETTING, raising=False)
     monkeypatch.delenv(WORKER_SETTING, raising=False)
-    yield use_checkpoints_folder(monkeypatch, tmp_path / "checkpoints")
-    for run in lifecycle.active_runs(tmp_path / "checkpoints"):  # never leave a training process behind
-        lifecycle.stop_run(run.path)
+    with checkpoints_folder_for_runs(monkeypatch, tmp_path / "checkpoints") as folder:
+        yield folder
 
 
 def start_choices(at) -> list[str]:

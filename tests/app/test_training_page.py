@@ -21,12 +21,12 @@ from tests.app.training_helpers import (
     VISITOR_B,
     array,
     chart,
+    checkpoints_folder_for_runs,
     fill_form,
     open_app,
     rerun_when_ended,
     state_shown,
     traces,
-    use_checkpoints_folder,
 )
 from tests.attention_samples import mosaic_tile
 
@@ -42,9 +42,8 @@ CURVES = {
 
 @pytest.fixture
 def root(monkeypatch, tmp_path):
-    yield use_checkpoints_folder(monkeypatch, tmp_path / "checkpoints")
-    for run in lifecycle.active_runs(tmp_path / "checkpoints"):  # never leave a training process behind
-        lifecycle.stop_run(run.path)
+    with checkpoints_folder_for_runs(monkeypatch, tmp_path / "checkpoints") as folder:
+        yield folder
 
 
 CORPUS = "\n\n".join(

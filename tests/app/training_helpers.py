@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +39,16 @@ def use_checkpoints_folder(monkeypatch, root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     monkeypatch.setattr(run_folder, "CHECKPOINTS_DIR", root)
     return root
+
+
+@contextmanager
+def checkpoints_folder_for_runs(monkeypatch, root: Path) -> Iterator[Path]:
+    """`use_checkpoints_folder` for tests that start runs: at the end, every run still active there is stopped."""
+    try:
+        yield use_checkpoints_folder(monkeypatch, root)
+    finally:
+        for run in lifecycle.active_runs(root):  # never leave a training process behind
+            lifecycle.stop_run(run.path)
 
 
 def open_app(page: str, query: dict | None = None, timeout: float = 30, visitor: str = VISITOR_A) -> AppTest:

@@ -20,18 +20,12 @@ from bertviz_lite.training.optimization import PretrainingStep
 from bertviz_lite.training.trainer import Trainer
 from tests.training.test_trainer import TINY_CONFIG, tiny_args
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # torch on one thread (tests/training/conftest.py)
+
 LONGER = {
     **TINY_CONFIG,
     "max_position_embeddings": 64,
 }  # pairs shorter than seq_len: padding to a static shape
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _old_step_loss(model, batch) -> torch.Tensor:

@@ -39,6 +39,8 @@ from bertviz_lite.training.trainer import Trainer, TrainerCallback
 from bertviz_lite.training.training_args import MAX_PARAMETERS, PRESETS, OptionError, TrainingArguments
 from tests.attention_samples import load_snapshots
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # torch on one thread (tests/training/conftest.py)
+
 TINY_CONFIG = {
     "hidden_size": 32,
     "num_attention_heads": 4,
@@ -91,14 +93,6 @@ def tiny_args(tmp_path, **overrides) -> TrainingArguments:
     )
     values.update(overrides)
     return TrainingArguments(**values)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_presets_have_the_documented_sizes():
