@@ -136,14 +136,17 @@ def build_sides(args: argparse.Namespace, config: BertConfig, host: list[dict[st
     torch.manual_seed(0)
     ours = BertForPreTraining(config)
     rows = RowCapacity()
-    ours_batches = [_to(device, {**b, "mlm_positions": rows.positions(b["labels"])}) for b in host]
-    theirs_batches = [_to(device, b) for b in host]
+    # As the trainer: the compiled step's MLM rows chosen on the host to one count (labelled, then -100 rows up to the
+    # capacity); the eager step gathers the labelled rows itself, with no rows added.
+    static_batches = [_to(device, {**b, "mlm_positions": rows.positions(b["labels"])}) for b in host]
+    plain_batches = [_to(device, b) for b in host]
     padded = host_padded(host[0])
     sides = []
     for mode in args.ours:
         module = PretrainingStep(copy.deepcopy(ours)).to(device).train()
         step = _compiled(args, module) if mode == "compiled" else module
-        sides.append(Side(f"ours_{mode}", step, make_optimizer(module, 1e-4, 0.01), ours_batches, padded))
+        batches = static_batches if mode == "compiled" else plain_batches
+        sides.append(Side(f"ours_{mode}", step, make_optimizer(module, 1e-4, 0.01), batches, padded))
     for mode in args.theirs:
         attention = "sdpa" if mode == "compiled" else mode
         hf_config = transformers.BertConfig(**config.to_hf_dict(), attn_implementation=attention)
@@ -152,7 +155,7 @@ def build_sides(args: argparse.Namespace, config: BertConfig, host: list[dict[st
         module.model.load_state_dict(ours.hf_state_dict(), strict=False)
         module = module.to(device).train()
         step = _compiled(args, module) if mode == "compiled" else module
-        sides.append(Side(f"transformers_{mode}", step, make_optimizer(module, 1e-4, 0.01), theirs_batches))
+        sides.append(Side(f"transformers_{mode}", step, make_optimizer(module, 1e-4, 0.01), plain_batches))
     return sides
 
 
