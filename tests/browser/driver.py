@@ -120,6 +120,23 @@ def wait_for_charts(page, timeout_ms: float = 30_000) -> None:
     page.wait_for_function(_LAYOUT_SETTLED, timeout=timeout_ms, polling=100)
 
 
+# True once the element under `.st-key-<key>` sits where it sat at the last poll: a scroll has come to rest.
+_AT_REST = """(key) => {
+  const el = document.querySelector(`.st-key-${key}`);
+  if (!el) return false;
+  const top = JSON.stringify([el.getBoundingClientRect().top, scrollY]);
+  const still = window.__bvlRest === top;
+  window.__bvlRest = top;
+  return still;
+}"""
+
+
+def scroll_to(page, key: str) -> None:
+    """Scroll the element with this key into view and wait until it has come to rest there (for a screenshot)."""
+    page.locator(f".st-key-{key}").scroll_into_view_if_needed()
+    page.wait_for_function(_AT_REST, arg=key, timeout=10_000, polling=50)
+
+
 def resize(page, width: int, height: int) -> None:
     """Set the viewport size and wait until the plotly charts have re-laid themselves out to it."""
     page.set_viewport_size({"width": width, "height": height})

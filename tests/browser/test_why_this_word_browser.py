@@ -20,6 +20,7 @@ from tests.browser.driver import (
     open_page,
     open_tab,
     screenshot,
+    scroll_to,
     wait_for_figure,
     wait_for_idle,
 )
@@ -62,8 +63,7 @@ def test_every_view_opens_from_a_link_and_fits_1280x720(streamlit_url, page, pre
             page.screenshot(path=str(ARTIFACTS / f"why_failed_{key}.png"))
             raise
         name = f"why_{'present' if present else 'normal'}_1280x720_{key.removeprefix('contrast_')}"
-        page.locator(f".st-key-{key}").scroll_into_view_if_needed()
-        page.wait_for_timeout(300)
+        scroll_to(page, key)
         page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
         screenshot(page, ARTIFACTS / f"{name}_page.png")
         box = page.locator(f".st-key-{key} .js-plotly-plot").bounding_box()
@@ -87,8 +87,7 @@ def test_a_minimal_pair_from_a_link_lights_up_where_the_sentences_differ(streaml
     page.get_by_role("button", name="Reveal the model's answer").wait_for(timeout=60_000)
     reveal(page)
     wait_for_figure(page, "contrast_minimal_pair")
-    page.locator(".st-key-contrast_minimal_pair").scroll_into_view_if_needed()
-    page.wait_for_timeout(300)
+    scroll_to(page, "contrast_minimal_pair")
     name = f"why_{'present' if present else 'normal'}_1280x720_minimal_pair"
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
     screenshot(page, ARTIFACTS / f"{name}_page.png")
