@@ -17,7 +17,7 @@ from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.runs import lifecycle
 from devtools.server import CHROMIUM, CHROMIUM_ARGS, running_streamlit
 from devtools.waiting import wait_until
-from tests.browser.driver import RUN_TRACKER
+from tests.browser.driver import new_page
 
 # An expectation waits on the page's state; the suite runs on two pytest workers, so a rerun may take longer
 # than Playwright's default 5 s while the other worker is busy.
@@ -67,9 +67,8 @@ class Visitors:
         if self.free[key]:
             context, tab = self.free[key].pop()
         else:
-            context = self.browser.new_context(**options)
-            context.add_init_script(RUN_TRACKER)
-            tab = context.new_page()
+            tab = new_page(self.browser, **options)
+            context = tab.context
         self.lent.append((key, context, tab, options))
         return tab
 
@@ -124,10 +123,9 @@ def page(request, visitor, browser):
     """A new visitor's tab at the default size. A test that adds listeners or routes to its page (`page.on`,
     `page.route`) is marked `own_tab`: it gets a context of its own, closed after it, so that they end with it."""
     if request.node.get_closest_marker("own_tab"):
-        own = browser.new_context(viewport=VIEWPORT)
-        own.add_init_script(RUN_TRACKER)
-        yield own.new_page()
-        own.close()
+        own = new_page(browser, viewport=VIEWPORT)
+        yield own
+        own.context.close()
         return
     yield visitor(viewport=VIEWPORT)
 
