@@ -38,10 +38,16 @@ RESUME_HELP = (
     "weights, the step and so the learning-rate schedule, the data order, and AdamW's moments when "
     "optimizer.safetensors belongs to that checkpoint (otherwise they restart from zero, which can "
     "jolt the loss); the masking and dropout draws restart. The metrics after the checkpoint are "
-    "dropped and trained again. Only --steps (to train further), --device, --dtype, --compile, --threads and "
-    "--quiet may be given with it"
+    "dropped and trained again. Only --steps (to train further), --device, --dtype, --compile, --compile-mode, "
+    "--threads and --quiet may be given with it"
 )
-RESUME_OPTIONS = ("steps", "device", "dtype", "compile")  # the training options --resume may change
+RESUME_OPTIONS = (
+    "steps",
+    "device",
+    "dtype",
+    "compile",
+    "compile_mode",
+)  # the training options --resume may change
 MAX_THREADS = 256  # --threads: more than any machine this runs on has cores
 
 
@@ -122,7 +128,7 @@ def resume_arguments(namespace: argparse.Namespace, given: set[str]) -> training
         raise OptionError(
             "resume",
             f"--resume continues a run with its own options: {_flag(extra[0])} cannot be "
-            "given with it (only --steps, --device, --dtype and --compile)",
+            "given with it (only --steps, --device, --dtype, --compile and --compile-mode)",
         )
     if namespace.out is None:
         raise OptionError("out", "--resume needs --out: the folder of the run to continue")

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from bertviz_lite.model.modeling import IGNORE_INDEX, ROW_BUCKET, labelled_positions
+from bertviz_lite.training.training_args import OptionError, TrainingArguments
 
 
 def use_compile(choice: str, device: torch.device) -> bool:
@@ -32,14 +33,42 @@ def use_compile(choice: str, device: torch.device) -> bool:
 
 
 def compiled(
-    module: nn.Module, backend: str = "inductor", fullgraph: bool = False, mode: str | None = None
+    module: nn.Module, backend: str = "inductor", fullgraph: bool = False, mode: str = "default"
 ) -> nn.Module:
     """`module` compiled for the shapes it is first called with (a new shape compiles again: dynamo counts it).
 
     fullgraph stays off for the trainer: DistributedDataParallel's compiled form breaks the graph at its gradient
     buckets on purpose; the tests turn it on (and a cheap backend) to show that the step itself has no break.
-    mode: torch.compile's ("reduce-overhead": CUDA graphs), for the bench to try on launch-bound sizes."""
+    mode: torch.compile's (`--compile-mode`; "reduce-overhead": CUDA graphs, for launch-bound steps)."""
     return torch.compile(module, dynamic=False, backend=backend, fullgraph=fullgraph, mode=mode)
+
+
+def check_compile_mode(args: TrainingArguments, device: torch.device, processes: int) -> None:
+    """OptionError unless `--compile-mode` fits the run: reduce-overhead only for a step compiled on one CUDA GPU.
+
+    CUDA graphs replay a whole step from one launch (on an H200, BERT-base's compiled step at 64 x 128 went from
+    launch-bound to GPU-bound: 1.5x, bench/RESULTS.md); a CPU has nothing to capture, and under torchrun
+    DistributedDataParallel breaks the step's graph at its gradient buckets."""
+    mode = args.compile_mode
+    if mode == "default":
+        return
+    if device.type != "cuda":
+        raise OptionError(
+            "compile_mode",
+            f"compile_mode ({mode!r}) replays the step as CUDA graphs: it needs a CUDA GPU, not the CPU",
+        )
+    if args.compile == "off" or args.model_file:
+        why = (
+            "compile ('off') turns it off"
+            if args.compile == "off"
+            else "a model from model_file runs uncompiled"
+        )
+        raise OptionError("compile_mode", f"compile_mode ({mode!r}) needs the compiled step, and {why}")
+    if processes > 1:
+        raise OptionError(
+            "compile_mode",
+            f"compile_mode ({mode!r}) is for one process: under torchrun ({processes} processes) use 'default'",
+        )
 
 
 class RowCapacity:

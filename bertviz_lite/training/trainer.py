@@ -31,7 +31,14 @@ from bertviz_lite.loading.run_folder import (
     keep_metrics_until,
 )
 from bertviz_lite.text.tokenization import BertTokenizer
-from bertviz_lite.training.compiled_step import RowCapacity, compiled, host_padded, static_batch, use_compile
+from bertviz_lite.training.compiled_step import (
+    RowCapacity,
+    check_compile_mode,
+    compiled,
+    host_padded,
+    static_batch,
+    use_compile,
+)
 from bertviz_lite.training.dataset import batch_indices, collator
 from bertviz_lite.training.distributed import Distributed, resolve_device
 from bertviz_lite.training.heartbeat import Heartbeat
@@ -112,6 +119,7 @@ class Trainer:
         self.callbacks = list(callbacks)
         self.distributed = distributed or Distributed()
         self.device = resolve_device(args.device, self.distributed)
+        check_compile_mode(args, self.device, self.distributed.world_size)  # before the data is built
         self.run_dir = Path(args.out)
         prepared = prepared or prepare_run(args, self.distributed, tokenizer, resume)
         self.data = prepared.data
@@ -132,7 +140,7 @@ class Trainer:
         self.optimizer = make_optimizer(self.model, args.lr, args.weight_decay)
         self._step_module = self._wrap_for_processes(PretrainingStep(self.model, args.copy_penalty))
         if self.compiled:
-            self._step_module = compiled(self._step_module)
+            self._step_module = compiled(self._step_module, mode=args.compile_mode)
         self.prefetch = (
             PREFETCH_DEPTH if self.device.type == "cuda" else 0
         )  # a CPU's spare core is the server's

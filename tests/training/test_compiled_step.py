@@ -4,6 +4,7 @@ graph for every batch of a run, the MLM rows found on the host."""
 from __future__ import annotations
 
 import functools
+import re
 
 import pytest
 import torch
@@ -15,9 +16,16 @@ from bertviz_lite.model.modeling import IGNORE_INDEX, ROW_BUCKET
 from bertviz_lite.runs import run_options
 from bertviz_lite.training import trainer as trainer_module
 from bertviz_lite.training.cli import build_parser
-from bertviz_lite.training.compiled_step import RowCapacity, compiled, host_padded, use_compile
+from bertviz_lite.training.compiled_step import (
+    RowCapacity,
+    check_compile_mode,
+    compiled,
+    host_padded,
+    use_compile,
+)
 from bertviz_lite.training.optimization import PretrainingStep
 from bertviz_lite.training.trainer import Trainer
+from bertviz_lite.training.training_args import OptionError
 from tests.training.test_trainer import TINY_CONFIG, tiny_args
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # torch on one thread (tests/training/conftest.py)
@@ -109,3 +117,46 @@ def test_compile_is_an_option_on_by_default_on_cuda_only():
     cuda = torch.device("cuda")
     assert [use_compile(c, cpu) for c in ("auto", "on", "off")] == [False, True, False]
     assert [use_compile(c, cuda) for c in ("auto", "on", "off")] == [True, True, False]
+
+
+def test_the_compile_mode_reaches_torch_compile_as_its_mode(tmp_path):
+    """Read back from the compiled modules (built, not run: nothing compiles): inductor's CUDA graphs are on for
+    reduce-overhead only. The trainer refuses reduce-overhead on this CPU (below), so it shows the default here."""
+    trainer = Trainer(tiny_args(tmp_path, compile="on"))
+    assert trainer.args.compile_mode == "default"
+    assert trainer._step_module.get_compiler_config()["triton.cudagraphs"] is False
+    graphs = compiled(PretrainingStep(trainer.model), mode="reduce-overhead")
+    assert graphs.get_compiler_config()["triton.cudagraphs"] is True
+    assert run_options.form_fields("Optimisation")[-1] == "compile_mode"  # beside --compile on the Train form
+    assert run_options.choices("compile_mode") == ("default", "reduce-overhead")
+    text = " ".join(build_parser().format_help().split())
+    assert "--compile-mode {default,reduce-overhead} torch.compile's mode" in text
+
+
+def test_reduce_overhead_is_refused_where_there_are_no_cuda_graphs_to_replay(tmp_path):
+    """The check itself, for devices and process counts this machine does not have (the CLI's refusal on a CPU:
+    tests/training/test_train.py); torch.device("cuda") is only a name here, nothing runs on it."""
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    learner = tmp_path / "my_bert.py"
+    learner.write_text("")  # only its path is checked before the training process imports it
+    graphs = {"compile": "on", "compile_mode": "reduce-overhead"}
+    check_compile_mode(tiny_args(tmp_path, **graphs), cuda, 1)  # a step compiled on one GPU: accepted
+    refused = (
+        ({}, cpu, 1, "replays the step as CUDA graphs: it needs a CUDA GPU, not the CPU"),
+        ({"compile": "off"}, cuda, 1, "needs the compiled step, and compile ('off') turns it off"),
+        (
+            {"model_file": str(learner)},
+            cuda,
+            1,
+            "needs the compiled step, and a model from model_file runs uncompiled",
+        ),
+        ({}, cuda, 2, "is for one process: under torchrun (2 processes) use 'default'"),
+    )
+    for changes, device, processes, refusal in refused:
+        args = tiny_args(tmp_path, **{**graphs, **changes})
+        with pytest.raises(
+            OptionError, match=re.escape(f"compile_mode ('reduce-overhead') {refusal}")
+        ) as err:
+            check_compile_mode(args, device, processes)
+        assert err.value.option == "compile_mode", refusal
+        check_compile_mode(tiny_args(tmp_path, **changes), device, processes)  # the default mode: anywhere

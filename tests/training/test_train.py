@@ -191,6 +191,10 @@ def _corpus(tmp_path: Path, name: str, content: bytes | None) -> str:
         ),
         (["--vocab-size", "5"], "error: --vocab-size (5) must be at least 15"),
         (
+            ["--device", "cpu", "--compile", "on", "--compile-mode", "reduce-overhead"],
+            "error: --compile-mode ('reduce-overhead') replays the step as CUDA graphs: it needs a CUDA GPU, not the CPU",
+        ),
+        (
             ["--resume", "--lr", "0.1", "--out", "{tmp}/run"],
             "error: --resume continues a run with its own options: --lr",
         ),
