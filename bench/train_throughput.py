@@ -17,12 +17,17 @@ Prints key=value lines: one per side (tokens/s, share of the device's peak, peak
 and recompilations while timed), then ours_tokens_per_s, transformers_tokens_per_s and, last,
 speedup_vs_transformers. The share counts 6 x (non-embedding parameters + the MLM head on the labelled share) +
 attention per token against the device's dense peak in PEAKS (unknown devices: no share).
+With --profile, per side first: `profile=` (wall against device-busy ms per step, kernels, copies, CPU ops),
+`profile_split=` (the busy ms per step by kernel category, KERNEL_CATEGORIES, with their sum) and TOP_KERNELS
+`profile_top=` lines (the kernels that took longest); on a CPU the split and the top are of the ops' self-times.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import math
+import re
 import resource
 import statistics
 import sys
@@ -269,8 +274,81 @@ def report(args, config: BertConfig, results: dict, labelled: float) -> None:
     print(f"speedup_vs_transformers={ours / theirs:.2f}")
 
 
+# Where a step's device time goes (--profile): each kernel in the first category whose pattern its name matches
+# (case-insensitive), the rest in "other"; on a CPU (no kernels) the same split of the ops' self-times by aten name.
+# Inductor names a kernel after the aten ops it fuses ("triton_poi_fused__to_copy_add_gelu_3"), so a fused kernel
+# counts under the first category of its ops in this order (a LayerNorm fused with a dropout: norm).
+LAYOUT_OPS = r"(_(view|t|permute|clone|transpose|expand|unsqueeze|squeeze|reshape|slice|select))*"
+POINTWISE_OPS = (
+    r"add|sub|mul|div|neg|pow|sqrt|rsqrt|exp|log|tanh|gelu|where|fill|zero|clamp|sum|mean|max|softmax"
+)
+KERNEL_CATEGORIES = (
+    # SDPA's flash, memory-efficient (fmha_cutlass…) and cuDNN kernels
+    ("attention", r"flash|fmha|attention|sdpa"),
+    # cuBLAS(Lt), Hopper's nvjet, CUTLASS, inductor's matmul templates; on a CPU the aten matmuls
+    (
+        "gemm",
+        r"gemm|gemv|nvjet|cublas|cutlass|xmma|splitkreduce|^triton_tem_|^aten::(mm|addmm|bmm|baddbmm|linear)$",
+    ),
+    # fused AdamW and the gradient clip (multi_tensor_apply and lpnorm on CUDA, per-tensor norms on a CPU)
+    ("optimizer", r"adam|multi_tensor|lpnorm|foreach|linalg_vector_norm"),
+    # LayerNorm forward and backward (GammaBetaBackward)
+    ("norm", r"layer_norm|layernorm|gammabeta"),
+    # dropout masks and their backward: eager's bernoulli/fused_dropout, inductor's random numbers
+    ("dropout", r"bernoulli|dropout|philox|masked_scale|inductor_random|inductor_lookup_seed"),
+    # copies and casts alone: memcpy, eager's direct_copy_kernel (casts too), aten::_to_copy and copy_, inductor's
+    # kernels that fuse nothing but _to_copy and layout ops
+    ("cast", rf"memcpy|^(?!triton_).*copy|^triton_[a-z]+_fused__to_copy{LAYOUT_OPS}_\d+$"),
+    # inductor's other kernels, eager's element-wise and reduction loops; on a CPU the common point-wise aten ops
+    ("elementwise", rf"^triton_|elementwise|vectorized|reduce|^aten::_?({POINTWISE_OPS})"),
+)
+# the profile_split line's order
+SPLIT = ("gemm", "attention", "cast", "norm", "dropout", "optimizer", "elementwise", "other")
+TOP_KERNELS = 8
+
+
+def kernel_category(name: str) -> str:
+    """The KERNEL_CATEGORIES name of a kernel (or CPU op), "other" when none matches."""
+    return next((c for c, pattern in KERNEL_CATEGORIES if re.search(pattern, name, re.IGNORECASE)), "other")
+
+
+def time_by_name(prof, device: torch.device) -> dict[str, tuple[float, int]]:
+    """Per kernel name its summed device time (µs) and count; on a CPU per op its summed self time and count."""
+    totals: dict[str, tuple[float, int]] = {}
+    for event in prof.events():
+        if device.type == "cuda" and event.device_type.name == "CUDA":
+            spent = event.device_time_total
+        elif device.type != "cuda" and event.device_type.name == "CPU":
+            spent = event.self_cpu_time_total
+        else:
+            continue
+        total, count = totals.get(event.name, (0.0, 0))
+        totals[event.name] = (total + spent, count + 1)
+    return totals
+
+
+def print_split(side: str, times: dict[str, tuple[float, int]], steps: int, busy: float, source: str) -> None:
+    """The profile_split line (ms per step per category; their sum is the busy time) and the top kernels."""
+    split = dict.fromkeys(SPLIT, 0.0)
+    for name, (total, _) in times.items():
+        split[kernel_category(name)] += total / steps / 1e3
+    assert math.isclose(sum(split.values()), busy, rel_tol=1e-6, abs_tol=1e-6), (split, busy)
+    columns = " ".join(f"{category}_ms={ms:.3f}" for category, ms in split.items())
+    print(
+        f"profile_split={side} source={source} {columns} sum_ms={sum(split.values()):.3f} busy_ms={busy:.3f}"
+    )
+    ranked = sorted(times.items(), key=lambda item: item[1][0], reverse=True)[:TOP_KERNELS]
+    for rank, (name, (total, count)) in enumerate(ranked, 1):
+        token = re.sub(r"[\s=]+", "", name.removeprefix("void "))[:100]  # one key=value token, cut
+        print(
+            f"profile_top={side} rank={rank} ms={total / steps / 1e3:.3f} calls={count / steps:.0f} "
+            f"category={kernel_category(name)} name={token}"
+        )
+
+
 def profile(args, sides: list[Side]) -> None:
-    """Per side: wall ms per step, device-busy ms per step (kernel time summed) and kernels (or CPU ops) per step."""
+    """Per side: wall ms per step, device-busy ms per step (kernel time summed) and kernels (or CPU ops) per step,
+    then that busy time split by KERNEL_CATEGORIES and the TOP_KERNELS kernels (on a CPU: ops' self-times)."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
@@ -291,6 +369,12 @@ def profile(args, sides: list[Side]) -> None:
             f"kernels_per_step={len(events) / steps:.0f} copy_kernels_per_step={copies:.0f} "
             f"cpu_ops_per_step={cpu_ops:.0f}"
         )
+        times = time_by_name(prof, device)
+        if device.type == "cuda":  # the same kernels as device_busy_ms_per_step, by name
+            print_split(side.name, times, steps, 0.0 if math.isnan(busy) else busy, "kernels")
+        else:
+            cpu_busy = sum(total for total, _ in times.values()) / steps / 1e3
+            print_split(side.name, times, steps, cpu_busy, "cpu_op_self_times")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
