@@ -442,6 +442,17 @@ def stop_run(run_dir: str | os.PathLike, visitor: access.Visitor | None = None) 
     return state
 
 
+def wait_until_ended(run_dir: str | os.PathLike, timeout_s: float, poll_s: float = 0.05) -> RunState:
+    """The run's state once it no longer trains, or after `timeout_s` seconds (a stop of a small run ends in a
+    fraction of a second: its step, a save, the final status)."""
+    deadline = time.monotonic() + timeout_s
+    state = run_state(run_dir)
+    while state.active and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        state = run_state(run_dir)
+    return state
+
+
 def snapshot_steps(run_dir: str | os.PathLike) -> list[int]:
     """Steps of the run's saved attention snapshots, ascending (files are only listed, not read)."""
     return RunFolder(run_dir).snapshot_steps()

@@ -25,6 +25,12 @@ from pages_app.common._visitor import current_visitor
 from pages_app.train._admin import admin_login
 
 REFRESH_S = 2.0
+# Until its first metrics line, a run just started refreshes its (small) panel faster: its first progress and
+# points show within a fraction of a second, not up to REFRESH_S later; then a full rerun sets the steady pace.
+FIRST_METRICS_REFRESH_S = 0.5
+# Stop waits this long for the run to end (its step, a save, the final status: well under a second for a small
+# run), so that the page says "Stopped" at once; a longer save is shown by the refresh as before.
+STOP_WAIT_S = REFRESH_S
 STATE_COLOURS = {
     "starting": "blue",
     "running": "blue",
@@ -71,15 +77,28 @@ def select_run(choices: list[lifecycle.RunState], key: str = "train_run") -> lif
 
 
 def live_view(run_dir: Path) -> None:
-    """State, progress, Stop and curves of one run; refreshed every REFRESH_S seconds only while it trains."""
+    """State, progress, Stop and curves of one run; refreshed every REFRESH_S seconds only while it trains
+    (every FIRST_METRICS_REFRESH_S until its first metrics line)."""
     active = lifecycle.run_state(run_dir).active
-    st.fragment(run_every=REFRESH_S if active else None)(_live_panel)(run_dir, active)
+    first = active and not _has_metrics(run_dir)
+    every = (FIRST_METRICS_REFRESH_S if first else REFRESH_S) if active else None
+    st.fragment(run_every=every)(_live_panel)(run_dir, active, first)
 
 
-def _live_panel(run_dir: Path, was_active: bool) -> None:
+def _has_metrics(run_dir: Path) -> bool:
+    """Whether the run has written a metrics line (its file is not empty), without reading it."""
+    try:
+        return RunFolder(run_dir).metrics.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _live_panel(run_dir: Path, was_active: bool, awaiting_metrics: bool = False) -> None:
     run = lifecycle.run_state(run_dir)
     if was_active and not run.active:
         st.rerun()  # a full rerun redraws the fragment without the timer, with the final numbers
+    if awaiting_metrics and _has_metrics(run_dir):
+        st.rerun()  # its first points: a full rerun draws them and sets the steady REFRESH_S
     _status(run)
     if note := run_note(run_dir):  # a learner's own model: whose, and MLM only where it has no NSP head
         st.caption(plain_markdown(note))
@@ -101,6 +120,8 @@ def _stop(run_dir) -> None:
         lifecycle.stop_run(run_dir, visitor=current_visitor())
     except PermissionError as err:
         st.session_state["train_notice"] = ("error", str(err))
+        return
+    lifecycle.wait_until_ended(run_dir, STOP_WAIT_S)  # the rerun that follows then shows how it ended
 
 
 NOT_MINE = (
