@@ -30,7 +30,9 @@ from bertviz_lite.limits import (
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.text.pretraining_data import builtin_corpus, documents_from_text, read_corpus
 from bertviz_lite.training import training_args
+from bertviz_lite.training.compiled_step import check_compile_mode
 from bertviz_lite.training.dataset import check_batch_size
+from bertviz_lite.training.distributed import resolve_device
 from bertviz_lite.training.training_args import (
     CONFIG_OVERRIDES,
     OptionError,
@@ -118,6 +120,9 @@ def check_form(options: dict[str, Any], corpus: tuple[int, int] | None = None) -
         args = check_options(options)
         check_training_pairs(options, corpus)
         check_budget(args)  # after the corpus: "more than the pairs of the corpus" is the plainer reason
+        check_compile_mode(
+            args, resolve_device(args.device), processes=1
+        )  # a run started here is one process
     except OptionError as err:
         label = labels().get(err.option)
         raise OptionError(err.option, f"{label}: {err}" if label else str(err)) from None

@@ -3,6 +3,7 @@
 import re
 
 import pytest
+import torch
 
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.modeling import BertForPreTraining
@@ -163,6 +164,11 @@ def test_check_form_leads_a_refusal_with_the_options_label_and_sends_sizes_only_
     with pytest.raises(OptionError, match=rf"^{run_options.labels()['batch_size']}: ") as refused:
         run_options.check_form({**options, "batch_size": 10**6}, corpus=(3, 12))
     assert refused.value.option == "batch_size"
+    if not torch.cuda.is_available():  # CUDA graphs on a CPU server: refused on the form, before Start
+        with pytest.raises(
+            OptionError, match=rf"^{run_options.labels()['compile_mode']}: .*needs a CUDA GPU"
+        ):
+            run_options.check_form({**options, "compile_mode": "reduce-overhead"})
     assert set(run_options.MODEL_FIELDS) <= set(run_options.form_option_names(from_model=False))
     assert not set(run_options.MODEL_FIELDS) & set(run_options.form_option_names(from_model=True))
     assert "steps" in run_options.form_option_names(from_model=True)
