@@ -311,9 +311,7 @@ def test_a_run_outlives_its_launcher_obeys_the_limit_and_stops_gracefully_from_a
     monkeypatch.setattr(run_folder, "this_host", lambda: "machine-b")  # Stop pressed on another machine:
     assert lifecycle.run_state(run_dir).state == "running"  # alive by its heartbeat, and stopped through
     lifecycle.stop_run(run_dir)  # the STOP file alone (no SIGTERM to a pid of another machine)
-    state = wait_until(
-        lambda: (s := lifecycle.run_state(run_dir)).state != "running" and s, 60, "the run to stop"
-    )
+    state = lifecycle.wait_until_ended(run_dir, 60)  # as the Train page's Stop waits before its rerun
     assert state.state == "stopped", state.message
     assert 0 < state.checkpoint_step == state.step < 5000
     assert (run_dir / "model.safetensors").is_file() and (run_dir / run_folder.STOP_FILE).is_file()
