@@ -12,6 +12,7 @@ from bertviz_lite.server import access
 from bertviz_lite.text.tokenization import BertTokenizer
 from pages_app.common import _pages
 from pages_app.common._pages import EXPLORE, PageSpec
+from pages_app.common._share import LINK_BOX_KEY
 from tests.app.conftest import explore_pages, no_exception, run_app
 from tests.app.tiny_checkpoint import save_tiny
 
@@ -52,7 +53,7 @@ def words_step(monkeypatch):
 
 
 def test_the_declared_page_is_in_the_navigation_with_its_link(glossary, tiny_state):
-    at = run_app(tiny_state, attn_layer=1, attn_head=2)
+    at = run_app(tiny_state, attn_layer=1, attn_head=2, **{LINK_BOX_KEY: True})  # the link box open
     at.switch_page(glossary.script).run()
     no_exception(at)
     assert [header.value for header in at.header] == ["Glossary"] and "2 layers" in at.markdown[-1].value
@@ -66,7 +67,7 @@ def test_the_declared_page_is_in_the_tests_page_lists(glossary):
 
 
 def test_the_declared_step_is_counted_linked_and_numbered(words_step, tiny_state):
-    at = run_app(tiny_state, "walkthrough", walk_step=1)
+    at = run_app(tiny_state, "walkthrough", walk_step=1, **{LINK_BOX_KEY: True})
     no_exception(at)
     total = len(walk.STEPS)  # the declared steps and this one
     assert (

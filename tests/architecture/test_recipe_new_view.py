@@ -21,6 +21,7 @@ from bertviz_lite.inspection import views
 from bertviz_lite.inspection.explore import PairTrace
 from bertviz_lite.model.modeling import BertSelfAttention
 from bertviz_lite.server import access
+from pages_app.common._share import LINK_BOX_KEY
 from tests.app.conftest import array, charts, no_exception, run_app
 from tests.app.tiny_checkpoint import save_tiny
 
@@ -86,7 +87,9 @@ def test_a_rooms_init_lists_by_name_every_name_its_modules_offer(room):
 
 
 def test_the_declared_view_arrives_as_a_tab_with_its_figure_csv_and_link(declared, tiny_state):
-    at = run_app(tiny_state, "attention", attn_view="Key shares", attn_layer=1, attn_head=2)
+    at = run_app(
+        tiny_state, "attention", attn_view="Key shares", attn_layer=1, attn_head=2, **{LINK_BOX_KEY: True}
+    )
     no_exception(at)
     assert [tab.label for tab in at.tabs][-1] == "Key shares"
     bars = charts(at)["key_shares"]["data"][0]

@@ -259,6 +259,15 @@ def test_a_links_presentation_mode_and_pair_hold_when_the_sidebar_is_drawn_late(
     assert_no_exception(page)
 
 
+def copied_link(page) -> str:
+    """The link a visitor copies: open the sidebar's "Copy link to this view" (drawn when opened) and read its box."""
+    page.locator('[data-testid="stSidebar"] [data-testid="stExpander"] summary', has_text="Copy link").click()
+    code = page.locator('[data-testid="stSidebar"] [data-testid="stCode"] code').first
+    code.wait_for(timeout=30_000)
+    wait_for_idle(page)
+    return code.text_content()
+
+
 def test_the_url_follows_the_user_and_bad_values_are_tamed(streamlit_url, page):
     open_page(page, streamlit_url, "Attention?model=/etc&layer=99&head=-3&a=" + "word%20" * 1500)
     alerts = " ".join(page.locator('[data-testid="stAlert"]').all_inner_texts())
@@ -271,7 +280,7 @@ def test_the_url_follows_the_user_and_bad_values_are_tamed(streamlit_url, page):
     page.wait_for_function("() => location.search.includes('head=7')", timeout=10_000)
     query = parse_qs(urlparse(page.url).query)
     assert query["layer"] == ["5"] and query["model"] == [DEFAULT_MODEL] and "/etc" not in page.url
-    link = page.locator('[data-testid="stSidebar"] [data-testid="stCode"] code').first.text_content()
+    link = copied_link(page)
     assert "head=7" in link and "/Attention?" in link, link
     assert_no_exception(page)
 
@@ -461,7 +470,7 @@ def test_a_copied_link_reopens_the_tab_and_the_filter_in_a_fresh_browser(streaml
     pick_filter(page, "attn_sentence_filter", "A→B")
     open_tab(page, "Model view")
     page.wait_for_function("() => location.search.includes('tab=Model')", timeout=10_000)
-    link = page.locator('[data-testid="stSidebar"] [data-testid="stCode"] code').first.text_content()
+    link = copied_link(page)
     assert "tab=Model+view" in link and "filter=A" in link and "layer=3" in link, link
     fresh = visitor(
         viewport={"width": 1280, "height": 720}
