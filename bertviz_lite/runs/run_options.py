@@ -32,6 +32,7 @@ from bertviz_lite.text.pretraining_data import builtin_corpus, documents_from_te
 from bertviz_lite.training import training_args
 from bertviz_lite.training.compiled_step import check_compile_mode
 from bertviz_lite.training.dataset import check_batch_size
+from bertviz_lite.training.distributed import device_type
 from bertviz_lite.training.training_args import (
     CONFIG_OVERRIDES,
     OptionError,
@@ -120,8 +121,7 @@ def check_form(options: dict[str, Any], corpus: tuple[int, int] | None = None) -
         check_training_pairs(options, corpus)
         check_budget(args)  # after the corpus: "more than the pairs of the corpus" is the plainer reason
         # where a run started here trains, in one process (a device it cannot have is the device option's message)
-        device = torch.device("cuda" if args.device != "cpu" and torch.cuda.is_available() else "cpu")
-        check_compile_mode(args, device, processes=1)
+        check_compile_mode(args, torch.device(device_type(args.device)), processes=1)
     except OptionError as err:
         label = labels().get(err.option)
         raise OptionError(err.option, f"{label}: {err}" if label else str(err)) from None

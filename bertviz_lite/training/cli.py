@@ -41,13 +41,8 @@ RESUME_HELP = (
     "dropped and trained again. Only --steps (to train further), --device, --dtype, --compile, --compile-mode, "
     "--threads and --quiet may be given with it"
 )
-RESUME_OPTIONS = (
-    "steps",
-    "device",
-    "dtype",
-    "compile",
-    "compile_mode",
-)  # the training options --resume may change
+# the training options --resume may change
+RESUME_OPTIONS = ("steps", "device", "dtype", "compile", "compile_mode")
 MAX_THREADS = 256  # --threads: more than any machine this runs on has cores
 
 

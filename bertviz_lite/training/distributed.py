@@ -55,10 +55,15 @@ class Distributed:
         return tensor
 
 
+def device_type(name: str) -> str:
+    """Where `--device` NAME trains on this machine: "cuda" when it may and a GPU is there, else "cpu"."""
+    return "cuda" if name != "cpu" and torch.cuda.is_available() else "cpu"
+
+
 def resolve_device(name: str, distributed: Distributed | None = None) -> torch.device:
     """ "auto" -> CUDA when available, else CPU; each torchrun process takes GPU LOCAL_RANK."""
     if name == "cuda" and not torch.cuda.is_available():
         raise OptionError("device", "device ('cuda') is not available: this machine has no usable CUDA GPU")
-    if name == "cpu" or (name == "auto" and not torch.cuda.is_available()):
+    if device_type(name) == "cpu":
         return torch.device("cpu")
     return torch.device("cuda", (distributed or Distributed()).local_rank)
