@@ -25,8 +25,10 @@ import gc
 import importlib
 import json
 import os
+import random
 import runpy
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,13 +53,14 @@ PRELOAD = (
 )
 
 
-def preload() -> None:
-    """Import PRELOAD; a module that is not installed is left to the script to miss, as it would cold.
+def preload(modules: tuple[str, ...] = PRELOAD) -> None:
+    """Import `modules` (PRELOAD by default); a module that is not installed is left to the script to miss, as it
+    would cold.
 
     Then gc.freeze(): the children's garbage collections, their exit's included, leave the preloaded objects alone
     instead of touching, and so copying, every page of them (a child's exit cost 1.3 s of CPU without it).
     """
-    for name in PRELOAD:
+    for name in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     gc.freeze()
@@ -81,6 +84,22 @@ def run_script(request: dict) -> None:
         fork_python_children()
     runpy.run_path(str(script), run_name="__main__")
     sys.exit(0)
+
+
+def run_command(request: dict) -> None:
+    """In the forked child: become `python *request["argv"]` in request["cwd"] with request["env"] as its environment,
+    its stdout and stderr to their files, stdin empty; never returns."""
+    for fd, path, flags in (
+        (0, os.devnull, os.O_RDONLY),
+        (1, request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+        (2, request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+    ):
+        os.dup2(os.open(path, flags), fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    random.seed()  # from os.urandom, as a fresh interpreter's: a fork would share its parent's state
+    os._exit(_run_python(request["argv"]))
 
 
 # A Python child's path after its first entry and PYTHONPATH: this interpreter's, but its own folder.
@@ -236,12 +255,15 @@ def answer(message: dict) -> None:
 
 
 def serve() -> None:
-    """Preload, then one forked child per request line, one at a time."""
-    preload()
+    """Preload (the modules named on the command line, or PRELOAD), then one forked child per request line, one at a
+    time: a bench script (request["script"]) or a Python command line (request["argv"])."""
+    preload(tuple(sys.argv[1:]) or PRELOAD)
     for line in sys.stdin:
         request = json.loads(line)
         pid = os.fork()
         if pid == 0:
+            if "argv" in request:
+                run_command(request)
             run_script(request)
         answer({"pid": pid})
         _, status = os.waitpid(pid, 0)
@@ -249,12 +271,45 @@ def serve() -> None:
 
 
 class Preloaded:
-    """The test's side: one preloaded interpreter, started on first use, that runs scripts one at a time."""
+    """The test's side: one preloaded interpreter, started on first use, that runs scripts (or commands) one at a time.
 
-    def __init__(self, env: dict[str, str]):
+    modules: what it imports before it forks (PRELOAD when empty)."""
+
+    def __init__(self, env: dict[str, str], modules: tuple[str, ...] = ()):
         self.env = env
+        self.modules = modules
         self.process: subprocess.Popen | None = None
         self.pending = b""
+
+    def start(self, argv: list[str], cwd: str | os.PathLike, env: dict[str, str]) -> ForkedCommand:
+        """`python *argv` in a fork of the preloaded interpreter (run_command), running until its wait() returns; the
+        next command starts after that."""
+        if self.process is None or self.process.poll() is not None:
+            self.process = self._start()
+        folder = Path(tempfile.mkdtemp(prefix="preloaded_"))
+        request = {
+            "argv": list(argv),
+            "cwd": str(cwd),
+            "env": env,
+            "stdout": str(folder / "stdout"),
+            "stderr": str(folder / "stderr"),
+        }
+        self.process.stdin.write((json.dumps(request) + "\n").encode())
+        self.process.stdin.flush()
+        pid = self._answer(time.monotonic() + 120)["pid"]  # the preload comes first on a fresh start
+        return ForkedCommand(self, pid, folder)
+
+    def run_command(
+        self, argv: list[str], cwd: str | os.PathLike, env: dict[str, str], timeout: float
+    ) -> subprocess.CompletedProcess:
+        """subprocess.run(argv, capture_output=True, text=True)'s result for `python *argv`, run in a fork."""
+        command = self.start(argv, cwd, env)
+        try:
+            returncode = command.wait(timeout)
+        finally:
+            command.kill()
+            command.wait()
+        return subprocess.CompletedProcess(argv, returncode, command.stdout, command.stderr)
 
     def run(self, script: str, timeout: float, fork_children: bool = False) -> subprocess.CompletedProcess:
         """`python script --smoke` from the preloaded interpreter; subprocess.run's result, or its TimeoutExpired.
@@ -289,7 +344,7 @@ class Preloaded:
             self.process.wait(timeout=60)
 
     def _start(self) -> subprocess.Popen:
-        command = [sys.executable, str(Path(__file__).resolve())]
+        command = [sys.executable, str(Path(__file__).resolve()), *self.modules]
         return subprocess.Popen(
             command, cwd=REPO, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
@@ -307,6 +362,42 @@ class Preloaded:
             self.pending += chunk
         line, _, self.pending = self.pending.partition(b"\n")
         return json.loads(line)
+
+
+class ForkedCommand:
+    """A command running in a fork of the preloaded interpreter: the part of subprocess.Popen the tests use."""
+
+    def __init__(self, preloaded: Preloaded, pid: int, folder: Path):
+        self.preloaded = preloaded
+        self.pid = pid
+        self.folder = folder
+        self.returncode: int | None = None
+        self.stdout = self.stderr = ""  # the command's output, once it has ended
+
+    def poll(self) -> int | None:
+        """The exit code if the command has ended (its answer has come), else None."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.wait(timeout=0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            deadline = time.monotonic() + (timeout if timeout is not None else 24 * 3600)
+            try:
+                self.returncode = self.preloaded._answer(deadline)["returncode"]
+            except TimeoutError:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout) from None
+            self.stdout = (self.folder / "stdout").read_text()
+            self.stderr = (self.folder / "stderr").read_text()
+            shutil.rmtree(self.folder)
+        return self.returncode
+
+    def send_signal(self, number: int) -> None:
+        if self.poll() is None:  # not once it has ended: its pid may be another process's by then
+            os.kill(self.pid, number)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,16 +30,17 @@ TINY = [
 ]
 
 
-def train(*args: str) -> subprocess.CompletedProcess:
-    env = {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
-    return subprocess.run(
-        [sys.executable, "-m", "bertviz_lite.train", *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env,
-        cwd=REPO,
-    )
+@pytest.fixture
+def train(preloaded_python):
+    """`python -m bertviz_lite.train *args` in its own process (forked from conftest's preloaded_python), as run."""
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        env = {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+        return preloaded_python.run_command(
+            ["-m", "bertviz_lite.train", *args], cwd=REPO, env=env, timeout=180
+        )
+
+    return run
 
 
 def train_losses(run: Path) -> list[float]:
@@ -48,7 +48,7 @@ def train_losses(run: Path) -> list[float]:
 
 
 @pytest.mark.slow
-def test_a_learners_model_trains_100_steps_with_falling_loss_and_their_names(tmp_path):
+def test_a_learners_model_trains_100_steps_with_falling_loss_and_their_names(tmp_path, train):
     run = tmp_path / "tutorial"
     done = train(
         "--model-file",
@@ -80,7 +80,9 @@ def test_a_learners_model_trains_100_steps_with_falling_loss_and_their_names(tmp
 
 
 @pytest.mark.slow
-def test_a_model_without_an_nsp_head_trains_mlm_only_and_one_hiding_attention_saves_no_snapshot(tmp_path):
+def test_a_model_without_an_nsp_head_trains_mlm_only_and_one_hiding_attention_saves_no_snapshot(
+    tmp_path, train
+):
     run = tmp_path / "solution"
     done = train(
         "--model-file",
@@ -100,7 +102,7 @@ def test_a_model_without_an_nsp_head_trains_mlm_only_and_one_hiding_attention_sa
 
 
 @pytest.mark.slow
-def test_loading_the_run_back_refuses_a_changed_file_with_a_sentence(tmp_path):
+def test_loading_the_run_back_refuses_a_changed_file_with_a_sentence(tmp_path, train):
     source = tmp_path / "mine" / "my_bert.py"
     source.parent.mkdir()
     shutil.copy(LEARNERS / "hf_style.py", source)
@@ -119,7 +121,7 @@ def test_loading_the_run_back_refuses_a_changed_file_with_a_sentence(tmp_path):
     assert read_status(run)["checkpoint_step"] == 20
 
 
-def test_a_file_that_raises_on_import_is_one_line_and_no_run_folder(tmp_path):
+def test_a_file_that_raises_on_import_is_one_line_and_no_run_folder(tmp_path, train):
     run = tmp_path / "broken"
     done = train("--model-file", str(LEARNERS / "raises_on_import.py"), *TINY, "--out", str(run))
     assert done.returncode == 2 and not run.exists()

@@ -23,6 +23,7 @@ from bertviz_lite.training.cli import build_parser, main
 from bertviz_lite.training.training_args import TrainingArguments
 from devtools.waiting import wait_until
 from tests.app.tiny_checkpoint import save_tiny
+from tests.bench.preloaded import ForkedCommand
 
 REPO = Path(__file__).resolve().parents[2]
 # The tiny preset on a smaller corpus and vocabulary, so that a run starts and steps quickly.
@@ -59,6 +60,11 @@ SMALLER = [
 
 def command(*args: str) -> list[str]:
     return [sys.executable, "-m", "bertviz_lite.train", *args]
+
+
+def forked(*args: str) -> list[str]:
+    """The same command for the preloaded interpreter (conftest's preloaded_python), which is the `python`."""
+    return command(*args)[1:]
 
 
 def environment() -> dict[str, str]:
@@ -328,26 +334,25 @@ def test_argparse_errors_exit_2_and_help_lists_every_option(capsys):
 
 
 @pytest.mark.slow
-def test_sigterm_finishes_the_step_saves_and_stops(tmp_path):
+def test_sigterm_finishes_the_step_saves_and_stops(tmp_path, preloaded_python):
     run = tmp_path / "run"
     args = [*SMALLER, "--steps", "100000", "--log-every", "2", "--save-every", "1000", "--out", str(run)]
-    process = subprocess.Popen(
-        command(*args), cwd=tmp_path, env=environment(), stderr=subprocess.PIPE, text=True
-    )
+    process = preloaded_python.start(forked(*args), cwd=tmp_path, env=environment())
     try:
         wait_until(lambda: len(read_metrics(run, "train")) >= 2, what="two logged steps")
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
     finally:
         process.kill()
+        process.wait()
     status = read_status(run)
     assert status["state"] == "stopped" and status["step"] >= 4
     assert checkpoint_step(run) == status["checkpoint_step"] == status["step"]
-    assert "stopped: Stopped at step" in process.stderr.read()
+    assert "stopped: Stopped at step" in process.stderr
     load_folder(run)
 
 
-def _kill_during_a_write(run: Path, process: subprocess.Popen, rng: random.Random) -> None:
+def _kill_during_a_write(run: Path, process: ForkedCommand, rng: random.Random) -> None:
     """SIGKILL as soon as a temporary weights file appears, i.e. while model.safetensors is being rewritten."""
     time.sleep(rng.uniform(0.0, 0.3))
     deadline = time.monotonic() + 10
@@ -362,7 +367,7 @@ MAX_ATTEMPTS = 8  # a loaded machine can let a write finish between seeing its t
 
 
 @pytest.mark.slow
-def test_sigkill_while_saving_leaves_the_previous_checkpoint_loadable(tmp_path):
+def test_sigkill_while_saving_leaves_the_previous_checkpoint_loadable(tmp_path, preloaded_python):
     rng = random.Random(0)
     killed_mid_write = 0
     moments = [
@@ -376,7 +381,7 @@ def test_sigkill_while_saving_leaves_the_previous_checkpoint_loadable(tmp_path):
         moment = moments[attempt] if attempt < len(moments) else "write"
         run = tmp_path / f"run{attempt}"
         args = [*SMALLER, "--steps", "100000", "--save-every", "1", "--log-every", "1000", "--out", str(run)]
-        process = subprocess.Popen(command(*args), cwd=tmp_path, env=environment(), stderr=subprocess.DEVNULL)
+        process = preloaded_python.start(forked(*args), cwd=tmp_path, env=environment())
         try:
             wait_until(lambda run=run: checkpoint_step(run) is not None, what="a first checkpoint")
             if moment == "write":
@@ -427,7 +432,7 @@ def test_two_runs_with_the_same_seed_give_the_same_vocabulary_losses_and_weights
 
 
 @pytest.mark.slow
-def test_init_continues_from_pretrained_weights_with_fresh_heads(tmp_path):
+def test_init_continues_from_pretrained_weights_with_fresh_heads(tmp_path, preloaded_python):
     folder = save_tiny(tmp_path / "encoder", max_positions=64)
     weights = load_file(str(folder / "model.safetensors"))
     encoder_only = {k: v for k, v in weights.items() if not k.startswith("cls.")}
@@ -459,7 +464,7 @@ def test_init_continues_from_pretrained_weights_with_fresh_heads(tmp_path):
         "--out",
         str(tmp_path / "run"),
     ]
-    done = subprocess.run(command(*args), env=environment(), capture_output=True, text=True, timeout=120)
+    done = preloaded_python.run_command(forked(*args), cwd=REPO, env=environment(), timeout=120)
     assert done.returncode == 0, done.stderr
     model, tokenizer = load(tmp_path / "run")
     assert model.has_mlm_head and model.has_nsp_head
