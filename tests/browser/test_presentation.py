@@ -330,28 +330,55 @@ def test_a_prepared_link_reproduces_pair_layer_and_head(streamlit_url, page):
     assert_no_exception(page)
 
 
+class HeldScripts:
+    """Requests for the scripts matching these CDP URL patterns held unanswered until release(), and every URL the
+    page asks for, through a DevTools session of the test's own, detached when the `with` block ends: nothing
+    outlives the test, so the kept tab serves and no new browser context is needed (2-2.8 CPU-s of chromium). The
+    cache is off meanwhile: a script the tab loaded before is asked for again."""
+
+    def __init__(self, page, patterns: list[str]):
+        self.held: list[str] = []
+        self.asked: list[str] = []
+        self.devtools = page.context.new_cdp_session(page)
+        self.devtools.on("Fetch.requestPaused", lambda event: self.held.append(event["requestId"]))
+        self.devtools.on(
+            "Network.requestWillBeSent", lambda event: self.asked.append(event["request"]["url"])
+        )
+        self.devtools.send("Network.enable")
+        self.devtools.send("Network.setCacheDisabled", {"cacheDisabled": True})
+        patterns = [{"urlPattern": pattern, "requestStage": "Request"} for pattern in patterns]
+        self.devtools.send("Fetch.enable", {"patterns": patterns})
+        self.holding = True
+
+    def release(self) -> None:
+        """Answer the held requests, and hold no more."""
+        for request in self.held:
+            self.devtools.send("Fetch.continueRequest", {"requestId": request})
+        self.devtools.send("Fetch.disable")
+        self.holding = False
+
+    def __enter__(self) -> HeldScripts:
+        return self
+
+    def __exit__(self, *failure) -> None:
+        if self.holding:
+            self.release()
+        self.devtools.detach()
+
+
 # The code of the sidebar's toggle and text boxes, which the browser loads when it first draws one.
-SIDEBAR_WIDGET_CODE = "**/static/js/{Checkbox,TextInput}.*.js"
+SIDEBAR_WIDGET_CODE = ["*/static/js/Checkbox.*.js", "*/static/js/TextInput.*.js"]
 
 
-@pytest.mark.own_tab
 def test_a_links_presentation_mode_and_pair_hold_when_the_sidebar_is_drawn_late(streamlit_url, page):
     """A browser still loading the sidebar widgets' code when the second run comes (a tab clicked at once, a busy
     machine) draws them from that run's copy: they must hold the link's values, or the next run turns presentation
     mode off and brings back the default pair (the Beyond attention tabs' figures fell below the slide)."""
-    held = []
-
-    def hold(route) -> None:
-        held.append(route)
-
-    page.route(SIDEBAR_WIDGET_CODE, hold)
-    page.set_viewport_size({"width": 1280, "height": 720})
-    open_page(page, streamlit_url, f"Beyond_attention?present=1&a={quote(A)}")
-    open_tab(page, "Attribution")  # the second run, while the toggle and the text boxes are not drawn yet
-    assert held and page.locator(".st-key-present input").count() == 0, held
-    for route in held:
-        route.continue_()
-    page.unroute(SIDEBAR_WIDGET_CODE, hold)
+    with HeldScripts(page, SIDEBAR_WIDGET_CODE) as scripts:
+        page.set_viewport_size({"width": 1280, "height": 720})
+        open_page(page, streamlit_url, f"Beyond_attention?present=1&a={quote(A)}")
+        open_tab(page, "Attribution")  # the second run, while the toggle and the text boxes are not drawn yet
+        assert scripts.held and page.locator(".st-key-present input").count() == 0, scripts.held
     expect(page.locator(".st-key-sentence_a input")).to_have_value(A)
     expect(page.locator(".st-key-present input")).to_be_checked()
     open_tab(page, "Head knock-out")  # a run with the values the browser now sends
@@ -498,50 +525,36 @@ def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit
 
 
 # The code of st.button, which the browser loads when it first draws one (after the page's key script has run).
-BUTTON_CODE = "**/static/js/Button.*.js"
+BUTTON_CODE = ["*/static/js/Button.*.js"]
 
 
-@pytest.mark.own_tab
 def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside(streamlit_url, page):
-    outside = []
-    page.on(
-        "request",
-        lambda request: (
-            outside.append(request.url)
-            if not request.url.startswith((streamlit_url, "data:", "blob:", "about:"))
-            else None
-        ),
-    )
-    held = []
-
-    def hold(route) -> None:
-        held.append(route)
-
-    page.route(BUTTON_CODE, hold)
-    open_page(page, streamlit_url, "?step=2")
-    heading = page.get_by_role("heading", level=2).first
-    expect(heading).to_contain_text(f"Step 2 of {len(walk.STEPS)}")
-    page.wait_for_function(
-        "() => window.__bvlStepKeys === true", timeout=10_000
-    )  # the page's key script is in
-    # A press before the buttons are drawn (~0.4 s after the script here, seconds on a busy machine, as on CI) waits
-    # for them: it was lost.
-    expect(page.locator(".st-key-walk_next button")).to_have_count(0)
-    page.keyboard.press("PageDown")
-    assert held, "the buttons' code was not asked for"
-    for route in held:
-        route.continue_()
-    page.unroute(BUTTON_CODE, hold)
-    expect(heading).to_contain_text(f"Step 3 of {len(walk.STEPS)}")
-    wait_for_idle(page)
-    for key, step in (("ArrowRight", 4), ("PageUp", 3), ("ArrowLeft", 2)):
-        page.keyboard.press(key)
-        expect(heading).to_contain_text(f"Step {step} of {len(walk.STEPS)}")
+    with HeldScripts(page, BUTTON_CODE) as scripts:
+        open_page(page, streamlit_url, "?step=2")
+        heading = page.get_by_role("heading", level=2).first
+        expect(heading).to_contain_text(f"Step 2 of {len(walk.STEPS)}")
+        page.wait_for_function(
+            "() => window.__bvlStepKeys === true", timeout=10_000
+        )  # the page's key script is in
+        # A press before the buttons are drawn (~0.4 s after the script here, seconds on a busy machine, as on CI)
+        # waits for them: it was lost.
+        expect(page.locator(".st-key-walk_next button")).to_have_count(0)
+        page.keyboard.press("PageDown")
+        assert scripts.held, "the buttons' code was not asked for"
+        scripts.release()
+        expect(heading).to_contain_text(f"Step 3 of {len(walk.STEPS)}")
         wait_for_idle(page)
-    page.locator(".st-key-sentence_a input").press("ArrowRight")  # typing in a box moves no step
-    wait_for_idle(page)
-    expect(heading).to_contain_text(f"Step 2 of {len(walk.STEPS)}")
-    assert_no_exception(page)
+        for key, step in (("ArrowRight", 4), ("PageUp", 3), ("ArrowLeft", 2)):
+            page.keyboard.press(key)
+            expect(heading).to_contain_text(f"Step {step} of {len(walk.STEPS)}")
+            wait_for_idle(page)
+        page.locator(".st-key-sentence_a input").press("ArrowRight")  # typing in a box moves no step
+        wait_for_idle(page)
+        expect(heading).to_contain_text(f"Step 2 of {len(walk.STEPS)}")
+        assert_no_exception(page)
+    outside = [
+        url for url in scripts.asked if not url.startswith((streamlit_url, "data:", "blob:", "about:"))
+    ]
     assert outside == []  # a lecture hall may have no internet (the favicon was a Google font icon)
 
 
