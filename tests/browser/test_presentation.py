@@ -435,6 +435,7 @@ def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_
     # (a relayout of the page and its figures) fewer each.
     forwards = sorted(SIZES, key=lambda size: size == shot_size)
     orders = itertools.cycle([forwards, forwards[::-1]])
+    page.set_viewport_size(dict(zip(("width", "height"), forwards[0], strict=True)))  # drawn at it: no resize
     for path, tab in NORMAL_VIEWS:
         if page.url.split("?")[0] != f"{streamlit_url}/{path}":
             if page.url.startswith(streamlit_url):
