@@ -132,6 +132,18 @@ def page(request, visitor, browser):
     yield visitor(viewport=VIEWPORT)
 
 
+@pytest.fixture(scope="session")
+def slide_walk(streamlit_url, _visitors):
+    """The walkthrough walked once in presentation mode (test_presentation.walk_the_slides), for each test that reads
+    what its steps showed: the figures at three screen sizes, the code panel's toggle."""
+    from tests.browser.test_presentation import walk_the_slides  # imported by the tests that ask for it
+
+    try:
+        return walk_the_slides(_visitors.page(viewport=VIEWPORT), streamlit_url)
+    finally:
+        _visitors.give_back()
+
+
 _RUN_NUMBERS = itertools.count()
 
 

@@ -7,53 +7,27 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from bertviz_lite.inspection.walkthrough import STEPS
 from devtools.server import ARTIFACTS
 from tests.browser.driver import NEEDS_DEFAULT_MODEL, open_page, open_tab, wait_for_idle
-from tests.browser.test_presentation import (
-    NO_FIGURE_STEPS,
-    QUESTION_STEPS,
-    assert_no_exception,
-    figure_box,
-    reveal,
-)
+from tests.browser.test_presentation import CODE, assert_no_exception
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 
 SLIDE = {"width": 1280, "height": 720}
-CODE = '[data-testid="stMain"] [data-testid="stCode"]'
-# Top and bottom of the code panel's toggle on a slide, or null while it is not drawn.
-_TOGGLE_BOX = """key => {
-  const el = document.querySelector(`.st-key-${key}`);
-  if (!el) return null;
-  const box = el.getBoundingClientRect();
-  return [box.top, box.bottom];
-}"""
 
 
-def toggle_box(page, key: str) -> tuple[float, float]:
-    return tuple(page.wait_for_function(_TOGGLE_BOX, arg=key, timeout=30_000, polling=50).json_value())
-
-
-def test_a_slide_keeps_each_steps_figure_whole_with_the_code_toggle_below(streamlit_url, page):
-    page.set_viewport_size(SLIDE)
-    open_page(page, streamlit_url, "?present=1")
+def test_a_slide_keeps_each_steps_figure_whole_with_the_code_toggle_below(slide_walk):
+    """Read from the walk through every step on a slide that test_presentation's figure test reads too (the
+    `slide_walk` fixture: one walk, not two)."""
     boxes = {}
-    for number, step in enumerate(STEPS, start=1):
-        if step.key in QUESTION_STEPS:
-            reveal(page)
-        key = f"code_walk_{step.key}"
-        toggle = page.locator(f".st-key-{key} input")
-        expect(toggle).not_to_be_checked()
-        expect(page.locator(f".st-key-{key}")).to_contain_text("The code")
-        assert page.locator(CODE).count() == 0  # collapsed: no source on the slide
-        top, height = (None, 0.0) if step.key in NO_FIGURE_STEPS else figure_box(page)
-        boxes[step.key] = (top, None if top is None else top + height, *toggle_box(page, key))
-        page.screenshot(path=str(ARTIFACTS / f"code_panel_1280x720_step{number}_{step.key}.png"))
-        assert_no_exception(page)
-        if number < len(STEPS):
-            page.get_by_role("button", name="Next").click()
-            wait_for_idle(page)
+    for step in slide_walk.steps:
+        checked, text, t_top, t_bottom = step.toggle
+        assert not checked, f"{step.name}: the code panel is on"
+        assert "The code" in text, (step.name, text)
+        assert step.code_blocks == 0, f"{step.name}: source on the slide, the panel is not collapsed"
+        assert step.exception is None, f"{step.name}: {step.exception}"
+        top, bottom = step.figure.get((SLIDE["width"], SLIDE["height"]), (None, None))
+        boxes[step.key] = (top, bottom, t_top, t_bottom)
     (ARTIFACTS / "code_panel_1280x720_boxes.txt").write_text(
         "".join(
             f"{key}: figure {top} to {bottom} px, toggle {t_top:.0f} to {t_bottom:.0f} px of 720\n"
@@ -67,7 +41,7 @@ def test_a_slide_keeps_each_steps_figure_whole_with_the_code_toggle_below(stream
     assert not cut, f"figure bottoms below the 1280x720 slide with the code toggle: {cut}"
     below = {key: round(t_top) for key, (_, bottom, t_top, _) in boxes.items() if bottom and t_top < bottom}
     assert not below, f"the toggle must sit below the figure: {below}"
-    expect(page.get_by_role("link", name="Build: check your own BERT")).to_be_visible()
+    assert slide_walk.build_link_shown, "the last step's link 'Build: check your own BERT' is not shown"
 
 
 def test_the_opened_panel_shows_the_source_with_the_pairs_shapes(streamlit_url, page):

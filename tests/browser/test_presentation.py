@@ -5,9 +5,14 @@ Screenshots of every explore page and walkthrough step at 1280×720 and 1024×76
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import shutil
+from dataclasses import dataclass
 from urllib.parse import parse_qs, quote, urlparse
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from bertviz_lite.inspection import walkthrough as walk
@@ -24,6 +29,7 @@ from tests.browser.driver import (
     open_tab,
     resize,
     selected_option,
+    wait_for_charts,
     wait_for_figure,
     wait_for_idle,
 )
@@ -111,13 +117,22 @@ def reveal(page) -> None:
 SIZES = [(1280, 720), (1024, 768), (1920, 1080)]
 
 
+def resize_to(page, width: int, height: int) -> None:
+    """resize(), with no new viewport where it has this size already (the figures only waited for)."""
+    if page.viewport_size == {"width": width, "height": height}:
+        wait_for_charts(page)
+    else:
+        resize(page, width, height)
+
+
 SLIDE_SIZES = [(1280, 720), (1024, 768)]  # a projector's screens: the whole key figure must show on them
 
 
-def look_at_every_size(page, name: str, tops: dict, found: dict) -> None:
-    """At each screen size: the main figure's top and bottom, a screenshot, and any overlapping figure texts."""
-    for width, height in SIZES:
-        resize(page, width, height)
+def look_at_every_size(page, name: str, tops: dict, found: dict, sizes=SIZES) -> None:
+    """At each screen size (in this order): the main figure's top and bottom, a screenshot, and any overlapping
+    figure texts."""
+    for width, height in sizes:
+        resize_to(page, width, height)
         top, figure_height = figure_box(page)
         tops[(width, height)][name] = (top, top + figure_height)
         if (width, height) == SLIDE_SIZES[
@@ -128,26 +143,114 @@ def look_at_every_size(page, name: str, tops: dict, found: dict) -> None:
             found[f"{name} {width}x{height}"] = overlaps(page)
 
 
-def test_presentation_mode_shows_every_key_figure_whole_like_a_slide(streamlit_url, page):
+CODE = '[data-testid="stMain"] [data-testid="stCode"]'  # the code panel's source blocks
+# Top and bottom of the element with this key (the code panel's toggle), or null while it is not drawn.
+_KEY_BOX = """key => {
+  const el = document.querySelector(`.st-key-${key}`);
+  if (!el) return null;
+  const box = el.getBoundingClientRect();
+  return [box.top, box.bottom];
+}"""
+
+
+def key_box(page, key: str) -> tuple[float, float]:
+    return tuple(page.wait_for_function(_KEY_BOX, arg=key, timeout=30_000, polling=50).json_value())
+
+
+@dataclass
+class SlideStep:
+    """What one walkthrough step showed in presentation mode (walk_the_slides)."""
+
+    name: str  # step<number>_<key>
+    key: str
+    figure: dict  # (width, height): (top, bottom) of the key figure in px; empty for the step without one
+    overlapping: dict  # (width, height): the figure texts that overlap, where some do
+    toggle: tuple  # the code panel's toggle: (checked, text, top, bottom) at 1280x720
+    code_blocks: int  # source blocks shown on the slide
+    exception: str | None
+
+
+@dataclass
+class SlideWalk:
+    steps: list[SlideStep]
+    build_link_shown: bool  # the last step's link to the Build section
+
+
+def walk_the_slides(page, base_url: str) -> SlideWalk:
+    """Every walkthrough step in presentation mode from ?present=1 on a 1280x720 screen, its question answered and
+    the answer revealed: the key figure measured at each of SIZES (a screenshot at 1280x720) and the code panel's
+    toggle. Walked once for the tests of the figures and of the code panel (the `slide_walk` fixture)."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, base_url, "?present=1")
+    # Every other step goes through the sizes backwards: it starts at the size the one before ended at, a resize
+    # (a relayout of the page and its figures) fewer each.
+    orders = itertools.cycle([SIZES, SIZES[::-1]])
+    steps = []
+    for number, step in enumerate(STEPS, start=1):
+        if step.key in QUESTION_STEPS:
+            reveal(page)
+        seen = SlideStep(f"step{number}_{step.key}", step.key, {}, {}, (), 0, None)
+        toggle_key = f"code_walk_{step.key}"
+        shot = ARTIFACTS / f"code_panel_1280x720_step{number}_{step.key}.png"
+        if step.key in NO_FIGURE_STEPS:
+            resize_to(page, *SLIDE_SIZES[0])
+            toggle_box = key_box(page, toggle_key)
+            page.screenshot(path=str(shot))
+        else:
+            figure_box(page)
+            for width, height in next(orders):
+                resize_to(page, width, height)
+                top, figure_height = figure_box(page)
+                seen.figure[(width, height)] = (top, top + figure_height)
+                if (width, height) == SLIDE_SIZES[0]:  # the projector's slide, to look at
+                    toggle_box = key_box(page, toggle_key)
+                    page.screenshot(path=str(shot))
+                    shutil.copyfile(shot, ARTIFACTS / f"present_{width}x{height}_{seen.name}.png")
+                if overlaps(page):
+                    seen.overlapping[(width, height)] = overlaps(page)
+        toggle = page.locator(f".st-key-{toggle_key}")
+        seen.toggle = (toggle.locator("input").is_checked(), toggle.inner_text(), *toggle_box)
+        seen.code_blocks = page.locator(CODE).count()
+        if page.locator(EXCEPTION).count():
+            seen.exception = page.locator(EXCEPTION).first.inner_text()
+        steps.append(seen)
+        if number < len(STEPS):
+            page.get_by_role("button", name="Next").click()
+            wait_for_idle(page)
+    build = page.get_by_role("link", name="Build: check your own BERT")
+    with contextlib.suppress(PlaywrightTimeoutError):
+        build.wait_for(state="visible", timeout=20_000)
+    return SlideWalk(steps, build.is_visible())
+
+
+def test_presentation_mode_shows_every_key_figure_whole_like_a_slide(streamlit_url, page, slide_walk):
     """Every walkthrough step (after Reveal) and every explore page's default view: the key figure's top and
     bottom within the screen at 1280x720 and 1024x768, without scrolling."""
     tops: dict = {size: {} for size in SIZES}
     found: dict = {}
+    for step in slide_walk.steps:
+        for size, box in step.figure.items():
+            tops[size][step.name] = box
+        found.update(
+            {f"{step.name} {width}x{height}": texts for (width, height), texts in step.overlapping.items()}
+        )
+        assert step.exception is None, f"{step.name}: {step.exception}"
     page.set_viewport_size({"width": 1280, "height": 720})
-    open_page(page, streamlit_url, "?present=1")
-    for number, step in enumerate(STEPS, start=1):
-        if step.key in QUESTION_STEPS:
-            reveal(page)
-        if step.key not in NO_FIGURE_STEPS:
-            figure_box(page)
-            look_at_every_size(page, f"step{number}_{step.key}", tops, found)
-        assert_no_exception(page)
-        if number < len(STEPS):
-            page.get_by_role("button", name="Next").click()
+    orders = itertools.cycle([SIZES, SIZES[::-1]])  # as in walk_the_slides: a resize fewer each page
     for title, path in EXPLORE.items():
-        page.goto(f"{streamlit_url}/{title}?present=1")
+        if page.url.startswith(streamlit_url):
+            # The folded sidebar's link: a rerun in the same session, not a page load (half the CPU). Nothing is
+            # picked on the way, so each page shows its default view.
+            link = page.locator('[data-testid="stSidebarNav"] a', has_text=title.replace("_", " ")).first
+            link.dispatch_event("pointerdown")  # an input, for wait_for_idle to wait for the run it starts
+            link.dispatch_event("click")
+            page.wait_for_function("path => location.pathname === path", arg=f"/{title}", timeout=30_000)
+            wait_for_idle(page)
+            assert "present=1" in page.url, page.url  # still presentation mode
+        else:
+            open_page(page, streamlit_url, f"{title}?present=1")
         figure_box(page)
-        look_at_every_size(page, path, tops, found)
+        look_at_every_size(page, path, tops, found, next(orders))
         assert_no_exception(page)
     for (width, height), by_view in tops.items():
         (ARTIFACTS / f"present_{width}x{height}_figure_boxes.txt").write_text(
@@ -227,28 +330,55 @@ def test_a_prepared_link_reproduces_pair_layer_and_head(streamlit_url, page):
     assert_no_exception(page)
 
 
+class HeldScripts:
+    """Requests for the scripts matching these CDP URL patterns held unanswered until release(), and every URL the
+    page asks for, through a DevTools session of the test's own, detached when the `with` block ends: nothing
+    outlives the test, so the kept tab serves and no new browser context is needed (2-2.8 CPU-s of chromium). The
+    cache is off meanwhile: a script the tab loaded before is asked for again."""
+
+    def __init__(self, page, patterns: list[str]):
+        self.held: list[str] = []
+        self.asked: list[str] = []
+        self.devtools = page.context.new_cdp_session(page)
+        self.devtools.on("Fetch.requestPaused", lambda event: self.held.append(event["requestId"]))
+        self.devtools.on(
+            "Network.requestWillBeSent", lambda event: self.asked.append(event["request"]["url"])
+        )
+        self.devtools.send("Network.enable")
+        self.devtools.send("Network.setCacheDisabled", {"cacheDisabled": True})
+        patterns = [{"urlPattern": pattern, "requestStage": "Request"} for pattern in patterns]
+        self.devtools.send("Fetch.enable", {"patterns": patterns})
+        self.holding = True
+
+    def release(self) -> None:
+        """Answer the held requests, and hold no more."""
+        for request in self.held:
+            self.devtools.send("Fetch.continueRequest", {"requestId": request})
+        self.devtools.send("Fetch.disable")
+        self.holding = False
+
+    def __enter__(self) -> HeldScripts:
+        return self
+
+    def __exit__(self, *failure) -> None:
+        if self.holding:
+            self.release()
+        self.devtools.detach()
+
+
 # The code of the sidebar's toggle and text boxes, which the browser loads when it first draws one.
-SIDEBAR_WIDGET_CODE = "**/static/js/{Checkbox,TextInput}.*.js"
+SIDEBAR_WIDGET_CODE = ["*/static/js/Checkbox.*.js", "*/static/js/TextInput.*.js"]
 
 
-@pytest.mark.own_tab
 def test_a_links_presentation_mode_and_pair_hold_when_the_sidebar_is_drawn_late(streamlit_url, page):
     """A browser still loading the sidebar widgets' code when the second run comes (a tab clicked at once, a busy
     machine) draws them from that run's copy: they must hold the link's values, or the next run turns presentation
     mode off and brings back the default pair (the Beyond attention tabs' figures fell below the slide)."""
-    held = []
-
-    def hold(route) -> None:
-        held.append(route)
-
-    page.route(SIDEBAR_WIDGET_CODE, hold)
-    page.set_viewport_size({"width": 1280, "height": 720})
-    open_page(page, streamlit_url, f"Beyond_attention?present=1&a={quote(A)}")
-    open_tab(page, "Attribution")  # the second run, while the toggle and the text boxes are not drawn yet
-    assert held and page.locator(".st-key-present input").count() == 0, held
-    for route in held:
-        route.continue_()
-    page.unroute(SIDEBAR_WIDGET_CODE, hold)
+    with HeldScripts(page, SIDEBAR_WIDGET_CODE) as scripts:
+        page.set_viewport_size({"width": 1280, "height": 720})
+        open_page(page, streamlit_url, f"Beyond_attention?present=1&a={quote(A)}")
+        open_tab(page, "Attribution")  # the second run, while the toggle and the text boxes are not drawn yet
+        assert scripts.held and page.locator(".st-key-present input").count() == 0, scripts.held
     expect(page.locator(".st-key-sentence_a input")).to_have_value(A)
     expect(page.locator(".st-key-present input")).to_be_checked()
     open_tab(page, "Head knock-out")  # a run with the values the browser now sends
@@ -300,7 +430,12 @@ NORMAL_VIEWS = [
 
 def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_url, page):
     found = {}
-    shot_size = (1024, 768)  # measured last, so that its screenshot needs no resize of its own
+    shot_size = (1024, 768)  # measured last or first, so that its screenshot needs no resize of its own
+    # Every other view goes through the sizes backwards: it starts at the size the one before ended at, a resize
+    # (a relayout of the page and its figures) fewer each.
+    forwards = sorted(SIZES, key=lambda size: size == shot_size)
+    orders = itertools.cycle([forwards, forwards[::-1]])
+    page.set_viewport_size(dict(zip(("width", "height"), forwards[0], strict=True)))  # drawn at it: no resize
     for path, tab in NORMAL_VIEWS:
         if page.url.split("?")[0] != f"{streamlit_url}/{path}":
             if page.url.startswith(streamlit_url):
@@ -310,11 +445,12 @@ def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_
         if tab:
             page.get_by_role("tab", name=tab).click()
         figure_box(page)
-        for width, height in sorted(SIZES, key=lambda size: size == shot_size):
-            resize(page, width, height)
+        for width, height in next(orders):
+            resize_to(page, width, height)
             found.update({f"{path}/{tab} {width}x{height}": overlaps(page)} if overlaps(page) else {})
-        screenshot_name = f"normal_1024x768_{path.lower()}_{(tab or 'page').lower().replace(' ', '_')}.png"
-        page.screenshot(path=str(ARTIFACTS / screenshot_name))
+            if (width, height) == shot_size:
+                name = f"normal_1024x768_{path.lower()}_{(tab or 'page').lower().replace(' ', '_')}.png"
+                page.screenshot(path=str(ARTIFACTS / name))
     assert not found, found
     assert_no_exception(page)
 
@@ -390,50 +526,36 @@ def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit
 
 
 # The code of st.button, which the browser loads when it first draws one (after the page's key script has run).
-BUTTON_CODE = "**/static/js/Button.*.js"
+BUTTON_CODE = ["*/static/js/Button.*.js"]
 
 
-@pytest.mark.own_tab
 def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside(streamlit_url, page):
-    outside = []
-    page.on(
-        "request",
-        lambda request: (
-            outside.append(request.url)
-            if not request.url.startswith((streamlit_url, "data:", "blob:", "about:"))
-            else None
-        ),
-    )
-    held = []
-
-    def hold(route) -> None:
-        held.append(route)
-
-    page.route(BUTTON_CODE, hold)
-    open_page(page, streamlit_url, "?step=2")
-    heading = page.get_by_role("heading", level=2).first
-    expect(heading).to_contain_text(f"Step 2 of {len(walk.STEPS)}")
-    page.wait_for_function(
-        "() => window.__bvlStepKeys === true", timeout=10_000
-    )  # the page's key script is in
-    # A press before the buttons are drawn (~0.4 s after the script here, seconds on a busy machine, as on CI) waits
-    # for them: it was lost.
-    expect(page.locator(".st-key-walk_next button")).to_have_count(0)
-    page.keyboard.press("PageDown")
-    assert held, "the buttons' code was not asked for"
-    for route in held:
-        route.continue_()
-    page.unroute(BUTTON_CODE, hold)
-    expect(heading).to_contain_text(f"Step 3 of {len(walk.STEPS)}")
-    wait_for_idle(page)
-    for key, step in (("ArrowRight", 4), ("PageUp", 3), ("ArrowLeft", 2)):
-        page.keyboard.press(key)
-        expect(heading).to_contain_text(f"Step {step} of {len(walk.STEPS)}")
+    with HeldScripts(page, BUTTON_CODE) as scripts:
+        open_page(page, streamlit_url, "?step=2")
+        heading = page.get_by_role("heading", level=2).first
+        expect(heading).to_contain_text(f"Step 2 of {len(walk.STEPS)}")
+        page.wait_for_function(
+            "() => window.__bvlStepKeys === true", timeout=10_000
+        )  # the page's key script is in
+        # A press before the buttons are drawn (~0.4 s after the script here, seconds on a busy machine, as on CI)
+        # waits for them: it was lost.
+        expect(page.locator(".st-key-walk_next button")).to_have_count(0)
+        page.keyboard.press("PageDown")
+        assert scripts.held, "the buttons' code was not asked for"
+        scripts.release()
+        expect(heading).to_contain_text(f"Step 3 of {len(walk.STEPS)}")
         wait_for_idle(page)
-    page.locator(".st-key-sentence_a input").press("ArrowRight")  # typing in a box moves no step
-    wait_for_idle(page)
-    expect(heading).to_contain_text(f"Step 2 of {len(walk.STEPS)}")
-    assert_no_exception(page)
+        for key, step in (("ArrowRight", 4), ("PageUp", 3), ("ArrowLeft", 2)):
+            page.keyboard.press(key)
+            expect(heading).to_contain_text(f"Step {step} of {len(walk.STEPS)}")
+            wait_for_idle(page)
+        page.locator(".st-key-sentence_a input").press("ArrowRight")  # typing in a box moves no step
+        wait_for_idle(page)
+        expect(heading).to_contain_text(f"Step 2 of {len(walk.STEPS)}")
+        assert_no_exception(page)
+    outside = [
+        url for url in scripts.asked if not url.startswith((streamlit_url, "data:", "blob:", "about:"))
+    ]
     assert outside == []  # a lecture hall may have no internet (the favicon was a Google font icon)
 
 
