@@ -62,19 +62,22 @@ class Visitors:
         self.lent: list = []
 
     def page(self, **options):
-        """A new visitor's tab, in a context with these options (viewport, is_mobile, has_touch, …)."""
+        """A new visitor's tab, in a context with these options (viewport, is_mobile, has_touch, …). The viewport is
+        the tab's, set as it is lent: contexts that differ only in it are one kind, kept for all sizes."""
+        viewport = options.pop("viewport", VIEWPORT)
         key = json.dumps(options, sort_keys=True)
         if self.free[key]:
             context, tab = self.free[key].pop()
+            tab.set_viewport_size(viewport)
         else:
-            tab = new_page(self.browser, **options)
+            tab = new_page(self.browser, viewport=viewport, **options)
             context = tab.context
-        self.lent.append((key, context, tab, options))
+        self.lent.append((key, context, tab))
         return tab
 
     def give_back(self) -> None:
         """Every context lent since the last call, made new again and kept (one whose tab the test closed is closed)."""
-        for key, context, tab, options in self.lent:
+        for key, context, tab in self.lent:
             if tab.is_closed():
                 with contextlib.suppress(Exception):  # already closed with its tab's context
                     context.close()
@@ -85,7 +88,6 @@ class Visitors:
             _forget(context, tab)
             tab.goto("about:blank")
             context.clear_cookies()
-            tab.set_viewport_size(options.get("viewport", VIEWPORT))
             self.free[key].append((context, tab))
         self.lent.clear()
 

@@ -16,7 +16,7 @@ from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, load
 from devtools.server import ARTIFACTS, REPO
 from pages_app.common._sidebar import DEFAULTS
-from tests.browser.driver import NEEDS_DEFAULT_MODEL, open_page, open_tab, wait_for_figure
+from tests.browser.driver import NEEDS_DEFAULT_MODEL, go_to, open_page, open_tab, wait_for_figure
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 
@@ -34,9 +34,12 @@ LINES = """element => element.data.filter(t => t.mode === 'lines').map(t => t.me
 
 
 class Offline:
-    """A page that opens a file with every non-file: request failed and counted, and every dialog counted."""
+    """A tab that opens files with every non-file: request failed and counted, and every dialog counted.
 
-    def __init__(self, browser, path: Path):
+    One for the module (`offline_file`): a new browser context costs chromium 2-3 CPU-s, and each file opens as a new
+    document all the same; `open` starts the counts afresh."""
+
+    def __init__(self, browser):
         self.context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
         self.page = self.context.new_page()
         self.requests: list[str] = []
@@ -44,8 +47,14 @@ class Offline:
         self.page.on("request", lambda request: self.requests.append(request.url))
         self.page.on("dialog", lambda dialog: (self.dialogs.append(dialog.message), dialog.dismiss()))
         self.page.route("**/*", self._only_files)
+
+    def open(self, path: Path) -> Offline:
+        """Open the file as a new document (no fragment: never a jump within the last one), counts at zero."""
+        self.requests.clear()
+        self.dialogs.clear()
         self.page.goto(path.as_uri())
         self.page.wait_for_function("document.body.dataset.ready === 'true'", timeout=60_000)
+        return self
 
     @staticmethod
     def _only_files(route) -> None:
@@ -60,8 +69,13 @@ class Offline:
     def attempted(self) -> list[str]:
         return [url for url in self.requests if not url.startswith("file:")]
 
-    def close(self) -> None:
-        self.context.close()
+
+@pytest.fixture(scope="module")
+def offline_file(browser):
+    """`offline_file(path)`: the module's Offline tab with this file open."""
+    tab = Offline(browser)
+    yield tab.open
+    tab.context.close()
 
 
 @pytest.fixture(scope="module")
@@ -90,12 +104,12 @@ def _changes(offline: Offline, element, script: str, act) -> None:
     offline.page.wait_for_function(f"([e, b]) => ({script})(e) !== b", arg=[element.element_handle(), before])
 
 
-def test_a_view_export_draws_changes_with_its_pickers_and_offers_svg_offline(browser, minilm, tmp_path):
+def test_a_view_export_draws_changes_with_its_pickers_and_offers_svg_offline(offline_file, minilm, tmp_path):
     model, tokenizer = minilm
     trace = lesson_trace(model, tokenizer, TEXT_A, TEXT_B)
     path = tmp_path / "head_view.html"
     path.write_text(view_html(head_view(trace), About(DEFAULT_MODEL, TEXT_A, TEXT_B)), encoding="utf-8")
-    offline = Offline(browser, path)
+    offline = offline_file(path)
     figure = offline.figure(".bvl-figure")
     _changes(
         offline, figure, LINES, lambda: offline.page.locator("select[data-picker='layer']").select_option("0")
@@ -131,12 +145,11 @@ def test_a_view_export_draws_changes_with_its_pickers_and_offers_svg_offline(bro
     assert download.value.suggested_filename == "head_view.svg"
     assert Path(download.value.path()).read_text(encoding="utf-8").lstrip().startswith("<svg")
     assert offline.attempted() == [] and offline.dialogs == []
-    offline.close()
 
 
-def test_a_lesson_steps_through_every_step_with_the_keyboard_offline(browser, lesson_file):
+def test_a_lesson_steps_through_every_step_with_the_keyboard_offline(offline_file, lesson_file):
     assert lesson_file.stat().st_size < FIVE_MB
-    offline = Offline(browser, lesson_file)
+    offline = offline_file(lesson_file)
     page = offline.page
     count = len(walk.STEPS)
     for number in range(1, count + 1):
@@ -152,11 +165,10 @@ def test_a_lesson_steps_through_every_step_with_the_keyboard_offline(browser, le
     expect(page.locator("#bvl-counter")).to_have_text(f"Step {count - 2} of {count}")
     page.screenshot(path=str(ARTIFACTS / "export_lesson_step7.png"))
     assert offline.attempted() == [] and offline.dialogs == []
-    offline.close()
 
 
-def test_a_lessons_question_reveals_its_answer_and_its_pickers_change_the_figures(browser, lesson_file):
-    offline = Offline(browser, lesson_file)
+def test_a_lessons_question_reveals_its_answer_and_its_pickers_change_the_figures(offline_file, lesson_file):
+    offline = offline_file(lesson_file)
     page = offline.page
     for _ in range(3):
         page.keyboard.press("ArrowRight")
@@ -198,10 +210,9 @@ def test_a_lessons_question_reveals_its_answer_and_its_pickers_change_the_figure
         arg=lines.element_handle(),
     )
     assert offline.attempted() == [] and offline.dialogs == []
-    offline.close()
 
 
-def test_a_command_line_export_with_hostile_sentences_opens_offline_as_text(browser, tmp_path):
+def test_a_command_line_export_with_hostile_sentences_opens_offline_as_text(offline_file, tmp_path):
     out = tmp_path / "cli.html"
     done = subprocess.run(
         [
@@ -223,7 +234,7 @@ def test_a_command_line_export_with_hostile_sentences_opens_offline_as_text(brow
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert done.returncode == 0, done.stderr
-    offline = Offline(browser, out)
+    offline = offline_file(out)
     page = offline.page
     expect(page.locator("header q").nth(0)).to_have_text(HOSTILE_A)
     expect(page.locator("header q").nth(1)).to_have_text(HOSTILE_B)
@@ -235,10 +246,9 @@ def test_a_command_line_export_with_hostile_sentences_opens_offline_as_text(brow
     lines = offline.figure("#step-5 .st-key-head_view .bvl-figure")
     _changes(offline, lines, LINES, lambda: _pick(offline, 5, "layer", "0"))
     assert offline.attempted() == [] and offline.dialogs == []
-    offline.close()
 
 
-def test_the_apps_buttons_give_svg_and_files_that_work_offline(streamlit_url, page, browser, tmp_path):
+def test_the_apps_buttons_give_svg_and_files_that_work_offline(streamlit_url, page, offline_file, tmp_path):
     open_page(page, streamlit_url, "Attention")
     open_tab(page, "Head view")
     wait_for_figure(page, "head_view")
@@ -256,24 +266,22 @@ def test_the_apps_buttons_give_svg_and_files_that_work_offline(streamlit_url, pa
         page.locator(".st-key-head_view_html button").click()
     view_file = tmp_path / download.value.suggested_filename
     download.value.save_as(view_file)
-    offline = Offline(browser, view_file)
+    offline = offline_file(view_file)
     figure = offline.figure(".bvl-figure")
     _changes(
         offline, figure, LINES, lambda: offline.page.locator("select[data-picker='layer']").select_option("5")
     )
     expect(offline.page.locator("header q").first).to_have_text(DEFAULTS["sentence_a"])
     assert offline.attempted() == [] and offline.dialogs == []
-    offline.close()
 
-    open_page(page, streamlit_url)  # the Walkthrough is the main page
+    go_to(page, "Walkthrough")  # the main page, in the same session: no second page load
     with page.expect_download(timeout=120_000) as download:
         page.locator(".st-key-walk_lesson_html button").click()
     assert download.value.suggested_filename == "walkthrough.html"
     lesson = tmp_path / "walkthrough.html"
     download.value.save_as(lesson)
-    offline = Offline(browser, lesson)
+    offline = offline_file(lesson)
     for number in range(1, len(walk.STEPS) + 1):
         expect(offline.page.locator("#bvl-counter")).to_have_text(f"Step {number} of {len(walk.STEPS)}")
         offline.page.keyboard.press("ArrowRight")
     assert offline.attempted() == [] and offline.dialogs == []
-    offline.close()

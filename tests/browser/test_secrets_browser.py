@@ -10,7 +10,6 @@ import pytest
 from playwright.sync_api import expect
 
 from bertviz_lite.server import cookie_handoff
-from devtools.server import open_front_page
 from devtools.waiting import wait_until
 from tests.browser.driver import EXCEPTION, NEEDS_DEFAULT_MODEL, open_page, wait_for_idle
 
@@ -28,8 +27,8 @@ def _set_cookie_header(url: str, nonce: str, headers: dict[str, str]) -> str:
         return response.headers["set-cookie"]
 
 
-def test_the_cookie_route_sets_a_parked_cookie_once_http_only_and_secure_over_https(browser, streamlit_url):
-    open_front_page(browser, streamlit_url)  # app.py's first run adds the route
+def test_the_cookie_route_sets_a_parked_cookie_once_http_only_and_secure_over_https(page, streamlit_url):
+    open_page(page, streamlit_url)  # app.py's first run adds the route (a kept tab: no new context)
     cookie = cookie_handoff.ParkedCookie(cookie_handoff.LEAD_COOKIE, "KKKKKK.secret", 60)
     plain = _set_cookie_header(
         streamlit_url, cookie_handoff.park(cookie), {}
