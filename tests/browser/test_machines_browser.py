@@ -44,8 +44,7 @@ def machines(postgresql_server):
 def on_machine(visitor, url: str, machine: str, path: str, visitor_id: str | None = None, **context):
     """A new browser session pinned to `machine` by its balancer cookie (and a visitor id, if given): the page,
     after its first run, and the machine that served it."""
-    # The size of the other tests' tabs (conftest's VIEWPORT): their contexts, kept between tests, are lent again.
-    page = visitor(**({"viewport": {"width": 1400, "height": 1000}} | context))
+    page = visitor(**({"viewport": {"width": 1280, "height": 800}} | context))
     cookies = {haproxy.MACHINE_COOKIE: machine, **({"bvl_visitor": visitor_id} if visitor_id else {})}
     page.context.add_cookies([{"name": name, "value": value, "url": url} for name, value in cookies.items()])
     response = page.goto(f"{url}/{path}")
