@@ -21,7 +21,7 @@ from devtools.machines import running_machines
 from devtools.postgresql import fresh_schema
 from devtools.waiting import wait_until
 from tests.browser.driver import EXCEPTION, NEEDS_DEFAULT_MODEL, choose_option, wait_for_idle
-from tests.browser.test_training_browser import start_run, wait_for_run_to_show
+from tests.browser.test_training_browser import QUIET, start_run, wait_for_run_to_show
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 VISITOR_ID = "machines-test-visitor-0123456789"
@@ -59,7 +59,7 @@ def test_a_run_started_through_machine_a_is_watched_and_stopped_through_machine_
     wait_until(lambda: not lifecycle.active_runs(CHECKPOINTS_DIR), 120, "no run training in checkpoints/")
     starter, served = on_machine(visitor, machines.url, A, "train", VISITOR_ID)
     assert served == A
-    start_run(starter, run_name, ("steps", "num_documents", "threads"))
+    start_run(starter, run_name, QUIET)
 
     watcher, served = on_machine(visitor, machines.url, B, f"train?run={run_name}", VISITOR_ID)
     assert served == B

@@ -6,11 +6,13 @@ deleted at the end, through the page, or by the fixture if the test failed half-
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
-from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
+from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR, RunFolder
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.training.training_args import PRESETS
 from devtools.server import ARTIFACTS
@@ -26,25 +28,19 @@ from tests.browser.driver import (
 
 pytestmark = pytest.mark.browser
 
-OPTIONS = {
-    "steps": 5000,
-    "num_documents": 200,
-    "vocab_size": 200,
-    "seq_len": 32,
-    "batch_size": 8,
-    "threads": 1,
-}
+# The tiny preset with more steps than a test watches (it stops the run), on one thread (a core of its own at most),
+# its attention snapshotted only at the start and at the stop (the replay's tile needs one, not the five charts
+# redrawn every 5 s while the test watches the curves). The preset's corpus and sizes give the first metrics line
+# as soon as smaller ones did (1.4-1.9 CPU-s of the trainer), and each field typed costs a rerun of the form
+# (0.5 CPU-s of chromium).
+OPTIONS = {"steps": 5000, "threads": 1, "snapshot_every": 5000}
+# A run started and stopped through two servers needs no curves: logged and evaluated only when it stops, the pages
+# watching it redraw no chart while it trains (four curves every 2 s).
+QUIET = {**OPTIONS, "log_every": 5000, "eval_every": 5000}
 POINTS = """() => {
   const gd = document.querySelector('.st-key-train_loss_chart .js-plotly-plot');
   return gd && gd.data && gd.data[0] && gd.data[0].x ? gd.data[0].x.length : 0;
 }"""
-
-
-def set_number(page, key: str, value) -> None:
-    box = page.locator(f".st-key-{key} input")
-    box.fill(str(value))
-    box.press("Enter")
-    wait_for_idle(page)
 
 
 def loss_points_grow(page, times: int = 2, timeout_ms: float = 60_000) -> list[int]:
@@ -69,18 +65,29 @@ def wait_for_run_to_show(page) -> None:
         pytest.fail(f"the run's progress never showed; the page says: {alerts}")
 
 
-def start_run(page, run_name: str, options: tuple[str, ...] = tuple(OPTIONS)) -> None:
-    """On the Train page: fill these fields of OPTIONS in the form, name the run, start it, wait until it shows."""
+def start_run(page, run_name: str, options: dict = OPTIONS) -> None:
+    """On the Train page: fill these fields in the form, name the run, start it, wait until it shows; the run's
+    command line carries every option filled in."""
     form = page.locator('[data-testid="stExpander"] details', has_text="Start a new run")
     if form.get_attribute("open") is None:  # with a run to show, its curves come first and the form is folded
         form.locator("summary").click()
+    # One field after another without waiting for each rerun, as a user tabs through the form (a rerun asked for
+    # while one runs is folded into it); the command line checked below shows that the form sent every value.
     for key in options:
-        set_number(page, f"opt_{key}", OPTIONS[key])
+        box = page.locator(f".st-key-opt_{key} input")
+        box.fill(str(options[key]))
+        box.press("Enter")
     page.locator(".st-key-train_run_name input").fill(run_name)
     page.locator(".st-key-train_run_name input").press("Enter")
     wait_for_idle(page)
+    for key in options:
+        expect(page.locator(f".st-key-opt_{key} input")).to_have_value(str(options[key]))
     page.locator(".st-key-train_start button").click()
     wait_for_run_to_show(page)  # until the rerun lands, the page still shows the run it watched before
+    command = json.loads(RunFolder(CHECKPOINTS_DIR / run_name).launch.read_text(encoding="utf-8"))["command"]
+    for key in options:
+        flags = lifecycle.option_flags({key: options[key]})
+        assert any(command[i : i + 2] == flags for i in range(len(command))), (key, command)
 
 
 def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
