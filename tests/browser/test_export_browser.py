@@ -31,6 +31,9 @@ DRAWN = """element => !!(element._fullData && element._fullData.length &&
   element.querySelector('.scatterlayer .trace, .heatmaplayer image, .barlayer .trace'))"""
 # The head view's line traces of the figure, as "head:points" per trace: changes with the layer picked.
 LINES = """element => element.data.filter(t => t.mode === 'lines').map(t => t.meta.head + ':' + t.y.length).join()"""
+# Waits poll every POLL_MS, not on every animation frame (Playwright's default): a frame-by-frame poll keeps
+# chromium drawing frames all through the wait (~0.1 CPU-s a second of waiting).
+POLL_MS = 25
 
 
 class Offline:
@@ -53,7 +56,7 @@ class Offline:
         self.requests.clear()
         self.dialogs.clear()
         self.page.goto(path.as_uri())
-        self.page.wait_for_function("document.body.dataset.ready === 'true'", timeout=60_000)
+        self.page.wait_for_function("document.body.dataset.ready === 'true'", timeout=60_000, polling=POLL_MS)
         return self
 
     @staticmethod
@@ -63,7 +66,7 @@ class Offline:
     def figure(self, selector: str):
         """The plotly figure under selector, once drawn."""
         element = self.page.locator(selector).first
-        self.page.wait_for_function(DRAWN, arg=element.element_handle(), timeout=20_000)
+        self.page.wait_for_function(DRAWN, arg=element.element_handle(), timeout=20_000, polling=POLL_MS)
         return element
 
     def attempted(self) -> list[str]:
@@ -84,9 +87,15 @@ def minilm():
 
 
 @pytest.fixture(scope="module")
-def lesson_file(minilm, tmp_path_factory) -> Path:
+def pair_trace(minilm):
+    """The pair traced once for the module: the lesson and the head view's file read it, neither changes it."""
     model, tokenizer = minilm
-    trace = lesson_trace(model, tokenizer, TEXT_A, TEXT_B)
+    return lesson_trace(model, tokenizer, TEXT_A, TEXT_B)
+
+
+@pytest.fixture(scope="module")
+def lesson_file(pair_trace, tmp_path_factory) -> Path:
+    trace = pair_trace
     assert trace.num_tokens == 30
     path = tmp_path_factory.mktemp("export") / "lesson.html"
     path.write_text(lesson_html(trace, About(DEFAULT_MODEL, TEXT_A, TEXT_B)), encoding="utf-8")
@@ -101,14 +110,16 @@ def _changes(offline: Offline, element, script: str, act) -> None:
     """act() must change what `script` reads from the figure."""
     before = element.evaluate(script)
     act()
-    offline.page.wait_for_function(f"([e, b]) => ({script})(e) !== b", arg=[element.element_handle(), before])
+    offline.page.wait_for_function(
+        f"([e, b]) => ({script})(e) !== b", arg=[element.element_handle(), before], polling=POLL_MS
+    )
 
 
-def test_a_view_export_draws_changes_with_its_pickers_and_offers_svg_offline(offline_file, minilm, tmp_path):
-    model, tokenizer = minilm
-    trace = lesson_trace(model, tokenizer, TEXT_A, TEXT_B)
+def test_a_view_export_draws_changes_with_its_pickers_and_offers_svg_offline(
+    offline_file, pair_trace, tmp_path
+):
     path = tmp_path / "head_view.html"
-    path.write_text(view_html(head_view(trace), About(DEFAULT_MODEL, TEXT_A, TEXT_B)), encoding="utf-8")
+    path.write_text(view_html(head_view(pair_trace), About(DEFAULT_MODEL, TEXT_A, TEXT_B)), encoding="utf-8")
     offline = offline_file(path)
     figure = offline.figure(".bvl-figure")
     _changes(
@@ -119,10 +130,11 @@ def test_a_view_export_draws_changes_with_its_pickers_and_offers_svg_offline(off
         "e => e.data.filter(t => t.meta && t.meta.head !== undefined)"
         ".every(t => (t.meta.head === 2) === (t.visible !== 'legendonly'))",
         arg=figure.element_handle(),
+        polling=POLL_MS,
     )
     page = offline.page
     page.wait_for_function(
-        "e => e.__bvlHighlight", arg=figure.element_handle()
+        "e => e.__bvlHighlight", arg=figure.element_handle(), polling=POLL_MS
     )  # the head view's hover script
     x, y = figure.evaluate(
         """e => { const t = e._fullData.find(d => d.name === 'queries'), xa = e._fullLayout.xaxis;
@@ -131,7 +143,9 @@ def test_a_view_export_draws_changes_with_its_pickers_and_offers_svg_offline(off
     )
     page.mouse.move(x, y)
     page.wait_for_function(
-        "e => e.querySelectorAll('.bvl-highlight path').length > 0", arg=figure.element_handle()
+        "e => e.querySelectorAll('.bvl-highlight path').length > 0",
+        arg=figure.element_handle(),
+        polling=POLL_MS,
     )
     colours = figure.evaluate(
         "e => [...new Set([...e.querySelectorAll('.bvl-highlight path')].map(p => p.style.stroke))]"
@@ -208,6 +222,7 @@ def test_a_lessons_question_reveals_its_answer_and_its_pickers_change_the_figure
         "e => e.data.filter(t => t.meta && t.meta.head !== undefined && t.visible !== 'legendonly')"
         ".every(t => t.meta.head === 7)",
         arg=lines.element_handle(),
+        polling=POLL_MS,
     )
     assert offline.attempted() == [] and offline.dialogs == []
 
