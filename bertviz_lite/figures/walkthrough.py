@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -100,30 +102,40 @@ ONE_HEAD_TITLES = ("1. score q · k / √d", "2. softmax: weight", "3. |weight �
 NARROW_ONE_HEAD_TITLES = ("1. score", "2. weight", "3. |w × v|")  # three ~80-px plots on a phone
 
 
+@functools.cache
+def _three_plots(narrow: bool) -> dict:
+    """The layout of one_head_figure's three side-by-side plots (axes, titles), made once: make_subplots takes ~10 ms
+    and a lesson draws a figure for each of its heads (72 for a 6 × 12 model)."""
+    titles = NARROW_ONE_HEAD_TITLES if narrow else ONE_HEAD_TITLES
+    grid = make_subplots(rows=1, cols=3, shared_yaxes=True, subplot_titles=titles, horizontal_spacing=0.04)
+    layout = grid.layout.to_plotly_json()
+    layout.pop("template", None)  # each figure takes plotly's default template as it is made
+    return layout
+
+
 def one_head_figure(data: OneHead, narrow: bool = False) -> go.Figure:
     """Three bar charts over the keys of one query: q · k / √d, the softmax weight, and |weight × value|.
 
     narrow: for a phone's width: the title on two lines and short plot titles (they ran into each other).
     """
     labels = plain_labels(unique_labels(data.tokens))
-    titles = NARROW_ONE_HEAD_TITLES if narrow else ONE_HEAD_TITLES
-    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, subplot_titles=titles, horizontal_spacing=0.04)
     colours = ("#7f7f7f", "#1f77b4", "#2ca02c")
     values = (data.scores, data.weights, data.contributions)
-    for col, (name, value, colour) in enumerate(zip(ONE_HEAD_TITLES, values, colours, strict=True), start=1):
-        fig.add_trace(
-            go.Bar(
-                x=value,
-                y=labels,
-                orientation="h",
-                marker_color=colour,
-                name=name,
-                showlegend=False,
-                hovertemplate="%{y}: %{x:.3f}<extra>" + name + "</extra>",
-            ),
-            row=1,
-            col=col,
+    bars = [
+        go.Bar(
+            x=value,
+            y=labels,
+            orientation="h",
+            marker_color=colour,
+            name=name,
+            showlegend=False,
+            hovertemplate="%{y}: %{x:.3f}<extra>" + name + "</extra>",
+            xaxis=f"x{suffix}",
+            yaxis=f"y{suffix}",
         )
+        for suffix, name, value, colour in zip(("", "2", "3"), ONE_HEAD_TITLES, values, colours, strict=True)
+    ]
+    fig = go.Figure(bars, layout=copy.deepcopy(_three_plots(narrow)))
     fig.update_yaxes(**category_axis(reverse=True), categoryorder="array", categoryarray=labels)
     query = f"the query of {labels[data.query_index]} against every key"
     fig.update_layout(
