@@ -16,7 +16,7 @@ from bertviz_lite.inspection import walkthrough as walk
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL, load
 from devtools.server import ARTIFACTS, REPO
 from pages_app.common._sidebar import DEFAULTS
-from tests.browser.driver import NEEDS_DEFAULT_MODEL, go_to, open_page, open_tab, wait_for_figure
+from tests.browser.driver import NEEDS_DEFAULT_MODEL, go_to, open_page, wait_for_figure
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 
@@ -264,8 +264,9 @@ def test_a_command_line_export_with_hostile_sentences_opens_offline_as_text(offl
 
 
 def test_the_apps_buttons_give_svg_and_files_that_work_offline(streamlit_url, page, offline_file, tmp_path):
-    open_page(page, streamlit_url, "Attention")
-    open_tab(page, "Head view")
+    open_page(
+        page, streamlit_url, "Attention?tab=Head+view"
+    )  # the link opens the tab: no heatmap drawn first
     wait_for_figure(page, "head_view")
     chart = page.locator(".st-key-head_view .js-plotly-plot")
     chart.scroll_into_view_if_needed()
