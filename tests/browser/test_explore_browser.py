@@ -64,23 +64,6 @@ def test_typed_pair_reaches_the_attention_figure_and_every_page(streamlit_url, p
         screenshot(page, ARTIFACTS / f"page_{title.split()[0].lower()}.png")
 
 
-def test_clicking_a_model_view_tile_opens_that_head(streamlit_url, page):
-    open_page(page, streamlit_url, "Attention")
-    open_tab(page, "Model view")
-    wait_for_figure(page, "model_view")
-    click_model_view_tile(page, layer=2, head=5, num_heads=12)
-    expect(page.locator(".st-key-attn_layer input[role='combobox']")).to_have_value("2")
-    expect(page.locator(".st-key-attn_head input[role='combobox']")).to_have_value("5")
-    wait_for_figure(page, "model_view_head")
-    title = page.locator(".st-key-model_view_head .gtitle").text_content()
-    assert title.startswith("Layer 2, head 5")
-    choose_option(page, "attn_head", "0")
-    wait_for_figure(page, "model_view_1")  # a new key after each click: the same tile opens again
-    click_model_view_tile(page, layer=2, head=5, num_heads=12, key="model_view_1")
-    expect(page.locator(".st-key-attn_head input[role='combobox']")).to_have_value("5")
-    assert_no_exception(page)
-
-
 # Screen position of token `index` in the head view's column `name` ("queries" or "keys").
 _TOKEN_XY = """([name, index]) => {
   const gd = document.querySelector('.st-key-head_view .js-plotly-plot');
@@ -95,8 +78,20 @@ _SHOWN_HEADS = """() => {
 }"""
 
 
-def test_head_view_hover_lights_up_a_token_and_a_legend_click_shows_one_head(streamlit_url, page):
+def test_attention_views_answer_hover_and_clicks(streamlit_url, page):
+    """On one load of the Attention page (the default pair), each claim in turn:
+    1. head view: hovering a token lights up its lines and dims the others, and leaving it lights none;
+    2. head view: a legend click shows that head alone, a second click all 12 again;
+    3. head view: clicking a token focuses it (the focus picker reads it, every line leaves it);
+    4. model view: clicking a tile opens that head beside it, and again after another head was picked.
+    The head view's claims come first: picking a head (claim 4) narrows the head view to that head."""
     open_page(page, streamlit_url, "Attention")
+    _head_view_hover_lights_up_a_token_and_a_legend_click_shows_one_head(page)
+    _clicking_a_token_in_the_head_view_focuses_it(page)
+    _clicking_a_model_view_tile_opens_that_head(page)
+
+
+def _head_view_hover_lights_up_a_token_and_a_legend_click_shows_one_head(page) -> None:
     open_tab(page, "Head view")
     wait_for_figure(page, "head_view")
     page.locator(".st-key-head_view").scroll_into_view_if_needed()
@@ -112,12 +107,12 @@ def test_head_view_hover_lights_up_a_token_and_a_legend_click_shows_one_head(str
         "() => [...document.querySelectorAll('.st-key-head_view .scatterlayer .trace')]"
         ".filter(e => e.querySelector('.js-line')).every(e => e.style.opacity === '0.12')"
     )
-    assert dimmed
+    assert dimmed, "head view hover: the other lines are dimmed"
     page.mouse.move(5, 5)
     page.wait_for_function(
         "() => !document.querySelector('.st-key-head_view .bvl-highlight')", timeout=10_000
     )
-    assert len(page.evaluate(_SHOWN_HEADS)) == 12
+    assert len(page.evaluate(_SHOWN_HEADS)) == 12, "head view: all 12 heads shown before a legend click"
     page.locator(".st-key-head_view .legend .traces", has_text="head 3").click()
     page.wait_for_function(f"() => ({_SHOWN_HEADS})().join() === 'head 3'", timeout=10_000)
     page.locator(".st-key-head_view .legend .traces", has_text="head 3").click()
@@ -125,13 +120,11 @@ def test_head_view_hover_lights_up_a_token_and_a_legend_click_shows_one_head(str
     assert_no_exception(page)
 
 
-def test_clicking_a_token_in_the_head_view_focuses_it(streamlit_url, page):
-    open_page(page, streamlit_url, "Attention")
-    open_tab(page, "Head view")
+def _clicking_a_token_in_the_head_view_focuses_it(page) -> None:
     wait_for_figure(page, "head_view")
     click_point(page, "head_view", "queries", 2)
     combobox = page.locator(".st-key-hv_focus input[role='combobox']")
-    expect(combobox).to_have_value("cat (2)")
+    expect(combobox, "head view click: the focus picker reads the clicked token").to_have_value("cat (2)")
     # every line now leaves the clicked query (row 2); plotly decodes its data into _fullData
     page.wait_for_function(
         """() => {
@@ -142,6 +135,25 @@ def test_clicking_a_token_in_the_head_view_focuses_it(streamlit_url, page):
     }""",
         timeout=30_000,
     )
+    assert_no_exception(page)
+
+
+def _clicking_a_model_view_tile_opens_that_head(page) -> None:
+    open_tab(page, "Model view")
+    wait_for_figure(page, "model_view")
+    click_model_view_tile(page, layer=2, head=5, num_heads=12)
+    tile = "model view tile click: the layer and head pickers read the tile"
+    expect(page.locator(".st-key-attn_layer input[role='combobox']"), tile).to_have_value("2")
+    expect(page.locator(".st-key-attn_head input[role='combobox']"), tile).to_have_value("5")
+    wait_for_figure(page, "model_view_head")
+    title = page.locator(".st-key-model_view_head .gtitle").text_content()
+    assert title.startswith("Layer 2, head 5"), f"model view tile click: the opened head's title is {title!r}"
+    choose_option(page, "attn_head", "0")
+    wait_for_figure(page, "model_view_1")  # a new key after each click: the same tile opens again
+    click_model_view_tile(page, layer=2, head=5, num_heads=12, key="model_view_1")
+    expect(
+        page.locator(".st-key-attn_head input[role='combobox']"), "model view: the same tile opens again"
+    ).to_have_value("5")
     assert_no_exception(page)
 
 
