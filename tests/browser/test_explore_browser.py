@@ -157,42 +157,55 @@ def _clicking_a_model_view_tile_opens_that_head(page) -> None:
     assert_no_exception(page)
 
 
-@NEEDS_DEFAULT_MODEL
-def test_minilm_predictions_switch_to_the_default_model(streamlit_url, page):
-    open_page(page, streamlit_url, "Predictions")
-    choose_option(page, "model_picker", MINILM)
-    expect(page.locator(".st-key-model_picker input[role='combobox']")).to_have_value(
-        re.compile(re.escape(MINILM))
-    )
-    expect(page.locator("[class*='st-key-predictions_']")).to_have_count(
-        0
-    )  # no heads: nothing to predict with
-    screenshot(page, ARTIFACTS / "page_predictions_without_heads.png")
-    page.get_by_role("button", name=f"Switch to {DEFAULT_MODEL}").click()
-    wait_for_idle(page)
-    expect(page.locator(".st-key-model_picker input[role='combobox']")).to_have_value(
-        re.compile(DEFAULT_MODEL)
-    )
-    wait_for_figure(page, "nsp")
-    assert page.locator("[class*='st-key-predictions_']").count() >= 1
-    assert_no_exception(page)
-    screenshot(page, ARTIFACTS / f"page_predictions_switched_to_{DEFAULT_MODEL}.png")
-
-
 PARIS_A = "Paris is the [MASK] of France."
 PARIS_B = "It is famous for the Eiffel Tower."
 PARIS_MASK = 4  # [CLS] paris is the [MASK]
 SIZES = [(1280, 720), (1024, 768)]
 
 
+@NEEDS_DEFAULT_MODEL
 @pytest.mark.skipif(
     not (CHECKPOINTS_DIR / ENGLISH / "config.json").is_file(), reason=f"checkpoints/{ENGLISH} is missing"
 )
-def test_fresh_session_opens_on_minilm_english_and_fills_in_paris(streamlit_url, page):
+def test_fresh_session_opens_on_minilm_english_switches_back_from_minilm_and_fills_in_paris(
+    streamlit_url, page
+):
+    """On one load, each claim in turn:
+    1. a fresh session opens on minilm-english, its description in the sidebar;
+    2. Predictions with MiniLM (no heads) shows no predictions, and its button switches to the default model;
+    3. the typed Paris pair fills in "capital", readable at two screen sizes."""
     open_page(page, streamlit_url)
-    assert selected_option(page, "model_picker") == ENGLISH
-    expect(page.get_by_test_id("stSidebar")).to_contain_text(DESCRIPTIONS[ENGLISH])
-    go_to(page, "Predictions")
+    assert selected_option(page, "model_picker") == ENGLISH, "a fresh session opens on minilm-english"
+    expect(page.get_by_test_id("stSidebar"), "the sidebar describes minilm-english").to_contain_text(
+        DESCRIPTIONS[ENGLISH]
+    )
+    go_to(page, "Predictions")  # a rerun, not a page load: the claims below are not about the load
+    _minilm_predictions_switch_to_the_default_model(page)
+    _predictions_fill_in_paris(page)
+
+
+def _minilm_predictions_switch_to_the_default_model(page) -> None:
+    choose_option(page, "model_picker", MINILM)
+    expect(page.locator(".st-key-model_picker input[role='combobox']"), "MiniLM is picked").to_have_value(
+        re.compile(re.escape(MINILM))
+    )
+    expect(page.locator("[class*='st-key-predictions_']"), "MiniLM: no predictions").to_have_count(
+        0
+    )  # no heads: nothing to predict with
+    screenshot(page, ARTIFACTS / "page_predictions_without_heads.png")
+    page.get_by_role("button", name=f"Switch to {DEFAULT_MODEL}").click()
+    wait_for_idle(page)
+    expect(
+        page.locator(".st-key-model_picker input[role='combobox']"),
+        "the button switches to the default model",
+    ).to_have_value(re.compile(DEFAULT_MODEL))
+    wait_for_figure(page, "nsp")
+    assert page.locator("[class*='st-key-predictions_']").count() >= 1, "the default model predicts"
+    assert_no_exception(page)
+    screenshot(page, ARTIFACTS / f"page_predictions_switched_to_{DEFAULT_MODEL}.png")
+
+
+def _predictions_fill_in_paris(page) -> None:
     type_into(page, "sentence_a", PARIS_A)
     type_into(page, "sentence_b", PARIS_B)
     wait_for_idle(page)
@@ -203,8 +216,8 @@ def test_fresh_session_opens_on_minilm_english_and_fills_in_paris(streamlit_url,
     wait_for_figure(page, key, rows=10)  # Top k = 10
     wait_for_figure(page, "nsp")
     labels = tick_labels(page, key)
-    assert len(labels) == 10 and "capital" in labels[:5], labels
-    assert tick_labels(page, "nsp") == ["IsNext", "NotNext"]
+    assert len(labels) == 10 and "capital" in labels[:5], ("Paris: capital in the top 5", labels)
+    assert tick_labels(page, "nsp") == ["IsNext", "NotNext"], "Paris: the NSP chart's labels"
     assert_no_exception(page)
     for width, height in SIZES:
         resize(page, width, height)
@@ -212,7 +225,7 @@ def test_fresh_session_opens_on_minilm_english_and_fills_in_paris(streamlit_url,
             path=str(ARTIFACTS / f"predictions_paris_{width}x{height}.png")
         )  # what a user first sees
         screenshot(page, ARTIFACTS / f"predictions_paris_{width}x{height}_full.png")
-        assert tick_labels(page, key)[:5] == labels[:5]  # still readable after the re-layout
+        assert tick_labels(page, key)[:5] == labels[:5], f"Paris: still readable at {width}x{height}"
     assert_no_exception(page)
 
 
