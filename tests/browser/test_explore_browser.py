@@ -78,17 +78,19 @@ _SHOWN_HEADS = """() => {
 }"""
 
 
-def test_attention_views_answer_hover_and_clicks(streamlit_url, page):
+def test_attention_views_answer_hover_and_clicks_and_odd_input(streamlit_url, page):
     """On one load of the Attention page (the default pair), each claim in turn:
     1. head view: hovering a token lights up its lines and dims the others, and leaving it lights none;
     2. head view: a legend click shows that head alone, a second click all 12 again;
     3. head view: clicking a token focuses it (the focus picker reads it, every line leaves it);
-    4. model view: clicking a tile opens that head beside it, and again after another head was picked.
+    4. model view: clicking a tile opens that head beside it, and again after another head was picked;
+    5. odd input: each odd sentence A (emoji, 600 words, 20k characters, only spaces) gives a plain message.
     The head view's claims come first: picking a head (claim 4) narrows the head view to that head."""
     open_page(page, streamlit_url, "Attention")
     _head_view_hover_lights_up_a_token_and_a_legend_click_shows_one_head(page)
     _clicking_a_token_in_the_head_view_focuses_it(page)
     _clicking_a_model_view_tile_opens_that_head(page)
+    _odd_input_gives_a_plain_message(page)
 
 
 def _head_view_hover_lights_up_a_token_and_a_legend_click_shows_one_head(page) -> None:
@@ -155,6 +157,28 @@ def _clicking_a_model_view_tile_opens_that_head(page) -> None:
         page.locator(".st-key-attn_head input[role='combobox']"), "model view: the same tile opens again"
     ).to_have_value("5")
     assert_no_exception(page)
+
+
+ODD_INPUTS = {  # what a visitor types as sentence A: the plain message the page must give
+    "emoji": ("Party time 🎉🎉 with 🦜 parrots", "[UNK]"),
+    "600-words": ("word " * 600, "truncated"),  # cut to the max length, said so
+    "20k-characters": ("word " * 4001, "characters long; this server takes at most 20,000"),  # refused
+    "only-spaces": ("   ", "Sentence A is empty"),
+}
+
+
+def _odd_input_gives_a_plain_message(page) -> None:
+    """The visitor types each odd input in turn on the Heatmap tab (each message names its input)."""
+    open_tab(page, "Heatmap")  # where a visit opens, as a visitor who types first would see it
+    for case, (text_a, message) in ODD_INPUTS.items():
+        type_into(page, "sentence_a", text_a)
+        wait_for_idle(page)
+        alerts = page.locator('[data-testid="stAlert"]').all_inner_texts()
+        assert any(message in text for text in alerts), (
+            f"odd input {case}: the message says {message!r}",
+            alerts,
+        )
+        assert_no_exception(page)
 
 
 PARIS_A = "Paris is the [MASK] of France."
@@ -227,22 +251,3 @@ def _predictions_fill_in_paris(page) -> None:
         screenshot(page, ARTIFACTS / f"predictions_paris_{width}x{height}_full.png")
         assert tick_labels(page, key)[:5] == labels[:5], f"Paris: still readable at {width}x{height}"
     assert_no_exception(page)
-
-
-ODD_INPUTS = {  # what a visitor types as sentence A: the plain message the page must give
-    "emoji": ("Party time 🎉🎉 with 🦜 parrots", "[UNK]"),
-    "600-words": ("word " * 600, "truncated"),  # cut to the max length, said so
-    "20k-characters": ("word " * 4001, "characters long; this server takes at most 20,000"),  # refused
-    "only-spaces": ("   ", "Sentence A is empty"),
-}
-
-
-def test_odd_input_gives_a_plain_message(streamlit_url, page):
-    """One visitor types each odd input in turn (one page load for all four: each message names its input)."""
-    open_page(page, streamlit_url, "Attention")
-    for case, (text_a, message) in ODD_INPUTS.items():
-        type_into(page, "sentence_a", text_a)
-        wait_for_idle(page)
-        alerts = page.locator('[data-testid="stAlert"]').all_inner_texts()
-        assert any(message in text for text in alerts), (case, alerts)
-        assert_no_exception(page)
