@@ -457,26 +457,6 @@ def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_
     assert_no_exception(page)
 
 
-def test_a_walkthrough_tile_click_opens_that_head_in_step_four(streamlit_url, page):
-    open_page(page, streamlit_url, "?step=5")
-    figure_box(page)
-    click_model_view_tile(page, layer=3, head=7, num_heads=12, key="walk_model_view")
-    expect(page.get_by_role("heading", level=2).first).to_contain_text(f"Step 4 of {len(walk.STEPS)}")
-    page.wait_for_function(
-        "() => location.search.includes('layer=3') && location.search.includes('head=7')", timeout=10_000
-    )
-    expect(page.locator('[data-testid="stMain"] [data-testid="stRadio"]')).to_contain_text("layer 3, head 7")
-    heading = page.get_by_role("heading", level=2).first
-    page.get_by_role("button", name="Next").click()
-    expect(heading).to_contain_text(f"Step 5 of {len(walk.STEPS)}")
-    wait_for_idle(page)
-    page.get_by_role("button", name="Previous").click()
-    expect(heading).to_contain_text(f"Step 4 of {len(walk.STEPS)}")
-    wait_for_idle(page)
-    assert selected_option(page, "attn_layer") == "3" and selected_option(page, "attn_head") == "7"  # kept
-    assert_no_exception(page)
-
-
 # The head view's two token columns (each label's [top, bottom], top to bottom), the bottoms of its legend's
 # entries that are drawn (plotly clips a legend too tall for the figure) and the figure's bottom, in page pixels.
 _HEAD_VIEW_BOXES = """() => {
@@ -531,11 +511,15 @@ def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit
 BUTTON_CODE = ["*/static/js/Button.*.js"]
 
 
-def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside(streamlit_url, page):
+def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside_then_a_tile_click_opens_a_head(
+    streamlit_url, page
+):
+    """Two claims on one page load: a clicker's keys move the walkthrough (from step 5 and back to it), and nothing
+    is fetched from outside; then a click on a model view tile of step 5 opens that head in step 4."""
     with HeldScripts(page, BUTTON_CODE) as scripts:
-        open_page(page, streamlit_url, "?step=2")
+        open_page(page, streamlit_url, "?step=5")
         heading = page.get_by_role("heading", level=2).first
-        expect(heading).to_contain_text(f"Step 2 of {len(walk.STEPS)}")
+        expect(heading).to_contain_text(f"Step 5 of {len(walk.STEPS)}")
         page.wait_for_function(
             "() => window.__bvlStepKeys === true", timeout=10_000
         )  # the page's key script is in
@@ -545,20 +529,40 @@ def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside(str
         page.keyboard.press("PageDown")
         assert scripts.held, "the buttons' code was not asked for"
         scripts.release()
-        expect(heading).to_contain_text(f"Step 3 of {len(walk.STEPS)}")
+        expect(heading).to_contain_text(f"Step 6 of {len(walk.STEPS)}")
         wait_for_idle(page)
-        for key, step in (("ArrowRight", 4), ("PageUp", 3), ("ArrowLeft", 2)):
+        for key, step in (("ArrowRight", 7), ("PageUp", 6), ("ArrowLeft", 5)):
             page.keyboard.press(key)
             expect(heading).to_contain_text(f"Step {step} of {len(walk.STEPS)}")
             wait_for_idle(page)
         page.locator(".st-key-sentence_a input").press("ArrowRight")  # typing in a box moves no step
         wait_for_idle(page)
-        expect(heading).to_contain_text(f"Step 2 of {len(walk.STEPS)}")
+        expect(heading).to_contain_text(f"Step 5 of {len(walk.STEPS)}")
         assert_no_exception(page)
     outside = [
         url for url in scripts.asked if not url.startswith((streamlit_url, "data:", "blob:", "about:"))
     ]
     assert outside == []  # a lecture hall may have no internet (the favicon was a Google font icon)
+
+    # A walkthrough tile click opens that head in step four.
+    figure_box(page)
+    click_model_view_tile(page, layer=3, head=7, num_heads=12, key="walk_model_view")
+    expect(page.get_by_role("heading", level=2).first).to_contain_text(f"Step 4 of {len(walk.STEPS)}")
+    page.wait_for_function(
+        "() => location.search.includes('layer=3') && location.search.includes('head=7')", timeout=10_000
+    )
+    expect(page.locator('[data-testid="stMain"] [data-testid="stRadio"]')).to_contain_text("layer 3, head 7")
+    heading = page.get_by_role("heading", level=2).first
+    page.get_by_role("button", name="Next").click()
+    expect(heading).to_contain_text(f"Step 5 of {len(walk.STEPS)}")
+    wait_for_idle(page)
+    page.get_by_role("button", name="Previous").click()
+    expect(heading).to_contain_text(f"Step 4 of {len(walk.STEPS)}")
+    wait_for_idle(page)
+    assert selected_option(page, "attn_layer") == "3" and selected_option(page, "attn_head") == "7", (
+        "a tile click: layer and head kept after Next and Previous"
+    )
+    assert_no_exception(page)
 
 
 def pick_filter(page, key: str, label: str) -> None:
