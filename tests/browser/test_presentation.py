@@ -479,9 +479,9 @@ LONG_B = "It was not amused at all by the noise."  # with LONG_A: 31 tokens, mor
 )
 def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit_url, page, pair):
     page.set_viewport_size({"width": 1280, "height": 720})
-    open_page(page, streamlit_url, f"Attention?present=1{pair}")
-    page.get_by_role("tab", name="Head view").click()
-    wait_for_idle(page)
+    # The link opens the Head view tab itself: the default Heatmap tab is not computed and drawn on the way.
+    open_page(page, streamlit_url, f"Attention?present=1&tab=Head+view{pair}")
+    expect(page.get_by_role("tab", name="Head view")).to_have_attribute("aria-selected", "true")
     page.wait_for_function(
         "() => document.querySelector('.st-key-head_view .js-plotly-plot')?._fullLayout", timeout=30_000
     )
