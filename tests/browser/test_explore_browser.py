@@ -64,23 +64,6 @@ def test_typed_pair_reaches_the_attention_figure_and_every_page(streamlit_url, p
         screenshot(page, ARTIFACTS / f"page_{title.split()[0].lower()}.png")
 
 
-def test_clicking_a_model_view_tile_opens_that_head(streamlit_url, page):
-    open_page(page, streamlit_url, "Attention")
-    open_tab(page, "Model view")
-    wait_for_figure(page, "model_view")
-    click_model_view_tile(page, layer=2, head=5, num_heads=12)
-    expect(page.locator(".st-key-attn_layer input[role='combobox']")).to_have_value("2")
-    expect(page.locator(".st-key-attn_head input[role='combobox']")).to_have_value("5")
-    wait_for_figure(page, "model_view_head")
-    title = page.locator(".st-key-model_view_head .gtitle").text_content()
-    assert title.startswith("Layer 2, head 5")
-    choose_option(page, "attn_head", "0")
-    wait_for_figure(page, "model_view_1")  # a new key after each click: the same tile opens again
-    click_model_view_tile(page, layer=2, head=5, num_heads=12, key="model_view_1")
-    expect(page.locator(".st-key-attn_head input[role='combobox']")).to_have_value("5")
-    assert_no_exception(page)
-
-
 # Screen position of token `index` in the head view's column `name` ("queries" or "keys").
 _TOKEN_XY = """([name, index]) => {
   const gd = document.querySelector('.st-key-head_view .js-plotly-plot');
@@ -95,8 +78,22 @@ _SHOWN_HEADS = """() => {
 }"""
 
 
-def test_head_view_hover_lights_up_a_token_and_a_legend_click_shows_one_head(streamlit_url, page):
+def test_attention_views_answer_hover_and_clicks_and_odd_input(streamlit_url, page):
+    """On one load of the Attention page (the default pair), each claim in turn:
+    1. head view: hovering a token lights up its lines and dims the others, and leaving it lights none;
+    2. head view: a legend click shows that head alone, a second click all 12 again;
+    3. head view: clicking a token focuses it (the focus picker reads it, every line leaves it);
+    4. model view: clicking a tile opens that head beside it, and again after another head was picked;
+    5. odd input: each odd sentence A (emoji, 600 words, 20k characters, only spaces) gives a plain message.
+    The head view's claims come first: picking a head (claim 4) narrows the head view to that head."""
     open_page(page, streamlit_url, "Attention")
+    _head_view_hover_lights_up_a_token_and_a_legend_click_shows_one_head(page)
+    _clicking_a_token_in_the_head_view_focuses_it(page)
+    _clicking_a_model_view_tile_opens_that_head(page)
+    _odd_input_gives_a_plain_message(page)
+
+
+def _head_view_hover_lights_up_a_token_and_a_legend_click_shows_one_head(page) -> None:
     open_tab(page, "Head view")
     wait_for_figure(page, "head_view")
     page.locator(".st-key-head_view").scroll_into_view_if_needed()
@@ -112,12 +109,12 @@ def test_head_view_hover_lights_up_a_token_and_a_legend_click_shows_one_head(str
         "() => [...document.querySelectorAll('.st-key-head_view .scatterlayer .trace')]"
         ".filter(e => e.querySelector('.js-line')).every(e => e.style.opacity === '0.12')"
     )
-    assert dimmed
+    assert dimmed, "head view hover: the other lines are dimmed"
     page.mouse.move(5, 5)
     page.wait_for_function(
         "() => !document.querySelector('.st-key-head_view .bvl-highlight')", timeout=10_000
     )
-    assert len(page.evaluate(_SHOWN_HEADS)) == 12
+    assert len(page.evaluate(_SHOWN_HEADS)) == 12, "head view: all 12 heads shown before a legend click"
     page.locator(".st-key-head_view .legend .traces", has_text="head 3").click()
     page.wait_for_function(f"() => ({_SHOWN_HEADS})().join() === 'head 3'", timeout=10_000)
     page.locator(".st-key-head_view .legend .traces", has_text="head 3").click()
@@ -125,13 +122,11 @@ def test_head_view_hover_lights_up_a_token_and_a_legend_click_shows_one_head(str
     assert_no_exception(page)
 
 
-def test_clicking_a_token_in_the_head_view_focuses_it(streamlit_url, page):
-    open_page(page, streamlit_url, "Attention")
-    open_tab(page, "Head view")
+def _clicking_a_token_in_the_head_view_focuses_it(page) -> None:
     wait_for_figure(page, "head_view")
     click_point(page, "head_view", "queries", 2)
     combobox = page.locator(".st-key-hv_focus input[role='combobox']")
-    expect(combobox).to_have_value("cat (2)")
+    expect(combobox, "head view click: the focus picker reads the clicked token").to_have_value("cat (2)")
     # every line now leaves the clicked query (row 2); plotly decodes its data into _fullData
     page.wait_for_function(
         """() => {
@@ -145,62 +140,22 @@ def test_clicking_a_token_in_the_head_view_focuses_it(streamlit_url, page):
     assert_no_exception(page)
 
 
-@NEEDS_DEFAULT_MODEL
-def test_minilm_predictions_switch_to_the_default_model(streamlit_url, page):
-    open_page(page, streamlit_url, "Predictions")
-    choose_option(page, "model_picker", MINILM)
-    expect(page.locator(".st-key-model_picker input[role='combobox']")).to_have_value(
-        re.compile(re.escape(MINILM))
-    )
-    expect(page.locator("[class*='st-key-predictions_']")).to_have_count(
-        0
-    )  # no heads: nothing to predict with
-    screenshot(page, ARTIFACTS / "page_predictions_without_heads.png")
-    page.get_by_role("button", name=f"Switch to {DEFAULT_MODEL}").click()
-    wait_for_idle(page)
-    expect(page.locator(".st-key-model_picker input[role='combobox']")).to_have_value(
-        re.compile(DEFAULT_MODEL)
-    )
-    wait_for_figure(page, "nsp")
-    assert page.locator("[class*='st-key-predictions_']").count() >= 1
-    assert_no_exception(page)
-    screenshot(page, ARTIFACTS / f"page_predictions_switched_to_{DEFAULT_MODEL}.png")
-
-
-PARIS_A = "Paris is the [MASK] of France."
-PARIS_B = "It is famous for the Eiffel Tower."
-PARIS_MASK = 4  # [CLS] paris is the [MASK]
-SIZES = [(1280, 720), (1024, 768)]
-
-
-@pytest.mark.skipif(
-    not (CHECKPOINTS_DIR / ENGLISH / "config.json").is_file(), reason=f"checkpoints/{ENGLISH} is missing"
-)
-def test_fresh_session_opens_on_minilm_english_and_fills_in_paris(streamlit_url, page):
-    open_page(page, streamlit_url)
-    assert selected_option(page, "model_picker") == ENGLISH
-    expect(page.get_by_test_id("stSidebar")).to_contain_text(DESCRIPTIONS[ENGLISH])
-    go_to(page, "Predictions")
-    type_into(page, "sentence_a", PARIS_A)
-    type_into(page, "sentence_b", PARIS_B)
-    wait_for_idle(page)
-    key = f"predictions_{PARIS_MASK}"
-    expect(page.locator(f".st-key-{key} .gtitle")).to_have_text(
-        f"Position {PARIS_MASK}: [MASK] typed in the text"
-    )
-    wait_for_figure(page, key, rows=10)  # Top k = 10
-    wait_for_figure(page, "nsp")
-    labels = tick_labels(page, key)
-    assert len(labels) == 10 and "capital" in labels[:5], labels
-    assert tick_labels(page, "nsp") == ["IsNext", "NotNext"]
-    assert_no_exception(page)
-    for width, height in SIZES:
-        resize(page, width, height)
-        page.screenshot(
-            path=str(ARTIFACTS / f"predictions_paris_{width}x{height}.png")
-        )  # what a user first sees
-        screenshot(page, ARTIFACTS / f"predictions_paris_{width}x{height}_full.png")
-        assert tick_labels(page, key)[:5] == labels[:5]  # still readable after the re-layout
+def _clicking_a_model_view_tile_opens_that_head(page) -> None:
+    open_tab(page, "Model view")
+    wait_for_figure(page, "model_view")
+    click_model_view_tile(page, layer=2, head=5, num_heads=12)
+    tile = "model view tile click: the layer and head pickers read the tile"
+    expect(page.locator(".st-key-attn_layer input[role='combobox']"), tile).to_have_value("2")
+    expect(page.locator(".st-key-attn_head input[role='combobox']"), tile).to_have_value("5")
+    wait_for_figure(page, "model_view_head")
+    title = page.locator(".st-key-model_view_head .gtitle").text_content()
+    assert title.startswith("Layer 2, head 5"), f"model view tile click: the opened head's title is {title!r}"
+    choose_option(page, "attn_head", "0")
+    wait_for_figure(page, "model_view_1")  # a new key after each click: the same tile opens again
+    click_model_view_tile(page, layer=2, head=5, num_heads=12, key="model_view_1")
+    expect(
+        page.locator(".st-key-attn_head input[role='combobox']"), "model view: the same tile opens again"
+    ).to_have_value("5")
     assert_no_exception(page)
 
 
@@ -212,12 +167,87 @@ ODD_INPUTS = {  # what a visitor types as sentence A: the plain message the page
 }
 
 
-def test_odd_input_gives_a_plain_message(streamlit_url, page):
-    """One visitor types each odd input in turn (one page load for all four: each message names its input)."""
-    open_page(page, streamlit_url, "Attention")
+def _odd_input_gives_a_plain_message(page) -> None:
+    """The visitor types each odd input in turn on the Heatmap tab (each message names its input)."""
+    open_tab(page, "Heatmap")  # where a visit opens, as a visitor who types first would see it
     for case, (text_a, message) in ODD_INPUTS.items():
         type_into(page, "sentence_a", text_a)
         wait_for_idle(page)
         alerts = page.locator('[data-testid="stAlert"]').all_inner_texts()
-        assert any(message in text for text in alerts), (case, alerts)
+        assert any(message in text for text in alerts), (
+            f"odd input {case}: the message says {message!r}",
+            alerts,
+        )
         assert_no_exception(page)
+
+
+PARIS_A = "Paris is the [MASK] of France."
+PARIS_B = "It is famous for the Eiffel Tower."
+PARIS_MASK = 4  # [CLS] paris is the [MASK]
+SIZES = [(1280, 720), (1024, 768)]
+
+
+@NEEDS_DEFAULT_MODEL
+@pytest.mark.skipif(
+    not (CHECKPOINTS_DIR / ENGLISH / "config.json").is_file(), reason=f"checkpoints/{ENGLISH} is missing"
+)
+def test_fresh_session_opens_on_minilm_english_switches_back_from_minilm_and_fills_in_paris(
+    streamlit_url, page
+):
+    """On one load, each claim in turn:
+    1. a fresh session opens on minilm-english, its description in the sidebar;
+    2. Predictions with MiniLM (no heads) shows no predictions, and its button switches to the default model;
+    3. the typed Paris pair fills in "capital", readable at two screen sizes."""
+    open_page(page, streamlit_url)
+    assert selected_option(page, "model_picker") == ENGLISH, "a fresh session opens on minilm-english"
+    expect(page.get_by_test_id("stSidebar"), "the sidebar describes minilm-english").to_contain_text(
+        DESCRIPTIONS[ENGLISH]
+    )
+    go_to(page, "Predictions")  # a rerun, not a page load: the claims below are not about the load
+    _minilm_predictions_switch_to_the_default_model(page)
+    _predictions_fill_in_paris(page)
+
+
+def _minilm_predictions_switch_to_the_default_model(page) -> None:
+    choose_option(page, "model_picker", MINILM)
+    expect(page.locator(".st-key-model_picker input[role='combobox']"), "MiniLM is picked").to_have_value(
+        re.compile(re.escape(MINILM))
+    )
+    expect(page.locator("[class*='st-key-predictions_']"), "MiniLM: no predictions").to_have_count(
+        0
+    )  # no heads: nothing to predict with
+    screenshot(page, ARTIFACTS / "page_predictions_without_heads.png")
+    page.get_by_role("button", name=f"Switch to {DEFAULT_MODEL}").click()
+    wait_for_idle(page)
+    expect(
+        page.locator(".st-key-model_picker input[role='combobox']"),
+        "the button switches to the default model",
+    ).to_have_value(re.compile(DEFAULT_MODEL))
+    wait_for_figure(page, "nsp")
+    assert page.locator("[class*='st-key-predictions_']").count() >= 1, "the default model predicts"
+    assert_no_exception(page)
+    screenshot(page, ARTIFACTS / f"page_predictions_switched_to_{DEFAULT_MODEL}.png")
+
+
+def _predictions_fill_in_paris(page) -> None:
+    type_into(page, "sentence_a", PARIS_A)
+    type_into(page, "sentence_b", PARIS_B)
+    wait_for_idle(page)
+    key = f"predictions_{PARIS_MASK}"
+    expect(page.locator(f".st-key-{key} .gtitle")).to_have_text(
+        f"Position {PARIS_MASK}: [MASK] typed in the text"
+    )
+    wait_for_figure(page, key, rows=10)  # Top k = 10
+    wait_for_figure(page, "nsp")
+    labels = tick_labels(page, key)
+    assert len(labels) == 10 and "capital" in labels[:5], ("Paris: capital in the top 5", labels)
+    assert tick_labels(page, "nsp") == ["IsNext", "NotNext"], "Paris: the NSP chart's labels"
+    assert_no_exception(page)
+    for width, height in SIZES:
+        resize(page, width, height)
+        page.screenshot(
+            path=str(ARTIFACTS / f"predictions_paris_{width}x{height}.png")
+        )  # what a user first sees
+        screenshot(page, ARTIFACTS / f"predictions_paris_{width}x{height}_full.png")
+        assert tick_labels(page, key)[:5] == labels[:5], f"Paris: still readable at {width}x{height}"
+    assert_no_exception(page)
