@@ -31,13 +31,18 @@ _FIRST_POINT = """key => {
 }"""
 
 
-def test_bank_from_the_walkthrough_link_fits_a_projector(streamlit_url, page):
+def test_bank_from_the_walkthrough_link_fits_a_projector_and_a_clicked_point_lists_its_neighbours(
+    streamlit_url, page
+):
+    """Two claims on one page load: "bank" from the walkthrough's link (guess, reveal) fits a projector; then, on
+    the page the link opened (presentation mode, word=bank), a clicked point lists its neighbours."""
     page.set_viewport_size({"width": 1280, "height": 720})
     open_page(page, streamlit_url, f"?present=1&step={len(walk.STEPS)}")  # the walkthrough's last step
     page.get_by_role("link", name="Next: one word, many meanings").click()
     wait_for_idle(page)
     wait_for_figure(page, "meaning_scatter_0")
     assert "word=bank" in page.url and page.locator(".st-key-meaning_guess").count() == 1
+    assert "present=1" in page.url, page.url  # the page the clicked point is claimed on
     page.screenshot(path=str(ARTIFACTS / "meaning_1280x720_question.png"))
     page.locator('.st-key-meaning_guess [role="radiogroup"] label').last.click()
     wait_for_idle(page)
@@ -52,21 +57,17 @@ def test_bank_from_the_walkthrough_link_fits_a_projector(streamlit_url, page):
         assert page.evaluate(_BOTTOM, key) <= 720, f"{key} runs past the bottom of a 1280x720 screen"
     assert not overlaps(page), overlaps(page)
 
-
-def test_a_clicked_point_lists_its_neighbours(streamlit_url, page):
-    page.set_viewport_size({"width": 1280, "height": 720})
-    open_page(page, streamlit_url, "Meaning_in_context?present=1&word=bank")
-    wait_for_figure(page, "meaning_scatter_0")
+    # A clicked point lists its neighbours.
     name, number, _, _ = page.evaluate(_FIRST_POINT, "meaning_scatter_0")
     click_point(page, "meaning_scatter_0", name, 0)  # the first point of the first trace
     wait_for_figure(page, "meaning_scatter_1")  # the click moved the chart to a new key (selection cleared)
     shown = selected_option(page, "meaning_query")
-    assert "[" in shown and "]" in shown, shown  # the occurrence, its word in brackets
+    assert "[" in shown and "]" in shown, f"a clicked point: the occurrence, its word in brackets: {shown}"
     page.locator('[data-testid="stMain"] [data-testid="stDataFrame"]').last.scroll_into_view_if_needed()
     wait_for_charts(page)
     page.screenshot(path=str(ARTIFACTS / "meaning_1280x720_neighbours.png"))
-    assert page.locator(EXCEPTION).count() == 0
-    assert number >= 0 and name
+    assert page.locator(EXCEPTION).count() == 0, "a clicked point"
+    assert number >= 0 and name, (number, name)
 
 
 # The plot area and the legend of the figure under `.st-key-<key>`, as [left, top, right, bottom] in page pixels.

@@ -286,48 +286,51 @@ _Y_TICKS = """key => [...document.querySelectorAll(`.st-key-${key} .yaxislayer-a
   .map(e => e.getBoundingClientRect()).map(r => [r.top, r.bottom]).sort((a, b) => a[0] - b[0])"""
 
 
-@pytest.mark.parametrize("title", list(OTHER_TABS))
-def test_presentation_mode_fits_every_tab_on_a_slide(streamlit_url, page, title):
+def go_to_folded(page, title: str) -> None:
+    """Open another page through the folded sidebar's link in presentation mode: a rerun in the same session, not a
+    page load (half the CPU)."""
+    link = page.locator('[data-testid="stSidebarNav"] a', has_text=title.replace("_", " ")).first
+    link.dispatch_event("pointerdown")  # an input, for wait_for_idle to wait for the run it starts
+    link.dispatch_event("click")
+    page.wait_for_function("path => location.pathname === path", arg=f"/{title}", timeout=30_000)
+    wait_for_idle(page)
+    assert "present=1" in page.url, f"{title}: presentation mode lost on the way: {page.url}"
+
+
+def test_presentation_mode_fits_every_tab_on_a_slide(streamlit_url, page):
     """Each tab's figure starts high and ends on a 1280x720 screen (its pickers go below it), with no figure
-    text on another and the attribution's token labels apart."""
+    text on another and the attribution's token labels apart. One page load: the second page is reached through
+    the folded sidebar (what is claimed is each tab's figure, not the page load)."""
     page.set_viewport_size({"width": 1280, "height": 720})
-    open_page(page, streamlit_url, f"{title}?present=1")
-    boxes = {}
-    found = {}
-    for tab, key in OTHER_TABS[title].items():
-        open_tab(page, tab)
-        wait_for_figure(page, key)
-        top, height = figure_box(page)
-        boxes[tab] = (round(top), round(top + height))
-        page.screenshot(path=str(ARTIFACTS / f"present_1280x720_{key}.png"))
-        if overlaps(page):
-            found[tab] = overlaps(page)
-        assert_no_exception(page)
-    assert all(top <= 720 - 200 and bottom <= 720 for top, bottom in boxes.values()), boxes
-    assert not found, found
-    if title == "Beyond_attention":  # the last tab's figure is shown: go back to the attribution's
-        open_tab(page, "Attribution")
-        wait_for_figure(page, "beyond_attribution")
-        ticks = page.evaluate(_Y_TICKS, "beyond_attribution")
-        assert len(ticks) == 22, ticks  # every token of the default pair
-        assert all(b[0] >= a[1] - 0.25 * (a[1] - a[0]) for a, b in zip(ticks, ticks[1:], strict=False)), ticks
+    for title, tabs in OTHER_TABS.items():
+        if page.url.startswith(streamlit_url):
+            go_to_folded(page, title)
+        else:  # the link opens the first tab itself: the default tab is not computed and drawn on the way
+            open_page(page, streamlit_url, f"{title}?present=1&tab={quote(next(iter(tabs)))}")
+        boxes = {}
+        found = {}
+        for tab, key in tabs.items():
+            if page.get_by_role("tab", name=tab).get_attribute("aria-selected") != "true":
+                open_tab(page, tab)
+            wait_for_figure(page, key)
+            top, height = figure_box(page)
+            boxes[tab] = (round(top), round(top + height))
+            page.screenshot(path=str(ARTIFACTS / f"present_1280x720_{key}.png"))
+            if overlaps(page):
+                found[tab] = overlaps(page)
+            assert_no_exception(page)
+        assert all(top <= 720 - 200 and bottom <= 720 for top, bottom in boxes.values()), (title, boxes)
+        assert not found, (title, found)
+    # Beyond attention's last tab's figure is shown: go back to the attribution's
+    open_tab(page, "Attribution")
+    wait_for_figure(page, "beyond_attribution")
+    ticks = page.evaluate(_Y_TICKS, "beyond_attribution")
+    assert len(ticks) == 22, ticks  # every token of the default pair
+    assert all(b[0] >= a[1] - 0.25 * (a[1] - a[0]) for a, b in zip(ticks, ticks[1:], strict=False)), ticks
 
 
 A = "The quick brown fox jumps over the lazy dog."
 B = "It was not amused at all."
-
-
-def test_a_prepared_link_reproduces_pair_layer_and_head(streamlit_url, page):
-    open_page(
-        page, streamlit_url, f"Attention?a={quote(A)}&b={quote(B)}&model={DEFAULT_MODEL}&layer=2&head=5"
-    )
-    expect(page.locator(".st-key-sentence_a input")).to_have_value(A)
-    expect(page.locator(".st-key-sentence_b input")).to_have_value(B)
-    assert selected_option(page, "attn_layer") == "2" and selected_option(page, "attn_head") == "5"
-    figure_box(page)
-    expect(page.locator(".st-key-attention_heatmap .gtitle")).to_have_text("Layer 2, head 5 (All)")
-    assert "fox (4)" in page.locator(".st-key-attention_heatmap .yaxislayer-above text").all_text_contents()
-    assert_no_exception(page)
 
 
 class HeldScripts:
@@ -455,26 +458,6 @@ def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_
     assert_no_exception(page)
 
 
-def test_a_walkthrough_tile_click_opens_that_head_in_step_four(streamlit_url, page):
-    open_page(page, streamlit_url, "?step=5")
-    figure_box(page)
-    click_model_view_tile(page, layer=3, head=7, num_heads=12, key="walk_model_view")
-    expect(page.get_by_role("heading", level=2).first).to_contain_text(f"Step 4 of {len(walk.STEPS)}")
-    page.wait_for_function(
-        "() => location.search.includes('layer=3') && location.search.includes('head=7')", timeout=10_000
-    )
-    expect(page.locator('[data-testid="stMain"] [data-testid="stRadio"]')).to_contain_text("layer 3, head 7")
-    heading = page.get_by_role("heading", level=2).first
-    page.get_by_role("button", name="Next").click()
-    expect(heading).to_contain_text(f"Step 5 of {len(walk.STEPS)}")
-    wait_for_idle(page)
-    page.get_by_role("button", name="Previous").click()
-    expect(heading).to_contain_text(f"Step 4 of {len(walk.STEPS)}")
-    wait_for_idle(page)
-    assert selected_option(page, "attn_layer") == "3" and selected_option(page, "attn_head") == "7"  # kept
-    assert_no_exception(page)
-
-
 # The head view's two token columns (each label's [top, bottom], top to bottom), the bottoms of its legend's
 # entries that are drawn (plotly clips a legend too tall for the figure) and the figure's bottom, in page pixels.
 _HEAD_VIEW_BOXES = """() => {
@@ -497,9 +480,9 @@ LONG_B = "It was not amused at all by the noise."  # with LONG_A: 31 tokens, mor
 )
 def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit_url, page, pair):
     page.set_viewport_size({"width": 1280, "height": 720})
-    open_page(page, streamlit_url, f"Attention?present=1{pair}")
-    page.get_by_role("tab", name="Head view").click()
-    wait_for_idle(page)
+    # The link opens the Head view tab itself: the default Heatmap tab is not computed and drawn on the way.
+    open_page(page, streamlit_url, f"Attention?present=1&tab=Head+view{pair}")
+    expect(page.get_by_role("tab", name="Head view")).to_have_attribute("aria-selected", "true")
     page.wait_for_function(
         "() => document.querySelector('.st-key-head_view .js-plotly-plot')?._fullLayout", timeout=30_000
     )
@@ -529,11 +512,15 @@ def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit
 BUTTON_CODE = ["*/static/js/Button.*.js"]
 
 
-def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside(streamlit_url, page):
+def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside_then_a_tile_click_opens_a_head(
+    streamlit_url, page
+):
+    """Two claims on one page load: a clicker's keys move the walkthrough (from step 5 and back to it), and nothing
+    is fetched from outside; then a click on a model view tile of step 5 opens that head in step 4."""
     with HeldScripts(page, BUTTON_CODE) as scripts:
-        open_page(page, streamlit_url, "?step=2")
+        open_page(page, streamlit_url, "?step=5")
         heading = page.get_by_role("heading", level=2).first
-        expect(heading).to_contain_text(f"Step 2 of {len(walk.STEPS)}")
+        expect(heading).to_contain_text(f"Step 5 of {len(walk.STEPS)}")
         page.wait_for_function(
             "() => window.__bvlStepKeys === true", timeout=10_000
         )  # the page's key script is in
@@ -543,20 +530,40 @@ def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside(str
         page.keyboard.press("PageDown")
         assert scripts.held, "the buttons' code was not asked for"
         scripts.release()
-        expect(heading).to_contain_text(f"Step 3 of {len(walk.STEPS)}")
+        expect(heading).to_contain_text(f"Step 6 of {len(walk.STEPS)}")
         wait_for_idle(page)
-        for key, step in (("ArrowRight", 4), ("PageUp", 3), ("ArrowLeft", 2)):
+        for key, step in (("ArrowRight", 7), ("PageUp", 6), ("ArrowLeft", 5)):
             page.keyboard.press(key)
             expect(heading).to_contain_text(f"Step {step} of {len(walk.STEPS)}")
             wait_for_idle(page)
         page.locator(".st-key-sentence_a input").press("ArrowRight")  # typing in a box moves no step
         wait_for_idle(page)
-        expect(heading).to_contain_text(f"Step 2 of {len(walk.STEPS)}")
+        expect(heading).to_contain_text(f"Step 5 of {len(walk.STEPS)}")
         assert_no_exception(page)
     outside = [
         url for url in scripts.asked if not url.startswith((streamlit_url, "data:", "blob:", "about:"))
     ]
     assert outside == []  # a lecture hall may have no internet (the favicon was a Google font icon)
+
+    # A walkthrough tile click opens that head in step four.
+    figure_box(page)
+    click_model_view_tile(page, layer=3, head=7, num_heads=12, key="walk_model_view")
+    expect(page.get_by_role("heading", level=2).first).to_contain_text(f"Step 4 of {len(walk.STEPS)}")
+    page.wait_for_function(
+        "() => location.search.includes('layer=3') && location.search.includes('head=7')", timeout=10_000
+    )
+    expect(page.locator('[data-testid="stMain"] [data-testid="stRadio"]')).to_contain_text("layer 3, head 7")
+    heading = page.get_by_role("heading", level=2).first
+    page.get_by_role("button", name="Next").click()
+    expect(heading).to_contain_text(f"Step 5 of {len(walk.STEPS)}")
+    wait_for_idle(page)
+    page.get_by_role("button", name="Previous").click()
+    expect(heading).to_contain_text(f"Step 4 of {len(walk.STEPS)}")
+    wait_for_idle(page)
+    assert selected_option(page, "attn_layer") == "3" and selected_option(page, "attn_head") == "7", (
+        "a tile click: layer and head kept after Next and Previous"
+    )
+    assert_no_exception(page)
 
 
 def pick_filter(page, key: str, label: str) -> None:
@@ -569,31 +576,34 @@ def expect_filter(page, key: str, label: str) -> None:
     expect(page.locator(f'.st-key-{key} button[aria-checked="true"]')).to_have_text(label, timeout=30_000)
 
 
-def test_picks_survive_a_visit_to_another_page(streamlit_url, page):
-    open_page(page, streamlit_url, "Attention")
-    choose_option(page, "attn_layer", "2")
-    choose_option(page, "attn_head", "5")
-    pick_filter(page, "attn_sentence_filter", "A→A")
-    open_tab(page, "Rollout")
-    go_to(page, "Predictions")
-    expect(page.get_by_role("heading", level=2).first).to_contain_text("Predictions")
-    go_to(page, "Attention")
-    expect(page.get_by_role("tab", name="Rollout")).to_have_attribute("aria-selected", "true")
-    page.screenshot(path=str(ARTIFACTS / "picks_after_a_visit.png"))
-    expect(page.locator(".st-key-attn_layer input[role='combobox']")).to_have_value("2")
-    assert selected_option(page, "attn_layer") == "2" and selected_option(page, "attn_head") == "5"
-    expect_filter(page, "attn_sentence_filter", "A→A")
+def test_a_prepared_link_then_picks_that_survive_a_visit_and_a_copied_link_that_reopens_them(
+    streamlit_url, page, visitor
+):
+    """One page load for three claims, each starting from the page state the one before left (none is about a
+    second load of the Attention page): a prepared link reproduces pair, layer and head; a copied link reopens the
+    tab and the filter in a fresh browser; picks survive a visit to another page."""
+    open_page(
+        page, streamlit_url, f"Attention?a={quote(A)}&b={quote(B)}&model={DEFAULT_MODEL}&layer=2&head=5"
+    )
+    expect(page.locator(".st-key-sentence_a input")).to_have_value(A)
+    expect(page.locator(".st-key-sentence_b input")).to_have_value(B)
+    assert selected_option(page, "attn_layer") == "2" and selected_option(page, "attn_head") == "5", (
+        "a prepared link: layer and head"
+    )
+    figure_box(page)
+    expect(page.locator(".st-key-attention_heatmap .gtitle")).to_have_text("Layer 2, head 5 (All)")
+    ticks = page.locator(".st-key-attention_heatmap .yaxislayer-above text").all_text_contents()
+    assert "fox (4)" in ticks, f"a prepared link: the pair's tokens on the heatmap: {ticks}"
     assert_no_exception(page)
 
-
-def test_a_copied_link_reopens_the_tab_and_the_filter_in_a_fresh_browser(streamlit_url, page, visitor):
-    open_page(page, streamlit_url, "Attention")
+    # A copied link reopens the tab and the filter in a fresh browser.
     choose_option(page, "attn_layer", "3")
+    choose_option(page, "attn_head", "7")
     pick_filter(page, "attn_sentence_filter", "A→B")
     open_tab(page, "Model view")
     page.wait_for_function("() => location.search.includes('tab=Model')", timeout=10_000)
     link = copied_link(page)
-    assert "tab=Model+view" in link and "filter=A" in link and "layer=3" in link, link
+    assert "tab=Model+view" in link and "filter=A" in link and "layer=3" in link, f"a copied link: {link}"
     fresh = visitor(
         viewport={"width": 1280, "height": 720}
     )  # another browser: no cookie, no state of the first
@@ -603,11 +613,25 @@ def test_a_copied_link_reopens_the_tab_and_the_filter_in_a_fresh_browser(streaml
     )
     wait_for_idle(fresh)
     expect_filter(fresh, "attn_sentence_filter", "A→B")
-    assert selected_option(fresh, "attn_layer") == "3"
+    assert selected_option(fresh, "attn_layer") == "3", "a copied link in a fresh browser: layer"
     fresh.wait_for_function(
         "() => document.querySelector('.st-key-model_view .js-plotly-plot')?._fullLayout", timeout=60_000
     )
     assert_no_exception(fresh)
+
+    # The picks (layer 3, head 7, filter A→B, and now the Rollout tab) survive a visit to another page.
+    open_tab(page, "Rollout")
+    go_to(page, "Predictions")
+    expect(page.get_by_role("heading", level=2).first).to_contain_text("Predictions")
+    go_to(page, "Attention")
+    expect(page.get_by_role("tab", name="Rollout")).to_have_attribute("aria-selected", "true")
+    page.screenshot(path=str(ARTIFACTS / "picks_after_a_visit.png"))
+    expect(page.locator(".st-key-attn_layer input[role='combobox']")).to_have_value("3")
+    assert selected_option(page, "attn_layer") == "3" and selected_option(page, "attn_head") == "7", (
+        "picks after a visit to another page: layer and head"
+    )
+    expect_filter(page, "attn_sentence_filter", "A→B")
+    assert_no_exception(page)
 
 
 def test_presentation_mode_shows_a_runs_curves_on_the_slide(streamlit_url, page):
