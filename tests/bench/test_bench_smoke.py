@@ -4,7 +4,7 @@ A script joins by being in bench/ (private helper modules start with `_`); it mu
 with bench/_smoke.py's add_smoke_flag. No timing is asserted: a smoke run's numbers mean nothing. Each script runs in a
 child forked from one interpreter that has imported torch, transformers and the other heavy third-party modules
 already, and so do the Python processes it starts (the app's server, a training run, a timed case): each runs its
-own command line in a fork of the script instead of a fresh interpreter (tests/bench/preloaded.py says what that
+own command line in a fork of the script instead of a fresh interpreter (devtools/preloaded.py says what that
 keeps and what it saves). The scripts spread over both workers (tests/conftest.py).
 bench/gpu_english.sh is left out: it trains two MiniLM-sized runs for minutes from .gpu/minilm, a float16 copy made
 on the lent GPU's machine that no checkout has, so there is no cheap run of it here.
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from bench._smoke import add_smoke_flag
-from tests.bench.preloaded import Preloaded
+from devtools.preloaded import Preloaded
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p.name for p in (REPO / "bench").glob("*.py") if not p.name.startswith("_"))

@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from tests.bench.preloaded import Preloaded
+from devtools.preloaded import Preloaded
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def one_thread():
 def preloaded_python():
     """An interpreter that has imported torch, from which a test forks `python -m bertviz_lite.train …` (its
     `run_command`, `start`): the run's own code is imported anew in the fork, and the 1.5 s of CPU a fresh interpreter
-    spends importing torch is paid once (tests/bench/preloaded.py). The tests whose claim is about a fresh process (a
+    spends importing torch is paid once (devtools/preloaded.py). The tests whose claim is about a fresh process (a
     user's first run, two runs sharing nothing but the command) start one as before."""
     interpreter = Preloaded(
         env={**os.environ, "OMP_NUM_THREADS": "1"}, modules=("torch", "safetensors.torch")

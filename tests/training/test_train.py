@@ -21,9 +21,9 @@ from bertviz_lite.loading.pretrained import load_folder
 from bertviz_lite.loading.run_folder import read_metrics, read_status, read_train_args
 from bertviz_lite.training.cli import build_parser, main
 from bertviz_lite.training.training_args import TrainingArguments
+from devtools.preloaded import ForkedCommand
 from devtools.waiting import wait_until
 from tests.app.tiny_checkpoint import save_tiny
-from tests.bench.preloaded import ForkedCommand
 
 REPO = Path(__file__).resolve().parents[2]
 # The tiny preset on a smaller corpus and vocabulary, so that a run starts and steps quickly.

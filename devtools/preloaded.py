@@ -1,8 +1,9 @@
-"""Run `python bench/X.py --smoke` as a child forked from one interpreter that has already imported the heavy
-third-party modules the scripts share (torch, transformers, streamlit, plotly, pandas, playwright).
+"""Run `python bench/X.py --smoke` (or any `python …` command line) as a child forked from one interpreter that has
+already imported the heavy third-party modules the scripts share (torch, transformers, streamlit, plotly, pandas,
+playwright).
 
 A cold interpreter spends 1.5-5 s of CPU importing them before a smoke run's own second of work; 26 scripts paid that
-26 times (tests/bench/test_bench_smoke.py). Here the test starts this file once (`python tests/bench/preloaded.py`),
+26 times (tests/bench/test_bench_smoke.py). Here the test starts this file once (`python devtools/preloaded.py`),
 which imports them and then, per request, forks a child that runs the script as a fresh `python bench/X.py --smoke`
 would: the script as `__main__`, its argv, its folder first on sys.path (this folder is not on it), the repository as
 its working directory, its own stdout and stderr, an empty stdin. Nothing of the project is imported before the fork,
@@ -13,7 +14,11 @@ asks (fork_python_children): Popen sets up their files, folder and session as be
 line with the project's modules imported anew, instead of a fresh interpreter importing torch and streamlit again
 (2-4 s of CPU each). Other programs (chromium, py-spy) start as before.
 
-Protocol, JSON lines: the test writes {"script", "stdout", "stderr", "fork_children"}; this process answers {"pid"} at
+The training tests fork their `python -m bertviz_lite.train` runs from it too (tests/training/conftest.py's
+`preloaded_python`, with the modules to import named on this file's command line).
+
+Protocol, JSON lines: the test writes {"script", "stdout", "stderr", "fork_children"} (or {"argv", "cwd", "env",
+"stdout", "stderr"} for a command line); this process answers {"pid"} at
 the fork, then {"returncode"} (negative: the signal that ended it, as subprocess reports it) when the child has ended.
 """
 
@@ -39,7 +44,7 @@ import traceback
 import types
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 PRELOAD = (
     "numpy",
     "pandas",
