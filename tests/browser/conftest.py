@@ -34,6 +34,51 @@ def streamlit_url(request):
         yield url  # while the server does
 
 
+class _SecondServer:
+    """A second `streamlit run app.py` of this worker's, sharing the first one's database file (as two processes
+    behind a balancer). Started on the first ask and kept: a new server costs 4-5 CPU-s by its first page. Until a
+    test opens a page on it, it is fresh: no script has run in its process."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.fresh = True
+
+
+@pytest.fixture(scope="session")
+def _second_streamlit(request):
+    with running_streamlit(
+        f"streamlit_second-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.log",
+        lambda: request.getfixturevalue("browser"),
+    ) as url:  # chromium starts while the server does
+        yield _SecondServer(url)
+
+
+@pytest.fixture
+def second_streamlit_url(_second_streamlit):
+    """Base URL of the worker's second server (it shares the first one's database); no longer fresh."""
+    _second_streamlit.fresh = False
+    return _second_streamlit.url
+
+
+@pytest.fixture
+def fresh_streamlit_url(request):
+    """Base URL of a server that no page has been opened on yet: the worker's second server while it is fresh (the
+    tests that ask for this one run first: pytest_collection_modifyitems), else one of the test's own."""
+    second = request.getfixturevalue("_second_streamlit")
+    if second.fresh:
+        second.fresh = False
+        yield second.url
+        return
+    with running_streamlit(f"streamlit_fresh-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.log") as url:
+        yield url
+
+
+def pytest_collection_modifyitems(items):
+    """The tests that ask for a fresh server run before the others (a stable sort), so that the second server is
+    still fresh for them and is not started twice."""
+    items.sort(key=lambda item: "fresh_streamlit_url" not in getattr(item, "fixturenames", ()))
+
+
 @pytest.fixture(scope="session")
 def browser():
     if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:

@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from bertviz_lite.inspection import walkthrough as walk
-from devtools.server import ARTIFACTS, running_streamlit
+from devtools.server import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
     NEEDS_DEFAULT_MODEL,
@@ -42,25 +42,18 @@ def _answer(page, option: str) -> None:
     page.get_by_text(f"Answer received: {option}").wait_for(timeout=10_000)
 
 
-@pytest.fixture
-def second_server(request, browser):
-    """A second `streamlit run app.py` sharing the first one's database file (as two processes behind a balancer)."""
-    # The shared server starts (if not yet up) while this one does.
-    with running_streamlit("streamlit_second.log", lambda: request.getfixturevalue("streamlit_url")) as url:
-        yield url
-
-
 def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(
-    visitor, streamlit_url, second_server
+    visitor, streamlit_url, second_streamlit_url
 ):
-    """The lecturer and the first student on one server, the second student on another sharing its database."""
+    """The lecturer and the first student on one server, the second student on another sharing its database (as two
+    processes behind a balancer: second_streamlit_url)."""
     lecturer = visitor(viewport={"width": 1280, "height": 720})
     open_page(lecturer, streamlit_url, "class")
     lecturer.get_by_role("button", name="Start a class").click()
     code = lecturer.locator(".bvl-join-code").inner_text(timeout=30_000).strip()
     wait_for_idle(lecturer)
     first = _student(visitor, streamlit_url, code)
-    second = _student(visitor, second_server, code)
+    second = _student(visitor, second_streamlit_url, code)
     first_again = first.context.new_page()  # the same phone in a second tab: the same student
     first_again.goto(f"{streamlit_url}/class?class={code}")
     first_again.get_by_text(f"Step 1 of {len(walk.STEPS)}").wait_for(timeout=30_000)
