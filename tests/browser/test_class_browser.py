@@ -84,6 +84,8 @@ def test_students_follow_the_lecturer_answer_once_and_the_projector_counts(
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     screenshot(lecturer, ARTIFACTS / "class_lecturer.png", max_height=720)
     screenshot(second, ARTIFACTS / "class_student.png", max_height=844)
+    for phone in (first, second, first_again):  # done: else each would look for a move every second meanwhile
+        phone.goto("about:blank")
     lecturer.reload()  # a new session: the lecturer's cookie brings the class back where it was
     lecturer.get_by_role("button", name="Reveal the model's answer").or_(
         lecturer.locator(".bvl-join-code")
