@@ -10,7 +10,7 @@ import pytest
 from bertviz_lite.server import class_joining, class_results, database, live_class
 from bertviz_lite.server.live_class import CHOICE, CLOZE, ClassError, NewQuestion, Position
 from devtools.waiting import wait_until
-from tests.server.answering import answer_as_students, forkserver
+from tests.server.app_processes import answer_as_students, forkserver
 
 PAIR = Position("all-MiniLM-L6-v2", "The cat sat on the [MASK].", "It was warm.", step=1, layer=0, head=0)
 NSP = NewQuestion(

@@ -16,6 +16,7 @@ from bertviz_lite.atomic import exclusive_lock
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.server import access
 from devtools.waiting import wait_until
+from tests.server.app_processes import forkserver, guess_admin_tokens, hold_folder_lock
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "teacher-secret-2"
@@ -42,55 +43,39 @@ def in_another_process(code: str) -> str:
 def test_wrong_admin_tokens_typed_in_two_processes_add_up(monkeypatch, store_setting):
     monkeypatch.setenv(access.ADMIN_TOKEN_SETTING, TOKEN)
     # Another app process: three wrong tries; then, once this process has typed two more, the right token.
-    other = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from bertviz_lite.server import access\n"
-            f"print([access.check_admin_token({VISITOR.id!r}, 'guess') for _ in range(3)], flush=True)\n"
-            "input()\n"
-            f"try:\n    access.check_admin_token({VISITOR.id!r}, {TOKEN!r})\n"
-            "except access.AdminLockout as err:\n    print(err)",
-        ],
-        cwd=REPO,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    context = forkserver()
+    talk, theirs = context.Pipe()
+    other = context.Process(target=guess_admin_tokens, args=(dict(os.environ), VISITOR.id, TOKEN, theirs))
+    other.start()
+    theirs.close()
     try:
-        three = other.stdout.readline().strip()
-        assert three == "[False, False, False]", three or other.stderr.read()
+        three = talk.recv()
+        assert three == [False, False, False], three
         assert access.check_admin_token(VISITOR.id, "guess") is False
         assert (
             access.check_admin_token(VISITOR.id, "guess") is False
         )  # the 5th wrong try, counted over both processes
         with pytest.raises(access.AdminLockout, match="Too many wrong admin tokens"):
             access.check_admin_token(VISITOR.id, TOKEN)
-        locked, errors = other.communicate("\n", timeout=60)
+        talk.send("go")
+        locked = talk.recv()
+        other.join(timeout=60)
     finally:
         other.kill()
-        other.wait()
-    assert other.returncode == 0, errors
-    assert locked.strip().startswith("Too many wrong admin tokens")
+        other.join()
+    assert other.exitcode == 0
+    assert locked.startswith("Too many wrong admin tokens"), locked
     assert access.check_admin_token(OTHER.id, TOKEN) is True  # another visitor is not locked out
 
 
 def test_a_folder_lock_held_by_one_process_keeps_the_other_out(tmp_path):
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from bertviz_lite.atomic import exclusive_lock\n"
-            f"with exclusive_lock({str(tmp_path)!r}):\n    print('held', flush=True); sys.stdin.read()",
-        ],
-        cwd=REPO,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    context = forkserver()
+    talk, theirs = context.Pipe()
+    holder = context.Process(target=hold_folder_lock, args=(str(tmp_path), theirs))
+    holder.start()
+    theirs.close()
     try:
-        assert holder.stdout.readline().strip() == "held"
+        assert talk.recv() == "held"
         fd = os.open(tmp_path, os.O_RDONLY)
         try:
             with pytest.raises(BlockingIOError):  # an upload's claim or an owner.json change must wait here
@@ -98,7 +83,9 @@ def test_a_folder_lock_held_by_one_process_keeps_the_other_out(tmp_path):
         finally:
             os.close(fd)
     finally:
-        holder.communicate("")  # stdin closes: the holder leaves the lock and exits
+        talk.close()  # the holder leaves the lock and exits
+        holder.join(timeout=60)
+    assert holder.exitcode == 0
     assert not list(tmp_path.iterdir())  # the lock writes nothing into the folder
     with exclusive_lock(tmp_path):  # free again
         pass
