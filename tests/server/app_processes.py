@@ -14,6 +14,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
 
 from bertviz_lite.atomic import exclusive_lock
+from bertviz_lite.runs import lifecycle
 from bertviz_lite.server import access, class_joining
 
 
@@ -48,6 +49,25 @@ def guess_admin_tokens(environment: Mapping[str, str], visitor_id: str, token: s
         talk.send("accepted")
     except access.AdminLockout as err:
         talk.send(str(err))
+
+
+def launch_and_exit(environment: Mapping[str, str], options: dict, launch: dict, reply: Connection) -> None:
+    """lifecycle.launch_run(options, **launch), replying the run's name, then the end of the process (as an app
+    restarted mid-run)."""
+    os.environ.clear()
+    os.environ.update(environment)
+    reply.send(lifecycle.launch_run(options, **launch).name)
+
+
+def in_another_app_process(context, target, *args):
+    """What target(*args, reply) replies, run in a process forked from the server, once that process has ended well."""
+    replies, reply = context.Pipe(duplex=False)
+    process = context.Process(target=target, args=(*args, reply))
+    process.start()
+    reply.close()
+    process.join(timeout=60)
+    assert process.exitcode == 0, f"{target.__name__} ended with {process.exitcode}"
+    return replies.recv()
 
 
 def hold_folder_lock(folder: str, talk: Connection) -> None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,13 @@ from bertviz_lite.atomic import exclusive_lock
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.server import access
 from devtools.waiting import wait_until
-from tests.server.app_processes import forkserver, guess_admin_tokens, hold_folder_lock
+from tests.server.app_processes import (
+    forkserver,
+    guess_admin_tokens,
+    hold_folder_lock,
+    in_another_app_process,
+    launch_and_exit,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "teacher-secret-2"
@@ -31,13 +35,6 @@ FAST = {
     "steps": 5000,
     "threads": 1,
 }
-
-
-def in_another_process(code: str) -> str:
-    """Run `code` in a fresh Python (same environment: the same shared database and admin token); its stdout."""
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
 
 
 def test_wrong_admin_tokens_typed_in_two_processes_add_up(monkeypatch, store_setting):
@@ -93,13 +90,9 @@ def test_a_folder_lock_held_by_one_process_keeps_the_other_out(tmp_path):
 
 @pytest.mark.slow
 def test_a_run_started_in_one_process_is_its_visitors_in_another_one_run_each_and_only_they_stop_it(tmp_path):
-    launcher = (
-        "from pathlib import Path; from bertviz_lite.runs import lifecycle; from bertviz_lite.server import access\n"
-        f"print(lifecycle.launch_run({FAST!r}, root=Path({str(tmp_path)!r}), name='mine', max_runs=3,"
-        f" owner=access.Visitor({VISITOR.id!r})).name)"
-    )
+    launch = {"root": tmp_path, "name": "mine", "max_runs": 3, "owner": VISITOR}
     assert (
-        in_another_process(launcher) == "mine"
+        in_another_app_process(forkserver(), launch_and_exit, dict(os.environ), FAST, launch) == "mine"
     )  # the launching process has exited: this one is "the other worker"
     run_dir = tmp_path / "mine"
     try:
