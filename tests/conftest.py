@@ -72,6 +72,15 @@ def store_setting(store, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _main_module_back():
+    """Streamlit's script runner (AppTest) makes each script it runs `__main__` and leaves it there: a process that
+    multiprocessing starts later in the session (tests/server/app_processes.py) would run app.py again first."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
+
+
+@pytest.fixture(autouse=True)
 def _no_admin_lockout_between_tests():
     """The admin token's rate limit counts in the shared database: each test starts with none counted."""
     from bertviz_lite.server import access
