@@ -1,8 +1,8 @@
 """Other app processes for the tests of shared state (tests/server/test_live_class.py and test_shared_state.py,
 tests/runs/test_runs.py), forked from one server that has imported the package once (multiprocessing's forkserver):
-each fresh Python paid 1.6 s of CPU importing torch through the package's facade before its first line of work. A forked process finds its settings
-in its environment, as one started with them would (`environment`: the server's own environment is the one it had
-when it started)."""
+each fresh Python paid 1.6 s of CPU importing torch through the package's facade before its first line of work.
+A forked process finds its settings in its environment, as one started with them would (`environment`: the server's
+own environment is the one it had when it started)."""
 
 from __future__ import annotations
 
