@@ -3,6 +3,7 @@ the tests of the shared store run on both kinds (a SQLite file, and a PostgreSQL
 
 import atexit
 import functools
+import gc
 import os
 import shutil
 import sys
@@ -71,6 +72,15 @@ def store_setting(store, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _main_module_back():
+    """Streamlit's script runner (AppTest) makes each script it runs `__main__` and leaves it there: a process that
+    multiprocessing starts later in the session (tests/server/app_processes.py) would run app.py again first."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
+
+
+@pytest.fixture(autouse=True)
 def _no_admin_lockout_between_tests():
     """The admin token's rate limit counts in the shared database: each test starts with none counted."""
     from bertviz_lite.server import access
@@ -121,3 +131,24 @@ def pytest_collection_modifyitems(config, items):
         group = "postgresql" if on_postgresql else _group(Path(item.fspath))
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    """What is alive after collection (torch, streamlit, the modules, the test items) stays alive all session: frozen,
+    the garbage collector stops walking it again in every full collection (5.1 of tests/app's 44 CPU-s went to
+    collections)."""
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    """pytest's unraisableexception plugin collects five times after the session, to run every finalizer that might
+    complain; each pass walks the whole heap (models, traces, AppTest trees: 0.2-1 CPU-s a pass). Collect until
+    nothing more is freed, so that every such finalizer runs here, then freeze what is left: its passes find the same
+    nothing, without walking it."""
+    for _ in range(5):
+        if not gc.collect():
+            break
+    gc.freeze()

@@ -459,3 +459,10 @@ def meta_model(config: BertConfig) -> BertForPreTraining:
     """The model's names and shapes on the meta device: nothing allocated, nothing initialised."""
     with torch.device("meta"), _SkipInit():
         return BertForPreTraining(config, init_weights=False)
+
+
+def uninitialised_model(config: BertConfig) -> BertForPreTraining:
+    """The model with its parameters allocated and nothing drawn into them (torch.nn.init left undone), for weights
+    about to be loaded over every one: MiniLM's draws cost 0.15 s of CPU at each load."""
+    with _SkipInit():
+        return BertForPreTraining(config, init_weights=False)

@@ -8,6 +8,7 @@ import html
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -43,14 +44,31 @@ _CHIP = re.compile(
 def _streamlit_scans_and_compiles_once():
     """What a Streamlit server does once, AppTest does on every app or run: scan every installed package's metadata for
     components (0.14 s of CPU per new app; these tests make about 230) and compile app.py and the page with its magic
-    (10 ms per run; about 680 runs). Neither the packages nor the scripts change during a session: once each."""
+    (10 ms per run; about 680 runs). Neither the packages nor the scripts change during a session: once each. And each
+    run's wait joins the script's thread instead of polling it (_wait_for_the_script)."""
     scripts = ScriptCache()  # keyed by the script's path; a test's own page has a path of its own
     with pytest.MonkeyPatch.context() as patch:
         scan_once = functools.cache(manifest_scanner.scan_component_manifests)
         patch.setattr(manifest_scanner, "scan_component_manifests", scan_once)
         patch.setattr(app_test, "ScriptCache", lambda: scripts)
         patch.setattr(local_script_runner, "ScriptCache", lambda: scripts)
+        patch.setattr(local_script_runner, "require_widgets_deltas", _wait_for_the_script)
         yield
+
+
+_POLL_FOR_THE_SCRIPT = local_script_runner.require_widgets_deltas
+
+
+def _wait_for_the_script(runner: local_script_runner.LocalScriptRunner, timeout: float = 3) -> None:
+    """AppTest's wait for a run, without its poll: it woke every millisecond to look for the script's end, taking the
+    GIL from the script it waits for. The script thread sends its SHUTDOWN before it returns, so joining it waits for
+    the same moment; if it returned without one, AppTest's own wait decides (and raises at the timeout)."""
+    started = time.monotonic()
+    thread = runner._script_thread
+    if thread is not None:
+        thread.join(timeout)
+    if thread is None or not runner.script_stopped():
+        _POLL_FOR_THE_SCRIPT(runner, max(timeout - (time.monotonic() - started), 0))
 
 
 @pytest.fixture(autouse=True)

@@ -15,6 +15,7 @@ from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.server import access, settings
 from bertviz_lite.training.cli import arguments_from_namespace, build_parser
 from devtools.waiting import wait_until
+from tests.server.app_processes import forkserver, in_another_app_process, launch_and_exit
 
 REPO = Path(__file__).resolve().parents[2]
 # Small enough to start in a few seconds on 2 cores; `steps` is set per test.
@@ -295,11 +296,13 @@ def test_a_run_outlives_its_launcher_obeys_the_limit_and_stops_gracefully_from_a
     tmp_path, monkeypatch
 ):
     # The launcher process exits right away, as an app that is restarted mid-run would.
-    launcher = (
-        f"from pathlib import Path; from bertviz_lite.runs import lifecycle; "
-        f"lifecycle.launch_run({dict(FAST, steps=5000)!r}, root=Path({str(tmp_path)!r}), name='long')"
+    launch = {"root": tmp_path, "name": "long"}
+    assert (
+        in_another_app_process(
+            forkserver(), launch_and_exit, dict(os.environ), dict(FAST, steps=5000), launch
+        )
+        == "long"
     )
-    subprocess.run([sys.executable, "-c", launcher], cwd=REPO, check=True, timeout=60)
     run_dir = tmp_path / "long"
     wait_until(
         lambda: lifecycle.run_state(run_dir).state == "running" and len(read_metrics(run_dir, "train")) >= 2,

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
 from bertviz_lite.server import class_joining, class_results, database, live_class
 from bertviz_lite.server.live_class import CHOICE, CLOZE, ClassError, NewQuestion, Position
 from devtools.waiting import wait_until
+from tests.server.app_processes import answer_as_students, forkserver
 
 PAIR = Position("all-MiniLM-L6-v2", "The cat sat on the [MASK].", "It was warm.", step=1, layer=0, head=0)
 NSP = NewQuestion(
@@ -157,51 +156,46 @@ def test_a_flood_of_answers_from_one_student_changes_nothing_for_the_others(stor
         class_joining.answer(code, "0" * 32, question, "Yes", store=store)
 
 
-ANSWERING = textwrap.dedent("""
-    import sys
-    from bertviz_lite.server import class_joining
-    store, code, question, phone, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
-    print("ready", flush=True)
-    sys.stdin.readline()  # every process starts answering at the same moment
-    for i in range(count):
-        address = f"10.{phone}.{i // 250}.{i % 250}"  # phones of their own: one address is limited
-        student = class_joining.join(code, f"phone-{phone}-{i}", address, store=store)
-        class_joining.answer(code, student, question, "Yes" if i % 3 else "No", address=address, store=store)
-        print(i, flush=True)  # acknowledged: answer() returned
-""")
 EACH = 60  # answers from each app process that is not killed
 
 
-def answering(store, code: str, question: int, phone: int, count: int) -> subprocess.Popen:
-    """An app process answering for `count` students of its own, once the test says go."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", ANSWERING, str(store), code, str(question), str(phone), str(count)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout.readline().strip() == "ready"
-    return process
+def answering(context, store, code: str, question: int, phone: int, count: int, go) -> tuple:
+    """An app process answering for `count` students of its own once `go` is set, and the pipe of its acknowledgements."""
+    acks, sent = context.Pipe(duplex=False)
+    process = context.Process(target=answer_as_students, args=(store, code, question, phone, count, go, sent))
+    process.start()
+    sent.close()  # the process holds the other end: the pipe ends when it does
+    assert acks.recv() == "ready"
+    return process, acks
+
+
+def received(acks) -> list:
+    """Every message the pipe holds until its process ended (a kill mid-send leaves no half message: one write)."""
+    messages = []
+    with contextlib.suppress(EOFError):
+        while True:
+            messages.append(acks.recv())
+    return messages
 
 
 def test_processes_answering_at_once_lose_no_acknowledged_answer_when_one_is_killed_mid_answer(store):
     code, secret = live_class.start_class(PAIR, store=store)
     question = live_class.ask(code, secret, NSP, store=store)
-    killed, *others = [
-        answering(store, code, question, phone, 10_000 if phone == 0 else EACH) for phone in range(3)
+    context = forkserver()
+    go = context.Event()
+    (killed, killed_acks), *others = [
+        answering(context, store, code, question, phone, 10_000 if phone == 0 else EACH, go)
+        for phone in range(3)
     ]
-    for process in (killed, *others):
-        process.stdin.write("go\n")
-        process.stdin.flush()
-    acknowledged = [killed.stdout.readline() for _ in range(40)]
-    killed.send_signal(signal.SIGKILL)
-    killed.wait()
-    acknowledged += killed.stdout.read().splitlines()  # lines already printed before the kill
-    acked = [int(line) for line in acknowledged if line.strip()]
-    assert killed.returncode == -signal.SIGKILL and len(acked) >= 40 and acked == list(range(len(acked)))
-    for process in others:
-        out, _ = process.communicate(timeout=120)
-        assert process.returncode == 0 and out.split() == [str(i) for i in range(EACH)]
+    go.set()
+    acked = [killed_acks.recv() for _ in range(40)]
+    killed.kill()
+    killed.join()
+    acked += received(killed_acks)  # sent before the kill
+    assert killed.exitcode == -signal.SIGKILL and len(acked) >= 40 and acked == list(range(len(acked)))
+    for process, acks in others:
+        process.join(timeout=120)
+        assert process.exitcode == 0 and received(acks) == list(range(EACH))
     database.close_all()  # read back as a restarted app would, on a new connection
     counted = class_results.answer_count(question, store=store)
     assert (

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,13 @@ from bertviz_lite.atomic import exclusive_lock
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.server import access
 from devtools.waiting import wait_until
+from tests.server.app_processes import (
+    forkserver,
+    guess_admin_tokens,
+    hold_folder_lock,
+    in_another_app_process,
+    launch_and_exit,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "teacher-secret-2"
@@ -32,65 +37,42 @@ FAST = {
 }
 
 
-def in_another_process(code: str) -> str:
-    """Run `code` in a fresh Python (same environment: the same shared database and admin token); its stdout."""
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
 def test_wrong_admin_tokens_typed_in_two_processes_add_up(monkeypatch, store_setting):
     monkeypatch.setenv(access.ADMIN_TOKEN_SETTING, TOKEN)
     # Another app process: three wrong tries; then, once this process has typed two more, the right token.
-    other = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from bertviz_lite.server import access\n"
-            f"print([access.check_admin_token({VISITOR.id!r}, 'guess') for _ in range(3)], flush=True)\n"
-            "input()\n"
-            f"try:\n    access.check_admin_token({VISITOR.id!r}, {TOKEN!r})\n"
-            "except access.AdminLockout as err:\n    print(err)",
-        ],
-        cwd=REPO,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    context = forkserver()
+    talk, theirs = context.Pipe()
+    other = context.Process(target=guess_admin_tokens, args=(dict(os.environ), VISITOR.id, TOKEN, theirs))
+    other.start()
+    theirs.close()
     try:
-        three = other.stdout.readline().strip()
-        assert three == "[False, False, False]", three or other.stderr.read()
+        three = talk.recv()
+        assert three == [False, False, False], three
         assert access.check_admin_token(VISITOR.id, "guess") is False
         assert (
             access.check_admin_token(VISITOR.id, "guess") is False
         )  # the 5th wrong try, counted over both processes
         with pytest.raises(access.AdminLockout, match="Too many wrong admin tokens"):
             access.check_admin_token(VISITOR.id, TOKEN)
-        locked, errors = other.communicate("\n", timeout=60)
+        talk.send("go")
+        locked = talk.recv()
+        other.join(timeout=60)
     finally:
         other.kill()
-        other.wait()
-    assert other.returncode == 0, errors
-    assert locked.strip().startswith("Too many wrong admin tokens")
+        other.join()
+    assert other.exitcode == 0
+    assert locked.startswith("Too many wrong admin tokens"), locked
     assert access.check_admin_token(OTHER.id, TOKEN) is True  # another visitor is not locked out
 
 
 def test_a_folder_lock_held_by_one_process_keeps_the_other_out(tmp_path):
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from bertviz_lite.atomic import exclusive_lock\n"
-            f"with exclusive_lock({str(tmp_path)!r}):\n    print('held', flush=True); sys.stdin.read()",
-        ],
-        cwd=REPO,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    context = forkserver()
+    talk, theirs = context.Pipe()
+    holder = context.Process(target=hold_folder_lock, args=(str(tmp_path), theirs))
+    holder.start()
+    theirs.close()
     try:
-        assert holder.stdout.readline().strip() == "held"
+        assert talk.recv() == "held"
         fd = os.open(tmp_path, os.O_RDONLY)
         try:
             with pytest.raises(BlockingIOError):  # an upload's claim or an owner.json change must wait here
@@ -98,7 +80,9 @@ def test_a_folder_lock_held_by_one_process_keeps_the_other_out(tmp_path):
         finally:
             os.close(fd)
     finally:
-        holder.communicate("")  # stdin closes: the holder leaves the lock and exits
+        talk.close()  # the holder leaves the lock and exits
+        holder.join(timeout=60)
+    assert holder.exitcode == 0
     assert not list(tmp_path.iterdir())  # the lock writes nothing into the folder
     with exclusive_lock(tmp_path):  # free again
         pass
@@ -106,13 +90,9 @@ def test_a_folder_lock_held_by_one_process_keeps_the_other_out(tmp_path):
 
 @pytest.mark.slow
 def test_a_run_started_in_one_process_is_its_visitors_in_another_one_run_each_and_only_they_stop_it(tmp_path):
-    launcher = (
-        "from pathlib import Path; from bertviz_lite.runs import lifecycle; from bertviz_lite.server import access\n"
-        f"print(lifecycle.launch_run({FAST!r}, root=Path({str(tmp_path)!r}), name='mine', max_runs=3,"
-        f" owner=access.Visitor({VISITOR.id!r})).name)"
-    )
+    launch = {"root": tmp_path, "name": "mine", "max_runs": 3, "owner": VISITOR}
     assert (
-        in_another_process(launcher) == "mine"
+        in_another_app_process(forkserver(), launch_and_exit, dict(os.environ), FAST, launch) == "mine"
     )  # the launching process has exited: this one is "the other worker"
     run_dir = tmp_path / "mine"
     try:
