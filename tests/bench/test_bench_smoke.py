@@ -5,7 +5,8 @@ with bench/_smoke.py's add_smoke_flag. No timing is asserted: a smoke run's numb
 child forked from one interpreter that has imported torch, transformers and the other heavy third-party modules
 already, and so do the Python processes it starts (the app's server, a training run, a timed case): each runs its
 own command line in a fork of the script instead of a fresh interpreter (devtools/preloaded.py says what that
-keeps and what it saves). The scripts spread over both workers (tests/conftest.py).
+keeps and what it saves). The scripts run on one worker, one after another (the xdist group below): spread over both,
+each worker started its own preloaded interpreter (5 CPU-s of imports each).
 bench/gpu_english.sh is left out: it trains two MiniLM-sized runs for minutes from .gpu/minilm, a float16 copy made
 on the lent GPU's machine that no checkout has, so there is no cheap run of it here.
 """
@@ -31,6 +32,8 @@ KEY_VALUE = re.compile(r"[a-z0-9_]+=\S+(?:\s|$)")  # a line that begins with key
 CHROMIUM = {"browser_memory.py", "page_latency.py"}
 SERVER = CHROMIUM | {"live_class_load.py", "live_class.py", "rerun_profile.py"}
 TIMEOUT_S = 240
+# One preloaded interpreter (the module's fixture) for every script.
+pytestmark = pytest.mark.xdist_group("bench")
 # PyTorch on one thread in the script and the processes it starts (scripts with --threads say so in their smoke
 # setting too): on a busy 2-core machine two threads' spin-waits cost more CPU than a smoke run's work (time_to_learn's
 # two steps: 0.1 s of CPU on one thread, 2.4 s on two).
