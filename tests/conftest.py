@@ -95,9 +95,10 @@ def _no_admin_lockout_between_tests():
 # the others only read checkpoints/ and are split in two, so that the two workers share the browser tests, which
 # are half of the suite's CPU time (chromium's, mostly). The other tests that use the app (AppTest, run folders in a
 # temporary checkpoints root, lifecycle) run one after another as a group of their own; the package's other tests
-# are spread over both workers (tests/check/ module by module: each module's fixture checks its files in one child
-# process, which a module split over two workers would start twice). The tests on a PostgreSQL store run on one
-# worker, so that the session starts one server.
+# are spread over both workers, but tests/bench/ runs as one group (its scripts fork from one preloaded interpreter,
+# which each worker would otherwise start: 5 CPU-s of imports) and tests/check/ module by module (each module's
+# fixture checks its files in one child process, which a module split over two workers would start twice). The tests
+# on a PostgreSQL store run on one worker, so that the session starts one server.
 BROWSER_GROUPS = {
     "browser-runs": ("admin", "machines", "serve", "training"),
     "browser-slides": ("presentation", "code_panel", "why_this_word", "meaning", "fragments"),
@@ -115,8 +116,10 @@ def _group(module: Path) -> str | None:
         module.parent == tests / "check"
     ):  # the checker's tests: a module's tests share the child process of its fixture
         return f"check-{module.stem}"
-    if module.parent == tests / "bench":  # each script in a process of its own, on a port of its own
-        return None
+    if (
+        module.parent == tests / "bench"
+    ):  # one worker forks every script from one preloaded interpreter (its fixture)
+        return "bench"
     if module.parent == tests / "app" or any(
         word in module.read_text(encoding="utf-8") for word in SHARES_THE_APP
     ):

@@ -32,8 +32,6 @@ KEY_VALUE = re.compile(r"[a-z0-9_]+=\S+(?:\s|$)")  # a line that begins with key
 CHROMIUM = {"browser_memory.py", "page_latency.py"}
 SERVER = CHROMIUM | {"live_class_load.py", "live_class.py", "rerun_profile.py"}
 TIMEOUT_S = 240
-# One preloaded interpreter (the module's fixture) for every script.
-pytestmark = pytest.mark.xdist_group("bench")
 # PyTorch on one thread in the script and the processes it starts (scripts with --threads say so in their smoke
 # setting too): on a busy 2-core machine two threads' spin-waits cost more CPU than a smoke run's work (time_to_learn's
 # two steps: 0.1 s of CPU on one thread, 2.4 s on two).
