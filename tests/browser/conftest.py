@@ -144,6 +144,18 @@ def slide_walk(streamlit_url, _visitors):
         _visitors.give_back()
 
 
+@pytest.fixture(scope="session")
+def normal_walk(streamlit_url, _visitors):
+    """The explore views walked once in normal mode at three screen sizes (test_presentation.walk_normal_views), for
+    the test of their figure texts and the code panel's expander off a slide."""
+    from tests.browser.test_presentation import walk_normal_views  # imported by the tests that ask for it
+
+    try:
+        return walk_normal_views(_visitors.page(viewport=VIEWPORT), streamlit_url)
+    finally:
+        _visitors.give_back()
+
+
 _RUN_NUMBERS = itertools.count()
 
 
