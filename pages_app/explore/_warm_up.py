@@ -56,6 +56,9 @@ def warm_up(inputs: Inputs) -> None:
 def start_warm_up() -> threading.Thread:
     """One background warm-up per process (st.cache_resource runs this once); returns its thread."""
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_not_from_warm_up)
-    thread = threading.Thread(target=warm_up, args=(default_inputs(),), name=THREAD, daemon=True)
+    # Not a daemon: the process waits for it at exit. A daemon thread left inside a torch call while the interpreter
+    # tears torch down aborts the process ("terminate called without an active exception", exit code 134), which a
+    # test run or a server stopped within seconds of its first visitor ended with.
+    thread = threading.Thread(target=warm_up, args=(default_inputs(),), name=THREAD, daemon=False)
     thread.start()
     return thread

@@ -38,3 +38,6 @@ def test_the_first_run_warms_the_default_pairs_trace_for_the_next_visitors():
     assert get_trace(context_for(default_inputs())).tokens[:3] == ["[CLS]", "the", "cat"]
     thread = start_warm_up()  # one thread per process, however many runs ask
     assert start_warm_up() is thread and thread.name == "bertviz-warm-up"
+    assert not thread.daemon, (
+        "the process must wait for its warm-up at exit (a daemon thread in torch aborts it)"
+    )
