@@ -184,31 +184,6 @@ class SlideWalk:
     steps: list[SlideStep]
     build_link_shown: bool  # the last step's link to the Build section
     opened: OpenedPanel  # step 4's panel opened: q, k, v, scores, softmax
-    explore: ExploreWalk | None = (
-        None  # then, in the same session, the explore pages (walk_the_explore_pages)
-    )
-    tabs: TabsOnASlide | None = None  # and the other tabs of two of them (walk_the_other_tabs)
-
-
-@dataclass
-class ExploreWalk:
-    """Each explore page's default view in presentation mode, reached through the folded sidebar's links."""
-
-    tops: dict  # (width, height): {page: (top, bottom) of its key figure}
-    found: dict  # "<page> <width>x<height>": the figure texts that overlap, where some do
-    urls: dict  # page: its address after the link's run
-    exceptions: dict  # page: the exception it showed, where one did
-
-
-@dataclass
-class TabsOnASlide:
-    """The other tabs of OTHER_TABS' pages at 1280x720 in presentation mode."""
-
-    boxes: dict  # page: {tab: (top, bottom) of its figure}
-    found: dict  # page: {tab: the figure texts that overlap}, where some do
-    urls: dict  # page: its address after the link's run
-    exceptions: dict  # "<page>/<tab>": the exception it showed, where one did
-    attribution_ticks: list  # [top, bottom] of each y tick label of the attribution, top to bottom
 
 
 OPENED_PANEL_STEP = (
@@ -279,63 +254,12 @@ def walk_the_slides(page, base_url: str) -> SlideWalk:
     build = page.get_by_role("link", name="Build: check your own BERT")
     with contextlib.suppress(PlaywrightTimeoutError):
         build.wait_for(state="visible", timeout=20_000)
-    walk = SlideWalk(steps, build.is_visible(), opened)
-    # The explore pages and their tabs in the same session: the folded sidebar's links, reruns, not page loads.
-    walk.explore = walk_the_explore_pages(page)
-    walk.tabs = walk_the_other_tabs(page)
-    return walk
+    return SlideWalk(steps, build.is_visible(), opened)
 
 
-def shown_exception(page) -> str | None:
-    shown = page.locator(EXCEPTION)
-    return shown.first.inner_text() if shown.count() else None
-
-
-def walk_the_explore_pages(page) -> ExploreWalk:
-    """Every explore page's default view (nothing is picked on the way) through the folded sidebar's links: the key
-    figure measured at each of SIZES, a screenshot at 1280x720."""
-    walk = ExploreWalk({size: {} for size in SIZES}, {}, {}, {})
-    resize_to(page, *SLIDE_SIZES[0])
-    orders = itertools.cycle([SIZES, SIZES[::-1]])  # as in walk_the_slides: a resize fewer each page
-    for title, path in EXPLORE.items():
-        walk.urls[path] = follow_folded_link(page, title)
-        figure_box(page)
-        look_at_every_size(page, path, walk.tops, walk.found, next(orders))
-        if exception := shown_exception(page):
-            walk.exceptions[path] = exception
-    return walk
-
-
-def walk_the_other_tabs(page) -> TabsOnASlide:
-    """Each tab of OTHER_TABS at 1280x720: its figure's top and bottom, a screenshot, overlapping figure texts; then
-    the attribution's y tick labels."""
-    walk = TabsOnASlide({}, {}, {}, {}, [])
-    resize_to(page, *SLIDE_SIZES[0])
-    for title, tabs in OTHER_TABS.items():
-        walk.urls[title] = follow_folded_link(page, title)
-        walk.boxes[title], walk.found[title] = {}, {}
-        for tab, key in tabs.items():
-            if page.get_by_role("tab", name=tab).get_attribute("aria-selected") != "true":
-                open_tab(page, tab)
-            wait_for_figure(page, key)
-            top, height = figure_box(page)
-            walk.boxes[title][tab] = (round(top), round(top + height))
-            page.screenshot(path=str(ARTIFACTS / f"present_1280x720_{key}.png"))
-            if overlaps(page):
-                walk.found[title][tab] = overlaps(page)
-            if exception := shown_exception(page):
-                walk.exceptions[f"{title}/{tab}"] = exception
-    # Beyond attention's last tab's figure is shown: go back to the attribution's
-    open_tab(page, "Attribution")
-    wait_for_figure(page, "beyond_attribution")
-    walk.attribution_ticks = page.evaluate(_Y_TICKS, "beyond_attribution")
-    return walk
-
-
-def test_presentation_mode_shows_every_key_figure_whole_like_a_slide(slide_walk):
+def test_presentation_mode_shows_every_key_figure_whole_like_a_slide(streamlit_url, page, slide_walk):
     """Every walkthrough step (after Reveal) and every explore page's default view: the key figure's top and
-    bottom within the screen at 1280x720 and 1024x768, without scrolling. Read from the walk (`slide_walk`), which
-    goes on from the last step to the explore pages through the folded sidebar's links."""
+    bottom within the screen at 1280x720 and 1024x768, without scrolling."""
     tops: dict = {size: {} for size in SIZES}
     found: dict = {}
     for step in slide_walk.steps:
@@ -345,14 +269,25 @@ def test_presentation_mode_shows_every_key_figure_whole_like_a_slide(slide_walk)
             {f"{step.name} {width}x{height}": texts for (width, height), texts in step.overlapping.items()}
         )
         assert step.exception is None, f"{step.name}: {step.exception}"
-    explore = slide_walk.explore
-    for path, url in explore.urls.items():
-        assert "present=1" in url, f"{path}: presentation mode lost on the way: {url}"
-    assert not explore.exceptions, explore.exceptions
-    for size, by_page in explore.tops.items():
-        tops[size].update(by_page)
-    found.update(explore.found)
-    assert set(explore.urls) == set(EXPLORE.values()), explore.urls
+    page.set_viewport_size({"width": 1280, "height": 720})
+    orders = itertools.cycle([SIZES, SIZES[::-1]])  # as in walk_the_slides: a resize fewer each page
+    for title, path in EXPLORE.items():
+        if page.url.startswith(streamlit_url):
+            # The folded sidebar's link: a rerun in the same session, not a page load (half the CPU). Nothing is
+            # picked on the way, so each page shows its default view.
+            link = page.locator('[data-testid="stSidebarNav"] a', has_text=title.replace("_", " ")).first
+            link.dispatch_event("pointerdown")  # an input, for wait_for_idle to wait for the run it starts
+            link.dispatch_event("click")
+            page.wait_for_function(
+                "path => location.pathname === path", arg=f"/{title}", timeout=30_000, polling=50
+            )
+            wait_for_idle(page)
+            assert "present=1" in page.url, page.url  # still presentation mode
+        else:
+            open_page(page, streamlit_url, f"{title}?present=1")
+        figure_box(page)
+        look_at_every_size(page, path, tops, found, next(orders))
+        assert_no_exception(page)
     for (width, height), by_view in tops.items():
         (ARTIFACTS / f"present_{width}x{height}_figure_boxes.txt").write_text(
             "".join(
@@ -387,33 +322,45 @@ _Y_TICKS = """key => [...document.querySelectorAll(`.st-key-${key} .yaxislayer-a
   .map(e => e.getBoundingClientRect()).map(r => [r.top, r.bottom]).sort((a, b) => a[0] - b[0])"""
 
 
-def follow_folded_link(page, title: str) -> str:
+def go_to_folded(page, title: str) -> None:
     """Open another page through the folded sidebar's link in presentation mode: a rerun in the same session, not a
-    page load (half the CPU). Returns the page's address."""
+    page load (half the CPU)."""
     link = page.locator('[data-testid="stSidebarNav"] a', has_text=title.replace("_", " ")).first
     link.dispatch_event("pointerdown")  # an input, for wait_for_idle to wait for the run it starts
     link.dispatch_event("click")
     page.wait_for_function("path => location.pathname === path", arg=f"/{title}", timeout=30_000, polling=50)
     wait_for_idle(page)
-    return page.url
+    assert "present=1" in page.url, f"{title}: presentation mode lost on the way: {page.url}"
 
 
-def test_presentation_mode_fits_every_tab_on_a_slide(slide_walk):
+def test_presentation_mode_fits_every_tab_on_a_slide(streamlit_url, page):
     """Each tab's figure starts high and ends on a 1280x720 screen (its pickers go below it), with no figure
-    text on another and the attribution's token labels apart. Read from the walk (`slide_walk`), which reaches both
-    pages through the folded sidebar after the explore pages (what is claimed is each tab's figure, not a page
-    load)."""
-    tabs = slide_walk.tabs
-    assert set(tabs.boxes) == set(OTHER_TABS), tabs.boxes
-    for title, boxes in tabs.boxes.items():
-        assert "present=1" in tabs.urls[title], (
-            f"{title}: presentation mode lost on the way: {tabs.urls[title]}"
-        )
-        assert set(boxes) == set(OTHER_TABS[title]), (title, boxes)
+    text on another and the attribution's token labels apart. One page load: the second page is reached through
+    the folded sidebar (what is claimed is each tab's figure, not the page load)."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    for title, tabs in OTHER_TABS.items():
+        if page.url.startswith(streamlit_url):
+            go_to_folded(page, title)
+        else:  # the link opens the first tab itself: the default tab is not computed and drawn on the way
+            open_page(page, streamlit_url, f"{title}?present=1&tab={quote(next(iter(tabs)))}")
+        boxes = {}
+        found = {}
+        for tab, key in tabs.items():
+            if page.get_by_role("tab", name=tab).get_attribute("aria-selected") != "true":
+                open_tab(page, tab)
+            wait_for_figure(page, key)
+            top, height = figure_box(page)
+            boxes[tab] = (round(top), round(top + height))
+            page.screenshot(path=str(ARTIFACTS / f"present_1280x720_{key}.png"))
+            if overlaps(page):
+                found[tab] = overlaps(page)
+            assert_no_exception(page)
         assert all(top <= 720 - 200 and bottom <= 720 for top, bottom in boxes.values()), (title, boxes)
-        assert not tabs.found[title], (title, tabs.found[title])
-    assert not tabs.exceptions, tabs.exceptions
-    ticks = tabs.attribution_ticks
+        assert not found, (title, found)
+    # Beyond attention's last tab's figure is shown: go back to the attribution's
+    open_tab(page, "Attribution")
+    wait_for_figure(page, "beyond_attribution")
+    ticks = page.evaluate(_Y_TICKS, "beyond_attribution")
     assert len(ticks) == 22, ticks  # every token of the default pair
     assert all(b[0] >= a[1] - 0.25 * (a[1] - a[0]) for a, b in zip(ticks, ticks[1:], strict=False)), ticks
 
