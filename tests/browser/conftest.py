@@ -135,7 +135,7 @@ def page(request, visitor, browser):
 @pytest.fixture(scope="session")
 def slide_walk(streamlit_url, _visitors):
     """The walkthrough walked once in presentation mode (test_presentation.walk_the_slides), for each test that reads
-    what its steps showed: the figures at three screen sizes, the code panel's toggle."""
+    what its steps showed: the figures at three screen sizes, the code panel's toggle, step 4's panel opened."""
     from tests.browser.test_presentation import walk_the_slides  # imported by the tests that ask for it
 
     try:
