@@ -180,11 +180,23 @@ def page(request, visitor, browser):
 @pytest.fixture(scope="session")
 def slide_walk(streamlit_url, _visitors):
     """The walkthrough walked once in presentation mode (test_presentation.walk_the_slides), for each test that reads
-    what its steps showed: the figures at three screen sizes, the code panel's toggle."""
+    what its steps showed: the figures at three screen sizes, the code panel's toggle, step 4's panel opened."""
     from tests.browser.test_presentation import walk_the_slides  # imported by the tests that ask for it
 
     try:
         return walk_the_slides(_visitors.page(viewport=VIEWPORT), streamlit_url)
+    finally:
+        _visitors.give_back()
+
+
+@pytest.fixture(scope="session")
+def normal_walk(streamlit_url, _visitors):
+    """The explore views walked once in normal mode at three screen sizes (test_presentation.walk_normal_views), for
+    the test of their figure texts and the code panel's expander off a slide."""
+    from tests.browser.test_presentation import walk_normal_views  # imported by the tests that ask for it
+
+    try:
+        return walk_normal_views(_visitors.page(viewport=VIEWPORT), streamlit_url)
     finally:
         _visitors.give_back()
 

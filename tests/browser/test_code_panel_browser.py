@@ -5,11 +5,10 @@ collapsed expander. Measured boxes and screenshots go to tests/artifacts/."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import expect
 
 from devtools.server import ARTIFACTS
-from tests.browser.driver import NEEDS_DEFAULT_MODEL, open_page, open_tab, wait_for_idle
-from tests.browser.test_presentation import CODE, assert_no_exception
+from tests.browser.driver import NEEDS_DEFAULT_MODEL
+from tests.browser.test_presentation import EXPANDER_VIEW
 
 pytestmark = [pytest.mark.browser, NEEDS_DEFAULT_MODEL]
 
@@ -44,32 +43,25 @@ def test_a_slide_keeps_each_steps_figure_whole_with_the_code_toggle_below(slide_
     assert slide_walk.build_link_shown, "the last step's link 'Build: check your own BERT' is not shown"
 
 
-def test_the_opened_panel_shows_the_source_with_the_pairs_shapes(streamlit_url, page):
-    page.set_viewport_size(SLIDE)
-    open_page(page, streamlit_url, "?present=1&step=4")  # one head: q, k, v, scores, softmax
-    page.locator(".st-key-code_walk_one_head label").click()
-    wait_for_idle(page)
-    expect(page.locator(CODE)).to_have_count(2)  # split_heads and forward_with_attention
-    attention = page.locator(CODE).nth(1).inner_text()
+def test_the_opened_panel_shows_the_source_with_the_pairs_shapes(slide_walk):
+    """Step 4 (one head: q, k, v, scores, softmax) on a 1280x720 slide, its panel toggled on at the end of the walk's
+    visit (`slide_walk`: the walk's page load serves, not one of its own)."""
+    opened = slide_walk.opened
+    assert opened.step == "one_head", opened.step
+    assert len(opened.blocks) == 2, opened.blocks  # split_heads and forward_with_attention
+    attention = opened.blocks[1]
     # The default pair is 22 tokens on minilm-english: 12 heads of 32.
     assert "q, k, v = " in attention and "# q, k, v: (1, 12, 22, 32)" in attention
     assert "scores = " in attention and "# (1, 12, 22, 22)" in attention
-    page.locator(CODE).nth(1).scroll_into_view_if_needed()
-    page.screenshot(path=str(ARTIFACTS / "code_panel_1280x720_open_one_head.png"))
-    assert_no_exception(page)
+    assert opened.exception is None, opened.exception
 
 
-def test_off_a_slide_the_panel_is_a_collapsed_expander_that_opens(streamlit_url, page):
-    page.set_viewport_size(SLIDE)
-    open_page(page, streamlit_url, "Attention")
-    open_tab(page, "Neuron view")
-    summary = page.locator('[data-testid="stMain"] [data-testid="stExpander"] summary', has_text="The code")
-    expect(summary).to_have_count(1)
-    assert page.locator(CODE).count() == 0
-    summary.click()
-    wait_for_idle(page)
-    expect(page.locator(CODE)).to_have_count(2)  # forward_with_attention and merge_heads
-    assert "def merge_heads" in page.locator(CODE).nth(1).inner_text()
-    summary.scroll_into_view_if_needed()
-    page.screenshot(path=str(ARTIFACTS / "code_panel_1280x720_expander_neuron_view.png"))
-    assert_no_exception(page)
+def test_off_a_slide_the_panel_is_a_collapsed_expander_that_opens(normal_walk):
+    """The Attention page's Neuron view at 1280x720 in normal mode, read from the walk through the normal views that
+    test_presentation's figure text test reads too (`normal_walk`: its page load serves, not one of its own)."""
+    expander = normal_walk.expander
+    assert expander.summaries == 1, f"{EXPANDER_VIEW}: {expander.summaries} expanders titled 'The code'"
+    assert expander.blocks_folded == 0, f"{EXPANDER_VIEW}: source shown before the expander is opened"
+    assert len(expander.blocks) == 2, expander.blocks  # forward_with_attention and merge_heads
+    assert "def merge_heads" in expander.blocks[1]
+    assert expander.exception is None, expander.exception

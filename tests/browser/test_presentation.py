@@ -171,21 +171,53 @@ class SlideStep:
 
 
 @dataclass
+class OpenedPanel:
+    """The code panel of one slide, toggled on after its step was measured (walk_the_slides)."""
+
+    step: str
+    blocks: list[str]  # the source blocks' texts
+    exception: str | None
+
+
+@dataclass
 class SlideWalk:
     steps: list[SlideStep]
     build_link_shown: bool  # the last step's link to the Build section
+    opened: OpenedPanel  # step 4's panel opened: q, k, v, scores, softmax
+
+
+OPENED_PANEL_STEP = (
+    "one_head"  # opened at the end of its visit, at 1280x720: the next steps have panels of their own
+)
+
+
+def open_slide_panel(page, step: str) -> OpenedPanel:
+    """Toggle this step's code panel on (on a 1280x720 slide) and read its source blocks."""
+    resize_to(page, *SLIDE_SIZES[0])
+    page.locator(f".st-key-code_walk_{step} label").click()
+    wait_for_idle(page)
+    with contextlib.suppress(PlaywrightTimeoutError):  # fewer blocks: the test that reads them says so
+        page.locator(CODE).nth(1).wait_for(timeout=20_000)
+    blocks = page.locator(CODE).all_inner_texts()
+    if blocks:
+        page.locator(CODE).nth(len(blocks) - 1).scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"code_panel_1280x720_open_{step}.png"))
+    shown = page.locator(EXCEPTION)
+    return OpenedPanel(step, blocks, shown.first.inner_text() if shown.count() else None)
 
 
 def walk_the_slides(page, base_url: str) -> SlideWalk:
     """Every walkthrough step in presentation mode from ?present=1 on a 1280x720 screen, its question answered and
     the answer revealed: the key figure measured at each of SIZES (a screenshot at 1280x720) and the code panel's
-    toggle. Walked once for the tests of the figures and of the code panel (the `slide_walk` fixture)."""
+    toggle; then step 4's panel opened (OPENED_PANEL_STEP). Walked once for the tests of the figures and of the code
+    panel (the `slide_walk` fixture)."""
     page.set_viewport_size({"width": 1280, "height": 720})
     open_page(page, base_url, "?present=1")
     # Every other step goes through the sizes backwards: it starts at the size the one before ended at, a resize
     # (a relayout of the page and its figures) fewer each.
     orders = itertools.cycle([SIZES, SIZES[::-1]])
     steps = []
+    opened = OpenedPanel(OPENED_PANEL_STEP, [], None)
     for number, step in enumerate(STEPS, start=1):
         if step.key in QUESTION_STEPS:
             reveal(page)
@@ -214,13 +246,15 @@ def walk_the_slides(page, base_url: str) -> SlideWalk:
         if page.locator(EXCEPTION).count():
             seen.exception = page.locator(EXCEPTION).first.inner_text()
         steps.append(seen)
+        if step.key == OPENED_PANEL_STEP:
+            opened = open_slide_panel(page, step.key)
         if number < len(STEPS):
             page.get_by_role("button", name="Next").click()
             wait_for_idle(page)
     build = page.get_by_role("link", name="Build: check your own BERT")
     with contextlib.suppress(PlaywrightTimeoutError):
         build.wait_for(state="visible", timeout=20_000)
-    return SlideWalk(steps, build.is_visible())
+    return SlideWalk(steps, build.is_visible(), opened)
 
 
 def test_presentation_mode_shows_every_key_figure_whole_like_a_slide(streamlit_url, page, slide_walk):
@@ -244,7 +278,9 @@ def test_presentation_mode_shows_every_key_figure_whole_like_a_slide(streamlit_u
             link = page.locator('[data-testid="stSidebarNav"] a', has_text=title.replace("_", " ")).first
             link.dispatch_event("pointerdown")  # an input, for wait_for_idle to wait for the run it starts
             link.dispatch_event("click")
-            page.wait_for_function("path => location.pathname === path", arg=f"/{title}", timeout=30_000)
+            page.wait_for_function(
+                "path => location.pathname === path", arg=f"/{title}", timeout=30_000, polling=50
+            )
             wait_for_idle(page)
             assert "present=1" in page.url, page.url  # still presentation mode
         else:
@@ -292,7 +328,7 @@ def go_to_folded(page, title: str) -> None:
     link = page.locator('[data-testid="stSidebarNav"] a', has_text=title.replace("_", " ")).first
     link.dispatch_event("pointerdown")  # an input, for wait_for_idle to wait for the run it starts
     link.dispatch_event("click")
-    page.wait_for_function("path => location.pathname === path", arg=f"/{title}", timeout=30_000)
+    page.wait_for_function("path => location.pathname === path", arg=f"/{title}", timeout=30_000, polling=50)
     wait_for_idle(page)
     assert "present=1" in page.url, f"{title}: presentation mode lost on the way: {page.url}"
 
@@ -410,7 +446,7 @@ def test_the_url_follows_the_user_and_bad_values_are_tamed(streamlit_url, page):
     page.locator(".st-key-attn_head input[role='combobox']").click()
     page.get_by_role("option", name="7", exact=True).click()
     wait_for_idle(page)
-    page.wait_for_function("() => location.search.includes('head=7')", timeout=10_000)
+    page.wait_for_function("() => location.search.includes('head=7')", timeout=10_000, polling=50)
     query = parse_qs(urlparse(page.url).query)
     assert query["layer"] == ["5"] and query["model"] == [DEFAULT_MODEL] and "/etc" not in page.url
     link = copied_link(page)
@@ -431,8 +467,52 @@ NORMAL_VIEWS = [
 ]
 
 
-def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_url, page):
+@dataclass
+class Expander:
+    """The code panel off a slide, on the Attention page's Neuron view at 1280x720 (walk_normal_views)."""
+
+    summaries: int  # expanders titled "The code"
+    blocks_folded: int  # source blocks shown before it was opened
+    blocks: list[str]  # the source blocks' texts once opened
+    exception: str | None
+
+
+@dataclass
+class NormalWalk:
+    found: dict  # "<page>/<tab> <width>x<height>": the figure texts that overlap, where some do
+    exception: str | None
+    expander: Expander
+
+
+EXPANDER_VIEW = ("Attention", "Neuron view")  # where the code panel's expander is opened, at SLIDE_SIZES[0]
+
+
+def open_expander(page) -> Expander:
+    """Read the folded code panel of the open tab, open it, and read its source blocks."""
+    summary = page.locator('[data-testid="stMain"] [data-testid="stExpander"] summary', has_text="The code")
+    summaries, folded = summary.count(), page.locator(CODE).count()
+    if summaries == 1:
+        summary.click()
+        wait_for_idle(page)
+        with contextlib.suppress(PlaywrightTimeoutError):  # fewer blocks: the test that reads them says so
+            page.locator(CODE).nth(1).wait_for(timeout=20_000)
+        summary.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "code_panel_1280x720_expander_neuron_view.png"))
+    shown = page.locator(EXCEPTION)
+    return Expander(
+        summaries,
+        folded,
+        page.locator(CODE).all_inner_texts(),
+        shown.first.inner_text() if shown.count() else None,
+    )
+
+
+def walk_normal_views(page, base_url: str) -> NormalWalk:
+    """Every view of NORMAL_VIEWS in normal mode (one page load, then the sidebar's links and the tabs) at each of
+    SIZES: overlapping figure texts, a screenshot at 1024x768; on the way, the code panel's expander of EXPANDER_VIEW
+    opened at 1280x720. Walked once for the tests of figure texts and of the code panel off a slide (`normal_walk`)."""
     found = {}
+    expander = Expander(0, 0, [], f"{EXPANDER_VIEW} not reached")
     shot_size = (1024, 768)  # measured last or first, so that its screenshot needs no resize of its own
     # Every other view goes through the sizes backwards: it starts at the size the one before ended at, a resize
     # (a relayout of the page and its figures) fewer each.
@@ -440,11 +520,11 @@ def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_
     orders = itertools.cycle([forwards, forwards[::-1]])
     page.set_viewport_size(dict(zip(("width", "height"), forwards[0], strict=True)))  # drawn at it: no resize
     for path, tab in NORMAL_VIEWS:
-        if page.url.split("?")[0] != f"{streamlit_url}/{path}":
-            if page.url.startswith(streamlit_url):
+        if page.url.split("?")[0] != f"{base_url}/{path}":
+            if page.url.startswith(base_url):
                 go_to(page, path.replace("_", " "))  # the same session: its pair and pickers as they came
             else:
-                open_page(page, streamlit_url, path)
+                open_page(page, base_url, path)
         if tab:
             page.get_by_role("tab", name=tab).click()
         figure_box(page)
@@ -454,8 +534,16 @@ def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(streamlit_
             if (width, height) == shot_size:
                 name = f"normal_1024x768_{path.lower()}_{(tab or 'page').lower().replace(' ', '_')}.png"
                 page.screenshot(path=str(ARTIFACTS / name))
-    assert not found, found
-    assert_no_exception(page)
+            if (path, tab) == EXPANDER_VIEW and (width, height) == SLIDE_SIZES[0]:
+                expander = open_expander(page)
+    shown = page.locator(EXCEPTION)
+    return NormalWalk(found, shown.first.inner_text() if shown.count() else None, expander)
+
+
+def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(normal_walk):
+    """Read from the walk through the normal views (`normal_walk`) that the code panel's expander test reads too."""
+    assert not normal_walk.found, normal_walk.found
+    assert normal_walk.exception is None, normal_walk.exception
 
 
 # The head view's two token columns (each label's [top, bottom], top to bottom), the bottoms of its legend's
@@ -484,7 +572,9 @@ def test_presentation_mode_puts_the_head_view_pickers_below_the_figure(streamlit
     open_page(page, streamlit_url, f"Attention?present=1&tab=Head+view{pair}")
     expect(page.get_by_role("tab", name="Head view")).to_have_attribute("aria-selected", "true")
     page.wait_for_function(
-        "() => document.querySelector('.st-key-head_view .js-plotly-plot')?._fullLayout", timeout=30_000
+        "() => document.querySelector('.st-key-head_view .js-plotly-plot')?._fullLayout",
+        timeout=30_000,
+        polling=50,
     )
     figure_top = page.locator(".st-key-head_view").bounding_box()["y"]
     assert figure_top < 720 - 200, figure_top
@@ -522,7 +612,7 @@ def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside_the
         heading = page.get_by_role("heading", level=2).first
         expect(heading).to_contain_text(f"Step 5 of {len(walk.STEPS)}")
         page.wait_for_function(
-            "() => window.__bvlStepKeys === true", timeout=10_000
+            "() => window.__bvlStepKeys === true", timeout=10_000, polling=50
         )  # the page's key script is in
         # A press before the buttons are drawn (~0.4 s after the script here, seconds on a busy machine, as on CI)
         # waits for them: it was lost.
@@ -550,7 +640,9 @@ def test_a_clicker_moves_the_walkthrough_and_nothing_is_fetched_from_outside_the
     click_model_view_tile(page, layer=3, head=7, num_heads=12, key="walk_model_view")
     expect(page.get_by_role("heading", level=2).first).to_contain_text(f"Step 4 of {len(walk.STEPS)}")
     page.wait_for_function(
-        "() => location.search.includes('layer=3') && location.search.includes('head=7')", timeout=10_000
+        "() => location.search.includes('layer=3') && location.search.includes('head=7')",
+        timeout=10_000,
+        polling=50,
     )
     expect(page.locator('[data-testid="stMain"] [data-testid="stRadio"]')).to_contain_text("layer 3, head 7")
     heading = page.get_by_role("heading", level=2).first
@@ -601,7 +693,7 @@ def test_a_prepared_link_then_picks_that_survive_a_visit_and_a_copied_link_that_
     choose_option(page, "attn_head", "7")
     pick_filter(page, "attn_sentence_filter", "A→B")
     open_tab(page, "Model view")
-    page.wait_for_function("() => location.search.includes('tab=Model')", timeout=10_000)
+    page.wait_for_function("() => location.search.includes('tab=Model')", timeout=10_000, polling=50)
     link = copied_link(page)
     assert "tab=Model+view" in link and "filter=A" in link and "layer=3" in link, f"a copied link: {link}"
     fresh = visitor(
@@ -615,7 +707,9 @@ def test_a_prepared_link_then_picks_that_survive_a_visit_and_a_copied_link_that_
     expect_filter(fresh, "attn_sentence_filter", "A→B")
     assert selected_option(fresh, "attn_layer") == "3", "a copied link in a fresh browser: layer"
     fresh.wait_for_function(
-        "() => document.querySelector('.st-key-model_view .js-plotly-plot')?._fullLayout", timeout=60_000
+        "() => document.querySelector('.st-key-model_view .js-plotly-plot')?._fullLayout",
+        timeout=60_000,
+        polling=50,
     )
     assert_no_exception(fresh)
 
