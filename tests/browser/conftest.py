@@ -24,11 +24,16 @@ from tests.browser.driver import new_page
 expect.set_options(timeout=20_000)
 
 
+def _log(name: str) -> str:
+    """A server's log file name, with this worker's name in it."""
+    return f"{name}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.log"
+
+
 @pytest.fixture(scope="session")
 def streamlit_url(request):
     """Base URL of one streamlit server shared by this worker's browser tests (its log names the worker)."""
     with running_streamlit(
-        f"streamlit-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.log",
+        _log("streamlit"),
         lambda: request.getfixturevalue("browser"),
     ) as url:  # chromium starts
         yield url  # while the server does
@@ -47,7 +52,7 @@ class _SecondServer:
 @pytest.fixture(scope="session")
 def _second_streamlit(request):
     with running_streamlit(
-        f"streamlit_second-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.log",
+        _log("streamlit_second"),
         lambda: request.getfixturevalue("browser"),
     ) as url:  # chromium starts while the server does
         yield _SecondServer(url)
@@ -69,7 +74,7 @@ def fresh_streamlit_url(request):
         second.fresh = False
         yield second.url
         return
-    with running_streamlit(f"streamlit_fresh-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.log") as url:
+    with running_streamlit(_log("streamlit_fresh")) as url:
         yield url
 
 
@@ -183,10 +188,7 @@ def slide_walk(streamlit_url, _visitors):
     what its steps showed: the figures at three screen sizes, the code panel's toggle, step 4's panel opened."""
     from tests.browser.test_presentation import walk_the_slides  # imported by the tests that ask for it
 
-    try:
-        return walk_the_slides(_visitors.page(viewport=VIEWPORT), streamlit_url)
-    finally:
-        _visitors.give_back()
+    return _walk_once(walk_the_slides, streamlit_url, _visitors)
 
 
 @pytest.fixture(scope="session")
@@ -195,10 +197,15 @@ def normal_walk(streamlit_url, _visitors):
     the test of their figure texts and the code panel's expander off a slide."""
     from tests.browser.test_presentation import walk_normal_views  # imported by the tests that ask for it
 
+    return _walk_once(walk_normal_views, streamlit_url, _visitors)
+
+
+def _walk_once(walk, streamlit_url: str, visitors: Visitors):
+    """What `walk(tab, url)` saw, in a tab lent at the default size and given back after."""
     try:
-        return walk_normal_views(_visitors.page(viewport=VIEWPORT), streamlit_url)
+        return walk(visitors.page(viewport=VIEWPORT), streamlit_url)
     finally:
-        _visitors.give_back()
+        visitors.give_back()
 
 
 _RUN_NUMBERS = itertools.count()

@@ -74,6 +74,17 @@ NEEDS_DEFAULT_MODEL = pytest.mark.skipif(
 )
 EXCEPTION = '[data-testid="stException"]'
 
+
+def exception_shown(page) -> str | None:
+    """The text of the first exception box the page shows, or None."""
+    shown = page.locator(EXCEPTION)
+    return shown.first.inner_text() if shown.count() else None
+
+
+def assert_no_exception(page) -> None:
+    assert page.locator(EXCEPTION).count() == 0, page.locator(EXCEPTION).first.inner_text()
+
+
 # True once the plotly figure under `.st-key-<key>` has drawn its data and, if given, shows `rows` rows.
 _FIGURE_READY = """([key, rows]) => {
   const gd = document.querySelector(`.st-key-${key} .js-plotly-plot`);

@@ -12,8 +12,8 @@ from bertviz_lite.loading.pretrained import DEFAULT_MODEL, DESCRIPTIONS, ENGLISH
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from devtools.server import ARTIFACTS
 from tests.browser.driver import (
-    EXCEPTION,
     NEEDS_DEFAULT_MODEL,
+    assert_no_exception,
     choose_option,
     click_model_view_tile,
     click_point,
@@ -37,10 +37,6 @@ B = "It was not amused at all."
 PAGES = ["Tokens and masking", "Embeddings", "Attention", "Predictions"]
 TABS = titles(ATTENTION_TABS)[1:]  # after the Heatmap, which a visit opens
 NUM_TOKENS = 20  # [CLS] + 10 pieces of A + [SEP] + 7 of B + [SEP] with MiniLM's vocabulary
-
-
-def assert_no_exception(page) -> None:
-    assert page.locator(EXCEPTION).count() == 0, page.locator(EXCEPTION).first.inner_text()
 
 
 def test_typed_pair_reaches_the_attention_figure_and_every_page(streamlit_url, page):

@@ -22,8 +22,10 @@ from devtools.server import ARTIFACTS
 from tests.browser.driver import (
     EXCEPTION,
     NEEDS_DEFAULT_MODEL,
+    assert_no_exception,
     choose_option,
     click_model_view_tile,
+    exception_shown,
     go_to,
     open_page,
     open_tab,
@@ -98,10 +100,6 @@ def figure_box(page) -> tuple[float, float]:
     wait_for_idle(page)
     handle = page.wait_for_function(_FIGURE_BOX, timeout=60_000, polling=50)
     return tuple(handle.json_value())
-
-
-def assert_no_exception(page) -> None:
-    assert page.locator(EXCEPTION).count() == 0, page.locator(EXCEPTION).first.inner_text()
 
 
 def reveal(page) -> None:
@@ -202,8 +200,7 @@ def open_slide_panel(page, step: str) -> OpenedPanel:
     if blocks:
         page.locator(CODE).nth(len(blocks) - 1).scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / f"code_panel_1280x720_open_{step}.png"))
-    shown = page.locator(EXCEPTION)
-    return OpenedPanel(step, blocks, shown.first.inner_text() if shown.count() else None)
+    return OpenedPanel(step, blocks, exception_shown(page))
 
 
 def walk_the_slides(page, base_url: str) -> SlideWalk:
@@ -498,13 +495,7 @@ def open_expander(page) -> Expander:
             page.locator(CODE).nth(1).wait_for(timeout=20_000)
         summary.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "code_panel_1280x720_expander_neuron_view.png"))
-    shown = page.locator(EXCEPTION)
-    return Expander(
-        summaries,
-        folded,
-        page.locator(CODE).all_inner_texts(),
-        shown.first.inner_text() if shown.count() else None,
-    )
+    return Expander(summaries, folded, page.locator(CODE).all_inner_texts(), exception_shown(page))
 
 
 def walk_normal_views(page, base_url: str) -> NormalWalk:
@@ -536,8 +527,7 @@ def walk_normal_views(page, base_url: str) -> NormalWalk:
                 page.screenshot(path=str(ARTIFACTS / name))
             if (path, tab) == EXPANDER_VIEW and (width, height) == SLIDE_SIZES[0]:
                 expander = open_expander(page)
-    shown = page.locator(EXCEPTION)
-    return NormalWalk(found, shown.first.inner_text() if shown.count() else None, expander)
+    return NormalWalk(found, exception_shown(page), expander)
 
 
 def test_no_figure_text_overlaps_in_normal_mode_at_three_screen_sizes(normal_walk):

@@ -18,7 +18,7 @@ from bertviz_lite.training.training_args import PRESETS
 from devtools.server import ARTIFACTS
 from devtools.waiting import wait_until
 from tests.browser.driver import (
-    EXCEPTION,
+    assert_no_exception,
     click_model_view_tile,
     open_page,
     screenshot,
@@ -50,10 +50,6 @@ def loss_points_grow(page, times: int = 2, timeout_ms: float = 60_000) -> list[i
         more = f"() => {{ const n = ({POINTS})(); return n > {counts[-1]} ? n : false; }}"
         counts.append(page.wait_for_function(more, timeout=timeout_ms, polling=100).json_value())
     return counts
-
-
-def assert_no_exception(page) -> None:
-    assert page.locator(EXCEPTION).count() == 0, page.locator(EXCEPTION).first.inner_text()
 
 
 def wait_for_run_to_show(page) -> None:
