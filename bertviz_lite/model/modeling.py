@@ -14,6 +14,7 @@ from torch.overrides import TorchFunctionMode
 
 from bertviz_lite.model.attention_masks import additive_mask, check_head_mask
 from bertviz_lite.model.config import BertConfig
+from bertviz_lite.model.dropout import BertDropout, drawn_here
 from bertviz_lite.model.embeddings import BertEmbeddings
 from bertviz_lite.model.heads import BertPreTrainingHeads
 from bertviz_lite.model.outputs import (
@@ -37,7 +38,7 @@ class BertSelfAttention(nn.Module):
         self.query = nn.Linear(config.hidden_size, config.hidden_size)
         self.key = nn.Linear(config.hidden_size, config.hidden_size)
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
-        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+        self.dropout = BertDropout(config.attention_probs_dropout_prob)
 
     def split_heads(self, x: Tensor) -> Tensor:
         """(B, T, H) -> (B, nh, T, hd)"""
@@ -50,7 +51,12 @@ class BertSelfAttention(nn.Module):
         return x.transpose(1, 2).reshape(batch, seq, self.num_attention_heads * self.attention_head_size)
 
     def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
-        """Fast path (no probabilities): PyTorch's fused scaled_dot_product_attention."""
+        """Fast path (no probabilities): PyTorch's fused scaled_dot_product_attention.
+
+        Training on a CPU, attention is written out instead: there SDPA with dropout runs its unfused math path anyway,
+        with torch's dearer dropout mask and a softmax that checks for masked rows (model/dropout.py)."""
+        if self.training and self.dropout.p > 0 and drawn_here(hidden_states):
+            return self.forward_with_attention(hidden_states, mask)[0]
         q, k, v = (self.split_heads(f(hidden_states)) for f in (self.query, self.key, self.value))
         p = self.dropout.p if self.training else 0.0
         context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
@@ -82,7 +88,7 @@ class BertSelfOutput(nn.Module):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = BertDropout(config.hidden_dropout_prob)
 
     def forward(self, hidden_states: Tensor, input_tensor: Tensor) -> Tensor:
         return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
@@ -124,7 +130,7 @@ class BertOutput(nn.Module):
         super().__init__()
         self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = BertDropout(config.hidden_dropout_prob)
 
     def forward(self, hidden_states: Tensor, input_tensor: Tensor) -> Tensor:
         return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
