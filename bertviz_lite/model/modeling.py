@@ -253,9 +253,17 @@ class BertModel(nn.Module):
 ROW_BUCKET = 128
 
 
-def labelled_positions(labels: Tensor, capacity: int | None = None) -> Tensor:
+def row_bucket(hidden: Tensor) -> int:
+    """The multiple the MLM head's rows are rounded up to for `hidden`: ROW_BUCKET, except in float32 on the CPU,
+    where no kernel keeps anything per row count, so the head takes the labelled rows alone (1): the small preset's
+    step projected 384 rows for its ~300 labelled positions (issue 34)."""
+    packs = hidden.device.type != "cpu" or torch.is_autocast_enabled("cpu")
+    return ROW_BUCKET if packs else 1
+
+
+def labelled_positions(labels: Tensor, capacity: int | None = None, bucket: int = ROW_BUCKET) -> Tensor:
     """The flat indices (b * T + t) of the labelled positions of `labels` (B, T), in order, then unlabelled ones up
-    to `capacity` rows (default: the count rounded up to a multiple of ROW_BUCKET, at most B * T).
+    to `capacity` rows (default: the count rounded up to a multiple of `bucket`, at most B * T).
 
     Their labels are -100, so the loss over the rows is the loss over the labelled positions. Counting is a host sync
     for a tensor on a GPU: the trainer calls this on the batch before it moves.
@@ -263,7 +271,7 @@ def labelled_positions(labels: Tensor, capacity: int | None = None) -> Tensor:
     chosen = labels.reshape(-1) != IGNORE_INDEX
     count = int(chosen.sum())
     if capacity is None:
-        capacity = min(-(-count // ROW_BUCKET) * ROW_BUCKET, chosen.numel())
+        capacity = min(-(-count // bucket) * bucket, chosen.numel())
     if not count <= capacity <= chosen.numel():
         raise ValueError(
             f"capacity ({capacity}) must hold the {count} labelled positions and at most all {chosen.numel()}"
@@ -387,7 +395,7 @@ class BertForPreTraining(nn.Module):
         """
         hidden, pooled = self.encode(input_ids, token_type_ids, attention_mask, padded=padded)
         if mlm_positions is None:
-            mlm_positions = labelled_positions(labels).to(labels.device)
+            mlm_positions = labelled_positions(labels, bucket=row_bucket(hidden)).to(labels.device)
         mlm_labels = labels.reshape(-1)[mlm_positions]  # (K,): -100 after the labelled ones
         rows = hidden.reshape(-1, hidden.shape[-1])[mlm_positions]  # (K, H)
         mlm_logits = self.cls.predictions(rows)  # (K, V)
