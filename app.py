@@ -27,14 +27,16 @@ try:
     from pages_app.common._sidebar import hand_over, render_sidebar
     from pages_app.common._ui import presentation_style
     from pages_app.explore._warm_up import start_warm_up
+
+    # Once per process: the route that sets HttpOnly cookies, and the gate in front of Streamlit's upload route. Before
+    # the freeze: it finds Streamlit's Starlette app among the collector's objects, which leave out frozen ones.
+    app_routes.install(Runtime.instance().uploaded_file_mgr)
 finally:
     if cold:
         gc.freeze()
         gc.enable()
 
 start_warm_up()  # once per process: the default pair's model and trace, in the background, for the visitors to come
-# Once per process: the route that sets HttpOnly cookies, and the gate in front of Streamlit's upload route.
-app_routes.install(Runtime.instance().uploaded_file_mgr)
 live_class.start_purge_timer()  # once per process: classes ended KEEP_DAYS ago go, hourly
 apply_link()  # a shared link's state (?a=…&layer=…&present=1), on a session's first run
 st.set_page_config(
