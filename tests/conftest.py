@@ -17,6 +17,15 @@ import pytest
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+# The two workers (pyproject's -n 2) share the two cores with the servers, chromium and runs the tests start, so each
+# process computes on one thread, as the app's servers do by default (server/settings.py). With torch's default of a
+# thread per core, OpenMP's threads in two busy processes wait for one another by spinning: tests/model, inspection
+# and figures took 49-63 CPU-s that way on a busy machine, against 15-17 on one thread. Processes the tests start
+# inherit it; a test that wants more threads asks for them (--threads, BERTVIZ_LITE_THREADS).
+os.environ["OMP_NUM_THREADS"] = "1"
+if "torch" in sys.modules:  # imported before this file (a plugin): the variable came too late for it
+    sys.modules["torch"].set_num_threads(1)
+
 # The state every app process shares (server/database.py) goes to a folder of this test session, never to the
 # repository's data/; servers the tests start inherit it.
 os.environ["BERTVIZ_LITE_DATA_DIR"] = tempfile.mkdtemp(prefix="bertviz-lite-test-data-")
