@@ -84,6 +84,7 @@ class RunState:
     pid: int | None = None
     checkpoint_step: int | None = None
     updated_at: float | None = None
+    started_at: float | None = None  # when its trainer began (None before its first status)
     host: str | None = None  # the machine it trains on (None: this one, or a run from before heartbeats)
 
     @property
@@ -351,6 +352,7 @@ def _from_status(run_dir: Path, status: dict[str, Any], state: str, message: str
         pid=status.get("pid"),
         checkpoint_step=status.get("checkpoint_step"),
         updated_at=status.get("updated_at"),
+        started_at=status.get("started_at"),
         host=status.get("host") or None,
     )
 

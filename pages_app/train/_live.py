@@ -7,6 +7,7 @@ restarted app shows the same run from disk.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -28,6 +29,9 @@ REFRESH_S = 2.0
 # Until its first metrics line, a run just started refreshes its (small) panel faster: its first progress and
 # points show within a fraction of a second, not up to REFRESH_S later; then a full rerun sets the steady pace.
 FIRST_METRICS_REFRESH_S = 0.5
+# For its first FIRST_METRICS_WINDOW_S seconds of training at most: a run that logs rarely (a large "Log every") has
+# no first line for a long while, and each tab watching it reran twice a second all that time.
+FIRST_METRICS_WINDOW_S = 5.0
 # Stop waits this long for the run to end (its step, a save, the final status: well under a second for a small
 # run), so that the page says "Stopped" at once; a longer save is shown by the refresh as before.
 STOP_WAIT_S = REFRESH_S
@@ -78,11 +82,17 @@ def select_run(choices: list[lifecycle.RunState], key: str = "train_run") -> lif
 
 def live_view(run_dir: Path) -> None:
     """State, progress, Stop and curves of one run; refreshed every REFRESH_S seconds only while it trains
-    (every FIRST_METRICS_REFRESH_S until its first metrics line)."""
-    active = lifecycle.run_state(run_dir).active
-    first = active and not _has_metrics(run_dir)
-    every = (FIRST_METRICS_REFRESH_S if first else REFRESH_S) if active else None
-    st.fragment(run_every=every)(_live_panel)(run_dir, active, first)
+    (every FIRST_METRICS_REFRESH_S until its first metrics line, in its first FIRST_METRICS_WINDOW_S seconds)."""
+    run = lifecycle.run_state(run_dir)
+    first = _awaiting_first_metrics(run)
+    every = (FIRST_METRICS_REFRESH_S if first else REFRESH_S) if run.active else None
+    st.fragment(run_every=every)(_live_panel)(run_dir, run.active, first)
+
+
+def _awaiting_first_metrics(run: lifecycle.RunState) -> bool:
+    """A run that trains, has no metrics line yet and started at most FIRST_METRICS_WINDOW_S ago (or is starting)."""
+    young = run.started_at is None or time.time() - run.started_at < FIRST_METRICS_WINDOW_S
+    return run.active and young and not _has_metrics(run.path)
 
 
 def _has_metrics(run_dir: Path) -> bool:
@@ -97,8 +107,8 @@ def _live_panel(run_dir: Path, was_active: bool, awaiting_metrics: bool = False)
     run = lifecycle.run_state(run_dir)
     if was_active and not run.active:
         st.rerun()  # a full rerun redraws the fragment without the timer, with the final numbers
-    if awaiting_metrics and _has_metrics(run_dir):
-        st.rerun()  # its first points: a full rerun draws them and sets the steady REFRESH_S
+    if awaiting_metrics and not _awaiting_first_metrics(run):
+        st.rerun()  # its first points (or none within the window): a full rerun sets the steady REFRESH_S
     _status(run)
     if note := run_note(run_dir):  # a learner's own model: whose, and MLM only where it has no NSP head
         st.caption(plain_markdown(note))
