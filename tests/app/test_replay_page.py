@@ -67,7 +67,9 @@ def test_the_replay_keeps_one_colour_range_and_shows_predictions_and_patterns(ro
     make_run(root, "lapse")
     at = open_app(TRAIN, query={"run": "lapse"})
     assert at.toggle(key="replay_open").value is False, "the replay is closed until a visitor opens it"
-    assert not [element for element in at.get("plotly_chart") if "-replay_" in element.proto.id], "closed: no chart"
+    assert not [element for element in at.get("plotly_chart") if "-replay_" in element.proto.id], (
+        "closed: no chart"
+    )
     at = open_replay(at)
     assert not at.exception and shown_step(at) == STEPS[-1]
     assert at.button(key="replay_play").label == "Play"
