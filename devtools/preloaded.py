@@ -15,10 +15,10 @@ line with the project's modules imported anew, instead of a fresh interpreter im
 (2-4 s of CPU each). Other programs (chromium, py-spy) start as before.
 
 The training tests fork their `python -m bertviz_lite.train` runs from it too (tests/training/conftest.py's
-`preloaded_python`, with the modules to import named on this file's command line).
+`preloaded_python`, with the modules to import named on this file's command line), and torchrun with its workers.
 
 Protocol, JSON lines: the test writes {"script", "stdout", "stderr", "fork_children"} (or {"argv", "cwd", "env",
-"stdout", "stderr"} for a command line); this process answers {"pid"} at
+"stdout", "stderr", "fork_children"} for a command line); this process answers {"pid"} at
 the fork, then {"returncode"} (negative: the signal that ended it, as subprocess reports it) when the child has ended.
 """
 
@@ -28,6 +28,7 @@ import atexit
 import contextlib
 import gc
 import importlib
+import io
 import json
 import os
 import random
@@ -93,7 +94,8 @@ def run_script(request: dict) -> None:
 
 def run_command(request: dict) -> None:
     """In the forked child: become `python *request["argv"]` in request["cwd"] with request["env"] as its environment,
-    its stdout and stderr to their files, stdin empty; never returns."""
+    its stdout and stderr to their files, stdin empty (with request["fork_children"], the Python processes it starts
+    are forked from it: torchrun's workers); never returns."""
     for fd, path, flags in (
         (0, os.devnull, os.O_RDONLY),
         (1, request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
@@ -103,6 +105,8 @@ def run_command(request: dict) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    if request.get("fork_children"):
+        fork_python_children()
     random.seed()  # from os.urandom, as a fresh interpreter's: a fork would share its parent's state
     os._exit(_run_python(request["argv"]))
 
@@ -137,11 +141,13 @@ def fork_python_children() -> None:
 
 
 def _runs_here(command: list[str], executable: str) -> bool:
-    """A command this interpreter can run itself: sys.executable, then -m module, -c code or a file."""
+    """A command this interpreter can run itself: sys.executable, then -m module, -c code or a file (after -u, as
+    torchrun starts its workers)."""
     python = os.path.realpath(sys.executable)
     if len(command) < 2 or {os.path.realpath(command[0]), os.path.realpath(executable)} != {python}:
         return False
-    return (command[1] in ("-m", "-c") and len(command) > 2) or not command[1].startswith("-")
+    argv = command[2:] if command[1] == "-u" else command[1:]
+    return bool(argv) and ((argv[0] in ("-m", "-c") and len(argv) > 1) or not argv[0].startswith("-"))
 
 
 def _become(
@@ -202,7 +208,12 @@ def _close_except(keep: set[int]) -> None:
 
 def _run_python(argv: list[str]) -> int:
     """Run `python *argv` in this process as a fresh interpreter would (the project's modules imported anew, the
-    command's own atexit handlers at the end); its exit code."""
+    command's own atexit handlers at the end; -u first: stdout and stderr unbuffered); its exit code."""
+    if argv[0] == "-u":
+        argv = argv[1:]
+        for name, fd in (("stdout", 1), ("stderr", 2)):
+            stream = io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), write_through=True)
+            setattr(sys, name, stream)
     # bertviz_lite, bench, tests, devtools: imported again, from the command's path.
     project = str(REPO) + os.sep
     for name, module in list(sys.modules.items()):
@@ -284,9 +295,11 @@ class Preloaded:
         self.process: subprocess.Popen | None = None
         self.pending = b""
 
-    def start(self, argv: list[str], cwd: str | os.PathLike, env: dict[str, str]) -> ForkedCommand:
+    def start(
+        self, argv: list[str], cwd: str | os.PathLike, env: dict[str, str], fork_children: bool = False
+    ) -> ForkedCommand:
         """`python *argv` in a fork of the preloaded interpreter (run_command), running until its wait() returns; the
-        next command starts after that."""
+        next command starts after that. fork_children: the Python processes it starts are forked from it."""
         if self.process is None or self.process.poll() is not None:
             self.process = self._start()
         folder = Path(tempfile.mkdtemp(prefix="preloaded_"))
@@ -296,6 +309,7 @@ class Preloaded:
             "env": env,
             "stdout": str(folder / "stdout"),
             "stderr": str(folder / "stderr"),
+            "fork_children": fork_children,
         }
         self.process.stdin.write((json.dumps(request) + "\n").encode())
         self.process.stdin.flush()
@@ -303,10 +317,16 @@ class Preloaded:
         return ForkedCommand(self, pid, folder)
 
     def run_command(
-        self, argv: list[str], cwd: str | os.PathLike, env: dict[str, str], timeout: float
+        self,
+        argv: list[str],
+        cwd: str | os.PathLike,
+        env: dict[str, str],
+        timeout: float,
+        fork_children: bool = False,
     ) -> subprocess.CompletedProcess:
-        """subprocess.run(argv, capture_output=True, text=True)'s result for `python *argv`, run in a fork."""
-        command = self.start(argv, cwd, env)
+        """subprocess.run(argv, capture_output=True, text=True)'s result for `python *argv`, run in a fork (and the
+        Python processes it starts, with fork_children)."""
+        command = self.start(argv, cwd, env, fork_children)
         try:
             returncode = command.wait(timeout)
         finally:

@@ -17,6 +17,15 @@ import pytest
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+# The two workers (pyproject's -n 2) share the two cores with the servers, chromium and runs the tests start, so each
+# process computes on one thread, as the app's servers do by default (server/settings.py). With torch's default of a
+# thread per core, OpenMP's threads in two busy processes wait for one another by spinning: tests/model, inspection
+# and figures took 49-63 CPU-s that way on a busy machine, against 15-17 on one thread. Processes the tests start
+# inherit it; a test that wants more threads asks for them (--threads, BERTVIZ_LITE_THREADS).
+os.environ["OMP_NUM_THREADS"] = "1"
+if "torch" in sys.modules:  # imported before this file (a plugin): the variable came too late for it
+    sys.modules["torch"].set_num_threads(1)
+
 # The state every app process shares (server/database.py) goes to a folder of this test session, never to the
 # repository's data/; servers the tests start inherit it.
 os.environ["BERTVIZ_LITE_DATA_DIR"] = tempfile.mkdtemp(prefix="bertviz-lite-test-data-")
@@ -96,7 +105,8 @@ def _no_admin_lockout_between_tests():
 # are half of the suite's CPU time (chromium's, mostly). The other tests that use the app (AppTest, run folders in a
 # temporary checkpoints root, lifecycle) run one after another as a group of their own; the package's other tests
 # are spread over both workers, but tests/bench/ runs as one group (its scripts fork from one preloaded interpreter,
-# which each worker would otherwise start: 5 CPU-s of imports) and tests/check/ module by module (each module's
+# which each worker would otherwise start: 5 CPU-s of imports), as do the training tests that fork the CLI's runs
+# from tests/training/conftest.py's preloaded_python (2 CPU-s of imports) and tests/check/ module by module (each module's
 # fixture checks its files in one child process, which a module split over two workers would start twice). The tests
 # on a PostgreSQL store run on one worker, so that the session starts one server.
 BROWSER_GROUPS = {
@@ -120,10 +130,11 @@ def _group(module: Path) -> str | None:
         module.parent == tests / "bench"
     ):  # one worker forks every script from one preloaded interpreter (its fixture)
         return "bench"
-    if module.parent == tests / "app" or any(
-        word in module.read_text(encoding="utf-8") for word in SHARES_THE_APP
-    ):
+    text = module.read_text(encoding="utf-8")
+    if module.parent == tests / "app" or any(word in text for word in SHARES_THE_APP):
         return "app"
+    if "preloaded_python" in text:  # its CLI runs fork from one preloaded interpreter (a session fixture)
+        return "preloaded"
     return None  # tests/model/, tests/text/, …: spread over both workers
 
 

@@ -20,6 +20,7 @@ _install_lock = threading.Lock()
 
 
 def _starlette_apps() -> list:
+    """This process's Starlette apps; gc.get_objects() leaves out objects gc.freeze() froze (app.py installs first)."""
     from starlette.applications import Starlette
 
     return [app for app in gc.get_objects() if issubclass(type(app), Starlette)]  # type(): no lazy __class__

@@ -7,10 +7,12 @@ import os
 import pickle
 import resource
 import stat
+import struct
 import subprocess
 import sys
 import time
 import zipfile
+import zlib
 
 import pytest
 import torch
@@ -282,29 +284,72 @@ def test_symlinks_malformed_and_oversized_zips_are_refused(root, monkeypatch):
 ZEROS = 2_000_000_000
 
 
+def zeros_header(size: int, header_length: int | None = None) -> bytes:
+    """A safetensors file's start: its header's length (or `header_length`), then the header of `size` bytes of
+    float32 zeros."""
+    header = json.dumps({"w": {"dtype": "F32", "shape": [size // 4], "data_offsets": [0, size]}}).encode()
+    return (header_length or len(header)).to_bytes(8, "little") + header
+
+
 def safetensors_of_zeros(
     archive: zipfile.ZipFile, name: str, size: int, header_length: int | None = None
 ) -> None:
     """Write member `name`: a valid safetensors header for `size` bytes of float32 zeros, then the zeros."""
-    header = json.dumps({"w": {"dtype": "F32", "shape": [size // 4], "data_offsets": [0, size]}}).encode()
     with archive.open(name, "w") as sink:  # streamed: the zeros never sit in memory, and deflate to ~0.4%
-        sink.write((header_length or len(header)).to_bytes(8, "little") + header)
+        sink.write(zeros_header(size, header_length))
         chunk = bytes(8 << 20)
         for start in range(0, size, len(chunk)):
             sink.write(chunk[: size - start])
+
+
+def deflated_zeros(head: bytes, size: int) -> tuple[bytes, int]:
+    """Raw deflate (a zip member's data) of `head` then `size` zero bytes, and the CRC-32 of those bytes.
+
+    Deflating 2 GB of zeros costs 2 CPU-s; here 8 MB are deflated once and their block repeated: after a full flush the
+    compressor starts afresh, so each 8 MB of zeros deflates to the same bytes (checked below)."""
+    chunk = bytes(8 << 20)
+    whole, rest = divmod(size, len(chunk))
+    deflate = zlib.compressobj(1, zlib.DEFLATED, -15)
+    start = deflate.compress(head) + deflate.flush(zlib.Z_FULL_FLUSH)
+    block = deflate.compress(chunk) + deflate.flush(zlib.Z_FULL_FLUSH)
+    assert deflate.compress(chunk) + deflate.flush(zlib.Z_FULL_FLUSH) == block
+    end = deflate.compress(bytes(rest)) + deflate.flush()
+    crc = zlib.crc32(head)
+    for _ in range(whole):
+        crc = zlib.crc32(chunk, crc)
+    return start + block * whole + end, zlib.crc32(bytes(rest), crc)
+
+
+def zip_of_deflated(members: dict[str, tuple[bytes, int, int]]) -> bytes:
+    """A zip archive (no zip64) of name -> (raw deflate data, CRC-32, unpacked size), written field by field."""
+    local, central = io.BytesIO(), io.BytesIO()
+    for name, (data, crc, size) in members.items():
+        fields = struct.pack("<HHHHHIIIHH", 20, 0, 8, 0, 0x21, crc, len(data), size, len(name.encode()), 0)
+        central.write(
+            struct.pack("<IH", 0x02014B50, 20) + fields + struct.pack("<HHHII", 0, 0, 0, 0, local.tell())
+        )
+        central.write(name.encode())
+        local.write(struct.pack("<I", 0x04034B50) + fields + name.encode() + data)
+    count, offset = len(members), local.tell()
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, central.tell(), offset, 0)
+    return local.getvalue() + central.getvalue() + end
 
 
 @pytest.fixture(scope="module")
 def zeros_bomb(tmp_path_factory, tiny_model):
     """A ~9 MB zip: the tiny checkpoint's config.json and vocab.txt, and a model.safetensors of 2 GB of zeros."""
     folder = save_checkpoint(tmp_path_factory.mktemp("bomb") / "x", *tiny_model)
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
-        safetensors_of_zeros(archive, "x/model.safetensors", ZEROS)  # first in the zip: unpacked last
-        for name in ("config.json", "vocab.txt"):
-            archive.writestr(f"x/{name}", (folder / name).read_bytes())
-    assert len(buffer.getvalue()) < 20_000_000
-    return buffer.getvalue()
+    head = zeros_header(ZEROS)
+    members = {
+        "x/model.safetensors": (*deflated_zeros(head, ZEROS), len(head) + ZEROS)
+    }  # first: unpacked last
+    for name in ("config.json", "vocab.txt"):
+        data = (folder / name).read_bytes()
+        deflate = zlib.compressobj(1, zlib.DEFLATED, -15)
+        members[f"x/{name}"] = (deflate.compress(data) + deflate.flush(), zlib.crc32(data), len(data))
+    bomb = zip_of_deflated(members)
+    assert len(bomb) < 20_000_000
+    return bomb
 
 
 def timed_refusal(action, match):

@@ -164,9 +164,16 @@ def base_forms(word: str, pos: str, exceptions: dict[str, dict[str, set[str]]]) 
 def label_words(text: str, pos: str, lemmas: list[str], exceptions) -> tuple[tuple[str, int, int], ...]:
     """(lemma, start, end) for each word of text that is one of the single-word lemmas or an inflection of one."""
     wanted = {lemma for lemma in lemmas if " " not in lemma}
+    # Every base form but an irregular one keeps the word's first two letters (a stem keeps at least two): a word
+    # whose first two letters begin no lemma, and that is no irregular form, cannot be one (most words).
+    beginnings = {lemma[:2] for lemma in wanted}
+    irregular = exceptions.get(pos, {})
     found = []
     for match in _WORD.finditer(text):
-        hits = sorted(base_forms(match.group(), pos, exceptions) & wanted)
+        word = match.group().lower()
+        if word[:2] not in beginnings and word not in irregular:
+            continue
+        hits = sorted(base_forms(word, pos, exceptions) & wanted)
         if hits:
             found.append((hits[0], match.start(), match.end()))
     return tuple(found)
@@ -192,6 +199,8 @@ def sense_sentences(source: Path = DEFAULT_SOURCE) -> Iterator[SenseSentence]:
     """Every example sentence of every synset, with its labelled words (possibly none), in file order."""
     exceptions = read_exceptions(source)
     for line in synset_lines(source):
+        if '"' not in line:  # no quoted example (most synsets): not parsed at all
+            continue
         parsed = parse_synset(line)
         if parsed is not None and parsed[3]:
             synset, pos, lemmas = synset_lemmas(line)
