@@ -26,13 +26,14 @@ from bertviz_lite.inspection.views import replay
 from bertviz_lite.loading.checkpoints import file_version, snapshot_path
 from bertviz_lite.runs import lifecycle
 from bertviz_lite.text.display import plain_markdown
-from pages_app.common._state import keep_choice
+from pages_app.common._state import KEEP, keep_choice
 from pages_app.common._ui import SHARED, on_tile_click, show_figure
 
 REPLAY_REFRESH_S = 5.0
 PLAY_S = 1.2  # seconds per snapshot while Play is on
 PLAYING = "replay_playing"
 HOLD = "replay_hold"
+OPEN = "replay_open"
 
 
 def attention_replay(run_dir: Path) -> None:
@@ -42,11 +43,27 @@ def attention_replay(run_dir: Path) -> None:
     snapshot; while the run trains it looks for new snapshots every REPLAY_REFRESH_S seconds and, unless
     the user moved the slider, jumps to the newest. Starting or pausing Play reruns the page once, which
     sets the fragment's timer anew.
+
+    It is drawn when the user opens it (a toggle, kept across page visits): its five charts cost a page load about
+    a CPU-second of the browser's drawing, paid by every visitor, most of whom come for the curves or the form.
     """
+    if not st.toggle(
+        "Show the replay",
+        key=OPEN,
+        on_change=_stop_playing,
+        persist_state=KEEP,
+        help="One head's map, the model view, the probe's predictions and when heads specialise, step by step.",
+    ):
+        return
     active = lifecycle.run_state(run_dir).active
     playing = bool(st.session_state.get(PLAYING))
     every = PLAY_S if playing else REPLAY_REFRESH_S if active else None
     st.fragment(run_every=every)(_replay_panel)(run_dir, active, playing)
+
+
+def _stop_playing() -> None:
+    """Opening or closing the replay starts it paused (a closed replay has no timer to play on)."""
+    st.session_state[PLAYING] = False
 
 
 def _stop_following() -> None:

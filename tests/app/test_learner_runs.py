@@ -24,6 +24,7 @@ from tests.app.training_helpers import (
     checkpoints_folder_for_runs,
     fill_form,
     open_app,
+    open_replay,
     rerun_when_ended,
     state_shown,
 )
@@ -83,6 +84,7 @@ def test_a_learners_model_trains_from_the_train_page_replays_and_opens_on_the_ex
     assert RunFolder(root / "mine").learner_weights.is_file()
     note = plain_markdown("This run trains your own BERT, Bert in hf_style.py (MLM and NSP).")
     assert note in [caption.value for caption in at.caption]
+    at = open_replay(at)
     z = array(chart(at, "replay_heatmap").data[0].z)  # the replay: the last snapshot, rows summing to 1
     assert z.shape[0] == z.shape[1] > 4 and np.allclose(z.sum(axis=1), 1, atol=1e-2)
     assert at.select_slider(key="replay_step").options == ["0", "10", "20", "30", "40"]
@@ -124,7 +126,7 @@ def test_a_model_that_hides_its_attention_says_so_where_the_replay_would_be(root
         cwd=REPO,
     )
     assert done.returncode == 0, done.stderr
-    at = open_app(TRAIN, query={"run": "hidden"})
+    at = open_replay(open_app(TRAIN, query={"run": "hidden"}))
     assert not at.exception and state_shown(at) == "finished"
     assert any("(MLM only: it has no NSP head)" in c.value for c in at.caption)
     gap = plain_markdown(

@@ -9,7 +9,7 @@ import torch
 from bertviz_lite.inspection.views.replay import COLOUR_SCALES, pattern_shares
 from bertviz_lite.loading.checkpoints import save_snapshot
 from bertviz_lite.loading.run_folder import write_status
-from tests.app.training_helpers import array, chart, open_app, traces, use_checkpoints_folder
+from tests.app.training_helpers import array, chart, open_app, open_replay, traces, use_checkpoints_folder
 
 TRAIN = "pages_app/train/8_Train.py"
 TOKENS = ["[CLS]", "the", "cat", "sat", "[SEP]", "it", "slept", "[SEP]"]
@@ -66,6 +66,11 @@ def colour_ranges(at) -> set[tuple]:
 def test_the_replay_keeps_one_colour_range_and_shows_predictions_and_patterns(root):
     make_run(root, "lapse")
     at = open_app(TRAIN, query={"run": "lapse"})
+    assert at.toggle(key="replay_open").value is False, "the replay is closed until a visitor opens it"
+    assert not [element for element in at.get("plotly_chart") if "-replay_" in element.proto.id], (
+        "closed: no chart"
+    )
+    at = open_replay(at)
     assert not at.exception and shown_step(at) == STEPS[-1]
     assert at.button(key="replay_play").label == "Play"
     for scale, top in (
@@ -98,7 +103,7 @@ def test_the_replay_keeps_one_colour_range_and_shows_predictions_and_patterns(ro
 
 def test_play_steps_through_the_snapshots_and_stops_at_the_last(root):
     make_run(root, "lapse")
-    at = open_app(TRAIN, query={"run": "lapse"})
+    at = open_replay(open_app(TRAIN, query={"run": "lapse"}))
     at.selectbox(key="replay_layer").set_value(1).run()
     at.button(key="replay_play").click().run()  # Play at the last snapshot starts again from the first
     assert not at.exception and shown_step(at) == 0 and at.button(key="replay_play").label == "Pause"
@@ -116,7 +121,7 @@ def test_play_steps_through_the_snapshots_and_stops_at_the_last(root):
 
 def test_pause_and_the_slider_stop_playing(root):
     make_run(root, "lapse")
-    at = open_app(TRAIN, query={"run": "lapse"})
+    at = open_replay(open_app(TRAIN, query={"run": "lapse"}))
     at.button(key="replay_play").click().run()
     at.run()
     assert shown_step(at) == 20
@@ -133,7 +138,7 @@ def test_pause_and_the_slider_stop_playing(root):
 
 def test_old_snapshots_without_predictions_say_so(root):
     make_run(root, "old", with_predictions=False)
-    at = open_app(TRAIN, query={"run": "old"})
+    at = open_replay(open_app(TRAIN, query={"run": "old"}))
     assert not at.exception and not at.error
     assert any("hold no MLM/NSP predictions" in info.value for info in at.info)
     keys = {element.proto.id.rsplit("-", 1)[-1] for element in at.get("plotly_chart")}

@@ -24,6 +24,7 @@ from tests.app.training_helpers import (
     checkpoints_folder_for_runs,
     fill_form,
     open_app,
+    open_replay,
     rerun_when_ended,
     state_shown,
     traces,
@@ -207,7 +208,8 @@ def test_a_tiny_run_trains_live_and_its_checkpoint_is_selectable(root):
         "held-out NSP accuracy",
     ]
     assert at.success[0].value == read_status(root / "live")["message"]
-    # the replay shows the last snapshot: every row of the head's map sums to 1
+    # the replay, opened, shows the last snapshot: every row of the head's map sums to 1
+    at = open_replay(at)
     assert at.select_slider(key="replay_step").options == ["0", "3", "6"]
     z = array(chart(at, "replay_heatmap").data[0].z)
     assert z.shape[0] == z.shape[1] > 4 and np.allclose(z.sum(axis=1), 1, atol=1e-2)

@@ -60,6 +60,11 @@ def open_app(page: str, query: dict | None = None, timeout: float = 30, visitor:
     return at.switch_page(page).run()
 
 
+def open_replay(at: AppTest) -> AppTest:
+    """Open the Train page's attention replay (drawn only when a visitor opens it), as its toggle does."""
+    return at.toggle(key="replay_open").set_value(True).run()
+
+
 def fill_form(at: AppTest, **options) -> AppTest:
     """Type options into the Train form (keys opt_<name>) and rerun."""
     for name, value in {**FAST, **options}.items():

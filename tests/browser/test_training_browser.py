@@ -110,6 +110,8 @@ def test_start_watch_stop_and_find_the_run(streamlit_url, page, run_name):
     # The full rerun that ends the timer removes the old elements (Stop) when it is done.
     page.locator(".st-key-train_stop").wait_for(state="detached", timeout=60_000)
     layers, heads = (PRESETS["tiny"]["config"][k] for k in ("num_hidden_layers", "num_attention_heads"))
+    page.locator(".st-key-replay_open label").click()  # the replay is drawn when opened
+    wait_for_idle(page)
     click_model_view_tile(page, layer=layers - 1, head=heads - 1, num_heads=heads, key="replay_mosaic")
     for key, value in (
         ("replay_layer", layers - 1),
