@@ -8,6 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from bertviz_lite.model.config import BertConfig
+from bertviz_lite.model.dropout import BertDropout
 from bertviz_lite.model.outputs import EmbeddingParts
 
 
@@ -32,7 +33,7 @@ class BertEmbeddings(nn.Module):
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = BertDropout(config.hidden_dropout_prob)
         if config.position_embedding_type == "sinusoidal":
             table = sinusoidal_position_table(config.max_position_embeddings, config.hidden_size)
             self.position_embeddings.weight = nn.Parameter(table, requires_grad=False)

@@ -14,6 +14,7 @@ from torch.overrides import TorchFunctionMode
 
 from bertviz_lite.model.attention_masks import additive_mask, check_head_mask
 from bertviz_lite.model.config import BertConfig
+from bertviz_lite.model.dropout import BertDropout, drawn_here
 from bertviz_lite.model.embeddings import BertEmbeddings
 from bertviz_lite.model.heads import BertPreTrainingHeads
 from bertviz_lite.model.outputs import (
@@ -37,7 +38,7 @@ class BertSelfAttention(nn.Module):
         self.query = nn.Linear(config.hidden_size, config.hidden_size)
         self.key = nn.Linear(config.hidden_size, config.hidden_size)
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
-        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+        self.dropout = BertDropout(config.attention_probs_dropout_prob)
 
     def split_heads(self, x: Tensor) -> Tensor:
         """(B, T, H) -> (B, nh, T, hd)"""
@@ -50,7 +51,12 @@ class BertSelfAttention(nn.Module):
         return x.transpose(1, 2).reshape(batch, seq, self.num_attention_heads * self.attention_head_size)
 
     def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
-        """Fast path (no probabilities): PyTorch's fused scaled_dot_product_attention."""
+        """Fast path (no probabilities): PyTorch's fused scaled_dot_product_attention.
+
+        Training on a CPU, attention is written out instead: there SDPA with dropout runs its unfused math path anyway,
+        with torch's dearer dropout mask and a softmax that checks for masked rows (model/dropout.py)."""
+        if self.training and self.dropout.p > 0 and drawn_here(hidden_states):
+            return self.forward_with_attention(hidden_states, mask)[0]
         q, k, v = (self.split_heads(f(hidden_states)) for f in (self.query, self.key, self.value))
         p = self.dropout.p if self.training else 0.0
         context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
@@ -82,7 +88,7 @@ class BertSelfOutput(nn.Module):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = BertDropout(config.hidden_dropout_prob)
 
     def forward(self, hidden_states: Tensor, input_tensor: Tensor) -> Tensor:
         return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
@@ -124,7 +130,7 @@ class BertOutput(nn.Module):
         super().__init__()
         self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = BertDropout(config.hidden_dropout_prob)
 
     def forward(self, hidden_states: Tensor, input_tensor: Tensor) -> Tensor:
         return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
@@ -247,9 +253,17 @@ class BertModel(nn.Module):
 ROW_BUCKET = 128
 
 
-def labelled_positions(labels: Tensor, capacity: int | None = None) -> Tensor:
+def row_bucket(hidden: Tensor) -> int:
+    """The multiple the MLM head's rows are rounded up to for `hidden`: ROW_BUCKET, except in float32 on the CPU,
+    where no kernel keeps anything per row count, so the head takes the labelled rows alone (1): the small preset's
+    step projected 384 rows for its ~300 labelled positions (issue 34)."""
+    packs = hidden.device.type != "cpu" or torch.is_autocast_enabled("cpu")
+    return ROW_BUCKET if packs else 1
+
+
+def labelled_positions(labels: Tensor, capacity: int | None = None, bucket: int = ROW_BUCKET) -> Tensor:
     """The flat indices (b * T + t) of the labelled positions of `labels` (B, T), in order, then unlabelled ones up
-    to `capacity` rows (default: the count rounded up to a multiple of ROW_BUCKET, at most B * T).
+    to `capacity` rows (default: the count rounded up to a multiple of `bucket`, at most B * T).
 
     Their labels are -100, so the loss over the rows is the loss over the labelled positions. Counting is a host sync
     for a tensor on a GPU: the trainer calls this on the batch before it moves.
@@ -257,7 +271,7 @@ def labelled_positions(labels: Tensor, capacity: int | None = None) -> Tensor:
     chosen = labels.reshape(-1) != IGNORE_INDEX
     count = int(chosen.sum())
     if capacity is None:
-        capacity = min(-(-count // ROW_BUCKET) * ROW_BUCKET, chosen.numel())
+        capacity = min(-(-count // bucket) * bucket, chosen.numel())
     if not count <= capacity <= chosen.numel():
         raise ValueError(
             f"capacity ({capacity}) must hold the {count} labelled positions and at most all {chosen.numel()}"
@@ -381,7 +395,7 @@ class BertForPreTraining(nn.Module):
         """
         hidden, pooled = self.encode(input_ids, token_type_ids, attention_mask, padded=padded)
         if mlm_positions is None:
-            mlm_positions = labelled_positions(labels).to(labels.device)
+            mlm_positions = labelled_positions(labels, bucket=row_bucket(hidden)).to(labels.device)
         mlm_labels = labels.reshape(-1)[mlm_positions]  # (K,): -100 after the labelled ones
         rows = hidden.reshape(-1, hidden.shape[-1])[mlm_positions]  # (K, H)
         mlm_logits = self.cls.predictions(rows)  # (K, V)
