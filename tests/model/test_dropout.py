@@ -7,7 +7,7 @@ import torch
 
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.dropout import COIN_SIDES, BertDropout, drop_threshold, dropped, keep_mask
-from bertviz_lite.model.modeling import BertForPreTraining
+from bertviz_lite.model.modeling import BertSelfAttention
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
@@ -59,15 +59,9 @@ def test_bert_dropout_draws_on_the_cpu_in_training_only():
 def test_training_attention_on_the_cpu_is_the_written_out_one_and_matches_eval_on_average():
     """With attention dropout on, a layer's training pass is q/k/v, softmax, keep_mask's dropout, @ v; averaged over
     many draws it approaches the evaluation pass (dropout keeps the expected value)."""
-    config = BertConfig(
-        vocab_size=50,
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=20,
-        attention_probs_dropout_prob=0.2,
+    attention = BertSelfAttention(
+        BertConfig(hidden_size=16, num_attention_heads=2, attention_probs_dropout_prob=0.2)
     )
-    attention = BertForPreTraining(config).bert.encoder.layer[0].attention.self
     hidden = torch.randn(2, 6, 16)
     with torch.no_grad():
         expected = attention.eval()(hidden, None)
