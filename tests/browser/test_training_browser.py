@@ -78,7 +78,22 @@ def start_run(page, run_name: str, options: dict = OPTIONS) -> None:
     wait_for_idle(page)
     for key in options:
         expect(page.locator(f".st-key-opt_{key} input")).to_have_value(str(options[key]))
-    page.locator(".st-key-train_start button").click()
+    start = page.locator(".st-key-train_start button")
+    if start.is_disabled():
+        # Streamlit can drop a number field's value on the server when fields change faster than its reruns (the box
+        # still shows it; streamlit#9056, #9163): the form then says which option it holds wrong, and Start stays
+        # disabled. Type each again and let each rerun land, as a user who read the message would.
+        print(
+            "Start disabled after fast typing; the form said:",
+            form.locator('[data-testid="stAlert"]').all_inner_texts(),
+        )
+        for key in options:
+            box = page.locator(f".st-key-opt_{key} input")
+            box.fill(str(options[key]))
+            box.press("Enter")
+            wait_for_idle(page)
+    expect(start).to_be_enabled(timeout=30_000)
+    start.click()
     wait_for_run_to_show(page)  # until the rerun lands, the page still shows the run it watched before
     command = json.loads(RunFolder(CHECKPOINTS_DIR / run_name).launch.read_text(encoding="utf-8"))["command"]
     for key in options:
