@@ -14,9 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-COIN_BITS = (
-    15  # each 32-bit draw of `random_()` on int32 is uniform on [0, 2**31): two 15-bit halves and a spare bit
-)
+# Each 32-bit draw of `random_()` on int32 is uniform on [0, 2**31): two 15-bit halves and a spare bit.
+COIN_BITS = 15
 COIN_SIDES = 1 << COIN_BITS
 
 
@@ -53,7 +52,11 @@ def dropped(x: Tensor, p: float) -> Tensor:
 class BertDropout(nn.Dropout):
     """`nn.Dropout` (its name and p as in transformers' BERT), whose mask on a CPU comes from keep_mask."""
 
+    def draws_mask(self, x: Tensor) -> bool:
+        """Whether this layer drops elements of x with keep_mask's coins (training, p > 0, on a CPU, not compiled)."""
+        return self.training and self.p > 0 and not self.inplace and drawn_here(x)
+
     def forward(self, x: Tensor) -> Tensor:
-        if self.training and self.p > 0 and not self.inplace and drawn_here(x):
+        if self.draws_mask(x):
             return dropped(x, self.p)
         return F.dropout(x, self.p, self.training, self.inplace)

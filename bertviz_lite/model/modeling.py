@@ -14,7 +14,7 @@ from torch.overrides import TorchFunctionMode
 
 from bertviz_lite.model.attention_masks import additive_mask, check_head_mask
 from bertviz_lite.model.config import BertConfig
-from bertviz_lite.model.dropout import BertDropout, drawn_here
+from bertviz_lite.model.dropout import BertDropout
 from bertviz_lite.model.embeddings import BertEmbeddings
 from bertviz_lite.model.heads import BertPreTrainingHeads
 from bertviz_lite.model.outputs import (
@@ -55,7 +55,7 @@ class BertSelfAttention(nn.Module):
 
         Training on a CPU, attention is written out instead: there SDPA with dropout runs its unfused math path anyway,
         with torch's dearer dropout mask and a softmax that checks for masked rows (model/dropout.py)."""
-        if self.training and self.dropout.p > 0 and drawn_here(hidden_states):
+        if self.dropout.draws_mask(hidden_states):
             return self.forward_with_attention(hidden_states, mask)[0]
         q, k, v = (self.split_heads(f(hidden_states)) for f in (self.query, self.key, self.value))
         p = self.dropout.p if self.training else 0.0
