@@ -17,6 +17,7 @@ from bertviz_lite.runs import lifecycle, run_options
 from bertviz_lite.server.code_gate import code_allowed
 from bertviz_lite.text.display import plain_markdown
 from bertviz_lite.training.training_args import DEVICES, DTYPES, PRESETS, OptionError
+from pages_app.common._state import clamp_number
 from pages_app.common._visitor import current_visitor
 from pages_app.train._uploads import bounded_file_uploader
 
@@ -271,9 +272,9 @@ def _top_row() -> list[str | None]:
     if st.session_state.get("opt_init") == YOUR_BERT:
         errors.append(_your_bert())
     most = lifecycle.threads_allowed(current_visitor())
-    st.session_state["opt_threads"] = min(
-        int(st.session_state.get("opt_threads") or 0), most
-    )  # admin logged out
+    # Written only when out of range (the admin logged out): a write on every rerun sends the server's value back to
+    # the box, over a number typed while that rerun ran (the typed threads came back as 0).
+    clamp_number("opt_threads", 0, most)
     below[1].number_input(
         f"CPU threads (0: {lifecycle.training_threads()})",
         min_value=0,

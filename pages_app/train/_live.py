@@ -62,7 +62,10 @@ def select_run(choices: list[lifecycle.RunState], key: str = "train_run") -> lif
     names = [run.name for run in choices]
     wanted = st.query_params.get(QUERY_KEY)
     if wanted in names:
-        st.session_state[key] = wanted
+        if (
+            st.session_state.get(key) != wanted
+        ):  # a write on every rerun would undo a pick made while one runs
+            st.session_state[key] = wanted
     elif wanted:
         st.warning(
             f"There is no run named “{plain_markdown(wanted)}” here (renamed or deleted?); showing another one."

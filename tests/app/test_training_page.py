@@ -75,6 +75,19 @@ def test_the_form_has_a_widget_for_every_cli_option(root):
     assert {"train_preset", "train_corpus_source"} <= keys
 
 
+def test_cpu_threads_above_a_visitors_bound_come_back_to_it_and_a_value_in_range_is_left_alone(root):
+    """An admin's 8 threads, the admin logged out: the box comes back to a visitor's bound. A value in range is not
+    written back on each rerun (that write sent the server's value over a number typed while the rerun ran)."""
+    at = open_app(COMPARE)
+    most = lifecycle.training_threads()  # a visitor's bound
+    at.session_state["opt_threads"] = most + 7  # as the admin's session held it
+    at.switch_page(TRAIN).run()
+    assert at.number_input(key="opt_threads").value == most
+    at.number_input(key="opt_threads").set_value(0).run()
+    assert at.number_input(key="opt_threads").value == 0
+    assert not at.number_input(key="opt_threads").proto.set_value
+
+
 def test_the_form_checks_options_as_typed_and_disables_start(root):
     at = open_app(TRAIN)
     assert not at.exception and not errors(at) and not at.button(key="train_start").disabled
