@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from bertviz_lite.loading.run_folder import CHECKPOINTS_DIR
 from bertviz_lite.runs import lifecycle
-from devtools.server import CHROMIUM, CHROMIUM_ARGS, running_streamlit
+from devtools.server import CHROMIUM, CHROMIUM_ARGS, browser_for_tests, running_streamlit
 from devtools.waiting import wait_until
 from tests.browser.driver import new_page
 
@@ -87,12 +87,14 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def browser():
-    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
-        pytest.skip(f"Debian's chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+    if not Path(browser_for_tests()).exists():
+        pytest.skip(
+            f"Debian's chromium is not installed at {CHROMIUM} (apt-get install chromium chromium-headless-shell)"
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        chromium = playwright.chromium.launch(executable_path=browser_for_tests(), args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
 
