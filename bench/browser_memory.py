@@ -29,7 +29,16 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 from bench._smoke import add_smoke_flag  # noqa: E402
 from bench.live_class_load import server_memory_mib  # noqa: E402
-from devtools.server import ARTIFACTS, free_port, start_streamlit, stop, wait_until_healthy  # noqa: E402
+from devtools.server import (  # noqa: E402
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    browser_for_tests,
+    free_port,
+    start_streamlit,
+    stop,
+    wait_until_healthy,
+)
 from tests.browser.driver import new_page, open_page, type_into, wait_for_figure, wait_for_idle  # noqa: E402
 
 FILLER = "and then the story went on for a long while without any end in sight " * 40  # > 512 tokens
@@ -80,21 +89,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--max-length", type=int, default=512, help="the page's Max length: tokens kept of each sentence"
     )
-    add_smoke_flag(parser, argv, sentences=1, settle=0.0, max_length=32)
+    parser.add_argument(
+        "--browser",
+        default=CHROMIUM,
+        help="the visitor's browser (Debian's chromium; the smoke run: the tests' own)",
+    )
+    add_smoke_flag(parser, argv, sentences=1, settle=0.0, max_length=32, browser=browser_for_tests())
     return parser.parse_args(argv)
 
 
-def open_browser(playwright):
-    return playwright.chromium.launch(
-        executable_path="/usr/bin/chromium",
-        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-    )
+def open_browser(playwright, path: str):
+    return playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
 
 
-def revisit(base: str, pid: int, start: float, wait_s: float) -> None:
+def revisit(base: str, pid: int, start: float, wait_s: float, browser_path: str) -> None:
     """Another visitor opens the first page and leaves; the RSS wait_s seconds later."""
     with sync_playwright() as playwright:
-        browser = open_browser(playwright)
+        browser = open_browser(playwright, browser_path)
         page = new_page(browser, viewport={"width": 1280, "height": 900})
         open_page(page, base)
         page.close()
@@ -115,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         base = f"http://127.0.0.1:{port}"
         wait_until_healthy(base, server)
         with sync_playwright() as playwright:
-            browser = open_browser(playwright)
+            browser = open_browser(playwright, args.browser)
             page = new_page(browser, viewport={"width": 1280, "height": 900})
             open_page(page, base, "Attention")
             start = server_memory_mib(server.pid)[0]
@@ -154,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"given_back_share_after_ttl={(peak - later) / max(peak - start, 1):.2f}"
             )
         if args.revisit:
-            revisit(base, server.pid, start, args.revisit)
+            revisit(base, server.pid, start, args.revisit, args.browser)
     finally:
         stop(server)
     return 0

@@ -30,7 +30,13 @@ sys.path.insert(0, str(REPO))
 
 from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.loading.pretrained import MINILM, load_tokenizer  # noqa: E402
-from devtools.server import CHROMIUM, CHROMIUM_ARGS, open_front_page, running_streamlit  # noqa: E402
+from devtools.server import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    browser_for_tests,
+    open_front_page,
+    running_streamlit,
+)
 from tests.browser.driver import new_page, open_page, open_tab, type_into, wait_for_idle  # noqa: E402
 
 WORDS = (
@@ -179,14 +185,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-view-tokens", type=int, nargs="+", default=[128, 512])
     # The smoke run times no heatmap row of its own: the reference's first pair is a 32-token heatmap timed by the
     # same time_pair, and the model view's row goes through measure and report.
-    add_smoke_flag(parser, argv, repeats=1, heatmap_tokens=[], model_view_tokens=[32])
+    parser.add_argument(
+        "--browser",
+        default=CHROMIUM,
+        help="the browser to time (Debian's chromium; the smoke run: the tests' own)",
+    )
+    add_smoke_flag(
+        parser, argv, repeats=1, heatmap_tokens=[], model_view_tokens=[32], browser=browser_for_tests()
+    )
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
     ready = {}
 
     def while_starting() -> None:  # chromium and the tokenizer while the server starts
-        ready["browser"] = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        ready["browser"] = playwright.chromium.launch(executable_path=args.browser, args=CHROMIUM_ARGS)
         ready["tokenizer"] = load_tokenizer(MINILM)
 
     with sync_playwright() as playwright, running_streamlit("bench_streamlit.log", while_starting) as url:

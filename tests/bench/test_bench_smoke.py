@@ -23,6 +23,7 @@ import pytest
 
 from bench._smoke import add_smoke_flag
 from devtools.preloaded import Preloaded
+from devtools.server import browser_for_tests
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p.name for p in (REPO / "bench").glob("*.py") if not p.name.startswith("_"))
@@ -72,8 +73,8 @@ def preloaded():
 
 @pytest.mark.parametrize("script", [_param(name) for name in SCRIPTS])
 def test_bench_script_runs_its_smoke_setting(script, preloaded):
-    if script in CHROMIUM and not Path("/usr/bin/chromium").exists():
-        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)")
+    if script in CHROMIUM and not Path(browser_for_tests()).exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium chromium-headless-shell)")
     started = time.perf_counter()
     done = preloaded.run(f"bench/{script}", timeout=TIMEOUT_S, fork_children=script not in COLD_CHILDREN)
     print(f"{script}: {time.perf_counter() - started:.1f} s")
