@@ -6,6 +6,7 @@ train_args.json, metrics.jsonl and snapshots/*.safetensors|json); `bertviz_lite.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -28,6 +29,7 @@ from bertviz_lite.loading.run_folder import (
     SNAPSHOTS_DIR,
     TRAIN_ARGS_FILE,
     WEIGHTS_FILE,
+    RunFolder,
     checkpoints_root,
     file_names,
     load_metrics,
@@ -68,6 +70,22 @@ def final_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
     return {k: last[k] for k in TABLE_METRICS if k in last}
 
 
+def run_final_metrics(folder: Path) -> dict[str, float]:
+    """final_metrics of a run folder's metrics, read again only when its metrics file changed: the Checkpoints table
+    re-read and re-checked every run's metrics on each rerun of the page (a class's thirty runs of up to the read cap)."""
+    try:
+        stat = RunFolder(folder).metrics.stat()
+    except OSError:
+        return {}
+    return dict(_final_metrics_of_version(str(folder), stat.st_ino, stat.st_size, stat.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=1024)  # a few floats each
+def _final_metrics_of_version(folder: str, inode: int, size: int, mtime_ns: int) -> dict[str, float]:
+    """The file's identity, size and time are the key, so a run that logs a line more is read again."""
+    return final_metrics(read_metrics(folder))
+
+
 def summary(run: RunState) -> dict[str, Any]:
     """One row of the checkpoints table: name, state, steps, final metrics, size and date."""
     folder = run.path
@@ -75,7 +93,7 @@ def summary(run: RunState) -> dict[str, Any]:
         "name": run.name,
         "state": run.state,
         "steps": run.checkpoint_step if run.checkpoint_step is not None else run.step,
-        **final_metrics(read_metrics(folder)),
+        **run_final_metrics(folder),
         "size_mb": round(folder_size(folder) / 1e6, 2),
         "date": datetime.fromtimestamp(folder.stat().st_mtime).strftime("%Y-%m-%d %H:%M"),
         "loadable": (folder / CONFIG_FILE).is_file() and (folder / WEIGHTS_FILE).is_file(),

@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from bertviz_lite import limits
+from bertviz_lite.loading import run_folder
 from bertviz_lite.loading.checkpoints import save_checkpoint, save_snapshot
 from bertviz_lite.loading.pretrained import load_folder
 from bertviz_lite.loading.run_folder import MetricsWriter, write_status
@@ -102,6 +103,26 @@ def test_table_row_holds_state_steps_final_metrics_and_size(root):
     assert (row["eval_mlm_acc"], row["eval_nsp_acc"]) == (0.12, 0.55)
     assert row["size_mb"] == round(store.folder_size(root / "tiny") / 1e6, 2) and row["size_mb"] > 0
     assert row["loadable"] is True and len(row["date"]) == 16
+
+
+def test_the_table_reads_a_runs_metrics_again_only_when_they_changed(root, monkeypatch):
+    reads = []
+    monkeypatch.setattr(
+        store, "read_metrics", lambda folder: reads.append(folder) or run_folder.read_metrics(folder)
+    )
+    store.checkpoint_table(root)
+    (row,) = store.checkpoint_table(root)  # the same file: not read again
+    assert len(reads) == 1 and row["mlm_loss"] == 4.0
+    writer = MetricsWriter(root / "tiny")
+    writer.write(
+        {"split": "train", "step": 9, "mlm_loss": 3.5, "nsp_loss": 0.5, "mlm_acc": 0.3, "nsp_acc": 0.7}
+    )
+    writer.close()
+    (row,) = store.checkpoint_table(root)  # a line more: read again, its numbers in the row
+    assert reads[-1] == str(root / "tiny") and (row["mlm_loss"], row["mlm_acc"]) == (3.5, 0.3)
+    (root / "tiny" / "metrics.jsonl").unlink()
+    (row,) = store.checkpoint_table(root)
+    assert "mlm_loss" not in row
 
 
 def test_rename_moves_the_folder_and_refuses_clashes_and_bad_names(root):
