@@ -20,9 +20,8 @@ from devtools.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "tests" / "artifacts"
-CHROMIUM = (
-    "/usr/bin/chromium"  # Debian's chromium: what a person opens the app in, and what the benchmarks time
-)
+# Debian's chromium: what a person opens the app in, and what the benchmarks time.
+CHROMIUM = "/usr/bin/chromium"
 # Debian's chromium-headless-shell: the same Chromium build (version, Blink, V8) without the full browser's processes
 # around headless mode, which is what Playwright drives headless tests in by default. The browser tests' renderers cost
 # the same in both (172.5 CPU-s); the shell's browser, zygote and GPU processes took 35 CPU-s less (311 against 347).

@@ -274,6 +274,8 @@ def _top_row() -> list[str | None]:
     most = lifecycle.threads_allowed(current_visitor())
     # Written only when out of range (the admin logged out): a write on every rerun sends the server's value back to
     # the box, over a number typed while that rerun ran (the typed threads came back as 0).
+    if "opt_threads" in st.session_state and st.session_state["opt_threads"] is None:  # a box left empty
+        st.session_state["opt_threads"] = 0
     clamp_number("opt_threads", 0, most)
     below[1].number_input(
         f"CPU threads (0: {lifecycle.training_threads()})",
