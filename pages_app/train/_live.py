@@ -62,9 +62,8 @@ def select_run(choices: list[lifecycle.RunState], key: str = "train_run") -> lif
     names = [run.name for run in choices]
     wanted = st.query_params.get(QUERY_KEY)
     if wanted in names:
-        if (
-            st.session_state.get(key) != wanted
-        ):  # a write on every rerun would undo a pick made while one runs
+        # Only a change is written: a write on every rerun would undo a pick made while one runs.
+        if st.session_state.get(key) != wanted:
             st.session_state[key] = wanted
     elif wanted:
         st.warning(
