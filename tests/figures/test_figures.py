@@ -298,6 +298,27 @@ def test_readable_sets_dark_fonts_everywhere_and_larger_ones_for_a_projector():
     assert heatmap.data[0].colorbar.tickfont.size == 16 and heatmap.layout.xaxis.tickfont.size >= 14
 
 
+def test_readable_changes_only_fonts_and_keeps_what_the_builder_set():
+    """Fonts are merged into what a builder set (a font family, axis and subplot titles' texts, a legend's place)."""
+    from bertviz_lite.figures.style import TEXT_COLOUR, readable
+
+    parts = [np.random.default_rng(0).normal(size=(8, 6)) for _ in range(5)]
+    fig = _embedding_parts_figure(*parts, tokens=TOKENS)
+    fig.update_layout(font_family="Arial", legend_x=0.3, title_text="Parts", hoverlabel_font_family="Courier")
+    before = fig.to_dict()["layout"]
+    after = readable(fig, present=True).to_dict()["layout"]
+    assert after["font"] == {"family": "Arial", "size": 16, "color": TEXT_COLOUR}
+    assert after["legend"]["x"] == 0.3 and after["title"]["text"] == "Parts"
+    assert after["hoverlabel"]["font"] == {"family": "Courier", "size": 16}
+    titled = [
+        name for name in before if name.startswith("xaxis") and before[name].get("title", {}).get("text")
+    ]
+    assert titled and all(after[name]["title"]["text"] == before[name]["title"]["text"] for name in titled)
+    notes = [(note["text"], note["x"], note["y"]) for note in before["annotations"]]
+    assert notes == [(note["text"], note["x"], note["y"]) for note in after["annotations"]]
+    assert all(note["font"]["size"] == 17 for note in after["annotations"])
+
+
 def test_embedding_colour_bars_lie_under_the_plots_and_titles_are_short():
     parts = [np.random.default_rng(0).normal(size=(8, 6)) for _ in range(5)]
     fig = _embedding_parts_figure(*parts, tokens=TOKENS)
