@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import plotly.colors as pcolors
 
@@ -42,6 +44,11 @@ LEGEND_BELOW = {
 # A line of a 17-px title that fits a phone's figure (~358 px wide at 390 px, ~7 px a character): a phone
 # version (show_figure's `narrow`) breaks its title into lines of at most this many characters.
 NARROW_TITLE_CHARS = 40
+# A title line that fits a figure in a column of a laptop's screen (204 px for Meaning in context's accuracy chart at
+# 1024 × 768 with the sidebar open; 17-px titles take about 8.5 px a character): the narrow version of a figure
+# drawn in a column wraps its title at this many characters.
+COLUMN_TITLE_CHARS = 24
+TITLE_LINE_PX = 24  # a line of a title in presentation mode's 21-px font, with its spacing
 PHONE_FIGURE_WIDTH = 358  # px: a figure's width at 390 px (a phone), where a phone version is sized to fit
 # A colour bar lying flat along a phone figure's bottom edge (pixels, as LEGEND_BELOW): upright at the right it took
 # a fifth of the width from the plot. The figure keeps NARROW_BAR_MARGIN px under its plot for it.
@@ -57,6 +64,11 @@ COLOUR_BAR_BELOW = {
 }
 NARROW_BAR_MARGIN = 70
 ROBUST_PERCENTILE = 98.0  # diverging heatmaps saturate at this percentile of |value|
+
+
+def wrapped(text: str, chars: int = NARROW_TITLE_CHARS) -> str:
+    """text in lines of at most `chars` characters (broken between words), joined by plotly's <br>."""
+    return "<br>".join(textwrap.wrap(text, chars))
 
 
 def head_colour(head: int) -> str:

@@ -6,7 +6,6 @@ return a `go.Figure`.
 
 from __future__ import annotations
 
-import textwrap
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,6 +18,7 @@ from bertviz_lite.figures._common import (
     UNIT_DIVERGING,
     category_axis,
     token_axis_height,
+    wrapped,
 )
 from bertviz_lite.figures.attention import _attention_heatmap
 from bertviz_lite.inspection.analysis import unique_labels
@@ -108,7 +108,7 @@ def token_attribution_figure(data: Attribution, slide: bool = False) -> go.Figur
     raw = np.column_stack([data.scores[m] for m in methods])
     scale = np.abs(raw).max(axis=0)
     scaled = np.divide(raw, scale, out=np.zeros_like(raw), where=scale > 0)
-    names = ["<br>".join(textwrap.wrap(m, HEADER_CHARS)) if slide else m for m in methods]
+    names = [wrapped(m, HEADER_CHARS) if slide else m for m in methods]
     headers = [
         name if m not in data.correlation else f"{name}<br>ρ = {data.correlation[m]:.2f}"
         for m, name in zip(methods, names, strict=True)

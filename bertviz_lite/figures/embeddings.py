@@ -11,16 +11,19 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from bertviz_lite.figures._common import (
+    COLUMN_TITLE_CHARS,
     DIVERGING,
     LEGEND_BELOW,
     ROBUST_PERCENTILE,
     SEGMENT_COLOURS,
+    TITLE_LINE_PX,
     UNIT_DIVERGING,
     as_matrix,
     category_axis,
     check_length,
     robust_range,
     token_axis_height,
+    wrapped,
 )
 from bertviz_lite.inspection.analysis import EMBEDDING_PARTS, unique_labels
 from bertviz_lite.text.display import plain_labels
@@ -177,9 +180,15 @@ def _component_norms_bar(df: pd.DataFrame) -> go.Figure:
 
 
 def _position_similarity_heatmap(
-    sim, title: str = "Cosine similarity between position embeddings", labels: Sequence[str] | None = None
+    sim,
+    title: str = "Cosine similarity between position embeddings",
+    labels: Sequence[str] | None = None,
+    narrow: bool = False,
 ) -> go.Figure:
-    """Heatmap of a [N, N] similarity matrix between positions (or any labelled items)."""
+    """Heatmap of a [N, N] similarity matrix between positions (or any labelled items).
+
+    narrow: for a column of a laptop's screen or a phone: the title in lines that fit (on one it ran past the edges).
+    """
     sim = as_matrix(sim, "similarity matrix")
     axis_labels = list(labels) if labels is not None else [str(i) for i in range(sim.shape[0])]
     check_length(axis_labels, sim.shape[0], "labels")
@@ -199,6 +208,10 @@ def _position_similarity_heatmap(
         yaxis={**category_axis(reverse=True), "title": {"text": "position"}},
         height=min(900, max(400, 6 * sim.shape[0] + 200)),
     )
+    if narrow:  # plotly writes a title's next lines downwards: the top margin grows by them, the figure too
+        lines = wrapped(title, COLUMN_TITLE_CHARS)
+        extra = TITLE_LINE_PX * lines.count("<br>")
+        fig.update_layout(title=lines, margin_t=100 + extra, height=fig.layout.height + extra)
     return fig
 
 
@@ -291,9 +304,9 @@ def embedding_window_figure(window: EmbeddingWindow, layout: str = "row", narrow
     return _embedding_parts_figure(*window.parts, tokens=window.tokens, layout=layout, narrow=narrow)
 
 
-def position_similarity_figure(similarity: PositionSimilarity) -> go.Figure:
-    """Cosine similarity of one table's position vectors (views.position_similarity)."""
-    return _position_similarity_heatmap(similarity.matrix, title=similarity.title)
+def position_similarity_figure(similarity: PositionSimilarity, narrow: bool = False) -> go.Figure:
+    """Cosine similarity of one table's position vectors (views.position_similarity); narrow: its title wrapped."""
+    return _position_similarity_heatmap(similarity.matrix, title=similarity.title, narrow=narrow)
 
 
 def token_projection_figure(projection: TokenProjection) -> go.Figure:

@@ -7,7 +7,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from bertviz_lite.figures._common import HEAD_COLOURS, LEGEND_BELOW
+from bertviz_lite.figures._common import COLUMN_TITLE_CHARS, HEAD_COLOURS, LEGEND_BELOW, wrapped
 from bertviz_lite.inspection.views.meaning_in_context import (
     UNLABELLED,
     YOURS,
@@ -137,8 +137,14 @@ def context_scatter(
     return fig
 
 
-def separation_figure(separation: SenseSeparation, layer: int | None = None, height: int = 300) -> go.Figure:
-    """Leave-one-out nearest-centroid accuracy per layer, with the static-embedding and chance baselines."""
+def separation_figure(
+    separation: SenseSeparation, layer: int | None = None, height: int = 300, narrow: bool = False
+) -> go.Figure:
+    """Leave-one-out nearest-centroid accuracy per layer, with the static-embedding and chance baselines.
+
+    narrow: for a column of a laptop's screen or a phone: the title and the x-axis title in lines that fit (on one
+    they ran past both edges of a 204-px column), the margins grown by their second lines.
+    """
     names = layer_names(len(separation.accuracy) - 1)
     fig = go.Figure(
         go.Scatter(
@@ -176,13 +182,14 @@ def separation_figure(separation: SenseSeparation, layer: int | None = None, hei
                 hoverinfo="skip",
             )
         )
+    title = "Senses told apart: accuracy by layer"
+    axis_title = (
+        f"layer (leave-one-out over {separation.num_scored} sentences, {separation.num_senses} senses)"
+    )
     fig.update_layout(
-        title="Senses told apart: accuracy by layer",
+        title=wrapped(title, COLUMN_TITLE_CHARS) if narrow else title,
         xaxis={
-            "title": {
-                "text": f"layer (leave-one-out over {separation.num_scored} sentences, "
-                f"{separation.num_senses} senses)"
-            },
+            "title": {"text": wrapped(axis_title, COLUMN_TITLE_CHARS) if narrow else axis_title},
             "tickangle": 0,
             "tickvals": names,
             "ticktext": ["emb.", *(str(i) for i in range(1, len(names)))],
@@ -192,7 +199,7 @@ def separation_figure(separation: SenseSeparation, layer: int | None = None, hei
         height=height,
         # The legend sits at the figure's bottom edge in pixels, under the axis title at any height (placed as a share
         # of the plot, it ran into the title when presentation mode made the chart shorter).
-        margin={"t": 50, "b": 110, "l": 50, "r": 10},
+        margin={"t": 75 if narrow else 50, "b": 130 if narrow else 110, "l": 50, "r": 10},
         legend=LEGEND_BELOW,
     )
     return fig

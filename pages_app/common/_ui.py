@@ -27,9 +27,8 @@ from pages_app.common._sidebar import Inputs, current_inputs
 
 LOAD_ERRORS = (ValueError, OSError)
 THREADS_PROBLEM = settings.use_app_threads()  # once per process: BERTVIZ_LITE_THREADS (default 1)
-SHARED, CACHE_PROBLEM = (
-    cache.from_settings()
-)  # traces, views, figures: bounded, idle ones dropped (server/cache.py)
+# Traces, views, figures: bounded, idle ones dropped (server/cache.py).
+SHARED, CACHE_PROBLEM = cache.from_settings()
 T = TypeVar("T")
 # Presentation mode is a slide of 1280 × 720 (or 1024 × 768): a figure ends by SLIDE_BOTTOM px from the top.
 SLIDE_BOTTOM = 704
@@ -42,12 +41,14 @@ PRESENT_CSS = "<style>" + (ASSETS / "present.css").read_text(encoding="utf-8") +
 # screen's width, so both go to the browser.
 WIDE = "wide__"
 NARROW = "narrow__"
+FIGURE_BOX = "figure_box__"  # holds both: the CSS reads its width
 LAYOUT_CSS = (
     "<style>"
     + (ASSETS / "layout.css")
     .read_text(encoding="utf-8")
     .replace("__WIDE__", WIDE)
     .replace("__NARROW__", NARROW)
+    .replace("__BOX__", FIGURE_BOX)
     + "</style>"
 )
 
@@ -103,9 +104,8 @@ def get_trace(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
 def _trace(ctx: Context, masked: tuple[int, ...]) -> explore.PairTrace:
     with st.spinner("Running the model…"):
         trace = source_trace(ctx, masked, load_model)  # a learner's model: in the checker's child process
-    if (
-        ctx.max_length >= GC_FROM_TOKENS
-    ):  # its working memory, and dropped traces in reference cycles, go back now
+    # Its working memory, and dropped traces in reference cycles, go back now.
+    if ctx.max_length >= GC_FROM_TOKENS:
         release_memory()  # (no postScriptGC: it cost 30 visitors' latency, bench/RESULTS.md)
     return trace
 
@@ -195,12 +195,8 @@ def about(where: str) -> export.About:
 
 def step_keys(previous_key: str, next_key: str) -> None:
     """Arrow keys and PageUp/PageDown press the buttons with these keys (a clicker moves the walkthrough)."""
-    st.html(
-        "<script>"
-        + STEP_KEYS_JS.replace("__NEXT__", next_key).replace("__PREV__", previous_key)
-        + "</script>",
-        unsafe_allow_javascript=True,
-    )
+    script = STEP_KEYS_JS.replace("__NEXT__", next_key).replace("__PREV__", previous_key)
+    st.html(f"<script>{script}</script>", unsafe_allow_javascript=True)
 
 
 def is_present() -> bool:
@@ -243,21 +239,22 @@ def show_figure(
     key: the chart's widget key when it is not `name` (a new key clears a chart's selection).
     slide_top: where the figure starts on a 1280 × 720 screen in presentation mode (px from the top); the figure
     is made short enough for its bottom to show too (the server cannot read the screen: this is the slide's size).
-    narrow: the figure laid out for a phone, shown instead of `fig` below 641 px (not in presentation mode, which is
-    for projectors); its widget key is narrow_key(key), with the same chart_args (a selection callback reads both).
+    narrow: the figure laid out for a phone, shown instead of `fig` below 641 px or in a column under 500 px (layout.css;
+    not in presentation mode); its widget key is narrow_key(key), with the same chart_args (a callback reads both).
     html: builds the view's HTML file (bertviz_lite.export, its pickers' figures too); by default the figure alone.
     """
     drawn = partial(readable, present=is_present(), max_height=SLIDE_BOTTOM - slide_top)
     key = key or name
     if narrow is None or is_present():
         event = st.plotly_chart(_built(fig, drawn), key=key, config=plotly_config(name), **chart_args)
-    else:
-        with st.container(key=f"{WIDE}{key}"):
-            event = st.plotly_chart(_built(fig, drawn), key=key, config=plotly_config(name), **chart_args)
-        with st.container(key=f"{NARROW}{key}_box"):
-            st.plotly_chart(
-                _built(narrow, drawn), key=narrow_key(key), config=plotly_config(name), **chart_args
-            )
+    else:  # both in a box whose width assets/layout.css reads
+        with st.container(key=f"{FIGURE_BOX}{key}"):
+            with st.container(key=f"{WIDE}{key}"):
+                event = st.plotly_chart(_built(fig, drawn), key=key, config=plotly_config(name), **chart_args)
+            with st.container(key=f"{NARROW}{key}_box"):
+                st.plotly_chart(
+                    _built(narrow, drawn), key=narrow_key(key), config=plotly_config(name), **chart_args
+                )
     html = html or partial(_figure_html, fig, drawn, name, about(f"figure {name}"))
     with st.container(horizontal=True):
         csv_button(frame, name, name)

@@ -64,7 +64,12 @@ def positions_section() -> None:
         strict=True,
     ):
         with column:
-            show_figure(figures.position_similarity_figure(similarity), name, frame=similarity.to_frame)
+            show_figure(
+                figures.position_similarity_figure(similarity),
+                name,
+                frame=similarity.to_frame,
+                narrow=figures.position_similarity_figure(similarity, narrow=True),
+            )
 
 
 @st.fragment

@@ -240,6 +240,7 @@ with score:
             separation_figure(separation, layer, height=330 if is_present() else 400),
             "meaning_separation",
             frame=separation.to_frame,
+            narrow=separation_figure(separation, layer, height=400, narrow=True),
             **({"slide_top": 460} if below_verdict else {}),
         )
     if not np.isfinite(separation.accuracy).any():

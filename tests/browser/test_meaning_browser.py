@@ -11,6 +11,7 @@ from tests.browser.driver import (
     EXCEPTION,
     NEEDS_DEFAULT_MODEL,
     click_point,
+    go_to,
     open_page,
     selected_option,
     wait_for_charts,
@@ -111,4 +112,40 @@ def test_on_a_phone_the_scatter_keeps_its_width_and_a_click_lists_neighbours(str
     wait_for_figure(page, narrow_key("meaning_scatter_1"))  # the click moved the chart to a new key
     after = selected_option(page, "meaning_query")
     assert after != before and "[" in after, (before, after)
+    assert page.locator(EXCEPTION).count() == 0
+
+
+# The title, axis titles and subplot titles of each shown plotly figure in the main area that reach past its left or
+# right edge (the text is cut there): [text, left, right, figure width] in the figure's pixels.
+_PAST_EDGES = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(gd => {
+  const f = gd.getBoundingClientRect();
+  if (f.width === 0) return [];
+  return [...gd.querySelectorAll('.gtitle, .g-xtitle text, .g-ytitle text, .annotation-text')]
+    .map(e => [e.textContent, e.getBoundingClientRect()])
+    .filter(([, r]) => r.width > 0 && (r.left < f.left - 1 || r.right > f.right + 1))
+    .map(([text, r]) => [text.slice(0, 40), r.left - f.left, r.right - f.left, f.width].map(
+      v => typeof v === 'number' ? Math.round(v) : v));
+})"""
+
+
+def test_in_a_laptops_columns_each_chart_is_its_narrow_version_with_titles_inside(streamlit_url, page):
+    """At 1024x768 with the sidebar open, the scatter's column is 345 px and the accuracy chart's 204: the wide
+    versions there had the legend over the points and titles past both edges. A chart in a column under 500 px is
+    its phone version (pages_app/common/assets/layout.css); the Embeddings page's two position heatmaps (274 px
+    each) too. One page load; Embeddings through the sidebar's link."""
+    page.set_viewport_size({"width": 1024, "height": 768})
+    open_page(page, streamlit_url, "Meaning_in_context?word=bank")
+    for chart in ("meaning_scatter_0", "meaning_separation"):
+        wait_for_figure(page, narrow_key(chart))
+        assert page.locator(f".st-key-{chart}").is_hidden(), f"{chart}: the wide version shows in a column"
+    plot, legend, _ = page.evaluate(_PLOT_AND_LEGEND, narrow_key("meaning_scatter_0"))
+    assert legend[1] >= plot[3], (plot, legend)  # the legend under the plot, not over its points
+    wait_for_charts(page)
+    page.screenshot(path=str(ARTIFACTS / "meaning_1024x768_normal.png"))
+    assert page.evaluate(_PAST_EDGES) == []
+    go_to(page, "Embeddings")
+    for chart in ("position_similarity_model", "position_similarity_sinusoidal"):
+        wait_for_figure(page, narrow_key(chart))
+    wait_for_charts(page)
+    assert page.evaluate(_PAST_EDGES) == []
     assert page.locator(EXCEPTION).count() == 0

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import pytest
 
 from bertviz_lite import figures
-from bertviz_lite.figures._common import NARROW_TITLE_CHARS, PHONE_FIGURE_WIDTH
+from bertviz_lite.figures._common import COLUMN_TITLE_CHARS, NARROW_TITLE_CHARS, PHONE_FIGURE_WIDTH
 from bertviz_lite.figures.attention import _attention_heatmap, _rollout_heatmap
 from bertviz_lite.figures.embeddings import (
     _component_norms_bar,
@@ -17,10 +17,12 @@ from bertviz_lite.figures.embeddings import (
     _position_similarity_heatmap,
     _uncluttered_labels,
 )
+from bertviz_lite.figures.meaning_in_context import separation_figure
 from bertviz_lite.figures.predictions import _nsp_bar, _topk_bar
 from bertviz_lite.figures.tokens import chip_classes
 from bertviz_lite.inspection import analysis, views
 from bertviz_lite.inspection.views import HeadStatistics, NeuronView, select_links
+from bertviz_lite.inspection.views.meaning_in_context import SenseSeparation
 from tests.attention_samples import SEGMENTS, TOKENS, random_attention
 from tests.trace_arrays import pair_trace
 
@@ -442,6 +444,28 @@ def test_phone_titles_fit_a_phone_and_the_wide_ones_stay():
         )
         assert " ".join(title_lines(phone)) == title_lines(wide)[0]  # the same words, wrapped
         assert phone.layout.margin.t > wide.layout.margin.t and phone.layout.height > wide.layout.height
+
+
+def test_a_figure_in_a_laptops_column_wraps_its_titles_in_lines_that_fit():
+    """At 1024 x 768 with the sidebar open, Meaning in context's accuracy chart gets a 204-px column and the Embeddings
+    page's position heatmaps 274 px each: their one-line titles ran past both edges. Their narrow versions (shown in a
+    column under 500 px, pages_app/common/assets/layout.css) break them into lines that fit, the same words."""
+    separation = SenseSeparation("bank", np.array([0.0, 0.5, 0.75]), 0.5, 0.5, 4, 2, by_user=False)
+    similarity = views.PositionSimilarity(np.eye(4), "Sinusoidal table (Vaswani et al.), for comparison")
+    pairs = [
+        (separation_figure(separation, 1), separation_figure(separation, 1, narrow=True)),
+        (
+            figures.position_similarity_figure(similarity),
+            figures.position_similarity_figure(similarity, True),
+        ),
+    ]
+    for wide, narrow in pairs:
+        for title in (lambda fig: fig.layout.title.text, lambda fig: fig.layout.xaxis.title.text):
+            lines = title(narrow).split("<br>")
+            assert " ".join(lines) == title(wide)  # the same words, wrapped
+            assert all(len(line) <= COLUMN_TITLE_CHARS for line in lines), lines
+        assert len(narrow.layout.title.text.split("<br>")) > 1
+    assert separation_figure(separation, 1, narrow=True).layout.margin.t > pairs[0][0].layout.margin.t
 
 
 def test_phone_embedding_parts_stack_their_colour_bars():
