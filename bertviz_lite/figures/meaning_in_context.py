@@ -137,16 +137,9 @@ def context_scatter(
     return fig
 
 
-def separation_figure(
-    separation: SenseSeparation, layer: int | None = None, height: int = 300, narrow: bool = False
-) -> go.Figure:
-    """Leave-one-out nearest-centroid accuracy per layer, with the static-embedding and chance baselines.
-
-    narrow: for a column of a laptop's screen or a phone: the title and the x-axis title in lines that fit (on one
-    they ran past both edges of a 204-px column), the margins grown by their second lines.
-    """
-    names = layer_names(len(separation.accuracy) - 1)
-    fig = go.Figure(
+def _separation_traces(separation: SenseSeparation, layer: int | None, names: list[str]) -> list[go.Scatter]:
+    """The accuracy line, the static-embedding and chance baselines (where defined), the shown layer ringed."""
+    traces = [
         go.Scatter(
             x=names,
             y=separation.accuracy * 100,
@@ -155,13 +148,13 @@ def separation_figure(
             line={"color": HEAD_COLOURS[0], "width": 3},
             hovertemplate="%{x}: %{y:.0f}%<extra></extra>",
         )
-    )
+    ]
     for value, name, dash in (
         (separation.static, "static embedding", "dash"),
         (separation.chance, "chance", "dot"),
     ):
         if np.isfinite(value):
-            fig.add_trace(
+            traces.append(
                 go.Scatter(
                     x=[names[0], names[-1]],
                     y=[value * 100] * 2,
@@ -172,7 +165,7 @@ def separation_figure(
                 )
             )
     if layer is not None and np.isfinite(separation.accuracy[layer]):
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 x=[names[layer]],
                 y=[separation.accuracy[layer] * 100],
@@ -182,6 +175,19 @@ def separation_figure(
                 hoverinfo="skip",
             )
         )
+    return traces
+
+
+def separation_figure(
+    separation: SenseSeparation, layer: int | None = None, height: int = 300, narrow: bool = False
+) -> go.Figure:
+    """Leave-one-out nearest-centroid accuracy per layer, with the static-embedding and chance baselines.
+
+    narrow: for a column of a laptop's screen or a phone: the title and the x-axis title in lines that fit (on one
+    they ran past both edges of a 204-px column), the margins grown by their second lines.
+    """
+    names = layer_names(len(separation.accuracy) - 1)
+    fig = go.Figure(_separation_traces(separation, layer, names))
     title = "Senses told apart: accuracy by layer"
     axis_title = (
         f"layer (leave-one-out over {separation.num_scored} sentences, {separation.num_senses} senses)"
