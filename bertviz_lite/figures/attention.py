@@ -10,8 +10,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from bertviz_lite.figures._common import (
+    COLOUR_BAR_BELOW,
     DIVERGING,
     LEGEND_BELOW,
+    NARROW_BAR_MARGIN,
     SEQUENTIAL,
     as_matrix,
     category_axis,
@@ -64,10 +66,13 @@ def _attention_heatmap(
     k_tokens: Sequence[str] | None = None,
     title: str = "Attention",
     axis_titles: bool = True,
+    narrow: bool = False,
 ) -> go.Figure:
     """Heatmap of a [Tq, Tk] attention map; rows are queries, columns keys, z = attn exactly.
 
     axis_titles=False leaves out "key"/"query" (a narrow figure has no room beside its token labels).
+    narrow: for a column under 500 px or a phone: the colour bar lies flat under the map (upright at the right of a
+    200-px column, its labels were cut at the figure's edge: 0.25 read "0.2").
     The keys label the top axis, so a title goes above them. Past 2 × MAX_TICK_LABELS tokens an axis
     shows about MAX_TICK_LABELS labels (hovering still names every cell; plotly draws 512 in half the time).
     """
@@ -95,8 +100,10 @@ def _attention_heatmap(
             "automargin": True,
             **ticks,
         },
-        **({"margin": {"t": 160}} if title else {}),
+        "margin": {**({"t": 160} if title else {}), **({"b": NARROW_BAR_MARGIN} if narrow else {})},
     }
+    if narrow:
+        layout["height"] += NARROW_BAR_MARGIN
     heatmap = go.Heatmap(
         z=attn,
         x=plain_labels(unique_labels(k_tokens)),  # a vocab token may hold <a href=…>: shown as text
@@ -104,7 +111,7 @@ def _attention_heatmap(
         colorscale=SEQUENTIAL,
         zmin=0,
         hovertemplate=ATTENTION_HOVER,
-        colorbar={"title": {"text": "weight"}},
+        colorbar={"title": {"text": "weight"}, **(COLOUR_BAR_BELOW if narrow else {})},
     )
     return go.Figure(heatmap, layout=layout)
 
@@ -423,10 +430,15 @@ def head_statistics_figure(data: HeadStatistics, value: str = "entropy") -> go.F
 # ---- builders that take their view's data (pages hand them the dataclass, never its unpacked arrays) ----
 
 
-def attention_map_figure(block: AttentionMap, axis_titles: bool = True) -> go.Figure:
-    """One head's attention map (views.attention_map), rows queries and columns keys."""
+def attention_map_figure(block: AttentionMap, axis_titles: bool = True, narrow: bool = False) -> go.Figure:
+    """One head's attention map (views.attention_map), rows queries and columns keys; narrow: its colour bar below."""
     return _attention_heatmap(
-        block.weights, block.query_tokens, block.key_tokens, block.title, axis_titles=axis_titles
+        block.weights,
+        block.query_tokens,
+        block.key_tokens,
+        block.title,
+        axis_titles=axis_titles,
+        narrow=narrow,
     )
 
 

@@ -76,13 +76,17 @@ def view_file(make: Callable[..., export.View], *picks, where: str) -> Callable[
     return lambda: export.view_html(make(get_trace(ctx), *picks), made)
 
 
-def single_head(layer: int, head: int, sentence_filter: str, name: str, axis_titles: bool = True) -> None:
+def single_head(
+    layer: int, head: int, sentence_filter: str, name: str, axis_titles: bool = True, beside: bool = False
+) -> None:
+    """One head's map; `beside` another figure, in a column: its narrow version where the column is narrow."""
     block = view(views.attention_map, ctx, layer=layer, head=head, sentence_filter=sentence_filter)
     show_figure(
         partial(figures.attention_map_figure, block, axis_titles=axis_titles),
         name,
         frame=block.to_frame,
         slide_top=230,
+        narrow=partial(figures.attention_map_figure, block, axis_titles, narrow=True) if beside else None,
         html=view_file(export.attention_map, sentence_filter, layer, head, where="heatmap"),
     )
 
@@ -275,7 +279,7 @@ if tabs["Model view"].open:
                 html=view_file(export.model_view, layer, head, where="model view"),
             )
         with opened:
-            single_head(layer, head, "All", "model_view_head", axis_titles=False)
+            single_head(layer, head, "All", "model_view_head", axis_titles=False, beside=True)
 
 if tabs["Neuron view"].open:
     with tabs["Neuron view"]:

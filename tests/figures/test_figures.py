@@ -468,6 +468,21 @@ def test_a_figure_in_a_laptops_column_wraps_its_titles_in_lines_that_fit():
     assert separation_figure(separation, 1, narrow=True).layout.margin.t > pairs[0][0].layout.margin.t
 
 
+def test_a_head_opened_in_a_narrow_column_lays_its_colour_bar_flat_under_the_map():
+    """Beside the model view at 1024 x 768 the opened head gets a 200-px column: an upright colour bar at its right
+    edge had its labels cut (0.25 read "0.2"). The narrow version lays it flat under the map, with room for it."""
+    block = views.attention_map(pair_trace(random_attention(2, 2, 8, 8), TOKENS), layer=1, head=0)
+    wide = figures.attention_map_figure(block, axis_titles=False)
+    narrow = figures.attention_map_figure(block, axis_titles=False, narrow=True)
+    assert narrow.data[0].colorbar.orientation == "h" and wide.data[0].colorbar.orientation is None
+    assert narrow.layout.margin.b > (wide.layout.margin.b or 0)
+    assert narrow.layout.height == wide.layout.height + narrow.layout.margin.b
+    assert (
+        np.array_equal(narrow.data[0].z, wide.data[0].z)
+        and narrow.layout.title.text == wide.layout.title.text
+    )
+
+
 def test_phone_embedding_parts_stack_their_colour_bars():
     """Side by side under a 358-px figure, the two colour bars' titles ran into each other: on a phone each bar
     takes the full width, the raw parts' above LayerNorm's, with a title short enough to fit beside it."""
