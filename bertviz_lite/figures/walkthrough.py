@@ -25,7 +25,8 @@ from bertviz_lite.text.display import plain_labels
 MAX_ID_COLUMNS = 48  # tokens shown in the ids table; beyond that the labels no longer fit a screen
 
 
-IDS_TITLE = "What BERT reads: token, position id and segment id (blue: sentence A, orange: B)"
+# Titles that fit one line of a 564-px figure (1024 x 768 with the sidebar open); the phone versions take two.
+IDS_TITLE = "What BERT reads: token, position and segment ids (blue: A, orange: B)"
 NARROW_IDS_TITLE = "What BERT reads: each token's position<br>and segment id (blue: A, orange: B)"
 IDS_ROWS = ("token", "position id", "segment id")
 NARROW_ROW = 24  # px a token's row takes in a phone's table (16-px text)
@@ -148,7 +149,7 @@ def one_head_figure(data: OneHead, narrow: bool = False) -> go.Figure:
     return fig
 
 
-RESIDUAL_TITLE = "How much each layer changes each token's vector: |after − before| / |before|"
+RESIDUAL_TITLE = "How much each layer changes each token: |after − before| / |before|"
 NARROW_RESIDUAL_TITLE = "How much each layer (column) changes<br>each token's vector (relative change)"
 
 

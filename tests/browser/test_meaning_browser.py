@@ -115,12 +115,12 @@ def test_on_a_phone_the_scatter_keeps_its_width_and_a_click_lists_neighbours(str
     assert page.locator(EXCEPTION).count() == 0
 
 
-# The title, axis titles and subplot titles of each shown plotly figure in the main area that reach past its left or
-# right edge (the text is cut there): [text, left, right, figure width] in the figure's pixels.
+# The titles, axis and subplot titles, legend entries and colour-bar labels of each shown plotly figure in the main
+# area that reach past its left or right edge (the text is cut there): [text, left, right, figure width] in pixels.
 _PAST_EDGES = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(gd => {
   const f = gd.getBoundingClientRect();
   if (f.width === 0) return [];
-  return [...gd.querySelectorAll('.gtitle, .g-xtitle text, .g-ytitle text, .annotation-text')]
+  return [...gd.querySelectorAll('.gtitle, .g-xtitle text, .g-ytitle text, .annotation-text, .legendtext, .colorbar text')]
     .map(e => [e.textContent, e.getBoundingClientRect()])
     .filter(([, r]) => r.width > 0 && (r.left < f.left - 1 || r.right > f.right + 1))
     .map(([text, r]) => [text.slice(0, 40), r.left - f.left, r.right - f.left, f.width].map(
