@@ -22,7 +22,6 @@ import functools
 import statistics
 import sys
 import time
-from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,9 +39,8 @@ from bertviz_lite.figures.style import readable  # noqa: E402
 FILLER = "and then the story went on for a long while without any end in sight " * 40  # > 512 tokens
 SPENT: collections.Counter = collections.Counter()
 PAGES = sorted(str(path.relative_to(REPO)) for path in (REPO / "pages_app" / "explore").glob("[0-9]_*.py"))
-KEPT: list[
-    tuple[str, dict]
-] = []  # every figure handed to readable, as JSON, with readable's keyword arguments
+# Every figure handed to readable, as JSON, with readable's keyword arguments.
+KEPT: list[tuple[str, dict]] = []
 
 
 def timed(owner, name: str, label: str) -> None:
@@ -98,10 +96,14 @@ def readable_against_to_json(repeats: int) -> str:
     styled, serialised = [], []
     for spec, options in KEPT:
         styled.append(
-            median_seconds(partial(readable, **options), [plotly.io.from_json(spec) for _ in range(repeats)])
+            median_seconds(
+                functools.partial(readable, **options), [plotly.io.from_json(spec) for _ in range(repeats)]
+            )
         )
         shown = readable(plotly.io.from_json(spec), **options)
-        serialised.append(median_seconds(partial(plotly.io.to_json, validate=False), [shown] * repeats))
+        serialised.append(
+            median_seconds(functools.partial(plotly.io.to_json, validate=False), [shown] * repeats)
+        )
     readable_ms = 1000 * statistics.mean(styled)
     to_json_ms = 1000 * statistics.mean(serialised)
     return (
