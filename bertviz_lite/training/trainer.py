@@ -34,6 +34,7 @@ from bertviz_lite.text.tokenization import BertTokenizer
 from bertviz_lite.training.compiled_step import (
     RowCapacity,
     check_compile_mode,
+    compile_mode,
     compiled,
     host_padded,
     static_batch,
@@ -140,7 +141,8 @@ class Trainer:
         self.optimizer = make_optimizer(self.model, args.lr, args.weight_decay)
         self._step_module = self._wrap_for_processes(PretrainingStep(self.model, args.copy_penalty))
         if self.compiled:
-            self._step_module = compiled(self._step_module, mode=args.compile_mode)
+            mode = compile_mode(args.compile_mode, self.device, dist.world_size)
+            self._step_module = compiled(self._step_module, mode=mode)
         self.prefetch = (
             PREFETCH_DEPTH if self.device.type == "cuda" else 0
         )  # a CPU's spare core is the server's

@@ -31,7 +31,11 @@ CONFIG_OVERRIDES = tuple(
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "fp32", "bf16")  # auto: bf16 autocast on CUDA, float32 on CPU
 COMPILE_CHOICES = ("auto", "on", "off")  # auto: on on CUDA, off on CPU
-COMPILE_MODES = ("default", "reduce-overhead")  # torch.compile's modes; reduce-overhead: CUDA graphs
+COMPILE_MODES = (
+    "auto",
+    "default",
+    "reduce-overhead",
+)  # torch.compile's, and auto: reduce-overhead where it can
 GROUPS = ("Run", "Model", "Data", "Optimisation", "Logging")  # the form's sections ("Run": its top row)
 MAX_PARAMETERS = 350_000_000  # the largest model a run may train (loading allows limits.max_parameters())
 MAX_TENSOR_ELEMENTS = 2**31  # the largest activation of one layer in one step (8 GiB in float32)
@@ -344,14 +348,15 @@ class TrainingArguments:
         ),
     )
     compile_mode: str = option(
-        "default",
+        "auto",
         label="Compile mode",
         group="Optimisation",
         choices=COMPILE_MODES,
         help=(
             "torch.compile's mode for the compiled step: reduce-overhead replays each step as CUDA graphs, one launch "
             "instead of hundreds (BERT-base at 64 x 128 on an H200: 1.5x the default mode's tokens/s in "
-            "bench/train_throughput.py); for a step compiled on a CUDA GPU in one process only"
+            "bench/train_throughput.py, the same losses), for a step compiled on a CUDA GPU in one process only; "
+            "auto picks it there and default elsewhere"
         ),
     )
     log_every: int | None = every("Log every", "write a metrics line every N steps")

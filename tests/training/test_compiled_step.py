@@ -19,6 +19,7 @@ from bertviz_lite.training.cli import build_parser
 from bertviz_lite.training.compiled_step import (
     RowCapacity,
     check_compile_mode,
+    compile_mode,
     compiled,
     host_padded,
     use_compile,
@@ -121,16 +122,28 @@ def test_compile_is_an_option_on_by_default_on_cuda_only():
 
 def test_the_compile_mode_reaches_torch_compile_as_its_mode(tmp_path):
     """Read back from the compiled modules (built, not run: nothing compiles): inductor's CUDA graphs are on for
-    reduce-overhead only. The trainer refuses reduce-overhead on this CPU (below), so it shows the default here."""
+    reduce-overhead only. The trainer refuses reduce-overhead on this CPU (below), and auto, the default, means the
+    default mode here."""
     trainer = Trainer(tiny_args(tmp_path, compile="on"))
-    assert trainer.args.compile_mode == "default"
+    assert trainer.args.compile_mode == "auto"
     assert trainer._step_module.get_compiler_config()["triton.cudagraphs"] is False
     graphs = compiled(PretrainingStep(trainer.model), mode="reduce-overhead")
     assert graphs.get_compiler_config()["triton.cudagraphs"] is True
     assert run_options.form_fields("Optimisation")[-1] == "compile_mode"  # beside --compile on the Train form
-    assert run_options.choices("compile_mode") == ("default", "reduce-overhead")
+    assert run_options.choices("compile_mode") == ("auto", "default", "reduce-overhead")
     text = " ".join(build_parser().format_help().split())
-    assert "--compile-mode {default,reduce-overhead} torch.compile's mode" in text
+    assert "--compile-mode {auto,default,reduce-overhead} torch.compile's mode" in text
+
+
+def test_auto_compile_mode_is_cuda_graphs_on_one_gpu_and_the_default_mode_elsewhere():
+    """Auto is reduce-overhead where check_compile_mode accepts it (one CUDA process); a mode named is kept."""
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert compile_mode("auto", cuda, 1) == "reduce-overhead"
+    assert [compile_mode("auto", device, n) for device, n in ((cpu, 1), (cuda, 2), (cpu, 2))] == [
+        "default"
+    ] * 3
+    assert compile_mode("default", cuda, 1) == "default"
+    assert compile_mode("reduce-overhead", cuda, 1) == "reduce-overhead"
 
 
 def test_reduce_overhead_is_refused_where_there_are_no_cuda_graphs_to_replay(tmp_path):
