@@ -5,7 +5,8 @@
     python bench/train_throughput.py --size base --batch 64 --device cuda --profile     # where a step's time goes
     python bench/train_throughput.py --ours eager compiled --theirs eager sdpa          # which sides run
 
-Every side runs the trainer's `optimizer_step` (forward in bf16 autocast as --dtype says, backward, clip to 1.0,
+Every side runs the trainer's `optimizer_step` (forward in bf16 as --dtype says: autocast, or for ours on the CPU a
+bf16 copy of the weights as the trainer's, `--bf16-weights`; backward, clip to 1.0,
 fused AdamW with BERT's weight-decay groups) on the same random-token batches (no padding, 15% of positions
 labelled, NSP labels half and half), from the same initial weights, in interleaved repetitions; medians.
 "ours" is the trainer's step: with `compiled`, the trainer's `--compile` step (the MLM rows found on the host,
@@ -45,7 +46,12 @@ from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.model.config import BertConfig  # noqa: E402
 from bertviz_lite.model.modeling import IGNORE_INDEX, BertForPreTraining  # noqa: E402
 from bertviz_lite.training.compiled_step import RowCapacity, compiled, host_padded  # noqa: E402
-from bertviz_lite.training.optimization import PretrainingStep, make_optimizer, optimizer_step  # noqa: E402
+from bertviz_lite.training.optimization import (  # noqa: E402
+    Bf16Weights,
+    PretrainingStep,
+    make_optimizer,
+    optimizer_step,
+)
 from bertviz_lite.training.presets import PRESETS  # noqa: E402
 from bertviz_lite.training.training_args import DTYPES  # noqa: E402
 
@@ -100,6 +106,7 @@ class Side:
     optimizer: torch.optim.Optimizer
     batches: list[dict[str, Tensor]]
     padded: bool | None = None
+    bf16_weights: Bf16Weights | None = None  # ours with --dtype bf16 where the trainer takes the copy
 
 
 def random_batches(num: int, batch: int, seq_len: int, vocab: int, seed: int = 0) -> list[dict[str, Tensor]]:
@@ -149,9 +156,12 @@ def build_sides(args: argparse.Namespace, config: BertConfig, host: list[dict[st
     sides = []
     for mode in args.ours:
         module = PretrainingStep(copy.deepcopy(ours)).to(device).train()
-        step = _compiled(args, module) if mode == "compiled" else module
+        weights = Bf16Weights(module) if bf16_weights(args, mode) else None
+        stepped = weights.model if weights else module
+        step = _compiled(args, stepped) if mode == "compiled" else stepped
         batches = static_batches if mode == "compiled" else plain_batches
-        sides.append(Side(f"ours_{mode}", step, make_optimizer(module, 1e-4, 0.01), batches, padded))
+        optimizer = make_optimizer(module, 1e-4, 0.01)
+        sides.append(Side(f"ours_{mode}", step, optimizer, batches, padded, weights))
     for mode in args.theirs:
         attention = "sdpa" if mode == "compiled" else mode
         hf_config = transformers.BertConfig(**config.to_hf_dict(), attn_implementation=attention)
@@ -162,6 +172,16 @@ def build_sides(args: argparse.Namespace, config: BertConfig, host: list[dict[st
         step = _compiled(args, module) if mode == "compiled" else module
         sides.append(Side(f"transformers_{mode}", step, make_optimizer(module, 1e-4, 0.01), plain_batches))
     return sides
+
+
+def bf16_weights(args: argparse.Namespace, mode: str) -> bool:
+    """Whether our side steps a bf16 copy of its model (optimization.Bf16Weights): as the trainer (bf16 on the CPU,
+    uncompiled) with --bf16-weights auto, on every bf16 side of ours with `on` (to measure it on a GPU), never with
+    `off` (bf16 autocast, the trainer's step on the CPU before 2026-11-28)."""
+    bf16 = args.dtype == "bf16" or (args.dtype == "auto" and args.device == "cuda")
+    if args.bf16_weights == "auto":
+        return bf16 and args.device == "cpu" and mode == "eager"
+    return bf16 and args.bf16_weights == "on"
 
 
 def _compiled(args: argparse.Namespace, module: nn.Module) -> nn.Module:
@@ -185,7 +205,7 @@ def time_steps(
     _sync(device)
     start = time.perf_counter()
     for batch in side.batches if batches is None else batches:
-        optimizer_step(side.module, side.optimizer, batch, 1.0, dtype, side.padded)
+        optimizer_step(side.module, side.optimizer, batch, 1.0, dtype, side.padded, side.bf16_weights)
     _sync(device)
     return time.perf_counter() - start
 
@@ -400,6 +420,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--dtype", default="auto", choices=list(DTYPES), help="auto: bf16 autocast on CUDA only"
+    )
+    parser.add_argument(
+        "--bf16-weights",
+        default="auto",
+        choices=("auto", "on", "off"),
+        help="our bf16 sides step a bf16 copy of the weights: auto as the trainer (eager on the CPU), on: every one",
     )
     parser.add_argument(
         "--ours", nargs="+", choices=("eager", "compiled"), help="default: compiled on CUDA only"

@@ -45,6 +45,7 @@ from bertviz_lite.training.distributed import Distributed, resolve_device
 from bertviz_lite.training.heartbeat import Heartbeat
 from bertviz_lite.training.optimization import (
     STAT_NAMES,
+    Bf16Weights,
     PretrainingStep,
     held_out_metrics,
     learning_rate,
@@ -139,7 +140,14 @@ class Trainer:
         )
         self._mask_generator = torch.Generator().manual_seed(args.seed * 1009 + 1 + dist.rank)
         self.optimizer = make_optimizer(self.model, args.lr, args.weight_decay)
-        self._step_module = self._wrap_for_processes(PretrainingStep(self.model, args.copy_penalty))
+        # bf16 on the CPU: the step runs a bf16 copy, the optimizer updates this float32 model (Bf16Weights)
+        ours_eager = not self.compiled and not isinstance(self.model, LearnerForPreTraining)
+        one_cpu = self.device.type == "cpu" and dist.world_size == 1
+        self.bf16_weights = (
+            Bf16Weights(self.model) if args.dtype == "bf16" and ours_eager and one_cpu else None
+        )
+        stepped = self.bf16_weights.model if self.bf16_weights else self.model
+        self._step_module = self._wrap_for_processes(PretrainingStep(stepped, args.copy_penalty))
         if self.compiled:
             mode = compile_mode(args.compile_mode, self.device, dist.world_size)
             self._step_module = compiled(self._step_module, mode=mode)
@@ -204,7 +212,13 @@ class Trainer:
         batch = {name: tensor.to(self.device, non_blocking=True) for name, tensor in batch.items()}
         self.model.train()
         outputs, self._grad_norm = optimizer_step(
-            self._step_module, self.optimizer, batch, self.args.max_grad_norm, self.args.dtype, padded
+            self._step_module,
+            self.optimizer,
+            batch,
+            self.args.max_grad_norm,
+            self.args.dtype,
+            padded,
+            self.bf16_weights,
         )
         return step_stats(outputs, batch)
 
