@@ -196,7 +196,10 @@ def training_memory_bytes(config: BertConfig, batch_size: int, seq_len: int) -> 
     the activations autograd keeps for the backward pass at batch × sequence length, and the runtime's own.
 
     bench/train_memory_estimate.py measures it against real steps (0.80-1.26 of the peak growth, tiny models to
-    BERT-base); a property test keeps it within 2×.
+    BERT-base); a property test keeps it within 2×. It counts float32: bf16 on the CPU adds a bf16 copy of the
+    weights and its gradients (4 bytes a parameter, training/optimization.py's Bf16Weights) and halves what the
+    activations take: for BERT-base the two cancel at about 5 sequences of 128 tokens, and a smaller batch needs up
+    to 0.44 GB more than this says.
     """
     t = seq_len
     h = config.hidden_size
