@@ -34,7 +34,7 @@ YOUR_BERT = (
     "Your BERT"  # a learner's own model (`model_file`), offered only where server/code_gate.py allows it
 )
 INIT_CHOICES = (RANDOM, MINILM, *SHIPPED_CHECKPOINTS)
-DTYPE_LABELS = {"auto": "auto", "fp32": "float32", "bf16": "bf16 autocast"}
+DTYPE_LABELS = {"auto": "auto", "fp32": "float32", "bf16": "bf16"}
 
 
 def apply_preset() -> None:

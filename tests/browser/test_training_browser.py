@@ -7,6 +7,7 @@ deleted at the end, through the page, or by the fixture if the test failed half-
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -82,14 +83,16 @@ def start_run(page, run_name: str, options: dict = OPTIONS) -> None:
     if start.is_disabled():
         # Streamlit can drop a number field's value on the server when fields change faster than its reruns (the box
         # still shows it; streamlit#9056, #9163): the form then says which option it holds wrong, and Start stays
-        # disabled. Type each again and let each rerun land, as a user who read the message would.
-        print(
-            "Start disabled after fast typing; the form said:",
-            form.locator('[data-testid="stAlert"]').all_inner_texts(),
-        )
-        for key in options:
+        # disabled. Type each again and let each rerun land, as a user who read the message would: the fields typed,
+        # and a field the message names that was not typed, with what its box shows (a batch size once held 0 so).
+        said = form.locator('[data-testid="stAlert"]').all_inner_texts()
+        print("Start disabled after fast typing; the form said:", said)
+        named = [key for key in re.findall(r"\b([a-z][a-z_]*) \(", " ".join(said)) if key not in options]
+        for key in [*options, *named]:
             box = page.locator(f".st-key-opt_{key} input")
-            box.fill(str(options[key]))
+            if not box.count():
+                continue
+            box.fill(str(options.get(key, box.input_value())))
             box.press("Enter")
             wait_for_idle(page)
     expect(start).to_be_enabled(timeout=30_000)

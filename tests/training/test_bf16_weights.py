@@ -29,7 +29,9 @@ def test_the_step_runs_a_bf16_copy_and_the_optimizer_updates_the_float32_model(t
     assert trainer._step_module.model is copied
     assert {p.dtype for p in copied.parameters()} == {torch.bfloat16}
     assert {p.dtype for p in trainer.model.parameters()} == {torch.float32}
-    assert copied.cls.predictions.decoder.weight is copied.bert.embeddings.word_embeddings.weight  # still tied
+    assert (
+        copied.cls.predictions.decoder.weight is copied.bert.embeddings.word_embeddings.weight
+    )  # still tied
     batch = trainer.next_batch()
     reference = _grads(trainer, batch)
     before = [p.detach().clone() for p in trainer.model.parameters()]
