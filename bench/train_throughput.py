@@ -51,6 +51,8 @@ from bertviz_lite.training.optimization import (  # noqa: E402
     PretrainingStep,
     make_optimizer,
     optimizer_step,
+    steps_bf16_weights,
+    use_bf16,
 )
 from bertviz_lite.training.presets import PRESETS  # noqa: E402
 from bertviz_lite.training.training_args import DTYPES  # noqa: E402
@@ -178,10 +180,9 @@ def bf16_weights(args: argparse.Namespace, mode: str) -> bool:
     """Whether our side steps a bf16 copy of its model (optimization.Bf16Weights): as the trainer (bf16 on the CPU,
     uncompiled) with --bf16-weights auto, on every bf16 side of ours with `on` (to measure it on a GPU), never with
     `off` (bf16 autocast, the trainer's step on the CPU before 2026-11-28)."""
-    bf16 = args.dtype == "bf16" or (args.dtype == "auto" and args.device == "cuda")
     if args.bf16_weights == "auto":
-        return bf16 and args.device == "cpu" and mode == "eager"
-    return bf16 and args.bf16_weights == "on"
+        return steps_bf16_weights(args.dtype, torch.device(args.device), 1, mode == "compiled", ours=True)
+    return args.bf16_weights == "on" and use_bf16(args.dtype, torch.device(args.device))
 
 
 def _compiled(args: argparse.Namespace, module: nn.Module) -> nn.Module:

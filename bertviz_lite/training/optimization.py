@@ -146,6 +146,13 @@ class Bf16Weights:
         torch._foreach_copy_(self.params, self.masters)
 
 
+def steps_bf16_weights(dtype: str, device: torch.device, processes: int, compiled: bool, ours: bool) -> bool:
+    """Whether a run steps a bf16 copy of its weights (Bf16Weights): bf16 on a CPU, in one process, our model
+    uncompiled. Elsewhere bf16 is autocast: inductor's graph fuses its casts, DistributedDataParallel and a learner's
+    model are left as they are, and on a GPU the copy has not been measured yet (docs/benchmarks.md)."""
+    return dtype == "bf16" and device.type == "cpu" and processes == 1 and not compiled and ours
+
+
 def optimizer_step(
     step_module: nn.Module,
     optimizer: torch.optim.Optimizer,

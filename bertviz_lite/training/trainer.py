@@ -52,6 +52,7 @@ from bertviz_lite.training.optimization import (
     make_optimizer,
     optimizer_step,
     step_stats,
+    steps_bf16_weights,
 )
 from bertviz_lite.training.prefetch import PREFETCH_DEPTH, made_ahead
 from bertviz_lite.training.preparation import PreparedRun, prepare_run
@@ -141,11 +142,9 @@ class Trainer:
         self._mask_generator = torch.Generator().manual_seed(args.seed * 1009 + 1 + dist.rank)
         self.optimizer = make_optimizer(self.model, args.lr, args.weight_decay)
         # bf16 on the CPU: the step runs a bf16 copy, the optimizer updates this float32 model (Bf16Weights)
-        ours_eager = not self.compiled and not isinstance(self.model, LearnerForPreTraining)
-        one_cpu = self.device.type == "cpu" and dist.world_size == 1
-        self.bf16_weights = (
-            Bf16Weights(self.model) if args.dtype == "bf16" and ours_eager and one_cpu else None
-        )
+        ours = not isinstance(self.model, LearnerForPreTraining)
+        copied = steps_bf16_weights(args.dtype, self.device, dist.world_size, self.compiled, ours)
+        self.bf16_weights = Bf16Weights(self.model) if copied else None
         stepped = self.bf16_weights.model if self.bf16_weights else self.model
         self._step_module = self._wrap_for_processes(PretrainingStep(stepped, args.copy_penalty))
         if self.compiled:

@@ -8,7 +8,7 @@ import copy
 import torch
 from safetensors.torch import load_file
 
-from bertviz_lite.training.optimization import PretrainingStep
+from bertviz_lite.training.optimization import PretrainingStep, steps_bf16_weights
 from bertviz_lite.training.trainer import Trainer
 from tests.training.test_trainer import tiny_args
 
@@ -66,7 +66,12 @@ def test_a_bf16_run_overfits_a_batch_and_saves_float32_weights(tmp_path):
     assert {t.dtype for t in saved.values() if t.is_floating_point()} == {torch.float32}
 
 
-def test_only_our_uncompiled_bf16_step_on_the_cpu_takes_the_copy(tmp_path):
+def test_only_our_uncompiled_bf16_step_in_one_cpu_process_takes_the_copy(tmp_path):
     assert Trainer(tiny_args(tmp_path, dtype="fp32")).bf16_weights is None
-    assert Trainer(tiny_args(tmp_path, dtype="auto")).bf16_weights is None  # float32 on a CPU
-    assert Trainer(tiny_args(tmp_path, dtype="bf16", compile="on")).bf16_weights is None  # the graph casts
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")  # a name here, nothing runs on it
+    assert steps_bf16_weights("bf16", cpu, 1, compiled=False, ours=True)
+    assert not steps_bf16_weights("auto", cpu, 1, compiled=False, ours=True)  # float32 on a CPU
+    assert not steps_bf16_weights("bf16", cuda, 1, compiled=False, ours=True)  # autocast, unmeasured so
+    assert not steps_bf16_weights("bf16", cpu, 2, compiled=False, ours=True)  # torchrun
+    assert not steps_bf16_weights("bf16", cpu, 1, compiled=True, ours=True)  # the graph fuses the casts
+    assert not steps_bf16_weights("bf16", cpu, 1, compiled=False, ours=False)  # a learner's model
