@@ -1,6 +1,6 @@
 """Our training step in bf16 against our own float32 step, in one run (issue 34: bf16 at least 2x float32 on the CPU).
 
-    python bench/bf16_speed.py                        # the small preset, 16 x 128, 2 threads
+    python bench/bf16_speed.py                        # the small size, 16 x 128, 2 threads
     python bench/bf16_speed.py --reps 7 --threads 1
 
 Three sides from the same initial weights on the same random-token batches, in interleaved repetitions: float32; bf16
@@ -22,7 +22,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._smoke import add_smoke_flag  # noqa: E402
-from bench.train_throughput import SIZES, Side, model_config, random_batches, time_steps  # noqa: E402
+from bench.train_throughput import (  # noqa: E402
+    SMOKE_STEPS,
+    Side,
+    add_step_options,
+    model_config,
+    random_batches,
+    time_steps,
+)
 from bertviz_lite.model.modeling import BertForPreTraining  # noqa: E402
 from bertviz_lite.training.optimization import Bf16Weights, PretrainingStep, make_optimizer  # noqa: E402
 
@@ -47,26 +54,8 @@ def build(size: str, batch: int, seq_len: int, vocab: int | None, steps: int) ->
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", default="small", choices=list(SIZES))
-    parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--seq-len", type=int, default=128)
-    parser.add_argument("--vocab-size", type=int, default=8000)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--steps-per-rep", type=int, default=4)
-    parser.add_argument("--warmup", type=int, default=2)
-    add_smoke_flag(
-        parser,
-        argv,
-        size="tiny",
-        batch=2,
-        seq_len=32,
-        vocab_size=500,
-        reps=1,
-        steps_per_rep=1,
-        warmup=1,
-        threads=1,
-    )
+    add_step_options(parser, warmup=2)
+    add_smoke_flag(parser, argv, **SMOKE_STEPS)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     cpu = torch.device("cpu")

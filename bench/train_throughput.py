@@ -410,15 +410,42 @@ def profile(args, sides: list[Side]) -> None:
             print_split(side.name, times, steps, cpu_busy, "cpu_op_self_times")
 
 
-def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+# The --smoke values of add_step_options' options: one step of the tiny size, one thread.
+SMOKE_STEPS = {
+    "size": "tiny",
+    "batch": 2,
+    "seq_len": 32,
+    "reps": 1,
+    "steps_per_rep": 1,
+    "warmup": 1,
+    "threads": 1,
+}
+
+
+def add_step_options(parser: argparse.ArgumentParser, warmup: int = 3) -> None:
+    """The options of a timed run of training steps (here and bench/bf16_speed.py): model size, batch, threads,
+    interleaved repetitions and warm-up steps."""
     parser.add_argument("--size", default="small", choices=list(SIZES))
     parser.add_argument("--batch", type=int, default=16, help="sequences per step")
     parser.add_argument("--seq-len", type=int, default=128)
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument(
         "--vocab-size", type=int, default=None, help="default: the size's (30,522 for BERT's)"
     )
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--steps-per-rep", type=int, default=4)
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=warmup,
+        help="steps per side before timing (compilation happens here: warmup_s)",
+    )
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_step_options(parser)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument(
         "--dtype", default="auto", choices=list(DTYPES), help="auto: bf16 autocast on CUDA only"
     )
@@ -443,31 +470,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         choices=("default", "reduce-overhead", "max-autotune-no-cudagraphs"),
         help="torch.compile's mode for every compiled side (reduce-overhead: CUDA graphs)",
     )
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--steps-per-rep", type=int, default=4)
-    parser.add_argument(
-        "--warmup",
-        type=int,
-        default=3,
-        help="steps per side before timing (compilation happens here: warmup_s)",
-    )
     parser.add_argument(
         "--profile", action="store_true", help="also profile each side (GPU busy vs step time)"
     )
     parser.add_argument("--profile-steps", type=int, default=5)
-    add_smoke_flag(
-        parser,
-        argv,
-        size="tiny",
-        batch=2,
-        seq_len=32,
-        reps=1,
-        steps_per_rep=1,
-        warmup=1,
-        profile_steps=1,
-        threads=1,
-    )
+    add_smoke_flag(parser, argv, **SMOKE_STEPS, profile_steps=1)
     args = parser.parse_args(argv)
     if args.smoke:  # the compiled side through dynamo alone: inductor's code generation takes a minute
         args.ours = args.ours or ["eager", "compiled"]
