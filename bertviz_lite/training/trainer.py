@@ -141,15 +141,7 @@ class Trainer:
         )
         self._mask_generator = torch.Generator().manual_seed(args.seed * 1009 + 1 + dist.rank)
         self.optimizer = make_optimizer(self.model, args.lr, args.weight_decay)
-        # bf16 on the CPU: the step runs a bf16 copy, the optimizer updates this float32 model (Bf16Weights)
-        ours = not isinstance(self.model, LearnerForPreTraining)
-        copied = steps_bf16_weights(args.dtype, self.device, dist.world_size, self.compiled, ours)
-        self.bf16_weights = Bf16Weights(self.model) if copied else None
-        stepped = self.bf16_weights.model if self.bf16_weights else self.model
-        self._step_module = self._wrap_for_processes(PretrainingStep(stepped, args.copy_penalty))
-        if self.compiled:
-            mode = compile_mode(args.compile_mode, self.device, dist.world_size)
-            self._step_module = compiled(self._step_module, mode=mode)
+        self.bf16_weights, self._step_module = self._step_modules()
         self.prefetch = (
             PREFETCH_DEPTH if self.device.type == "cuda" else 0
         )  # a CPU's spare core is the server's
@@ -184,6 +176,20 @@ class Trainer:
         self.optimizer_restored = checkpoints.load_optimizer_state(
             self.run_dir, self.model, self.optimizer, self.step
         )
+
+    def _step_modules(self) -> tuple[Bf16Weights | None, nn.Module]:
+        """The bf16 copy of the weights that the step runs, if any (bf16 on the CPU: Bf16Weights; the optimizer updates
+        the float32 model), and the step's module: for the processes of a run, compiled with `--compile`."""
+        args, processes = self.args, self.distributed.world_size
+        ours = not isinstance(self.model, LearnerForPreTraining)
+        copied = steps_bf16_weights(args.dtype, self.device, processes, self.compiled, ours)
+        weights = Bf16Weights(self.model) if copied else None
+        module = self._wrap_for_processes(
+            PretrainingStep(weights.model if weights else self.model, args.copy_penalty)
+        )
+        if self.compiled:
+            module = compiled(module, mode=compile_mode(args.compile_mode, self.device, processes))
+        return weights, module
 
     def _wrap_for_processes(self, module: nn.Module) -> nn.Module:
         if not self.distributed.enabled:
