@@ -148,6 +148,16 @@ def test_plan_summary_gives_size_and_steps_and_advises_on_what_usually_disappoin
         "The base preset takes hours on a CPU: try tiny or small first."
     ]
     assert run_options.training_advice(base, has_cuda=True) == []
+    bf16 = {**options, "dtype": "bf16"}
+    slower = "This CPU has no bf16 instructions (AVX512-BF16 or AMX), so bf16 runs slower than float32 here: "
+    assert run_options.training_advice(bf16, has_cuda=False, cpu_bf16=False) == [
+        slower + "choose auto or float32."
+    ]
+    assert run_options.training_advice(bf16, has_cuda=False, cpu_bf16=True) == []
+    assert (
+        run_options.training_advice({**bf16, "device": "auto"}, has_cuda=True, cpu_bf16=False) == []
+    )  # on the GPU
+    assert run_options.cpu_has_bf16() == bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
 def test_device_problem_only_for_cuda_without_a_gpu(monkeypatch):
