@@ -12,7 +12,6 @@ the GPU's). Prints key=value lines: each side's median tokens/s, then `bf16_over
 from __future__ import annotations
 
 import argparse
-import copy
 import statistics
 import sys
 from pathlib import Path
@@ -27,11 +26,11 @@ from bench.train_throughput import (  # noqa: E402
     Side,
     add_step_options,
     model_config,
+    our_side,
     random_batches,
     time_steps,
 )
 from bertviz_lite.model.modeling import BertForPreTraining  # noqa: E402
-from bertviz_lite.training.optimization import Bf16Weights, PretrainingStep, make_optimizer  # noqa: E402
 
 # side: (the dtype optimizer_step is told, whether it steps a bf16 copy)
 SIDES = {"fp32": ("fp32", False), "bf16": ("bf16", True), "autocast": ("bf16", False)}
@@ -43,12 +42,9 @@ def build(size: str, batch: int, seq_len: int, vocab: int | None, steps: int) ->
     batches = random_batches(steps, batch, seq_len, config.vocab_size)
     torch.manual_seed(0)
     model = BertForPreTraining(config)
-    sides = {}
-    for name, (_, copied) in SIDES.items():
-        module = PretrainingStep(copy.deepcopy(model)).train()
-        weights = Bf16Weights(module) if copied else None
-        stepped = weights.model if weights else module
-        sides[name] = Side(name, stepped, make_optimizer(module, 1e-4, 0.01), batches, None, weights)
+    sides = {name: our_side(name, model, torch.device("cpu"), copied) for name, (_, copied) in SIDES.items()}
+    for side in sides.values():
+        side.batches = batches
     return sides, sum(int(b["attention_mask"].sum()) for b in batches)
 
 

@@ -7,8 +7,8 @@
 Each case is `bench/train_throughput.py` in its own process (a fresh compile cache and memory; one case failing
 loses only itself): bf16 autocast, ours eager and compiled (the trainer's `--compile` step) against transformers'
 eager, sdpa and compiled, 5 interleaved repetitions of 8 steps. Its key=value lines come out prefixed with
-`case=SIZE:BATCH:SEQ[:MODE][:bf16-weights]`, then one `summary` line per case (our best, their best, the ratio, the share of the
-device's bf16 peak, recompilations while timed, and whether it meets the acceptance: at least 45% of the peak and 2x
+`case=SIZE:BATCH:SEQ[:MODE][:bf16-weights]`, then one `summary` line per case (our best, their best, the ratio, the
+share of the device's bf16 peak, recompilations while timed, and whether it meets the acceptance: at least 45% of the peak and 2x
 theirs for BERT-base, 2x for MiniLM; none for the others). The first case also profiles every side (`profile=`,
 `profile_split=`: the GPU time per step by kernel category, `profile_top=`: the longest kernels). The second is the
 first with CUDA graphs (torch.compile's reduce-overhead, on both sides' compiled steps: the trainer's
@@ -49,9 +49,8 @@ class Case:
     min_ratio: float | None = None
     compile_mode: str = "default"
     profile: bool = False
-    bf16_weights: bool = (
-        False  # our sides step a bf16 copy of the weights (train_throughput --bf16-weights on)
-    )
+    # our sides step a bf16 copy of the weights (train_throughput --bf16-weights on)
+    bf16_weights: bool = False
 
     @property
     def name(self) -> str:

@@ -157,13 +157,11 @@ def build_sides(args: argparse.Namespace, config: BertConfig, host: list[dict[st
     padded = host_padded(host[0])
     sides = []
     for mode in args.ours:
-        module = PretrainingStep(copy.deepcopy(ours)).to(device).train()
-        weights = Bf16Weights(module) if bf16_weights(args, mode) else None
-        stepped = weights.model if weights else module
-        step = _compiled(args, stepped) if mode == "compiled" else stepped
-        batches = static_batches if mode == "compiled" else plain_batches
-        optimizer = make_optimizer(module, 1e-4, 0.01)
-        sides.append(Side(f"ours_{mode}", step, optimizer, batches, padded, weights))
+        side = our_side(f"ours_{mode}", ours, device, bf16_weights(args, mode), padded)
+        if mode == "compiled":
+            side.module = _compiled(args, side.module)
+        side.batches = static_batches if mode == "compiled" else plain_batches
+        sides.append(side)
     for mode in args.theirs:
         attention = "sdpa" if mode == "compiled" else mode
         hf_config = transformers.BertConfig(**config.to_hf_dict(), attn_implementation=attention)
@@ -174,6 +172,17 @@ def build_sides(args: argparse.Namespace, config: BertConfig, host: list[dict[st
         step = _compiled(args, module) if mode == "compiled" else module
         sides.append(Side(f"transformers_{mode}", step, make_optimizer(module, 1e-4, 0.01), plain_batches))
     return sides
+
+
+def our_side(
+    name: str, model: BertForPreTraining, device: torch.device, copied: bool, padded: bool | None = None
+) -> Side:
+    """Our step on a copy of `model` and its own AdamW, as the trainer builds them; `copied`: it steps a bf16 copy
+    of the weights (Bf16Weights). Its batches are the caller's to set."""
+    module = PretrainingStep(copy.deepcopy(model)).to(device).train()
+    weights = Bf16Weights(module) if copied else None
+    stepped = weights.model if weights else module
+    return Side(name, stepped, make_optimizer(module, 1e-4, 0.01), [], padded, weights)
 
 
 def bf16_weights(args: argparse.Namespace, mode: str) -> bool:
@@ -347,14 +356,10 @@ def device_kernels(prof) -> list:
 def time_by_name(prof, device: torch.device) -> dict[str, tuple[float, int]]:
     """Per kernel name its summed device time (µs) and count; on a CPU per op its summed self time and count."""
     totals: dict[str, tuple[float, int]] = {}
-    kernels = {id(e) for e in device_kernels(prof)} if device.type == "cuda" else set()
-    for event in prof.events():
-        if id(event) in kernels:
-            spent = event.device_time_total
-        elif device.type != "cuda" and event.device_type.name == "CPU":
-            spent = event.self_cpu_time_total
-        else:
-            continue
+    cuda = device.type == "cuda"
+    events = device_kernels(prof) if cuda else [e for e in prof.events() if e.device_type.name == "CPU"]
+    for event in events:
+        spent = event.device_time_total if cuda else event.self_cpu_time_total
         total, count = totals.get(event.name, (0.0, 0))
         totals[event.name] = (total + spent, count + 1)
     return totals
