@@ -33,6 +33,7 @@ from bertviz_lite.training import training_args
 from bertviz_lite.training.compiled_step import check_compile_mode
 from bertviz_lite.training.dataset import check_batch_size
 from bertviz_lite.training.distributed import device_type
+from bertviz_lite.training.optimization import BF16_EMULATED, cpu_has_bf16
 from bertviz_lite.training.training_args import (
     CONFIG_OVERRIDES,
     OptionError,
@@ -264,25 +265,13 @@ def device_problem(device: str) -> str | None:
     return f"CUDA cannot be used: {reason}. Choose auto or CPU." if reason else None
 
 
-def cpu_has_bf16() -> bool:
-    """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX, as oneDNN reads it): without, bf16 is emulated
-    and slower than float32."""
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):  # a torch built without oneDNN
-        return False
-
-
 def training_advice(options: dict[str, Any], has_cuda: bool, cpu_bf16: bool | None = None) -> list[str]:
     """Warnings about options that usually disappoint: a large lr on a pretrained model, base on a CPU, bf16 on a CPU
     that has no bf16 instructions (cpu_bf16: whether it has them; None: ask torch)."""
     advice = []
     on_cpu = options.get("device") == "cpu" or not has_cuda
     if options.get("dtype") == "bf16" and on_cpu and not (cpu_has_bf16() if cpu_bf16 is None else cpu_bf16):
-        advice.append(
-            "This CPU has no bf16 instructions (AVX512-BF16 or AMX), so bf16 runs slower than float32 here: "
-            "choose auto or float32."
-        )
+        advice.append(f"{BF16_EMULATED}: choose auto or float32.")
     if options.get("init") and options["lr"] > CONTINUED_PRETRAINING_MAX_LR:
         advice.append(
             "Continued pre-training usually takes a small learning rate (about 1e-4): "

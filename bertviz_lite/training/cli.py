@@ -28,6 +28,7 @@ from bertviz_lite.loading.run_folder import read_train_args
 from bertviz_lite.model.config import POSITION_EMBEDDING_TYPES, BertConfig
 from bertviz_lite.training import training_args
 from bertviz_lite.training.distributed import Distributed, resolve_device
+from bertviz_lite.training.optimization import BF16_EMULATED, bf16_emulated
 from bertviz_lite.training.preparation import limit_learner_process
 from bertviz_lite.training.trainer import Trainer, TrainerCallback, TrainResult, one_line_error
 from bertviz_lite.training.training_args import CONFIG_OVERRIDES, OptionError, option_fields
@@ -284,6 +285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     signals.attach(trainer)
     if distributed.is_main:
         print(f"Run folder: {trainer.run_dir}", file=sys.stderr, flush=True)
+        if bf16_emulated(trainer.args.dtype, trainer.device):
+            print(f"warning: {BF16_EMULATED}; --dtype auto or fp32 is faster.", file=sys.stderr, flush=True)
     result = None
     try:
         result = trainer.train()

@@ -117,6 +117,28 @@ def use_bf16(dtype: str, device: torch.device) -> bool:
     return dtype == "bf16" or (dtype == "auto" and device.type == "cuda")
 
 
+# Measured on a 2-core AMD EPYC with AVX2 only (2026-11-28, bench/bf16_speed.py): the small preset's step in bf16 took
+# 21x as long as in float32 (137 against 2,900 tokens/s).
+BF16_EMULATED = (
+    "This CPU has no bf16 instructions (AVX512-BF16 or AMX), so bf16 is emulated here and runs many times slower "
+    "than float32 (21x on a CPU with AVX2 only)"
+)
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX, as oneDNN reads it): without, bf16 is emulated
+    and many times slower than float32."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a torch built without oneDNN
+        return False
+
+
+def bf16_emulated(dtype: str, device: torch.device) -> bool:
+    """Whether a run in this dtype on this device would compute in bf16 on a CPU that only emulates it."""
+    return use_bf16(dtype, device) and device.type == "cpu" and not cpu_has_bf16()
+
+
 class Bf16Weights:
     """A bf16 copy of a model for the training step's forward and backward, the float32 model its master weights
     (`--dtype bf16` on the CPU, one process, our model uncompiled: the trainer's `bf16_weights`).

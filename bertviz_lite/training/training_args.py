@@ -336,7 +336,8 @@ class TrainingArguments:
         choices=DTYPES,
         help=(
             "auto (bf16 autocast on CUDA, float32 on CPU), fp32, or bf16 (on a CPU the step runs a bf16 copy of the "
-            "weights and the optimizer updates the float32 model: 1.9-2x float32 where the CPU has AVX512-BF16)"
+            "weights and the optimizer updates the float32 model: 1.9-2x float32 where the CPU has AVX512-BF16 or "
+            "AMX, many times slower where it has not)"
         ),
     )
     compile: str = option(

@@ -19,6 +19,7 @@ from bertviz_lite import load
 from bertviz_lite.loading.checkpoints import checkpoint_step
 from bertviz_lite.loading.pretrained import load_folder
 from bertviz_lite.loading.run_folder import read_metrics, read_status, read_train_args
+from bertviz_lite.training import optimization
 from bertviz_lite.training.cli import build_parser, main
 from bertviz_lite.training.training_args import TrainingArguments
 from devtools.preloaded import ForkedCommand
@@ -265,10 +266,24 @@ def test_out_to_a_users_folder_exits_2_with_one_line_and_touches_nothing(tmp_pat
     ]
 
 
-def test_an_existing_empty_folder_is_used(tmp_path):
+def test_an_existing_empty_folder_is_used(tmp_path, capsys):
     (tmp_path / "run").mkdir()  # as the app makes it before launching
     assert main([*SMALLER, "--steps", "2", "--log-every", "1", "--out", str(tmp_path / "run")]) == 0
     assert read_status(tmp_path / "run")["state"] == "finished"
+    assert "warning" not in capsys.readouterr().err  # float32 on the CPU: nothing to warn about
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_bf16_on_a_cpu_that_only_emulates_it_is_warned_about_in_one_line(
+    tmp_path, capsys, monkeypatch, native
+):
+    monkeypatch.setattr(optimization, "cpu_has_bf16", lambda: native)
+    run = ["--steps", "1", "--dtype", "bf16", "--device", "cpu", "--quiet", "--out", str(tmp_path / "run")]
+    assert main([*SMALLER, *run]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert warnings == (
+        [] if native else [f"warning: {optimization.BF16_EMULATED}; --dtype auto or fp32 is faster."]
+    )
 
 
 def test_resume_continues_a_stopped_run_from_its_checkpoint(tmp_path, capsys):
