@@ -31,6 +31,7 @@ from bench.train_throughput import (  # noqa: E402
     time_steps,
 )
 from bertviz_lite.model.modeling import BertForPreTraining  # noqa: E402
+from bertviz_lite.training.optimization import BF16_EMULATED, cpu_has_bf16  # noqa: E402
 
 # side: (the dtype optimizer_step is told, whether it steps a bf16 copy)
 SIDES = {"fp32": ("fp32", False), "bf16": ("bf16", True), "autocast": ("bf16", False)}
@@ -56,7 +57,13 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     cpu = torch.device("cpu")
     sides, tokens = build(args.size, args.batch, args.seq_len, args.vocab_size, args.steps_per_rep)
-    print(f"size={args.size} batch={args.batch}x{args.seq_len} threads={args.threads} reps={args.reps}")
+    native = cpu_has_bf16()
+    print(
+        f"size={args.size} batch={args.batch}x{args.seq_len} threads={args.threads} reps={args.reps} "
+        f"cpu_has_bf16={int(native)}"
+    )
+    if not native:  # the bf16 sides then take minutes: say why before they start
+        print(f"# {BF16_EMULATED}", flush=True)
     for name, side in sides.items():
         time_steps(side, cpu, SIDES[name][0], side.batches[: args.warmup])
     rates: dict[str, list[float]] = {name: [] for name in sides}

@@ -49,6 +49,7 @@ from bertviz_lite.training.compiled_step import RowCapacity, compiled, host_padd
 from bertviz_lite.training.optimization import (  # noqa: E402
     Bf16Weights,
     PretrainingStep,
+    cpu_has_bf16,
     make_optimizer,
     optimizer_step,
     steps_bf16_weights,
@@ -282,7 +283,10 @@ def report(args, config: BertConfig, results: dict, labelled: float) -> None:
     peak, source = device_peak(device, args.dtype)
     per_token = flops_per_token(config, args.seq_len, labelled)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
-    print(f"device={args.device} name={name!r} threads={torch.get_num_threads()} torch={torch.__version__}")
+    native = f" cpu_has_bf16={int(cpu_has_bf16())}" if device.type == "cpu" else ""
+    print(
+        f"device={args.device} name={name!r} threads={torch.get_num_threads()} torch={torch.__version__}{native}"
+    )
     print(
         f"size={args.size} batch={args.batch}x{args.seq_len} vocab={config.vocab_size} labelled={labelled:.3f} "
         f"dtype={args.dtype} compile_mode={args.compile_mode} reps={args.reps} steps_per_rep={args.steps_per_rep} "
