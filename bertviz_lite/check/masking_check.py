@@ -39,31 +39,20 @@ def _count(name: str, count: int, total: int, what: str) -> tuple[Stage, str]:
     return Stage(name, [], [], float(count), count == 0), f"{name}: {count} of {total} {what}"
 
 
-def masking_report(result: dict[str, Any], tensors: dict[str, Tensor], subject: str) -> Report:
-    """Chosen share of ordinary tokens, never a special one or padding, the 80/10/10 split, labels on the chosen only."""
-    ids = tensors["input_ids"]
-    masked = tensors["masked"]
-    labels = tensors["labels"]
-    special = (ids == CLS) | (ids == SEP)
-    padding = ids == PAD
-    ordinary = ~special & ~padding
-    labelled = labels != IGNORE_INDEX
-    findings = []
-    notes = []
-    stages = []
-    labels_everywhere = bool(labelled.float().mean() > 0.9)
-    chosen = (masked != ids) if labels_everywhere else labelled
-    if labels_everywhere:
-        findings.append(
-            Finding(
-                "labels-every-position",
-                "masking.labels",
-                "Your labels hold a token at (almost) "
-                "every position; BERT's are -100 except where a token was chosen, so the loss reads "
-                "only those. (Below, 'chosen' is estimated from the changed tokens.)",
-            )
-        )
-    checks = [
+# A check: (its stage, its note), the finding's code, and what the finding says when the stage fails.
+Check = tuple[tuple[Stage, str], str, str]
+# The finding's code, stage and message when labels hold a token at (almost) every position.
+LABELS_EVERYWHERE = (
+    "labels-every-position",
+    "masking.labels",
+    "Your labels hold a token at (almost) every position; BERT's are -100 except where a token was chosen, so the "
+    "loss reads only those. (Below, 'chosen' is estimated from the changed tokens.)",
+)
+
+
+def _choice_checks(chosen: Tensor, ordinary: Tensor, special: Tensor, padding: Tensor) -> list[Check]:
+    """Which positions were chosen: 15% of the ordinary tokens, never a special token, never padding."""
+    return [
         (
             _rate("masking.chosen", int((chosen & ordinary).sum()), int(ordinary.sum()), 0.15),
             "masking-rate",
@@ -90,9 +79,12 @@ def masking_report(result: dict[str, Any], tensors: dict[str, Tensor], subject: 
             "Your function chooses padding positions; BERT chooses among the real tokens only.",
         ),
     ]
-    picked = chosen & ordinary
+
+
+def _split_checks(picked: Tensor, masked: Tensor, ids: Tensor) -> list[Check]:
+    """What the chosen (picked) tokens became: 80% [MASK], 10% a random token, 10% kept."""
     total = int(picked.sum())
-    checks += [
+    return [
         (
             _rate("masking.mask", int((picked & (masked == MASK)).sum()), total, 0.8),
             "split-80-10-10",
@@ -109,22 +101,38 @@ def masking_report(result: dict[str, Any], tensors: dict[str, Tensor], subject: 
             "Of the chosen tokens, not 10% are kept as they were.",
         ),
     ]
+
+
+def _labels_check(labelled: Tensor, labels: Tensor, ids: Tensor) -> Check:
+    """The labels at the chosen positions are the original tokens."""
+    wrong = int((labelled & (labels != ids)).sum())
+    return (
+        _count("masking.labels", wrong, int(labelled.sum()), "labels that are not the original token"),
+        "labels-wrong",
+        "Your labels are not the original token ids at the chosen positions.",
+    )
+
+
+def masking_report(result: dict[str, Any], tensors: dict[str, Tensor], subject: str) -> Report:
+    """Chosen share of ordinary tokens, never a special one or padding, the 80/10/10 split, labels on the chosen only."""
+    ids = tensors["input_ids"]
+    masked = tensors["masked"]
+    labels = tensors["labels"]
+    special = (ids == CLS) | (ids == SEP)
+    padding = ids == PAD
+    ordinary = ~special & ~padding
+    labelled = labels != IGNORE_INDEX
+    labels_everywhere = bool(labelled.float().mean() > 0.9)
+    chosen = (masked != ids) if labels_everywhere else labelled
+    findings = [Finding(*LABELS_EVERYWHERE)] if labels_everywhere else []
+    checks = _choice_checks(chosen, ordinary, special, padding)
     if labels_everywhere:  # 'chosen' is only estimated: the shares would blame the labels' mistake twice
-        checks = checks[1:3]
+        checks = checks[1:]
     else:
-        wrong = int((labelled & (labels != ids)).sum())
-        checks.append(
-            (
-                _count(
-                    "masking.labels", wrong, int(labelled.sum()), "labels that are not the original token"
-                ),
-                "labels-wrong",
-                "Your labels are not the original token ids at the chosen positions.",
-            )
-        )
+        checks += [*_split_checks(chosen & ordinary, masked, ids), _labels_check(labelled, labels, ids)]
+    stages = [stage for (stage, _), _, _ in checks]
+    notes = [note for (_, note), _, _ in checks]
     for (stage, note), code, message in checks:
-        stages.append(stage)
-        notes.append(note)
         if not stage.ok and code not in [f.code for f in findings]:
             findings.append(Finding(code, stage.name, f"{message} ({note})"))
     verdict = "match" if not findings else "differs"
