@@ -63,6 +63,35 @@ def class_answers_figure(
     return fig
 
 
+def _class_bars(words: Sequence[str], counts: np.ndarray, model_words: Sequence[str]) -> go.Bar:
+    """The class's first MAX_WORDS words, green where the model has the word in its top 5."""
+    shown = slice(0, MAX_WORDS)
+    return go.Bar(
+        x=counts[shown],
+        y=[plain_label(w) for w in words[shown]],
+        orientation="h",
+        text=_share_labels(counts)[shown],
+        textposition="outside",
+        cliponaxis=False,
+        hovertemplate="%{y}: %{x} students<extra></extra>",
+        marker_color=[MODEL_COLOUR if w in model_words else CLASS_COLOUR for w in words[shown]],
+    )
+
+
+def _model_bars(model_words: Sequence[str], probs: np.ndarray) -> go.Bar:
+    """The model's top 5 words with their probabilities."""
+    return go.Bar(
+        x=probs,
+        y=[plain_label(w) for w in model_words],
+        orientation="h",
+        text=[f"{p:.0%}" for p in probs],
+        textposition="outside",
+        cliponaxis=False,
+        marker_color=OTHER_COLOUR,
+        hovertemplate="%{y}: %{x:.3f}<extra></extra>",
+    )
+
+
 def class_cloze_figure(
     words: Sequence[str],
     counts: Sequence[int],
@@ -78,7 +107,6 @@ def class_cloze_figure(
     probs = np.asarray(model_probs, dtype=np.float64).reshape(-1)
     check_length(words, counts.size, "words")
     check_length(model_words, probs.size, "model words")
-    shown = slice(0, MAX_WORDS)
     rest = int(counts[MAX_WORDS:].sum())
     rows, cols = (2, 1) if stacked else (1, 2)
     others = f" (+{rest} more)" if rest else ""
@@ -90,34 +118,8 @@ def class_cloze_figure(
         vertical_spacing=0.3,
         subplot_titles=(f"The class: {total} answer{'' if total == 1 else 's'}{others}", "BERT's top 5"),
     )
-    fig.add_trace(
-        go.Bar(
-            x=counts[shown],
-            y=[plain_label(w) for w in words[shown]],
-            orientation="h",
-            text=_share_labels(counts)[shown],
-            textposition="outside",
-            cliponaxis=False,
-            hovertemplate="%{y}: %{x} students<extra></extra>",
-            marker_color=[MODEL_COLOUR if w in model_words else CLASS_COLOUR for w in words[shown]],
-        ),
-        row=1,
-        col=1,
-    )
-    fig.add_trace(
-        go.Bar(
-            x=probs,
-            y=[plain_label(w) for w in model_words],
-            orientation="h",
-            text=[f"{p:.0%}" for p in probs],
-            textposition="outside",
-            cliponaxis=False,
-            marker_color=OTHER_COLOUR,
-            hovertemplate="%{y}: %{x:.3f}<extra></extra>",
-        ),
-        row=rows,
-        col=cols,
-    )
+    fig.add_trace(_class_bars(words, counts, model_words), row=1, col=1)
+    fig.add_trace(_model_bars(model_words, probs), row=rows, col=cols)
     fig.update_yaxes(**category_axis(reverse=True), automargin=True)
     fig.update_xaxes(
         range=[0, max(1, int(counts.max(initial=0))) * 1.35],
