@@ -81,13 +81,7 @@ def _embedding_parts_figure(
     narrow: for a phone's width: the title on two lines, short subplot titles, fewer dimension ticks and the two
     colour bars one under the other, full width (side by side their titles ran into each other).
     """
-    raw_parts = (token, position, segment, summed, layer_norm)
-    parts = [as_matrix(p, name) for p, name in zip(raw_parts, PART_TITLES, strict=True)]
-    if len({p.shape for p in parts}) != 1:
-        raise ValueError(f"embedding parts must share one shape, got {[list(p.shape) for p in parts]}")
-    if layout not in ("row", "column"):
-        raise ValueError(f"layout must be 'row' or 'column', got {layout!r}")
-    check_length(tokens, parts[0].shape[0], "tokens")
+    parts = _checked_parts((token, position, segment, summed, layer_norm), tokens, layout)
     rows, cols = (1, 5) if layout == "row" else (5, 1)
     fig = make_subplots(
         rows=rows,
@@ -108,6 +102,29 @@ def _embedding_parts_figure(
     raw_limit = robust_range(*parts[:4])
     norm_limit = robust_range(parts[4])
     height = token_axis_height(parts[0].shape[0]) * (1 if layout == "row" else 3)
+    _lay_out_parts(fig, height, raw_limit, norm_limit)
+    fig.update_yaxes(**category_axis(reverse=True))
+    fig.update_xaxes(
+        title_text="hidden dimension", row=rows, col=(cols + 1) // 2
+    )  # one title, under the middle
+    if narrow:
+        _stack_colour_bars(fig, raw_limit, norm_limit)
+    return fig
+
+
+def _checked_parts(raw_parts: Sequence, tokens: Sequence[str], layout: str) -> list[np.ndarray]:
+    """The five parts as matrices of one shape, one row a token; a ValueError that names what is wrong otherwise."""
+    parts = [as_matrix(p, name) for p, name in zip(raw_parts, PART_TITLES, strict=True)]
+    if len({p.shape for p in parts}) != 1:
+        raise ValueError(f"embedding parts must share one shape, got {[list(p.shape) for p in parts]}")
+    if layout not in ("row", "column"):
+        raise ValueError(f"layout must be 'row' or 'column', got {layout!r}")
+    check_length(tokens, parts[0].shape[0], "tokens")
+    return parts
+
+
+def _lay_out_parts(fig: go.Figure, height: int, raw_limit: float, norm_limit: float) -> None:
+    """The title, the height and the two colour axes (the raw parts' and LayerNorm's)."""
     # Colour bars lie flat under the plots (under the raw parts, and under LayerNorm): upright ones at the
     # right collided with each other and with the last plot on a 1024-px screen.
     fig.update_layout(
@@ -123,13 +140,6 @@ def _embedding_parts_figure(
         ),
         coloraxis2=_diverging_axis(norm_limit, f"LayerNorm: full at ±{norm_limit:.2g}", x=0.84, length=0.3),
     )
-    fig.update_yaxes(**category_axis(reverse=True))
-    fig.update_xaxes(
-        title_text="hidden dimension", row=rows, col=(cols + 1) // 2
-    )  # one title, under the middle
-    if narrow:
-        _stack_colour_bars(fig, raw_limit, norm_limit)
-    return fig
 
 
 def _stack_colour_bars(fig: go.Figure, raw_limit: float, norm_limit: float) -> None:
