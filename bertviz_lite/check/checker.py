@@ -114,17 +114,8 @@ def report_for(
 ) -> Report:
     """The report of one finished (or failed) job."""
     subject = _subject(request, result)
-    status = result.get("status")
-    if status != "ran":
-        sentence = _failure_sentence(request, result)
-        if status == "cannot-build" or result.get("phase") in ("load", "map"):
-            return error_report(sentence, subject, request.part)
-        return Report(
-            "differs",
-            findings=[Finding(status, result.get("phase", "run"), sentence)],
-            subject=subject,
-            part=request.part,
-        )
+    if result.get("status") != "ran":
+        return _failed_report(request, result, subject)
     eps = result["eps"][0] if len(result.get("eps", [])) == 1 else 1e-12
     reference = partial(
         _reference,
@@ -166,6 +157,20 @@ def report_for(
         subject,
         request.part,
         tensors={"theirs": theirs, "ours": ours},
+    )
+
+
+def _failed_report(request: CheckRequest, result: dict[str, Any], subject: str) -> Report:
+    """A job that did not run through: their file would not load or map (an error), or their model failed."""
+    status = result.get("status")
+    sentence = _failure_sentence(request, result)
+    if status == "cannot-build" or result.get("phase") in ("load", "map"):
+        return error_report(sentence, subject, request.part)
+    return Report(
+        "differs",
+        findings=[Finding(status, result.get("phase", "run"), sentence)],
+        subject=subject,
+        part=request.part,
     )
 
 
