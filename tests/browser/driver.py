@@ -7,6 +7,7 @@ run finished, a figure drawn, a point hovered), never a fixed time.
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from bertviz_lite.figures.model_view import PICKER_NAME
 from bertviz_lite.loading.pretrained import DEFAULT_MODEL
@@ -171,14 +172,28 @@ _HOVERED = """([key, name, index]) => {
 }"""
 
 
+HOVER_TRIES = 4
+
+
 def click_point(page, key: str, trace_name: str, index: int) -> None:
-    """Hover point `index` of the named trace until plotly has it, click it, and wait for the rerun."""
+    """Hover point `index` of the named trace until plotly has it, click it, and wait for the rerun.
+
+    The point's place is read again before each try: on a busy machine the page can still lay itself out after the
+    scroll (the figure moved under a mouse that rested where the point had been), so a hover that plotly does not
+    report within 5 s is tried again at the point's new place."""
     wait_for_figure(page, key)
     page.locator(f".st-key-{key}").scroll_into_view_if_needed()
-    x, y = page.evaluate(_POINT_XY, [key, trace_name, index])
-    page.mouse.move(x - 3, y - 3)  # a move onto the point, even when the mouse already rests there
-    page.mouse.move(x, y)
-    page.wait_for_function(_HOVERED, arg=[key, trace_name, index], timeout=10_000, polling=25)
+    wait_for_charts(page)
+    for attempt in range(HOVER_TRIES):
+        x, y = page.evaluate(_POINT_XY, [key, trace_name, index])
+        page.mouse.move(x - 3, y - 3)  # a move onto the point, even when the mouse already rests there
+        page.mouse.move(x, y)
+        try:
+            page.wait_for_function(_HOVERED, arg=[key, trace_name, index], timeout=5_000, polling=25)
+            break
+        except PlaywrightTimeout:
+            if attempt == HOVER_TRIES - 1:
+                raise
     page.mouse.click(x, y)
     wait_for_idle(page)
 
