@@ -33,7 +33,7 @@ from bertviz_lite.training import training_args
 from bertviz_lite.training.compiled_step import check_compile_mode
 from bertviz_lite.training.dataset import check_batch_size
 from bertviz_lite.training.distributed import device_type
-from bertviz_lite.training.optimization import BF16_EMULATED, cpu_has_bf16
+from bertviz_lite.training.optimization import BF16_EMULATED, bf16_emulated
 from bertviz_lite.training.training_args import (
     CONFIG_OVERRIDES,
     OptionError,
@@ -269,8 +269,8 @@ def training_advice(options: dict[str, Any], has_cuda: bool, cpu_bf16: bool | No
     """Warnings about options that usually disappoint: a large lr on a pretrained model, base on a CPU, bf16 on a CPU
     that has no bf16 instructions (cpu_bf16: whether it has them; None: ask torch)."""
     advice = []
-    on_cpu = options.get("device") == "cpu" or not has_cuda
-    if options.get("dtype") == "bf16" and on_cpu and not (cpu_has_bf16() if cpu_bf16 is None else cpu_bf16):
+    device = torch.device("cpu" if options.get("device") == "cpu" or not has_cuda else "cuda")
+    if bf16_emulated(options.get("dtype", "auto"), device, cpu_bf16):
         advice.append(f"{BF16_EMULATED}: choose auto or float32.")
     if options.get("init") and options["lr"] > CONTINUED_PRETRAINING_MAX_LR:
         advice.append(

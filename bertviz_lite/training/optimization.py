@@ -134,9 +134,12 @@ def cpu_has_bf16() -> bool:
         return False
 
 
-def bf16_emulated(dtype: str, device: torch.device) -> bool:
-    """Whether a run in this dtype on this device would compute in bf16 on a CPU that only emulates it."""
-    return use_bf16(dtype, device) and device.type == "cpu" and not cpu_has_bf16()
+def bf16_emulated(dtype: str, device: torch.device, native: bool | None = None) -> bool:
+    """Whether a run in this dtype on this device would compute in bf16 on a CPU that only emulates it (native: whether
+    the CPU has bf16 instructions; None: ask torch)."""
+    if not use_bf16(dtype, device) or device.type != "cpu":
+        return False
+    return not (cpu_has_bf16() if native is None else native)
 
 
 class Bf16Weights:

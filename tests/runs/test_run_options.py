@@ -10,6 +10,7 @@ from bertviz_lite.model.modeling import BertForPreTraining
 from bertviz_lite.runs import run_options
 from bertviz_lite.text.corpora import english_corpus, everyday_corpus
 from bertviz_lite.text.pretraining_data import builtin_corpus, split_train_eval
+from bertviz_lite.training import optimization
 from bertviz_lite.training.trainer import Trainer
 from bertviz_lite.training.training_args import PRESETS, OptionError
 
@@ -157,7 +158,7 @@ def test_plan_summary_gives_size_and_steps_and_advises_on_what_usually_disappoin
     assert (
         run_options.training_advice({**bf16, "device": "auto"}, has_cuda=True, cpu_bf16=False) == []
     )  # on the GPU
-    assert run_options.cpu_has_bf16() == bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    assert optimization.cpu_has_bf16() == bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
 def test_device_problem_only_for_cuda_without_a_gpu(monkeypatch):
