@@ -172,29 +172,60 @@ _HOVERED = """([key, name, index]) => {
 }"""
 
 
+# True once the click that the last input made has taken: a script run started after it, or plotly holds the point
+# as selected (the run it asks for is on its way).
+_CLICK_TOOK = """([key, name, index]) => {
+  const runs = window.__bvlRuns;
+  if (runs && runs.start > runs.input) return true;
+  const gd = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+  const trace = gd && (gd.data || []).find(t => t.name === name);
+  return !!trace && Array.from(trace.selectedpoints || []).includes(index);
+}"""
+_RUN_SINCE_INPUT = "() => window.__bvlRuns && window.__bvlRuns.start > window.__bvlRuns.input"
 HOVER_TRIES = 4
+CLICK_TRIES = 3
 
 
-def click_point(page, key: str, trace_name: str, index: int) -> None:
-    """Hover point `index` of the named trace until plotly has it, click it, and wait for the rerun.
+def _hover_point(page, key: str, trace_name: str, index: int) -> tuple[float, float]:
+    """Move the mouse onto point `index` of the named trace until plotly reports it hovered; its place on screen.
 
-    The point's place is read again before each try: on a busy machine the page can still lay itself out after the
+    The point's place is read again before each try: on a busy machine the page can still lay itself out after a
     scroll (the figure moved under a mouse that rested where the point had been), so a hover that plotly does not
     report within 5 s is tried again at the point's new place."""
-    wait_for_figure(page, key)
-    page.locator(f".st-key-{key}").scroll_into_view_if_needed()
-    wait_for_charts(page)
     for attempt in range(HOVER_TRIES):
         x, y = page.evaluate(_POINT_XY, [key, trace_name, index])
         page.mouse.move(x - 3, y - 3)  # a move onto the point, even when the mouse already rests there
         page.mouse.move(x, y)
         try:
             page.wait_for_function(_HOVERED, arg=[key, trace_name, index], timeout=5_000, polling=25)
-            break
+            return x, y
         except PlaywrightTimeout:
             if attempt == HOVER_TRIES - 1:
                 raise
-    page.mouse.click(x, y)
+    raise AssertionError("unreachable")
+
+
+def click_point(page, key: str, trace_name: str, index: int) -> None:
+    """Hover point `index` of the named trace until plotly has it, click it, and wait for the rerun it starts.
+
+    A click that neither started a run nor left the point selected within 10 s is made again, hover first (a CI
+    run on a slow host once lost one: the picker never heard of it). Every chart clicked here selects on click, so a
+    click that took always starts a run."""
+    wait_for_figure(page, key)
+    page.locator(f".st-key-{key}").scroll_into_view_if_needed()
+    wait_for_charts(page)
+    for attempt in range(CLICK_TRIES):
+        x, y = _hover_point(page, key, trace_name, index)
+        page.mouse.click(x, y)
+        try:
+            page.wait_for_function(_CLICK_TOOK, arg=[key, trace_name, index], timeout=10_000, polling=50)
+            break
+        except PlaywrightTimeout:
+            if attempt == CLICK_TRIES - 1:
+                raise AssertionError(
+                    f"{CLICK_TRIES} clicks on {trace_name}[{index}] of {key} started no run"
+                ) from None
+    page.wait_for_function(_RUN_SINCE_INPUT, timeout=60_000, polling=50)
     wait_for_idle(page)
 
 
