@@ -172,16 +172,20 @@ _HOVERED = """([key, name, index]) => {
 }"""
 
 
-# True once the click that the last input made has taken: a script run started after it, or plotly holds the point
-# as selected (the run it asks for is on its way).
-_CLICK_TOOK = """([key, name, index]) => {
-  const runs = window.__bvlRuns;
-  if (runs && runs.start > runs.input) return true;
+# Whether plotly holds point `index` of the trace named `name` as selected (a click on a chart that selects on click
+# toggles it).
+_SELECTED = """([key, name, index]) => {
   const gd = document.querySelector(`.st-key-${key} .js-plotly-plot`);
   const trace = gd && (gd.data || []).find(t => t.name === name);
   return !!trace && Array.from(trace.selectedpoints || []).includes(index);
 }"""
-_RUN_SINCE_INPUT = "() => window.__bvlRuns && window.__bvlRuns.start > window.__bvlRuns.input"
+# True once a click has taken: a script run started after `started` (the last run's start before the click), or the
+# point's selection is no longer `selected` (the run the click asks for is on its way).
+_CLICK_TOOK = f"""([key, name, index, started, selected]) => {{
+  const runs = window.__bvlRuns;
+  return !runs || runs.start > started || ({_SELECTED})([key, name, index]) !== selected;
+}}"""
+_LAST_START = "() => window.__bvlRuns ? window.__bvlRuns.start : -1"
 HOVER_TRIES = 4
 CLICK_TRIES = 3
 
@@ -208,24 +212,27 @@ def _hover_point(page, key: str, trace_name: str, index: int) -> tuple[float, fl
 def click_point(page, key: str, trace_name: str, index: int) -> None:
     """Hover point `index` of the named trace until plotly has it, click it, and wait for the rerun it starts.
 
-    A click that neither started a run nor left the point selected within 10 s is made again, hover first (a CI
+    A click that within 10 s neither started a run nor changed the point's selection is made again, hover first (a CI
     run on a slow host once lost one: the picker never heard of it). Every chart clicked here selects on click, so a
-    click that took always starts a run."""
+    click that took always changes the selection and starts a run. Whether one started is read from the runs' start
+    times, not from the last input: the page may send an input event of its own after the run."""
     wait_for_figure(page, key)
     page.locator(f".st-key-{key}").scroll_into_view_if_needed()
     wait_for_charts(page)
     for attempt in range(CLICK_TRIES):
         x, y = _hover_point(page, key, trace_name, index)
+        before = [page.evaluate(_LAST_START), page.evaluate(_SELECTED, [key, trace_name, index])]
         page.mouse.click(x, y)
         try:
-            page.wait_for_function(_CLICK_TOOK, arg=[key, trace_name, index], timeout=10_000, polling=50)
+            page.wait_for_function(
+                _CLICK_TOOK, arg=[key, trace_name, index, *before], timeout=10_000, polling=50
+            )
             break
         except PlaywrightTimeout:
             if attempt == CLICK_TRIES - 1:
                 raise AssertionError(
                     f"{CLICK_TRIES} clicks on {trace_name}[{index}] of {key} started no run"
                 ) from None
-    page.wait_for_function(_RUN_SINCE_INPUT, timeout=60_000, polling=50)
     wait_for_idle(page)
 
 
