@@ -81,6 +81,11 @@ class BertSelfAttention(nn.Module):
         return context, LayerAttention(q, k, v, probs)
 
 
+def flat_rows(x: Tensor, rows: Tensor) -> Tensor:
+    """(B, T, ...) -> (R, ...): the positions whose flat index b * T + t is in rows (R,)."""
+    return x.reshape(-1, *x.shape[2:])[rows]
+
+
 class BertSelfOutput(nn.Module):
     """Attention output projection, dropout, residual, LayerNorm (post-LN)."""
 
@@ -102,8 +107,14 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(config)
         self.output = BertSelfOutput(config)
 
-    def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
-        return self.output(self.self(hidden_states, mask), hidden_states)
+    def forward(self, hidden_states: Tensor, mask: Tensor | None, rows: Tensor | None = None) -> Tensor:
+        """rows (R,): flat positions b * T + t; the output is then theirs alone, (R, H) (see BertEncoder.forward)."""
+        context = self.self(
+            hidden_states, mask
+        )  # (B, T, H): every query; keys and values need every position anyway
+        if rows is not None:
+            context, hidden_states = (flat_rows(x, rows) for x in (context, hidden_states))
+        return self.output(context, hidden_states)
 
     def forward_with_attention(
         self, hidden_states: Tensor, mask: Tensor | None, head_mask: Tensor | None = None
@@ -149,8 +160,8 @@ class BertLayer(nn.Module):
         """The feed-forward block (its own residual and LayerNorm included)."""
         return self.output(self.intermediate(attention_output), attention_output)
 
-    def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
-        return self.feed_forward(self.attention(hidden_states, mask))
+    def forward(self, hidden_states: Tensor, mask: Tensor | None, rows: Tensor | None = None) -> Tensor:
+        return self.feed_forward(self.attention(hidden_states, mask, rows))
 
     def forward_with_attention(
         self, hidden_states: Tensor, mask: Tensor | None, head_mask: Tensor | None = None
@@ -164,9 +175,16 @@ class BertEncoder(nn.Module):
         super().__init__()
         self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
 
-    def forward(self, hidden_states: Tensor, mask: Tensor | None) -> Tensor:
-        for layer in self.layer:
-            hidden_states = layer(hidden_states, mask)
+    def forward(self, hidden_states: Tensor, mask: Tensor | None, rows: Tensor | None = None) -> Tensor:
+        """The last layer's output (B, T, H); with rows (R,) (flat positions b * T + t), that of those rows alone (R, H).
+
+        A position's output in the last layer needs every position's keys and values, but no other position's output
+        projection or feed-forward block: a pretraining step, whose losses read the labelled rows and [CLS] only,
+        skips those blocks for the other rows (85% of them at 15% masking; the same numbers for the rows it keeps).
+        """
+        last = len(self.layer) - 1
+        for index, layer in enumerate(self.layer):
+            hidden_states = layer(hidden_states, mask, rows if index == last else None)
         return hidden_states
 
     def forward_with_attention(
@@ -393,14 +411,22 @@ class BertForPreTraining(nn.Module):
         does), so that the step neither waits for the device nor changes shape from batch to batch; by default it is
         made here, which waits for a GPU. padded: as `attention_masks.additive_mask` takes it.
         """
-        hidden, pooled = self.encode(input_ids, token_type_ids, attention_mask, padded=padded)
+        input_ids, token_type_ids, attention_mask, position_ids = self.bert.prepare_inputs(
+            input_ids, token_type_ids, attention_mask, None
+        )
+        hidden = self.bert.embeddings(input_ids, token_type_ids, position_ids)
         if mlm_positions is None:
             mlm_positions = labelled_positions(labels, bucket=row_bucket(hidden)).to(labels.device)
+        batch, seq = input_ids.shape
+        cls_rows = torch.arange(batch, device=input_ids.device) * seq  # [CLS] of each pair, for the NSP head
+        # The last layer computes only the rows the losses read (BertEncoder.forward): (K + B, H)
+        mask = additive_mask(attention_mask, hidden.dtype, padded)
+        hidden = self.bert.encoder(hidden, mask, rows=torch.cat([mlm_positions, cls_rows]))
+        mlm_rows, cls = hidden.split([mlm_positions.shape[0], batch])
         mlm_labels = labels.reshape(-1)[mlm_positions]  # (K,): -100 after the labelled ones
-        rows = hidden.reshape(-1, hidden.shape[-1])[mlm_positions]  # (K, H)
-        mlm_logits = self.cls.predictions(rows)  # (K, V)
+        mlm_logits = self.cls.predictions(mlm_rows)  # (K, V)
         mlm_loss = labelled_mean_loss(mlm_logits, mlm_labels)
-        nsp_logits = self.cls.seq_relationship(pooled)
+        nsp_logits = self.cls.seq_relationship(self.bert.pooler(cls[:, None]))  # the pooler reads position 0
         nsp_loss = labelled_mean_loss(
             nsp_logits, next_sentence_label
         )  # -100: a lone sentence, no NSP question

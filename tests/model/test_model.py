@@ -226,6 +226,36 @@ def test_pretraining_loss_uses_only_masked_positions():
     assert no_question.nsp_loss.item() == 0.0 and torch.allclose(no_question.loss, out.mlm_loss)
 
 
+def test_the_last_layer_computes_only_the_rows_the_losses_read_with_the_same_losses_and_gradients():
+    """pretraining_loss runs the last layer's output projection and feed-forward block on the labelled rows and [CLS]
+    alone: its losses and every gradient are those of the whole pass read at those rows."""
+    model = BertForPreTraining(BertConfig(**TINY)).eval()
+    ids, tt, am = padded_pair_batch()
+    labels = torch.full_like(ids, -100)
+    labels[0, 2], labels[1, 1], labels[2, 3] = 17, 42, 5
+    nsp = torch.tensor([0, 1, 0])
+    out = model.pretraining_loss(ids, tt, am, labels, nsp)
+    out.loss.backward()
+    ours = {name: p.grad.clone() for name, p in model.named_parameters()}
+    model.zero_grad()
+    hidden, pooled = model.encode(ids, tt, am)  # the whole pass, every row of the last layer
+    mlm = torch.nn.functional.cross_entropy(
+        model.cls.predictions(hidden[labels != -100]), labels[labels != -100]
+    )
+    whole = mlm + torch.nn.functional.cross_entropy(model.cls.seq_relationship(pooled), nsp)
+    whole.backward()
+    torch.testing.assert_close(out.loss, whole, atol=1e-6, rtol=1e-6)
+    for name, p in model.named_parameters():
+        torch.testing.assert_close(ours[name], p.grad, atol=1e-6, rtol=1e-5, msg=name)
+    embedded = model.bert.embeddings(ids, tt, torch.arange(11)[None])
+    rows = torch.tensor([2, 11, 12, 25])  # flat b * T + t
+    last = model.bert.encoder(embedded, None, rows=rows)
+    assert last.shape == (4, TINY["hidden_size"])
+    torch.testing.assert_close(
+        last, model.bert.encoder(embedded, None).reshape(-1, TINY["hidden_size"])[rows]
+    )
+
+
 def test_labelled_positions_come_first_and_fill_a_bucket_with_unlabelled_ones():
     labels = torch.full((3, 100), -100)
     labels[0, 5] = 1
