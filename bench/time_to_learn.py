@@ -26,7 +26,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._smoke import add_smoke_flag  # noqa: E402
-from bertviz_lite.model.modeling import IGNORE_INDEX  # noqa: E402
+from bertviz_lite.model.loss_rows import IGNORE_INDEX  # noqa: E402
 from bertviz_lite.training.trainer import Trainer, TrainerCallback  # noqa: E402
 from bertviz_lite.training.training_args import TrainingArguments  # noqa: E402
 

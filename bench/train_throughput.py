@@ -44,7 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._smoke import add_smoke_flag  # noqa: E402
 from bertviz_lite.model.config import BertConfig  # noqa: E402
-from bertviz_lite.model.modeling import IGNORE_INDEX, BertForPreTraining  # noqa: E402
+from bertviz_lite.model.loss_rows import IGNORE_INDEX  # noqa: E402
+from bertviz_lite.model.modeling import BertForPreTraining  # noqa: E402
 from bertviz_lite.training.compiled_step import RowCapacity, compiled, host_padded  # noqa: E402
 from bertviz_lite.training.optimization import (  # noqa: E402
     Bf16Weights,

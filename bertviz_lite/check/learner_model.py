@@ -26,7 +26,7 @@ from bertviz_lite.check.reference import our_shapes
 from bertviz_lite.check.sandbox import MEMORY_LIMIT_BYTES, TIME_LIMIT_S
 from bertviz_lite.check.worker import TimeLimit, call, check_sizes, last_frame, sizes_of
 from bertviz_lite.model.config import BertConfig
-from bertviz_lite.model.modeling import labelled_mean_loss, labelled_positions
+from bertviz_lite.model.loss_rows import labelled_mean_loss, labelled_positions
 from bertviz_lite.model.outputs import PretrainingOutput
 
 NSP_WEIGHT = (

@@ -11,7 +11,7 @@ from torch import Tensor
 from bertviz_lite.check.compare import Finding, Stage
 from bertviz_lite.check.masking_worker import CLS, MASK, PAD, SEP
 from bertviz_lite.check.report import Report
-from bertviz_lite.model.modeling import IGNORE_INDEX
+from bertviz_lite.model.loss_rows import IGNORE_INDEX
 
 Z = 3.89  # a 99.99% interval: with six shares tested, a correct function is refused about once in 1,700 seeds
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bertviz_lite.model.modeling import IGNORE_INDEX
+from bertviz_lite.model.loss_rows import IGNORE_INDEX
 
 NOT_CHOSEN = 0
 MASKED = 1

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from bertviz_lite.model.modeling import IGNORE_INDEX
+from bertviz_lite.model.loss_rows import IGNORE_INDEX
 from bertviz_lite.text.masking import mask_tokens
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 

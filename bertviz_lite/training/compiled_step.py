@@ -20,7 +20,7 @@ import warnings
 import torch
 from torch import Tensor, nn
 
-from bertviz_lite.model.modeling import IGNORE_INDEX, ROW_BUCKET, labelled_positions
+from bertviz_lite.model.loss_rows import IGNORE_INDEX, ROW_BUCKET, labelled_positions
 from bertviz_lite.training.training_args import OptionError, TrainingArguments
 
 

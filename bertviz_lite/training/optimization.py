@@ -8,7 +8,8 @@ import copy
 import torch
 from torch import Tensor, nn
 
-from bertviz_lite.model.modeling import IGNORE_INDEX, BertForPreTraining, labelled_positions
+from bertviz_lite.model.loss_rows import IGNORE_INDEX, labelled_positions
+from bertviz_lite.model.modeling import BertForPreTraining
 
 ADAM_EPS = 1e-6  # BERT's
 

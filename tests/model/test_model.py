@@ -6,7 +6,8 @@ import transformers
 
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.embeddings import sinusoidal_position_table
-from bertviz_lite.model.modeling import ROW_BUCKET, BertForPreTraining, labelled_positions, meta_model
+from bertviz_lite.model.loss_rows import ROW_BUCKET, labelled_positions
+from bertviz_lite.model.modeling import BertForPreTraining, meta_model
 
 TINY = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
 

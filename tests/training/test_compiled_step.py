@@ -12,7 +12,7 @@ import torch._dynamo
 import torch.nn.functional as F
 from torch._dynamo.utils import counters
 
-from bertviz_lite.model.modeling import IGNORE_INDEX, ROW_BUCKET
+from bertviz_lite.model.loss_rows import IGNORE_INDEX, ROW_BUCKET
 from bertviz_lite.runs import run_options
 from bertviz_lite.training import trainer as trainer_module
 from bertviz_lite.training.cli import build_parser

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from bertviz_lite.model.modeling import IGNORE_INDEX
+from bertviz_lite.model.loss_rows import IGNORE_INDEX
 from bertviz_lite.text.masking import DECISION_NAMES, MaskingResult, mask_tokens
 from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 
