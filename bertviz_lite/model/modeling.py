@@ -103,9 +103,8 @@ class BertAttention(nn.Module):
 
     def forward(self, hidden_states: Tensor, mask: Tensor | None, rows: Tensor | None = None) -> Tensor:
         """rows (R,): flat positions b * T + t; the output is then theirs alone, (R, H) (see BertEncoder.forward)."""
-        context = self.self(
-            hidden_states, mask
-        )  # (B, T, H): every query; keys and values need every position anyway
+        # (B, T, H): every query; the rows' attention needs every position's keys and values anyway
+        context = self.self(hidden_states, mask)
         if rows is not None:
             context, hidden_states = (flat_rows(x, rows) for x in (context, hidden_states))
         return self.output(context, hidden_states)
