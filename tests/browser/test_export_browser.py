@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from bertviz_lite.export import About, head_view, lesson_html, lesson_trace, view_html
@@ -208,14 +209,7 @@ def test_a_lessons_question_reveals_its_answer_and_its_pickers_change_the_figure
     _changes(offline, lines, LINES, lambda: _pick(offline, 5, "layer", "1"))
     grid = offline.figure("#step-5 .bvl-figure[data-area]")
     grid.scroll_into_view_if_needed()
-    point = grid.evaluate(
-        """e => { const t = e._fullData.find(d => d.name === 'tile picker'), i = 4 * 12 + 7;
-        const xa = e._fullLayout.xaxis, ya = e._fullLayout.yaxis;
-        return [xa._offset + xa.l2p(t.x[i]), ya._offset + ya.l2p(t.y[i])]; }"""
-    )
-    box = grid.bounding_box()
-    page.mouse.move(box["x"] + point[0], box["y"] + point[1])  # the tile of layer 4, head 7
-    page.mouse.click(box["x"] + point[0], box["y"] + point[1])
+    page.mouse.click(*_hovered_tile(page, grid, 4 * 12 + 7))  # the tile of layer 4, head 7
     expect(page.locator("#step-5 select[data-picker='layer']")).to_have_value("4")
     expect(page.locator("#step-5 select[data-picker='head']")).to_have_value("7")
     page.wait_for_function(
@@ -225,6 +219,32 @@ def test_a_lessons_question_reveals_its_answer_and_its_pickers_change_the_figure
         polling=POLL_MS,
     )
     assert offline.attempted() == [] and offline.dialogs == []
+
+
+def _hovered_tile(page, grid, index: int, tries: int = 4) -> tuple[float, float]:
+    """Move the mouse onto tile `index` of the figure `grid` until plotly reports it hovered (its place read again
+    before each try: the page may still lay itself out after a scroll); where it is on the screen."""
+    for attempt in range(tries):
+        point = grid.evaluate(
+            """(e, i) => { const t = e._fullData.find(d => d.name === 'tile picker');
+            const xa = e._fullLayout.xaxis, ya = e._fullLayout.yaxis, box = e.getBoundingClientRect();
+            return [box.left + xa._offset + xa.l2p(t.x[i]), box.top + ya._offset + ya.l2p(t.y[i])]; }""",
+            index,
+        )
+        page.mouse.move(point[0] - 3, point[1] - 3)
+        page.mouse.move(*point)
+        try:
+            page.wait_for_function(
+                "([e, i]) => (e._hoverdata || []).some(p => p.data.name === 'tile picker' && p.pointNumber === i)",
+                arg=[grid.element_handle(), index],
+                timeout=5_000,
+                polling=POLL_MS,
+            )
+            return point[0], point[1]
+        except PlaywrightTimeout:
+            if attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def test_a_command_line_export_with_hostile_sentences_opens_offline_as_text(offline_file, tmp_path):
