@@ -209,7 +209,8 @@ def test_a_lessons_question_reveals_its_answer_and_its_pickers_change_the_figure
     _changes(offline, lines, LINES, lambda: _pick(offline, 5, "layer", "1"))
     grid = offline.figure("#step-5 .bvl-figure[data-area]")
     grid.scroll_into_view_if_needed()
-    page.mouse.click(*_hovered_tile(page, grid, 4 * 12 + 7))  # the tile of layer 4, head 7
+    picked = "() => document.querySelector(\"#step-5 select[data-picker='layer']\").value === '4'"
+    _click_tile(page, grid, 4 * 12 + 7, took=picked)  # the tile of layer 4, head 7
     expect(page.locator("#step-5 select[data-picker='layer']")).to_have_value("4")
     expect(page.locator("#step-5 select[data-picker='head']")).to_have_value("7")
     page.wait_for_function(
@@ -221,9 +222,12 @@ def test_a_lessons_question_reveals_its_answer_and_its_pickers_change_the_figure
     assert offline.attempted() == [] and offline.dialogs == []
 
 
-def _hovered_tile(page, grid, index: int, tries: int = 4) -> tuple[float, float]:
-    """Move the mouse onto tile `index` of the figure `grid` until plotly reports it hovered (its place read again
-    before each try: the page may still lay itself out after a scroll); where it is on the screen."""
+def _click_tile(page, grid, index: int, took: str, tries: int = 4) -> None:
+    """Click tile `index` of the figure `grid` until the JS predicate `took` holds.
+
+    Each try reads the tile's place again (the page may still lay itself out after a scroll), waits for plotly to
+    report the tile hovered, clicks, and waits up to 5 s for `took`: a click on a tile picks the same layer and head
+    however often it is made."""
     for attempt in range(tries):
         point = grid.evaluate(
             """(e, i) => { const t = e._fullData.find(d => d.name === 'tile picker');
@@ -240,11 +244,12 @@ def _hovered_tile(page, grid, index: int, tries: int = 4) -> tuple[float, float]
                 timeout=5_000,
                 polling=POLL_MS,
             )
-            return point[0], point[1]
+            page.mouse.click(*point)
+            page.wait_for_function(took, timeout=5_000, polling=POLL_MS)
+            return
         except PlaywrightTimeout:
             if attempt == tries - 1:
                 raise
-    raise AssertionError("unreachable")
 
 
 def test_a_command_line_export_with_hostile_sentences_opens_offline_as_text(offline_file, tmp_path):
