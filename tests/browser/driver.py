@@ -215,7 +215,8 @@ def click_point(page, key: str, trace_name: str, index: int) -> None:
     A click that within 10 s neither started a run nor changed the point's selection is made again, hover first (a CI
     run on a slow host once lost one: the picker never heard of it). Every chart clicked here selects on click, so a
     click that took always changes the selection and starts a run. Whether one started is read from the runs' start
-    times, not from the last input: the page may send an input event of its own after the run."""
+    times, not from the last input: after the walkthrough's tile click, the last input stayed later than any run's
+    start (a wait for "a run since the last input" timed out while the click had taken)."""
     wait_for_figure(page, key)
     page.locator(f".st-key-{key}").scroll_into_view_if_needed()
     wait_for_charts(page)
