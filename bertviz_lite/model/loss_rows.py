@@ -26,9 +26,9 @@ ROW_BUCKET = 128
 
 
 def row_bucket(hidden: Tensor) -> int:
-    """The multiple the MLM head's rows are rounded up to for `hidden`: ROW_BUCKET, except in float32 on the CPU,
-    where no kernel keeps anything per row count, so the head takes the labelled rows alone (1): the small preset's
-    step projected 384 rows for its ~300 labelled positions (issue 34)."""
+    """The multiple the MLM head's rows are rounded up to for a step on `hidden`'s device (any tensor of the step's):
+    ROW_BUCKET, except in float32 on the CPU, where no kernel keeps anything per row count, so the head takes the
+    labelled rows alone (1): the small preset's step projected 384 rows for its ~300 labelled positions (issue 34)."""
     packs = hidden.device.type != "cpu" or torch.is_autocast_enabled("cpu")
     return ROW_BUCKET if packs else 1
 

@@ -249,12 +249,28 @@ class BertModel(nn.Module):
         padded: bool | None = None,
     ) -> BertModelOutput:
         """Fast encoder pass (fused attention kernel); `padded` as `attention_masks.additive_mask` takes it."""
+        hidden = self.last_hidden_state(
+            input_ids, token_type_ids, attention_mask, position_ids, padded=padded
+        )
+        return BertModelOutput(hidden, self.pooler(hidden))
+
+    def last_hidden_state(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
+        *,
+        padded: bool | None = None,
+        rows: Tensor | None = None,
+    ) -> Tensor:
+        """The encoder's output (B, T, H); with rows (R,) (flat positions b * T + t), those rows' alone (R, H), the
+        last layer computed for them only (BertEncoder.forward)."""
         input_ids, token_type_ids, attention_mask, position_ids = self.prepare_inputs(
             input_ids, token_type_ids, attention_mask, position_ids
         )
         hidden = self.embeddings(input_ids, token_type_ids, position_ids)
-        hidden = self.encoder(hidden, additive_mask(attention_mask, hidden.dtype, padded))
-        return BertModelOutput(hidden, self.pooler(hidden))
+        return self.encoder(hidden, additive_mask(attention_mask, hidden.dtype, padded), rows)
 
 
 def _want(requested: bool | None, available: bool) -> bool:
@@ -363,17 +379,15 @@ class BertForPreTraining(nn.Module):
         does), so that the step neither waits for the device nor changes shape from batch to batch; by default it is
         made here, which waits for a GPU. padded: as `attention_masks.additive_mask` takes it.
         """
-        input_ids, token_type_ids, attention_mask, position_ids = self.bert.prepare_inputs(
-            input_ids, token_type_ids, attention_mask, None
-        )
-        hidden = self.bert.embeddings(input_ids, token_type_ids, position_ids)
         if mlm_positions is None:
-            mlm_positions = labelled_positions(labels, bucket=row_bucket(hidden)).to(labels.device)
-        batch, seq = input_ids.shape
+            mlm_positions = labelled_positions(labels, bucket=row_bucket(input_ids)).to(labels.device)
+        batch, seq = labels.shape
         cls_rows = torch.arange(batch, device=input_ids.device) * seq  # [CLS] of each pair, for the NSP head
-        # The last layer computes only the rows the losses read (BertEncoder.forward): (K + B, H)
-        mask = additive_mask(attention_mask, hidden.dtype, padded)
-        hidden = self.bert.encoder(hidden, mask, rows=torch.cat([mlm_positions, cls_rows]))
+        # The last layer computes only the rows the losses read: (K + B, H)
+        rows = torch.cat([mlm_positions, cls_rows])
+        hidden = self.bert.last_hidden_state(
+            input_ids, token_type_ids, attention_mask, padded=padded, rows=rows
+        )
         mlm_rows, cls = hidden.split([mlm_positions.shape[0], batch])
         mlm_labels = labels.reshape(-1)[mlm_positions]  # (K,): -100 after the labelled ones
         mlm_logits = self.cls.predictions(mlm_rows)  # (K, V)
