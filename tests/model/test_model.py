@@ -153,6 +153,24 @@ def test_fused_and_explicit_attention_paths_agree():
     assert (model.encode(ids, tt, full)[0] - model.trace(ids, tt, full).hidden_states[-1]).abs().max() < 1e-5
 
 
+def test_one_stacked_qkv_product_gives_the_three_projections_and_their_gradients():
+    attention = BertForPreTraining(BertConfig(**TINY)).bert.encoder.layer[0].attention.self
+    hidden = torch.randn(2, 7, TINY["hidden_size"])
+    stacked = attention.project_qkv(hidden)
+    three = [attention.split_heads(f(hidden)) for f in (attention.query, attention.key, attention.value)]
+    weights = [f.weight for f in (attention.query, attention.key, attention.value)]
+    for one, other in zip(stacked, three, strict=True):
+        assert one.shape == other.shape == (2, 4, 7, 8)
+        assert (one - other).abs().max() < 1e-6
+    probe = [torch.randn_like(x) for x in three]
+    grads = [
+        torch.autograd.grad(sum((x * p).sum() for x, p in zip(outs, probe, strict=True)), weights)
+        for outs in (stacked, three)
+    ]
+    for one, other in zip(*grads, strict=True):
+        assert (one - other).abs().max() < 1e-5
+
+
 def test_eval_mode_is_deterministic_and_train_mode_uses_dropout():
     model = BertForPreTraining(BertConfig(**TINY, hidden_dropout_prob=0.5)).eval()
     ids, tt, am = padded_pair_batch()
