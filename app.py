@@ -22,7 +22,7 @@ if cold:
     gc.disable()
 try:
     from bertviz_lite.server import app_routes, live_class
-    from pages_app.common._pages import navigation
+    from pages_app.common._pages import follow_any_case, navigation
     from pages_app.common._share import PRESENT, apply_link, link_control, show_link_notes, sync_link
     from pages_app.common._sidebar import hand_over, render_sidebar
     from pages_app.common._ui import presentation_style
@@ -45,6 +45,7 @@ st.set_page_config(
     layout="wide",  # an emoji: a material icon is fetched from Google
     initial_sidebar_state="collapsed" if st.session_state.get(PRESENT) else "auto",
 )
+follow_any_case()  # /attention reaches the Attention page, as /Attention does
 page = st.navigation(navigation())
 inputs = render_sidebar()
 presentation_style()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from bertviz_lite.figures.tabs import (
     ATTENTION_TABS,
@@ -150,6 +151,21 @@ def by_url_path(url_path: str) -> PageSpec | None:
     return next(
         (page for page in PAGES if page.name == url_path.lower() or (page.default and not url_path)), None
     )
+
+
+def follow_any_case() -> None:
+    """A link typed by hand reaches its page in any case (/attention, /ATTENTION: the Attention page). Streamlit
+    matches the URL's page name exactly and otherwise shows "Page not found" over the main page; so before
+    st.navigation resolves it, a name that is one of ours in another case is set to the page's own spelling."""
+    ctx = get_script_run_ctx()
+    manager = ctx.pages_manager if ctx else None
+    name = manager.intended_page_name if manager else None
+    page = by_url_path(name) if name else None
+    if page is None:
+        return
+    own = _built_pages(PAGES)[PAGES.index(page)].url_path
+    if own != name:
+        manager.set_script_intent(manager.intended_page_script_hash or "", own)
 
 
 def navigation() -> dict[str, list[st.Page]]:
