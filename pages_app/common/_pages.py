@@ -35,9 +35,8 @@ class PageSpec:
     icon: str
     section: str
     url_path: str | None = None  # None: Streamlit's, from the file name (3_Attention.py → Attention)
-    link_fields: tuple[
-        str, ...
-    ] = ()  # of share.QUERY_KEYS, besides the pair, the model and presentation mode
+    # of share.QUERY_KEYS, besides the pair, the model and presentation mode
+    link_fields: tuple[str, ...] = ()
     index_keys: tuple[str, str] = (LAYER_KEY, HEAD_KEY)  # its layer and head widgets (the link's layer, head)
     step_key: str | None = None  # its step picker (the link's `step`)
     sentence_filter_key: str | None = None  # its sentence filter widget (the link's `filter`)
@@ -154,16 +153,11 @@ def by_url_path(url_path: str) -> PageSpec | None:
 
 
 def follow_any_case() -> None:
-    """A link typed by hand reaches its page in any case (/attention, /ATTENTION: the Attention page). Streamlit
-    matches the URL's page name exactly and otherwise shows "Page not found" over the main page; so before
-    st.navigation resolves it, a name that is one of ours in another case is set to the page's own spelling."""
-    ctx = get_script_run_ctx()
-    manager = ctx.pages_manager if ctx else None
-    name = manager.intended_page_name if manager else None
-    page = by_url_path(name) if name else None
-    if page is None:
-        return
-    own = _built_pages(PAGES)[PAGES.index(page)].url_path
+    """/attention reaches the Attention page as /Attention does: Streamlit matches the URL's page name exactly ("Page
+    not found" else), so one of ours in another case is set to the page's own spelling before st.navigation."""
+    manager = get_script_run_ctx().pages_manager
+    page = by_url_path(name) if (name := manager.intended_page_name) else None
+    own = _built_pages(PAGES)[PAGES.index(page)].url_path if page else name
     if own != name:
         manager.set_script_intent(manager.intended_page_script_hash or "", own)
 

@@ -82,13 +82,8 @@ def context_for(inputs: Inputs) -> Context:
     """The Context of inputs outside a page's run (the warm-up, a live class); raises ValueError or OSError."""
     model, tokenizer = checked_model(inputs)
     max_length = explore.effective_max_length(model, inputs.max_length)
-    return Context(
-        inputs,
-        model,
-        tokenizer,
-        explore.encode(tokenizer, inputs.text_a, inputs.text_b, max_length),
-        max_length,
-    )
+    encoding = explore.encode(tokenizer, inputs.text_a, inputs.text_b, max_length)
+    return Context(inputs, model, tokenizer, encoding, max_length)
 
 
 def get_trace(ctx: Context, masked: Sequence[int] = ()) -> explore.PairTrace:
@@ -163,25 +158,22 @@ def csv_button(numbers: pd.DataFrame | Callable[[], pd.DataFrame], name: str, ke
     """A download button for a table, or a table made on demand (a view's to_frame): the CSV is only built when the
     user clicks, so big tables cost nothing until then."""
     table = (lambda: numbers) if isinstance(numbers, pd.DataFrame) else numbers
-    st.download_button(
-        "Numbers as CSV",
-        data=lambda: explore.csv_bytes(table()),
-        file_name=f"{name}.csv",
-        mime="text/csv",
-        key=f"{key}_csv",
-        on_click="ignore",
-        icon=":material/download:",
-    )
+    _download("Numbers as CSV", lambda: explore.csv_bytes(table()), f"{name}.csv", "text/csv", f"{key}_csv")
 
 
 def html_button(build: Callable[[], str], name: str, key: str, label: str = "Interactive HTML") -> None:
     """A download button for a self-contained HTML file that bertviz_lite.export builds when the user clicks."""
+    _download(label, build, f"{name}.html", "text/html", f"{key}_html")
+
+
+def _download(label: str, data: Callable[[], bytes | str], file_name: str, mime: str, key: str) -> None:
+    """A download button whose file is made when the user clicks, not on every run."""
     st.download_button(
         label,
-        data=build,
-        file_name=f"{name}.html",
-        mime="text/html",
-        key=f"{key}_html",
+        data=data,
+        file_name=file_name,
+        mime=mime,
+        key=key,
         on_click="ignore",
         icon=":material/download:",
     )
