@@ -42,8 +42,8 @@ def compiled(
     buckets on purpose; the tests turn it on (and a cheap backend) to show that the step itself has no break.
     mode: torch.compile's (`--compile-mode`; "reduce-overhead": CUDA graphs, for launch-bound steps)."""
     # inductor's note that it split a softmax's reduction, printed twice for BERT's MLM loss: a kernel choice that
-    # asks nothing of a user, noise on their terminal (seen on an H200, torch 2.11)
-    warnings.filterwarnings("ignore", message="Online softmax is disabled", category=UserWarning)
+    # asks nothing of a user, noise on their terminal (seen on an H200, torch 2.11; its text starts with a newline)
+    warnings.filterwarnings("ignore", message=r"\s*Online softmax is disabled", category=UserWarning)
     return torch.compile(module, dynamic=False, backend=backend, fullgraph=fullgraph, mode=mode)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 
 import pytest
 import torch
@@ -88,6 +89,21 @@ def test_a_compiled_run_traces_one_graph_without_a_break_and_never_recompiles(tm
     assert trainer.train().state == "finished"
     assert counters["stats"]["unique_graphs"] == 1 and not counters["recompiles"]
     assert counters["stats"]["calls_captured"] > 0
+
+
+def test_inductors_note_on_a_split_softmax_stays_off_the_terminal():
+    """Inductor (torch 2.11) warns that it split BERT's MLM softmax, a message that starts with a newline; the trainer
+    leaves it out (seen on an H200 run's terminal before the filter matched that newline), and nothing else."""
+    note = (
+        "\nOnline softmax is disabled on the fly since Inductor decides to\nsplit the reduction. Cut an issue to "
+        "PyTorch if this is an\nimportant use case and you want to speed it up with online\nsoftmax.\n"
+    )
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        compiled(torch.nn.Linear(2, 2), backend="eager")
+        warnings.warn(note, UserWarning, stacklevel=1)
+        warnings.warn("another note", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in seen] == ["another note"]
 
 
 def test_row_capacity_holds_every_batch_and_grows_only_when_one_needs_more():
