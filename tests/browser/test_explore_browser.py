@@ -253,3 +253,26 @@ def _predictions_fill_in_paris(page) -> None:
         screenshot(page, ARTIFACTS / f"predictions_paris_{width}x{height}_full.png")
         assert tick_labels(page, key)[:5] == labels[:5], f"Paris: still readable at {width}x{height}"
     assert_no_exception(page)
+
+
+# The heatmap's toolbar groups: how many it has, and how many of them are laid out and opaque.
+_TOOLBAR_GROUPS = """() => {
+  const groups = [...document.querySelectorAll('.st-key-attention_heatmap .modebar-group')];
+  const shown = groups.filter(g => g.getClientRects().length > 0 && getComputedStyle(g).opacity !== '0');
+  return {groups: groups.length, shown: shown.length};
+}"""
+
+
+@NEEDS_DEFAULT_MODEL
+def test_on_a_phone_no_toolbar_covers_a_figures_title(streamlit_url, visitor):
+    """A phone has no hover, so plotly shows its toolbar all the time, at the figure's top right: over the heatmap's
+    title ("Layer 0, head 0 (All)") on a 390 px screen. There the app's figures go without it."""
+    phone = visitor(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    open_page(phone, streamlit_url, "Attention")
+    wait_for_figure(phone, "attention_heatmap")
+    toolbar = phone.evaluate(_TOOLBAR_GROUPS)
+    assert toolbar["groups"] > 0 and toolbar["shown"] == 0, (
+        f"plotly's toolbar over the heatmap's title: {toolbar}"
+    )
+    expect(phone.locator(".st-key-attention_heatmap .gtitle")).to_be_visible()
+    assert_no_exception(phone)
