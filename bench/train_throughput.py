@@ -481,8 +481,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--compile-mode",
         default="default",
-        choices=("default", "reduce-overhead", "max-autotune-no-cudagraphs"),
-        help="torch.compile's mode for every compiled side (reduce-overhead: CUDA graphs)",
+        choices=("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
+        help="torch.compile's mode for every compiled side (reduce-overhead: CUDA graphs; max-autotune: CUDA graphs and "
+        "GEMMs tuned for the shapes, minutes of compiling)",
     )
     parser.add_argument(
         "--profile", action="store_true", help="also profile each side (GPU busy vs step time)"
