@@ -88,6 +88,8 @@ def load_weights(model: nn.Module, mapping: Mapping, ours: dict[str, Tensor]) ->
         target = params.get(theirs)
         if value is not None and TRANSPOSED in sources:
             value = value.T
+        if value is not None and target is not None and target.shape == (1, *value.shape):
+            value = value[None]  # a (1, P, H) position table
         if value is None or target is None or value.shape != target.shape:
             problems.append(
                 f"{theirs} {tuple(target.shape) if target is not None else '?'} cannot take "
@@ -130,8 +132,11 @@ def owner(model: nn.Module, mapping: Mapping, ours: str, want: Callable[[nn.Modu
 
 
 def _raw_matrix(name: str, param: Tensor) -> bool:
-    """A notebook's own nn.Parameter matrix: its module computes more than this matrix's product, so no hook."""
-    return param.dim() == 2 and not name.endswith("weight")  # weight, in_proj_weight: a module's own
+    """A notebook's own nn.Parameter matrix, or a (1, P, H) position table: its module computes more than this
+    parameter gives, so no hook."""
+    return (
+        param.dim() == 2 and not name.endswith("weight")
+    ) or param.dim() == 3  # weight, in_proj_weight: a module's own
 
 
 def _common_ancestor(paths: list[str]) -> str:
@@ -183,7 +188,11 @@ class StageHooks:
         if norm is not None:
             self.hook("embeddings.layer_norm", norm, lambda _i, out: first_tensor(out))
             self.hook("embeddings.sum", norm, lambda inputs, _o: first_tensor(inputs))
-        elif token is not None and segment is not None and _common_ancestor([token, segment]):
+        elif (
+            token is not None
+            and segment is not None
+            and self._embeddings_alone(_common_ancestor([token, segment]))
+        ):
             self.hook(
                 "embeddings.sum",
                 self.modules[_common_ancestor([token, segment])],
@@ -193,6 +202,16 @@ class StageHooks:
             self.install_layer(i)
         self.output_of("pooler", "bert.pooler.dense.weight")
         self.output_of("nsp_logits", "cls.seq_relationship.weight")  # MLM logits: what their model returns
+
+    def _embeddings_alone(self, path: str) -> bool:
+        """Whether their module at `path` (below the model) holds no layer: then its output is the embeddings' sum,
+        else (an encoder that adds them inline, then runs the layers) the sum is no module's output."""
+        inside = [theirs for theirs in self.mapping.entries if theirs.startswith(path + ".")]
+        return bool(path) and not any(
+            source.startswith("bert.encoder.layer.")
+            for theirs in inside
+            for source in self.mapping.entries[theirs]
+        )
 
     def install_layer(self, i: int) -> None:
         roles = layer_role_names(i)
@@ -236,8 +255,10 @@ class StageHooks:
             if path == container or path.startswith(container + ".") or not container:
                 self.hook(stage, module, pick)
 
-    def exposed(self) -> None:
-        """Probabilities their attention keeps as an attribute (self.attn, self.last_attention) after a pass."""
+    def exposed(self, batch: int) -> None:
+        """After a pass of `batch` rows: probabilities their attention keeps as an attribute (self.attn,
+        self.last_attention), and every head's probabilities as (B, nh, T, T) where their code folds the heads into
+        the batch, (B * nh, T, T), as Dive into Deep Learning's `transpose_qkv` does."""
         nh = self.sizes["num_attention_heads"]
         for stage, path in self.attention_modules.items():
             if stage in self.captured or path not in self.modules:
@@ -246,6 +267,9 @@ class StageHooks:
                 if _looks_like_probs(value, nh):
                     self.captured[stage] = value.detach().float().clone()
                     break
+        for stage, value in self.captured.items():
+            if stage.endswith("attention.probs") and nh > 1 and value.dim() == 3 and len(value) == batch * nh:
+                self.captured[stage] = value.reshape(batch, nh, *value.shape[1:])
 
     def remove(self) -> None:
         for handle in self.handles:

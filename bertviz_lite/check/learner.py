@@ -45,6 +45,13 @@ ALIASES = {
         "d_hidden",
         "model_dim",
         "d_emb",
+        "num_hiddens",  # Dive into Deep Learning (d2l.ai)
+        "ffn_num_input",
+        "ffn_num_outputs",
+        "norm_shape",  # nn.LayerNorm(norm_shape) takes the int as it takes [H]
+        "key_size",
+        "query_size",
+        "value_size",
     ),
     "num_hidden_layers": (
         "num_hidden_layers",
@@ -58,6 +65,7 @@ ALIASES = {
         "n_blocks",
         "num_encoder_layers",
         "n_encoder_layers",
+        "num_blks",  # d2l.ai
     ),
     "num_attention_heads": (
         "num_attention_heads",
@@ -91,6 +99,7 @@ ALIASES = {
         "ffn_size",
         "ff_size",
         "feedforward_dim",
+        "ffn_num_hiddens",  # d2l.ai
     ),
     "max_position_embeddings": (
         "max_position_embeddings",
@@ -136,7 +145,7 @@ ALIASES = {
     "layer_norm_eps": ("layer_norm_eps", "eps", "ln_eps", "norm_eps", "layer_norm_epsilon"),
     "pad_token_id": ("pad_token_id", "pad_idx", "padding_idx", "pad_id", "pad_index"),
 }
-MODEL_NAMES = ("Bert", "BERT", "BertModel", "BertForPreTraining")
+MODEL_NAMES = ("Bert", "BERT", "BertModel", "BertForPreTraining", "BERTModel")  # the last: d2l.ai
 CONFIG_PARAMS = ("config", "cfg", "args", "conf", "hparams", "params", "configs")
 
 

@@ -24,7 +24,7 @@ from bertviz_lite.check.learner import CannotBuild, build, find_class, load_file
 from bertviz_lite.check.mapping import Mapping, map_parameters
 from bertviz_lite.check.reference import our_shapes
 from bertviz_lite.check.sandbox import MEMORY_LIMIT_BYTES, TIME_LIMIT_S
-from bertviz_lite.check.worker import TimeLimit, call, check_sizes, last_frame, sizes_of
+from bertviz_lite.check.worker import TimeLimit, call, check_sizes, last_frame, materialize, sizes_of
 from bertviz_lite.model.config import BertConfig
 from bertviz_lite.model.loss_rows import labelled_mean_loss, labelled_positions
 from bertviz_lite.model.outputs import PretrainingOutput
@@ -182,7 +182,7 @@ class LearnerForPreTraining(nn.Module):
         )  # nn.TransformerEncoderLayer's fused kernel hides its modules
         try:
             logits, nsp = self.heads(input_ids, _segments(input_ids, token_type_ids))
-            hooks.exposed()
+            hooks.exposed(batch=input_ids.shape[0])
         finally:
             hooks.remove()
             torch.backends.mha.set_fastpath_enabled(fast)
@@ -296,8 +296,9 @@ def _built(
     cls = find_class(module, spec.class_name)
     spec = LearnerSpec(spec.file, cls.__name__)
     learner = build(module, cls, sizes)
-    check_sizes(param_infos(learner), "model", sizes)
     ids, segments = trial_inputs(config)
+    materialize(learner, "model", _inputs(ids, segments))
+    check_sizes(param_infos(learner), "model", sizes)
     outputs: list[Any] = []
     observed = observe(learner.eval(), lambda: outputs.append(call(learner, "model", _inputs(ids, segments))))
     mapping = map_parameters(param_infos(learner, observed), ours, sizes_of(sizes))

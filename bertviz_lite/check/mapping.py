@@ -376,9 +376,7 @@ def _map_outside_layers(
             else:
                 norms.append(path)
         elif weight is None or len(weight.shape) != 2:
-            vectors = [p for p in group if p.shape == (sizes.vocab_size,)]
-            if vectors:
-                mapping.entries[vectors[0].name] = ["cls.predictions.bias"]
+            _map_loose(mapping, group, sizes)
         elif "Embedding" in weight.module_type or (weight.shape[1] == h and "emb" in weight.name.lower()):
             role = _embedding_role(weight, sizes)
             if role:
@@ -395,6 +393,17 @@ def _map_outside_layers(
     transform = _map_head_squares(squares, modules, mapping)
     for path in norms:
         _assign(mapping, modules[path], _head_norm_role(path, modules, transform))
+
+
+def _map_loose(mapping: Mapping, group: list[ParamInfo], sizes: Sizes) -> None:
+    """Parameters of a module that holds no matrix: the MLM decoder's bias (V,), and a position table (1, P, H)
+    added to the (B, T, H) sum as it is (Dive into Deep Learning's `pos_embedding`)."""
+    vectors = [p for p in group if p.shape == (sizes.vocab_size,)]
+    if vectors:
+        mapping.entries[vectors[0].name] = ["cls.predictions.bias"]
+    for info in group:
+        if info.shape == (1, sizes.max_position_embeddings, sizes.hidden_size):
+            mapping.entries[info.name] = [EMB + "position_embeddings.weight"]
 
 
 def _head_norm_role(path: str, modules: dict[str, list[ParamInfo]], transform: str | None) -> str:

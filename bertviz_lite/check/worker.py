@@ -13,23 +13,25 @@ import resource
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
+from torch.nn.parameter import is_lazy
 
 from bertviz_lite.check import masking_worker
 from bertviz_lite.check.capture import StageHooks, first_tensor, load_weights, observe, param_infos
-from bertviz_lite.check.learner import CannotBuild, build, find_class
+from bertviz_lite.check.learner import MODEL_NAMES, CannotBuild, build, find_class
 from bertviz_lite.check.learner import load_file as load_learner
 from bertviz_lite.check.mapping import EMB, Sizes, map_parameters, map_part
 from bertviz_lite.check.reference import our_shapes
 from bertviz_lite.model.config import BertConfig
 
 PART_NAMES = {
-    "model": ("Bert", "BERT", "BertModel", "BertForPreTraining"),
+    "model": MODEL_NAMES,
     "embedding": ("BertEmbedding", "BertEmbeddings", "BERTEmbedding", "Embeddings", "Embedding"),
     "attention": (
         "BertAttention",
@@ -39,8 +41,23 @@ PART_NAMES = {
         "SelfAttention",
         "Attention",
     ),
-    "mlp": ("BertMLP", "PositionwiseFeedForward", "FeedForward", "MLP", "BertFeedForward", "FFN"),
-    "layer": ("BertLayer", "EncoderLayer", "TransformerBlock", "TransformerLayer", "Block"),
+    "mlp": (
+        "BertMLP",
+        "PositionwiseFeedForward",
+        "PositionWiseFFN",
+        "FeedForward",
+        "MLP",
+        "BertFeedForward",
+        "FFN",
+    ),
+    "layer": (
+        "BertLayer",
+        "EncoderLayer",
+        "TransformerBlock",
+        "TransformerEncoderBlock",
+        "TransformerLayer",
+        "Block",
+    ),
 }
 
 
@@ -114,6 +131,7 @@ def model_job(job, request, ours, inputs, phase) -> tuple[dict[str, Any], dict[s
     module = load_learner(Path(job["file"]))
     cls = find_class(module, job.get("class"), PART_NAMES[part])
     model = build(module, cls, config)
+    materialize(model, part, inputs)
     phase["now"] = "map"
     sizes = sizes_of(config)
     check_sizes(param_infos(model), part, config)
@@ -154,6 +172,7 @@ def trace_job(job, request, weights, inputs, phase) -> tuple[dict[str, Any], dic
     config = request["config"]
     module = load_learner(Path(job["file"]))
     model = build(module, find_class(module, job.get("class"), PART_NAMES["model"]), config)
+    materialize(model, "model", inputs)
     check_sizes(param_infos(model), "model", config)
     phase["now"] = "run"
     observed = observe(model.eval(), lambda: call(model, "model", inputs))
@@ -203,7 +222,7 @@ def _traced(
     hooks.captured = {}
     with torch.no_grad():
         output = call(model, part, inputs)
-    hooks.exposed()
+    hooks.exposed(batch=inputs["input_ids"].shape[0])
     captured = dict(hooks.captured)
     if part in ("model", "embedding"):
         logits = first_tensor(output, config["vocab_size"])
@@ -233,7 +252,8 @@ def call(model: nn.Module, part: str, inputs: dict[str, Tensor]) -> Any:
     if part in ("model", "embedding"):
         ids = inputs["input_ids"]
         seg = inputs["token_type_ids"]
-        return model(ids) if len(names) == 1 else model(ids, seg)
+        extra = _extra_arguments(model.forward, ids)
+        return model(ids, **extra) if len(names) == 1 else model(ids, seg, **extra)
     x = inputs["layer_input" if part != "mlp" else "mlp_input"]
     if part == "mlp" or len(names) == 1:
         return model(x)
@@ -241,12 +261,44 @@ def call(model: nn.Module, part: str, inputs: dict[str, Tensor]) -> Any:
     keep = inputs["input_ids"] != 0
     # (B, 1, 1, T) with 1 where a key may be attended; else (B, T) so; else nn.MultiheadAttention's (B, T), True on padding
     masks = (keep.long()[:, None, None, :], keep.long(), ~keep)
+    if any(name in _VALID_LENGTHS for name in names):  # d2l.ai: each row's count of tokens, (B,)
+        masks = (keep.sum(dim=1),)
     for index, mask in enumerate(masks):
         try:
             return model(x, x, x, mask) if qkv else model(x, mask)
         except (RuntimeError, IndexError, AssertionError):
             if index == len(masks) - 1:
                 raise
+
+
+# A forward's further parameters that the checker fills in by their usual names (Dive into Deep Learning's BERT:
+# `forward(tokens, segments, valid_lens=None, pred_positions=None)`), from the padded ids: 0 is padding.
+_VALID_LENGTHS = ("valid_lens", "valid_len", "valid_lengths", "lengths", "seq_lens")
+_ATTENTION_MASKS = ("attention_mask",)  # transformers' convention: (B, T), 1 where a token may be attended
+_PREDICTION_POSITIONS = ("pred_positions", "masked_positions", "mlm_positions", "masked_lm_positions")
+
+
+def _extra_arguments(forward: Callable[..., Any], ids: Tensor) -> dict[str, Tensor]:
+    """Keyword arguments for the parameters of `forward` after the ids and segments that have a usual name: every
+    row's count of tokens, the attention mask, and every position as one to predict (so the MLM head runs on all)."""
+    keep = ids != 0
+    values = {}
+    for name in list(inspect.signature(forward).parameters)[2:]:
+        if name.lower() in _VALID_LENGTHS:
+            values[name] = keep.sum(dim=1)
+        elif name.lower() in _ATTENTION_MASKS:
+            values[name] = keep.long()
+        elif name.lower() in _PREDICTION_POSITIONS:
+            values[name] = torch.arange(ids.shape[1]).expand(ids.shape[0], -1)
+    return values
+
+
+def materialize(model: nn.Module, part: str, inputs: dict[str, Tensor]) -> None:
+    """Give lazy modules (nn.LazyLinear, as Dive into Deep Learning's BERT uses) their shapes by one pass, as their
+    own first forward would, before the checker reads any parameter's shape."""
+    if any(is_lazy(param) for param in model.parameters()):
+        with torch.no_grad():
+            call(model, part, inputs)
 
 
 class _dropout_off:

@@ -182,7 +182,7 @@ class TrainingArguments:
         group="Run",
         help=(
             "train your own BERT instead of ours: FILE[:CLASS], the .py file of your model (the class is found by "
-            "itself when it is named Bert, BERT or BertModel), built at the preset's sizes. MLM from its logits, NSP "
+            "itself when it is named Bert, BERT, BertModel or BERTModel), built at the preset's sizes. MLM from its logits, NSP "
             "when it has an NSP head (else MLM only). Only the training process imports the file, under a time and a "
             "memory limit; the run saves its weights under your parameter names"
         ),

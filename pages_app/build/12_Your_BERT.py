@@ -99,7 +99,7 @@ right.text_input(
     key="build_class",
     max_chars=80,
     placeholder="Bert",
-    help="Found by itself when it is called Bert, BERT or BertModel.",
+    help="Found by itself when it is called Bert, BERT, BertModel or BERTModel.",
 )
 check, again = st.columns(2)
 check.button("Check", key="build_check", on_click=run_check, type="primary", icon=":material/fact_check:")
