@@ -18,6 +18,7 @@ CHANGE = {
     "pre-ln": "Compute LayerNorm(x + sublayer(x)) in each block, with no LayerNorm before the sub-layer.",
     "shared-layernorm": "Give the attention block and the feed-forward block each their own nn.LayerNorm.",
     "layernorm-formula": "Use nn.LayerNorm(hidden_size, eps=1e-12).",
+    "layernorm-eps": "To match BERT, give your LayerNorms eps=1e-12.",
     "gelu-tanh": "Use F.gelu(x) (approximate='none').",
     "relu": "Use F.gelu(x) in place of ReLU.",
     "no-pooler": "To match BERT, pass the [CLS] vector through a dense layer and tanh before the NSP classifier.",

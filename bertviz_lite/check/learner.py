@@ -6,6 +6,7 @@ worker, which reports their traceback's last frame.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import inspect
 import sys
@@ -219,35 +220,72 @@ def build(module: types.ModuleType, cls: type, config: dict[str, Any]) -> nn.Mod
     if callable(getattr(module, "build", None)) and cls.__name__ in MODEL_NAMES:
         model = module.build(config_namespace(config))
     else:
-        model = construct(cls, module_classes(module), config)
+        model = construct(cls, module_classes(module), config, configs=config_classes(module))
     if not isinstance(model, nn.Module):
         raise CannotBuild(f"build(config) returned a {type(model).__name__}, not an nn.Module.")
     return model
 
 
-def construct(cls: type, classes: dict[str, type], config: dict[str, Any], depth: int = 0) -> nn.Module:
-    """cls(**arguments) with each parameter found by its usual name, a config object, or a class of the file."""
+def construct(
+    cls: type,
+    classes: dict[str, type],
+    config: dict[str, Any],
+    depth: int = 0,
+    configs: tuple[type, ...] = (),
+) -> nn.Module:
+    """cls(**arguments) with each parameter found by its usual name, a config object (of their config class, if the
+    file has one), or a class of the file."""
     arguments = {}
     for name, param in inspect.signature(cls.__init__).parameters.items():
         if name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        value = _argument(name, param, classes, config, depth)
+        value = _argument(name, param, classes, config, depth, configs)
         if value is not inspect.Parameter.empty:
             arguments[name] = value
     return cls(**arguments)
 
 
+def config_classes(module: types.ModuleType) -> tuple[type, ...]:
+    """The dataclasses their file defines whose name says config (nanoGPT's GPTConfig), most fields first."""
+    found = [
+        obj
+        for name, obj in vars(module).items()
+        if inspect.isclass(obj) and dataclasses.is_dataclass(obj) and "config" in name.lower()
+    ]
+    return tuple(sorted(found, key=lambda cls: -len(dataclasses.fields(cls))))
+
+
+def their_config(config: dict[str, Any], configs: tuple[type, ...]) -> Any:
+    """An instance of their config class with every field of a usual name set from ours and the others left at their
+    defaults (nanoGPT's `bias`); our namespace where they have none, or none that can be made so."""
+    namespace = config_namespace(config)
+    for cls in configs:
+        values = {
+            f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls) if hasattr(namespace, f.name)
+        }
+        try:
+            return cls(**values)
+        except TypeError:  # a field with neither a usual name nor a default
+            continue
+    return namespace
+
+
 def _argument(
-    name: str, param: inspect.Parameter, classes: dict[str, type], config: dict[str, Any], depth: int
+    name: str,
+    param: inspect.Parameter,
+    classes: dict[str, type],
+    config: dict[str, Any],
+    depth: int,
+    configs: tuple[type, ...] = (),
 ) -> Any:
     for field_name, names in ALIASES.items():
         if name in names:
             return config[field_name]
     if name.lower() in CONFIG_PARAMS:
-        return config_namespace(config)
+        return their_config(config, configs)
     inner = _class_for(name, param, classes)
     if inner is not None and depth < 3:  # BERTLM(bert: BERT, vocab_size): build their BERT first
-        return construct(inner, classes, config, depth + 1)
+        return construct(inner, classes, config, depth + 1, configs)
     if param.default is not inspect.Parameter.empty:
         return inspect.Parameter.empty
     raise CannotBuild(

@@ -20,6 +20,13 @@ EMB = "bert.embeddings."
 HEAD_WORDS = ("cls", "mlm", "lm", "pred", "head", "transform", "nsp", "next", "classifier")
 
 
+def _says_head(path: str) -> bool:
+    """Whether a module's path names a head: a word of it starts with one of HEAD_WORDS (nanoGPT's container
+    `transformer`, which holds the encoder, is not the MLM head's `transform`)."""
+    words = [w for w in re.split(r"[._]", path.lower()) if not w.startswith("transformer")]
+    return any(w.startswith(head) for w in words for head in HEAD_WORDS)
+
+
 @dataclass(frozen=True)
 class ParamInfo:
     """One of the learner's parameters: its name, shape, owner module's path and class name."""
@@ -413,7 +420,7 @@ def _head_norm_role(path: str, modules: dict[str, list[ParamInfo]], transform: s
     dense_ran = modules[transform][0].ran if transform else None
     if ran is not None and dense_ran is not None:
         return "cls.predictions.transform.LayerNorm" if ran > dense_ran else FINAL_NORM
-    if any(w in path.lower() for w in HEAD_WORDS):
+    if _says_head(path):
         return "cls.predictions.transform.LayerNorm"
     return FINAL_NORM
 
@@ -435,8 +442,7 @@ def _map_head_squares(
     transform = [
         p
         for p in squares
-        if p not in pooler
-        and (seen[p] == "transform" or (seen[p] is None and any(w in p.lower() for w in HEAD_WORDS)))
+        if p not in pooler and (seen[p] == "transform" or (seen[p] is None and _says_head(p)))
     ]
     rest = [p for p in squares if p not in pooler and p not in transform and seen[p] is None]
     if not pooler and rest:

@@ -192,6 +192,24 @@ def _layer_norm_formula(recipe, evidence):
 
 
 @mistake(
+    "layernorm-eps",
+    "Your LayerNorms use eps=1e-05 (PyTorch's default) where BERT's use 1e-12 (a design difference, not an error).",
+    design_choice=True,
+)
+def _torch_eps(recipe, evidence):
+    return _set(recipe, layer_norm_eps=1e-5)
+
+
+@mistake(
+    "layernorm-eps",
+    "Your LayerNorms use eps=1e-06 where BERT's use 1e-12 (a design difference, not an error).",
+    design_choice=True,
+)
+def _tutorial_eps(recipe, evidence):
+    return _set(recipe, layer_norm_eps=1e-6)
+
+
+@mistake(
     "no-residual",
     "Your attention block has no residual connection: add the block's input before the LayerNorm.",
 )

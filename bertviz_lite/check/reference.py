@@ -133,6 +133,9 @@ class Recipe:
         False  # a LayerNorm (weight 1, bias 0) after the last layer, as pre-LN encoders have
     )
     log_softmax: bool = False  # the model returns MLM log-probabilities, as the BERT-pytorch tutorial's does
+    layer_norm_eps: float | None = (
+        None  # an eps their code passes to F.layer_norm itself, where none can be read
+    )
 
 
 def embedding_stages(w: dict[str, Tensor], ids: Tensor, seg: Tensor, recipe: Recipe) -> dict[str, Tensor]:
@@ -167,7 +170,8 @@ def _layer_norm(x: Tensor, w: dict[str, Tensor], prefix: str, recipe: Recipe) ->
     if recipe.layer_norm_formula == "std":  # the Annotated Transformer's: unbiased std, eps added to it
         normed = (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + STD_EPS)
         return w[prefix + ".weight"] * normed + w[prefix + ".bias"]
-    return F.layer_norm(x, x.shape[-1:], w[prefix + ".weight"], w[prefix + ".bias"], eps=w["eps"].item())
+    eps = w["eps"].item() if recipe.layer_norm_eps is None else recipe.layer_norm_eps
+    return F.layer_norm(x, x.shape[-1:], w[prefix + ".weight"], w[prefix + ".bias"], eps=eps)
 
 
 def _linear(x: Tensor, w: dict[str, Tensor], prefix: str) -> Tensor:

@@ -33,6 +33,16 @@ class StdLayerNorm(nn.Module):
     def forward(self, x):
         return self.a_2 * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + self.eps) + self.b_2
 """
+EPS_NORM = """
+
+class FunctionalNorm(nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.weight, self.bias = nn.Parameter(torch.ones(size)), nn.Parameter(torch.zeros(size))
+
+    def forward(self, x):
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+"""
 POSITIONS = (
     "self.position_embeddings = nn.Embedding(max_position_embeddings, hidden_size)",
     "self.position_embeddings(positions)",
@@ -143,6 +153,13 @@ PLANTED = {
         "layer.0.attention.output",
         [("probs = self.dropout(scores.softmax(dim=-1))", "probs = F.dropout(scores.softmax(dim=-1), 0.1)")],
     ),
+    "layernorm-eps": (  # eps passed to F.layer_norm, which no module's attribute says: past the tolerance only in
+        "mlm_logits",  # the logits (~1e-4), and found by the search
+        [
+            ("nn.LayerNorm(hidden_size, eps=1e-12)", "FunctionalNorm(hidden_size)"),
+            ("\n\nclass BertEmbeddings", EPS_NORM + "\n\nclass BertEmbeddings"),
+        ],
+    ),
     "no-pooler": ("nsp_logits", [("return x, self.pooler(x)", "return x, x[:, 0]")]),
     "mlm-head-plain-linear": (
         "mlm_logits",
@@ -161,6 +178,10 @@ CORRECT = [
 ]
 # Tutorial-style models: each departure from BERT named, nothing left unexplained.
 STYLES = {
+    "nanogpt_style.py": (
+        None,
+        {"no-embedding-layernorm", "pre-ln", "mlm-head-plain-linear", "layernorm-eps", "final-layernorm"},
+    ),
     "tutorial_style.py": (
         "BERTLM",
         {
