@@ -10,6 +10,7 @@ CHANGE = {
     "no-position-embedding": "Add position_embeddings(torch.arange(T)) to the token and segment embeddings.",
     "segment-offset": "Use nn.Embedding(2, hidden_size) looked up at token_type_ids as they are given (0 and 1).",
     "no-segment-embedding": "Add token_type_embeddings(token_type_ids) to the sum.",
+    "scaled-embeddings": "To match BERT, add the token embeddings as they are, without * math.sqrt(d_model).",
     "no-embedding-layernorm": "Apply nn.LayerNorm(hidden_size, eps=1e-12) to the sum of the three embeddings.",
     "scale-dk": "Divide the scores q @ kᵀ by math.sqrt(head_size) before the softmax.",
     "softmax-axis": "Use softmax(dim=-1), over the keys.",

@@ -97,6 +97,17 @@ def _no_segments(recipe, evidence):
 
 
 @mistake(
+    "scaled-embeddings",
+    "Your token embeddings are multiplied by sqrt(hidden_size) before the sum, as the Transformer paper's (and "
+    "the Annotated Transformer's and PyTorch's tutorial's) are; BERT adds them unscaled (a design difference, not an "
+    "error, but BERT's weights expect them unscaled).",
+    design_choice=True,
+)
+def _scaled_embeddings(recipe, evidence):
+    return _set(recipe, scaled_tokens=True)
+
+
+@mistake(
     "no-embedding-layernorm",
     "Your embeddings skip the LayerNorm after token + position + segment.",
     absent="bert.embeddings.LayerNorm.weight",

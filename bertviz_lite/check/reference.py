@@ -133,8 +133,10 @@ class Recipe:
         False  # a LayerNorm (weight 1, bias 0) after the last layer, as pre-LN encoders have
     )
     log_softmax: bool = False  # the model returns MLM log-probabilities, as the BERT-pytorch tutorial's does
-    layer_norm_eps: float | None = (
-        None  # an eps their code passes to F.layer_norm itself, where none can be read
+    # an eps their code passes to F.layer_norm itself, where no module's attribute shows it
+    layer_norm_eps: float | None = None
+    scaled_tokens: bool = (
+        False  # token embeddings times sqrt(hidden_size) in the sum, as the Transformer paper's
     )
 
 
@@ -154,7 +156,8 @@ def embedding_stages(w: dict[str, Tensor], ids: Tensor, seg: Tensor, recipe: Rec
     if recipe.segment_offset:  # fed BERT's 0/1, a 1/2 table gives sentence A the padding row and B row "1"
         segment_table = torch.cat([torch.zeros_like(segment_table[:1]), segment_table])
     segment = F.embedding(seg, segment_table) * float(recipe.segments)
-    summed = token + position + segment
+    scale = math.sqrt(token.shape[-1]) if recipe.scaled_tokens else 1.0
+    summed = token * scale + position + segment
     stages = {
         "embeddings.token": token,
         "embeddings.position": position,

@@ -160,6 +160,15 @@ PLANTED = {
             ("\n\nclass BertEmbeddings", EPS_NORM + "\n\nclass BertEmbeddings"),
         ],
     ),
+    "scaled-embeddings": (
+        "embeddings.sum",
+        [
+            (
+                "self.word_embeddings(input_ids)\n",
+                "self.word_embeddings(input_ids) * math.sqrt(self.word_embeddings.embedding_dim)\n",
+            )
+        ],
+    ),
     "no-pooler": ("nsp_logits", [("return x, self.pooler(x)", "return x, x[:, 0]")]),
     "mlm-head-plain-linear": (
         "mlm_logits",
@@ -178,6 +187,16 @@ CORRECT = [
 ]
 # Tutorial-style models: each departure from BERT named, nothing left unexplained.
 STYLES = {
+    "torch_tutorial_style.py": (
+        None,
+        {
+            "no-embedding-layernorm",
+            "learned-vs-sinusoidal",
+            "scaled-embeddings",
+            "mlm-head-untied",
+            "mlm-head-plain-linear",
+        },
+    ),
     "nanogpt_style.py": (
         None,
         {"no-embedding-layernorm", "pre-ln", "mlm-head-plain-linear", "layernorm-eps", "final-layernorm"},
@@ -267,7 +286,9 @@ def test_a_tutorial_style_model_is_built_mapped_and_its_departures_named(reports
     assert set(report.codes) == STYLES[name][1], report.to_text()
     assert report.unmapped["theirs"] == [], report.to_text()
     stages = {s.name for s in report.stages}
-    assert {"embeddings.token", "layer.0.attention.probs", "layer.1.feed_forward", "mlm_logits"} <= stages
+    assert {"embeddings.token", "layer.1.feed_forward", "mlm_logits"} <= stages
+    # nn.TransformerEncoderLayer keeps its probabilities inside (test_more_styles.py): the stages after them count
+    assert "layer.0.attention.probs" in stages or name == "torch_tutorial_style.py"
 
 
 def test_every_code_the_issue_asks_for_is_registered():
