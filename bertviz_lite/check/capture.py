@@ -134,9 +134,8 @@ def owner(model: nn.Module, mapping: Mapping, ours: str, want: Callable[[nn.Modu
 def _raw_matrix(name: str, param: Tensor) -> bool:
     """A notebook's own nn.Parameter matrix, or a (1, P, H) position table: its module computes more than this
     parameter gives, so no hook."""
-    return (
-        param.dim() == 2 and not name.endswith("weight")
-    ) or param.dim() == 3  # weight, in_proj_weight: a module's own
+    raw = param.dim() == 2 and not name.endswith("weight")  # weight, in_proj_weight: a module's own
+    return raw or param.dim() == 3
 
 
 def _common_ancestor(paths: list[str]) -> str:

@@ -65,7 +65,12 @@ def find_function(module: Any, wanted: str | None):
     for name in FUNCTION_NAMES:
         if name in functions:
             return functions[name]
-    takers = [f for f in functions.values() if _first_param(f) in ID_NAMES]
+    takers = [  # not attention's masked softmax (Dive into Deep Learning's `masked_softmax(X, valid_lens)`)
+        f
+        for name, f in functions.items()
+        if _first_param(f) in ID_NAMES
+        and not any(word in name.lower() for word in ("softmax", "attention", "attn"))
+    ]
     if len(takers) == 1:
         return takers[0]
     raise CannotBuild(

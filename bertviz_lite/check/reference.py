@@ -135,9 +135,8 @@ class Recipe:
     log_softmax: bool = False  # the model returns MLM log-probabilities, as the BERT-pytorch tutorial's does
     # an eps their code passes to F.layer_norm itself, where no module's attribute shows it
     layer_norm_eps: float | None = None
-    scaled_tokens: bool = (
-        False  # token embeddings times sqrt(hidden_size) in the sum, as the Transformer paper's
-    )
+    # token embeddings times sqrt(hidden_size) in the sum, as in the Transformer paper
+    scaled_tokens: bool = False
 
 
 def embedding_stages(w: dict[str, Tensor], ids: Tensor, seg: Tensor, recipe: Recipe) -> dict[str, Tensor]:

@@ -46,7 +46,7 @@ def reports(tmp_path_factory):
         ),
     }
     requests = [CheckRequest(path) for path in files.values()]  # BERTModel found by its name
-    parts = {part: CheckRequest(D2L, part) for part in ("attention", "mlp", "layer")}
+    parts = {part: CheckRequest(D2L, part) for part in ("attention", "mlp", "layer", "masking")}
     return dict(zip([*files, *parts], check_files([*requests, *parts.values()]), strict=True))
 
 
@@ -88,6 +88,14 @@ def test_each_d2l_piece_is_found_and_checked_alone(reports, part, found, codes):
     report = reports[part]
     assert report.subject.startswith(f"{found} in ") and report.codes == codes, report.to_text()
     assert report.stages and report.exit_code == (1 if codes else 0)
+
+
+def test_d2l_has_no_masking_function_of_token_ids_and_its_masked_softmax_is_not_taken_for_one(reports):
+    """d2l masks lists of token strings (`_replace_mlm_tokens`, not in the file); `masked_softmax(X, valid_lens)`,
+    whose first parameter is named like token ids, is attention's."""
+    report = reports["masking"]
+    assert (report.verdict, report.exit_code) == ("error", 2)
+    assert report.findings[0].message.startswith("No masking function found"), report.findings[0].message
 
 
 def test_d2l_made_bert_matches_at_every_stage(reports):
