@@ -202,22 +202,24 @@ def _layer_norm_formula(recipe, evidence):
     return _set(recipe, layer_norm_formula="std")
 
 
-@mistake(
-    "layernorm-eps",
-    "Your LayerNorms use eps=1e-05 (PyTorch's default) where BERT's use 1e-12 (a design difference, not an error).",
-    design_choice=True,
-)
-def _torch_eps(recipe, evidence):
-    return _set(recipe, layer_norm_eps=1e-5)
+def _layer_norm_eps(eps: float) -> Callable[[Recipe, dict[str, Tensor]], Recipe | None]:
+    """The variant whose LayerNorms use `eps`, where their code passes it to F.layer_norm and no module shows it."""
+
+    def apply(recipe, evidence):
+        return _set(recipe, layer_norm_eps=eps)
+
+    return apply
 
 
-@mistake(
-    "layernorm-eps",
-    "Your LayerNorms use eps=1e-06 where BERT's use 1e-12 (a design difference, not an error).",
-    design_choice=True,
-)
-def _tutorial_eps(recipe, evidence):
-    return _set(recipe, layer_norm_eps=1e-6)
+for _eps, _what in (
+    (1e-5, "eps=1e-05 (PyTorch's default)"),
+    (1e-6, "eps=1e-06 (the tutorials' own LayerNorm's)"),
+):
+    mistake(
+        "layernorm-eps",
+        f"Your LayerNorms use {_what} where BERT's use 1e-12 (a design difference, not an error).",
+        design_choice=True,
+    )(_layer_norm_eps(_eps))
 
 
 @mistake(
