@@ -36,12 +36,18 @@ MISSING = {
     "attentions": "Your model does not expose its attention probabilities (a softmax written inline, "
     "F.scaled_dot_product_attention, or nn.MultiheadAttention with need_weights=False keeps them inside): return "
     "them from your attention, or keep them as self.attn, to see this view.",
-    "embeddings": "Your model does not show its token, position and segment embeddings and their sum as the "
-    "outputs of modules of their own, so this view has nothing to draw.",
+    "embeddings": "Your model does not show its {parts} as the output of a module of its own (a parameter added "
+    "inline, or a sum computed in a forward that then runs the layers), so this view has nothing to draw.",
     "hidden_states": "Your model does not show each layer's output as the output of a module of its own (a "
     "layer class whose forward returns it), so this view has nothing to draw.",
     "queries": "This view needs each head's queries and keys, which only our BERT's trace records: your model's run "
     "gives its attention probabilities, hidden states and heads' outputs.",
+}
+PART_NAMES = {
+    "token": "token embeddings",
+    "position": "position embeddings",
+    "segment": "segment embeddings",
+    "sum": "embeddings' sum",
 }
 OUR_INTERNALS = (
     f"This page needs our BERT's internals (it runs the model again, or reads its weights); {LABEL} opens on the "
@@ -199,8 +205,10 @@ def trace_of(found: dict[str, Tensor], layers: int, tokens: int) -> tuple[BertTr
         missing["attentions"] = MISSING["attentions"]
     if any(h is None for h in hidden):
         missing["hidden_states"] = MISSING["hidden_states"]
-    if any(p is None for p in parts[:4]):
-        missing["embeddings"] = MISSING["embeddings"]
+    absent = [PART_NAMES[name] for name, part in zip(names[:4], parts, strict=False) if part is None]
+    if absent:
+        listed = absent[0] if len(absent) == 1 else ", ".join(absent[:-1]) + " and " + absent[-1]
+        missing["embeddings"] = MISSING["embeddings"].format(parts=listed)
     if parts[4] is None:
         parts[4] = parts[3]  # no embedding LayerNorm of theirs: the sum is what the first layer reads
     trace = BertTrace(

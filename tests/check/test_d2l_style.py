@@ -7,11 +7,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from bertviz_lite.check import CheckRequest, check_files
+from bertviz_lite.check.learner_explore import learner_trace, open_learner
 from bertviz_lite.check.learner_model import LearnerSpec, load_learner
+from bertviz_lite.inspection import explore
+from bertviz_lite.inspection.explore import NotExposed
+from bertviz_lite.loading.pretrained import DEMO, load
 from bertviz_lite.model.config import BertConfig
 
 D2L = Path(__file__).parent / "learners" / "d2l_style.py"
@@ -127,3 +132,18 @@ def test_d2l_trains_through_the_learner_wrapper_with_its_heads_per_head_attentio
         trace.attentions[0][0, :, :, 6:], torch.zeros(())
     )  # valid_lens: no weight on padding
     assert tuple(trace.mlm_logits.shape) == (2, 8, 60) and tuple(trace.nsp_logits.shape) == (2, 2)
+
+
+def test_d2l_on_the_explore_pages_draws_each_head_and_names_the_embeddings_it_adds_inline():
+    model, tokenizer = load(DEMO)
+    theirs = open_learner(LearnerSpec(D2L), DEMO, model, tokenizer)
+    encoding = explore.encode(tokenizer, "The cat sat on the mat.", "It slept in the sun.", 128)
+    trace = learner_trace(theirs, encoding, (), model)
+    ours = explore.trace_encoding(model, tokenizer, encoding, 128, (), batched=False)
+    assert trace.attentions.shape == ours.attentions.shape and np.allclose(
+        trace.attentions.sum(-1), 1.0, atol=1e-5
+    )
+    with pytest.raises(
+        NotExposed, match="its position embeddings and embeddings' sum as the output of a module"
+    ):
+        trace.embeddings  # noqa: B018 - the property raises
