@@ -36,18 +36,19 @@ MISSING = {
     "attentions": "Your model does not expose its attention probabilities (a softmax written inline, "
     "F.scaled_dot_product_attention, or nn.MultiheadAttention with need_weights=False keeps them inside): return "
     "them from your attention, or keep them as self.attn, to see this view.",
-    "embeddings": "Your model does not show its {parts} as the output of a module of its own (a parameter added "
-    "inline, or a sum computed in a forward that then runs the layers), so this view has nothing to draw.",
+    "embeddings": "Your model does not show these parts of its embeddings as the outputs of modules of their own: "
+    "{parts} (a parameter added inline, or a sum computed in a forward that then runs the layers), so this view has "
+    "nothing to draw.",
     "hidden_states": "Your model does not show each layer's output as the output of a module of its own (a "
     "layer class whose forward returns it), so this view has nothing to draw.",
     "queries": "This view needs each head's queries and keys, which only our BERT's trace records: your model's run "
     "gives its attention probabilities, hidden states and heads' outputs.",
 }
 PART_NAMES = {
-    "token": "token embeddings",
-    "position": "position embeddings",
-    "segment": "segment embeddings",
-    "sum": "embeddings' sum",
+    "token": "the token embeddings",
+    "position": "the position embeddings",
+    "segment": "the segment embeddings",
+    "sum": "the sum",
 }
 OUR_INTERNALS = (
     f"This page needs our BERT's internals (it runs the model again, or reads its weights); {LABEL} opens on the "
