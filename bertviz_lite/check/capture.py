@@ -253,6 +253,10 @@ class StageHooks:
         for path, module in self.modules.items():
             if path == container or path.startswith(container + ".") or not container:
                 self.hook(stage, module, pick)
+                if isinstance(module, nn.MultiheadAttention):
+                    self.handles.append(
+                        module.register_forward_pre_hook(_every_heads_weights, with_kwargs=True)
+                    )
 
     def exposed(self, batch: int) -> None:
         """After a pass of `batch` rows: probabilities their attention keeps as an attribute (self.attn,
@@ -273,6 +277,19 @@ class StageHooks:
     def remove(self) -> None:
         for handle in self.handles:
             handle.remove()
+
+
+def _every_heads_weights(_module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """nn.MultiheadAttention called as if with need_weights=True, average_attn_weights=False: it then returns each
+    head's (B, nh, T, T) probabilities beside its output, which its caller (nn.TransformerEncoderLayer, or theirs
+    taking `[0]` or `out, _`) leaves unused; the output is the same."""
+    args = list(args)
+    for index, name in ((4, "need_weights"), (6, "average_attn_weights")):  # their positions in its forward
+        if len(args) > index:
+            args[index] = name == "need_weights"
+        else:
+            kwargs[name] = name == "need_weights"
+    return tuple(args), kwargs
 
 
 def _is_embedding(module: nn.Module) -> bool:

@@ -189,9 +189,8 @@ def _absent_notes(part: str, theirs: dict[str, Tensor], ours: dict[str, Tensor])
     if hidden:
         notes.append(
             f"attention probabilities not compared ({', '.join(hidden)}): your attention does not expose "
-            f"them (F.scaled_dot_product_attention, or nn.MultiheadAttention with need_weights=False, keeps "
-            f"them inside; return them or keep them as self.attn to have them compared); the stages after "
-            f"them were compared"
+            "them (F.scaled_dot_product_attention keeps them inside; return them or keep them as self.attn to have "
+            "them compared); the stages after them were compared"
         )
     if part == "model" and "nsp_logits" not in theirs:
         notes.append("no NSP head: NSP and pooler not checked (the exercise's Bert returns MLM logits only)")

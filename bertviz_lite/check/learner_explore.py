@@ -33,9 +33,9 @@ from bertviz_lite.text.tokenization import BertTokenizer, Encoding
 LABEL = "Your BERT"  # how the model picker names a learner's model
 PAGES = "Tokens, Embeddings, Attention and Predictions"  # the explore pages that show a learner's model
 MISSING = {
-    "attentions": "Your model does not expose its attention probabilities (a softmax written inline, "
-    "F.scaled_dot_product_attention, or nn.MultiheadAttention with need_weights=False keeps them inside): return "
-    "them from your attention, or keep them as self.attn, to see this view.",
+    "attentions": "Your model does not expose its attention probabilities (a softmax written inline or "
+    "F.scaled_dot_product_attention keeps them inside): return them from your attention, or keep them as self.attn, "
+    "to see this view.",
     "embeddings": "Your model does not show these parts of its embeddings as the outputs of modules of their own: "
     "{parts} (a parameter added inline, or a sum computed in a forward that then runs the layers), so this view has "
     "nothing to draw.",

@@ -166,9 +166,9 @@ def replay_gap(run_dir: str | os.PathLike) -> str | None:
     if record is None or record.attention:
         return None
     return (
-        f"{record.spec.name} does not expose its attention probabilities (a softmax written inline, "
-        "F.scaled_dot_product_attention, or nn.MultiheadAttention with need_weights=False keeps them inside), so "
-        "this run saved no attention to replay: return them from your attention, or keep them as self.attn."
+        f"{record.spec.name} does not expose its attention probabilities (a softmax written inline or "
+        "F.scaled_dot_product_attention keeps them inside), so this run saved no attention to replay: return them "
+        "from your attention, or keep them as self.attn."
     )
 
 

@@ -63,6 +63,17 @@ def test_a_model_that_hides_its_attention_says_so_and_shows_the_rest(demo):
     assert trace.mlm_logits.shape == (len(encoding), tokenizer.vocab_size) and trace.nsp_logits is None
 
 
+def test_a_model_on_pytorchs_encoder_layer_shows_each_heads_attention_as_ours(demo):
+    """nn.TransformerEncoderLayer calls its attention with need_weights=False; asked for every head's weights, it
+    gives the heatmaps ours gives with the same weights."""
+    model, tokenizer = demo
+    theirs = open_learner(LearnerSpec(LEARNERS / "minimal_style.py"), DEMO, model, tokenizer)
+    encoding = explore.encode(tokenizer, "The cat sat on the mat.", "It slept in the sun.", 128)
+    trace = learner_trace(theirs, encoding, (), model)
+    ours = explore.trace_encoding(model, tokenizer, encoding, 128, (), batched=False)
+    assert np.allclose(trace.attentions, ours.attentions, atol=1e-5)
+
+
 @pytest.mark.slow
 def test_a_trained_runs_own_weights_give_the_attention_its_last_snapshot_saved(tmp_path):
     run = tmp_path / "mine"
