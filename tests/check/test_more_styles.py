@@ -15,13 +15,31 @@ LEARNERS = Path(__file__).parent / "learners"
 SDPA = LEARNERS / "sdpa_style.py"
 MINIMAL = LEARNERS / "minimal_style.py"
 PADDING = "src_key_padding_mask=input_ids == 0"
+# hf_style.py with transformers' third argument required: forward(input_ids, token_type_ids, attention_mask)
+TAKES_MASK = {
+    "    def forward(self, input_ids, token_type_ids):\n        mask = (input_ids != 0)[:, None, None, :]": (
+        "    def forward(self, input_ids, token_type_ids, attention_mask):\n"
+        "        mask = attention_mask[:, None, None, :]"
+    ),
+    "    def forward(self, input_ids, token_type_ids):\n        hidden, pooled = self.bert(input_ids, token_type_ids)": (
+        "    def forward(self, input_ids, token_type_ids, attention_mask):\n"
+        "        hidden, pooled = self.bert(input_ids, token_type_ids, attention_mask)"
+    ),
+}
 
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
     inverted = tmp_path_factory.mktemp("minimal") / "inverted.py"
     inverted.write_text(MINIMAL.read_text().replace(PADDING, "src_key_padding_mask=input_ids != 0"))
+    takes_mask = inverted.parent / "takes_mask.py"
+    text = (LEARNERS / "hf_style.py").read_text()
+    for old, new in TAKES_MASK.items():
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    takes_mask.write_text(text)
     requests = {
+        "takes attention_mask": CheckRequest(takes_mask),
         "sdpa": CheckRequest(SDPA),
         "sdpa attention": CheckRequest(SDPA, "attention"),
         "minimal": CheckRequest(MINIMAL),
@@ -76,3 +94,11 @@ def test_a_padding_mask_given_in_the_attention_masks_sense_is_named_inverted(rep
     assert [(f.code, f.stage) for f in report.findings] == [("mask-inverted", "layer.0.attention.probs")], (
         report.to_text()
     )
+
+
+def test_a_model_whose_forward_requires_transformers_attention_mask_is_given_it(reports):
+    """`forward(input_ids, token_type_ids, attention_mask)`: the mask is given as transformers gives it, (B, T) with
+    1 where a token may be attended (a TypeError for the missing argument before)."""
+    report = reports["takes attention_mask"]
+    assert (report.verdict, report.findings) == ("match", []), report.to_text()
+    assert all(s.ok for s in report.stages) and len(report.stages) >= 14
