@@ -79,7 +79,8 @@ class LearnerForPreTraining(nn.Module):
     """Their module (`self.learner`, parameters under their own names) with the methods the trainer calls.
 
     Their forward takes `(input_ids, token_type_ids)` (or `input_ids` alone) and finds padding itself (id 0, which
-    our tokenizer pads with); the attention mask the trainer passes is not theirs to take.
+    our tokenizer pads with), or takes it by a usual name (`attention_mask`, `valid_lens`), made from the ids as the
+    checker makes it (worker.call).
     """
 
     def __init__(
