@@ -280,13 +280,14 @@ _PREDICTION_POSITIONS = ("pred_positions", "masked_positions", "mlm_positions", 
 
 def _extra_arguments(forward: Callable[..., Any], ids: Tensor) -> dict[str, Tensor]:
     """Keyword arguments for the parameters of `forward` after the ids and segments that have a usual name: every
-    row's count of tokens, the attention mask, and every position as one to predict (so the MLM head runs on all)."""
+    row's count of tokens, the attention mask where it is required (an optional one is left to their default, which
+    finds the padding itself), and every position as one to predict (so the MLM head runs on all)."""
     keep = ids != 0
     values = {}
-    for name in list(inspect.signature(forward).parameters)[2:]:
+    for name, param in list(inspect.signature(forward).parameters.items())[2:]:
         if name.lower() in _VALID_LENGTHS:
             values[name] = keep.sum(dim=1)
-        elif name.lower() in _ATTENTION_MASKS:
+        elif name.lower() in _ATTENTION_MASKS and param.default is param.empty:
             values[name] = keep.long()
         elif name.lower() in _PREDICTION_POSITIONS:
             values[name] = torch.arange(ids.shape[1]).expand(ids.shape[0], -1)
