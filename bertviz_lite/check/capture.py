@@ -232,6 +232,14 @@ class StageHooks:
                 self.modules[_common_ancestor(everything)],
                 lambda _i, out: first_tensor(out, h),
             )
+            if (
+                i == 0
+            ):  # what the first layer reads: the embeddings' output, where no module of theirs gives it
+                self.hook(
+                    "layer.0.input",
+                    self.modules[_common_ancestor(everything)],
+                    lambda inputs, _o: first_tensor(inputs, h),
+                )
         if attention:
             container = _common_ancestor(attention)
             if isinstance(

@@ -193,12 +193,10 @@ def trace_of(found: dict[str, Tensor], layers: int, tokens: int) -> tuple[BertTr
     """The BertTrace of what the hooks caught (stages as check/capture.py names them), and the sentences for what
     they did not: their attention hidden, their embeddings or layers not modules of their own. q/k/v never come."""
     probs = [found.get(f"layer.{i}.attention.probs") for i in range(layers)]
-    hidden = [found.get("embeddings.layer_norm", found.get("embeddings.sum"))]
-    hidden += [found.get(f"layer.{i}.output") for i in range(layers)]
+    first = found.get("embeddings.layer_norm", found.get("embeddings.sum", found.get("layer.0.input")))
+    hidden = [_batched(h, tokens) for h in [first, *(found.get(f"layer.{i}.output") for i in range(layers))]]
     names = ("token", "position", "segment", "sum", "layer_norm")
-    parts = [
-        _batched(found.get(f"embeddings.{name}")) for name in names
-    ]  # a position table (T, H) as (1, T, H)
+    parts = [_batched(found.get(f"embeddings.{name}"), tokens) for name in names]
     missing = {name: MISSING["queries"] for name in ("queries", "keys", "values")}
     if not all(
         p is not None and p.dim() == 4 for p in probs
@@ -217,12 +215,18 @@ def trace_of(found: dict[str, Tensor], layers: int, tokens: int) -> tuple[BertTr
         layers=tuple(LayerAttention(None, None, None, p) for p in probs),
         hidden_states=tuple(hidden),
         pooled=found.get("pooler"),
-        mlm_logits=found.get("model.output"),
+        mlm_logits=_batched(found.get("model.output"), tokens),
         nsp_logits=found.get("nsp_logits"),
         attention_mask=torch.ones(1, tokens, dtype=torch.long),
     )
     return trace, missing
 
 
-def _batched(part: Tensor | None) -> Tensor | None:
-    return part if part is None or part.dim() == 3 else part.reshape(1, *part.shape[-2:])
+def _batched(part: Tensor | None, tokens: int) -> Tensor | None:
+    """One pair's (1, T, H): a position table (T, H) given a batch axis, a sequence-first model's (T, 1, H) turned
+    (nn.Transformer's default, as PyTorch's tutorial keeps it)."""
+    if part is None or part.dim() not in (2, 3):
+        return part
+    if part.dim() == 2:
+        return part.reshape(1, *part.shape[-2:])
+    return part.transpose(0, 1) if part.shape[:2] == (tokens, 1) and tokens > 1 else part

@@ -71,14 +71,16 @@ def source_trace(ctx, masked: Sequence[int], load_model: Callable) -> explore.Pa
 
 
 @contextmanager
-def said_when_hidden() -> Iterator[None]:
+def said_when_hidden(stop: bool = True) -> Iterator[None]:
     """A view of a learner's model that needs what their modules hide, or whose run failed: one sentence, and the page
-    ends there (only a learner's trace raises these)."""
+    ends there (only a learner's trace raises these); with stop=False, a hidden part's view is skipped and the page
+    goes on."""
     try:
         yield
     except explore.NotExposed as err:
         st.info(plain_markdown(str(err)))
-        st.stop()
+        if stop:
+            st.stop()
     except LearnerRunFailed as err:
         st.error(plain_markdown(str(err)))
         st.stop()

@@ -135,11 +135,12 @@ def load_context(learner: bool = False) -> Context:
     return Context(inputs, model, tokenizer, encoding, max_length)
 
 
-def view(data: Callable[..., T], ctx: Context, masked: Sequence[int] = (), **picks) -> T:
-    """data(trace, **picks) on the context's trace, computed once for every visitor: a page names the package's data
-    function and its picks, say view(views.attention_map, ctx, layer=0, head=1)."""
+def view(
+    data: Callable[..., T], ctx: Context, masked: Sequence[int] = (), stop: bool = True, **picks
+) -> T | None:
+    """data(trace, **picks), once for all; where a learner's model hides it: said, then None or page end."""
     masked = tuple(sorted(masked))
-    with said_when_hidden():  # a learner's model without what the view reads: one sentence instead
+    with said_when_hidden(stop):
         return SHARED.get(
             cache.cache_key(data, ctx.inputs, masked, **picks), lambda: data(get_trace(ctx, masked), **picks)
         )

@@ -91,14 +91,14 @@ st.caption(
     "its position and one for its segment (A or B). LayerNorm then rescales each sum to mean 0 and variance 1."
 )
 
-parts_section()
-st.caption(
-    f"Check: largest |sum − (token + position + segment)| = {view(views.embedding_sum_error, ctx):.2e}."
-)
-show_code(ctx, PAGE_ABOUT["embeddings"].code, "embeddings")
-
-norms = view(views.embedding_norms, ctx)
-show_figure(figures.embedding_norms_figure(norms), "embedding_norms", frame=norms.to_frame)
+norms = view(views.embedding_norms, ctx, stop=False)  # None: a learner's model that hides its parts (said)
+if norms is not None:
+    parts_section()
+    st.caption(
+        f"Check: largest |sum − (token + position + segment)| = {view(views.embedding_sum_error, ctx):.2e}."
+    )
+    show_code(ctx, PAGE_ABOUT["embeddings"].code, "embeddings")
+    show_figure(figures.embedding_norms_figure(norms), "embedding_norms", frame=norms.to_frame)
 
 st.subheader("Position embeddings")
 positions_section()

@@ -100,3 +100,29 @@ def test_compare_with_bert_puts_bert_s_head_view_beside_theirs():
     ]  # a correct model with BERT's weights: the same heads, the same lines
     for mine, bert in zip(drawn["head_view"]["data"], drawn["head_view_bert"]["data"], strict=True):
         assert mine.get("x") == bert.get("x") and mine.get("y") == bert.get("y")
+
+
+def test_embeddings_of_a_sequence_first_model_that_adds_its_parts_inline_go_on_to_the_token_vectors():
+    """PyTorch's nn.Transformer tutorial style: (T, B, H) tensors, positions from a buffer, the sum computed inline.
+    The parts view says which parts it cannot show, and the page goes on to the 2-D token vectors, read from what
+    each layer (the first one included) is given and gives, turned to one pair's (T, H)."""
+    model, tokenizer = load(DEMO)
+    theirs = open_learner(LearnerSpec(LEARNERS / "torch_tutorial_style.py"), DEMO, model, tokenizer)
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.session_state[LEARNER_MODELS] = {theirs.key: theirs}
+    at.session_state["model_picker"] = theirs.key
+    at.switch_page(EXPLORE.format("2_Embeddings")).run()
+    no_exception(at)
+    notes = [info.value for info in at.info]
+    assert any("the position embeddings and the sum (" in note for note in notes), notes
+    tokens = len(explore.encode(tokenizer, DEFAULTS["sentence_a"], DEFAULTS["sentence_b"], 128))
+    assert _points(at) == tokens
+    box = at.selectbox(key="pca_vectors")
+    box.set_value(box.options[1]).run()  # "embedding output": what their first layer reads
+    no_exception(at)
+    assert _points(at) == tokens
+
+
+def _points(at: AppTest) -> int:
+    """The 2-D token vectors' points, over the figure's traces."""
+    return sum(len(array(trace["x"])) for trace in charts(at)["pca"]["data"] if "x" in trace)
