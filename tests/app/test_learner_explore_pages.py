@@ -47,6 +47,19 @@ def opened(file: Path) -> AppTest:
     return at
 
 
+def on_page(file: Path, page: str) -> AppTest:
+    """An explore page drawn for their model with demo-tiny's weights, opened as the Your BERT page opens it (its
+    check: the tests above and in tests/check)."""
+    model, tokenizer = load(DEMO)
+    theirs = open_learner(LearnerSpec(file), DEMO, model, tokenizer)
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.session_state[LEARNER_MODELS] = {theirs.key: theirs}
+    at.session_state["model_picker"] = theirs.key
+    at.switch_page(EXPLORE.format(page)).run()
+    no_exception(at)
+    return at
+
+
 def test_a_correct_model_draws_the_four_pages_with_the_attention_our_bert_draws():
     at = opened(LEARNERS / "hf_style.py")  # Open lands on the Attention page
     assert not at.error and "Attention" in [header.value for header in at.header]
@@ -68,15 +81,7 @@ def test_a_correct_model_draws_the_four_pages_with_the_attention_our_bert_draws(
 
 
 def test_a_model_that_hides_its_attention_says_so_in_one_sentence():
-    model, tokenizer = load(
-        DEMO
-    )  # opened as the Your BERT page opens it (its check: tests above and in tests/check)
-    theirs = open_learner(LearnerSpec(LEARNERS / "sdpa_style.py"), DEMO, model, tokenizer)
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.session_state[LEARNER_MODELS] = {theirs.key: theirs}
-    at.session_state["model_picker"] = theirs.key
-    at.switch_page(EXPLORE.format("3_Attention")).run()
-    no_exception(at)
+    at = on_page(LEARNERS / "sdpa_style.py", "3_Attention")
     assert plain_markdown(MISSING["attentions"]) in [info.value for info in at.info]
     assert "attention_heatmap" not in charts(at)
 
@@ -106,16 +111,10 @@ def test_embeddings_of_a_sequence_first_model_that_adds_its_parts_inline_go_on_t
     """PyTorch's nn.Transformer tutorial style: (T, B, H) tensors, positions from a buffer, the sum computed inline.
     The parts view says which parts it cannot show, and the page goes on to the 2-D token vectors, read from what
     each layer (the first one included) is given and gives, turned to one pair's (T, H)."""
-    model, tokenizer = load(DEMO)
-    theirs = open_learner(LearnerSpec(LEARNERS / "torch_tutorial_style.py"), DEMO, model, tokenizer)
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.session_state[LEARNER_MODELS] = {theirs.key: theirs}
-    at.session_state["model_picker"] = theirs.key
-    at.switch_page(EXPLORE.format("2_Embeddings")).run()
-    no_exception(at)
+    at = on_page(LEARNERS / "torch_tutorial_style.py", "2_Embeddings")
     notes = [info.value for info in at.info]
     assert any("the position embeddings and the sum (" in note for note in notes), notes
-    tokens = len(explore.encode(tokenizer, DEFAULTS["sentence_a"], DEFAULTS["sentence_b"], 128))
+    tokens = len(explore.encode(load(DEMO)[1], DEFAULTS["sentence_a"], DEFAULTS["sentence_b"], 128))
     assert _points(at) == tokens
     box = at.selectbox(key="pca_vectors")
     box.set_value(box.options[1]).run()  # "embedding output": what their first layer reads
