@@ -44,7 +44,7 @@ MISSING = {
     "queries": "This view needs each head's queries and keys, which only our BERT's trace records: your model's run "
     "gives its attention probabilities, hidden states and heads' outputs.",
 }
-PART_NAMES = {
+EMBEDDING_PART_WORDS = {  # the sentence of MISSING["embeddings"]
     "token": "the token embeddings",
     "position": "the position embeddings",
     "segment": "the segment embeddings",
@@ -204,7 +204,9 @@ def trace_of(found: dict[str, Tensor], layers: int, tokens: int) -> tuple[BertTr
         missing["attentions"] = MISSING["attentions"]
     if any(h is None for h in hidden):
         missing["hidden_states"] = MISSING["hidden_states"]
-    absent = [PART_NAMES[name] for name, part in zip(names[:4], parts, strict=False) if part is None]
+    absent = [
+        EMBEDDING_PART_WORDS[name] for name, part in zip(names[:4], parts[:4], strict=True) if part is None
+    ]
     if absent:
         listed = absent[0] if len(absent) == 1 else ", ".join(absent[:-1]) + " and " + absent[-1]
         missing["embeddings"] = MISSING["embeddings"].format(parts=listed)
